@@ -69,6 +69,4 @@ def run(
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         output, _ = proc.communicate()
-        return CommandResult(
-            command, None, output or "", time.monotonic() - start, timed_out=True
-        )
+        return CommandResult(command, None, output or "", time.monotonic() - start, timed_out=True)

@@ -1,0 +1,20 @@
+"""Agent backends: `ruff` (no model, no key) and `claude` (the Messages API)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..agents import Backend
+
+
+def get_backend(spec: dict[str, Any]) -> Backend:
+    name = spec["agent"]["backend"]
+    if name == "ruff":
+        from .ruff import RuffBackend
+
+        return RuffBackend()
+    if name == "claude":
+        from .claude import ClaudeBackend
+
+        return ClaudeBackend(spec["agent"], spec.get("prices") or {})
+    raise ValueError(f"unknown agent.backend {name!r}: use 'ruff' or 'claude'")

@@ -1,0 +1,17 @@
+# autoresearch: agents find and fix problems in a target git repository; its tests
+# decide what is kept. Run a session to its end (or resume it) with:
+#
+#     snakemake --cores 1 sessions/<name>/done
+#
+# The spec of session <name> is config/sessions/<name>.yaml (see README.md).
+
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+include: "rules/common.smk"
+include: "rules/examples.smk"
+include: "rules/session.smk"
+include: "rules/cycle.smk"

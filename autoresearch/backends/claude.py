@@ -1,0 +1,332 @@
+"""The `claude` backend: a hand-written tool-use loop over the official `anthropic` SDK.
+
+The SDK does the transport work (auth, ANTHROPIC_BASE_URL, retries with backoff for
+429/529/5xx/timeouts, SSE parsing). This loop adds what a stage needs on top: tool
+dispatch through the toolbox, prompt caching, stage limits, cost accounting and errors
+that say what to do next.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+
+from autoresearch import ledger
+from autoresearch.agents import (
+    SessionStop,
+    StageBrief,
+    StageFailed,
+    StageRun,
+    Toolbox,
+    ToolResult,
+    Usage,
+)
+
+# Above this max_tokens a non-streamed reply can outlast HTTP timeouts (the SDK refuses
+# such calls outright past ~21k tokens), so long replies are streamed.
+STREAM_ABOVE_TOKENS = 16_000
+EPHEMERAL = {"type": "ephemeral"}
+TRUNCATED = ("max_tokens", "model_context_window_exceeded")
+# Words in an API error that mean money, not a fault: stop the session, do not retry stages.
+_BILLING_WORDS = ("spend limit", "credit balance", "billing", "usage limit", "quota")
+# The argument worth showing in a progress line, by tool.
+_MAIN_ARG = ("path", "pattern", "finding_id", "id", "title", "summary", "hypothesis")
+
+
+class _Unreadable(Exception):
+    """A reply arrived but could not be parsed into a message."""
+
+
+class ClaudeBackend:
+    """Backend protocol implementation; `spec_agent` is the spec's `agent` mapping."""
+
+    name = "claude"
+
+    def __init__(
+        self, spec_agent: dict[str, Any], prices: dict[str, Any], *, client: Any | None = None
+    ) -> None:
+        self.model = str(spec_agent.get("model") or "")
+        if not self.model:
+            raise StageFailed("no model configured: set the spec key agent.model")
+        self.max_tokens = int(spec_agent.get("max_tokens") or 8192)
+        self.max_retries = int(spec_agent.get("max_retries", 4))
+        self.request_timeout_s = float(spec_agent.get("request_timeout_s") or 600)
+        self.prices = prices or {}
+        # The SDK itself reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL.
+        self.client = client or anthropic.Anthropic(
+            max_retries=self.max_retries, timeout=self.request_timeout_s
+        )
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def run(self, brief: StageBrief, toolbox: Toolbox, progress: Callable[[str], None]) -> StageRun:
+        # Both built once per stage and never touched again: the cached prefix must stay
+        # byte-identical from the first request to the last.
+        system = [{"type": "text", "text": brief.system, "cache_control": EPHEMERAL}]
+        tools = toolbox.definitions()
+        if tools:
+            tools[-1]["cache_control"] = EPHEMERAL
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": [{"type": "text", "text": brief.task}]}
+        ]
+        limits = brief.limits
+        usage = Usage()
+        turns = 0
+        started = time.monotonic()
+        max_tokens = self.max_tokens
+
+        def stop(reason: str, detail: str = "") -> StageRun:
+            return StageRun(usage=usage, turns=turns, stop_reason=reason, detail=detail)
+
+        while True:
+            if toolbox.finished:
+                return stop("finished")
+            if limits.max_turns is not None and turns >= limits.max_turns:
+                return stop("max_turns", f"stopped after {turns} turns (agent.max_turns)")
+            elapsed = time.monotonic() - started
+            if limits.deadline_s is not None and elapsed >= limits.deadline_s:
+                return stop("deadline", f"stopped after {elapsed:.0f}s (agent.stage_timeout_s)")
+            if limits.max_cost_usd is not None and usage.cost_usd >= limits.max_cost_usd:
+                return stop(
+                    "budget",
+                    f"stage cost ${usage.cost_usd:.4f} reached ${limits.max_cost_usd:.4f} "
+                    "(budget.max_cost_usd_per_stage)",
+                )
+
+            response, max_tokens = self._complete(system, tools, messages, max_tokens, usage)
+            turns += 1
+            messages.append({"role": "assistant", "content": _assistant_content(response)})
+            reason = response.stop_reason
+
+            if reason == "tool_use":
+                results, called = self._run_tools(response, toolbox)
+                messages.append({"role": "user", "content": results})
+                progress(_progress_line(turns, ", ".join(called) or "tool_use", usage))
+                continue
+            progress(_progress_line(turns, reason or "no stop_reason", usage))
+            if reason == "pause_turn":
+                # The API paused a long turn; sending the conversation back resumes it.
+                continue
+            if reason == "refusal":
+                details = getattr(response, "stop_details", None)
+                explanation = getattr(details, "explanation", None) or "no explanation given"
+                return stop("refusal", f"the model declined to continue: {explanation}")
+            return stop("finished" if toolbox.finished else "end_turn", _final_text(response))
+
+    # -- one model call ------------------------------------------------------------------
+
+    def _complete(
+        self,
+        system: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        max_tokens: int,
+        usage: Usage,
+    ) -> tuple[Any, int]:
+        """One turn, asked at most twice.
+
+        A reply cut off by max_tokens is never acted on (its last tool call may be
+        incomplete): the turn is asked again with twice the room. A streamed reply the SDK
+        cannot assemble is asked again as it was. A second failure fails the stage.
+        """
+        for attempt in (1, 2):
+            try:
+                response = self._request(system, tools, messages, max_tokens)
+            except _Unreadable as err:
+                if attempt == 2:
+                    raise StageFailed(
+                        f"the model sent an unreadable reply twice in a row ({err}); rerun to retry"
+                    ) from err
+                continue
+            usage.add(self._usage_of(response))
+            if response.stop_reason not in TRUNCATED:
+                return response, max_tokens
+            if attempt == 2 and response.stop_reason == "model_context_window_exceeded":
+                raise StageFailed(
+                    "the conversation no longer fits the model's context window; lower "
+                    "agent.max_turns or narrow scope.include, then rerun"
+                )
+            if attempt == 2:
+                raise StageFailed(
+                    f"the model's reply was cut off at max_tokens={max_tokens} twice in a row "
+                    f"({response.stop_reason}); raise the spec key agent.max_tokens and rerun"
+                )
+            max_tokens *= 2
+        raise AssertionError("unreachable")
+
+    def _request(
+        self,
+        system: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        max_tokens: int,
+    ) -> Any:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "system": system,
+            "messages": _with_moving_breakpoint(messages),
+        }
+        if tools:
+            kwargs["tools"] = tools
+        try:
+            if max_tokens > STREAM_ABOVE_TOKENS:
+                with self.client.messages.stream(**kwargs) as stream:
+                    return stream.get_final_message()
+            return self.client.messages.create(**kwargs)
+        except anthropic.APIStatusError as err:
+            raise self._status_failure(err) from err
+        except anthropic.APITimeoutError as err:
+            raise StageFailed(
+                f"the model API did not answer within {self.request_timeout_s:g}s, "
+                f"{self.max_retries} retries included; raise agent.request_timeout_s or rerun "
+                "later (a rerun resumes at this stage)"
+            ) from err
+        except anthropic.APIConnectionError as err:
+            raise StageFailed(
+                f"cannot reach the model API at {self.client.base_url} after {self.max_retries} "
+                f"retries ({err}); check ANTHROPIC_BASE_URL and the network, then rerun"
+            ) from err
+        except ValueError as err:
+            # The SDK could not assemble a streamed reply (e.g. tool input that is not JSON).
+            raise _Unreadable(str(err)[:300]) from err
+
+    def _status_failure(self, err: anthropic.APIStatusError) -> Exception:
+        status = err.status_code
+        request_id = err.request_id or err.response.headers.get("request-id") or "unknown"
+        kind = getattr(err, "type", None) or _error_field(err.body, "type") or ""
+        message = getattr(err, "api_message", None) or _error_field(err.body, "message") or str(err)
+        where = f"HTTP {status}, request id {request_id}"
+        text = f"{kind} {message}".lower()
+        if status == 402 or kind == "billing_error" or any(w in text for w in _BILLING_WORDS):
+            return SessionStop(f"the model API refused for billing reasons ({where}): {message}")
+        if status == 404 or kind == "not_found_error":
+            return StageFailed(
+                f"model {self.model!r} was not found ({where}): check the spec key agent.model "
+                f"(and ANTHROPIC_BASE_URL if you use a local server): {message}"
+            )
+        if status == 401:
+            return StageFailed(f"the API key was rejected ({where}): check ANTHROPIC_API_KEY")
+        if status == 400 and "prompt is too long" in text:
+            return StageFailed(
+                f"the conversation no longer fits the model's context window ({where}); lower "
+                "agent.max_turns or narrow scope.include, then rerun"
+            )
+        retried = (
+            f" after {self.max_retries} retries"
+            if status in (408, 409, 429) or status >= 500
+            else ""
+        )
+        return StageFailed(
+            f"model API error{retried} ({where}, {kind or 'no error type'}): {message}. "
+            "Rerun the same command to resume at this stage"
+        )
+
+    def _usage_of(self, response: Any) -> Usage:
+        u = response.usage
+        one = Usage(
+            input_tokens=u.input_tokens or 0,
+            output_tokens=u.output_tokens or 0,
+            cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
+            cache_read_input_tokens=u.cache_read_input_tokens or 0,
+            requests=1,
+        )
+        one.cost_usd = ledger.price(self.model, one, self.prices)
+        return one
+
+    # -- tools ---------------------------------------------------------------------------
+
+    def _run_tools(self, response: Any, toolbox: Toolbox) -> tuple[list[dict[str, Any]], list[str]]:
+        """Carry out every tool_use block, in order; each gets exactly one tool_result."""
+        results: list[dict[str, Any]] = []
+        called: list[str] = []
+        for block in response.content:
+            if getattr(block, "type", None) != "tool_use":
+                continue
+            args = block.input
+            if isinstance(args, dict):
+                result = toolbox.call(block.name, args)
+            else:
+                result = ToolResult(
+                    f"input for {block.name} must be a JSON object matching its input_schema; "
+                    f"got {type(args).__name__}",
+                    is_error=True,
+                )
+            results.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": block.id,
+                    "content": result.content or "(no output)",
+                    "is_error": result.is_error,
+                }
+            )
+            called.append(_describe_call(block.name, args, result))
+        return results, called
+
+
+# -- message helpers ------------------------------------------------------------------------
+
+
+def _assistant_content(response: Any) -> list[dict[str, Any]]:
+    """The reply as request params, kept as plain dicts so history is stable and replayable."""
+    content: list[dict[str, Any]] = []
+    for block in response.content:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            content.append({"type": "text", "text": block.text})
+        elif kind == "tool_use":
+            # Malformed input is echoed as {} — the API accepts only objects here; the
+            # tool_result already told the model what was wrong.
+            args = block.input if isinstance(block.input, dict) else {}
+            content.append({"type": "tool_use", "id": block.id, "name": block.name, "input": args})
+        else:  # thinking, server tools, ...: pass back untouched
+            content.append(block.to_dict(mode="json", exclude_none=True))
+    if not content:
+        # An empty assistant turn is rejected on the next request.
+        content.append({"type": "text", "text": "(no content)"})
+    return content
+
+
+def _with_moving_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of the history with a cache breakpoint on its last block.
+
+    The stored history never carries the marker, so every earlier message is sent the
+    same way on every turn and the next turn can read what this one wrote to the cache.
+    """
+    if not messages:
+        return messages
+    last = copy.deepcopy(messages[-1])
+    if last["content"]:
+        last["content"][-1]["cache_control"] = EPHEMERAL
+    return [*messages[:-1], last]
+
+
+def _describe_call(name: str, args: Any, result: ToolResult) -> str:
+    main = ""
+    if isinstance(args, dict):
+        for key in _MAIN_ARG:
+            if isinstance(args.get(key), str):
+                main = args[key] if len(args[key]) <= 60 else args[key][:57] + "..."
+                break
+    refused = " [error]" if result.is_error else ""
+    return f"{name}({main}){refused}"
+
+
+def _progress_line(turn: int, what: str, usage: Usage) -> str:
+    return f"turn {turn}: {what} | tokens {usage.tokens} | ${usage.cost_usd:.4f}"
+
+
+def _final_text(response: Any) -> str:
+    texts = [b.text for b in response.content if getattr(b, "type", None) == "text"]
+    return "\n".join(texts).strip()[:2000]
+
+
+def _error_field(body: object, key: str) -> str | None:
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        value = body["error"].get(key)
+        return value if isinstance(value, str) else None
+    return None

@@ -1,0 +1,175 @@
+"""The `ruff` backend: a mechanical team that needs no model and no key.
+
+Red reports `ruff check` diagnostics, Green applies ruff's own fix for one
+finding at a time, Refactor runs `ruff format` on the files Green changed. It
+works only through the toolbox, so every change is sandboxed, test-gated and
+committed by the harness exactly as a model's would be.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..agents import StageBrief, StageRun, Toolbox, Usage
+
+LOCATION = re.compile(r"^(?P<path>.+?):(?P<line>\d+)")
+CODE = re.compile(r"^(?P<code>[A-Z]+[0-9]+)\b")
+CRITICAL = re.compile(r"^(E9|F63|F7|F82)")
+HIGH = re.compile(r"^(B\d|E711|E712|E721|E722|F811|PLE|S\d)")
+MEDIUM = re.compile(r"^(F|SIM|C4|PERF|RET)")
+IMPACT = {
+    "critical": "The code fails at run time or cannot be imported.",
+    "high": "Likely incorrect behaviour or errors hidden from the caller.",
+    "medium": "Dead or misleading code that hides real problems and slows readers down.",
+    "low": "Inconsistent style that makes the code harder to read and review.",
+}
+
+
+def ruff(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", *args],
+        cwd=str(cwd),
+        input=stdin,
+        capture_output=True,
+        text=True,
+    )
+
+
+def diagnostics(worktree: Path, *paths: str) -> list[dict[str, Any]]:
+    proc = ruff(
+        "check", "--output-format=json", "--no-cache", "--exit-zero", *paths or ("."), cwd=worktree
+    )
+    try:
+        return json.loads(proc.stdout or "[]")
+    except json.JSONDecodeError:
+        return []
+
+
+def severity_of(code: str) -> str:
+    for level, pattern in (("critical", CRITICAL), ("high", HIGH), ("medium", MEDIUM)):
+        if pattern.match(code):
+            return level
+    return "low"
+
+
+def apply_edits(text: str, edits: list[dict[str, Any]]) -> str:
+    """Apply ruff's fix edits (1-based rows and columns) from the end backwards."""
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+
+    def offset(loc: dict[str, int]) -> int:
+        row = loc["row"] - 1
+        return offsets[min(row, len(lines))] + loc["column"] - 1
+
+    for edit in sorted(edits, key=lambda e: offset(e["location"]), reverse=True):
+        start, end = offset(edit["location"]), offset(edit["end_location"])
+        text = text[:start] + (edit.get("content") or "") + text[end:]
+    return text
+
+
+class RuffBackend:
+    name = "ruff"
+
+    def run(self, brief: StageBrief, toolbox: Toolbox, progress: Callable[[str], None]) -> StageRun:
+        worktree = Path(brief.data["worktree"])
+        team = brief.team
+        if team == "red":
+            turns = self._red(worktree, brief, toolbox, progress)
+        elif team == "green":
+            turns = self._green(worktree, brief, toolbox, progress)
+        elif team == "refactor":
+            turns = self._refactor(worktree, brief, toolbox, progress)
+        else:
+            return StageRun(Usage(), 0, "error", f"the ruff backend has no {team} team")
+        return StageRun(Usage(), turns, "finished")
+
+    def _red(self, worktree, brief, toolbox, progress) -> int:
+        tried = " ".join(brief.data.get("tried", []))
+        turns = 0
+        for diag in diagnostics(worktree):
+            path = Path(diag["filename"]).resolve().relative_to(worktree.resolve()).as_posix()
+            code = diag.get("code") or "syntax"
+            title = f"{code} {diag['message']}"
+            if f"{title} ({path}:" in tried:
+                continue  # reported before: fixed or given up on
+            turns += 1
+            result = toolbox.call(
+                "report_finding",
+                {
+                    "severity": severity_of(code),
+                    "title": title,
+                    "location": f"{path}:{diag['location']['row']}",
+                    "issue": f"{diag['message']} (rule {code}).",
+                    "impact": IMPACT[severity_of(code)],
+                },
+            )
+            progress(f"turn {turns}: report_finding {title} -> {result.content}")
+        return turns
+
+    def _green(self, worktree, brief, toolbox, progress) -> int:
+        turns = 0
+        for finding in brief.data.get("findings", []):
+            turns += 1
+            fid = finding["id"]
+            action, args = self._fix_one(worktree, finding, toolbox)
+            result = toolbox.call(action, args)
+            progress(f"turn {turns}: {action} {fid} -> {result.content.splitlines()[0]}")
+        return turns
+
+    def _fix_one(self, worktree, finding, toolbox) -> tuple[str, dict[str, str]]:
+        fid = finding["id"]
+        where, code = LOCATION.match(finding["location"]), CODE.match(finding["title"])
+        if not where or not code:
+            return "skip_finding", {"finding_id": fid, "reason": "not a ruff finding"}
+        path, line = where["path"], int(where["line"])
+        message = finding["title"][len(code["code"]) :].strip()
+        candidates = [
+            d
+            for d in diagnostics(worktree, path)
+            if d.get("code") == code["code"] and d["message"] == message
+        ]
+        if not candidates:
+            return "skip_finding", {"finding_id": fid, "reason": "ruff no longer reports it"}
+        diag = min(candidates, key=lambda d: abs(d["location"]["row"] - line))
+        fix = diag.get("fix")
+        if not fix or not fix.get("edits"):
+            return "skip_finding", {
+                "finding_id": fid,
+                "reason": f"ruff has no automatic fix for {code['code']}",
+            }
+        read = toolbox.call("read_file", {"path": path})
+        if read.is_error:
+            return "skip_finding", {"finding_id": fid, "reason": read.content}
+        original = (worktree / path).read_text()
+        written = toolbox.call(
+            "write_file", {"path": path, "content": apply_edits(original, fix["edits"])}
+        )
+        if written.is_error:
+            return "skip_finding", {"finding_id": fid, "reason": written.content}
+        return "finish_fix", {"finding_id": fid, "summary": fix.get("message") or diag["message"]}
+
+    def _refactor(self, worktree, brief, toolbox, progress) -> int:
+        turns = 0
+        for path in brief.data.get("changed_files", []):
+            if not path.endswith(".py") or not (worktree / path).is_file():
+                continue
+            source = (worktree / path).read_text()
+            formatted = ruff("format", "--stdin-filename", path, "-", cwd=worktree, stdin=source)
+            if formatted.returncode != 0 or formatted.stdout == source:
+                continue
+            turns += 1
+            written = toolbox.call("write_file", {"path": path, "content": formatted.stdout})
+            if written.is_error:
+                progress(f"turn {turns}: write_file {path} refused: {written.content}")
+                continue
+            result = toolbox.call("finish_refactor", {"summary": f"format {path} with ruff format"})
+            progress(f"turn {turns}: finish_refactor {path} -> {result.content.splitlines()[0]}")
+        return turns

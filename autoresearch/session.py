@@ -1,0 +1,215 @@
+"""Starting a session: preflight checks (no writes), then setup (seed 000, shared setup).
+
+`preflight` runs while Snakemake builds the DAG, so bad input stops the run before
+any job starts and nothing is written anywhere. `create` is the setup job itself.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__, commands, git, journal, spec, stack
+from .layout import SessionLayout
+
+CONTEXT_FILES = ("CLAUDE.md", "AGENTS.md", "README.md")
+CONTEXT_CHARS = 6000
+BRANCH_PREFIX = {
+    "sweep": "autoresearch/improve",
+    "narrow": "autoresearch/narrow/{name}",
+    "broad": "autoresearch/broad/{name}",
+    "experiment": "autoresearch/experiment/{name}",
+}
+
+
+@dataclass
+class Preflight:
+    spec: spec.Spec
+    target: Path
+    stack: str | None
+    test_command: str
+    linter_command: str | None
+
+
+@dataclass
+class SetupRecord:
+    """Facts found at setup, written once to setup.json."""
+
+    name: str
+    mode: str
+    version: str
+    target: str
+    stack: str | None
+    test_command: str
+    linter_command: str | None
+    branch: str
+    base_commit: str
+    baseline: dict[str, Any]
+    date: str
+    config_file: str | None
+    conventions: str
+    warnings: list[str] = field(default_factory=list)
+    stashed: str | None = None
+
+
+def preflight(name: str, root: Path, overrides: dict[str, Any] | None = None) -> Preflight:
+    """Everything that can be checked before touching anything; raises SpecError."""
+    merged = spec.load(name, root, overrides)
+    values = merged.values
+    where = merged.source_of("target")
+    target = spec.resolve_target(str(values["target"]))
+    if not target.exists():
+        raise spec.SpecError(f"{where}: key 'target': {target} does not exist")
+    if not git.is_repo(target):
+        raise spec.SpecError(f"{where}: key 'target': {target} is not a git repository")
+    target = git.toplevel(target)
+    if values["on_dirty"] == "abort" and git.is_dirty(target):
+        raise spec.SpecError(
+            f"{target} has uncommitted changes. Commit them, or set 'on_dirty: stash' in "
+            f"config/sessions/{name}.yaml to record them in a stash entry and start from HEAD"
+        )
+    found, test_command, linter_command = stack.resolve_commands(
+        target, values.get("test_command"), values.get("linter_command")
+    )
+    if not test_command:
+        raise spec.SpecError(
+            f"config/sessions/{name}.yaml: no test command could be detected for {target}; "
+            "set key 'test_command'"
+        )
+    if not stack.command_exists(test_command, target):
+        raise spec.SpecError(
+            f"{merged.source_of('test_command')}: key 'test_command': {test_command!r} "
+            "is not a command found on PATH or in the target"
+        )
+    return Preflight(merged, target, found.name if found else None, test_command, linter_command)
+
+
+def read_conventions(worktree: Path) -> str:
+    parts = []
+    for file_name in CONTEXT_FILES:
+        path = worktree / file_name
+        if path.is_file():
+            text = path.read_text(errors="replace")[:CONTEXT_CHARS]
+            parts.append(f"--- {file_name} ---\n{text.strip()}")
+    return "\n\n".join(parts)
+
+
+def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
+    """The setup job: worktree on the session branch, baseline, initial files, frozen spec."""
+    values = pre.spec.values
+    mode = values["mode"]
+    for warning in pre.spec.warnings:
+        log(f"warning: {warning}")
+    stashed = None
+    if git.is_dirty(pre.target):
+        # on_dirty: stash. `git stash create` + `store` records the changes without
+        # touching the user's files; the session simply starts from HEAD.
+        stash_commit = git.git(pre.target, "stash", "create", "--include-untracked", check=False)
+        if not stash_commit:
+            stash_commit = git.git(pre.target, "stash", "create")
+        if stash_commit:
+            git.git(pre.target, "stash", "store", "-m", f"autoresearch {layout.name}", stash_commit)
+            stashed = stash_commit
+            log(f"warning: uncommitted changes in {pre.target} saved as stash {stash_commit[:10]}")
+
+    worktree = layout.worktree()
+    if mode == "broad":
+        branch = "see tracks"
+        base = git.head(pre.target)
+    else:
+        if (worktree / ".git").exists():
+            branch = git.current_branch(worktree)
+            base = git.head(worktree)
+        else:
+            wanted = BRANCH_PREFIX[mode].format(name=layout.name)
+            branch = git.free_branch_name(pre.target, wanted)
+            base = git.head(pre.target)
+        git.add_worktree(pre.target, worktree, branch, base)
+
+    checkout = worktree if mode != "broad" else pre.target
+    run = commands.run(
+        stack.uncached_test_command(pre.stack, pre.test_command),
+        worktree if mode != "broad" else _baseline_checkout(pre.target, layout, base),
+        timeout_s=values["test_timeout_s"],
+        extra_secrets=values.get("secrets"),
+    )
+    counts = stack.parse_test_output(run.output, run.exit_code)
+    baseline = asdict(counts) | {"ok": run.ok, "timed_out": run.timed_out}
+    if not run.ok:
+        log(f"warning: baseline tests fail ({counts.summary}); continuing as the seed says")
+        log(run.tail(2000))
+    else:
+        log(f"baseline tests: {counts.summary}")
+
+    config_file = pre.target / spec.TARGET_CONFIG
+    record = SetupRecord(
+        name=layout.name,
+        mode=mode,
+        version=__version__,
+        target=str(pre.target),
+        stack=pre.stack,
+        test_command=pre.test_command,
+        linter_command=pre.linter_command,
+        branch=branch,
+        base_commit=base,
+        baseline=baseline,
+        date=dt.date.today().isoformat(),
+        config_file=str(config_file) if config_file.is_file() else None,
+        conventions=read_conventions(checkout),
+        warnings=pre.spec.warnings,
+        stashed=stashed,
+    )
+    layout.cycles().mkdir(parents=True, exist_ok=True)
+    journal.init_files(layout, record, values)
+    write_json(layout.setup, asdict(record))
+    frozen = pre.spec
+    frozen.values["test_command"] = pre.test_command
+    frozen.values["linter_command"] = pre.linter_command
+    spec.freeze(frozen, layout.spec)
+    return record
+
+
+def _baseline_checkout(target: Path, layout: SessionLayout, base: str) -> Path:
+    """Broad mode has no session worktree: measure the baseline in a detached one."""
+    path = layout.root / "baseline-worktree"
+    if not (path / ".git").exists():
+        with git.repo_lock(target):
+            git.git(target, "worktree", "add", "--detach", str(path), base)
+    return path
+
+
+def start(
+    name: str, session_dir: Path, overrides: dict[str, Any], log_path: str, root: Path
+) -> None:
+    """The setup job: check everything again (the DAG-time check may have been skipped
+    while an example repository was still being made), then set the session up."""
+    from .layout import SessionLayout
+
+    def log(line: str) -> None:
+        with open(log_path, "a") as handle:
+            handle.write(line + "\n")
+
+    pre = preflight(name, root, dict(overrides or {}))
+    create(pre, SessionLayout(Path(session_dir).absolute()), log)
+
+
+def load_record(layout: SessionLayout) -> SetupRecord:
+    return SetupRecord(**json.loads(layout.setup.read_text()))
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Atomic write: a crash leaves the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    tmp.replace(path)
+
+
+def write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)

@@ -1,0 +1,182 @@
+"""The session spec: layered merge with provenance, schema validation, freezing.
+
+Precedence, lowest first: config/config.yaml < the target's .autoresearch.yml <
+config/sessions/<name>.yaml < --config. Every leaf value remembers which file
+set it, so a validation error can name the file and the key to fix.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+SESSION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+TARGET_CONFIG = ".autoresearch.yml"
+DEFAULT_TEAMS = ["red", "green", "refactor"]
+# Keys a target's .autoresearch.yml may set (seed 000, setup step 4).
+TARGET_KEYS = {
+    "test_command",
+    "linter_command",
+    "scope",
+    "include",
+    "exclude",
+    "max_cycles",
+    "teams",
+    "mode",
+    "protected",
+}
+
+
+class SpecError(ValueError):
+    """A spec problem the user must fix; the message names the file and the key."""
+
+
+@dataclass
+class Spec:
+    """A merged spec and where each of its leaf keys came from."""
+
+    values: dict[str, Any]
+    sources: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def source_of(self, dotted: str) -> str:
+        while dotted:
+            if dotted in self.sources:
+                return self.sources[dotted]
+            dotted = dotted.rpartition(".")[0]
+        return "config/config.yaml"
+
+
+def workflow_root() -> Path:
+    """The checkout holding the Snakefile: the package's parent when installed editable."""
+    here = Path(__file__).resolve().parent.parent
+    return here if (here / "Snakefile").exists() else Path.cwd()
+
+
+def check_session_name(name: str) -> None:
+    if not SESSION_NAME.match(name):
+        raise SpecError(
+            f"session name {name!r} is not allowed: use letters, digits, '.', '_' and '-' "
+            "(no '/', no spaces), starting with a letter or digit"
+        )
+
+
+def read_yaml(path: Path, what: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise SpecError(f"{path}: {what} is not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: {what} must be a mapping of keys to values")
+    return data
+
+
+def _merge_into(base: dict, layer: dict, sources: dict, origin: str, prefix: str = "") -> None:
+    for key, value in layer.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and isinstance(base.get(key), dict) and value:
+            _merge_into(base[key], value, sources, origin, dotted + ".")
+        else:
+            base[key] = copy.deepcopy(value)
+            sources[dotted] = origin
+
+
+def _target_layer(target: Path, spec: Spec) -> dict[str, Any]:
+    path = target / TARGET_CONFIG
+    if not path.is_file():
+        return {}
+    layer = read_yaml(path, "the target's config")
+    unknown = set(layer) - TARGET_KEYS
+    if unknown:
+        spec.warnings.append(f"{path}: ignoring unknown keys {sorted(unknown)}")
+    layer = {k: v for k, v in layer.items() if k in TARGET_KEYS}
+    # The seed's flat include/exclude become our scope mapping.
+    for key in ("include", "exclude"):
+        if key in layer:
+            layer.setdefault("scope", {})[key] = layer.pop(key)
+    teams = layer.get("teams")
+    if teams is not None and (
+        not isinstance(teams, list) or "red" not in teams or "green" not in teams
+    ):
+        spec.warnings.append(
+            f"{path}: teams {teams!r} is invalid (red and green are required); "
+            f"using the default teams {DEFAULT_TEAMS}"
+        )
+        layer.pop("teams")
+    return layer
+
+
+def load(
+    name: str,
+    root: Path | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> Spec:
+    """Merge the layers for session `name` and validate the result."""
+    check_session_name(name)
+    root = root or workflow_root()
+    spec = Spec(values={})
+    _merge_into(spec.values, read_yaml(root / "config/config.yaml", "the defaults"), {}, "")
+    session_file = root / "config" / "sessions" / f"{name}.yaml"
+    session_layer = read_yaml(session_file, "the session spec") if session_file.is_file() else {}
+    overrides = dict(overrides or {})
+
+    target_value = overrides.get("target", session_layer.get("target"))
+    if target_value:
+        target = resolve_target(str(target_value))
+        if target.is_dir():
+            _merge_into(
+                spec.values, _target_layer(target, spec), spec.sources, str(target / TARGET_CONFIG)
+            )
+    rel_session = f"config/sessions/{name}.yaml"
+    _merge_into(spec.values, session_layer, spec.sources, rel_session)
+    _merge_into(spec.values, overrides, spec.sources, "--config")
+    if not session_layer and not overrides:
+        raise SpecError(
+            f"no spec for session {name!r}: create {rel_session} "
+            f"(`autoresearch new {name} --target PATH`) or pass --config target=PATH"
+        )
+    validate(spec, root, default_file=rel_session if session_layer else "--config")
+    return spec
+
+
+def resolve_target(value: str) -> Path:
+    """A relative target is relative to the working directory (where sessions/ is)."""
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else (Path.cwd() / path)
+
+
+def validate(spec: Spec, root: Path, default_file: str) -> None:
+    schema = yaml.safe_load((root / "config" / "schema.yaml").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(spec.values), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return
+    err = errors[0]
+    dotted = ".".join(str(p) for p in err.absolute_path)
+    if err.validator == "required":
+        missing = err.message.split("'")[1] if "'" in err.message else err.message
+        key = f"{dotted}.{missing}" if dotted else missing
+        raise SpecError(f"{default_file}: required key '{key}' is not set")
+    if err.validator == "additionalProperties":
+        origin = spec.source_of(dotted) if dotted else default_file
+        raise SpecError(f"{origin}: {err.message} (at '{dotted or '<top level>'}')")
+    origin = spec.source_of(dotted)
+    raise SpecError(f"{origin}: key '{dotted}': {err.message}")
+
+
+def freeze(spec: Spec, path: Path) -> None:
+    """Write the merged spec once; later edits to the layers cannot change it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(spec.values, sort_keys=False))
+    tmp.replace(path)
+
+
+def load_frozen(path: Path) -> dict[str, Any]:
+    return yaml.safe_load(Path(path).read_text())

@@ -1,0 +1,400 @@
+"""The target's stack: build-file detection, its test and linter commands, test-output counts."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Stack:
+    name: str
+    build_file: str
+    test_command: str
+    linter_command: str | None
+
+
+# Seed 000, setup step 5, in its order: the first build file present wins.
+STACKS: tuple[Stack, ...] = (
+    Stack("Go", "go.mod", "go test ./...", "go vet ./..."),
+    Stack("Node/TS", "package.json", "npm test", "npx eslint ."),
+    Stack("Rust", "Cargo.toml", "cargo test", "cargo clippy"),
+    Stack("Python", "pyproject.toml", "pytest", "ruff check ."),
+    Stack("Python", "requirements.txt", "python -m pytest", "ruff check ."),
+    Stack("Ruby", "Gemfile", "bundle exec rspec", "bundle exec rubocop"),
+    Stack("Java", "pom.xml", "mvn test", None),
+    Stack("Java/Kotlin", "build.gradle", "./gradlew test", None),
+    Stack("Elixir", "mix.exs", "mix test", "mix credo"),
+    Stack("PHP", "composer.json", "vendor/bin/phpunit", "vendor/bin/phpstan"),
+    Stack("Generic", "Makefile", "make test", None),
+)
+
+
+def detect(repo: Path) -> Stack | None:
+    """The first row of the table whose build file exists at the repo root."""
+    for stack in STACKS:
+        if (Path(repo) / stack.build_file).is_file():
+            return stack
+    return None
+
+
+def resolve_commands(
+    repo: Path, test_command: str | None, linter_command: str | None
+) -> tuple[Stack | None, str | None, str | None]:
+    """(detected stack, test command, linter command); commands the spec sets win over detection."""
+    stack = detect(repo)
+    test = test_command or (stack.test_command if stack else None)
+    linter = linter_command or (stack.linter_command if stack else None)
+    return stack, test, linter
+
+
+# --- running the suite without caches (seed 000, "Verify and log" step 1) ---
+
+_GO_TEST = re.compile(r"(?<![\w./-])go\s+test(?=\s|$)")
+_PYTEST = re.compile(r"(?<![\w./-])((?:python3?\s+-m\s+)?(?:[\w./-]*/)?py\.?test)(?=\s|$)")
+_JEST = re.compile(r"(?<![\w./-])((?:[\w./-]*/)?jest)(?=\s|$)")
+_GRADLE_TEST = re.compile(r"(?<![\w.-])((?:\./)?gradlew|gradle)(\s+)test(?=\s|$)")
+_NPM_TEST = re.compile(r"^\s*(npm\s+(?:run\s+)?test|yarn\s+test|pnpm\s+(?:run\s+)?test)\s*$")
+
+
+def uncached_test_command(
+    stack_name: str | None, test_command: str, repo: Path | None = None
+) -> str:
+    """The test command with the flag that defeats the tool's result cache, when we know it.
+
+    The tool is recognised in the command itself (a spec's own command may not match the stack);
+    `stack_name` and `repo` only matter for `npm test`, whose runner is hidden in package.json.
+
+    The flag goes right after the tool's own name rather than at the end, so a command like
+    `pytest -q && echo ok` still hands it to pytest. A command that already has it is left alone.
+    `npm test` only gets `-- --no-cache` when the repo's package.json shows the test script is Jest
+    (pass `repo`), since other runners reject the flag.
+    """
+    command = test_command
+    if _GO_TEST.search(command) and "-count=" not in command:
+        return _GO_TEST.sub("go test -count=1", command, count=1)
+    if _PYTEST.search(command):
+        if "--cache-clear" in command:
+            return command
+        return _PYTEST.sub(lambda m: m.group(1) + " --cache-clear", command, count=1)
+    if _JEST.search(command):
+        if "--no-cache" in command:
+            return command
+        return _JEST.sub(lambda m: m.group(1) + " --no-cache", command, count=1)
+    if _GRADLE_TEST.search(command) and "cleanTest" not in command:
+        return _GRADLE_TEST.sub(lambda m: f"{m.group(1)}{m.group(2)}cleanTest test", command, 1)
+    if stack_name == "Node/TS" and repo is not None and _NPM_TEST.match(command):
+        if _package_test_script_is_jest(Path(repo)):
+            return command.rstrip() + " -- --no-cache"
+    return command
+
+
+def _package_test_script_is_jest(repo: Path) -> bool:
+    try:
+        scripts = json.loads((repo / "package.json").read_text()).get("scripts") or {}
+    except (OSError, ValueError, AttributeError):
+        return False
+    test = scripts.get("test") if isinstance(scripts, dict) else None
+    # npm appends extra arguments to the end of the script: they reach Jest only if Jest is all
+    # the script runs.
+    return (
+        isinstance(test, str) and _JEST.search(test) is not None and not re.search(r"[;&|]", test)
+    )
+
+
+# --- does the command exist? ---
+
+# The shell runs these itself; `which` cannot see them.
+_SHELL_BUILTINS = frozenset(
+    "cd . : source exec eval export set unset true false test [ [[ echo printf if for while "
+    "until case time command builtin env !".split()
+)
+_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def command_exists(command: str, cwd: Path) -> bool:
+    """Whether the command's program resolves: on PATH, or as a path relative to `cwd`.
+
+    Anything we cannot analyse (shell syntax, builtins) counts as existing: wrongly rejecting a
+    working command would stop a session that would have run.
+    """
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        return True
+    while words and _ENV_ASSIGNMENT.match(words[0]):
+        words = words[1:]
+    if not words:
+        return False
+    program = words[0]
+    if program in _SHELL_BUILTINS or program[0] in "({$`":
+        return True
+    program = os.path.expanduser(program)
+    if "/" in program:
+        path = Path(program)
+        if not path.is_absolute():
+            path = Path(cwd) / path
+        return path.is_file() and os.access(path, os.X_OK)
+    return shutil.which(program) is not None
+
+
+# --- counting tests in the output ---
+
+
+@dataclass
+class TestCounts:
+    __test__ = False  # a record, not a pytest test class
+
+    passed: int | None
+    failed: int | None
+    skipped: int | None
+    exit_code: int | None
+    parsed: bool
+    summary: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.failed
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _counts_by_word(text: str) -> dict[str, int]:
+    """{"passed": 3, "failed": 1, ...} from '3 passed, 1 failed'-style text."""
+    counts: dict[str, int] = {}
+    for number, word in re.findall(r"(\d+)\s+([A-Za-z]+)", text):
+        counts[word.lower()] = counts.get(word.lower(), 0) + int(number)
+    return counts
+
+
+# pytest's own words only, so that "3 packages in 2.5s" from some other tool is not read as a run.
+_PYTEST_WORD = r"(?:passed|failed|skipped|errors?|xfailed|xpassed|warnings?|deselected|rerun)"
+_PYTEST_SUMMARY = re.compile(
+    rf"^[=\s]*((?:\d+ {_PYTEST_WORD}(?:, )?)+|no tests ran) in [\d.]+s\b.*$", re.MULTILINE
+)
+
+
+def _parse_pytest(text: str) -> tuple[int, int, int] | None:
+    matches = _PYTEST_SUMMARY.findall(text)
+    if not matches:
+        return None
+    c = _counts_by_word(matches[-1])
+    # xpassed tests ran and passed; xfailed ones are expected failures, reported like skips.
+    passed = c.get("passed", 0) + c.get("xpassed", 0)
+    failed = c.get("failed", 0) + c.get("error", 0) + c.get("errors", 0)
+    skipped = c.get("skipped", 0) + c.get("xfailed", 0)
+    return passed, failed, skipped
+
+
+_CARGO_RESULT = re.compile(r"^test result: \w+\. (.*)$", re.MULTILINE)
+
+
+def _parse_cargo(text: str) -> tuple[int, int, int] | None:
+    # One result line per test binary (unit, each integration file, doc-tests): sum them.
+    lines = _CARGO_RESULT.findall(text)
+    if not lines:
+        return None
+    totals = [0, 0, 0]
+    for line in lines:
+        c = _counts_by_word(line)
+        totals[0] += c.get("passed", 0)
+        totals[1] += c.get("failed", 0)
+        totals[2] += c.get("ignored", 0)
+    return totals[0], totals[1], totals[2]
+
+
+_JEST_TESTS = re.compile(r"^\s*Tests:\s+(.*\d+ total)\s*$", re.MULTILINE)
+
+
+def _parse_jest(text: str) -> tuple[int, int, int] | None:
+    matches = _JEST_TESTS.findall(text)
+    if not matches:
+        return None
+    c = _counts_by_word(matches[-1])
+    return c.get("passed", 0), c.get("failed", 0), c.get("skipped", 0) + c.get("todo", 0)
+
+
+_VITEST_TESTS = re.compile(r"^\s*Tests\s+(\d+ [a-z]+(?: \| \d+ [a-z]+)*) \(\d+\)\s*$", re.MULTILINE)
+
+
+def _parse_vitest(text: str) -> tuple[int, int, int] | None:
+    matches = _VITEST_TESTS.findall(text)
+    if not matches:
+        return None
+    c = _counts_by_word(matches[-1])
+    return c.get("passed", 0), c.get("failed", 0), c.get("skipped", 0) + c.get("todo", 0)
+
+
+_MOCHA_PASSING = re.compile(r"^\s*(\d+) passing \(", re.MULTILINE)
+
+
+def _parse_mocha(text: str) -> tuple[int, int, int] | None:
+    passing = _MOCHA_PASSING.findall(text)
+    if not passing:
+        return None
+    failing = re.findall(r"^\s*(\d+) failing\s*$", text, re.MULTILINE)
+    pending = re.findall(r"^\s*(\d+) pending\s*$", text, re.MULTILINE)
+    return (
+        int(passing[-1]),
+        int(failing[-1]) if failing else 0,
+        int(pending[-1]) if pending else 0,
+    )
+
+
+_RSPEC_SUMMARY = re.compile(r"^(\d+) examples?, (\d+) failures?(?:, (\d+) pending)?", re.MULTILINE)
+
+
+def _parse_rspec(text: str) -> tuple[int, int, int] | None:
+    matches = _RSPEC_SUMMARY.findall(text)
+    if not matches:
+        return None
+    examples, failures, pending = (int(x or 0) for x in matches[-1])
+    # Errors outside examples (a spec file that fails to load) fail the run, not an example.
+    outside = re.findall(r"(\d+) errors? occurred outside of examples", text)
+    failed = failures + (int(outside[-1]) if outside else 0)
+    return examples - failures - pending, failed, pending
+
+
+_MINITEST_SUMMARY = re.compile(
+    r"^(\d+) (?:runs|tests), \d+ assertions, (\d+) failures, (\d+) errors, (\d+) skips",
+    re.MULTILINE,
+)
+
+
+def _parse_minitest(text: str) -> tuple[int, int, int] | None:
+    matches = _MINITEST_SUMMARY.findall(text)
+    if not matches:
+        return None
+    runs, failures, errors, skips = (int(x) for x in matches[-1])
+    return runs - failures - errors - skips, failures + errors, skips
+
+
+_EXUNIT_SUMMARY = re.compile(
+    r"^(?:(\d+) doctests?, )?(?:(\d+) propert(?:y|ies), )?(\d+) tests?, (\d+) failures?(.*)$",
+    re.MULTILINE,
+)
+
+
+def _parse_exunit(text: str) -> tuple[int, int, int] | None:
+    matches = _EXUNIT_SUMMARY.findall(text)
+    if not matches:
+        return None
+    doctests, properties, tests, failures, rest = matches[-1]
+    c = _counts_by_word(rest)
+    # ExUnit counts doctests and properties apart from tests, and skipped/excluded/invalid
+    # tests inside the test count; failures cover all of them.
+    total = int(doctests or 0) + int(properties or 0) + int(tests)
+    skipped = c.get("skipped", 0) + c.get("excluded", 0)
+    failed = int(failures) + c.get("invalid", 0)
+    return total - failed - skipped, failed, skipped
+
+
+_PHPUNIT_OK = re.compile(r"^OK \((\d+) tests?, \d+ assertions?\)", re.MULTILINE)
+_PHPUNIT_COUNTS = re.compile(r"^Tests: (\d+), Assertions: \d+(.*)$", re.MULTILINE)
+
+
+def _parse_phpunit(text: str) -> tuple[int, int, int] | None:
+    counts = _PHPUNIT_COUNTS.findall(text)
+    ok = _PHPUNIT_OK.findall(text)
+    if counts:
+        tests, rest = counts[-1]
+        c = {k.lower(): int(v) for k, v in re.findall(r"([A-Za-z]+): (\d+)", rest)}
+        failed = c.get("failures", 0) + c.get("errors", 0)
+        skipped = c.get("skipped", 0) + c.get("incomplete", 0)
+        return int(tests) - failed - skipped, failed, skipped
+    if ok:
+        return int(ok[-1]), 0, 0
+    return None
+
+
+# Surefire's per-class lines end with "Time elapsed"; the totals line in "Results:" does not.
+_MAVEN_TOTALS = re.compile(
+    r"Tests run: (\d+), Failures: (\d+), Errors: (\d+), Skipped: (\d+)\s*$", re.MULTILINE
+)
+
+
+def _parse_maven(text: str) -> tuple[int, int, int] | None:
+    matches = _MAVEN_TOTALS.findall(text)
+    if not matches:
+        return None
+    run, failures, errors, skipped = (int(x) for x in matches[-1])
+    return run - failures - errors - skipped, failures + errors, skipped
+
+
+_GO_TEST_LINE = re.compile(r"^--- (PASS|FAIL|SKIP): ", re.MULTILINE)
+_GO_PKG_OK = re.compile(r"^ok\s+\S+\s+(?:\(cached\)|[\d.]+s)", re.MULTILINE)
+_GO_PKG_FAIL = re.compile(r"^FAIL\s+\S+\s+(\[(?:build|setup) failed\]|[\d.]+s)", re.MULTILINE)
+
+
+def _parse_go(text: str) -> tuple[int, int, int] | None:
+    # Top-level tests only (subtests are indented): a failing subtest already fails its parent.
+    results = _GO_TEST_LINE.findall(text)
+    if not results:
+        return None
+    pkg_fail = _GO_PKG_FAIL.findall(text)
+    failed = results.count("FAIL") + sum(1 for reason in pkg_fail if reason.startswith("["))
+    if failed == 0 and pkg_fail:  # e.g. a test binary that panicked or timed out
+        failed = len(pkg_fail)
+    return results.count("PASS"), failed, results.count("SKIP")
+
+
+def _parse_go_packages(text: str) -> tuple[int, int, int] | None:
+    # Without -v, go test names only failing tests: count packages rather than mislead.
+    pkg_ok = len(_GO_PKG_OK.findall(text))
+    pkg_fail = len(_GO_PKG_FAIL.findall(text))
+    return (pkg_ok, pkg_fail, 0) if pkg_ok or pkg_fail else None
+
+
+# (parser, what it counts); the first that recognises the output wins.
+_PARSERS: tuple[tuple[Callable[[str], tuple[int, int, int] | None], str], ...] = (
+    (_parse_pytest, ""),
+    (_parse_cargo, ""),
+    (_parse_jest, ""),
+    (_parse_vitest, ""),
+    (_parse_mocha, ""),
+    (_parse_rspec, ""),
+    (_parse_minitest, ""),
+    (_parse_exunit, ""),
+    (_parse_phpunit, ""),
+    (_parse_maven, ""),
+    (_parse_go, ""),
+    (_parse_go_packages, "packages"),
+)
+
+
+def parse_test_output(output: str, exit_code: int | None) -> TestCounts:
+    """Pass/fail/skip counts from a test run's output, or the exit code alone when unrecognised."""
+    text = _ANSI.sub("", output).replace("\r\n", "\n")
+    for parser, unit in _PARSERS:
+        counts = parser(text)
+        if counts is not None:
+            passed, failed, skipped = counts
+            summary = _summary(passed, failed, skipped, unit, exit_code)
+            return TestCounts(passed, failed, skipped, exit_code, True, summary)
+    return TestCounts(None, None, None, exit_code, False, _exit_only_summary(exit_code))
+
+
+def _summary(passed: int, failed: int, skipped: int, unit: str, exit_code: int | None) -> str:
+    noun = f" {unit}" if unit else ""
+    text = f"{passed}{noun} passed, {failed} failed"
+    if skipped:
+        text += f", {skipped} skipped"
+    # Say so when the exit code disagrees with the counts (crash after the summary, load errors).
+    if exit_code is None:
+        text += " (timed out)"
+    elif exit_code != 0 and failed == 0:
+        text += f" (exit code {exit_code})"
+    return text
+
+
+def _exit_only_summary(exit_code: int | None) -> str:
+    if exit_code is None:
+        return "timed out (counts unavailable)"
+    return f"exit code {exit_code} (counts unavailable)"

@@ -1,0 +1,368 @@
+"""The Red, sanitize, Green and Refactor stages of a cycle, with their harness hooks.
+
+Each stage: reset the worktree to its start commit, build the team's brief (what
+the clean room allows it to know), let the backend work through the toolbox, then
+write its Markdown file for people and its JSON record for the workflow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from . import commands, findings, git, journal, ledger, modes, prompts, stack
+from .agents import SessionStop, StageRun, ToolResult, Usage
+from .backends import get_backend
+from .session import write_json, write_text
+from .stage import StageEnv, progress_printer
+from .tools import Toolbox
+
+
+def scope_text(spec: dict[str, Any]) -> str:
+    scope = spec.get("scope") or {}
+    parts = [f"include {p}" for p in scope.get("include", [])]
+    parts += [f"exclude {p}" for p in scope.get("exclude", [])]
+    return ", ".join(parts) or "all files"
+
+
+def base_context(env: StageEnv, team: str) -> prompts.BriefContext:
+    return prompts.BriefContext(
+        team=team,
+        target_path=str(env.worktree),
+        stack=env.record.stack,
+        test_command=env.record.test_command,
+        linter=env.record.linter_command,
+        scope_text=scope_text(env.spec),
+        branch=git.current_branch(env.worktree),
+        conventions=env.record.conventions,
+        cycle=env.cycle,
+    )
+
+
+def run_agent(env: StageEnv, team: str, ctx: prompts.BriefContext, toolbox: Toolbox) -> StageRun:
+    """Run the team's backend; a budget already spent or a spend-limit stop skips or ends it."""
+    limit = (env.spec.get("budget") or {}).get("max_cost_usd")
+    reason = ledger.budget_exceeded(env.layout.root, limit) if limit is not None else None
+    if reason:
+        env.log(f"{team}: not run: {reason}")
+        return StageRun(Usage(), 0, "budget", reason)
+    brief = prompts.build_brief(ctx, env.spec["agent"].get("prompts") or {}, env.limits())
+    # Model-free backends read the same facts in structured form, never more.
+    brief.data["worktree"] = str(env.worktree)
+    if team == "red":
+        brief.data["tried"] = list(ctx.tried)
+    backend = get_backend(env.spec)
+    try:
+        run = backend.run(brief, toolbox, progress_printer(env, team))
+    except SessionStop as stop:
+        run = StageRun(Usage(), 0, "session_stop", str(stop))
+    ledger.record_stage(
+        env.layout.root,
+        track=env.track,
+        cycle=f"{env.cycle:03d}",
+        team=team,
+        model=env.spec["agent"]["model"] if backend.name == "claude" else backend.name,
+        run=run,
+    )
+    env.log(
+        f"{team}: {run.stop_reason} after {run.turns} turns, "
+        f"{run.usage.tokens} tokens, ${run.usage.cost_usd:.4f}"
+    )
+    return run
+
+
+def stop_reason_of(run: StageRun) -> str | None:
+    return run.detail if run.stop_reason in ("budget", "session_stop") else None
+
+
+# --- Red -------------------------------------------------------------------
+
+
+def red(env: StageEnv, markdown_out, record_out) -> None:
+    start = env.cycle_start()
+    env.begin(start)
+    prev = env.previous_decision()
+    decisions = journal.load_decisions(env.layout, env.track)
+    reported: list[findings.Finding] = []
+    first_id = prev["next_finding_id"] if prev else 1
+
+    def report_finding(severity, title, location, issue, impact) -> str:
+        fid = f"F-{first_id + len(reported):03d}"
+        reported.append(findings.Finding(fid, severity, title, location, issue, impact))
+        return f"recorded as {fid}"
+
+    ctx = base_context(env, "red")
+    ctx.tried = journal.tried_list(decisions)
+    if prev:
+        ctx.dropped_categories = [
+            c for c in findings.CATEGORIES if c not in prev.get("red_categories", [])
+        ]
+        ctx.adjacent_files = prev.get("files_changed", [])
+    env_mode_context(env, ctx)
+    toolbox = Toolbox(
+        "red", env.worktree, hooks={"report_finding": report_finding}, **env.toolbox_options()
+    )
+    run = run_agent(env, "red", ctx, toolbox)
+    write_text(markdown_out, findings.render(reported, notes=run.detail if run.turns else ""))
+    write_json(
+        record_out,
+        {
+            "stage": "red",
+            "cycle": env.cycle,
+            "track": env.track,
+            "start_commit": start,
+            "end_commit": git.head(env.worktree),
+            "findings": len(reported),
+            "categories": sorted({findings.categorize(f) for f in reported}),
+            "next_finding_id": first_id + len(reported),
+            "stop": stop_reason_of(run),
+            "usage": asdict(run.usage),
+        },
+    )
+
+
+def env_mode_context(env: StageEnv, ctx: prompts.BriefContext) -> None:
+    """Narrow and broad modes scope Red to an angle or a hypothesis."""
+    scoped = modes.red_scope(env)
+    if scoped:
+        ctx.angle = scoped.get("angle")
+        ctx.hypothesis = scoped.get("hypothesis")
+        ctx.aspiration = scoped.get("aspiration")
+
+
+# --- Sanitize ----------------------------------------------------------------
+
+
+def sanitize(env: StageEnv, red_markdown, out) -> None:
+    """Deterministic, no model: facts only, at most `max_findings`, the rest to ideas.md."""
+    reported = findings.parse(red_markdown.read_text())
+    passed, held = findings.sanitize(reported, env.spec["max_findings"])
+    write_text(out, findings.render(passed))
+    journal.record_ideas(
+        env.layout,
+        f"{env.label}: findings held back by sanitize",
+        [f"[{f.severity}] {f.key()}: {f.issue}" for f in held],
+    )
+    env.log(f"sanitize: {len(passed)} passed to Green, {len(held)} to ideas.md")
+
+
+# --- Green -------------------------------------------------------------------
+
+
+@dataclass
+class TestGate:
+    """Decides whether the tests after a change are acceptable."""
+
+    env: StageEnv
+    start_ok: bool
+    runs: int = 0
+    last: commands.CommandResult | None = None
+
+    def run(self) -> commands.CommandResult:
+        self.runs += 1
+        self.last = commands.run(
+            self.env.record.test_command,
+            self.env.worktree,
+            timeout_s=self.env.spec["test_timeout_s"],
+            extra_secrets=self.env.spec.get("secrets"),
+        )
+        return self.last
+
+    def passes(self) -> bool:
+        result = self.run()
+        if result.ok:
+            return True
+        if self.start_ok:
+            return False
+        # The suite already failed before this cycle: a change is acceptable when it
+        # fails no more tests than the baseline did.
+        counts = stack.parse_test_output(result.output, result.exit_code)
+        base = self.env.record.baseline
+        return bool(counts.parsed and base.get("failed") is not None) and (counts.failed or 0) <= (
+            base.get("failed") or 0
+        )
+
+
+@dataclass
+class GreenLedger:
+    fixed: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+
+    def handled(self, fid: str) -> bool:
+        return any(r["id"] == fid for r in self.fixed + self.skipped)
+
+
+def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
+    red_record = env.stage_record("red")
+    start = red_record["end_commit"]
+    env.begin(start)
+    todo = {f.id: f for f in findings.parse(sanitized_md.read_text())}
+    book = GreenLedger()
+    gate = TestGate(env, env.cycle_start_tests_pass())
+    toolbox: Toolbox | None = None
+
+    def check_id(fid: str) -> str | None:
+        if fid not in todo:
+            return f"unknown finding id {fid!r}; the findings are {sorted(todo)}"
+        if book.handled(fid):
+            return f"{fid} was already handled"
+        return None
+
+    def maybe_finished() -> None:
+        if toolbox is not None and all(book.handled(fid) for fid in todo):
+            toolbox.mark_finished()
+
+    def finish_fix(finding_id: str, summary: str) -> ToolResult:
+        problem = check_id(finding_id)
+        if problem:
+            return ToolResult(problem, is_error=True)
+        if not git.is_dirty(env.worktree):
+            return ToolResult("there is no change in the worktree to commit", is_error=True)
+        finding = todo[finding_id]
+        if gate.passes():
+            message = f"fix: [{finding_id}] {' '.join(summary.split())[:120]}"
+            sha = git.commit_all(env.worktree, message)
+            book.fixed.append(
+                {"id": finding_id, "key": finding.key(), "commit": sha, "summary": summary}
+            )
+            maybe_finished()
+            return ToolResult(f"tests pass; committed {sha[:10]}: {message}")
+        git.restore(env.worktree)
+        reason = f"tests failed after the fix ({gate.last.exit_code if gate.last else '?'})"
+        book.skipped.append({"id": finding_id, "key": finding.key(), "reason": reason})
+        maybe_finished()
+        tail = gate.last.tail(1500) if gate.last else ""
+        return ToolResult(
+            f"tests failed, so the worktree was restored and {finding_id} recorded as "
+            f"skipped.\n{tail}"
+        )
+
+    def skip_finding(finding_id: str, reason: str) -> ToolResult:
+        problem = check_id(finding_id)
+        if problem:
+            return ToolResult(problem, is_error=True)
+        git.restore(env.worktree)
+        book.skipped.append({"id": finding_id, "key": todo[finding_id].key(), "reason": reason})
+        maybe_finished()
+        return ToolResult(f"{finding_id} recorded as skipped")
+
+    run = None
+    if todo:
+        ctx = base_context(env, "green")
+        ctx.findings = findings.as_dicts(list(todo.values()))
+        toolbox = Toolbox(
+            "green",
+            env.worktree,
+            hooks={"finish_fix": finish_fix, "skip_finding": skip_finding},
+            **env.toolbox_options(),
+        )
+        run = run_agent(env, "green", ctx, toolbox)
+    if git.is_dirty(env.worktree):
+        git.restore(env.worktree)  # an unfinished fix is never kept
+    for fid, finding in todo.items():
+        if not book.handled(fid):
+            book.skipped.append({"id": fid, "key": finding.key(), "reason": "not attempted"})
+    final = gate.run()
+    counts = stack.parse_test_output(final.output, final.exit_code)
+    end = git.head(env.worktree)
+    lines = [f"# Green team: {env.label}", "", f"Start commit: {start}", f"End commit: {end}", ""]
+    lines += [
+        "## Fixed",
+        *(f"- [{r['id']}] {r['summary']} ({r['commit'][:10]})" for r in book.fixed),
+    ]
+    if not book.fixed:
+        lines.append("(none)")
+    lines += ["", "## Skipped", *(f"- [{r['id']}] {r['reason']}" for r in book.skipped)]
+    if not book.skipped:
+        lines.append("(none)")
+    lines += ["", "## Final test status", f"{'pass' if final.ok else 'FAIL'} ({counts.summary})"]
+    write_text(markdown_out, "\n".join(lines) + "\n")
+    write_json(
+        record_out,
+        {
+            "stage": "green",
+            "cycle": env.cycle,
+            "track": env.track,
+            "start_commit": start,
+            "end_commit": end,
+            "fixed": book.fixed,
+            "skipped": book.skipped,
+            "tests_pass": final.ok,
+            "test_summary": counts.summary,
+            "stop": stop_reason_of(run) if run else None,
+            "usage": asdict(run.usage) if run else asdict(Usage()),
+        },
+    )
+
+
+# --- Refactor -------------------------------------------------------------------
+
+MAX_REFACTOR_COMMITS = 5
+
+
+def refactor(env: StageEnv, markdown_out, record_out) -> None:
+    green_record = env.stage_record("green")
+    start = green_record["end_commit"]
+    env.begin(start)
+    # Clean room: the Refactor team learns which files changed, nothing of why.
+    changed = git.changed_files(env.worktree, green_record["start_commit"], start)
+    gate = TestGate(env, env.cycle_start_tests_pass())
+    commits: list[dict] = []
+    reverted: list[str] = []
+    toolbox: Toolbox | None = None
+
+    def finish_refactor(summary: str) -> ToolResult:
+        if not git.is_dirty(env.worktree):
+            return ToolResult("there is no change in the worktree to commit", is_error=True)
+        if gate.passes():
+            message = f"refactor: {' '.join(summary.split())[:120]}"
+            sha = git.commit_all(env.worktree, message)
+            commits.append({"commit": sha, "summary": summary})
+            if len(commits) >= MAX_REFACTOR_COMMITS and toolbox is not None:
+                toolbox.mark_finished()
+            return ToolResult(f"tests pass; committed {sha[:10]}: {message}")
+        git.restore(env.worktree)
+        reverted.append(summary)
+        return ToolResult(
+            "tests failed, so the change was reverted.\n"
+            + (gate.last.tail(1500) if gate.last else "")
+        )
+
+    run = None
+    if changed:
+        ctx = base_context(env, "refactor")
+        ctx.changed_files = changed
+        toolbox = Toolbox(
+            "refactor",
+            env.worktree,
+            hooks={"finish_refactor": finish_refactor},
+            **env.toolbox_options(),
+        )
+        run = run_agent(env, "refactor", ctx, toolbox)
+    else:
+        env.log("refactor: Green changed no files; nothing to look at")
+    if git.is_dirty(env.worktree):
+        git.restore(env.worktree)
+    end = git.head(env.worktree)
+    lines = [f"## Changes: {len(commits)}", "", f"# Refactor team: {env.label}", ""]
+    lines += [f"Start commit: {start}", f"End commit: {end}", ""]
+    lines += ["## Recently changed files given to the team", *(f"- {p}" for p in changed)]
+    lines += ["", "## Commits", *(f"- {c['summary']} ({c['commit'][:10]})" for c in commits)]
+    if reverted:
+        lines += ["", "## Reverted (tests failed)", *(f"- {s}" for s in reverted)]
+    write_text(markdown_out, "\n".join(lines) + "\n")
+    write_json(
+        record_out,
+        {
+            "stage": "refactor",
+            "cycle": env.cycle,
+            "track": env.track,
+            "start_commit": start,
+            "end_commit": end,
+            "changes": len(commits),
+            "commits": commits,
+            "files": changed,
+            "stop": stop_reason_of(run) if run else None,
+            "usage": asdict(run.usage) if run else asdict(Usage()),
+        },
+    )

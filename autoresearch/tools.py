@@ -1,0 +1,464 @@
+"""The tools an agent may call (DESIGN §5), bound to one worktree and one team.
+
+`Toolbox` is the only way a backend touches the target: file tools go through the
+`Sandbox`, commands come from the spec and run through `commands.run`, and the harness
+tools (report_finding, finish_fix, ...) are handed to hooks the engine supplies — the
+engine, not the model, tests, commits and reverts.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from autoresearch import commands
+from autoresearch.agents import TEAMS, SessionStop, StageFailed, ToolResult
+from autoresearch.sandbox import Refused, Sandbox, glob_match
+
+# Output caps: a tool result goes back into the model's context on every later turn.
+MAX_LIST_ENTRIES = 1000
+MAX_READ_LINES = 2000
+MAX_LINE_CHARS = 2000
+MAX_SEARCH_HITS = 200
+MAX_HIT_CHARS = 300
+MAX_SEARCH_FILE_BYTES = 2_000_000
+MAX_WRITE_CHARS = 2_000_000
+TEST_OUTPUT_TAIL = 4000
+
+SEVERITIES = ["critical", "high", "medium", "low", "test-gap"]
+CATEGORIES = ["obvious", "bold", "creative", "adjacent", "wildcard"]
+
+_PATH = {"type": "string", "description": "Path relative to the repository root."}
+_STR = {"type": "string", "minLength": 1}
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+# Name -> (description, input_schema). The order here is the order the model sees; it
+# never changes during a run, which keeps the tool list byte-stable for prompt caching.
+TOOL_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
+    "list_files": (
+        "List the repository's files (tracked and new, never git-ignored), limited to the "
+        "session's scope. Optionally under one directory and/or matching a glob such as "
+        "'**/*.py'.",
+        _schema(
+            {
+                "path": {**_PATH, "description": "Directory to list; default: the root."},
+                "glob": {"type": "string", "description": "Glob on the relative path."},
+            },
+            [],
+        ),
+    ),
+    "read_file": (
+        "Read a text file; lines come back numbered ('   12\\t...'). Use start_line/end_line "
+        f"(1-based, inclusive) for long files: at most {MAX_READ_LINES} lines per call.",
+        _schema(
+            {
+                "path": _PATH,
+                "start_line": {"type": "integer", "minimum": 1},
+                "end_line": {"type": "integer", "minimum": 1},
+            },
+            ["path"],
+        ),
+    ),
+    "search": (
+        "Search file contents with a Python regular expression. Returns 'file:line: text' "
+        f"hits, at most {MAX_SEARCH_HITS}. Optionally limit to a directory or file (path) "
+        "and/or a glob.",
+        _schema(
+            {
+                "pattern": {**_STR, "description": "Python regular expression."},
+                "path": {**_PATH, "description": "Directory or file to search; default: all."},
+                "glob": {"type": "string", "description": "Glob on the relative path."},
+            },
+            ["pattern"],
+        ),
+    ),
+    "run_linter": (
+        "Run the project's configured linter and return its exit code and output.",
+        _schema({}, []),
+    ),
+    "run_tests": (
+        "Run the project's configured test command (with a timeout) and return its exit "
+        "code and the tail of its output.",
+        _schema({}, []),
+    ),
+    "edit_file": (
+        "Replace one exact occurrence of old_str with new_str in a file. old_str must occur "
+        "exactly once: include enough surrounding lines to make it unique. Whitespace counts.",
+        _schema(
+            {"path": _PATH, "old_str": _STR, "new_str": {"type": "string"}},
+            ["path", "old_str", "new_str"],
+        ),
+    ),
+    "write_file": (
+        "Create a file, or overwrite it completely, with the given content.",
+        _schema({"path": _PATH, "content": {"type": "string"}}, ["path", "content"]),
+    ),
+    "report_finding": (
+        "Record one finding. location is 'path/to/file:line'. issue says what is wrong in one "
+        "or two sentences; impact says what breaks or degrades because of it. No fix advice.",
+        _schema(
+            {
+                "severity": {"type": "string", "enum": SEVERITIES},
+                "title": _STR,
+                "location": _STR,
+                "issue": _STR,
+                "impact": _STR,
+            },
+            ["severity", "title", "location", "issue", "impact"],
+        ),
+    ),
+    "finish_fix": (
+        "Hand the fix for one finding to the harness. It runs the tests: if they pass it "
+        "commits the change, otherwise it restores the files and records the finding as "
+        "skipped. The outcome comes back as this tool's result.",
+        _schema(
+            {
+                "finding_id": {**_STR, "description": "For example F-003."},
+                "summary": {**_STR, "description": "One line: what the fix does."},
+            },
+            ["finding_id", "summary"],
+        ),
+    ),
+    "skip_finding": (
+        "Record that a finding is left unfixed (unclear, not reproducible, out of scope) and why.",
+        _schema({"finding_id": _STR, "reason": _STR}, ["finding_id", "reason"]),
+    ),
+    "finish_refactor": (
+        "Hand your simplification to the harness. It runs the tests: if they pass it "
+        "commits the change, otherwise it restores the files. The outcome comes back as "
+        "this tool's result.",
+        _schema(
+            {"summary": {**_STR, "description": "One line: what was simplified."}}, ["summary"]
+        ),
+    ),
+    "propose_hypothesis": (
+        "Record one hypothesis for the session to test on its own track.",
+        _schema(
+            {
+                "id": {"type": "string", "pattern": "^h[1-9][0-9]*$", "description": "h1, h2, ..."},
+                "category": {"type": "string", "enum": CATEGORIES},
+                "name": _STR,
+                "statement": {**_STR, "description": "One sentence."},
+            },
+            ["id", "category", "name", "statement"],
+        ),
+    ),
+    "finish_experiment": (
+        "Hand this iteration's single change to the harness. It measures the metric and runs "
+        "the guard: an improvement is kept (committed), anything else is discarded.",
+        _schema(
+            {
+                "hypothesis": {**_STR, "description": "What you expect and why, one sentence."},
+                "change_summary": {**_STR, "description": "One line: what you changed."},
+            },
+            ["hypothesis", "change_summary"],
+        ),
+    ),
+}
+
+READ_TOOLS = ("list_files", "read_file", "search")
+WRITE_TOOLS = ("run_tests", "edit_file", "write_file")
+TEAM_TOOLS: dict[str, tuple[str, ...]] = {
+    "red": (*READ_TOOLS, "run_linter", "report_finding"),
+    "green": (*READ_TOOLS, *WRITE_TOOLS, "finish_fix", "skip_finding"),
+    "refactor": (*READ_TOOLS, *WRITE_TOOLS, "finish_refactor"),
+    "strategist": (*READ_TOOLS, "propose_hypothesis"),
+    "experiment": (*READ_TOOLS, *WRITE_TOOLS, "finish_experiment"),
+}
+HARNESS_TOOLS = frozenset(
+    {
+        "report_finding",
+        "finish_fix",
+        "skip_finding",
+        "finish_refactor",
+        "propose_hypothesis",
+        "finish_experiment",
+    }
+)
+
+_VALIDATORS = {name: Draft202012Validator(schema) for name, (_, schema) in TOOL_SPECS.items()}
+
+Hook = Callable[..., ToolResult | str]
+
+
+def _error(message: str) -> ToolResult:
+    return ToolResult(message, is_error=True)
+
+
+def _validation_message(name: str, args: dict[str, Any]) -> str | None:
+    errors = sorted(_VALIDATORS[name].iter_errors(args), key=lambda e: list(e.path))
+    if not errors:
+        return None
+    parts = []
+    for err in errors[:5]:
+        where = ".".join(str(p) for p in err.path)
+        parts.append(f"{where}: {err.message}" if where else err.message)
+    schema = json.dumps(TOOL_SPECS[name][1]["properties"], sort_keys=True)
+    return f"invalid input for {name}: " + "; ".join(parts) + f". Expected properties: {schema}"
+
+
+def _is_binary(data: bytes) -> bool:
+    return b"\0" in data[:8192]
+
+
+class Toolbox:
+    """The tools of one team, bound to one worktree (satisfies `agents.Toolbox`)."""
+
+    def __init__(
+        self,
+        team: str,
+        worktree: Path,
+        *,
+        test_command: str | None = None,
+        linter_command: str | None = None,
+        test_timeout_s: float = 600,
+        protected: list[str] | None = None,
+        include: list[str] | None = None,
+        exclude: list[str] | None = None,
+        secrets: list[str] | None = None,
+        hooks: dict[str, Hook] | None = None,
+    ) -> None:
+        if team not in TEAM_TOOLS:
+            raise ValueError(f"unknown team {team!r}; expected one of {', '.join(TEAMS)}")
+        self.team = team
+        self.sandbox = Sandbox(
+            Path(worktree), list(protected or []), list(include or []), list(exclude or [])
+        )
+        self.test_command = test_command
+        self.linter_command = linter_command
+        self.test_timeout_s = test_timeout_s
+        self.secrets = list(secrets or [])
+        self.hooks = dict(hooks or {})
+        self.tool_names = TEAM_TOOLS[team]
+        # Built once: the same objects, in the same order, for every request of the stage.
+        self._definitions = [
+            {"name": name, "description": TOOL_SPECS[name][0], "input_schema": TOOL_SPECS[name][1]}
+            for name in self.tool_names
+        ]
+        self._finished = False
+
+    # -- Toolbox protocol ------------------------------------------------------------------
+
+    def definitions(self) -> list[dict[str, Any]]:
+        # A deep copy, so a backend adding cache_control cannot alter the next call's list.
+        return copy.deepcopy(self._definitions)
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    def mark_finished(self) -> None:
+        """Called by a harness hook when the team's work is over."""
+        self._finished = True
+
+    def call(self, name: str, args: dict[str, Any]) -> ToolResult:
+        available = ", ".join(self.tool_names)
+        if not isinstance(name, str) or name not in TOOL_SPECS:
+            return _error(f"unknown tool {name!r}; available: {available}")
+        if name not in self.tool_names:
+            return _error(
+                f"{name} is not available to the {self.team} team; available: {available}"
+            )
+        if not isinstance(args, dict):
+            return _error(f"input for {name} must be a JSON object, got {type(args).__name__}")
+        if self._finished:
+            return _error("this stage is already finished; no further tool calls are carried out")
+        problem = _validation_message(name, args)
+        if problem:
+            return _error(problem)
+        try:
+            if name in HARNESS_TOOLS:
+                return self._hook(name, args)
+            return getattr(self, f"_tool_{name}")(**args)
+        except Refused as refusal:
+            return _error(f"refused: {refusal}")
+        except (OSError, UnicodeError, ValueError) as err:
+            return _error(f"{name} failed: {err}")
+
+    # -- harness tools ---------------------------------------------------------------------
+
+    def _hook(self, name: str, args: dict[str, Any]) -> ToolResult:
+        hook = self.hooks.get(name)
+        if hook is None:
+            return _error(f"{name} is not connected to the harness in this stage")
+        try:
+            result = hook(**args)
+        except (StageFailed, SessionStop):
+            raise
+        except ValueError as err:
+            # Hooks signal bad input (an unknown finding id, a duplicate) with ValueError;
+            # anything else is a harness bug and must surface, not be shown to the model.
+            return _error(str(err))
+        if isinstance(result, ToolResult):
+            return result
+        return ToolResult(str(result))
+
+    # -- read tools ------------------------------------------------------------------------
+
+    def _tool_list_files(self, path: str = "", glob: str | None = None) -> ToolResult:
+        _, base = self.sandbox.resolve(path)
+        prefix = f"{base}/" if base else ""
+        names = [
+            n
+            for n in self.sandbox.files()
+            if (not prefix or n.startswith(prefix) or n == base)
+            and (not glob or glob_match(n, glob))
+        ]
+        if not names:
+            return ToolResult("(no files)")
+        shown = names[:MAX_LIST_ENTRIES]
+        text = "\n".join(shown)
+        if len(names) > len(shown):
+            text += f"\n[... {len(names) - len(shown)} more files; narrow with path or glob]"
+        return ToolResult(text)
+
+    def _read_text(self, path: str) -> tuple[Path, str, str]:
+        target, rel = self.sandbox.resolve(path)
+        if not target.exists():
+            raise Refused(f"{path!r} does not exist")
+        if not target.is_file():
+            raise Refused(f"{path!r} is not a file")
+        data = target.read_bytes()
+        if _is_binary(data):
+            raise Refused(f"{path!r} is a binary file")
+        return target, rel, data.decode("utf-8", errors="replace")
+
+    def _tool_read_file(
+        self, path: str, start_line: int = 1, end_line: int | None = None
+    ) -> ToolResult:
+        _, _, text = self._read_text(path)
+        lines = text.splitlines()
+        if not lines:
+            return ToolResult("(empty file)")
+        if start_line > len(lines):
+            return _error(
+                f"start_line {start_line} is past the end of the file ({len(lines)} lines)"
+            )
+        last = min(len(lines), end_line or len(lines), start_line + MAX_READ_LINES - 1)
+        if last < start_line:
+            return _error("end_line is before start_line")
+        width = len(str(last))
+        out = []
+        for number in range(start_line, last + 1):
+            line = lines[number - 1]
+            if len(line) > MAX_LINE_CHARS:
+                line = line[:MAX_LINE_CHARS] + " [... line cut ...]"
+            out.append(f"{number:>{width}}\t{line}")
+        if last < len(lines) and (end_line is None or end_line > last):
+            out.append(f"[... {len(lines) - last} more lines; continue with start_line={last + 1}]")
+        return ToolResult("\n".join(out))
+
+    def _tool_search(self, pattern: str, path: str = "", glob: str | None = None) -> ToolResult:
+        try:
+            regex = re.compile(pattern)
+        except re.error as err:
+            return _error(f"invalid regular expression: {err}")
+        target, base = self.sandbox.resolve(path)
+        if target.is_file():
+            candidates = [base] if self.sandbox.in_scope(base) else []
+        else:
+            prefix = f"{base}/" if base else ""
+            candidates = [n for n in self.sandbox.files() if n.startswith(prefix)]
+        if glob:
+            candidates = [n for n in candidates if glob_match(n, glob)]
+        hits: list[str] = []
+        more = 0
+        for rel in candidates:
+            full = self.sandbox.root / rel
+            try:
+                if full.stat().st_size > MAX_SEARCH_FILE_BYTES:
+                    continue
+                data = full.read_bytes()
+            except OSError:
+                continue
+            if _is_binary(data):
+                continue
+            for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+                if regex.search(line):
+                    if len(hits) < MAX_SEARCH_HITS:
+                        text = line.strip()
+                        if len(text) > MAX_HIT_CHARS:
+                            text = text[:MAX_HIT_CHARS] + " [...]"
+                        hits.append(f"{rel}:{number}: {text}")
+                    else:
+                        more += 1
+        if not hits:
+            return ToolResult("(no matches)")
+        if more:
+            hits.append(f"[... {more} more matches; narrow with path or glob]")
+        return ToolResult("\n".join(hits))
+
+    # -- commands --------------------------------------------------------------------------
+
+    def _run(self, command: str | None, key: str) -> ToolResult:
+        if not command:
+            return _error(f"no command is configured for this (spec key `{key}`)")
+        result = commands.run(
+            command, self.sandbox.root, timeout_s=self.test_timeout_s, extra_secrets=self.secrets
+        )
+        if result.timed_out:
+            head = f"timed out after {self.test_timeout_s:g}s (counts as a failure)"
+        else:
+            head = f"exit code: {result.exit_code}"
+        return ToolResult(f"$ {command}\n{head}\n{result.tail(TEST_OUTPUT_TAIL)}")
+
+    def _tool_run_tests(self) -> ToolResult:
+        return self._run(self.test_command, "test_command")
+
+    def _tool_run_linter(self) -> ToolResult:
+        return self._run(self.linter_command, "linter_command")
+
+    # -- write tools -----------------------------------------------------------------------
+
+    def _tool_edit_file(self, path: str, old_str: str, new_str: str) -> ToolResult:
+        target, rel = self.sandbox.resolve(path, write=True)
+        if not target.is_file():
+            return _error(f"{rel!r} does not exist; use write_file to create a file")
+        data = target.read_bytes()
+        if _is_binary(data):
+            return _error(f"{rel!r} is a binary file")
+        text = data.decode("utf-8")  # edits must round-trip exactly: no lossy decoding
+        count = text.count(old_str)
+        if count == 0 and "\r\n" in text and "\r\n" not in old_str:
+            # read_file shows lines without their CRLF; accept the agent's LF spelling.
+            old_str, new_str = old_str.replace("\n", "\r\n"), new_str.replace("\n", "\r\n")
+            count = text.count(old_str)
+        if count == 0:
+            return _error(
+                f"old_str was not found in {rel}; read the file again and copy it exactly"
+            )
+        if count > 1:
+            return _error(f"old_str occurs {count} times in {rel}; include more surrounding lines")
+        if old_str == new_str:
+            return _error("old_str and new_str are identical; nothing to change")
+        target.write_bytes(text.replace(old_str, new_str, 1).encode("utf-8"))
+        return ToolResult(f"edited {rel}")
+
+    def _tool_write_file(self, path: str, content: str) -> ToolResult:
+        target, rel = self.sandbox.resolve(path, write=True)
+        if len(content) > MAX_WRITE_CHARS:
+            return _error(f"content is larger than {MAX_WRITE_CHARS} characters")
+        if target.is_dir():
+            return _error(f"{rel!r} is a directory")
+        existed = target.exists()
+        # Creating parents is safe: every parent of a resolved in-worktree path is in it too.
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+        return ToolResult(
+            f"{'overwrote' if existed else 'created'} {rel} ({len(content)} characters)"
+        )

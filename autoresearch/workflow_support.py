@@ -1,0 +1,129 @@
+"""What the Snakefile's input functions and hooks call: cheap reads of session files.
+
+Completed cycles are read from disk rather than asked of the checkpoint one by one:
+asking `.get()` for every cycle makes a no-op rerun quadratic (DESIGN §7).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import session as session_setup
+from .layout import session_layout
+from .spec import SESSION_NAME, SpecError, read_yaml, resolve_target
+
+SESSIONS = "sessions"
+NAME_PATTERN = SESSION_NAME.pattern.strip("^$")
+EXAMPLES = Path(SESSIONS) / "_examples"
+_held_locks: list[Any] = []  # open lock files, held for the life of this process
+
+
+class SessionError(Exception):
+    """A session cannot start; printed for the user without a traceback."""
+
+
+def session_inputs(name: str, basedir: str, overrides: dict[str, Any]) -> dict[str, str]:
+    layout = session_layout(SESSIONS, name)
+    if layout.spec.exists():
+        return {}
+    raw = Path(basedir) / "config" / "sessions" / f"{name}.yaml"
+    target = overrides.get("target")
+    if target is None and raw.is_file():
+        try:
+            target = read_yaml(raw, "the session spec").get("target")
+        except SpecError as err:
+            raise SessionError(str(err)) from None
+    if target:
+        example = _example_of(resolve_target(str(target)))
+        if example and not (EXAMPLES / f"{example}.ready").exists():
+            # The example repository is made by a rule; the setup job checks it then.
+            return {"example": str(EXAMPLES / f"{example}.ready")}
+    try:
+        session_setup.preflight(name, Path(basedir), overrides)
+    except SpecError as err:
+        raise SessionError(f"session {name!r} cannot start: {err}") from None
+    return {}
+
+
+def _example_of(target: Path) -> str | None:
+    try:
+        rel = target.resolve().relative_to(EXAMPLES.resolve())
+    except ValueError:
+        return None
+    return rel.parts[0] if rel.parts else None
+
+
+def red_inputs(name: str, cycle: int) -> list[str]:
+    layout = session_layout(SESSIONS, name)
+    inputs = [str(layout.spec)]
+    if cycle > 1:
+        previous = layout.decision(cycle - 1)
+        if not previous.exists():
+            inputs.append(str(previous))
+    return inputs
+
+
+def frozen_spec(name: str) -> dict[str, Any]:
+    return yaml.safe_load(session_layout(SESSIONS, name).spec.read_text())
+
+
+def evaluate_inputs(name: str, cycle: str) -> dict[str, str]:
+    base = Path(SESSIONS) / name / "cycles" / cycle
+    inputs = {"green": str(base / "green.json")}
+    if "refactor" in frozen_spec(name)["teams"]:
+        inputs["refactor"] = str(base / "refactor.json")
+    return inputs
+
+
+def next_open_cycle(name: str, track: str = "") -> int:
+    """The first cycle with no decision yet, or the one whose decision stopped the loop."""
+    layout = session_layout(SESSIONS, name)
+    cycle = 1
+    while True:
+        path = layout.decision(cycle, track)
+        if not path.exists() or json.loads(path.read_text()).get("stop"):
+            return cycle
+        cycle += 1
+
+
+SESSION_IN_PATH = re.compile(rf"^{SESSIONS}/({NAME_PATTERN})/")
+
+
+def hold_session_locks(workflow) -> None:
+    """Refuse to run a session that another live run is working on.
+
+    An flock dies with its process, so a kill -9 never leaves a stale lock behind
+    (Snakemake's own lock does; the workflow profile turns that one off).
+    """
+    names = set()
+    for job in workflow.dag.needrun_jobs():
+        for path in job.output:
+            match = SESSION_IN_PATH.match(str(path))
+            if match:
+                names.add(match.group(1))
+    for name in sorted(names):
+        lock_path = Path(SESSIONS) / name / ".run.lock"
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_path, "a+")  # noqa: SIM115 - held until the process exits
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            owner = handle.read().strip() or "another process"
+            raise SessionError(
+                f"session {name!r} is already being run by {owner}; this run stopped "
+                "without touching it. Wait for that run to end (or stop it) and run again."
+            ) from None
+        import os
+
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"snakemake pid {os.getpid()}\n")
+        handle.flush()
+        _held_locks.append(handle)

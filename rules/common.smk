@@ -1,0 +1,41 @@
+# Helpers for the rules: paths, input functions, the per-session run lock.
+# Kept cheap and free of side effects: cluster jobs re-parse this file.
+import json
+import os
+import sys
+
+sys.path.insert(0, workflow.basedir)
+
+from autoresearch import workflow_support as support
+
+
+wildcard_constraints:
+    name=support.NAME_PATTERN,
+    cycle=r"\d{3}",
+    example=r"[A-Za-z0-9][A-Za-z0-9_-]*",
+
+
+def session_inputs(wildcards):
+    """Check the spec before anything runs (a bad spec fails here, nothing written)."""
+    return support.session_inputs(wildcards.name, workflow.basedir, config)
+
+
+def red_inputs(wildcards):
+    """The frozen spec, and the previous cycle's decision until it is on disk."""
+    return support.red_inputs(wildcards.name, int(wildcards.cycle))
+
+
+def evaluate_inputs(wildcards):
+    """Green's record, and Refactor's unless the spec's teams leave it out."""
+    return support.evaluate_inputs(wildcards.name, wildcards.cycle)
+
+
+def done_inputs(wildcards):
+    """The decision that ends the session; asks the checkpoint only for the next cycle."""
+    spec = checkpoints.session.get(name=wildcards.name).output.spec
+    cycle = support.next_open_cycle(wildcards.name)
+    return checkpoints.evaluate.get(name=wildcards.name, cycle=f"{cycle:03d}").output.decision
+
+
+onstart:
+    support.hold_session_locks(workflow)

@@ -1,0 +1,74 @@
+rule red:
+    """Red team: find problems, change nothing."""
+    input:
+        red_inputs,
+    output:
+        findings="sessions/{name}/cycles/{cycle}/red-findings.md",
+        record="sessions/{name}/cycles/{cycle}/red.json",
+    log:
+        "sessions/{name}/logs/red/{cycle}.log",
+    benchmark:
+        "sessions/{name}/benchmarks/red/{cycle}.tsv"
+    script:
+        "../scripts/red.py"
+
+
+rule sanitize:
+    """Deterministic: what, where and impact only; at most max_findings go on."""
+    input:
+        findings="sessions/{name}/cycles/{cycle}/red-findings.md",
+    output:
+        "sessions/{name}/cycles/{cycle}/sanitized.md",
+    log:
+        "sessions/{name}/logs/sanitize/{cycle}.log",
+    benchmark:
+        "sessions/{name}/benchmarks/sanitize/{cycle}.tsv"
+    script:
+        "../scripts/sanitize.py"
+
+
+rule green:
+    """Green team: fix one sanitized finding at a time; tests gate every commit."""
+    input:
+        # Clean room: sanitized findings only, never red-findings.md.
+        findings="sessions/{name}/cycles/{cycle}/sanitized.md",
+    output:
+        patch="sessions/{name}/cycles/{cycle}/green-patch.md",
+        record="sessions/{name}/cycles/{cycle}/green.json",
+    log:
+        "sessions/{name}/logs/green/{cycle}.log",
+    benchmark:
+        "sessions/{name}/benchmarks/green/{cycle}.tsv"
+    script:
+        "../scripts/green.py"
+
+
+rule refactor:
+    """Refactor team: simplify the files Green changed, behaviour unchanged."""
+    input:
+        # Waits on Green for order; the script passes on only the changed-file list.
+        green="sessions/{name}/cycles/{cycle}/green.json",
+    output:
+        patch="sessions/{name}/cycles/{cycle}/refactor-patch.md",
+        record="sessions/{name}/cycles/{cycle}/refactor.json",
+    log:
+        "sessions/{name}/logs/refactor/{cycle}.log",
+    benchmark:
+        "sessions/{name}/benchmarks/refactor/{cycle}.tsv"
+    script:
+        "../scripts/refactor.py"
+
+
+checkpoint evaluate:
+    """Full test run, the seed's revert order, logs, and whether to go on."""
+    input:
+        unpack(evaluate_inputs),
+    output:
+        results="sessions/{name}/cycles/{cycle}/eval-results.md",
+        decision="sessions/{name}/cycles/{cycle}/decision.json",
+    log:
+        "sessions/{name}/logs/evaluate/{cycle}.log",
+    benchmark:
+        "sessions/{name}/benchmarks/evaluate/{cycle}.tsv"
+    script:
+        "../scripts/evaluate.py"

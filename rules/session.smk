@@ -1,0 +1,29 @@
+checkpoint session:
+    """Validate and freeze the spec, open the worktree, run the baseline tests."""
+    input:
+        unpack(session_inputs),
+    output:
+        spec="sessions/{name}/session.yaml",
+        setup="sessions/{name}/setup.json",
+    params:
+        overrides=config,
+    log:
+        "sessions/{name}/logs/session.log",
+    benchmark:
+        "sessions/{name}/benchmarks/session.tsv"
+    script:
+        "../scripts/session.py"
+
+
+rule done:
+    """Write why the session stopped; the target of every run."""
+    input:
+        done_inputs,
+    output:
+        "sessions/{name}/done",
+    log:
+        "sessions/{name}/logs/done.log",
+    benchmark:
+        "sessions/{name}/benchmarks/done.tsv"
+    script:
+        "../scripts/done.py"
