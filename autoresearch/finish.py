@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import journal
+from . import journal, modes
 from .session import write_text
 from .stage import StageEnv
 
 
 def write_done(env: StageEnv, out: Path) -> None:
+    if modes.write_done(env, out):
+        return
     decisions = journal.load_decisions(env.layout)
     last = decisions[-1] if decisions else {}
     fixed = sum(len(d.get("fixed", [])) for d in decisions)

@@ -1,42 +1,60 @@
-"""What differs between modes: Red's scope and the end-of-cycle policy.
+"""What differs between modes, and the only place the engine asks about it.
 
-One engine serves every mode (DESIGN §2); a mode plugs in here and nowhere else.
-Mode modules are imported lazily so the sweep path loads only what it needs.
+One engine serves every mode (DESIGN §2): the same git, agent, metric and ledger
+code. A mode module (narrow, broad, experiment) may define any of the hooks below;
+the sweep mode defines none. Mode modules are imported lazily.
 """
 
 from __future__ import annotations
 
+import importlib
+from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .layout import SessionLayout
+    from .session import SetupRecord
     from .stage import StageEnv
+
+MODE_MODULES = {"narrow": "narrow", "broad": "broad", "experiment": "experiment"}
+
+
+def module_for(mode: str) -> ModuleType | None:
+    name = MODE_MODULES.get(mode)
+    return importlib.import_module(f"autoresearch.{name}") if name else None
+
+
+def _hook(mode: str, hook: str):
+    module = module_for(mode)
+    return getattr(module, hook, None) if module else None
+
+
+def check_spec(values: dict[str, Any], name: str) -> None:
+    """Preflight: raise spec.SpecError naming the key when the mode's spec is incomplete."""
+    hook = _hook(values["mode"], "check_spec")
+    if hook:
+        hook(values, name)
+
+
+def on_setup(layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log) -> None:
+    """Setup: mode files such as baseline.json (runs before the spec is frozen)."""
+    hook = _hook(values["mode"], "on_setup")
+    if hook:
+        hook(layout, record, values, log)
 
 
 def red_scope(env: StageEnv) -> dict[str, Any] | None:
     """The angle (narrow) or hypothesis (broad) Red is scoped to, if any."""
-    mode = env.spec["mode"]
-    if mode == "narrow":
-        from . import narrow
-
-        return narrow.red_scope(env)
-    if mode == "broad":
-        from . import broad
-
-        return broad.red_scope(env)
-    return None
+    hook = _hook(env.spec["mode"], "red_scope")
+    return hook(env) if hook else None
 
 
 def apply_policy(env: StageEnv, decision: dict[str, Any]) -> None:
     """Set decision['stop'] / ['reason'] (and mode extras) after a cycle's tests."""
-    mode = env.spec["mode"]
-    if mode == "narrow":
-        from . import narrow
-
-        narrow.apply_policy(env, decision)
-    elif mode == "broad":
-        from . import broad
-
-        broad.apply_policy(env, decision)
+    hook = _hook(env.spec["mode"], "apply_policy")
+    if hook:
+        hook(env, decision)
     else:
         from . import stopping
 
@@ -45,13 +63,20 @@ def apply_policy(env: StageEnv, decision: dict[str, Any]) -> None:
 
 def summary_sections(env: StageEnv) -> str:
     """Mode-specific blocks of session.md (Goal and Angles, Hypotheses)."""
-    mode = env.spec["mode"]
-    if mode == "narrow":
-        from . import narrow
+    hook = _hook(env.spec["mode"], "summary_sections")
+    return hook(env) if hook else ""
 
-        return narrow.summary_sections(env)
-    if mode == "broad":
-        from . import broad
 
-        return broad.summary_sections(env)
-    return ""
+def write_done(env: StageEnv, out: Path) -> bool:
+    """Write `done` the mode's way; False when the mode has no own version."""
+    hook = _hook(env.spec["mode"], "write_done")
+    if hook:
+        hook(env, out)
+        return True
+    return False
+
+
+def status_lines(layout: SessionLayout, values: dict[str, Any]) -> list[str]:
+    """Extra lines for `autoresearch status NAME`."""
+    hook = _hook(values["mode"], "status_lines")
+    return hook(layout, values) if hook else []

@@ -128,8 +128,8 @@ class Sandbox:
         """
         if not isinstance(path, str):
             raise Refused("path must be a string")
-        path = path.strip()
         self._check_spelling(path)
+        path = path.strip(" ")
         target = (self.root / path).resolve() if path not in ("", ".") else self.root
         # resolve() has followed every symlink, so this also catches links that lead out.
         if target != self.root and not target.is_relative_to(self.root):

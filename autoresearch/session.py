@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__, commands, git, journal, spec, stack
+from . import __version__, commands, git, journal, modes, spec, stack
 from .layout import SessionLayout
 
 CONTEXT_FILES = ("CLAUDE.md", "AGENTS.md", "README.md")
@@ -71,6 +71,7 @@ def preflight(name: str, root: Path, overrides: dict[str, Any] | None = None) ->
             f"{target} has uncommitted changes. Commit them, or set 'on_dirty: stash' in "
             f"config/sessions/{name}.yaml to record them in a stash entry and start from HEAD"
         )
+    modes.check_spec(values, name)
     found, test_command, linter_command = stack.resolve_commands(
         target, values.get("test_command"), values.get("linter_command")
     )
@@ -164,6 +165,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     )
     layout.cycles().mkdir(parents=True, exist_ok=True)
     journal.init_files(layout, record, values)
+    modes.on_setup(layout, record, values, log)
     write_json(layout.setup, asdict(record))
     frozen = pre.spec
     frozen.values["test_command"] = pre.test_command

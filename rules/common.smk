@@ -30,9 +30,21 @@ def evaluate_inputs(wildcards):
     return support.evaluate_inputs(wildcards.name, wildcards.cycle)
 
 
+# Modes with their own loop (broad, experiment) register their `done` inputs here.
+MODE_DONE_INPUTS = {}
+
+
 def done_inputs(wildcards):
-    """The decision that ends the session; asks the checkpoint only for the next cycle."""
-    spec = checkpoints.session.get(name=wildcards.name).output.spec
+    """What ends the session; the cycle loop asks the checkpoint only for the next cycle."""
+    checkpoints.session.get(name=wildcards.name)
+    mode = support.frozen_spec(wildcards.name)["mode"]
+    if mode in MODE_DONE_INPUTS:
+        return MODE_DONE_INPUTS[mode](wildcards)
+    return cycle_loop_inputs(wildcards)
+
+
+def cycle_loop_inputs(wildcards):
+    """Sweep and narrow: the decision of the first cycle that is open or said stop."""
     cycle = support.next_open_cycle(wildcards.name)
     return checkpoints.evaluate.get(name=wildcards.name, cycle=f"{cycle:03d}").output.decision
 
