@@ -49,6 +49,8 @@ def run_agent(env: StageEnv, team: str, ctx: prompts.BriefContext, toolbox: Tool
     brief = prompts.build_brief(ctx, env.spec["agent"].get("prompts") or {}, env.limits())
     # Model-free backends read the same facts in structured form, never more.
     brief.data["worktree"] = str(env.worktree)
+    brief.data["cycle"] = env.cycle
+    brief.data["track"] = env.track
     if team == "red":
         brief.data["tried"] = list(ctx.tried)
     backend = get_backend(env.spec)

@@ -6,8 +6,10 @@ is recorded so a test can check what each turn carried.
 
 Usage is computed the way the API reports it, from the request itself: tokens are
 estimated as characters / 4, and prompt caching is simulated — the blocks up to each
-`cache_control` breakpoint form a prefix; a prefix seen before is a cache read, the rest
-up to the last breakpoint is a cache write, and what follows it is plain input.
+`cache_control` breakpoint form a prefix that is written to the cache; a later request
+reads the longest such prefix found at, or up to 20 blocks before, one of its own
+breakpoints; the rest up to its last breakpoint is a cache write, and what follows that
+is plain input.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 _ids = itertools.count(1)
+LOOKBACK = 20  # blocks the API searches back from a breakpoint for an earlier cache entry
 
 
 def text_block(text: str) -> dict[str, Any]:
@@ -155,20 +158,27 @@ class FakeAnthropic:
         blocks = _blocks(body)
         total = sum(len(b) for b, _ in blocks)
         digest = hashlib.sha256()
-        prefixes: list[tuple[str, int]] = []  # (hash, chars) at each breakpoint
+        boundaries: list[tuple[str, int]] = []  # (hash of the prefix, its chars) after each block
+        marks: list[int] = []  # indexes of blocks carrying a breakpoint
         chars = 0
-        for text, marked in blocks:
+        for index, (text, marked) in enumerate(blocks):
             digest.update(text.encode())
             chars += len(text)
+            boundaries.append((digest.copy().hexdigest(), chars))
             if marked:
-                prefixes.append((digest.copy().hexdigest(), chars))
+                marks.append(index)
+        # Like the API: at each breakpoint, look back up to LOOKBACK blocks for a prefix
+        # an earlier request wrote, and use the longest one found.
         read_chars = 0
-        for key, size in prefixes:
-            if key in self.cache:
-                read_chars = max(read_chars, size)
-        last_chars = prefixes[-1][1] if prefixes else 0
+        for mark in marks:
+            for index in range(mark, max(-1, mark - LOOKBACK - 1), -1):
+                key, size = boundaries[index]
+                if key in self.cache:
+                    read_chars = max(read_chars, size)
+                    break
+        last_chars = boundaries[marks[-1]][1] if marks else 0
         write_chars = max(0, last_chars - read_chars)
-        self.cache.update(key for key, _ in prefixes)
+        self.cache.update(boundaries[mark][0] for mark in marks)
         return {
             "input_tokens": tokens(total - read_chars - write_chars),
             "cache_read_input_tokens": tokens(read_chars),

@@ -17,4 +17,8 @@ def get_backend(spec: dict[str, Any]) -> Backend:
         from .claude import ClaudeBackend
 
         return ClaudeBackend(spec["agent"], spec.get("prices") or {})
-    raise ValueError(f"unknown agent.backend {name!r}: use 'ruff' or 'claude'")
+    if name == "script":
+        from .script import ScriptBackend
+
+        return ScriptBackend(spec["agent"])
+    raise ValueError(f"unknown agent.backend {name!r}: use 'ruff', 'claude' or 'script'")

@@ -1,0 +1,58 @@
+"""The `script` backend: replays tool calls from a YAML file, no model involved.
+
+For tests and rehearsals. The script maps team -> cycle -> a list of steps; the
+cycle key is the number, `<track>/<number>` for a broad track, or `*` for any.
+A step is `{tool: NAME, args: {...}}`. Every brief the backend is given is
+appended to `agent.transcript` (JSON lines) when that key is set, so a test can
+assert on exactly what each team was told.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..agents import StageBrief, StageFailed, StageRun, Toolbox, Usage
+
+
+class ScriptBackend:
+    name = "script"
+
+    def __init__(self, agent_spec: dict[str, Any]):
+        path = agent_spec.get("script")
+        if not path:
+            raise StageFailed("agent.backend is 'script' but agent.script names no file")
+        self.script = yaml.safe_load(Path(path).read_text()) or {}
+        self.transcript = agent_spec.get("transcript")
+
+    def steps_for(self, brief: StageBrief) -> list[dict[str, Any]]:
+        by_cycle = self.script.get(brief.team) or {}
+        cycle, track = brief.data.get("cycle"), brief.data.get("track") or ""
+        keys = [f"{track}/{cycle}" if track else cycle, str(cycle), "*"]
+        for key in keys:
+            if key in by_cycle:
+                return by_cycle[key] or []
+        return []
+
+    def run(self, brief: StageBrief, toolbox: Toolbox, progress: Callable[[str], None]) -> StageRun:
+        if self.transcript:
+            with open(self.transcript, "a") as handle:
+                record = {"team": brief.team, "system": brief.system, "task": brief.task}
+                record["tools"] = [t["name"] for t in toolbox.definitions()]
+                record["data"] = {k: v for k, v in brief.data.items() if k != "worktree"}
+                handle.write(json.dumps(record) + "\n")
+        turns = 0
+        for step in self.steps_for(brief):
+            if toolbox.finished:
+                break
+            turns += 1
+            result = toolbox.call(step["tool"], step.get("args") or {})
+            first = result.content.splitlines()[0] if result.content else ""
+            progress(
+                f"turn {turns}: {step['tool']} -> {'ERROR ' if result.is_error else ''}{first}"
+            )
+        return StageRun(Usage(), turns, "end_turn", "scripted notes: " + brief.team)

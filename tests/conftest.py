@@ -1,0 +1,154 @@
+"""Shared fixtures: throwaway target repositories and a way to run the workflow on them.
+
+Every end-to-end test runs the real Snakefile through the Snakemake CLI in its own
+working directory; the session spec is passed with --configfile (it lands in
+`config`, the top layer of the spec), so nothing is written to this checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = str(Path(sys.executable).parent)
+
+CALC = """\
+def add(a, b):
+    return a + b
+
+
+def mean(values):
+    return sum(values) / len(values)
+"""
+CALC_TESTS = """\
+from calc import add, mean
+
+
+def test_add():
+    assert add(2, 3) == 5
+
+
+def test_mean():
+    assert mean([1, 2, 3]) == 2
+"""
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def make_repo(path: Path, files: dict[str, str]) -> Path:
+    path.mkdir(parents=True)
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+@pytest.fixture
+def target(tmp_path) -> Path:
+    """A small Python project with a passing pytest suite."""
+    return make_repo(
+        tmp_path / "target",
+        {"calc.py": CALC, "tests/test_calc.py": CALC_TESTS, "README.md": "# calc\nAdds numbers.\n"},
+    )
+
+
+class Workflow:
+    """Runs `snakemake` on this repository's Snakefile in a private working directory."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+        env.pop("ANTHROPIC_API_KEY", None)
+        return env
+
+    def spec(self, name: str, values: dict) -> Path:
+        path = self.workdir / "specs" / f"{name}.yaml"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(yaml.safe_dump(values))
+        return path
+
+    def script(self, steps: dict, name: str = "script.yaml") -> Path:
+        path = self.workdir / name
+        path.write_text(yaml.safe_dump(steps))
+        return path
+
+    def run(
+        self,
+        name: str,
+        spec: dict | None = None,
+        *extra: str,
+        target: str | None = None,
+        check: bool = True,
+        cores: int = 1,
+        timeout: float = 600,
+    ):
+        args = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(ROOT / "Snakefile"),
+            "--cores",
+            str(cores),
+            target or f"sessions/{name}/done",
+            *extra,
+        ]
+        if spec is not None:
+            args += ["--configfile", str(self.spec(name, spec))]
+        proc = subprocess.run(
+            args, cwd=self.workdir, env=self.env(), capture_output=True, text=True, timeout=timeout
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stderr[-6000:]}")
+        return proc
+
+    def session(self, name: str) -> Path:
+        return self.workdir / "sessions" / name
+
+    def decision(self, name: str, cycle: int, track: str = "") -> dict:
+        base = self.session(name) / "cycles" / track if track else self.session(name) / "cycles"
+        return json.loads((base / f"{cycle:03d}" / "decision.json").read_text())
+
+    def transcript(self, path: Path) -> list[dict]:
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture
+def workflow(tmp_path) -> Workflow:
+    return Workflow(tmp_path / "work")
+
+
+def script_spec(target: Path, script: Path, transcript: Path, **extra) -> dict:
+    """A sweep spec driven by the replaying `script` backend."""
+    spec = {
+        "mode": "sweep",
+        "target": str(target),
+        "test_command": "python -m pytest -q",
+        "agent": {"backend": "script", "script": str(script), "transcript": str(transcript)},
+    }
+    spec.update(extra)
+    return spec

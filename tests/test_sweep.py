@@ -1,0 +1,128 @@
+"""Sweep mode through Snakemake: the cycle's files, commits, clean room and stop rules."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import git, script_spec
+
+FIXED_MEAN = '''\
+def add(a, b):
+    return a + b
+
+
+def mean(values):
+    if not values:
+        raise ValueError("mean of no values")
+    return sum(values) / len(values)
+'''
+BROKEN_ADD = FIXED_MEAN.replace("return a + b", "return a - b")
+
+RED_NARRATIVE = "I read calc.py line by line and noticed this while tracing mean()."
+FIX_HINT = "You should add a guard that raises ValueError."
+
+SCRIPT = {
+    "red": {
+        1: [
+            {"tool": "report_finding", "args": {
+                "severity": "high", "title": "mean crashes on an empty list",
+                "location": "calc.py:5",
+                "issue": f"mean([]) divides by zero. {RED_NARRATIVE} {FIX_HINT}",
+                "impact": "Callers get ZeroDivisionError instead of a clear error."}},
+            {"tool": "report_finding", "args": {
+                "severity": "medium", "title": "add lacks type checks",
+                "location": "calc.py:1", "issue": "add accepts any operands.",
+                "impact": "Wrong types give confusing results."}},
+            {"tool": "report_finding", "args": {
+                "severity": "low", "title": "module has no docstring",
+                "location": "calc.py:1", "issue": "calc.py has no module docstring.",
+                "impact": "Readers must guess the module's purpose."}},
+        ],
+    },
+    "green": {
+        1: [
+            {"tool": "write_file", "args": {"path": "calc.py", "content": FIXED_MEAN}},
+            {"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": "guard empty mean"}},
+            {"tool": "write_file", "args": {"path": "calc.py", "content": BROKEN_ADD}},
+            {"tool": "finish_fix", "args": {"finding_id": "F-002", "summary": "change add"}},
+            {"tool": "skip_finding", "args": {"finding_id": "F-003", "reason": "cosmetic"}},
+        ],
+    },
+    "refactor": {
+        1: [
+            {"tool": "edit_file", "args": {"path": "calc.py", "old_str": "def add(a, b):",
+                                           "new_str": "def add(a, b):  # sum of two numbers"}},
+            {"tool": "finish_refactor", "args": {"summary": "comment add"}},
+        ],
+    },
+}
+
+
+def run_session(workflow, target, **extra):
+    script = workflow.script(SCRIPT)
+    transcript = workflow.workdir / "transcript.jsonl"
+    spec = script_spec(target, script, transcript, **extra)
+    workflow.run("s", spec)
+    return workflow.transcript(transcript)
+
+
+def test_cycle_writes_every_stage_file(workflow, target):
+    run_session(workflow, target, max_cycles=1)
+    cycle = workflow.session("s") / "cycles" / "001"
+    for name in ("red-findings.md", "sanitized.md", "green-patch.md", "refactor-patch.md",
+                 "eval-results.md", "decision.json"):
+        assert (cycle / name).is_file(), name
+    assert (workflow.session("s") / "done").read_text().startswith("session: s")
+
+
+def test_green_commits_passing_fix_and_restores_failing_one(workflow, target):
+    run_session(workflow, target, max_cycles=1)
+    worktree = workflow.session("s") / "worktree"
+    subjects = git(worktree, "log", "--format=%s").splitlines()
+    assert subjects[:2] == ["refactor: comment add", "fix: [F-001] guard empty mean"]
+    assert not any("F-002" in s for s in subjects)
+    assert "return a + b" in (worktree / "calc.py").read_text()
+    patch = (workflow.session("s") / "cycles/001/green-patch.md").read_text()
+    assert "[F-002] tests failed after the fix" in patch
+    assert "[F-003] cosmetic" in patch
+
+
+def test_refactor_patch_starts_with_change_count(workflow, target):
+    run_session(workflow, target, max_cycles=1)
+    text = (workflow.session("s") / "cycles/001/refactor-patch.md").read_text()
+    assert text.splitlines()[0] == "## Changes: 1"
+
+
+def test_green_is_never_told_reds_narrative_or_fix_hints(workflow, target):
+    briefs = run_session(workflow, target, max_cycles=1)
+    green = [b for b in briefs if b["team"] == "green"]
+    assert green
+    for brief in green:
+        text = json.dumps(brief)
+        assert "mean([]) divides by zero" in text
+        assert "noticed" not in text and "should add a guard" not in text
+        assert "scripted notes" not in text
+
+
+def test_refactor_is_told_changed_files_and_no_finding(workflow, target):
+    briefs = run_session(workflow, target, max_cycles=1)
+    refactor = [b for b in briefs if b["team"] == "refactor"]
+    assert refactor
+    text = json.dumps(refactor)
+    assert "calc.py" in text
+    for leaked in ("F-001", "mean crashes", "divides by zero", "empty list"):
+        assert leaked not in text
+
+
+def test_red_gets_no_write_tool(workflow, target):
+    briefs = run_session(workflow, target, max_cycles=1)
+    red_tools = set(next(b for b in briefs if b["team"] == "red")["tools"])
+    assert not red_tools & {"write_file", "edit_file", "run_tests"}
+
+
+def test_results_tsv_has_a_row_per_team(workflow, target):
+    run_session(workflow, target, max_cycles=1)
+    rows = (workflow.session("s") / "results.tsv").read_text().splitlines()
+    assert rows[0].split("\t") == ["cycle", "team", "status", "tests_pass", "description",
+                                   "files_changed", "timestamp", "track", "tokens", "cost_usd"]
+    assert [r.split("\t")[1] for r in rows[1:]] == ["red", "green", "refactor"]
