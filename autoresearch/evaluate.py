@@ -91,7 +91,7 @@ def evaluate(env: StageEnv, results_out: Path, decision_out: Path) -> dict[str, 
         "files_changed": files,
         "commits_total": len(git.commits_between(env.worktree, env.track_base(), end)),
         "session_stop": stops[0] if stops else None,
-        "open_issues": [f"{s['id']} {s['key']}: {s['reason']}" for s in green["skipped"]],
+        "open_issues": open_issues(env, green["skipped"], fixed),
     }
     limit = (env.spec.get("budget") or {}).get("max_cost_usd")
     over = ledger.budget_exceeded(env.layout.root, limit) if limit is not None else None
@@ -111,6 +111,19 @@ def evaluate(env: StageEnv, results_out: Path, decision_out: Path) -> dict[str, 
         + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
     )
     return decision
+
+
+def open_issues(env: StageEnv, skipped: list[dict], fixed: list[dict]) -> list[str]:
+    """Skipped findings carried forward until a later fix names the same problem."""
+    prev = env.previous_decision()
+    fixed_keys = {f["key"] for f in fixed}
+    carried = [
+        o
+        for o in (prev or {}).get("open_issues", [])
+        if o.split(" ", 1)[-1].split(": ")[0] not in fixed_keys
+    ]
+    new = [f"{s['id']} {s['key']}: {s['reason']}" for s in skipped]
+    return carried + [o for o in new if o not in carried]
 
 
 def render_results(env: StageEnv, d: dict[str, Any], summary: str) -> str:

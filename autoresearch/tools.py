@@ -28,6 +28,7 @@ MAX_LINE_CHARS = 2000
 MAX_SEARCH_HITS = 200
 MAX_HIT_CHARS = 300
 MAX_SEARCH_FILE_BYTES = 2_000_000
+MAX_READ_BYTES = 10_000_000
 MAX_WRITE_CHARS = 2_000_000
 TEST_OUTPUT_TAIL = 4000
 
@@ -333,6 +334,8 @@ class Toolbox:
             raise Refused(f"{path!r} does not exist")
         if not target.is_file():
             raise Refused(f"{path!r} is not a file")
+        if target.stat().st_size > MAX_READ_BYTES:
+            raise Refused(f"{path!r} is larger than {MAX_READ_BYTES} bytes; use search instead")
         data = target.read_bytes()
         if _is_binary(data):
             raise Refused(f"{path!r} is a binary file")

@@ -16,7 +16,7 @@ import yaml
 
 from . import session as session_setup
 from .layout import session_layout
-from .spec import SESSION_NAME, SpecError, read_yaml, resolve_target
+from .spec import SESSION_NAME, SpecError, check_session_name, read_yaml, resolve_target
 
 SESSIONS = "sessions"
 NAME_PATTERN = SESSION_NAME.pattern.strip("^$")
@@ -49,6 +49,14 @@ def session_inputs(name: str, basedir: str, overrides: dict[str, Any]) -> dict[s
     except SpecError as err:
         raise SessionError(f"session {name!r} cannot start: {err}") from None
     return {}
+
+
+def check_name(name: str) -> None:
+    try:
+        check_session_name(name)
+    except SpecError as err:
+        raise SessionError(str(err)) from None
+    raise SessionError(f"no session rule matches {name!r}")
 
 
 def _example_of(target: Path) -> str | None:

@@ -13,11 +13,18 @@ wildcard_constraints:
     name=support.NAME_PATTERN,
     cycle=r"\d{3}",
     example=r"[A-Za-z0-9][A-Za-z0-9_-]*",
+    badname=r"(.*/.*|.*\s.*|[^A-Za-z0-9].*)",
 
 
 def session_inputs(wildcards):
     """Check the spec before anything runs (a bad spec fails here, nothing written)."""
     return support.session_inputs(wildcards.name, workflow.basedir, config)
+
+
+def invalid_session_name(wildcards):
+    """Only reached for names the other rules refuse: explain instead of 'no rule'."""
+    support.check_name(wildcards.badname)
+    return []
 
 
 def red_inputs(wildcards):

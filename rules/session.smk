@@ -27,3 +27,15 @@ rule done:
         "sessions/{name}/benchmarks/done.tsv"
     script:
         "../scripts/done.py"
+
+
+rule invalid_session_name:
+    """Any session path that is not a valid name: fail with a message saying why."""
+    input:
+        invalid_session_name,
+    output:
+        "sessions/{badname}/done",
+    log:
+        "sessions/_invalid/{badname}.log",
+    shell:
+        "exit 1"

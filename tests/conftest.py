@@ -66,7 +66,12 @@ def target(tmp_path) -> Path:
     """A small Python project with a passing pytest suite."""
     return make_repo(
         tmp_path / "target",
-        {"calc.py": CALC, "tests/test_calc.py": CALC_TESTS, "README.md": "# calc\nAdds numbers.\n"},
+        {
+            "calc.py": CALC,
+            "tests/test_calc.py": CALC_TESTS,
+            "README.md": "# calc\nAdds numbers.\n",
+            "pyproject.toml": '[project]\nname = "calc"\nversion = "0.1"\n',
+        },
     )
 
 

@@ -547,3 +547,13 @@ def test_hook_result_goes_back_to_the_model(fake, tmp_path):
     )
     stage.run(backend())
     assert last_user_results(fake.bodies[1])[0]["content"] == "recorded skip of F-001"
+
+
+def test_missing_api_key_fails_the_stage_naming_the_variable(fake, tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no credential files to discover
+    stage = Stage(tmp_path / "wt")
+    fake.push(message([text_block("ok")]))
+    with pytest.raises(StageFailed, match="ANTHROPIC_API_KEY"):
+        stage.run(backend())

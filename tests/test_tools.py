@@ -286,3 +286,12 @@ def test_mark_finished_ends_the_stage_and_refuses_further_calls(repo):
     assert tb.call("finish_refactor", {"summary": "s"}).content == "committed"
     assert tb.finished
     assert tb.call("read_file", {"path": "README.md"}).is_error
+
+
+def test_the_user_doc_names_every_tool_and_enum_value():
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "agent-tools.md").read_text()
+    for name, (_, schema) in TOOL_SPECS.items():
+        assert f"`{name}`" in doc, name
+        for prop in schema["properties"].values():
+            for value in prop.get("enum", []):
+                assert f"`{value}`" in doc, value

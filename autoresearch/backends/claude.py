@@ -33,6 +33,7 @@ EPHEMERAL = {"type": "ephemeral"}
 TRUNCATED = ("max_tokens", "model_context_window_exceeded")
 # Words in an API error that mean money, not a fault: stop the session, do not retry stages.
 _BILLING_WORDS = ("spend limit", "credit balance", "billing", "usage limit", "quota")
+_KEY_HINT = "set ANTHROPIC_API_KEY (any placeholder value for a local server at ANTHROPIC_BASE_URL)"
 # The argument worth showing in a progress line, by tool.
 _MAIN_ARG = ("path", "pattern", "finding_id", "id", "title", "summary", "hypothesis")
 
@@ -56,10 +57,17 @@ class ClaudeBackend:
         self.max_retries = int(spec_agent.get("max_retries", 4))
         self.request_timeout_s = float(spec_agent.get("request_timeout_s") or 600)
         self.prices = prices or {}
-        # The SDK itself reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL.
-        self.client = client or anthropic.Anthropic(
-            max_retries=self.max_retries, timeout=self.request_timeout_s
-        )
+        if client is None:
+            try:
+                # The SDK itself reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL.
+                client = anthropic.Anthropic(
+                    max_retries=self.max_retries, timeout=self.request_timeout_s
+                )
+            except anthropic.AnthropicError as err:
+                raise StageFailed(
+                    f"cannot set up the model API client: {err}; {_KEY_HINT}"
+                ) from err
+        self.client = client
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -104,6 +112,8 @@ class ClaudeBackend:
 
             if reason == "tool_use":
                 results, called = self._run_tools(response, toolbox)
+                if not results:  # nothing to answer: an empty user turn would be rejected
+                    return stop("end_turn", _final_text(response))
                 messages.append({"role": "user", "content": results})
                 progress(_progress_line(turns, ", ".join(called) or "tool_use", usage))
                 continue
@@ -194,6 +204,13 @@ class ClaudeBackend:
         except ValueError as err:
             # The SDK could not assemble a streamed reply (e.g. tool input that is not JSON).
             raise _Unreadable(str(err)[:300]) from err
+        except TypeError as err:
+            # How the SDK says that no credential was found.
+            if "authentication" not in str(err):
+                raise
+            raise StageFailed(f"no credentials for the model API; {_KEY_HINT}") from err
+        except anthropic.AnthropicError as err:
+            raise StageFailed(f"the model API client failed: {err}; {_KEY_HINT}") from err
 
     def _status_failure(self, err: anthropic.APIStatusError) -> Exception:
         status = err.status_code
@@ -277,7 +294,8 @@ def _assistant_content(response: Any) -> list[dict[str, Any]]:
     for block in response.content:
         kind = getattr(block, "type", None)
         if kind == "text":
-            content.append({"type": "text", "text": block.text})
+            if block.text:  # the API rejects empty text blocks in a request
+                content.append({"type": "text", "text": block.text})
         elif kind == "tool_use":
             # Malformed input is echoed as {} — the API accepts only objects here; the
             # tool_result already told the model what was wrong.

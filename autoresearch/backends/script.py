@@ -2,7 +2,8 @@
 
 For tests and rehearsals. The script maps team -> cycle -> a list of steps; the
 cycle key is the number, `<track>/<number>` for a broad track, or `*` for any.
-A step is `{tool: NAME, args: {...}}`. Every brief the backend is given is
+A step is `{tool: NAME, args: {...}}`, or `{sleep: SECONDS}` to stand in for a
+slow model. Every brief the backend is given is
 appended to `agent.transcript` (JSON lines) when that key is set, so a test can
 assert on exactly what each team was told.
 """
@@ -10,6 +11,7 @@ assert on exactly what each team was told.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,9 @@ class ScriptBackend:
         for step in self.steps_for(brief):
             if toolbox.finished:
                 break
+            if "sleep" in step:
+                time.sleep(float(step["sleep"]))
+                continue
             turns += 1
             result = toolbox.call(step["tool"], step.get("args") or {})
             first = result.content.splitlines()[0] if result.content else ""

@@ -1,0 +1,136 @@
+"""The `autoresearch` command: new, status, version. Running a session is Snakemake's job."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import __version__, git, spec, status
+from .layout import SessionLayout
+
+SPEC_TEMPLATE = """\
+# Session spec for '{name}'. Run it (or resume it) with:
+#     snakemake --cores 1 sessions/{name}/done
+# Keys you leave out come from config/config.yaml; the target's .autoresearch.yml
+# sits between the two. The spec is frozen into sessions/{name}/session.yaml when
+# the session starts: edits after that do not change a running session.
+
+mode: {mode}
+target: {target}
+
+# test_command: pytest -q      # default: detected from the target's build files
+# max_cycles: 5                # default: stop after 10 cycles
+# teams: [red, green, refactor]
+# scope:
+#   include: ["src/**"]
+#   exclude: []
+# on_dirty: abort              # or stash: record uncommitted changes in a stash entry
+
+agent:
+  backend: {backend}           # ruff needs no key; claude needs ANTHROPIC_API_KEY
+  # model: claude-sonnet-4-5
+  # max_turns: 60
+
+# budget:
+#   max_cost_usd: 5.0
+{mode_block}"""
+
+MODE_BLOCKS = {
+    "sweep": "",
+    "narrow": """
+goal:
+  metric: lint warnings                    # a short label
+  command: ./measure.sh                    # prints the value; run in the worktree
+  format: last_line                        # json_stdout | json_file:<path> | metric | regex:<re>
+  target: "<= 0"                           # comparator and value
+angles:
+  - {name: unused code, hypothesis: "Removing dead code lowers the count.", priority: 1}
+""",
+    "broad": """
+aspiration: Make this project dramatically easier to use.
+approve: auto                              # manual: stop after hypotheses.md for review
+""",
+    "experiment": """
+experiment:
+  program: program.md                      # in the target: a yaml block plus prose
+""",
+}
+
+
+def free_name(name: str, root: Path) -> str:
+    def taken(candidate: str) -> bool:
+        return (root / "config" / "sessions" / f"{candidate}.yaml").exists() or (
+            root / "sessions" / candidate
+        ).exists()
+
+    if not taken(name):
+        return name
+    n = 2
+    while taken(f"{name}-{n}"):
+        n += 1
+    return f"{name}-{n}"
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    root = Path.cwd()
+    spec.check_session_name(args.name)
+    target = Path(args.target).expanduser().resolve()
+    if not target.exists():
+        raise spec.SpecError(f"--target: {target} does not exist")
+    if not git.is_repo(target):
+        raise spec.SpecError(f"--target: {target} is not a git repository")
+    name = free_name(args.name, root)
+    path = root / "config" / "sessions" / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = SPEC_TEMPLATE.format(
+        name=name,
+        mode=args.mode,
+        target=target,
+        backend=args.backend,
+        mode_block=MODE_BLOCKS[args.mode],
+    )
+    with path.open("x") as handle:  # never overwrite
+        handle.write(text)
+    print(f"wrote {path.relative_to(root)}")
+    print(f"edit it, then run: snakemake --cores 1 sessions/{name}/done")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    sessions = Path.cwd() / "sessions"
+    if args.name:
+        layout = SessionLayout((sessions / args.name).absolute())
+        if not layout.root.is_dir():
+            print(f"no session {args.name!r} under {sessions}/", file=sys.stderr)
+            return 1
+        print(status.render_one(layout))
+    else:
+        print(status.render_table(sessions))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="autoresearch", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    new = sub.add_parser("new", help="write config/sessions/NAME.yaml to edit")
+    new.add_argument("name")
+    new.add_argument("--target", required=True, help="path of the target git repository")
+    new.add_argument("--mode", default="sweep", choices=sorted(MODE_BLOCKS))
+    new.add_argument("--backend", default="claude", choices=["claude", "ruff"])
+    new.set_defaults(func=cmd_new)
+    stat = sub.add_parser("status", help="progress of one session, or a table of all")
+    stat.add_argument("name", nargs="?")
+    stat.set_defaults(func=cmd_status)
+    ver = sub.add_parser("version", help="print the installed version")
+    ver.set_defaults(func=lambda _args: print(f"autoresearch {__version__}") or 0)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except spec.SpecError as err:
+        print(f"autoresearch: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
