@@ -29,7 +29,7 @@ target: {target}
 
 agent:
   backend: {backend}           # ruff needs no key; claude needs ANTHROPIC_API_KEY
-  # model: claude-sonnet-4-5
+  # model: claude-sonnet-4-6
   # max_turns: 60
 
 # budget:

@@ -142,8 +142,12 @@ def render_results(env: StageEnv, d: dict[str, Any], summary: str) -> str:
         *([f"- {o}" for o in d["open_issues"]] or ["(none)"]),
     ]
     if d["reverted"]:
-        lines += ["", "## Reverted (tests broke)"]
-        lines += [f"- {r['how']} {r['commit'][:10]} {r['subject']}" for r in d["reverted"]]
+        # A mode may revert for its own reason (narrow: a metric regression) and says so.
+        lines += ["", "## Reverted"]
+        lines += [
+            f"- {r['how']} {r['commit'][:10]} {r['subject']} ({r.get('why', 'tests broke')})"
+            for r in d["reverted"]
+        ]
     for key, label in (("metric", "Metric"), ("observations", "Observations")):
         if d.get(key) is not None:
             lines += ["", f"## {label}", str(d[key])]

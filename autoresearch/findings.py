@@ -43,23 +43,24 @@ COMMENTARY = re.compile(
     r"(poorly|well|badly)[- ](designed|written|structured)|technical debt)\b",
     re.IGNORECASE,
 )
-# The seed's "what to look for" categories; later cycles drop those that found nothing.
+# The seed's "what to look for" categories (keys of prompts.RED_CATEGORIES); later
+# cycles drop those that found nothing.
 CATEGORIES = (
-    "Bugs",
-    "Error handling",
-    "Test gaps",
-    "Concurrency",
-    "Performance",
-    "API contracts",
-    "Security",
+    "bugs",
+    "error-handling",
+    "test-gaps",
+    "concurrency",
+    "performance",
+    "api-contracts",
+    "security",
 )
 CATEGORY_PATTERNS = (
-    ("Security", re.compile(r"secur|inject|auth|secret|password|unsafe|unbounded|sanitiz", re.I)),
-    ("Concurrency", re.compile(r"race|deadlock|thread|lock|concurren|async|atomic", re.I)),
-    ("Performance", re.compile(r"slow|perf|N\+1|alloc|quadratic|memory|cache|index", re.I)),
-    ("Error handling", re.compile(r"except|error|swallow|bare|raise|catch|panic", re.I)),
+    ("security", re.compile(r"secur|inject|auth|secret|password|unsafe|unbounded|sanitiz", re.I)),
+    ("concurrency", re.compile(r"race|deadlock|thread|lock|concurren|async|atomic", re.I)),
+    ("performance", re.compile(r"slow|perf|N\+1|alloc|quadratic|memory|cache|index", re.I)),
+    ("error-handling", re.compile(r"except|error|swallow|bare|raise|catch|panic", re.I)),
     (
-        "API contracts",
+        "api-contracts",
         re.compile(r"ignored|parameter|argument|contract|inconsistent|signature", re.I),
     ),
 )
@@ -150,9 +151,9 @@ def clean_text(text: str) -> str:
 def categorize(finding: Finding) -> str:
     """The seed category a finding belongs to, by its severity and wording."""
     if finding.severity == "test-gap":
-        return "Test gaps"
+        return "test-gaps"
     text = f"{finding.title} {finding.issue}"
-    return next((name for name, pattern in CATEGORY_PATTERNS if pattern.search(text)), "Bugs")
+    return next((name for name, pattern in CATEGORY_PATTERNS if pattern.search(text)), "bugs")
 
 
 def impact_score(finding: Finding) -> int:

@@ -46,7 +46,12 @@ def run_agent(env: StageEnv, team: str, ctx: prompts.BriefContext, toolbox: Tool
     if reason:
         env.log(f"{team}: not run: {reason}")
         return StageRun(Usage(), 0, "budget", reason)
-    brief = prompts.build_brief(ctx, env.spec["agent"].get("prompts") or {}, env.limits())
+    limits = env.limits()
+    if limit is not None:
+        # A stage may spend at most what is left of the session's budget.
+        left = max(0.0, limit - ledger.session_totals(env.layout.root).cost_usd)
+        limits.max_cost_usd = min(left, limits.max_cost_usd or left)
+    brief = prompts.build_brief(ctx, env.spec["agent"].get("prompts") or {}, limits)
     # Model-free backends read the same facts in structured form, never more.
     brief.data["worktree"] = str(env.worktree)
     brief.data["cycle"] = env.cycle

@@ -78,8 +78,9 @@ def target(tmp_path) -> Path:
 class Workflow:
     """Runs `snakemake` on this repository's Snakefile in a private working directory."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, snakefile: Path = ROOT / "Snakefile"):
         self.workdir = workdir
+        self.snakefile = snakefile
         workdir.mkdir(parents=True, exist_ok=True)
 
     def env(self) -> dict[str, str]:

@@ -1,0 +1,190 @@
+"""Completed stages are history: code or config changes never rerun them; kill -9,
+a plain rerun, and a concurrent second run never duplicate or lose a commit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import ROOT, Workflow, git, script_spec
+
+FIX = "def add(a, b):\n    return b + a\n\n\ndef mean(values):\n    return sum(values) / len(values)\n"  # noqa: E501
+FIX2 = FIX.replace("return sum(values)", "return float(sum(values))")
+FINDING = {"severity": "high", "title": "t", "location": "calc.py:1", "issue": "i.", "impact": "x."}
+
+
+def slow_green_script(sleep: float) -> dict:
+    finding2 = dict(FINDING, title="u")
+    return {
+        "red": {
+            1: [
+                {"tool": "report_finding", "args": FINDING},
+                {"tool": "report_finding", "args": finding2},
+            ]
+        },
+        "green": {
+            1: [
+                {"tool": "write_file", "args": {"path": "calc.py", "content": FIX}},
+                {"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": "one"}},
+                {"sleep": sleep},
+                {"tool": "write_file", "args": {"path": "calc.py", "content": FIX2}},
+                {"tool": "finish_fix", "args": {"finding_id": "F-002", "summary": "two"}},
+            ]
+        },
+    }
+
+
+def private_workflow_copy(tmp_path: Path) -> Path:
+    """A copy of the workflow whose scripts and config a test may touch."""
+    copy = tmp_path / "wfcopy"
+    copy.mkdir()
+    for part in ("Snakefile", "rules", "scripts", "config", "profiles"):
+        src = ROOT / part
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, copy / part)
+    return copy
+
+
+def start(workflow: Workflow, name: str, spec: dict) -> subprocess.Popen:
+    args = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--cores",
+        "1",
+        f"sessions/{name}/done",
+        "--configfile",
+        str(workflow.spec(name, spec)),
+    ]
+    return subprocess.Popen(
+        args,
+        cwd=workflow.workdir,
+        env=workflow.env(),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(predicate, timeout=120.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError("condition not reached in time")
+
+
+def subjects(worktree: Path) -> list[str]:
+    return git(worktree, "log", "--format=%s").splitlines()
+
+
+def test_code_and_config_changes_never_rerun_finished_stages(tmp_path, target):
+    copy = private_workflow_copy(tmp_path)
+    workflow = Workflow(tmp_path / "work", copy / "Snakefile")
+    script = workflow.script(slow_green_script(0))
+    spec = script_spec(target, script, tmp_path / "t.jsonl", max_cycles=2)
+    workflow.run("s", spec)
+    stamps = {p: p.stat().st_mtime_ns for p in workflow.session("s").rglob("*") if p.is_file()}
+    history = subjects(workflow.session("s") / "worktree")
+
+    later = time.time() + 5
+    for path in list((copy / "scripts").iterdir()) + list((copy / "rules").iterdir()):
+        os.utime(path, (later, later))
+    defaults = copy / "config" / "config.yaml"
+    defaults.write_text(defaults.read_text().replace("max_findings: 15", "max_findings: 4"))
+    spec["test_timeout_s"] = 123  # a changed threshold in the session spec
+    proc = workflow.run("s", spec)
+
+    assert "Nothing to be done" in proc.stderr
+    after = {p: p.stat().st_mtime_ns for p in workflow.session("s").rglob("*") if p.is_file()}
+    changed = [p for p in stamps if after.get(p) != stamps[p] and ".run.lock" not in p.name]
+    assert changed == []
+    assert subjects(workflow.session("s") / "worktree") == history
+
+
+def test_kill_during_green_then_rerun_finishes_without_duplicates(workflow, target):
+    spec = script_spec(
+        target,
+        workflow.script(slow_green_script(30)),
+        workflow.workdir / "t.jsonl",
+        max_cycles=1,
+        teams=["red", "green"],
+    )
+    proc = start(workflow, "s", spec)
+    worktree = workflow.session("s") / "worktree"
+    wait_for(lambda: worktree.exists() and "fix: [F-001] one" in subjects(worktree))
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (workflow.session("s") / "cycles/001/green-patch.md").exists()
+
+    spec["agent"]["script"] = str(workflow.script(slow_green_script(0), "fast.yaml"))
+    workflow.run("s", None, "--configfile", str(workflow.spec("s", spec)))
+    log = subjects(worktree)
+    assert log.count("fix: [F-001] one") == 1
+    assert log.count("fix: [F-002] two") == 1
+    assert (workflow.session("s") / "done").exists()
+
+
+def test_kill_during_evaluate_then_rerun_finishes_without_duplicates(workflow, tmp_path):
+    # The target's suite sleeps only in evaluate's uncached run (pytest --cache-clear).
+    from conftest import CALC, CALC_TESTS, make_repo
+
+    slow = (
+        "import sys, time\n\nif '--cache-clear' in sys.argv and "
+        "__import__('os').path.exists('/tmp/slow-eval-" + tmp_path.name + "'):\n"
+        "    time.sleep(60)\n"
+    )
+    repo = make_repo(
+        tmp_path / "t", {"calc.py": CALC, "tests/test_calc.py": CALC_TESTS, "conftest.py": slow}
+    )
+    flag = Path(f"/tmp/slow-eval-{tmp_path.name}")
+    flag.write_text("")
+    try:
+        spec = script_spec(
+            repo,
+            workflow.script(slow_green_script(0)),
+            tmp_path / "t.jsonl",
+            max_cycles=1,
+            teams=["red", "green"],
+        )
+        proc = start(workflow, "s", spec)
+        log = workflow.session("s") / "logs/evaluate/001.log"
+        wait_for(log.exists)
+        time.sleep(1.0)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        flag.unlink()
+    assert not (workflow.session("s") / "cycles/001/decision.json").exists()
+    workflow.run("s", spec)
+    log = subjects(workflow.session("s") / "worktree")
+    assert log.count("fix: [F-001] one") == 1 and log.count("fix: [F-002] two") == 1
+    assert workflow.decision("s", 1)["tests_pass"]
+
+
+def test_second_concurrent_run_refuses_and_harms_nothing(workflow, target):
+    spec = script_spec(
+        target,
+        workflow.script(slow_green_script(8)),
+        workflow.workdir / "t.jsonl",
+        max_cycles=1,
+        teams=["red", "green"],
+    )
+    first = start(workflow, "s", spec)
+    worktree = workflow.session("s") / "worktree"
+    wait_for(lambda: worktree.exists() and "fix: [F-001] one" in subjects(worktree))
+    second = workflow.run("s", spec, check=False)
+    assert second.returncode != 0
+    assert "already being run" in second.stderr
+    assert first.wait(timeout=180) == 0
+    log = subjects(worktree)
+    assert log.count("fix: [F-001] one") == 1 and log.count("fix: [F-002] two") == 1
+    assert (workflow.session("s") / "done").exists()
