@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,7 @@ def preflight(name: str, root: Path, overrides: dict[str, Any] | None = None) ->
             f"config/sessions/{name}.yaml to record them in a stash entry and start from HEAD"
         )
     modes.check_spec(values, name)
+    check_agent(values, merged)
     found, test_command, linter_command = stack.resolve_commands(
         target, values.get("test_command"), values.get("linter_command")
     )
@@ -86,6 +88,24 @@ def preflight(name: str, root: Path, overrides: dict[str, Any] | None = None) ->
             "is not a command found on PATH or in the target"
         )
     return Preflight(merged, target, found.name if found else None, test_command, linter_command)
+
+
+def check_agent(values: dict[str, Any], merged: spec.Spec | None = None) -> None:
+    """What the agent backend needs before any stage runs: a key, prompt files."""
+    agent = values["agent"]
+    if agent["backend"] == "claude" and not (
+        os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+    ):
+        raise spec.SpecError(
+            "agent.backend is 'claude' but ANTHROPIC_API_KEY is not set: export it (for a "
+            "local server also set ANTHROPIC_BASE_URL), or use agent.backend: ruff"
+        )
+    for team, path in (agent.get("prompts") or {}).items():
+        if not Path(path).expanduser().is_file():
+            origin = merged.source_of(f"agent.prompts.{team}") if merged else "session.yaml"
+            raise spec.SpecError(f"{origin}: key 'agent.prompts.{team}': no file {path}")
+    if agent["backend"] == "script" and not Path(agent.get("script") or "").is_file():
+        raise spec.SpecError("key 'agent.script': the script backend needs a YAML file to replay")
 
 
 def read_conventions(worktree: Path) -> str:

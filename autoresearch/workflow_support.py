@@ -67,6 +67,14 @@ def _example_of(target: Path) -> str | None:
     return rel.parts[0] if rel.parts else None
 
 
+def check_agent_ready(frozen: dict[str, Any]) -> None:
+    """A resumed session still needs its key: say so before any stage runs."""
+    try:
+        session_setup.check_agent(frozen)
+    except SpecError as err:
+        raise SessionError(str(err)) from None
+
+
 def red_inputs(name: str, cycle: int) -> list[str]:
     layout = session_layout(SESSIONS, name)
     inputs = [str(layout.spec)]

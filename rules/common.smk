@@ -44,7 +44,9 @@ MODE_DONE_INPUTS = {}
 def done_inputs(wildcards):
     """What ends the session; the cycle loop asks the checkpoint only for the next cycle."""
     checkpoints.session.get(name=wildcards.name)
-    mode = support.frozen_spec(wildcards.name)["mode"]
+    frozen = support.frozen_spec(wildcards.name)
+    support.check_agent_ready(frozen)
+    mode = frozen["mode"]
     if mode in MODE_DONE_INPUTS:
         return MODE_DONE_INPUTS[mode](wildcards)
     return cycle_loop_inputs(wildcards)

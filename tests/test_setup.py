@@ -235,3 +235,17 @@ def test_version_prints_package_version():
         check=True,
     ).stdout
     assert out.strip() == "autoresearch 0.1.0"
+
+
+def test_claude_backend_without_key_fails_before_any_stage(workflow, untouched, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    values = no_agent_spec(untouched, agent={"backend": "claude"})
+    proc = workflow.run("s", values, check=False)
+    assert_refused(proc, "ANTHROPIC_API_KEY is not set")
+    assert not workflow.session("s").exists()
+
+
+def test_missing_prompt_override_file_is_named(workflow, untouched):
+    values = no_agent_spec(untouched, agent={"backend": "ruff", "prompts": {"red": "/no/red.md"}})
+    proc = run_setup_only(workflow, values)
+    assert_refused(proc, "agent.prompts.red", "/no/red.md")
