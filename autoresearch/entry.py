@@ -1,9 +1,15 @@
-"""The one place Snakemake scripts come in: open the stage's context, run, log failures."""
+"""Where Snakemake comes in: open a stage's context, run it, log failures.
+
+The cycle rules call these from `run:` blocks, in Snakemake's own process: a
+script job would start a fresh Python and import Snakemake and this package again
+for every stage (about 0.8 s each, most of a cycle's overhead). `stage_main` serves
+rules that use `script:`.
+"""
 
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +17,8 @@ from .stage import StageEnv
 from .workflow_support import SESSIONS
 
 
-def stage_env(smk: Any) -> StageEnv:
-    wildcards = dict(smk.wildcards.items())
-    log = Path(smk.log[0])
+def open_env(wildcards: Mapping[str, str], log_path: str) -> StageEnv:
+    log = Path(log_path)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")  # a rerun starts a fresh log
     return StageEnv.open(
@@ -34,8 +39,50 @@ def run_logged(log_path: str, body: Callable[[], None]) -> None:
         raise
 
 
-def stage_main(smk: Any, body: Callable[[StageEnv], None]) -> None:
-    def run() -> None:
-        body(stage_env(smk))
+def run_stage(wildcards: Any, log: Any, body: Callable[[StageEnv], None]) -> None:
+    values = dict(wildcards.items())
+    run_logged(log[0], lambda: body(open_env(values, log[0])))
 
-    run_logged(smk.log[0], run)
+
+def stage_main(smk: Any, body: Callable[[StageEnv], None]) -> None:
+    """For `script:` rules: the same, from the `snakemake` object."""
+    run_stage(smk.wildcards, smk.log, body)
+
+
+# The cycle's stages, one call per rule.
+
+
+def red(wildcards, output, log) -> None:
+    from .teams import red as stage
+
+    run_stage(wildcards, log, lambda env: stage(env, Path(output.findings), Path(output.record)))
+
+
+def sanitize(wildcards, input, output, log) -> None:
+    from .teams import sanitize as stage
+
+    run_stage(wildcards, log, lambda env: stage(env, Path(input.findings), Path(output[0])))
+
+
+def green(wildcards, input, output, log) -> None:
+    from .teams import green as stage
+
+    run_stage(
+        wildcards,
+        log,
+        lambda env: stage(env, Path(input.findings), Path(output.patch), Path(output.record)),
+    )
+
+
+def refactor(wildcards, output, log) -> None:
+    from .teams import refactor as stage
+
+    run_stage(wildcards, log, lambda env: stage(env, Path(output.patch), Path(output.record)))
+
+
+def evaluate(wildcards, output, log) -> None:
+    from .evaluate import evaluate as stage
+
+    run_stage(
+        wildcards, log, lambda env: stage(env, Path(output.results), Path(output.decision))
+    )

@@ -9,6 +9,18 @@ sys.path.insert(0, workflow.basedir)
 from autoresearch import workflow_support as support
 
 
+class LazyStages:
+    """autoresearch.entry, imported on first use: keeps parsing (and -n) cheap."""
+
+    def __getattr__(self, name):
+        from autoresearch import entry
+
+        return getattr(entry, name)
+
+
+stages = LazyStages()
+
+
 wildcard_constraints:
     name=support.NAME_PATTERN,
     cycle=r"\d{3}",

@@ -9,8 +9,8 @@ rule red:
         "sessions/{name}/logs/red/{cycle}.log",
     benchmark:
         "sessions/{name}/benchmarks/red/{cycle}.tsv"
-    script:
-        "../scripts/red.py"
+    run:
+        stages.red(wildcards, output, log)
 
 
 rule sanitize:
@@ -23,8 +23,8 @@ rule sanitize:
         "sessions/{name}/logs/sanitize/{cycle}.log",
     benchmark:
         "sessions/{name}/benchmarks/sanitize/{cycle}.tsv"
-    script:
-        "../scripts/sanitize.py"
+    run:
+        stages.sanitize(wildcards, input, output, log)
 
 
 rule green:
@@ -39,8 +39,8 @@ rule green:
         "sessions/{name}/logs/green/{cycle}.log",
     benchmark:
         "sessions/{name}/benchmarks/green/{cycle}.tsv"
-    script:
-        "../scripts/green.py"
+    run:
+        stages.green(wildcards, input, output, log)
 
 
 rule refactor:
@@ -55,8 +55,8 @@ rule refactor:
         "sessions/{name}/logs/refactor/{cycle}.log",
     benchmark:
         "sessions/{name}/benchmarks/refactor/{cycle}.tsv"
-    script:
-        "../scripts/refactor.py"
+    run:
+        stages.refactor(wildcards, output, log)
 
 
 checkpoint evaluate:
@@ -70,5 +70,5 @@ checkpoint evaluate:
         "sessions/{name}/logs/evaluate/{cycle}.log",
     benchmark:
         "sessions/{name}/benchmarks/evaluate/{cycle}.tsv"
-    script:
-        "../scripts/evaluate.py"
+    run:
+        stages.evaluate(wildcards, output, log)
