@@ -86,3 +86,30 @@ def evaluate(wildcards, output, log) -> None:
     run_stage(
         wildcards, log, lambda env: stage(env, Path(output.results), Path(output.decision))
     )
+
+
+def session(wildcards, output, params, log, basedir: str) -> None:
+    from .session import start
+
+    run_logged(
+        log[0],
+        lambda: start(
+            wildcards.name,
+            Path(output.spec).parent,
+            dict(params.overrides),
+            log[0],
+            root=Path(basedir),
+        ),
+    )
+
+
+def done(wildcards, output, log) -> None:
+    from .finish import write_done
+
+    run_stage(wildcards, log, lambda env: write_done(env, Path(output[0])))
+
+
+def example_repo(input, output, log) -> None:
+    from .examples import make_example_repo
+
+    run_logged(log[0], lambda: make_example_repo(Path(input[0]), Path(output.ready)))

@@ -67,7 +67,9 @@ def done_inputs(wildcards):
 def cycle_loop_inputs(wildcards):
     """Sweep and narrow: the decision of the first cycle that is open or said stop."""
     cycle = support.next_open_cycle(wildcards.name)
-    return checkpoints.evaluate.get(name=wildcards.name, cycle=f"{cycle:03d}").output.decision
+    return checkpoints.evaluate.get(
+        name=wildcards.name, cycle=f"{cycle:03d}"
+    ).output.decision
 
 
 onstart:

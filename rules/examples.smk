@@ -8,5 +8,5 @@ rule example_repo:
         "sessions/_examples/logs/{example}.log",
     benchmark:
         "sessions/_examples/benchmarks/{example}.tsv"
-    script:
-        "../scripts/example_repo.py"
+    run:
+        stages.example_repo(input, output, log)

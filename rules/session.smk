@@ -5,14 +5,14 @@ checkpoint session:
     output:
         spec="sessions/{name}/session.yaml",
         setup="sessions/{name}/setup.json",
-    params:
-        overrides=config,
     log:
         "sessions/{name}/logs/session.log",
     benchmark:
         "sessions/{name}/benchmarks/session.tsv"
-    script:
-        "../scripts/session.py"
+    params:
+        overrides=config,
+    run:
+        stages.session(wildcards, output, params, log, workflow.basedir)
 
 
 rule done:
@@ -25,8 +25,8 @@ rule done:
         "sessions/{name}/logs/done.log",
     benchmark:
         "sessions/{name}/benchmarks/done.tsv"
-    script:
-        "../scripts/done.py"
+    run:
+        stages.done(wildcards, output, log)
 
 
 rule invalid_session_name:
@@ -37,5 +37,5 @@ rule invalid_session_name:
         "sessions/{badname}/done",
     log:
         "sessions/_invalid/{badname}.log",
-    shell:
-        "exit 1"
+    run:
+        raise ValueError(f"invalid session name {wildcards.badname!r}")
