@@ -122,7 +122,7 @@ use rule refactor as broad_refactor with:
 
 # Declared rather than `use rule evaluate as ...`: Snakemake 9 makes a `use rule` copy of a
 # checkpoint a plain rule (workflow.userule does not pass checkpoint=True), and the loop
-# needs a checkpoint here. Same script, same docstring, track paths.
+# needs a checkpoint here. Same stage function, track paths.
 checkpoint broad_evaluate:
     """Full test run, the seed's revert order, logs, and whether the track goes on."""
     input:
@@ -138,8 +138,8 @@ checkpoint broad_evaluate:
         "sessions/{name}/logs/evaluate/{hid}/{cycle}.log",
     benchmark:
         "sessions/{name}/benchmarks/evaluate/{hid}/{cycle}.tsv"
-    script:
-        "../scripts/evaluate.py"
+    run:
+        stages.evaluate(wildcards, output, log)
 
 
 rule broad_track_end:
@@ -163,7 +163,11 @@ rule broad_comparison:
         # Every approved track's end record, known once the approval checkpoint ran.
         lambda wildcards: broad_flow.track_results(checkpoints, wildcards.name),
     output:
-        md="sessions/{name}/comparison.md",
+        md=report(
+            "sessions/{name}/comparison.md",
+            caption="../report/broad-comparison.rst",
+            category="broad",
+        ),
         data="sessions/{name}/comparison.json",
     log:
         "sessions/{name}/logs/comparison.log",

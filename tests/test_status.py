@@ -1,0 +1,70 @@
+"""`autoresearch status` reads session files only; it never runs a stage."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import script_spec
+
+FINDING = {"severity": "high", "title": "x", "location": "calc.py:1", "issue": "i.", "impact": "m."}
+
+
+def status(workdir, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "autoresearch.cli", "status", *args],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_status_of_a_session_summarises_it(workflow, target):
+    script = {
+        "red": {"*": [{"tool": "report_finding", "args": FINDING}]},
+        "green": {
+            "*": [{"tool": "skip_finding", "args": {"finding_id": "F-001", "reason": "unclear"}}]
+        },
+    }
+    workflow.run(
+        "s",
+        script_spec(target, workflow.script(script), workflow.workdir / "t.jsonl", max_cycles=1),
+    )
+    out = status(workflow.workdir, "s").stdout
+    for line in (
+        "Session: s [done]",
+        "Version: autoresearch 0.1.0",
+        "Mode: sweep",
+        "Cycles run: 1",
+        "Fixes kept: 0",
+        "Tests: pass",
+        "Open issues: 1",
+        "Stopped: max_cycles reached (1)",
+    ):
+        assert line in out
+
+
+def test_status_without_name_prints_a_table_and_runs_nothing(workflow, target):
+    workflow.run(
+        "s",
+        script_spec(target, workflow.script({}), workflow.workdir / "t.jsonl", max_cycles=1),
+        target="sessions/s/session.yaml",
+    )
+    before = sorted(p.name for p in (workflow.session("s")).rglob("*"))
+    out = status(workflow.workdir).stdout
+    assert out.splitlines()[0].split() == [
+        "session",
+        "mode",
+        "state",
+        "cycles",
+        "fixes",
+        "tests",
+        "cost_usd",
+    ]
+    assert out.splitlines()[1].split()[:3] == ["s", "sweep", "set"]
+    assert sorted(p.name for p in workflow.session("s").rglob("*")) == before
+
+
+def test_status_of_unknown_session_fails(tmp_path):
+    proc = status(tmp_path, "nope")
+    assert proc.returncode == 1 and "no session 'nope'" in proc.stderr
