@@ -1,0 +1,261 @@
+"""Narrow mode through Snakemake: goal gate, baseline, per-cycle measurement, reverts, angles.
+
+The target's metric is the number of TODO lines in src.py (`sh count.sh`), which the
+scripted Green team raises or lowers at will.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import git, make_repo, script_spec
+
+from autoresearch import git as ar_git
+
+
+def src(todos: int) -> str:
+    return "def answer():\n    return 42\n" + "".join(f"# TODO {i}\n" for i in range(todos))
+
+
+GOOD_GOAL = {"metric": "todo count", "command": "sh count.sh", "target": "<= 1"}
+ONE_ANGLE = [{"name": "todos", "hypothesis": "TODOs can be resolved."}]
+TESTS = "from src import answer\n\n\ndef test_answer():\n    assert answer() == 42\n"
+COUNT = "grep -c TODO src.py || true\n"
+
+
+@pytest.fixture
+def todo_repo(tmp_path):
+    return make_repo(
+        tmp_path / "todo",
+        {"src.py": src(3), "count.sh": COUNT, "tests/test_src.py": TESTS, "README.md": "# t\n"},
+    )
+
+
+def finding(n: int) -> list[dict]:
+    return [
+        {
+            "tool": "report_finding",
+            "args": {
+                "severity": "high",
+                "title": f"TODO marker {n}",
+                "location": "src.py:3",
+                "issue": "An unfinished TODO is left in the module.",
+                "impact": "Raises the TODO count.",
+            },
+        }
+    ]
+
+
+def write_src(todos: int, fid: str) -> list[dict]:
+    return [
+        {"tool": "write_file", "args": {"path": "src.py", "content": src(todos)}},
+        {"tool": "finish_fix", "args": {"finding_id": fid, "summary": f"now {todos} TODOs"}},
+    ]
+
+
+def skip(fid: str) -> list[dict]:
+    return [{"tool": "skip_finding", "args": {"finding_id": fid, "reason": "not for now"}}]
+
+
+def narrow_spec(workflow, target, script: dict, goal=None, angles=None, **extra) -> dict:
+    transcript = workflow.workdir / "transcript.jsonl"
+    spec = script_spec(target, workflow.script(script), transcript, mode="narrow", **extra)
+    spec["goal"] = goal if goal is not None else GOOD_GOAL
+    spec["angles"] = (
+        angles
+        if angles is not None
+        else [{"name": "todos", "hypothesis": "TODOs can be resolved."}]
+    )
+    return spec
+
+
+def read(workflow, name: str, file: str) -> str:
+    return (workflow.session(name) / file).read_text()
+
+
+# --- the goal is met ---------------------------------------------------------------------
+
+
+def test_goal_met_stops_session_with_progress_plot_and_protection(workflow, todo_repo):
+    before = ar_git.snapshot(todo_repo)
+    script = {
+        "red": {"*": finding(1)},
+        "green": {
+            1: [
+                # Protected: the measurement script and the tests (narrow default).
+                {"tool": "write_file", "args": {"path": "count.sh", "content": "echo 0\n"}},
+                {"tool": "write_file", "args": {"path": "tests/test_src.py", "content": "x\n"}},
+                *write_src(2, "F-001"),
+            ],
+            2: write_src(1, "F-002"),
+        },
+    }
+    workflow.run("n", narrow_spec(workflow, todo_repo, script))
+
+    assert ar_git.snapshot(todo_repo) == before  # the user's checkout is untouched
+    worktree = workflow.session("n") / "worktree"
+    assert git(worktree, "rev-parse", "--abbrev-ref", "HEAD") == "autoresearch/narrow/n"
+    assert (worktree / "count.sh").read_text() == COUNT
+    assert (worktree / "tests/test_src.py").read_text() == TESTS
+
+    baseline = json.loads(read(workflow, "n", "baseline.json"))
+    assert baseline["value"] == 3 and baseline["samples"] == [3]
+    assert "count.sh" in baseline["protected"] and "tests" in baseline["protected"]
+
+    last = workflow.decision("n", 2)
+    assert last["stop"] and last["reason"].startswith("goal met: todo count is 1")
+    assert last["narrow"]["met"] and last["narrow"]["value"] == 1
+    assert not (workflow.session("n") / "cycles/003").exists()
+
+    progress = read(workflow, "n", "goal-progress.md")
+    assert "| 1 | 2 | -1 | -1 | todos | 2 | kept (1 fixes) |" in progress
+    assert "| 2 | 1 | -2 | -1 | todos | 1 | goal met |" in progress
+    assert "- Final value: 1" in progress and "fix: [F-002] now 1 TODOs" in progress
+
+    summary = read(workflow, "n", "session.md")
+    assert "- Baseline value: 3" in summary and "- Current value: 1 (Δ baseline -2)" in summary
+    assert "| 1 | todos | TODOs can be resolved. | goal-met |" in summary
+    assert (workflow.session("n") / "goal-progress.png").read_bytes()[:4] == b"\x89PNG"
+    assert "goal met" in read(workflow, "n", "done")
+
+    briefs = workflow.transcript(workflow.workdir / "transcript.jsonl")
+    reds = [b for b in briefs if b["team"] == "red"]
+    assert [b["data"]["angle"]["current"] for b in reds] == ["3", "2"]
+    assert "scoped to one angle only: todos" in reds[0]["task"]
+    green_text = json.dumps([b for b in briefs if b["team"] == "green"])
+    assert "TODOs can be resolved" not in green_text  # the clean room holds in narrow mode
+    refused = read(workflow, "n", "logs/green/001.log")
+    assert refused.count("ERROR") >= 2 and "protected" in refused
+
+    # A plain rerun has nothing left to do.
+    proc = workflow.run("n")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+# --- regressions, exhaustion, the next angle, all exhausted ------------------------------------
+
+
+def test_regressions_revert_and_angles_exhaust_in_priority_order(workflow, todo_repo):
+    script = {
+        "red": {"*": finding(1)},
+        "green": {
+            1: write_src(5, "F-001"),
+            2: write_src(4, "F-002"),
+            3: write_src(6, "F-003"),
+            4: write_src(2, "F-004"),
+            5: skip("F-005"),
+            6: skip("F-006"),
+        },
+    }
+    angles = [
+        {"name": "later", "hypothesis": "Second angle.", "priority": 2},
+        {"name": "first", "hypothesis": "First angle.", "priority": 1},
+    ]
+    goal = {"metric": "todo count", "command": "sh count.sh", "target": "<= 0"}
+    workflow.run("r", narrow_spec(workflow, todo_repo, script, goal=goal, angles=angles))
+
+    worktree = workflow.session("r") / "worktree"
+    d = [workflow.decision("r", n) for n in range(1, 7)]
+    assert [x["narrow"]["angle"] for x in d] == ["first"] * 3 + ["later"] * 3
+    # Cycles 1-3: worse than the baseline, reverted, the counter rising to exhaustion.
+    for n, x in enumerate(d[:3], start=1):
+        assert x["narrow"]["regressed"] and x["narrow"]["reverted"]
+        assert x["narrow"]["regressions"] == n and x["narrow"]["current"] == 3
+        assert x["fixed"] == [] and x["skipped"][-1]["reason"].startswith("reverted:")
+        assert x["end_commit"] != x["start_commit"]  # a revert commit, not a rewrite
+        assert not x["stop"]
+    assert d[0]["reverted"][0]["how"] == "revert"
+    assert d[2]["narrow"]["exhausted_now"] == "3 consecutive regressions"
+    assert d[2]["narrow"]["next_angle"] == "later"
+    assert "src.py" not in d[0]["files_changed"]
+    # Cycle 4: the next angle keeps an improvement; 5 and 6 keep nothing: exhausted.
+    assert d[3]["narrow"]["value"] == 2 and not d[3]["narrow"]["regressed"]
+    assert [x["narrow"]["idle"] for x in d[3:]] == [0, 1, 2]
+    assert d[5]["stop"] and d[5]["reason"].startswith("all angles exhausted")
+    assert src(2) == (worktree / "src.py").read_text()
+
+    subjects = git(worktree, "log", "--format=%s").splitlines()
+    assert sum(s.startswith('Revert "fix: [F-00') for s in subjects) == 3
+
+    briefs = workflow.transcript(workflow.workdir / "transcript.jsonl")
+    reds = [b["data"]["angle"] for b in briefs if b["team"] == "red"]
+    assert [a["name"] for a in reds] == ["first"] * 3 + ["later"] * 3
+    assert [a["current"] for a in reds] == ["3", "3", "3", "3", "2", "2"]
+
+    progress = read(workflow, "r", "goal-progress.md")
+    assert "| 1 | 5 | +2 | +2 | first | 5 | regression 1, reverted |" in progress
+    assert "angle exhausted (3 consecutive regressions)" in progress
+    assert "| 4 | 2 | -1 | -1 | later | 2 | kept (1 fixes) |" in progress
+    summary = read(workflow, "r", "session.md")
+    assert "| 1 | first | First angle. | exhausted |" in summary
+    assert "| 2 | later | Second angle. | exhausted |" in summary
+    rows = [r.split("\t") for r in read(workflow, "r", "results.tsv").splitlines()[1:]]
+    assert [r[2] for r in rows if r[1] == "green"][:4] == ["reverted"] * 3 + ["ok"]
+    assert (workflow.session("r") / "goal-progress.png").exists()
+
+
+# --- the goal gate -------------------------------------------------------------------------
+
+
+TWO = [
+    {"name": "a", "hypothesis": "A.", "priority": 1},
+    {"name": "b", "hypothesis": "B.", "priority": 2},
+]
+
+
+@pytest.mark.parametrize(
+    "goal,angles,key",
+    [
+        ({k: v for k, v in GOOD_GOAL.items() if k != "metric"}, TWO, "goal.metric"),
+        ({k: v for k, v in GOOD_GOAL.items() if k != "command"}, TWO, "goal.command"),
+        ({k: v for k, v in GOOD_GOAL.items() if k != "target"}, TWO, "goal.target"),
+        (GOOD_GOAL | {"target": "about 3"}, TWO, "goal.target"),
+        (GOOD_GOAL | {"target": "!= 3"}, TWO, "goal.target"),
+        (GOOD_GOAL | {"format": "xml"}, TWO, "goal.format"),
+        (None, TWO, "'goal'"),
+        (GOOD_GOAL, [], "'angles'"),
+        (
+            GOOD_GOAL,
+            [{"name": "a", "hypothesis": "A."}, {"name": "b", "hypothesis": "B."}],
+            "angles.0.priority",
+        ),
+        (GOOD_GOAL, [TWO[0], TWO[1] | {"priority": 1}], "priority 1"),
+    ],
+    ids=[
+        "no-metric",
+        "no-command",
+        "no-target",
+        "bad-target",
+        "bad-comparator",
+        "bad-format",
+        "no-goal",
+        "no-angles",
+        "unranked",
+        "duplicate-priority",
+    ],
+)
+def test_bad_goal_spec_refuses_to_start(workflow, todo_repo, goal, angles, key):
+    before = ar_git.snapshot(todo_repo)
+    branches = git(todo_repo, "branch", "--list")
+    spec = narrow_spec(workflow, todo_repo, {}, angles=angles)
+    spec["goal"] = goal
+    if goal is None:
+        del spec["goal"]
+    proc = workflow.run("bad", spec, check=False)
+    assert proc.returncode != 0
+    assert key in proc.stderr and "config/sessions/bad.yaml" in proc.stderr
+    assert ar_git.snapshot(todo_repo) == before
+    assert git(todo_repo, "branch", "--list") == branches
+    assert not (workflow.session("bad") / "session.yaml").exists()
+    assert not (workflow.session("bad") / "cycles").exists()
+
+
+def test_failing_baseline_measurement_is_a_clear_error(workflow, todo_repo):
+    goal = {"metric": "m", "command": "echo boom >&2; exit 3", "target": "<= 1"}
+    proc = workflow.run("m", narrow_spec(workflow, todo_repo, {}, goal=goal), check=False)
+    assert proc.returncode != 0
+    assert "key 'goal.command': the baseline measurement failed" in proc.stderr
+    assert "exit code 3" in proc.stderr and "boom" in proc.stderr
+    assert not (workflow.session("m") / "session.yaml").exists()
+    assert not (workflow.session("m") / "cycles/001").exists()
