@@ -81,12 +81,14 @@ class Workflow:
     def __init__(self, workdir: Path, snakefile: Path = ROOT / "Snakefile"):
         self.workdir = workdir
         self.snakefile = snakefile
+        self.extra_env: dict[str, str] = {}
         workdir.mkdir(parents=True, exist_ok=True)
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
         env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
         env.pop("ANTHROPIC_API_KEY", None)
+        env.update(self.extra_env)
         return env
 
     def spec(self, name: str, values: dict) -> Path:
