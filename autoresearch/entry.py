@@ -83,9 +83,7 @@ def refactor(wildcards, output, log) -> None:
 def evaluate(wildcards, output, log) -> None:
     from .evaluate import evaluate as stage
 
-    run_stage(
-        wildcards, log, lambda env: stage(env, Path(output.results), Path(output.decision))
-    )
+    run_stage(wildcards, log, lambda env: stage(env, Path(output.results), Path(output.decision)))
 
 
 def session(wildcards, output, params, log, basedir: str) -> None:
@@ -113,3 +111,9 @@ def example_repo(input, output, log) -> None:
     from .examples import make_example_repo
 
     run_logged(log[0], lambda: make_example_repo(Path(input[0]), Path(output.ready)))
+
+
+def narrow_plot(wildcards, output, log) -> None:
+    from .narrow import plot_progress
+
+    run_stage(wildcards, log, lambda env: plot_progress(env.layout, env.spec, Path(output[0])))

@@ -143,7 +143,16 @@ def env_mode_context(env: StageEnv, ctx: prompts.BriefContext) -> None:
 def sanitize(env: StageEnv, red_markdown, out) -> None:
     """Deterministic, no model: facts only, at most `max_findings`, the rest to ideas.md."""
     reported = findings.parse(red_markdown.read_text())
+    if env.spec["mode"] == "narrow":
+        # Red marks what lies off the current angle as low: it waits in ideas.md.
+        reported, off_angle = (
+            [f for f in reported if f.severity != "low"],
+            [f for f in reported if f.severity == "low"],
+        )
+    else:
+        off_angle = []
     passed, held = findings.sanitize(reported, env.spec["max_findings"])
+    held = held + off_angle
     write_text(out, findings.render(passed))
     journal.record_ideas(
         env.layout,

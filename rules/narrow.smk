@@ -29,5 +29,5 @@ rule goal_progress_plot:
         "sessions/{name}/logs/goal_progress_plot.log",
     benchmark:
         "sessions/{name}/benchmarks/goal_progress_plot.tsv"
-    script:
-        "../scripts/narrow_plot.py"
+    run:
+        stages.narrow_plot(wildcards, output, log)

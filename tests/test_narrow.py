@@ -259,3 +259,26 @@ def test_failing_baseline_measurement_is_a_clear_error(workflow, todo_repo):
     assert "exit code 3" in proc.stderr and "boom" in proc.stderr
     assert not (workflow.session("m") / "session.yaml").exists()
     assert not (workflow.session("m") / "cycles/001").exists()
+
+
+def test_off_angle_findings_wait_in_ideas_and_never_reach_green(workflow, todo_repo):
+    off_angle = {
+        "tool": "report_finding",
+        "args": {
+            "severity": "low",
+            "title": "answer lacks a docstring",
+            "location": "src.py:1",
+            "issue": "answer() has no docstring.",
+            "impact": "Readers guess its purpose.",
+        },
+    }
+    script = {"red": {1: finding(1) + [off_angle]}, "green": {1: write_src(0, "F-001")}}
+    workflow.run("n", narrow_spec(workflow, todo_repo, script))
+    assert "answer lacks a docstring" in read(workflow, "n", "ideas.md")
+    assert "docstring" not in read(workflow, "n", "cycles/001/sanitized.md")
+    green = [
+        b
+        for b in workflow.transcript(workflow.workdir / "transcript.jsonl")
+        if b["team"] == "green"
+    ]
+    assert green and all("docstring" not in json.dumps(b) for b in green)
