@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import fcntl
 import io
 import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +41,23 @@ def now() -> str:
 
 
 def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+    # A per-process temporary name: parallel broad tracks rewrite the same session files,
+    # and a shared name lets one process rename away the other's half-written file.
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text)
     tmp.replace(path)
+
+
+@contextmanager
+def _locked(layout: SessionLayout) -> Iterator[None]:
+    """Serialise read-modify-write of results.tsv and ideas.md (parallel broad tracks)."""
+    layout.root.mkdir(parents=True, exist_ok=True)
+    with open(layout.root / ".journal.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def init_files(layout: SessionLayout, record: SetupRecord, spec: dict[str, Any]) -> None:
@@ -59,13 +77,16 @@ def read_results(layout: SessionLayout) -> list[dict[str, str]]:
 
 def upsert_results(layout: SessionLayout, track: str, cycle: str, rows: list[dict]) -> None:
     """Replace this cycle's rows (a rerun never duplicates them) and keep the rest."""
-    kept = [r for r in read_results(layout) if not (r["track"] == track and r["cycle"] == cycle)]
-    out = io.StringIO()
-    writer = csv.DictWriter(out, RESULTS_COLUMNS, delimiter="\t", lineterminator="\n")
-    writer.writeheader()
-    for row in kept + [{**r, "track": track, "cycle": cycle} for r in rows]:
-        writer.writerow({k: _cell(row.get(k, "")) for k in RESULTS_COLUMNS})
-    _atomic(layout.results, out.getvalue())
+    with _locked(layout):
+        kept = [
+            r for r in read_results(layout) if not (r["track"] == track and r["cycle"] == cycle)
+        ]
+        out = io.StringIO()
+        writer = csv.DictWriter(out, RESULTS_COLUMNS, delimiter="\t", lineterminator="\n")
+        writer.writeheader()
+        for row in kept + [{**r, "track": track, "cycle": cycle} for r in rows]:
+            writer.writerow({k: _cell(row.get(k, "")) for k in RESULTS_COLUMNS})
+        _atomic(layout.results, out.getvalue())
 
 
 def _cell(value: Any) -> str:
@@ -74,6 +95,11 @@ def _cell(value: Any) -> str:
 
 def record_ideas(layout: SessionLayout, heading: str, lines: list[str]) -> None:
     """Put a block under `heading` in ideas.md, replacing an earlier one (idempotent)."""
+    with _locked(layout):
+        _record_ideas(layout, heading, lines)
+
+
+def _record_ideas(layout: SessionLayout, heading: str, lines: list[str]) -> None:
     text = (
         layout.ideas.read_text() if layout.ideas.exists() else f"# Ideas backlog: {layout.name}\n\n"
     )

@@ -29,8 +29,8 @@ rule experiment_propose:
         "sessions/{name}/logs/experiment_propose/{cycle}.log",
     benchmark:
         "sessions/{name}/benchmarks/experiment_propose/{cycle}.tsv"
-    script:
-        "../scripts/experiment_propose.py"
+    run:
+        experiment_flow.propose(wildcards, output, log)
 
 
 checkpoint experiment_decide:
@@ -48,8 +48,8 @@ checkpoint experiment_decide:
         "sessions/{name}/logs/experiment_decide/{cycle}.log",
     benchmark:
         "sessions/{name}/benchmarks/experiment_decide/{cycle}.tsv"
-    script:
-        "../scripts/experiment_decide.py"
+    run:
+        experiment_flow.decide(wildcards, output, log)
 
 
 rule experiment_report:
@@ -68,8 +68,8 @@ rule experiment_report:
         "sessions/{name}/logs/experiment_report.log",
     benchmark:
         "sessions/{name}/benchmarks/experiment_report.tsv"
-    script:
-        "../scripts/experiment_report.py"
+    run:
+        experiment_flow.report(wildcards, output, log)
 
 
 rule experiment_plot:
@@ -88,5 +88,5 @@ rule experiment_plot:
         "sessions/{name}/logs/experiment_plot.log",
     benchmark:
         "sessions/{name}/benchmarks/experiment_plot.tsv"
-    script:
-        "../scripts/experiment_plot.py"
+    run:
+        experiment_flow.plot(wildcards, output, log)

@@ -1,0 +1,235 @@
+"""How experiment mode's noise rules behave on a synthetic metric, and what a loop costs.
+
+(a) No true effect, 200 iterations of the real keep loop (a kept change's samples become the
+    incumbent; the incumbent is re-measured every K): the share of changes kept.
+(b) A true 3% gain: the share of single comparisons that keep it (the detection rate).
+(c) Orchestration overhead per iteration through Snakemake, with an instant scripted agent
+    and an instant metric.
+
+Noise: each sample is the true value times (1 + e), e ~ Normal(0, 0.05). Lower is better.
+(a) and (b) call the pure decision function, experiment_policy.judge, directly.
+
+    .venv/bin/python bench/bench_experiment_noise.py [--trials 2000] [--skip-snakemake]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from autoresearch.experiment_policy import Sample, judge  # noqa: E402
+from autoresearch.experiment_program import ExperimentConfig  # noqa: E402
+from autoresearch.metrics import median  # noqa: E402
+
+NOISE = 0.05
+GAIN = 0.03
+
+
+def draw(rng: random.Random, true: float, n: int) -> Sample:
+    xs = [true * (1 + rng.gauss(0, NOISE)) for _ in range(n)]
+    return Sample(median(xs), xs)
+
+
+def config(repeats: int, alpha: float | None, min_effect: float | str = 0.0, k=None):
+    return ExperimentConfig(
+        goal="bench",
+        scope=["x"],
+        command="x",
+        direction="minimize",
+        max_iterations=200,
+        repeats=repeats,
+        rank_test_alpha=alpha,
+        min_effect=min_effect,
+        remeasure_every=k,
+    )
+
+
+def null_loop(cfg: ExperimentConfig, rng: random.Random, iterations: int = 200) -> float:
+    """Share kept over one 200-iteration loop in which no change has any real effect."""
+    incumbent = draw(rng, 100.0, cfg.repeats)
+    kept = 0
+    for i in range(1, iterations + 1):
+        if cfg.remeasure_every and i % cfg.remeasure_every == 0:
+            incumbent = draw(rng, 100.0, cfg.repeats)
+        candidate = draw(rng, 100.0, cfg.repeats)
+        if judge(candidate, incumbent, cfg).kept:
+            kept += 1
+            incumbent = candidate
+    return kept / iterations
+
+
+def detection(cfg: ExperimentConfig, rng: random.Random, trials: int, gain: float) -> float:
+    """Share of single comparisons (fresh incumbent each time) that keep the candidate."""
+    hits = 0
+    for _ in range(trials):
+        incumbent = draw(rng, 100.0, cfg.repeats)
+        candidate = draw(rng, 100.0 * (1 - gain), cfg.repeats)
+        hits += judge(candidate, incumbent, cfg).kept
+    return hits / trials
+
+
+def decision_figures(trials: int) -> None:
+    rng = random.Random(20260319)
+    rows = [
+        ("repeats=1, strict median", config(1, None)),
+        ("repeats=5, strict median", config(5, None)),
+        ("repeats=5, min_effect 2%", config(5, None, "2%")),
+        ("repeats=5, rank test a=0.05", config(5, 0.05)),
+        ("repeats=5, rank test a=0.05, K=10", config(5, 0.05, k=10)),
+        ("repeats=10, rank test a=0.05", config(10, 0.05)),
+        ("repeats=20, rank test a=0.05", config(20, 0.05)),
+        ("repeats=30, rank test a=0.05", config(30, 0.05)),
+    ]
+    loops = max(10, trials // 200)
+    print(f"noise: Normal sd {NOISE:.0%} of the value; true gain in (b): {GAIN:.0%}")
+    print(f"(a) {loops} loops x 200 iterations; (b) {trials} comparisons\n")
+    print(f"{'rule':<36} {'(a) loop kept':>14} {'(a) per test':>13} {'(b) 3% gain kept':>17}")
+    for label, cfg in rows:
+        a = sum(null_loop(cfg, rng) for _ in range(loops)) / loops
+        a1 = detection(cfg, rng, trials, 0.0)
+        b = detection(cfg, rng, trials, GAIN)
+        print(f"{label:<36} {a:>14.1%} {a1:>13.1%} {b:>17.1%}")
+    print(
+        "\n(a) loop kept: share of the 200 no-effect iterations kept in the real loop (a lucky"
+        "\n    keep becomes the incumbent and is then hard to beat, which hides false keeps);"
+        "\n(a) per test: the same comparison against a fresh incumbent (the false-keep rate)."
+        "\ntargets: (a) <= 5% with repeats=5; (b) >= 80%"
+    )
+
+
+FAST = "def steps():\n    return {n}\n"
+
+
+def orchestration(iterations: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-experiment-") as tmp:
+        tmp_path = Path(tmp)
+        target = tmp_path / "target"
+        target.mkdir()
+        (target / "fast.py").write_text(FAST.format(n=10_000))
+        (target / "measure.py").write_text("import fast\nprint(fast.steps())\n")
+        (target / "test_ok.py").write_text("def test_ok():\n    pass\n")
+        for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "i"]):
+            subprocess.run(
+                ["git", "-c", "user.name=b", "-c", "user.email=b@b", *args], cwd=target, check=True
+            )
+        script = {
+            "experiment": {
+                i: [
+                    {
+                        "tool": "write_file",
+                        "args": {"path": "fast.py", "content": FAST.format(n=10_000 - i)},
+                    },
+                    {
+                        "tool": "finish_experiment",
+                        "args": {
+                            "hypothesis": f"idea number {i} " + "x" * i,
+                            "change_summary": "s",
+                        },
+                    },
+                ]
+                for i in range(1, iterations + 1)
+            }
+        }
+        (tmp_path / "script.yaml").write_text(yaml.safe_dump(script))
+        spec = {
+            "mode": "experiment",
+            "target": str(target),
+            "test_command": "true",
+            "experiment": {
+                "goal": "bench",
+                "scope": ["fast.py"],
+                "max_iterations": iterations,
+                "metric": {
+                    "command": "python measure.py",
+                    "format": "last_line",
+                    "direction": "minimize",
+                },
+            },
+            "agent": {"backend": "script", "script": str(tmp_path / "script.yaml")},
+        }
+        (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+        env = dict(
+            os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
+        )
+
+        def cmd(target: str) -> list[str]:
+            # --configfile takes several values: the target must come before it.
+            return [
+                sys.executable,
+                "-m",
+                "snakemake",
+                "--snakefile",
+                str(ROOT / "Snakefile"),
+                "--cores",
+                "1",
+                target,
+                "--configfile",
+                str(tmp_path / "spec.yaml"),
+            ]
+
+        t0 = time.monotonic()
+        setup = subprocess.run(
+            cmd("sessions/b/setup.json"), cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        if setup.returncode:
+            sys.exit(f"setup failed:\n{setup.stderr[-3000:]}")
+        t1 = time.monotonic()
+        subprocess.run(
+            cmd("sessions/b/done"), cwd=tmp_path, env=env, check=True, capture_output=True
+        )
+        t2 = time.monotonic()
+        proc = subprocess.run(
+            cmd("sessions/b/done"),
+            cwd=tmp_path,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        t3 = time.monotonic()
+        session = tmp_path / "sessions" / "b"
+        jobs = 0.0
+        for bench in (session / "benchmarks").rglob("*.tsv"):
+            if "experiment_propose" in str(bench) or "experiment_decide" in str(bench):
+                jobs += float(bench.read_text().splitlines()[1].split("\t")[0])
+        kept = sum(json.loads(line)["kept"] for line in (session / "experiments.jsonl").open())
+        print(f"\n(c) {iterations} iterations through Snakemake (instant agent and metric)")
+        print(
+            f"    setup: {t1 - t0:.1f}s; loop + report + plot: {t2 - t1:.1f}s "
+            f"= {(t2 - t1) / iterations:.2f}s per iteration"
+        )
+        print(
+            f"    of which inside the propose/decide jobs: {jobs / iterations:.2f}s per iteration "
+            f"(the rest is Snakemake: DAG, checkpoints, job start)"
+        )
+        print(
+            f"    kept {kept}/{iterations}; no-op rerun: {t3 - t2:.1f}s "
+            f"({'nothing to do' if 'Nothing to be done' in proc.stderr else 'ran something'})"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=2000)
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--skip-snakemake", action="store_true")
+    args = parser.parse_args()
+    decision_figures(args.trials)
+    if not args.skip_snakemake:
+        orchestration(args.iterations)
+
+
+if __name__ == "__main__":
+    main()
