@@ -171,6 +171,10 @@ def write_summary(
     ]
     if mode_sections:
         lines += [mode_sections.rstrip(), ""]
+    if record.mode == "experiment":
+        # Iterations are summarised by the mode's own section; cycle lines would mislead.
+        _atomic(layout.summary, "\n".join(lines) + "\n")
+        return
     lines += ["## Cycles completed"]
     if not decisions:
         lines.append("(none yet)")

@@ -8,6 +8,7 @@ set it, so a validation error can name the file and the key to fix.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,7 +175,10 @@ def freeze(spec: Spec, path: Path) -> None:
     """Write the merged spec once; later edits to the layers cannot change it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(yaml.safe_dump(spec.values, sort_keys=False))
+    # Round-trip through JSON: Snakemake reads a JSON --configfile into OrderedDicts,
+    # which yaml.safe_dump refuses.
+    plain = json.loads(json.dumps(spec.values))
+    tmp.write_text(yaml.safe_dump(plain, sort_keys=False))
     tmp.replace(path)
 
 

@@ -36,12 +36,16 @@ def summarize(layout: SessionLayout) -> dict:
         "open_issues": sum(len(d.get("open_issues", [])) for d in _last_per_track(decisions)),
         "cost_usd": usage.cost_usd,
         "tokens": usage.tokens,
-        "stopped": (
-            layout.done.read_text().split("stopped: ", 1)[-1].splitlines()[0]
-            if layout.done.exists()
-            else None
-        ),
+        "stopped": stop_reason(layout),
     }
+
+
+def stop_reason(layout: SessionLayout) -> str | None:
+    """The `stopped:` line of done, whatever else the mode writes there."""
+    if not layout.done.exists():
+        return None
+    lines = layout.done.read_text().splitlines()
+    return next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("stopped:")), None)
 
 
 def _all_decisions(layout: SessionLayout) -> list[dict]:
