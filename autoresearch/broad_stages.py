@@ -50,19 +50,19 @@ from .tools import Toolbox
 STRATEGIST_ATTEMPTS = 2  # one retry that tells the strategist what was wrong
 
 
-def run_stage(smk: Any, body: Callable[[StageEnv], None]) -> None:
-    """Like entry.stage_main, but a BroadError reaches the user as plain text."""
-    log = Path(smk.log[0])
+def run_stage(wildcards: Any, log: Any, body: Callable[[StageEnv], None]) -> None:
+    """Like entry.run_stage, but a BroadError reaches the user as its plain message."""
+    log_path = Path(log[0])
     try:
-        body(open_env(dict(smk.wildcards.items()), smk.log[0]))
+        body(open_env(dict(wildcards.items()), log[0]))
     except BroadError as err:
         message = str(err)
-        with log.open("a") as handle:
+        with log_path.open("a") as handle:
             handle.write(message + "\n")
         print(f"\n{message}\n", file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+        raise
     except Exception:
-        with log.open("a") as handle:
+        with log_path.open("a") as handle:
             handle.write(traceback.format_exc())
         raise
 

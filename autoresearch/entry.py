@@ -117,3 +117,46 @@ def narrow_plot(wildcards, output, log) -> None:
     from .narrow import plot_progress
 
     run_stage(wildcards, log, lambda env: plot_progress(env.layout, env.spec, Path(output[0])))
+
+
+# Broad mode's own stages (its cycles reuse the ones above).
+
+
+def broad_strategist(wildcards, output, log) -> None:
+    from .broad_stages import run_stage as broad_stage
+    from .broad_stages import strategist
+
+    broad_stage(
+        wildcards, log, lambda env: strategist(env, Path(output.hypotheses), Path(output.record))
+    )
+
+
+def broad_approve(wildcards, output, log) -> None:
+    from .broad import hypotheses_md
+    from .broad_stages import approve
+    from .broad_stages import run_stage as broad_stage
+
+    broad_stage(
+        wildcards, log, lambda env: approve(env, hypotheses_md(env.layout), Path(output[0]))
+    )
+
+
+def broad_track(wildcards, output, log) -> None:
+    from .broad_stages import open_track
+    from .broad_stages import run_stage as broad_stage
+
+    broad_stage(wildcards, log, lambda env: open_track(env, Path(output[0])))
+
+
+def broad_track_end(wildcards, output, log) -> None:
+    from .broad_stages import end_track
+    from .broad_stages import run_stage as broad_stage
+
+    broad_stage(wildcards, log, lambda env: end_track(env, Path(output[0])))
+
+
+def broad_comparison(wildcards, output, log) -> None:
+    from .broad_stages import compare
+    from .broad_stages import run_stage as broad_stage
+
+    broad_stage(wildcards, log, lambda env: compare(env, Path(output.md), Path(output.data)))

@@ -35,8 +35,8 @@ rule broad_strategist:
         "sessions/{name}/logs/strategist.log",
     benchmark:
         "sessions/{name}/benchmarks/strategist.tsv"
-    script:
-        "../scripts/broad_strategist.py"
+    run:
+        stages.broad_strategist(wildcards, output, log)
 
 
 checkpoint broad_approve:
@@ -50,8 +50,8 @@ checkpoint broad_approve:
         "sessions/{name}/logs/approve.log",
     benchmark:
         "sessions/{name}/benchmarks/approve.tsv"
-    script:
-        "../scripts/broad_approve.py"
+    run:
+        stages.broad_approve(wildcards, output, log)
 
 
 rule broad_track:
@@ -64,8 +64,8 @@ rule broad_track:
         "sessions/{name}/logs/track/{hid}.log",
     benchmark:
         "sessions/{name}/benchmarks/track/{hid}.tsv"
-    script:
-        "../scripts/broad_track.py"
+    run:
+        stages.broad_track(wildcards, output, log)
 
 
 use rule red as broad_red with:
@@ -153,8 +153,8 @@ rule broad_track_end:
         "sessions/{name}/logs/track-end/{hid}.log",
     benchmark:
         "sessions/{name}/benchmarks/track-end/{hid}.tsv"
-    script:
-        "../scripts/broad_track_end.py"
+    run:
+        stages.broad_track_end(wildcards, output, log)
 
 
 rule broad_comparison:
@@ -173,5 +173,5 @@ rule broad_comparison:
         "sessions/{name}/logs/comparison.log",
     benchmark:
         "sessions/{name}/benchmarks/comparison.tsv"
-    script:
-        "../scripts/broad_comparison.py"
+    run:
+        stages.broad_comparison(wildcards, output, log)
