@@ -6,7 +6,7 @@ import json
 
 from conftest import git, script_spec
 
-FIXED_MEAN = '''\
+FIXED_MEAN = """\
 def add(a, b):
     return a + b
 
@@ -15,7 +15,7 @@ def mean(values):
     if not values:
         raise ValueError("mean of no values")
     return sum(values) / len(values)
-'''
+"""
 BROKEN_ADD = FIXED_MEAN.replace("return a + b", "return a - b")
 
 RED_NARRATIVE = "I read calc.py line by line and noticed this while tracing mean()."
@@ -24,19 +24,36 @@ FIX_HINT = "You should add a guard that raises ValueError."
 SCRIPT = {
     "red": {
         1: [
-            {"tool": "report_finding", "args": {
-                "severity": "high", "title": "mean crashes on an empty list",
-                "location": "calc.py:5",
-                "issue": f"mean([]) divides by zero. {RED_NARRATIVE} {FIX_HINT}",
-                "impact": "Callers get ZeroDivisionError instead of a clear error."}},
-            {"tool": "report_finding", "args": {
-                "severity": "medium", "title": "add lacks type checks",
-                "location": "calc.py:1", "issue": "add accepts any operands.",
-                "impact": "Wrong types give confusing results."}},
-            {"tool": "report_finding", "args": {
-                "severity": "low", "title": "module has no docstring",
-                "location": "calc.py:1", "issue": "calc.py has no module docstring.",
-                "impact": "Readers must guess the module's purpose."}},
+            {
+                "tool": "report_finding",
+                "args": {
+                    "severity": "high",
+                    "title": "mean crashes on an empty list",
+                    "location": "calc.py:5",
+                    "issue": f"mean([]) divides by zero. {RED_NARRATIVE} {FIX_HINT}",
+                    "impact": "Callers get ZeroDivisionError instead of a clear error.",
+                },
+            },
+            {
+                "tool": "report_finding",
+                "args": {
+                    "severity": "medium",
+                    "title": "add lacks type checks",
+                    "location": "calc.py:1",
+                    "issue": "add accepts any operands.",
+                    "impact": "Wrong types give confusing results.",
+                },
+            },
+            {
+                "tool": "report_finding",
+                "args": {
+                    "severity": "low",
+                    "title": "module has no docstring",
+                    "location": "calc.py:1",
+                    "issue": "calc.py has no module docstring.",
+                    "impact": "Readers must guess the module's purpose.",
+                },
+            },
         ],
     },
     "green": {
@@ -50,8 +67,14 @@ SCRIPT = {
     },
     "refactor": {
         1: [
-            {"tool": "edit_file", "args": {"path": "calc.py", "old_str": "def add(a, b):",
-                                           "new_str": "def add(a, b):  # sum of two numbers"}},
+            {
+                "tool": "edit_file",
+                "args": {
+                    "path": "calc.py",
+                    "old_str": "def add(a, b):",
+                    "new_str": "def add(a, b):  # sum of two numbers",
+                },
+            },
             {"tool": "finish_refactor", "args": {"summary": "comment add"}},
         ],
     },
@@ -69,8 +92,14 @@ def run_session(workflow, target, **extra):
 def test_cycle_writes_every_stage_file(workflow, target):
     run_session(workflow, target, max_cycles=1)
     cycle = workflow.session("s") / "cycles" / "001"
-    for name in ("red-findings.md", "sanitized.md", "green-patch.md", "refactor-patch.md",
-                 "eval-results.md", "decision.json"):
+    for name in (
+        "red-findings.md",
+        "sanitized.md",
+        "green-patch.md",
+        "refactor-patch.md",
+        "eval-results.md",
+        "decision.json",
+    ):
         assert (cycle / name).is_file(), name
     assert (workflow.session("s") / "done").read_text().startswith("session: s")
 
@@ -123,6 +152,16 @@ def test_red_gets_no_write_tool(workflow, target):
 def test_results_tsv_has_a_row_per_team(workflow, target):
     run_session(workflow, target, max_cycles=1)
     rows = (workflow.session("s") / "results.tsv").read_text().splitlines()
-    assert rows[0].split("\t") == ["cycle", "team", "status", "tests_pass", "description",
-                                   "files_changed", "timestamp", "track", "tokens", "cost_usd"]
+    assert rows[0].split("\t") == [
+        "cycle",
+        "team",
+        "status",
+        "tests_pass",
+        "description",
+        "files_changed",
+        "timestamp",
+        "track",
+        "tokens",
+        "cost_usd",
+    ]
     assert [r.split("\t")[1] for r in rows[1:]] == ["red", "green", "refactor"]
