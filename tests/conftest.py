@@ -102,6 +102,26 @@ class Workflow:
         path.write_text(yaml.safe_dump(steps))
         return path
 
+    def command(self, name, spec=None, *extra, target=None, cores=1) -> list[str]:
+        """The snakemake command line for session `name` (spec passed with --configfile)."""
+        args = [sys.executable, "-m", "snakemake", "--snakefile", str(self.snakefile)]
+        args += ["--cores", str(cores), target or f"sessions/{name}/done", *extra]
+        if spec is not None:
+            args += ["--configfile", str(self.spec(name, spec))]
+        return args
+
+    def start(self, name: str, spec: dict | None = None) -> subprocess.Popen:
+        """Run in the background, in its own process group (so a test can kill -9 it)."""
+        return subprocess.Popen(
+            self.command(name, spec),
+            cwd=self.workdir,
+            env=self.env(),
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
     def run(
         self,
         name: str,
@@ -112,19 +132,7 @@ class Workflow:
         cores: int = 1,
         timeout: float = 600,
     ):
-        args = [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--snakefile",
-            str(ROOT / "Snakefile"),
-            "--cores",
-            str(cores),
-            target or f"sessions/{name}/done",
-            *extra,
-        ]
-        if spec is not None:
-            args += ["--configfile", str(self.spec(name, spec))]
+        args = self.command(name, spec, *extra, target=target, cores=cores)
         proc = subprocess.run(
             args, cwd=self.workdir, env=self.env(), capture_output=True, text=True, timeout=timeout
         )

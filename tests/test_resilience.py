@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -43,34 +41,11 @@ def private_workflow_copy(tmp_path: Path) -> Path:
     """A copy of the workflow whose scripts and config a test may touch."""
     copy = tmp_path / "wfcopy"
     copy.mkdir()
-    for part in ("Snakefile", "rules", "scripts", "config", "profiles"):
+    for part in ("Snakefile", "rules", "config", "profiles", "autoresearch"):
         src = ROOT / part
         (shutil.copytree if src.is_dir() else shutil.copy)(src, copy / part)
+    assert not (ROOT / "scripts").exists(), "scripts/ is back: touch those too"
     return copy
-
-
-def start(workflow: Workflow, name: str, spec: dict) -> subprocess.Popen:
-    args = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(ROOT / "Snakefile"),
-        "--cores",
-        "1",
-        f"sessions/{name}/done",
-        "--configfile",
-        str(workflow.spec(name, spec)),
-    ]
-    return subprocess.Popen(
-        args,
-        cwd=workflow.workdir,
-        env=workflow.env(),
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def wait_for(predicate, timeout=120.0):
@@ -96,8 +71,16 @@ def test_code_and_config_changes_never_rerun_finished_stages(tmp_path, target):
     history = subjects(workflow.session("s") / "worktree")
 
     later = time.time() + 5
-    for path in list((copy / "scripts").iterdir()) + list((copy / "rules").iterdir()):
+    code = [*(copy / "rules").iterdir(), *(copy / "autoresearch").rglob("*.py")]
+    for path in code:
         os.utime(path, (later, later))
+    cycle_rules = copy / "rules" / "cycle.smk"  # and an edit to a rule's code
+    cycle_rules.write_text(
+        cycle_rules.read_text().replace(
+            "        stages.green(wildcards, input, output, log)",
+            "        stages.green(wildcards, input, output, log)  # edited",
+        )
+    )
     defaults = copy / "config" / "config.yaml"
     defaults.write_text(defaults.read_text().replace("max_findings: 15", "max_findings: 4"))
     spec["test_timeout_s"] = 123  # a changed threshold in the session spec
@@ -118,7 +101,7 @@ def test_kill_during_green_then_rerun_finishes_without_duplicates(workflow, targ
         max_cycles=1,
         teams=["red", "green"],
     )
-    proc = start(workflow, "s", spec)
+    proc = workflow.start("s", spec)
     worktree = workflow.session("s") / "worktree"
     wait_for(lambda: worktree.exists() and "fix: [F-001] one" in subjects(worktree))
     os.killpg(proc.pid, signal.SIGKILL)
@@ -155,7 +138,7 @@ def test_kill_during_evaluate_then_rerun_finishes_without_duplicates(workflow, t
             max_cycles=1,
             teams=["red", "green"],
         )
-        proc = start(workflow, "s", spec)
+        proc = workflow.start("s", spec)
         log = workflow.session("s") / "logs/evaluate/001.log"
         wait_for(log.exists)
         time.sleep(1.0)
@@ -178,7 +161,7 @@ def test_second_concurrent_run_refuses_and_harms_nothing(workflow, target):
         max_cycles=1,
         teams=["red", "green"],
     )
-    first = start(workflow, "s", spec)
+    first = workflow.start("s", spec)
     worktree = workflow.session("s") / "worktree"
     wait_for(lambda: worktree.exists() and "fix: [F-001] one" in subjects(worktree))
     second = workflow.run("s", spec, check=False)
