@@ -120,15 +120,15 @@ def test_kill_during_evaluate_then_rerun_finishes_without_duplicates(workflow, t
     # The target's suite sleeps only in evaluate's uncached run (pytest --cache-clear).
     from conftest import CALC, CALC_TESTS, make_repo
 
+    flag = tmp_path / "slow-eval"  # unique per test run, unlike a name under /tmp
     slow = (
         "import sys, time\n\nif '--cache-clear' in sys.argv and "
-        "__import__('os').path.exists('/tmp/slow-eval-" + tmp_path.name + "'):\n"
+        f"__import__('os').path.exists({str(flag)!r}):\n"
         "    time.sleep(60)\n"
     )
     repo = make_repo(
         tmp_path / "t", {"calc.py": CALC, "tests/test_calc.py": CALC_TESTS, "conftest.py": slow}
     )
-    flag = Path(f"/tmp/slow-eval-{tmp_path.name}")
     flag.write_text("")
     try:
         spec = script_spec(
