@@ -323,3 +323,41 @@ def test_dry_run_lists_the_next_iteration(workflow, exp_target):
     workflow.run("d", spec_for(exp_target, workflow, MAIN_SCRIPT), "--until", "session")
     proc = workflow.run("d", None, "-n")
     assert "experiment_propose" in proc.stdout and "experiment_decide" in proc.stdout
+
+
+def test_kill_during_decide_then_rerun_logs_each_iteration_once(workflow, tmp_path):
+    import os
+    import signal
+    import time
+
+    flag = tmp_path / "slow-measure"
+    slow_measure = (
+        "import json, os, time\nimport fast\n\n"
+        f"if os.path.exists({str(flag)!r}) and fast.steps() == 900:\n    time.sleep(60)\n"
+        "print(json.dumps({'ops': fast.steps()}))\n"
+    )
+    repo = make_target(tmp_path / "t")
+    (repo / "measure.py").write_text(slow_measure)
+    git(repo, "commit", "-qam", "slow measure")
+    script = {"experiment": {1: change(800, "Halve the loop"), 2: change(900, "Unroll it")}}
+    spec = spec_for(repo, workflow, script, program="program.md", max_iterations=2)
+    flag.write_text("")
+    try:
+        proc = workflow.start("k", spec)
+        log = workflow.session("k") / "logs/experiment_decide/002.log"
+        deadline = time.monotonic() + 120
+        while not log.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.5)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        flag.unlink()
+    assert not (workflow.session("k") / "cycles/002/decision.json").exists()
+    workflow.run("k", spec)
+    ids = [e["id"] for e in jsonl(workflow.session("k"))]
+    assert ids == sorted(set(ids)) == [0, 1, 2]
+    subjects = git(workflow.session("k") / "worktree", "log", "--format=%s").splitlines()
+    assert sum(s.startswith("experiment: 1 ") for s in subjects) == 1
+    assert not any(s.startswith("experiment: 2 ") for s in subjects)  # 900 > 800: discarded
+    assert (workflow.session("k") / "done").exists()
