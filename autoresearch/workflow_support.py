@@ -67,6 +67,43 @@ def _example_of(target: Path) -> str | None:
     return rel.parts[0] if rel.parts else None
 
 
+def version_verdict(stamp: str, installed: str) -> str:
+    """Seed 000's resume rule: 'same', 'upgrade' (minor/patch), 'major' or 'older'."""
+
+    def parts(text: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
+
+    old, new = parts(stamp), parts(installed)
+    if new == old:
+        return "same"
+    if new < old:
+        return "older"
+    return "major" if new[0] != old[0] else "upgrade"
+
+
+def check_version(name: str, overrides: dict[str, Any]) -> None:
+    """Refuse to resume a session stamped by a newer autoresearch, or across a MAJOR
+    version without `--config allow_major_upgrade=true` (no one is there to ask)."""
+    from . import __version__
+
+    setup = session_layout(SESSIONS, name).setup
+    if not setup.exists():
+        return
+    stamp = json.loads(setup.read_text())["version"]
+    verdict = version_verdict(stamp, __version__)
+    if verdict == "older":
+        raise SessionError(
+            f"session {name!r} was made by autoresearch {stamp}, newer than the installed "
+            f"{__version__}; upgrade autoresearch before resuming it"
+        )
+    if verdict == "major" and not overrides.get("allow_major_upgrade"):
+        raise SessionError(
+            f"session {name!r} was made by autoresearch {stamp}; the installed {__version__} "
+            "is a new MAJOR version whose protocol may differ. Read the changelog, then resume "
+            "with --config allow_major_upgrade=true"
+        )
+
+
 def check_agent_ready(frozen: dict[str, Any]) -> None:
     """A resumed session still needs its key: say so before any stage runs."""
     try:

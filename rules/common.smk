@@ -58,6 +58,7 @@ def done_inputs(wildcards):
     checkpoints.session.get(name=wildcards.name)
     frozen = support.frozen_spec(wildcards.name)
     support.check_agent_ready(frozen)
+    support.check_version(wildcards.name, config)
     mode = frozen["mode"]
     if mode in MODE_DONE_INPUTS:
         return MODE_DONE_INPUTS[mode](wildcards)

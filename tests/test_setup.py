@@ -249,3 +249,31 @@ def test_missing_prompt_override_file_is_named(workflow, untouched):
     values = no_agent_spec(untouched, agent={"backend": "ruff", "prompts": {"red": "/no/red.md"}})
     proc = run_setup_only(workflow, values)
     assert_refused(proc, "agent.prompts.red", "/no/red.md")
+
+
+# --- resuming across versions (seed 000, Resume step 2) ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stamp", "installed", "verdict"),
+    [
+        ("0.1.0", "0.1.0", "same"),
+        ("0.1.0", "0.2.3", "upgrade"),
+        ("1.4.0", "2.0.0", "major"),
+        ("0.2.0", "0.1.9", "older"),
+    ],
+)
+def test_version_verdict_follows_the_seed(stamp, installed, verdict):
+    from autoresearch.workflow_support import version_verdict
+
+    assert version_verdict(stamp, installed) == verdict
+
+
+def test_resuming_a_session_from_a_newer_version_is_refused(workflow, target):
+    values = no_agent_spec(target, max_cycles=2)
+    run_setup_only(workflow, values)
+    setup = workflow.session("s") / "setup.json"
+    setup.write_text(setup.read_text().replace('"version": "0.1.0"', '"version": "9.0.0"'))
+    proc = workflow.run("s", values, check=False)
+    assert_refused(proc, "made by autoresearch 9.0.0", "upgrade autoresearch")
+    assert not (workflow.session("s") / "cycles/001").exists()
