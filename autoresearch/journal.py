@@ -123,8 +123,11 @@ def tried_list(decisions: list[dict[str, Any]]) -> list[str]:
     """What has been fixed or given up on so far (Red must not report it again)."""
     out = []
     for d in decisions:
-        out += [f"{f['id']} {f['key']} (fixed)" for f in d.get("fixed", [])]
-        out += [f"{f['id']} {f['key']} (skipped: {f['reason']})" for f in d.get("skipped", [])]
+        track = f"{d['track']} " if d.get("track") else ""  # broad tracks number apart
+        out += [f"{track}{f['id']} {f['key']} (fixed)" for f in d.get("fixed", [])]
+        out += [
+            f"{track}{f['id']} {f['key']} (skipped: {f['reason']})" for f in d.get("skipped", [])
+        ]
     return out
 
 
