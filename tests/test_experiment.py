@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import Workflow, git, make_repo
+from conftest import Workflow, git, make_repo, wait_for
 
 FAST = "def steps():\n    return {n}\n"
 MEASURE = "import json\nimport fast\n\nprint(json.dumps({{'ops': fast.steps()}}))\n"
@@ -345,9 +345,7 @@ def test_kill_during_decide_then_rerun_logs_each_iteration_once(workflow, tmp_pa
     try:
         proc = workflow.start("k", spec)
         log = workflow.session("k") / "logs/experiment_decide/002.log"
-        deadline = time.monotonic() + 120
-        while not log.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for(log.exists)
         time.sleep(1.5)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()

@@ -9,7 +9,7 @@ import signal
 import time
 from pathlib import Path
 
-from conftest import ROOT, Workflow, git, script_spec
+from conftest import ROOT, Workflow, git, script_spec, wait_for
 
 FIX = "def add(a, b):\n    return b + a\n\n\ndef mean(values):\n    return sum(values) / len(values)\n"  # noqa: E501
 FIX2 = FIX.replace("return sum(values)", "return float(sum(values))")
@@ -46,15 +46,6 @@ def private_workflow_copy(tmp_path: Path) -> Path:
         (shutil.copytree if src.is_dir() else shutil.copy)(src, copy / part)
     assert not (ROOT / "scripts").exists(), "scripts/ is back: touch those too"
     return copy
-
-
-def wait_for(predicate, timeout=120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError("condition not reached in time")
 
 
 def subjects(worktree: Path) -> list[str]:
