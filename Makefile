@@ -22,8 +22,8 @@ test: $(VENV)/.installed
 	$(BIN)/python -m pytest; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check autoresearch tests bench
-	$(BIN)/ruff format --check autoresearch tests bench
+	$(BIN)/ruff check autoresearch scripts tests bench
+	$(BIN)/ruff format --check autoresearch scripts tests bench
 	$(BIN)/snakefmt --check Snakefile rules
 	$(BIN)/snakemake --lint --cores 1 sessions/demo/done
 

@@ -6,8 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import __version__, git, spec, status
-from .layout import SessionLayout
+from . import __version__, git, modes, spec, status
 
 SPEC_TEMPLATE = """\
 # Session spec for '{name}'. Run it (or resume it) with:
@@ -35,27 +34,6 @@ agent:
 # budget:
 #   max_cost_usd: 5.0
 {mode_block}"""
-
-MODE_BLOCKS = {
-    "sweep": "",
-    "narrow": """
-goal:
-  metric: lint warnings                    # a short label
-  command: ./measure.sh                    # prints the value; run in the worktree
-  format: last_line                        # json_stdout | json_file:<path> | metric | regex:<re>
-  target: "<= 0"                           # comparator and value
-angles:
-  - {name: unused code, hypothesis: "Removing dead code lowers the count.", priority: 1}
-""",
-    "broad": """
-aspiration: Make this project dramatically easier to use.
-approve: auto                              # manual: stop after hypotheses.md for review
-""",
-    "experiment": """
-experiment:
-  program: program.md                      # in the target: a yaml block plus prose
-""",
-}
 
 
 def free_name(name: str, root: Path) -> str:
@@ -88,7 +66,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         mode=args.mode,
         target=target,
         backend=args.backend,
-        mode_block=MODE_BLOCKS[args.mode],
+        mode_block=modes.get(args.mode).spec_example,
     )
     with path.open("x") as handle:  # never overwrite
         handle.write(text)
@@ -100,11 +78,11 @@ def cmd_new(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     sessions = Path.cwd() / "sessions"
     if args.name:
-        layout = SessionLayout((sessions / args.name).absolute())
-        if not layout.root.is_dir():
+        root = (sessions / args.name).absolute()
+        if not root.is_dir():
             print(f"no session {args.name!r} under {sessions}/", file=sys.stderr)
             return 1
-        print(status.render_one(layout))
+        print(status.render_one(root))
     else:
         print(status.render_table(sessions))
     return 0
@@ -116,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     new = sub.add_parser("new", help="write config/sessions/NAME.yaml to edit")
     new.add_argument("name")
     new.add_argument("--target", required=True, help="path of the target git repository")
-    new.add_argument("--mode", default="sweep", choices=sorted(MODE_BLOCKS))
+    new.add_argument("--mode", default=modes.DEFAULT, choices=sorted(modes.MODES))
     new.add_argument("--backend", default="claude", choices=["claude", "ruff"])
     new.set_defaults(func=cmd_new)
     stat = sub.add_parser("status", help="progress of one session, or a table of all")

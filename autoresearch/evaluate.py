@@ -1,8 +1,9 @@
-"""The evaluate checkpoint: full test run, seed 000's revert order, logs, decision.json.
+"""The evaluate stage: full uncached test run, the revert order, the cycle's decision.
 
-Revert order when the cycle broke tests that passed before it: Refactor's commits
-newest first (re-testing after each), then Green's, and if a revert conflicts or the
-suite still fails, a hard reset to the commit the cycle started from.
+`assess` measures and undoes what broke the tests (revert.py's order, stopping as soon
+as they pass again); the mode then adds its policy to the decision; `write_results`
+writes eval-results.md and the journal rows, and `finish` writes `decision.json` last:
+its presence marks the cycle complete.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import commands, git, journal, ledger, modes, stack
-from .agents import Usage
-from .session import write_json, write_text
+from . import commands, git, journal, stack
+from .backends.base import Usage
+from .files import write_json, write_text
+from .revert import undo_cycle
 from .stage import StageEnv
 
 
@@ -20,37 +22,23 @@ def full_test_run(env: StageEnv) -> commands.CommandResult:
     return commands.run(
         stack.uncached_test_command(env.record.stack, env.record.test_command),
         env.worktree,
-        timeout_s=env.spec["test_timeout_s"],
-        extra_secrets=env.spec.get("secrets"),
+        timeout_s=env.spec.test_timeout_s,
+        extra_secrets=env.spec.secrets,
     )
 
 
-def revert_cycle(env: StageEnv, cycle_start: str, groups: list[list[str]]) -> tuple[bool, list]:
-    """Undo the cycle's commits in the seed's order until the tests pass again."""
-    reverted: list[dict[str, str]] = []
-    for commits in groups:
-        for sha in commits:  # newest first
-            subject = git.subject(env.worktree, sha)
-            if not git.revert(env.worktree, sha):
-                env.log(
-                    f"evaluate: reverting {sha[:10]} conflicts; hard reset to {cycle_start[:10]}"
-                )
-                git.reset_to(env.worktree, cycle_start)
-                reverted.append({"commit": sha, "subject": subject, "how": "reset"})
-                return full_test_run(env).ok, reverted
-            reverted.append({"commit": sha, "subject": subject, "how": "revert"})
-            if full_test_run(env).ok:
-                return True, reverted
-    git.reset_to(env.worktree, cycle_start)
-    reverted.append({"commit": cycle_start, "subject": "hard reset to cycle start", "how": "reset"})
-    return full_test_run(env).ok, reverted
+def refactor_record(env: StageEnv) -> dict[str, Any] | None:
+    if env.spec.refactor_on and (env.cycle_dir / "refactor.json").exists():
+        return env.stage_record("refactor")
+    return None
 
 
-def evaluate(env: StageEnv, results_out: Path, decision_out: Path) -> dict[str, Any]:
+def assess(env: StageEnv) -> tuple[dict[str, Any], str]:
+    """The cycle's decision before the mode's policy (tests, reverts, what was kept), and
+    the summary of the full test run."""
     red = env.stage_record("red")
     green = env.stage_record("green")
-    refactor_on = (env.cycle_dir / "refactor.json").exists() and "refactor" in env.spec["teams"]
-    refactor = env.stage_record("refactor") if refactor_on else None
+    refactor = refactor_record(env)
     cycle_start = red["start_commit"]
     start = (refactor or green)["end_commit"]
     env.begin(start)
@@ -60,20 +48,23 @@ def evaluate(env: StageEnv, results_out: Path, decision_out: Path) -> dict[str, 
     tests_pass, reverted = result.ok, []
     was_passing = env.cycle_start_tests_pass()
     if not result.ok and was_passing:
-        env.log(f"evaluate: tests fail ({counts.summary}); reverting in the seed's order")
-        groups = [
-            [c["commit"] for c in reversed(refactor["commits"])] if refactor else [],
-            [f["commit"] for f in reversed(green["fixed"])],
-        ]
-        tests_pass, reverted = revert_cycle(env, cycle_start, groups)
+        env.log(f"evaluate: tests fail ({counts.summary}); reverting in the documented order")
+        commits = [c["commit"] for c in reversed(refactor["commits"])] if refactor else []
+        commits += [f["commit"] for f in reversed(green["fixed"])]
+        reverted = undo_cycle(
+            env.worktree,
+            cycle_start,
+            commits,
+            good_again=lambda: full_test_run(env).ok,
+            log=lambda line: env.log(f"evaluate: {line}"),
+        )
+        tests_pass = reverted[-1]["how"] == "revert" or full_test_run(env).ok
     reverted_shas = {r["commit"] for r in reverted}
     hard_reset = any(r["how"] == "reset" for r in reverted)
     fixed = [f for f in green["fixed"] if not hard_reset and f["commit"] not in reverted_shas]
     end = git.head(env.worktree)
-    files = git.changed_files(env.worktree, cycle_start, end)
     stops = [r.get("stop") for r in (red, green, refactor or {}) if r.get("stop")]
-
-    decision: dict[str, Any] = {
+    decision = {
         "cycle": env.cycle,
         "track": env.track,
         "start_commit": cycle_start,
@@ -88,29 +79,28 @@ def evaluate(env: StageEnv, results_out: Path, decision_out: Path) -> dict[str, 
         "fixed": fixed,
         "skipped": green["skipped"],
         "refactor_changes": 0 if hard_reset or not refactor else refactor["changes"],
-        "files_changed": files,
+        "files_changed": git.changed_files(env.worktree, cycle_start, end),
         "commits_total": len(git.commits_between(env.worktree, env.track_base(), end)),
         "session_stop": stops[0] if stops else None,
         "open_issues": open_issues(env, green["skipped"], fixed),
     }
-    limit = (env.spec.get("budget") or {}).get("max_cost_usd")
-    over = ledger.budget_exceeded(env.layout.root, limit) if limit is not None else None
-    if over and not decision["session_stop"]:
-        decision["session_stop"] = over
-    modes.apply_policy(env, decision)
+    return decision, counts.summary
 
-    write_text(results_out, render_results(env, decision, counts.summary))
-    log_rows(env, decision, red, green, refactor)
-    decisions = [d for d in journal.load_decisions(env.layout, env.track) if d["cycle"] < env.cycle]
-    journal.write_summary(
-        env.layout, env.record, env.spec, decisions + [decision], modes.summary_sections(env)
-    )
-    write_json(decision_out, decision)  # last: its presence means the cycle is complete
+
+def write_results(env: StageEnv, decision: dict[str, Any], summary: str, out: Path) -> None:
+    """eval-results.md and the cycle's rows in results.tsv."""
+    write_text(out, render_results(env, decision, summary))
+    log_rows(env, decision)
+
+
+def finish(env: StageEnv, decision: dict[str, Any], out: Path) -> None:
+    """decision.json, written last: its presence means the cycle is complete."""
+    write_json(out, decision)
     env.log(
-        f"{env.label}: {len(fixed)} fixes kept, tests {'pass' if tests_pass else 'FAIL'}"
+        f"{env.label}: {len(decision['fixed'])} fixes kept, tests "
+        f"{'pass' if decision['tests_pass'] else 'FAIL'}"
         + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
     )
-    return decision
 
 
 def open_issues(env: StageEnv, skipped: list[dict], fixed: list[dict]) -> list[str]:
@@ -155,8 +145,12 @@ def render_results(env: StageEnv, d: dict[str, Any], summary: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def log_rows(env, decision, red, green, refactor) -> None:
-    records = {"red": red, "green": green, "refactor": refactor or {}}
+def log_rows(env: StageEnv, decision: dict[str, Any]) -> None:
+    records = {
+        "red": env.stage_record("red"),
+        "green": env.stage_record("green"),
+        "refactor": refactor_record(env) or {},
+    }
     ts = journal.now()
 
     def row(team, status, description, files=""):
@@ -172,6 +166,7 @@ def log_rows(env, decision, red, green, refactor) -> None:
             "cost_usd": round(u.cost_usd, 6),
         }
 
+    red, green, refactor = records["red"], records["green"], records["refactor"]
     rows = [row("red", "ok", f"{red['findings']} findings")]
     rows.append(
         row(

@@ -43,7 +43,7 @@ COMMENTARY = re.compile(
     r"(poorly|well|badly)[- ](designed|written|structured)|technical debt)\b",
     re.IGNORECASE,
 )
-# The seed's "what to look for" categories (keys of prompts.RED_CATEGORIES); later
+# Red's "what to look for" categories (keys of prompts.RED_CATEGORIES); later
 # cycles drop those that found nothing.
 CATEGORIES = (
     "bugs",
@@ -149,7 +149,7 @@ def clean_text(text: str) -> str:
 
 
 def categorize(finding: Finding) -> str:
-    """The seed category a finding belongs to, by its severity and wording."""
+    """The Red category a finding belongs to, by its severity and wording."""
     if finding.severity == "test-gap":
         return "test-gaps"
     text = f"{finding.title} {finding.issue}"

@@ -1,26 +1,23 @@
 """The human-facing session files: session.md, results.tsv and ideas.md.
 
 session.md is derived: it is re-rendered from setup.json, the frozen spec and every
-cycle's decision.json, so it can never drift from what actually happened.
+cycle's decision, so it can never drift from what actually happened. Every write of
+these shared files happens under the session's journal lock (parallel broad tracks
+write them at the same moment).
 """
 
 from __future__ import annotations
 
 import csv
 import datetime as dt
-import fcntl
 import io
 import json
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .files import locked, write_text
 from .layout import SessionLayout
-
-if TYPE_CHECKING:
-    from .session import SetupRecord
+from .record import SetupRecord
+from .spec import SessionSpec
 
 RESULTS_COLUMNS = [
     "cycle",
@@ -40,31 +37,12 @@ def now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _atomic(path: Path, text: str) -> None:
-    # A per-process temporary name: parallel broad tracks rewrite the same session files,
-    # and a shared name lets one process rename away the other's half-written file.
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
-@contextmanager
-def _locked(layout: SessionLayout) -> Iterator[None]:
-    """Serialise read-modify-write of results.tsv and ideas.md (parallel broad tracks)."""
-    layout.root.mkdir(parents=True, exist_ok=True)
-    with open(layout.root / ".journal.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def init_files(layout: SessionLayout, record: SetupRecord, spec: dict[str, Any]) -> None:
-    if not layout.results.exists():
-        _atomic(layout.results, "\t".join(RESULTS_COLUMNS) + "\n")
-    if not layout.ideas.exists():
-        _atomic(layout.ideas, f"# Ideas backlog: {layout.name}\n\n")
+def init_files(layout: SessionLayout, record: SetupRecord, spec: SessionSpec) -> None:
+    with locked(layout.journal_lock):
+        if not layout.results.exists():
+            write_text(layout.results, "\t".join(RESULTS_COLUMNS) + "\n")
+        if not layout.ideas.exists():
+            write_text(layout.ideas, f"# Ideas backlog: {layout.name}\n\n")
     write_summary(layout, record, spec, [])
 
 
@@ -77,7 +55,7 @@ def read_results(layout: SessionLayout) -> list[dict[str, str]]:
 
 def upsert_results(layout: SessionLayout, track: str, cycle: str, rows: list[dict]) -> None:
     """Replace this cycle's rows (a rerun never duplicates them) and keep the rest."""
-    with _locked(layout):
+    with locked(layout.journal_lock):
         kept = [
             r for r in read_results(layout) if not (r["track"] == track and r["cycle"] == cycle)
         ]
@@ -86,7 +64,7 @@ def upsert_results(layout: SessionLayout, track: str, cycle: str, rows: list[dic
         writer.writeheader()
         for row in kept + [{**r, "track": track, "cycle": cycle} for r in rows]:
             writer.writerow({k: _cell(row.get(k, "")) for k in RESULTS_COLUMNS})
-        _atomic(layout.results, out.getvalue())
+        write_text(layout.results, out.getvalue())
 
 
 def _cell(value: Any) -> str:
@@ -95,22 +73,20 @@ def _cell(value: Any) -> str:
 
 def record_ideas(layout: SessionLayout, heading: str, lines: list[str]) -> None:
     """Put a block under `heading` in ideas.md, replacing an earlier one (idempotent)."""
-    with _locked(layout):
-        _record_ideas(layout, heading, lines)
-
-
-def _record_ideas(layout: SessionLayout, heading: str, lines: list[str]) -> None:
-    text = (
-        layout.ideas.read_text() if layout.ideas.exists() else f"# Ideas backlog: {layout.name}\n\n"
-    )
-    marker = f"## {heading}\n"
-    if marker in text:
-        start = text.index(marker)
-        end = text.find("\n## ", start + len(marker))
-        text = text[:start] + (text[end + 1 :] if end != -1 else "")
-    if lines:
-        text = text.rstrip("\n") + "\n\n" + marker + "".join(f"- {line}\n" for line in lines)
-    _atomic(layout.ideas, text)
+    with locked(layout.journal_lock):
+        text = (
+            layout.ideas.read_text()
+            if layout.ideas.exists()
+            else f"# Ideas backlog: {layout.name}\n\n"
+        )
+        marker = f"## {heading}\n"
+        if marker in text:
+            start = text.index(marker)
+            end = text.find("\n## ", start + len(marker))
+            text = text[:start] + (text[end + 1 :] if end != -1 else "")
+        if lines:
+            text = text.rstrip("\n") + "\n\n" + marker + "".join(f"- {line}\n" for line in lines)
+        write_text(layout.ideas, text)
 
 
 def load_decisions(layout: SessionLayout, track: str = "") -> list[dict[str, Any]]:
@@ -134,18 +110,12 @@ def tried_list(decisions: list[dict[str, Any]]) -> list[str]:
 def write_summary(
     layout: SessionLayout,
     record: SetupRecord,
-    spec: dict[str, Any],
+    spec: SessionSpec,
     decisions: list[dict[str, Any]],
     mode_sections: str = "",
+    list_cycles: bool = True,
 ) -> None:
-    scope = spec.get("scope") or {}
-    scope_text = (
-        ", ".join(
-            [f"include {p}" for p in scope.get("include", [])]
-            + [f"exclude {p}" for p in scope.get("exclude", [])]
-        )
-        or "all files"
-    )
+    """Render session.md. `list_cycles` is off for loops whose own section summarises them."""
     baseline = record.baseline
     lines = [
         f"# Autoresearch session: {record.name}",
@@ -163,8 +133,8 @@ def write_summary(
         f"- Linter: {record.linter_command or 'none'}",
         f"- Branch: {record.branch}",
         f"- Config: {record.config_file or 'none'}",
-        f"- Scope: {scope_text}",
-        f"- Agent backend: {spec['agent']['backend']}",
+        f"- Scope: {spec.scope_text}",
+        f"- Agent backend: {spec.backend}",
         "",
         "## Baseline",
         f"- Tests: {'pass' if baseline.get('ok') else 'FAIL'} ({baseline.get('summary')})",
@@ -174,11 +144,14 @@ def write_summary(
     ]
     if mode_sections:
         lines += [mode_sections.rstrip(), ""]
-    if record.mode == "experiment":
-        # Iterations are summarised by the mode's own section; cycle lines would mislead.
-        _atomic(layout.summary, "\n".join(lines) + "\n")
-        return
-    lines += ["## Cycles completed"]
+    if list_cycles:
+        lines += _cycle_sections(decisions)
+    with locked(layout.journal_lock):
+        write_text(layout.summary, "\n".join(lines).rstrip("\n") + "\n")
+
+
+def _cycle_sections(decisions: list[dict[str, Any]]) -> list[str]:
+    lines = ["## Cycles completed"]
     if not decisions:
         lines.append("(none yet)")
     for d in decisions:
@@ -191,12 +164,11 @@ def write_summary(
             f" — ending commit {d['end_commit'][:12]}"
         )
     lines += ["", "## What's been tried"]
-    tried = tried_list(decisions)
-    lines += [f"- {t}" for t in tried] or ["(nothing yet)"]
+    lines += [f"- {t}" for t in tried_list(decisions)] or ["(nothing yet)"]
     lines += ["", "## Open issues"]
     open_issues = decisions[-1].get("open_issues", []) if decisions else []
     lines += [f"- {o}" for o in open_issues] or ["(none)"]
     stop = next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None)
     if stop:
         lines += ["", "## Stopped", stop]
-    _atomic(layout.summary, "\n".join(lines) + "\n")
+    return lines

@@ -1,21 +1,32 @@
-"""Where a session's files live (DESIGN §3). One place, so rules and code agree."""
+"""Where a session's files live: every path of `sessions/<name>/`, in one place.
+
+Rules, stages, modes and `status` all ask the layout, so they can never disagree about a
+file's name. See docs/architecture.md for which rule writes which file.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-CYCLE_DIR = re.compile(r"^\d{3}$")
+SESSIONS = "sessions"
+LOOP_DIR = re.compile(r"^\d{3}$")
 
 
 @dataclass(frozen=True)
 class SessionLayout:
-    root: Path  # sessions/<name>
+    root: Path  # sessions/<name>, absolute
+    # Where the loop's steps live: `cycles` (sweep, narrow, broad tracks) or `iterations`
+    # (experiment), so the two loops' rules never claim the same file.
+    loop: str = "cycles"
 
     @property
     def name(self) -> str:
         return self.root.name
+
+    # --- every session ---------------------------------------------------------------
 
     @property
     def spec(self) -> Path:
@@ -34,6 +45,10 @@ class SessionLayout:
         return self.root / "results.tsv"
 
     @property
+    def usage(self) -> Path:
+        return self.root / "usage.tsv"
+
+    @property
     def ideas(self) -> Path:
         return self.root / "ideas.md"
 
@@ -45,11 +60,23 @@ class SessionLayout:
     def logs(self) -> Path:
         return self.root / "logs"
 
+    @property
+    def journal_lock(self) -> Path:
+        """Held while a shared session file (results, ideas, summary, usage) is rewritten."""
+        return self.root / ".journal.lock"
+
+    @property
+    def run_lock(self) -> Path:
+        """Held by the Snakemake process running this session."""
+        return self.root / ".run.lock"
+
     def worktree(self, track: str = "") -> Path:
         return self.root / "tracks" / track / "worktree" if track else self.root / "worktree"
 
+    # --- the loop ---------------------------------------------------------------------
+
     def cycles(self, track: str = "") -> Path:
-        return self.root / "cycles" / track if track else self.root / "cycles"
+        return self.root / self.loop / track if track else self.root / self.loop
 
     def cycle(self, number: int, track: str = "") -> Path:
         return self.cycles(track) / f"{number:03d}"
@@ -65,9 +92,117 @@ class SessionLayout:
         return sorted(
             int(p.name)
             for p in base.iterdir()
-            if CYCLE_DIR.match(p.name) and (p / "decision.json").exists()
+            if LOOP_DIR.match(p.name) and (p / "decision.json").exists()
         )
 
+    def next_open_cycle(self, track: str = "") -> int:
+        """The first cycle with no decision yet, or the one whose decision stopped the loop."""
+        cycle = 1
+        while True:
+            path = self.decision(cycle, track)
+            if not path.exists() or json.loads(path.read_text()).get("stop"):
+                return cycle
+            cycle += 1
 
-def session_layout(sessions_dir: Path | str, name: str) -> SessionLayout:
-    return SessionLayout(Path(sessions_dir).absolute() / name)
+    # --- narrow and experiment: the metric --------------------------------------------
+
+    @property
+    def baseline(self) -> Path:
+        return self.root / "baseline.json"
+
+    @property
+    def goal_progress(self) -> Path:
+        return self.root / "goal-progress.md"
+
+    @property
+    def goal_progress_plot(self) -> Path:
+        return self.root / "goal-progress.png"
+
+    # --- broad ------------------------------------------------------------------------
+
+    @property
+    def baseline_worktree(self) -> Path:
+        """A detached checkout of the base commit (broad has no session worktree)."""
+        return self.root / "baseline-worktree"
+
+    @property
+    def hypotheses_md(self) -> Path:
+        return self.root / "hypotheses.md"
+
+    @property
+    def strategist_record(self) -> Path:
+        return self.root / "strategist.json"
+
+    @property
+    def approved(self) -> Path:
+        """The approved, validated hypotheses; its presence means approved."""
+        return self.root / "hypotheses.json"
+
+    @property
+    def approval_marker(self) -> Path:
+        """The file a person creates to approve hypotheses.md (`approve: manual`)."""
+        return self.root / "approved"
+
+    def track_dir(self, hid: str) -> Path:
+        return self.root / "tracks" / hid
+
+    def track_meta(self, hid: str) -> Path:
+        return self.track_dir(hid) / "track.json"
+
+    def track_result(self, hid: str) -> Path:
+        return self.track_dir(hid) / "result.json"
+
+    @property
+    def comparison_md(self) -> Path:
+        return self.root / "comparison.md"
+
+    @property
+    def comparison_json(self) -> Path:
+        return self.root / "comparison.json"
+
+    # --- experiment -------------------------------------------------------------------
+
+    @property
+    def experiment_setup(self) -> Path:
+        return self.root / "experiment-setup.json"
+
+    @property
+    def experiments_jsonl(self) -> Path:
+        return self.root / "experiments.jsonl"
+
+    @property
+    def results_data(self) -> Path:
+        return self.root / "results-data.json"
+
+    @property
+    def experiments_tsv(self) -> Path:
+        return self.root / "experiments.tsv"
+
+    @property
+    def decision_log(self) -> Path:
+        return self.root / "decision-log.md"
+
+    def evaluation(self, iteration: int) -> Path:
+        return self.root / "evaluations" / f"iteration-{iteration:04d}.json"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report.md"
+
+    @property
+    def progress_plot(self) -> Path:
+        return self.root / "progress.png"
+
+
+def session_layout(
+    name: str, loop: str = "cycles", sessions: Path | str = SESSIONS
+) -> SessionLayout:
+    return SessionLayout(Path(sessions).absolute() / name, loop)
+
+
+def rel(path: Path) -> str:
+    """A session path as Snakemake and the user write it: relative to the working directory."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

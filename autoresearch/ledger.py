@@ -8,15 +8,12 @@ abandoned attempts is visible in the stage logs, not double-counted here.
 from __future__ import annotations
 
 import csv
-import fcntl
 import io
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from autoresearch.agents import StageRun, Usage
+from .backends.base import StageRun, Usage
+from .files import locked, write_text
 
 USAGE_FILE = "usage.tsv"
 COLUMNS = [
@@ -61,18 +58,6 @@ def price(model: str, usage: Usage, prices: dict) -> float:
     return total / 1_000_000
 
 
-@contextmanager
-def _locked(session_dir: Path) -> Iterator[None]:
-    # Broad-mode tracks may finish stages at the same moment; serialise the rewrite.
-    session_dir.mkdir(parents=True, exist_ok=True)
-    with open(session_dir / f"{USAGE_FILE}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def read_rows(session_dir: Path) -> list[dict[str, str]]:
     path = Path(session_dir) / USAGE_FILE
     if not path.exists():
@@ -102,17 +87,15 @@ def record_stage(
         "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     key = (track, cycle, team)
-    with _locked(session_dir):
+    # Broad-mode tracks may finish stages at the same moment; serialise the rewrite.
+    with locked(session_dir / f"{USAGE_FILE}.lock"):
         rows = [r for r in read_rows(session_dir) if (r["track"], r["cycle"], r["team"]) != key]
         rows.append(row)
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, COLUMNS, delimiter="\t", lineterminator="\n")
         writer.writeheader()
         writer.writerows({c: r.get(c, "") for c in COLUMNS} for r in rows)
-        # Write then rename: a crash mid-write never leaves a half ledger behind.
-        tmp = session_dir / f"{USAGE_FILE}.tmp"
-        tmp.write_text(buffer.getvalue())
-        os.replace(tmp, session_dir / USAGE_FILE)
+        write_text(session_dir / USAGE_FILE, buffer.getvalue())
 
 
 def session_totals(session_dir: Path) -> Usage:

@@ -1,6 +1,6 @@
 """Measuring a metric with the spec's command, and judging values against a target or a baseline.
 
-Output formats (seeds 003 and 004, plus `metric` and `regex:`):
+Output formats:
   last_line         the last non-empty stdout line; its first number ("123ms", "45%" are fine)
   json_stdout       the last JSON object in stdout holding `key` (dots reach nested keys: a.b)
   json_file:<path>  a JSON file the command writes (relative to its directory); `key` as above
@@ -305,7 +305,7 @@ def _measure_once(
             raise fail(f"failed with exit code {result.exit_code}") from None
         raise fail(f"printed no parsable value: {e}") from None
     # An evaluator reports failure as {"pass": false} and may exit non-zero to say the same;
-    # its verdict is data (seed 003). Any other command that fails has not measured anything.
+    # its verdict is data. Any other command that fails has not measured anything.
     if result.exit_code != 0 and not fmt.startswith("evaluator"):
         raise fail(f"failed with exit code {result.exit_code}")
     return parsed

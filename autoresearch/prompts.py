@@ -21,7 +21,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from autoresearch.agents import TEAMS, StageBrief, StageLimits
+from autoresearch.backends.base import TEAMS, StageBrief, StageLimits
 
 MAX_CONVENTIONS_CHARS = 4000
 MAX_HISTORY = 10

@@ -1,4 +1,4 @@
-"""Starting a session: preflight checks (no writes), then setup (seed 000, shared setup).
+"""Starting a session: preflight checks (no writes), then the setup job.
 
 `preflight` runs while Snakemake builds the DAG, so bad input stops the run before
 any job starts and nothing is written anywhere. `create` is the setup job itself.
@@ -9,21 +9,18 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from dataclasses import asdict, dataclass, field
+import re
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from . import __version__, commands, git, journal, modes, spec, stack
+from .errors import SessionError
 from .layout import SessionLayout
+from .record import SetupRecord
 
 CONTEXT_FILES = ("CLAUDE.md", "AGENTS.md", "README.md")
 CONTEXT_CHARS = 6000
-BRANCH_PREFIX = {
-    "sweep": "autoresearch/improve",
-    "narrow": "autoresearch/narrow/{name}",
-    "broad": "autoresearch/broad/{name}",
-    "experiment": "autoresearch/experiment/{name}",
-}
 
 
 @dataclass
@@ -33,27 +30,6 @@ class Preflight:
     stack: str | None
     test_command: str
     linter_command: str | None
-
-
-@dataclass
-class SetupRecord:
-    """Facts found at setup, written once to setup.json."""
-
-    name: str
-    mode: str
-    version: str
-    target: str
-    stack: str | None
-    test_command: str
-    linter_command: str | None
-    branch: str
-    base_commit: str
-    baseline: dict[str, Any]
-    date: str
-    config_file: str | None
-    conventions: str
-    warnings: list[str] = field(default_factory=list)
-    stashed: str | None = None
 
 
 def preflight(name: str, root: Path, overrides: dict[str, Any] | None = None) -> Preflight:
@@ -72,7 +48,11 @@ def preflight(name: str, root: Path, overrides: dict[str, Any] | None = None) ->
             f"{target} has uncommitted changes. Commit them, or set 'on_dirty: stash' in "
             f"config/sessions/{name}.yaml to record them in a stash entry and start from HEAD"
         )
-    modes.check_spec(values, name)
+    try:
+        mode = modes.get(values["mode"])
+    except ValueError as err:
+        raise spec.SpecError(f"{merged.source_of('mode')}: key 'mode': {err}") from None
+    mode.check_spec(values, name)
     check_agent(values, merged)
     found, test_command, linter_command = stack.resolve_commands(
         target, values.get("test_command"), values.get("linter_command")
@@ -121,7 +101,7 @@ def read_conventions(worktree: Path) -> str:
 def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     """The setup job: worktree on the session branch, baseline, initial files, frozen spec."""
     values = pre.spec.values
-    mode = values["mode"]
+    mode = modes.get(values["mode"])
     for warning in pre.spec.warnings:
         log(f"warning: {warning}")
     stashed = None
@@ -137,30 +117,29 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
             log(f"warning: uncommitted changes in {pre.target} saved as stash {stash_commit[:10]}")
 
     worktree = layout.worktree()
-    if mode == "broad":
-        branch = "see tracks"
+    if not mode.has_worktree:
+        branch = mode.branch_name(layout.name)
         base = git.head(pre.target)
+        checkout, measured_in = pre.target, _baseline_checkout(pre.target, layout, base)
     else:
         if (worktree / ".git").exists():
             branch = git.current_branch(worktree)
             base = git.head(worktree)
         else:
-            wanted = BRANCH_PREFIX[mode].format(name=layout.name)
-            branch = git.free_branch_name(pre.target, wanted)
+            branch = git.free_branch_name(pre.target, mode.branch_name(layout.name))
             base = git.head(pre.target)
         git.add_worktree(pre.target, worktree, branch, base)
-
-    checkout = worktree if mode != "broad" else pre.target
+        checkout = measured_in = worktree
     run = commands.run(
         stack.uncached_test_command(pre.stack, pre.test_command),
-        worktree if mode != "broad" else _baseline_checkout(pre.target, layout, base),
+        measured_in,
         timeout_s=values["test_timeout_s"],
         extra_secrets=values.get("secrets"),
     )
     counts = stack.parse_test_output(run.output, run.exit_code)
     baseline = asdict(counts) | {"ok": run.ok, "timed_out": run.timed_out}
     if not run.ok:
-        log(f"warning: baseline tests fail ({counts.summary}); continuing as the seed says")
+        log(f"warning: baseline tests fail ({counts.summary}); the session goes on from there")
         log(run.tail(2000))
     else:
         log(f"baseline tests: {counts.summary}")
@@ -168,7 +147,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     config_file = pre.target / spec.TARGET_CONFIG
     record = SetupRecord(
         name=layout.name,
-        mode=mode,
+        mode=mode.name,
         version=__version__,
         target=str(pre.target),
         stack=pre.stack,
@@ -184,9 +163,9 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         stashed=stashed,
     )
     layout.cycles().mkdir(parents=True, exist_ok=True)
-    journal.init_files(layout, record, values)
-    modes.on_setup(layout, record, values, log)
-    write_json(layout.setup, asdict(record))
+    journal.init_files(layout, record, spec.SessionSpec(values))
+    mode.on_setup(layout, record, values, log)
+    record.save(layout)
     frozen = pre.spec
     frozen.values["test_command"] = pre.test_command
     frozen.values["linter_command"] = pre.linter_command
@@ -196,7 +175,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
 
 def _baseline_checkout(target: Path, layout: SessionLayout, base: str) -> Path:
     """Broad mode has no session worktree: measure the baseline in a detached one."""
-    path = layout.root / "baseline-worktree"
+    path = layout.baseline_worktree
     if not (path / ".git").exists():
         with git.repo_lock(target):
             git.git(target, "worktree", "add", "--detach", str(path), base)
@@ -208,30 +187,51 @@ def start(
 ) -> None:
     """The setup job: check everything again (the DAG-time check may have been skipped
     while an example repository was still being made), then set the session up."""
-    from .layout import SessionLayout
 
     def log(line: str) -> None:
         with open(log_path, "a") as handle:
             handle.write(line + "\n")
 
     pre = preflight(name, root, dict(overrides or {}))
-    create(pre, SessionLayout(Path(session_dir).absolute()), log)
+    create(pre, modes.get(pre.spec.values["mode"]).layout(session_dir), log)
 
 
-def load_record(layout: SessionLayout) -> SetupRecord:
-    return SetupRecord(**json.loads(layout.setup.read_text()))
+# --- resuming ------------------------------------------------------------------------
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Atomic write: a crash leaves the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
-    tmp.replace(path)
+def version_verdict(stamp: str, installed: str) -> str:
+    """How a session stamped `stamp` may resume under `installed`: 'same', 'upgrade'
+    (minor or patch), 'major' or 'older'."""
+
+    def parts(text: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
+
+    old, new = parts(stamp), parts(installed)
+    if new == old:
+        return "same"
+    if new < old:
+        return "older"
+    return "major" if new[0] != old[0] else "upgrade"
 
 
-def write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+def check_resumable(layout: SessionLayout, overrides: dict[str, Any]) -> None:
+    """Refuse to resume a session stamped by a newer autoresearch, or across a MAJOR
+    version without `--config allow_major_upgrade=true` (no one is there to ask); and a
+    resumed session still needs what its backend needs (a key)."""
+    if not layout.setup.exists():
+        return
+    name = layout.name
+    stamp = json.loads(layout.setup.read_text())["version"]
+    verdict = version_verdict(stamp, __version__)
+    if verdict == "older":
+        raise SessionError(
+            f"session {name!r} was made by autoresearch {stamp}, newer than the installed "
+            f"{__version__}; upgrade autoresearch before resuming it"
+        )
+    if verdict == "major" and not overrides.get("allow_major_upgrade"):
+        raise SessionError(
+            f"session {name!r} was made by autoresearch {stamp}; the installed {__version__} "
+            "is a new MAJOR version whose protocol may differ. Read the changelog, then resume "
+            "with --config allow_major_upgrade=true"
+        )
+    check_agent(spec.load_frozen(layout.spec))

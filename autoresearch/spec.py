@@ -14,13 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
+
+from .errors import SpecError
+from .files import write_text
 
 SESSION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 TARGET_CONFIG = ".autoresearch.yml"
 DEFAULT_TEAMS = ["red", "green", "refactor"]
-# Keys a target's .autoresearch.yml may set (seed 000, setup step 4).
+# Keys a target's .autoresearch.yml may set.
 TARGET_KEYS = {
     "test_command",
     "linter_command",
@@ -32,10 +34,6 @@ TARGET_KEYS = {
     "mode",
     "protected",
 }
-
-
-class SpecError(ValueError):
-    """A spec problem the user must fix; the message names the file and the key."""
 
 
 @dataclass
@@ -97,7 +95,7 @@ def _target_layer(target: Path, spec: Spec) -> dict[str, Any]:
     if unknown:
         spec.warnings.append(f"{path}: ignoring unknown keys {sorted(unknown)}")
     layer = {k: v for k, v in layer.items() if k in TARGET_KEYS}
-    # The seed's flat include/exclude become our scope mapping.
+    # A flat include/exclude becomes our scope mapping.
     for key in ("include", "exclude"):
         if key in layer:
             layer.setdefault("scope", {})[key] = layer.pop(key)
@@ -153,6 +151,8 @@ def resolve_target(value: str) -> Path:
 
 
 def validate(spec: Spec, root: Path, default_file: str) -> None:
+    import jsonschema  # costly to import; only a session that starts needs it
+
     schema = yaml.safe_load((root / "config" / "schema.yaml").read_text())
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(spec.values), key=lambda e: list(e.absolute_path))
@@ -173,14 +173,77 @@ def validate(spec: Spec, root: Path, default_file: str) -> None:
 
 def freeze(spec: Spec, path: Path) -> None:
     """Write the merged spec once; later edits to the layers cannot change it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
     # Round-trip through JSON: Snakemake reads a JSON --configfile into OrderedDicts,
     # which yaml.safe_dump refuses.
     plain = json.loads(json.dumps(spec.values))
-    tmp.write_text(yaml.safe_dump(plain, sort_keys=False))
-    tmp.replace(path)
+    write_text(path, yaml.safe_dump(plain, sort_keys=False))
 
 
-def load_frozen(path: Path) -> dict[str, Any]:
-    return yaml.safe_load(Path(path).read_text())
+class SessionSpec(dict):
+    """A frozen spec, with typed accessors for the values the engine reads everywhere.
+
+    Still a mapping: each mode reads its own section (`goal`, `experiment`, ...) by key.
+    """
+
+    @property
+    def mode(self) -> str:
+        return self["mode"]
+
+    @property
+    def agent(self) -> dict[str, Any]:
+        return self["agent"]
+
+    @property
+    def backend(self) -> str:
+        return self["agent"]["backend"]
+
+    @property
+    def teams(self) -> list[str]:
+        return list(self.get("teams") or DEFAULT_TEAMS)
+
+    @property
+    def refactor_on(self) -> bool:
+        return "refactor" in self.teams
+
+    @property
+    def max_cycles(self) -> int | None:
+        return self.get("max_cycles")
+
+    @property
+    def budget_usd(self) -> float | None:
+        """The whole session's budget (`budget.max_cost_usd`), None for no limit."""
+        return (self.get("budget") or {}).get("max_cost_usd")
+
+    @property
+    def stage_budget_usd(self) -> float | None:
+        return (self.get("budget") or {}).get("max_cost_usd_per_stage")
+
+    @property
+    def secrets(self) -> list[str]:
+        return list(self.get("secrets") or [])
+
+    @property
+    def protected(self) -> list[str]:
+        return list(self.get("protected") or [])
+
+    @property
+    def test_timeout_s(self) -> float:
+        return self["test_timeout_s"]
+
+    @property
+    def scope_include(self) -> list[str]:
+        return list((self.get("scope") or {}).get("include") or [])
+
+    @property
+    def scope_exclude(self) -> list[str]:
+        return list((self.get("scope") or {}).get("exclude") or [])
+
+    @property
+    def scope_text(self) -> str:
+        parts = [f"include {p}" for p in self.scope_include]
+        parts += [f"exclude {p}" for p in self.scope_exclude]
+        return ", ".join(parts) or "all files"
+
+
+def load_frozen(path: Path) -> SessionSpec:
+    return SessionSpec(yaml.safe_load(Path(path).read_text()))

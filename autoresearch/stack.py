@@ -20,7 +20,7 @@ class Stack:
     linter_command: str | None
 
 
-# Seed 000, setup step 5, in its order: the first build file present wins.
+# In this order: the first build file present wins.
 STACKS: tuple[Stack, ...] = (
     Stack("Go", "go.mod", "go test ./...", "go vet ./..."),
     Stack("Node/TS", "package.json", "npm test", "npx eslint ."),
@@ -54,7 +54,7 @@ def resolve_commands(
     return stack, test, linter
 
 
-# --- running the suite without caches (seed 000, "Verify and log" step 1) ---
+# --- running the suite without caches (evaluate's full run) ---
 
 _GO_TEST = re.compile(r"(?<![\w./-])go\s+test(?=\s|$)")
 _PYTEST = re.compile(r"(?<![\w./-])((?:python3?\s+-m\s+)?(?:[\w./-]*/)?py\.?test)(?=\s|$)")

@@ -1,7 +1,7 @@
 """The context every stage job works in: session, cycle, track, worktree, log.
 
 Also the rule that makes reruns safe: a stage first returns its worktree to the
-commit it started from, so a rerun never stacks duplicate commits (DESIGN §6).
+commit it started from, so a rerun never stacks duplicate commits (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -9,37 +9,24 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import git, spec
-from .agents import StageLimits
+from .backends.base import StageLimits
 from .layout import SessionLayout
-from .session import SetupRecord, load_record
+from .record import SetupRecord
 
 
 @dataclass
 class StageEnv:
     layout: SessionLayout
-    spec: dict[str, Any]
+    spec: spec.SessionSpec
     record: SetupRecord
     cycle: int
     track: str = ""
-    log_lines: list[str] = field(default_factory=list)
     log_file: Path | None = None
-
-    @classmethod
-    def open(cls, session_dir: str | Path, cycle: int | str = 0, track: str = "", log_file=None):
-        layout = SessionLayout(Path(session_dir).absolute())
-        return cls(
-            layout=layout,
-            spec=spec.load_frozen(layout.spec),
-            record=load_record(layout),
-            cycle=int(cycle),
-            track=track or "",
-            log_file=Path(log_file) if log_file else None,
-        )
 
     @property
     def worktree(self) -> Path:
@@ -66,11 +53,19 @@ class StageEnv:
         path = self.layout.decision(self.cycle - 1, self.track)
         return json.loads(path.read_text()) if path.exists() else None
 
+    def decisions_before(self) -> list[dict[str, Any]]:
+        """Every completed decision of this loop (this track) before the current cycle."""
+        return [
+            json.loads(self.layout.decision(n, self.track).read_text())
+            for n in self.layout.completed_cycles(self.track)
+            if n < self.cycle
+        ]
+
     def track_base(self) -> str:
-        """Where this track's branch started (broad tracks record their own)."""
+        """Where this loop's branch started (a broad track records its own)."""
         if self.track:
-            meta = self.layout.root / "tracks" / self.track / "track.json"
-            return json.loads(meta.read_text())["base_commit"]
+            meta = json.loads(self.layout.track_meta(self.track).read_text())
+            return meta["base_commit"]
         return self.record.base_commit
 
     def cycle_start(self) -> str:
@@ -89,25 +84,23 @@ class StageEnv:
         git.reset_to(self.worktree, start)
 
     def limits(self) -> StageLimits:
-        agent = self.spec["agent"]
         return StageLimits(
-            max_turns=agent.get("max_turns"),
-            deadline_s=agent.get("stage_timeout_s"),
-            max_cost_usd=(self.spec.get("budget") or {}).get("max_cost_usd_per_stage"),
+            max_turns=self.spec.agent.get("max_turns"),
+            deadline_s=self.spec.agent.get("stage_timeout_s"),
+            max_cost_usd=self.spec.stage_budget_usd,
         )
 
     def toolbox_options(self) -> dict[str, Any]:
-        scope = self.spec.get("scope") or {}
         return {
             "test_command": self.record.test_command,
             "linter_command": self.record.linter_command,
-            "test_timeout_s": self.spec["test_timeout_s"],
-            "protected": list(self.spec.get("protected") or []),
-            "include": list(scope.get("include") or []),
-            "exclude": list(scope.get("exclude") or []),
-            "secrets": list(self.spec.get("secrets") or []),
+            "test_timeout_s": self.spec.test_timeout_s,
+            "protected": self.spec.protected,
+            "include": self.spec.scope_include,
+            "exclude": self.spec.scope_exclude,
+            "secrets": self.spec.secrets,
         }
 
-
-def progress_printer(env: StageEnv, team: str) -> Callable[[str], None]:
-    return lambda line: env.log(f"[{env.layout.name} {env.label} {team}] {line}")
+    def progress(self, team: str) -> Callable[[str], None]:
+        """A backend's progress lines, labelled with session, cycle and team."""
+        return lambda line: self.log(f"[{self.layout.name} {self.label} {team}] {line}")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import __version__, journal, ledger, modes
+from . import __version__, ledger, modes, spec
 from .layout import SessionLayout
+from .modes.base import Mode
 
 
 def session_dirs(sessions: Path) -> list[Path]:
@@ -15,25 +16,29 @@ def session_dirs(sessions: Path) -> list[Path]:
     return sorted(p for p in sessions.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
 
 
-def summarize(layout: SessionLayout) -> dict:
+def mode_of(root: Path) -> tuple[Mode, SessionLayout]:
+    """The session's mode (from setup.json) and its layout."""
+    setup = json.loads((root / "setup.json").read_text())
+    mode = modes.get(setup["mode"])
+    return mode, mode.layout(root)
+
+
+def summarize(root: Path) -> dict:
     """The figures status prints, from setup.json, decisions, results and the ledger."""
-    if not layout.setup.exists():
-        return {"name": layout.name, "state": "not started"}
+    if not (root / "setup.json").exists():
+        return {"name": root.name, "state": "not started"}
+    mode, layout = mode_of(root)
     setup = json.loads(layout.setup.read_text())
-    decisions = _all_decisions(layout)
-    last = decisions[-1] if decisions else None
+    progress = mode.progress(layout)
     usage = ledger.session_totals(layout.root)
-    state = "done" if layout.done.exists() else ("running or paused" if decisions else "set up")
+    done = layout.done.exists()
+    state = "done" if done else ("running or paused" if progress["cycles"] else "set up")
     return {
         "name": layout.name,
         "state": state,
         "mode": setup["mode"],
         "version": setup["version"],
-        "cycles": len(decisions),
-        "commits": sum(d.get("commits_total", 0) for d in _last_per_track(decisions)),
-        "fixes": sum(len(d.get("fixed", [])) for d in decisions),
-        "tests": "n/a" if last is None else ("pass" if last.get("tests_pass") else "FAIL"),
-        "open_issues": sum(len(d.get("open_issues", [])) for d in _last_per_track(decisions)),
+        **progress,
         "cost_usd": usage.cost_usd,
         "tokens": usage.tokens,
         "stopped": stop_reason(layout),
@@ -48,26 +53,10 @@ def stop_reason(layout: SessionLayout) -> str | None:
     return next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("stopped:")), None)
 
 
-def _all_decisions(layout: SessionLayout) -> list[dict]:
-    decisions = journal.load_decisions(layout)
-    cycles = layout.cycles()
-    if cycles.is_dir():
-        for track in sorted(p.name for p in cycles.iterdir() if p.is_dir() and p.name[:1] == "h"):
-            decisions += journal.load_decisions(layout, track)
-    return decisions
-
-
-def _last_per_track(decisions: list[dict]) -> list[dict]:
-    last: dict[str, dict] = {}
-    for d in decisions:
-        last[d.get("track", "")] = d
-    return list(last.values())
-
-
-def render_one(layout: SessionLayout) -> str:
-    info = summarize(layout)
+def render_one(root: Path) -> str:
+    info = summarize(root)
     if info["state"] == "not started":
-        return f"{layout.name}: not started (no setup.json yet)"
+        return f"{root.name}: not started (no setup.json yet)"
     stamp = info["version"]
     version_note = "" if stamp == __version__ else f" (installed: {__version__})"
     lines = [
@@ -83,17 +72,14 @@ def render_one(layout: SessionLayout) -> str:
     ]
     if info["stopped"]:
         lines.append(f"Stopped: {info['stopped']}")
-    spec_path = layout.spec
-    if spec_path.exists():
-        import yaml
-
-        values = yaml.safe_load(spec_path.read_text())
-        lines += modes.status_lines(layout, values)
+    mode, layout = mode_of(root)
+    if layout.spec.exists():
+        lines += mode.status_lines(layout, spec.load_frozen(layout.spec))
     return "\n".join(lines)
 
 
 def render_table(sessions: Path) -> str:
-    rows = [summarize(SessionLayout(p.absolute())) for p in session_dirs(sessions)]
+    rows = [summarize(p.absolute()) for p in session_dirs(sessions)]
     if not rows:
         return f"no sessions under {sessions}/"
     header = ("session", "mode", "state", "cycles", "fixes", "tests", "cost_usd")

@@ -2,27 +2,23 @@
 
 Each stage: reset the worktree to its start commit, build the team's brief (what
 the clean room allows it to know), let the backend work through the toolbox, then
-write its Markdown file for people and its JSON record for the workflow.
+write its Markdown file for people and its JSON record for the workflow. What a mode
+changes (Red's scope, which findings wait) comes in as arguments.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
-from . import commands, findings, git, journal, ledger, modes, prompts, stack
-from .agents import SessionStop, StageRun, ToolResult, Usage
-from .backends import get_backend
-from .session import write_json, write_text
-from .stage import StageEnv, progress_printer
+from . import commands, findings, git, journal, prompts, stack
+from .agent_run import run_agent, stop_reason_of
+from .backends.base import ToolResult, Usage
+from .files import write_json, write_text
+from .stage import StageEnv
 from .tools import Toolbox
-
-
-def scope_text(spec: dict[str, Any]) -> str:
-    scope = spec.get("scope") or {}
-    parts = [f"include {p}" for p in scope.get("include", [])]
-    parts += [f"exclude {p}" for p in scope.get("exclude", [])]
-    return ", ".join(parts) or "all files"
 
 
 def base_context(env: StageEnv, team: str) -> prompts.BriefContext:
@@ -32,60 +28,20 @@ def base_context(env: StageEnv, team: str) -> prompts.BriefContext:
         stack=env.record.stack,
         test_command=env.record.test_command,
         linter=env.record.linter_command,
-        scope_text=scope_text(env.spec),
+        scope_text=env.spec.scope_text,
         branch=git.current_branch(env.worktree),
         conventions=env.record.conventions,
         cycle=env.cycle,
     )
 
 
-def run_agent(env: StageEnv, team: str, ctx: prompts.BriefContext, toolbox: Toolbox) -> StageRun:
-    """Run the team's backend; a budget already spent or a spend-limit stop skips or ends it."""
-    limit = (env.spec.get("budget") or {}).get("max_cost_usd")
-    reason = ledger.budget_exceeded(env.layout.root, limit) if limit is not None else None
-    if reason:
-        env.log(f"{team}: not run: {reason}")
-        return StageRun(Usage(), 0, "budget", reason)
-    limits = env.limits()
-    if limit is not None:
-        # A stage may spend at most what is left of the session's budget.
-        left = max(0.0, limit - ledger.session_totals(env.layout.root).cost_usd)
-        limits.max_cost_usd = min(left, limits.max_cost_usd or left)
-    brief = prompts.build_brief(ctx, env.spec["agent"].get("prompts") or {}, limits)
-    # Model-free backends read the same facts in structured form, never more.
-    brief.data["worktree"] = str(env.worktree)
-    brief.data["cycle"] = env.cycle
-    brief.data["track"] = env.track
-    if team == "red":
-        brief.data["tried"] = list(ctx.tried)
-    backend = get_backend(env.spec)
-    try:
-        run = backend.run(brief, toolbox, progress_printer(env, team))
-    except SessionStop as stop:
-        run = StageRun(Usage(), 0, "session_stop", str(stop))
-    ledger.record_stage(
-        env.layout.root,
-        track=env.track,
-        cycle=f"{env.cycle:03d}",
-        team=team,
-        model=env.spec["agent"]["model"] if backend.name == "claude" else backend.name,
-        run=run,
-    )
-    env.log(
-        f"{team}: {run.stop_reason} after {run.turns} turns, "
-        f"{run.usage.tokens} tokens, ${run.usage.cost_usd:.4f}"
-    )
-    return run
-
-
-def stop_reason_of(run: StageRun) -> str | None:
-    return run.detail if run.stop_reason in ("budget", "session_stop") else None
-
-
 # --- Red -------------------------------------------------------------------
 
 
-def red(env: StageEnv, markdown_out, record_out) -> None:
+def red(
+    env: StageEnv, markdown_out: Path, record_out: Path, scope: dict[str, Any] | None = None
+) -> None:
+    """Red reports findings; `scope` narrows it to an angle or a hypothesis."""
     start = env.cycle_start()
     env.begin(start)
     prev = env.previous_decision()
@@ -105,7 +61,10 @@ def red(env: StageEnv, markdown_out, record_out) -> None:
             c for c in findings.CATEGORIES if c not in prev.get("red_categories", [])
         ]
         ctx.adjacent_files = prev.get("files_changed", [])
-    env_mode_context(env, ctx)
+    if scope:
+        ctx.angle = scope.get("angle")
+        ctx.hypothesis = scope.get("hypothesis")
+        ctx.aspiration = scope.get("aspiration")
     toolbox = Toolbox(
         "red", env.worktree, hooks={"report_finding": report_finding}, **env.toolbox_options()
     )
@@ -128,31 +87,22 @@ def red(env: StageEnv, markdown_out, record_out) -> None:
     )
 
 
-def env_mode_context(env: StageEnv, ctx: prompts.BriefContext) -> None:
-    """Narrow and broad modes scope Red to an angle or a hypothesis."""
-    scoped = modes.red_scope(env)
-    if scoped:
-        ctx.angle = scoped.get("angle")
-        ctx.hypothesis = scoped.get("hypothesis")
-        ctx.aspiration = scoped.get("aspiration")
-
-
 # --- Sanitize ----------------------------------------------------------------
 
 
-def sanitize(env: StageEnv, red_markdown, out) -> None:
-    """Deterministic, no model: facts only, at most `max_findings`, the rest to ideas.md."""
+def sanitize(
+    env: StageEnv,
+    red_markdown: Path,
+    out: Path,
+    held_back: Callable[[list[findings.Finding]], list[findings.Finding]] = lambda _: [],
+) -> None:
+    """Deterministic, no model: facts only, at most `max_findings`, the rest to ideas.md.
+    `held_back` picks the findings that wait in ideas.md whatever their rank."""
     reported = findings.parse(red_markdown.read_text())
-    if env.spec["mode"] == "narrow":
-        # Red marks what lies off the current angle as low: it waits in ideas.md.
-        reported, off_angle = (
-            [f for f in reported if f.severity != "low"],
-            [f for f in reported if f.severity == "low"],
-        )
-    else:
-        off_angle = []
+    waiting = held_back(reported)
+    reported = [f for f in reported if f not in waiting]
     passed, held = findings.sanitize(reported, env.spec["max_findings"])
-    held = held + off_angle
+    held = held + waiting
     write_text(out, findings.render(passed))
     journal.record_ideas(
         env.layout,
@@ -179,8 +129,8 @@ class TestGate:
         self.last = commands.run(
             self.env.record.test_command,
             self.env.worktree,
-            timeout_s=self.env.spec["test_timeout_s"],
-            extra_secrets=self.env.spec.get("secrets"),
+            timeout_s=self.env.spec.test_timeout_s,
+            extra_secrets=self.env.spec.secrets,
         )
         return self.last
 

@@ -1,4 +1,4 @@
-"""The tools an agent may call (DESIGN §5), bound to one worktree and one team.
+"""The tools an agent may call (docs/agent-tools.md), bound to one worktree and one team.
 
 `Toolbox` is the only way a backend touches the target: file tools go through the
 `Sandbox`, commands come from the spec and run through `commands.run`, and the harness
@@ -18,7 +18,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from autoresearch import commands
-from autoresearch.agents import TEAMS, SessionStop, StageFailed, ToolResult
+from autoresearch.backends.base import TEAMS, SessionStop, StageFailed, ToolResult
 from autoresearch.sandbox import Refused, Sandbox, glob_match
 
 # Output caps: a tool result goes back into the model's context on every later turn.

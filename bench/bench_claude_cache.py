@@ -25,7 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from fake_anthropic import FakeAnthropic, message, text_block, tool_call  # noqa: E402
 
-from autoresearch.agents import StageLimits  # noqa: E402
+from autoresearch.backends.base import StageLimits  # noqa: E402
 from autoresearch.backends.claude import ClaudeBackend  # noqa: E402
 from autoresearch.prompts import BriefContext, build_brief  # noqa: E402
 from autoresearch.tools import Toolbox  # noqa: E402

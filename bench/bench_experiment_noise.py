@@ -29,9 +29,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autoresearch.experiment_policy import Sample, judge  # noqa: E402
-from autoresearch.experiment_program import ExperimentConfig  # noqa: E402
 from autoresearch.metrics import median  # noqa: E402
+from autoresearch.modes.experiment.policy import Sample, judge  # noqa: E402
+from autoresearch.modes.experiment.program import ExperimentConfig  # noqa: E402
 
 NOISE = 0.05
 GAIN = 0.03

@@ -1,27 +1,16 @@
-# Broad mode (seed 000): strategist → approval → one independent track per hypothesis
-# (its own branch and worktree from the base commit, cycles under cycles/<hid>/NNN/) →
-# comparison → done. The cycle is the sweep's own: the rules of cycle.smk are reused
-# with a {hid} wildcard, so there is one loop, not a copy (DESIGN §2).
-from autoresearch import broad_flow
-
-
-wildcard_constraints:
-    hid=r"h\d+",
+# Broad mode: strategist → approval → one independent track per hypothesis (its own branch
+# and worktree from the base commit, cycles under cycles/<hid>/NNN/) → comparison → done.
+# A track's cycle is rules/cycle.smk's: its rules are reused with a {hid} wildcard, so
+# there is one loop, not a copy.
 
 
 # Cheap bookkeeping runs on the machine driving the workflow, never as a cluster job.
 localrules:
-    sanitize,
-    done,
     broad_approve,
     broad_track,
     broad_sanitize,
     broad_track_end,
     broad_comparison,
-
-
-# `done` of a broad session waits on comparison.md (see done_inputs in common.smk).
-MODE_DONE_INPUTS["broad"] = lambda wildcards: broad_flow.comparison(wildcards.name)
 
 
 rule broad_strategist:
@@ -36,14 +25,13 @@ rule broad_strategist:
     benchmark:
         "sessions/{name}/benchmarks/strategist.tsv"
     run:
-        stages.broad_strategist(wildcards, output, log)
+        scripts.broad.strategist(wildcards, output, log)
 
 
 checkpoint broad_approve:
     """Validate hypotheses.md into the approved set; `approve: manual` waits for a person."""
     input:
-        # hypotheses.md, until the approved set exists (a later edit reruns nothing).
-        lambda wildcards: broad_flow.approve_inputs(wildcards.name),
+        approve_inputs,
     output:
         "sessions/{name}/hypotheses.json",
     log:
@@ -51,7 +39,7 @@ checkpoint broad_approve:
     benchmark:
         "sessions/{name}/benchmarks/approve.tsv"
     run:
-        stages.broad_approve(wildcards, output, log)
+        scripts.broad.approve(wildcards, output, log)
 
 
 rule broad_track:
@@ -65,16 +53,12 @@ rule broad_track:
     benchmark:
         "sessions/{name}/benchmarks/track/{hid}.tsv"
     run:
-        stages.broad_track(wildcards, output, log)
+        scripts.broad.track(wildcards, output, log)
 
 
 use rule red as broad_red with:
     input:
-        # Spec, the track's branch, its previous decision (parallel: false: the previous
-        # track's end too).
-        lambda wildcards: broad_flow.red_inputs(
-            wildcards.name, wildcards.hid, int(wildcards.cycle)
-        ),
+        broad_red_inputs,
     output:
         findings="sessions/{name}/cycles/{hid}/{cycle}/red-findings.md",
         record="sessions/{name}/cycles/{hid}/{cycle}/red.json",
@@ -124,13 +108,9 @@ use rule refactor as broad_refactor with:
 # checkpoint a plain rule (workflow.userule does not pass checkpoint=True), and the loop
 # needs a checkpoint here. Same stage function, track paths.
 checkpoint broad_evaluate:
-    """Full test run, the seed's revert order, logs, and whether the track goes on."""
+    """Full test run, the documented revert order, logs, and whether the track goes on."""
     input:
-        unpack(
-            lambda wildcards: broad_flow.evaluate_inputs(
-                wildcards.name, wildcards.hid, wildcards.cycle
-            )
-        ),
+        unpack(broad_evaluate_inputs),
     output:
         results="sessions/{name}/cycles/{hid}/{cycle}/eval-results.md",
         decision="sessions/{name}/cycles/{hid}/{cycle}/decision.json",
@@ -139,14 +119,13 @@ checkpoint broad_evaluate:
     benchmark:
         "sessions/{name}/benchmarks/evaluate/{hid}/{cycle}.tsv"
     run:
-        stages.evaluate(wildcards, output, log)
+        scripts.cycle.evaluate(wildcards, output, log)
 
 
 rule broad_track_end:
     """Record how the track ended and what it did, for the comparison."""
     input:
-        # The decision that ended the track; asks the checkpoint only for the next cycle.
-        lambda wildcards: broad_flow.track_end_inputs(checkpoints, wildcards),
+        track_end_inputs,
     output:
         "sessions/{name}/tracks/{hid}/result.json",
     log:
@@ -154,14 +133,13 @@ rule broad_track_end:
     benchmark:
         "sessions/{name}/benchmarks/track-end/{hid}.tsv"
     run:
-        stages.broad_track_end(wildcards, output, log)
+        scripts.broad.track_end(wildcards, output, log)
 
 
 rule broad_comparison:
     """Rank the tracks, name the winner and how to merge it; keep every branch."""
     input:
-        # Every approved track's end record, known once the approval checkpoint ran.
-        lambda wildcards: broad_flow.track_results(checkpoints, wildcards.name),
+        track_results,
     output:
         md=report(
             "sessions/{name}/comparison.md",
@@ -174,4 +152,4 @@ rule broad_comparison:
     benchmark:
         "sessions/{name}/benchmarks/comparison.tsv"
     run:
-        stages.broad_comparison(wildcards, output, log)
+        scripts.broad.comparison(wildcards, output, log)

@@ -1,77 +1,113 @@
-# Helpers for the rules: paths, input functions, the per-session run lock.
-# Kept cheap and free of side effects: cluster jobs re-parse this file.
-import json
-import os
+# What every rules file shares: the Python half of the rules (scripts/), wildcard
+# patterns, the input functions, and the per-session run lock. Kept cheap and free of side
+# effects: cluster jobs re-parse it.
 import sys
 
 sys.path.insert(0, workflow.basedir)
 
-from autoresearch import workflow_support as support
-
-
-class LazyStages:
-    """autoresearch.entry, imported on first use: keeps parsing (and -n) cheap."""
-
-    def __getattr__(self, name):
-        from autoresearch import entry
-
-        return getattr(entry, name)
-
-
-stages = LazyStages()
+import scripts.common
+import scripts.session
+import scripts.cycle
+import scripts.narrow
+import scripts.broad
+import scripts.experiment
+import scripts.examples
 
 
 wildcard_constraints:
-    name=support.NAME_PATTERN,
+    name=scripts.common.NAME_PATTERN,
     cycle=r"\d{3}",
+    hid=r"h\d+",
     example=r"[A-Za-z0-9][A-Za-z0-9_-]*",
     badname=r"(.*/.*|.*\s.*|[^A-Za-z0-9].*)",
 
 
+# --- input functions (each calls the rules' Python half in scripts/) ---------------------
+
+
+# rules/session.smk
+
+
 def session_inputs(wildcards):
     """Check the spec before anything runs (a bad spec fails here, nothing written)."""
-    return support.session_inputs(wildcards.name, workflow.basedir, config)
+    return scripts.session.session_inputs(wildcards.name, workflow.basedir, config)
+
+
+def done_inputs(wildcards):
+    """What ends the session, as its mode says."""
+    return scripts.session.done_inputs(wildcards.name, checkpoints, config)
 
 
 def invalid_session_name(wildcards):
     """Only reached for names the other rules refuse: explain instead of 'no rule'."""
-    support.check_name(wildcards.badname)
-    return []
+    return scripts.session.invalid_session_name(wildcards.badname)
+
+
+# rules/cycle.smk
 
 
 def red_inputs(wildcards):
     """The frozen spec, and the previous cycle's decision until it is on disk."""
-    return support.red_inputs(wildcards.name, int(wildcards.cycle))
+    return scripts.cycle.red_inputs(wildcards.name, int(wildcards.cycle))
 
 
 def evaluate_inputs(wildcards):
     """Green's record, and Refactor's unless the spec's teams leave it out."""
-    return support.evaluate_inputs(wildcards.name, wildcards.cycle)
+    return scripts.cycle.evaluate_inputs(wildcards.name, wildcards.cycle)
 
 
-# Modes with their own loop (broad, experiment) register their `done` inputs here.
-MODE_DONE_INPUTS = {}
+# rules/narrow.smk
 
 
-def done_inputs(wildcards):
-    """What ends the session; the cycle loop asks the checkpoint only for the next cycle."""
-    checkpoints.session.get(name=wildcards.name)
-    frozen = support.frozen_spec(wildcards.name)
-    support.check_agent_ready(frozen)
-    support.check_version(wildcards.name, config)
-    mode = frozen["mode"]
-    if mode in MODE_DONE_INPUTS:
-        return MODE_DONE_INPUTS[mode](wildcards)
-    return cycle_loop_inputs(wildcards)
+def narrow_final_decision(wildcards):
+    """The decision that stopped the loop: the plot is drawn once, from every cycle."""
+    return scripts.narrow.final_decision(wildcards.name, checkpoints)
 
 
-def cycle_loop_inputs(wildcards):
-    """Sweep and narrow: the decision of the first cycle that is open or said stop."""
-    cycle = support.next_open_cycle(wildcards.name)
-    return checkpoints.evaluate.get(
-        name=wildcards.name, cycle=f"{cycle:03d}"
-    ).output.decision
+# rules/experiment.smk
+
+
+def propose_inputs(wildcards):
+    """The frozen spec, and the previous iteration's decision until it is on disk."""
+    return scripts.experiment.propose_inputs(wildcards.name, wildcards.cycle)
+
+
+def experiment_final_decision(wildcards):
+    """The decision that stopped the loop."""
+    return scripts.experiment.final_decision(wildcards.name, checkpoints)
+
+
+# rules/broad.smk
+
+
+def approve_inputs(wildcards):
+    """hypotheses.md, until the approved set exists (a later edit reruns nothing)."""
+    return scripts.broad.approve_inputs(wildcards.name)
+
+
+def broad_red_inputs(wildcards):
+    """Spec, the track's branch, its previous decision (`parallel: false`: the previous
+    track's end too)."""
+    return scripts.broad.red_inputs(wildcards.name, wildcards.hid, int(wildcards.cycle))
+
+
+def broad_evaluate_inputs(wildcards):
+    return scripts.cycle.evaluate_inputs(wildcards.name, wildcards.cycle, wildcards.hid)
+
+
+def track_end_inputs(wildcards):
+    """The decision that ended the track; asks the checkpoint only for the next cycle."""
+    return scripts.broad.track_end_inputs(wildcards.name, wildcards.hid, checkpoints)
+
+
+def track_results(wildcards):
+    """Every approved track's end record, known once the approval checkpoint ran."""
+    return scripts.broad.track_results(wildcards.name, checkpoints)
+
+
+# Open lock files, held for the life of this process (see hold_session_locks).
+HELD_LOCKS = []
 
 
 onstart:
-    support.hold_session_locks(workflow)
+    scripts.common.hold_session_locks(workflow, HELD_LOCKS)

@@ -1,3 +1,12 @@
+# The cycle: Red finds, sanitize filters, Green fixes, Refactor simplifies, evaluate decides.
+# Sweep and narrow sessions run it under cycles/NNN/; broad tracks reuse these rules
+# (rules/broad.smk) under cycles/<hid>/NNN/.
+
+
+localrules:
+    sanitize,
+
+
 rule red:
     """Red team: find problems, change nothing."""
     input:
@@ -10,7 +19,7 @@ rule red:
     benchmark:
         "sessions/{name}/benchmarks/red/{cycle}.tsv"
     run:
-        stages.red(wildcards, output, log)
+        scripts.cycle.red(wildcards, output, log)
 
 
 rule sanitize:
@@ -24,7 +33,7 @@ rule sanitize:
     benchmark:
         "sessions/{name}/benchmarks/sanitize/{cycle}.tsv"
     run:
-        stages.sanitize(wildcards, input, output, log)
+        scripts.cycle.sanitize(wildcards, input, output, log)
 
 
 rule green:
@@ -40,13 +49,13 @@ rule green:
     benchmark:
         "sessions/{name}/benchmarks/green/{cycle}.tsv"
     run:
-        stages.green(wildcards, input, output, log)
+        scripts.cycle.green(wildcards, input, output, log)
 
 
 rule refactor:
     """Refactor team: simplify the files Green changed, behaviour unchanged."""
     input:
-        # Waits on Green for order; the script passes on only the changed-file list.
+        # Waits on Green for order; the stage passes on only the changed-file list.
         green="sessions/{name}/cycles/{cycle}/green.json",
     output:
         patch="sessions/{name}/cycles/{cycle}/refactor-patch.md",
@@ -56,11 +65,11 @@ rule refactor:
     benchmark:
         "sessions/{name}/benchmarks/refactor/{cycle}.tsv"
     run:
-        stages.refactor(wildcards, output, log)
+        scripts.cycle.refactor(wildcards, output, log)
 
 
 checkpoint evaluate:
-    """Full test run, the seed's revert order, logs, and whether to go on."""
+    """Full test run, the documented revert order, the mode's policy, whether to go on."""
     input:
         unpack(evaluate_inputs),
     output:
@@ -71,4 +80,4 @@ checkpoint evaluate:
     benchmark:
         "sessions/{name}/benchmarks/evaluate/{cycle}.tsv"
     run:
-        stages.evaluate(wildcards, output, log)
+        scripts.cycle.evaluate(wildcards, output, log)

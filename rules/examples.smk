@@ -9,4 +9,4 @@ rule example_repo:
     benchmark:
         "sessions/_examples/benchmarks/{example}.tsv"
     run:
-        stages.example_repo(input, output, log)
+        scripts.examples.example_repo(input, output, log)

@@ -1,3 +1,11 @@
+# A session's start and end: the setup checkpoint and `done`, the target of every run.
+
+
+# Cheap bookkeeping runs on the machine driving the workflow, never as a cluster job.
+localrules:
+    done,
+
+
 checkpoint session:
     """Validate and freeze the spec, open the worktree, run the baseline tests."""
     input:
@@ -12,7 +20,7 @@ checkpoint session:
     params:
         overrides=config,
     run:
-        stages.session(wildcards, output, params, log, workflow.basedir)
+        scripts.session.setup(wildcards, output, params, log, workflow.basedir)
 
 
 rule done:
@@ -26,7 +34,7 @@ rule done:
     benchmark:
         "sessions/{name}/benchmarks/done.tsv"
     run:
-        stages.done(wildcards, output, log)
+        scripts.session.done(wildcards, output, log)
 
 
 rule invalid_session_name:

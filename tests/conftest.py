@@ -72,6 +72,13 @@ def make_repo(path: Path, files: dict[str, str]) -> Path:
     return path
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Everything under tests/e2e/ runs sessions through Snakemake: marked `e2e`."""
+    for item in items:
+        if "e2e" in Path(str(item.fspath)).parent.parts:
+            item.add_marker(pytest.mark.e2e)
+
+
 @pytest.fixture
 def target(tmp_path) -> Path:
     """A small Python project with a passing pytest suite."""

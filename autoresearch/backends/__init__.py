@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..agents import Backend
+from .base import Backend
 
 
 def get_backend(spec: dict[str, Any]) -> Backend:

@@ -16,7 +16,7 @@ from typing import Any
 import anthropic
 
 from autoresearch import ledger
-from autoresearch.agents import (
+from autoresearch.backends.base import (
     SessionStop,
     StageBrief,
     StageFailed,

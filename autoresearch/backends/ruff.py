@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..agents import StageBrief, StageRun, Toolbox, Usage
+from .base import StageBrief, StageRun, Toolbox, Usage
 
 LOCATION = re.compile(r"^(?P<path>.+?):(?P<line>\d+)")
 CODE = re.compile(r"^(?P<code>[A-Z]+[0-9]+)\b")

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from ..agents import StageBrief, StageFailed, StageRun, Toolbox, Usage
+from .base import StageBrief, StageFailed, StageRun, Toolbox, Usage
 
 
 class ScriptBackend:

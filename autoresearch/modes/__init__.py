@@ -1,0 +1,24 @@
+"""The modes: one `Mode` subclass each; `get(name)` is the only way to reach one."""
+
+from __future__ import annotations
+
+import importlib
+
+from .base import Mode
+
+DEFAULT = "sweep"
+# mode name -> "module:Class", imported on first use (a mode's module may be heavy).
+MODES = {
+    "sweep": "sweep:Sweep",
+    "narrow": "narrow:Narrow",
+    "broad": "broad:Broad",
+    "experiment": "experiment:Experiment",
+}
+
+
+def get(name: str) -> Mode:
+    try:
+        module, cls = MODES[name].split(":")
+    except KeyError:
+        raise ValueError(f"unknown mode {name!r}; expected one of {', '.join(MODES)}") from None
+    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)()

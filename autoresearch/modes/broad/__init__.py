@@ -1,0 +1,187 @@
+"""Broad: divergent hypotheses, one independent track each, then a winner.
+
+Flow, as rules/broad.smk wires it: session → broad_strategist (hypotheses.md) →
+broad_approve (hypotheses.json; waits for sessions/<name>/approved with `approve: manual`)
+→ per hypothesis: broad_track (branch and worktree from the base commit) → the cycle rules
+under cycles/<hid>/NNN/ → broad_track_end (tracks/<hid>/result.json) → broad_comparison
+(comparison.md) → done.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ... import journal
+from ...errors import SpecError
+from ...files import read_json, write_text
+from ...layout import SessionLayout, rel
+from ...spec import SessionSpec
+from ...stage import StageEnv
+from ..base import Mode
+from .hypotheses import HypothesisError, from_spec, validate
+from .tracks import hypothesis_table, track_decisions, track_ids
+
+# Backends that can play the strategist (ruff is mechanical: it has no ideas).
+STRATEGIST_BACKENDS = ("claude", "script")
+
+
+# What `autoresearch new --mode broad` writes into the spec, to edit.
+SPEC_EXAMPLE = """
+aspiration: Make this project dramatically easier to use.
+approve: auto                              # manual: stop after hypotheses.md for review
+"""
+
+
+class Broad(Mode):
+    name = "broad"
+    spec_example = SPEC_EXAMPLE
+    branch = "see tracks"  # each track has its own: autoresearch/broad/<name>/<hid>
+    has_worktree = False
+    default_cycle_cap = 5  # per track
+
+    def check_spec(self, values: dict[str, Any], name: str) -> None:
+        """Nothing written yet: the spec must say what the tracks are about."""
+        where = f"config/sessions/{name}.yaml"
+        given = values.get("hypotheses")
+        aspiration = (values.get("aspiration") or "").strip()
+        if not given and not aspiration:
+            raise SpecError(
+                f"{where}: broad mode needs key 'aspiration' (one sentence: what you want more "
+                "of, or what should change) or key 'hypotheses' (3 to 5 of {id, category, name, "
+                "statement})"
+            )
+        if given:
+            try:
+                validate(from_spec(list(given)))
+            except HypothesisError as err:
+                raise SpecError(f"{where}: key 'hypotheses': {err}") from None
+            return
+        backend = values["agent"]["backend"]
+        if backend not in STRATEGIST_BACKENDS:
+            raise SpecError(
+                f"{where}: agent.backend {backend!r} cannot propose hypotheses; list them under "
+                "key 'hypotheses', or set key 'agent.backend' to claude"
+            )
+
+    def tracks(self, layout: SessionLayout) -> list[str]:
+        return track_ids(layout)
+
+    def red_scope(self, env: StageEnv) -> dict[str, Any] | None:
+        """Red sees this track's hypothesis and the aspiration, nothing of other tracks."""
+        meta = read_json(env.layout.track_meta(env.track)) if env.track else None
+        if not meta:
+            return None
+        return {"hypothesis": dict(meta["hypothesis"]), "aspiration": meta.get("aspiration")}
+
+    def cap_reason(self, spec: SessionSpec, cap: int) -> str:
+        return f"max_cycles reached ({cap} per track)"
+
+    def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
+        prev = env.previous_decision()
+        if prev is not None and not decision["fixed"] and not prev.get("fixed"):
+            return "two consecutive cycles with zero Green commits"
+        return None
+
+    def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
+        """The shared stop cascade per track; the track's status goes to the table."""
+        super().apply_policy(env, decision)
+        aborted = bool(decision.get("session_stop") or decision["broken"])
+        if decision["stop"]:
+            decision["track_status"] = "aborted" if aborted else "complete"
+        else:
+            decision["track_status"] = "in-progress"
+        decision["observations"] = observations(env, decision)
+
+    def summary_decisions(
+        self, env: StageEnv, pending: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Every track's cycles, with the pending decision in its place."""
+        decisions: list[dict[str, Any]] = []
+        for hid in track_ids(env.layout):
+            own = track_decisions(env.layout, hid)
+            if pending is not None and hid == pending.get("track"):
+                own = [d for d in own if d["cycle"] < pending["cycle"]] + [pending]
+            decisions += own
+        return decisions
+
+    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
+        aspiration = (env.spec.get("aspiration") or "").strip() or "(none given)"
+        lines = ["## Aspiration (broad only)", aspiration, "", "## Hypotheses (broad only)"]
+        lines += hypothesis_table(env.layout, decisions)
+        return "\n".join(lines) + "\n"
+
+    def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
+        return [rel(layout.comparison_md)]
+
+    def write_done(self, env: StageEnv, out: Path) -> None:
+        data = json.loads(env.layout.comparison_json.read_text())
+        self.write_summary(env)
+        lines = [
+            f"session: {env.layout.name}",
+            "mode: broad",
+            f"stopped: all {len(data['tracks'])} tracks ended; comparison.md picks the winner",
+            f"tracks: {len(data['tracks'])}",
+        ]
+        for hid in data["ranking"]:
+            r = data["tracks"][hid]
+            lines.append(
+                f"  {hid} [{r['category']}] {r['name']}: {r['status']}, {r['cycles']} cycles, "
+                f"{r['fixes_kept']} fixes kept, tests {'pass' if r['tests_pass'] else 'FAIL'}, "
+                f"branch {r['branch']}"
+            )
+        winner = data["winner"]
+        lines.append(f"winner: {winner['id']} ({winner['branch']})" if winner else "winner: none")
+        if data.get("runner_up"):
+            lines.append(f"runner-up: {data['runner_up']}")
+        if data.get("merge_command"):
+            lines.append(f"merge with: {data['merge_command']}")
+        lines.append(f"details: {rel(env.layout.comparison_md)}")
+        write_text(out, "\n".join(lines) + "\n")
+        env.log(json.dumps({"done": env.layout.name, "winner": winner["id"] if winner else None}))
+
+    def progress(self, layout: SessionLayout) -> dict[str, Any]:
+        """Summed over the tracks (each track also has its own line in status_lines)."""
+        per_track = [journal.load_decisions(layout, hid) for hid in track_ids(layout)]
+        lasts = [d[-1] for d in per_track if d]
+        every = [d for track in per_track for d in track]
+        return {
+            "cycles": len(every),
+            "commits": sum(d.get("commits_total", 0) for d in lasts),
+            "fixes": sum(len(d.get("fixed", [])) for d in every),
+            "tests": "n/a"
+            if not lasts
+            else ("pass" if all(d["tests_pass"] for d in lasts) else "FAIL"),
+            "open_issues": sum(len(d.get("open_issues", [])) for d in lasts),
+        }
+
+    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
+        lines = ["hypotheses:"] + [f"  {line}" for line in hypothesis_table(layout)]
+        if spec.get("approve") == "manual" and not layout.approved.exists():
+            if layout.hypotheses_md.exists() and not layout.approval_marker.exists():
+                lines.append(
+                    f"waiting for approval: edit {rel(layout.hypotheses_md)}, then create "
+                    f"{rel(layout.approval_marker)} and run again"
+                )
+        comparison = read_json(layout.comparison_json)
+        if comparison:
+            winner = comparison.get("winner")
+            lines.append(
+                f"winner: {winner['id']} ({winner['branch']})" if winner else "winner: none"
+            )
+        return lines
+
+
+def observations(env: StageEnv, d: dict[str, Any]) -> str:
+    meta = read_json(env.layout.track_meta(env.track)) or {}
+    hyp = meta.get("hypothesis") or {}
+    parts = [
+        f"Hypothesis {env.track} [{hyp.get('category', '?')}] {hyp.get('name', '')}: "
+        f"Red reported {d['findings']} findings, {len(d['fixed'])} fixes kept, "
+        f"{len(d['skipped'])} skipped, {d['refactor_changes']} refactor changes; "
+        f"{d['commits_total']} commits on the track so far."
+    ]
+    if d["reverted"]:
+        parts.append(f"{len(d['reverted'])} commits reverted because the tests broke.")
+    return " ".join(parts)

@@ -1,0 +1,184 @@
+"""Pure rules of the experiment loop: keep or discard, when to stop, duplicates, syntax.
+
+No git, no files, no clock of their own: the stages hand in what they measured, so the
+noise benchmark and the unit tests can drive these functions directly.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ... import metrics
+from .program import ExperimentConfig
+
+# Iteration outcomes. Only `kept` changes the branch.
+KEPT = "kept"
+DISCARDED = "discarded"  # measured, not strictly better
+GUARD_FAILED = "guard_failed"
+CRASH = "crash"  # the metric or the guard could not run (failed, timed out, unparsable)
+SYNTAX_ERROR = "syntax_error"
+NO_CHANGE = "no_change"  # the agent ended without handing in a change
+ERRORS = (CRASH, SYNTAX_ERROR, NO_CHANGE)
+REGRESSIONS = (DISCARDED, GUARD_FAILED)
+
+
+@dataclass
+class Sample:
+    """One side of a comparison: the median value and the samples behind it."""
+
+    value: float
+    samples: list[float]
+    passed: bool | None = None  # evaluator format only
+
+
+@dataclass
+class Verdict:
+    kept: bool
+    reason: str
+    p_value: float | None = None
+
+
+def judge(candidate: Sample, incumbent: Sample, cfg: ExperimentConfig) -> Verdict:
+    """Strict improvement only: equal is discarded; noise rules from the spec."""
+    if cfg.keep_policy == "pass_only":
+        if candidate.passed:
+            return Verdict(True, "the evaluator passes")
+        return Verdict(False, "the evaluator does not pass")
+    if incumbent.passed and candidate.passed is False:
+        return Verdict(False, "the evaluator passed before and fails now")
+    effect = cfg.min_effect_abs(incumbent.value)
+    if not metrics.is_better(candidate.value, incumbent.value, cfg.direction, effect):
+        what = "not better than" if effect == 0 else f"not better by more than {effect:g} than"
+        return Verdict(False, f"{candidate.value:g} is {what} {incumbent.value:g}")
+    if (
+        cfg.rank_test_alpha is not None
+        and len(candidate.samples) >= 5
+        and len(incumbent.samples) >= 5
+    ):
+        p = metrics.mann_whitney_u_p(candidate.samples, incumbent.samples)
+        if p >= cfg.rank_test_alpha:
+            return Verdict(
+                False, f"better median, but within noise (rank test p={p:.3f})", p_value=p
+            )
+        return Verdict(True, f"better (rank test p={p:.3f})", p_value=p)
+    return Verdict(True, f"{candidate.value:g} beats {incumbent.value:g}")
+
+
+def improvement(old: float, new: float, direction: str) -> float:
+    """Relative gain from old to new in the metric's good direction (0.05 = 5% better)."""
+    if old == 0:
+        return 0.0 if new == old else float("inf")
+    gain = (old - new) if direction == "minimize" else (new - old)
+    return gain / abs(old)
+
+
+def should_stop(
+    history: list[dict[str, Any]],
+    cfg: ExperimentConfig,
+    elapsed_s: float,
+    baseline_value: float | None,
+) -> str | None:
+    """The loop's stop conditions, first match wins; None to go on.
+
+    `history` holds one dict per iteration so far, oldest first, with `status` and
+    `best_value` (the incumbent after that iteration) and, for crashes, `error`.
+    """
+    n = len(history)
+    if cfg.max_iterations is not None and n >= cfg.max_iterations:
+        return f"iteration limit reached (max_iterations = {cfg.max_iterations})"
+    if cfg.max_duration_s is not None and elapsed_s >= cfg.max_duration_s:
+        return f"duration limit reached ({elapsed_s:.0f}s of max_duration {cfg.max_duration_s:g}s)"
+    target = cfg.target_obj()
+    best = history[-1].get("best_value") if history else baseline_value
+    if target is not None and best is not None and target.met(best):
+        return f"target reached: {best:g} meets {target}"
+    crash_n = cfg.crash_loop_after
+    if crash_n and n >= crash_n and all(h["status"] == CRASH for h in history[-crash_n:]):
+        last = history[-1].get("error") or ""
+        first_line = last.strip().splitlines()[0] if last.strip() else "no message"
+        return (
+            f"crash loop: {crash_n} consecutive crashes; check that the metric command "
+            f"`{cfg.command}`"
+            + (f" and the guard `{cfg.guard}`" if cfg.guard else "")
+            + f" run in the worktree within {cfg.verify_timeout_s:g}s. Last error: {first_line}"
+        )
+    stuck = cfg.stuck_limit
+    if stuck and n >= stuck and all(h["status"] != KEPT for h in history[-stuck:]):
+        return f"stuck: {stuck} consecutive iterations without an improvement"
+    window = cfg.plateau_limit
+    if window and n >= window and baseline_value is not None:
+        before = history[-window - 1]["best_value"] if n > window else baseline_value
+        after = history[-1]["best_value"]
+        gain = improvement(before, after, cfg.direction)
+        if gain < cfg.plateau_min_gain:
+            return (
+                f"plateau: the last {window} iterations improved the metric by {gain:.2%} "
+                f"together (less than {cfg.plateau_min_gain:.0%})"
+            )
+    return None
+
+
+# --- duplicates ---------------------------------------------------------------------
+
+_STOP_WORDS = frozenset(
+    "a an the to of in on for and or by with from at is be it this that".split()
+)
+
+
+def tokens(text: str) -> list[str]:
+    return [t for t in re.findall(r"[a-z0-9]+", text.lower()) if t not in _STOP_WORDS]
+
+
+def similarity(a: str, b: str) -> float:
+    """Token-level similarity in [0, 1]: case, punctuation and filler words do not count."""
+    ta, tb = tokens(a), tokens(b)
+    if not ta or not tb:
+        return 0.0
+    return difflib.SequenceMatcher(None, ta, tb, autojunk=False).ratio()
+
+
+def find_duplicate(
+    hypothesis: str, discarded: list[dict[str, Any]], threshold: float
+) -> dict[str, Any] | None:
+    """The earlier discarded experiment this hypothesis repeats, if any: an idea already
+    discarded is not tried again."""
+    best, best_score = None, threshold
+    for entry in discarded:
+        score = similarity(hypothesis, entry.get("hypothesis") or "")
+        if score >= best_score:
+            best, best_score = entry, score
+    return best
+
+
+# --- syntax -------------------------------------------------------------------------
+
+JS_SUFFIXES = (".js", ".mjs", ".cjs")
+
+
+def syntax_problems(worktree: Path, files: list[str]) -> list[str]:
+    """Python files through ast, JavaScript through `node --check` when node exists."""
+    problems = []
+    node = shutil.which("node")
+    for rel in files:
+        path = worktree / rel
+        if not path.is_file():
+            continue
+        if rel.endswith(".py"):
+            try:
+                ast.parse(path.read_text(errors="replace"), filename=rel)
+            except SyntaxError as err:
+                problems.append(f"{rel}:{err.lineno}: {err.msg}")
+        elif rel.endswith(JS_SUFFIXES) and node:
+            proc = subprocess.run(
+                [node, "--check", rel], cwd=worktree, capture_output=True, text=True, timeout=60
+            )
+            if proc.returncode != 0:
+                problems.append(f"{rel}: {proc.stderr.strip()[-800:]}")
+    return problems

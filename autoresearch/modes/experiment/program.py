@@ -1,0 +1,393 @@
+"""The experiment spec: program.md merged under the session's `experiment:` key.
+
+program.md holds a ```yaml block (the configuration, frozen when the session starts) and
+free prose (the research direction, re-read every iteration). Its keys may use common
+names (target_file, eval_command, metric_key, ...) or ours; the session spec's
+`experiment:` keys override it. `resolve` returns one `ExperimentConfig` or raises
+spec.SpecError naming the missing or wrong key.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ... import metrics
+from ...errors import SpecError
+
+KEEP_POLICIES = ("score_improvement", "pass_only")
+DIRECTIONS = ("minimize", "maximize")
+_YAML_BLOCK = re.compile(r"^```ya?ml[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([dhms]?)", re.IGNORECASE)
+_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1, "": 1}
+
+# The names program.md files commonly use -> ours ("metric.x" lands in the nested metric mapping).
+SEED_ALIASES = {
+    "eval_command": "metric.command",
+    "metric_key": "metric.key",
+    "metric_format": "metric.format",
+    "direction": "metric.direction",
+    "max_experiments": "max_iterations",
+    "experiment_timeout": "verify_timeout_s",
+    "cooldown_seconds": "cooldown_s",
+}
+# Keys that mean nothing here: the session picks the branch, failures are reset.
+IGNORED_KEYS = {"git_branch", "preserve_on_fail"}
+METRIC_KEYS = {"command", "format", "key", "direction"}
+TOP_KEYS = {
+    "program",
+    "goal",
+    "scope",
+    "target_file",
+    "metric",
+    "verify_timeout_s",
+    "guard",
+    "guard_timeout_s",
+    "baseline_command",
+    "max_iterations",
+    "max_duration",
+    "target",
+    "cooldown_s",
+    "repeats",
+    "min_effect",
+    "rank_test_alpha",
+    "remeasure_every",
+    "keep_policy",
+    "stuck_after",
+    "plateau_window",
+    "plateau_min_gain",
+    "crash_loop_after",
+    "duplicate_threshold",
+    "research",
+}
+
+
+@dataclass
+class ExperimentConfig:
+    goal: str
+    scope: list[str]
+    command: str
+    direction: str
+    format: str = "json_stdout"
+    key: str | None = None
+    verify_timeout_s: float = 300.0
+    guard: str | None = None
+    guard_timeout_s: float | None = None  # None: the verify timeout
+    baseline_command: str | None = None
+    max_iterations: int | None = None
+    max_duration_s: float | None = None
+    target: str | None = None  # "<= 100"; a bare number gets the direction's comparator
+    cooldown_s: float = 0.0
+    repeats: int = 1
+    min_effect: float | str = 0.0  # absolute, or "2%" of the incumbent
+    rank_test_alpha: float | None = None
+    remeasure_every: int | None = None
+    keep_policy: str = "score_improvement"
+    # None = the keep policy's default (score_improvement: 10 / 20; pass_only: off, since
+    # a failing evaluation is data, not a reason to stop).
+    stuck_after: int | None = None
+    plateau_window: int | None = None
+    plateau_min_gain: float = 0.01
+    crash_loop_after: int | None = 5
+    duplicate_threshold: float = 0.85
+    program: str | None = None
+    research: str = ""  # inline research direction when there is no program.md
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def guard_timeout(self) -> float:
+        return self.guard_timeout_s or self.verify_timeout_s
+
+    @property
+    def stuck_limit(self) -> int | None:
+        if self.stuck_after is not None:
+            return self.stuck_after or None
+        return 10 if self.keep_policy == "score_improvement" else None
+
+    @property
+    def plateau_limit(self) -> int | None:
+        if self.plateau_window is not None:
+            return self.plateau_window or None
+        return 20 if self.keep_policy == "score_improvement" else None
+
+    def target_obj(self) -> metrics.Target | None:
+        if self.target is None:
+            return None
+        return metrics.parse_target(self.target)
+
+    def min_effect_abs(self, incumbent: float) -> float:
+        """min_effect in the metric's units: "2%" is 2% of the incumbent's value."""
+        if isinstance(self.min_effect, str):
+            return abs(incumbent) * float(self.min_effect.rstrip("% ")) / 100
+        return float(self.min_effect)
+
+    def to_spec(self) -> dict[str, Any]:
+        """The canonical `experiment:` mapping that is frozen into session.yaml."""
+        data = asdict(self)
+        data.pop("warnings")
+        metric = {k: data.pop(k) for k in ("command", "format", "key", "direction")}
+        data["max_duration"] = data.pop("max_duration_s")
+        return {"metric": metric, **{k: v for k, v in data.items() if v is not None}}
+
+
+def split_program(text: str) -> tuple[dict[str, Any], str, str]:
+    """(yaml config, research prose, title) of a program.md."""
+    match = _YAML_BLOCK.search(text)
+    config: dict[str, Any] = {}
+    prose = text
+    if match:
+        try:
+            loaded = yaml.safe_load(match.group(1)) or {}
+        except yaml.YAMLError as err:
+            raise SpecError(f"program.md: the ```yaml block is not valid YAML: {err}") from None
+        if not isinstance(loaded, dict):
+            raise SpecError("program.md: the ```yaml block must be a mapping of keys to values")
+        config = loaded
+        prose = text[: match.start()] + text[match.end() :]
+    title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), "")
+    lines = [line for line in prose.strip().splitlines() if line.strip() != f"# {title}"]
+    return config, "\n".join(lines).strip(), title
+
+
+def research_text(program_path: Path | None, fallback: str = "") -> str:
+    """The prose of program.md as it is now (re-read every iteration)."""
+    if program_path is not None and program_path.is_file():
+        return split_program(program_path.read_text(errors="replace"))[1]
+    return fallback
+
+
+def parse_duration(value: Any, where: str) -> float | None:
+    """'2h', '90m', '1h30m', '45s', 7200 -> seconds."""
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if value <= 0:
+            raise SpecError(f"{where}: must be more than 0 seconds, got {value}")
+        return float(value)
+    text = str(value).strip().replace(" ", "")
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts).lower() != text.lower():
+        raise SpecError(f"{where}: {value!r} is not a duration; write e.g. 7200, '2h', '90m'")
+    return sum(float(n) * _UNITS[u.lower()] for n, u in parts)
+
+
+def _normalise(raw: dict[str, Any], origin: str, warnings: list[str]) -> dict[str, Any]:
+    """Common program.md names -> ours; unknown keys are an error (a typo must not pass)."""
+    out: dict[str, Any] = {}
+    metric: dict[str, Any] = (
+        dict(raw.get("metric") or {}) if isinstance(raw.get("metric"), dict) else {}
+    )
+    for key, value in raw.items():
+        if key == "metric":
+            if not isinstance(value, dict):
+                raise SpecError(f"{origin}: key 'metric' must be a mapping (command, format, ...)")
+            continue
+        if key in IGNORED_KEYS:
+            warnings.append(f"{origin}: key '{key}' is ignored in autoresearch")
+            continue
+        name = SEED_ALIASES.get(key, key)
+        if name.startswith("metric."):
+            metric[name.split(".", 1)[1]] = value
+        elif name == "target_file":
+            out["scope"] = [value] if isinstance(value, str) else value
+        elif name in TOP_KEYS:
+            out[name] = value
+        else:
+            known = sorted(TOP_KEYS | set(SEED_ALIASES) | IGNORED_KEYS)
+            raise SpecError(f"{origin}: unknown key '{key}'; known keys: {', '.join(known)}")
+    unknown_metric = set(metric) - METRIC_KEYS
+    if unknown_metric:
+        raise SpecError(
+            f"{origin}: unknown key(s) {sorted(unknown_metric)} under 'metric'; "
+            f"known: {sorted(METRIC_KEYS)}"
+        )
+    if metric:
+        out["metric"] = metric
+    return out
+
+
+def _merge(low: dict[str, Any], high: dict[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(low)
+    for key, value in high.items():
+        if key == "metric" and isinstance(merged.get("metric"), dict):
+            merged["metric"] = {**merged["metric"], **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+def program_path(values: dict[str, Any], target: Path) -> Path | None:
+    program = (values.get("experiment") or {}).get("program")
+    return (target / program) if program else None
+
+
+def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentConfig:
+    """The experiment configuration of a merged session spec; SpecError names what is wrong."""
+    section = values.get("experiment")
+    if section is not None and not isinstance(section, dict):
+        raise SpecError(f"{spec_file}: key 'experiment' must be a mapping")
+    section = dict(section or {})
+    warnings: list[str] = []
+    high = _normalise(section, f"{spec_file}: experiment", warnings)
+    low: dict[str, Any] = {}
+    title = ""
+    program = section.get("program")
+    if program:
+        if Path(program).is_absolute() or ".." in Path(program).parts:
+            raise SpecError(
+                f"{spec_file}: key 'experiment.program': {program!r} must be a path "
+                "inside the target"
+            )
+        path = target / program
+        if not path.is_file():
+            raise SpecError(
+                f"{spec_file}: key 'experiment.program': {path} does not exist; write it "
+                "(see docs/experiment.md) or remove the key and set the experiment keys directly"
+            )
+        config, _, title = split_program(path.read_text(errors="replace"))
+        low = _normalise(config, f"{path} (```yaml block)", warnings)
+        low.pop("program", None)
+    merged = _merge(low, high)
+    merged.setdefault("goal", title or None)
+    metric = merged.get("metric") or {}
+    if not merged.get("scope"):
+        scope = (values.get("scope") or {}).get("include") or []
+        merged["scope"] = list(scope)
+
+    def need(value: Any, key: str, hint: str) -> Any:
+        if value in (None, "", []):
+            raise SpecError(
+                f"{spec_file}: required key 'experiment.{key}' is not set ({hint}); "
+                "nothing was started"
+            )
+        return value
+
+    goal = need(merged.get("goal"), "goal", "one line: what the experiments aim at")
+    scope = need(
+        merged.get("scope"), "scope", "the files the agent may change; program.md: target_file"
+    )
+    if isinstance(scope, str):
+        scope = [scope]
+    command = need(metric.get("command"), "metric.command", "program.md: eval_command")
+    keep_policy = merged.get("keep_policy", "score_improvement")
+    if keep_policy not in KEEP_POLICIES:
+        raise SpecError(
+            f"{spec_file}: key 'experiment.keep_policy': {keep_policy!r}; "
+            f"expected one of {', '.join(KEEP_POLICIES)}"
+        )
+    fmt = metric.get("format") or ("evaluator" if keep_policy == "pass_only" else "json_stdout")
+    try:
+        metrics.check_format(fmt)
+    except ValueError as err:
+        raise SpecError(f"{spec_file}: key 'experiment.metric.format': {err}") from None
+    if keep_policy == "pass_only" and fmt != "evaluator":
+        raise SpecError(
+            f"{spec_file}: key 'experiment.keep_policy': pass_only needs "
+            "experiment.metric.format: evaluator (it keeps a change when the evaluator passes)"
+        )
+    target = merged.get("target")
+    target_text = None
+    if target is not None:
+        target_text = str(target)
+    direction = metric.get("direction")
+    if direction is None and fmt == "evaluator":
+        direction = "maximize"  # an evaluator's score: higher is better
+    if direction is None and target_text is not None:
+        try:
+            direction = metrics.direction_of(metrics.parse_target(target_text))
+        except ValueError:
+            direction = None
+    direction = need(direction, "metric.direction", "minimize or maximize; program.md: direction")
+    if direction not in DIRECTIONS:
+        raise SpecError(
+            f"{spec_file}: key 'experiment.metric.direction': {direction!r}; "
+            "expected minimize or maximize"
+        )
+    if target_text is not None:
+        if re.fullmatch(r"\s*[-+]?[\d.,eE+-]+\s*", target_text):
+            target_text = f"{'<=' if direction == 'minimize' else '>='} {target_text.strip()}"
+        try:
+            metrics.parse_target(target_text)
+        except ValueError as err:
+            raise SpecError(f"{spec_file}: key 'experiment.target': {err}") from None
+    max_duration = parse_duration(
+        merged.get("max_duration"), f"{spec_file}: experiment.max_duration"
+    )
+    if merged.get("max_iterations") is None and max_duration is None:
+        raise SpecError(
+            f"{spec_file}: required key 'experiment.max_iterations' or 'experiment.max_duration' "
+            "is not set (an unattended run needs a bound; program.md: max_experiments)"
+        )
+    min_effect = merged.get("min_effect", 0.0)
+    if isinstance(min_effect, str) and not re.fullmatch(r"\s*\d+(\.\d+)?\s*%\s*", min_effect):
+        raise SpecError(
+            f"{spec_file}: key 'experiment.min_effect': {min_effect!r}; "
+            "write a number (metric units) or a percentage such as '2%'"
+        )
+    repeats = int(merged.get("repeats", 1))
+    alpha = merged.get("rank_test_alpha")
+    if alpha is not None and repeats < 5:
+        raise SpecError(
+            f"{spec_file}: key 'experiment.rank_test_alpha' needs experiment.repeats >= 5 "
+            f"(a rank test on {repeats} samples cannot reach significance)"
+        )
+    numbers = {}
+    for key, kind in (
+        ("max_iterations", int),
+        ("verify_timeout_s", float),
+        ("guard_timeout_s", float),
+        ("cooldown_s", float),
+        ("remeasure_every", int),
+        ("stuck_after", int),
+        ("plateau_window", int),
+        ("plateau_min_gain", float),
+        ("crash_loop_after", int),
+        ("duplicate_threshold", float),
+    ):
+        value = merged.get(key)
+        if value is None:
+            continue
+        try:
+            numbers[key] = kind(value)
+        except (TypeError, ValueError):
+            raise SpecError(
+                f"{spec_file}: key 'experiment.{key}': {value!r} is not a number"
+            ) from None
+        if numbers[key] < 0 or (key in ("max_iterations", "remeasure_every") and not numbers[key]):
+            raise SpecError(f"{spec_file}: key 'experiment.{key}': must be positive, got {value}")
+    if repeats < 1:
+        raise SpecError(f"{spec_file}: key 'experiment.repeats': must be at least 1")
+    return ExperimentConfig(
+        goal=str(goal).strip(),
+        scope=[str(s) for s in scope],
+        command=str(command),
+        direction=direction,
+        format=fmt,
+        key=metric.get("key"),
+        guard=merged.get("guard") or None,
+        baseline_command=merged.get("baseline_command") or None,
+        max_duration_s=max_duration,
+        target=target_text,
+        repeats=repeats,
+        min_effect=min_effect,
+        rank_test_alpha=float(alpha) if alpha is not None else None,
+        keep_policy=keep_policy,
+        program=program,
+        research=str(merged.get("research") or ""),
+        warnings=warnings,
+        **numbers,
+    )
+
+
+def from_frozen(section: dict[str, Any]) -> ExperimentConfig:
+    """The config back from session.yaml's canonical `experiment:` mapping (no re-validation)."""
+    data = copy.deepcopy(section)
+    metric = data.pop("metric")
+    data["max_duration_s"] = data.pop("max_duration", None)
+    data.pop("run_id", None)
+    return ExperimentConfig(**metric, **data)

@@ -1,0 +1,565 @@
+"""Experiment mode's two stages: `propose` (the agent) and `decide` (no model).
+
+- propose: starts from the last kept commit, makes one change and hands it in with
+  finish_experiment; the harness refuses duplicates of discarded ideas, checks syntax
+  (one retry), saves the change as `proposal.patch` and leaves the worktree clean.
+- decide: applies the patch to the same commit, measures, runs the guard, and either
+  commits (`experiment: N — metric old→new — hypothesis`) or resets; then the mode's stop
+  rules, the logs, and decision.json last.
+
+Neither job trusts the worktree it finds: both reset to their start commit first, and a
+measurement is cached by patch hash, so kill -9 and a plain rerun gives the same history.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from ... import commands, git, journal, metrics
+from ...agent_run import run_agent, stop_reason_of
+from ...backends.base import StageRun, ToolResult, Usage
+from ...files import write_json, write_text
+from ...layout import SessionLayout
+from ...stage import StageEnv
+from ...teams import base_context
+from ...tools import Toolbox
+from . import log as logs
+from .log import fmt
+from .policy import (
+    CRASH,
+    DISCARDED,
+    GUARD_FAILED,
+    KEPT,
+    NO_CHANGE,
+    SYNTAX_ERROR,
+    Sample,
+    find_duplicate,
+    judge,
+    syntax_problems,
+)
+from .program import ExperimentConfig, from_frozen, research_text
+
+HISTORY_SHOWN = 10
+
+
+def config_of(values: dict[str, Any]) -> ExperimentConfig:
+    return from_frozen(values["experiment"])
+
+
+def key_of(cfg: ExperimentConfig) -> str:
+    return cfg.key or "metric"
+
+
+def _measure(
+    cfg: ExperimentConfig, cwd: Path, secrets, command: str | None = None
+) -> tuple[Sample, metrics.Measurement]:
+    m = metrics.measure(
+        command or cfg.command,
+        cwd,
+        cfg.format,
+        cfg.key,
+        repeats=cfg.repeats,
+        timeout_s=cfg.verify_timeout_s,
+        secrets=secrets,
+    )
+    return Sample(m.value, m.samples, m.passed), m
+
+
+def _guard(cfg: ExperimentConfig, cwd: Path, secrets) -> commands.CommandResult | None:
+    if not cfg.guard:
+        return None
+    return commands.run(cfg.guard, cwd, timeout_s=cfg.guard_timeout, extra_secrets=secrets)
+
+
+def baseline_record(setup: dict[str, Any]) -> dict[str, Any]:
+    """Experiment 0: the base commit as measured at setup."""
+    b = setup["baseline"]
+    return {
+        "iteration": 0,
+        "timestamp": setup["started_at"],
+        "hypothesis": "baseline",
+        "change_summary": "",
+        "metric_value": b["value"],
+        "samples": b["samples"],
+        "passed": b["passed"],
+        "notes": b.get("notes"),
+        "raw": b.get("raw"),
+        "baseline_value": None,
+        "improved": False,
+        "status": "baseline",
+        "verdict": "",
+        "error": None,
+        "guard_ok": None,
+        "start_commit": setup["base_commit"],
+        "end_commit": setup["base_commit"],
+        "best_value": b["value"],
+        "best": {
+            "value": b["value"],
+            "samples": b["samples"],
+            "passed": b["passed"],
+            "commit": setup["base_commit"],
+            "experiment_id": 0,
+        },
+        "duration_seconds": 0,
+    }
+
+
+# --- reading the loop's state --------------------------------------------------------------
+
+
+def setup_state(layout: SessionLayout) -> dict[str, Any]:
+    return json.loads(layout.experiment_setup.read_text())
+
+
+def records(layout: SessionLayout, upto: int | None = None) -> list[dict[str, Any]]:
+    """Experiment 0 and every completed iteration (below `upto` if given), oldest first."""
+    out = [baseline_record(setup_state(layout))]
+    for n in layout.completed_cycles():
+        if upto is None or n < upto:
+            out.append(json.loads(layout.decision(n).read_text()))
+    return out
+
+
+def incumbent_before(env: StageEnv) -> dict[str, Any]:
+    """The best so far when this iteration starts: from the previous decision, never from
+    baseline.json (which this iteration may already have rewritten before a kill)."""
+    prev = env.previous_decision()
+    return prev["best"] if prev else baseline_record(setup_state(env.layout))["best"]
+
+
+# --- propose ------------------------------------------------------------------------------
+
+
+class ExperimentToolbox(Toolbox):
+    """The experiment team's tools, remembering which files the agent wrote: only those
+    make up the change (the tests or the measurement may leave other files behind)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.written: set[str] = set()
+
+    def _tool_edit_file(self, path: str, old_str: str, new_str: str) -> ToolResult:
+        result = super()._tool_edit_file(path, old_str, new_str)
+        if not result.is_error:
+            self.written.add(self.sandbox.resolve(path, write=True)[1])
+        return result
+
+    def _tool_write_file(self, path: str, content: str) -> ToolResult:
+        result = super()._tool_write_file(path, content)
+        if not result.is_error:
+            self.written.add(self.sandbox.resolve(path, write=True)[1])
+        return result
+
+
+def changed_of(worktree: Path, written: set[str]) -> list[str]:
+    """Written files that differ from HEAD (an edit undone by a later one is no change)."""
+    if not written:
+        return []
+    out = git_proc(worktree, "status", "--porcelain", "-z", "-uall", "--", *sorted(written)).stdout
+    return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
+
+
+def git_proc(worktree: Path, *args: str) -> subprocess.CompletedProcess:
+    """git with its output untouched (git.git strips it, and a patch needs its last newline)."""
+    return subprocess.run(
+        ["git", *git.AUTHOR, *args],
+        cwd=worktree,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def make_patch(worktree: Path, files: list[str]) -> str:
+    git.git(worktree, "add", "-A", "--", *files)
+    patch = git_proc(worktree, "diff", "--cached", "--binary", "--", *files).stdout
+    git.git(worktree, "reset", "-q")
+    return patch
+
+
+def history_rows(recs: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    rows = []
+    for r in recs[-HISTORY_SHOWN:]:
+        row = {"id": r["iteration"], "status": r["status"], "hypothesis": r["hypothesis"]}
+        if r["metric_value"] is not None:
+            row[key] = f"{fmt(r['baseline_value'])} -> {fmt(r['metric_value'])}"
+        elif r.get("error"):
+            row["error"] = r["error"].strip().splitlines()[0][:160]
+        rows.append(row)
+    return rows
+
+
+def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path) -> dict:
+    """One change from the agent, saved as a patch; the worktree is left at its start."""
+    cfg = config_of(env.spec)
+    best = incumbent_before(env)
+    start = best["commit"]
+    env.begin(start)
+    if env.cycle > 1 and cfg.cooldown_s:
+        time.sleep(cfg.cooldown_s)
+    key = key_of(cfg)
+    past = [r for r in records(env.layout, upto=env.cycle) if r["iteration"] > 0]
+    discarded = [r for r in past if r["status"] != KEPT]
+    program = Path(env.record.target) / cfg.program if cfg.program else None
+    worktree_program = env.worktree / cfg.program if cfg.program else None
+    # The prose is re-read every iteration, so the human can steer a running session by
+    # editing program.md in their checkout (read only, never written).
+    research = research_text(program, "") or research_text(worktree_program, cfg.research)
+    state: dict[str, Any] = {"syntax_errors": [], "refused": [], "outcome": NO_CHANGE}
+    options = env.toolbox_options()
+    options["include"] = list(cfg.scope)
+    toolbox = ExperimentToolbox("experiment", env.worktree, **options)
+
+    def finish_experiment(hypothesis: str, change_summary: str) -> ToolResult:
+        dup = find_duplicate(hypothesis, discarded, cfg.duplicate_threshold)
+        if dup is not None:
+            git.restore(env.worktree)
+            toolbox.written.clear()
+            state["refused"].append({"hypothesis": hypothesis, "matches": dup["iteration"]})
+            return ToolResult(
+                f"refused: this repeats experiment #{dup['iteration']} "
+                f'("{dup["hypothesis"]}", {dup["status"]}). The worktree was reset; make a '
+                "different change and call finish_experiment again.",
+                is_error=True,
+            )
+        files = changed_of(env.worktree, toolbox.written)
+        if not files:
+            return ToolResult(
+                "there is no change in the files in scope to measure; edit a file first",
+                is_error=True,
+            )
+        problems = syntax_problems(env.worktree, files)
+        state.update(hypothesis=hypothesis, change_summary=change_summary, files=files)
+        if problems and not state["syntax_errors"]:
+            state["syntax_errors"].append(problems)
+            return ToolResult(
+                "syntax check failed; fix it and call finish_experiment again (one retry):\n"
+                + "\n".join(problems),
+                is_error=True,
+            )
+        toolbox.mark_finished()
+        if problems:
+            state["syntax_errors"].append(problems)
+            state["outcome"] = SYNTAX_ERROR
+            git.restore(env.worktree)
+            return ToolResult(
+                "the syntax check failed again; the change is discarded and logged as "
+                "syntax_error:\n" + "\n".join(problems)
+            )
+        state["patch"] = make_patch(env.worktree, files)
+        state["outcome"] = "proposed"
+        return ToolResult(
+            "recorded; after your turn the harness measures the change and runs the guard"
+        )
+
+    toolbox.hooks["finish_experiment"] = finish_experiment
+    ctx = base_context(env, "experiment")
+    ctx.scope_text = ", ".join(cfg.scope)
+    ctx.experiment = {
+        "goal": cfg.goal,
+        "direction_prose": research,
+        "best": f"{key} = {fmt(best['value'])} (set by experiment {best['experiment_id']}; "
+        f"{cfg.direction})",
+        "history": history_rows(past, key),
+        "scope_files": list(cfg.scope),
+    }
+    run: StageRun = run_agent(env, "experiment", ctx, toolbox)
+    patch = state.get("patch", "")
+    git.reset_to(env.worktree, start)  # the change lives in proposal.patch until decide
+    write_text(patch_out, patch)
+    record = {
+        "stage": "propose",
+        "cycle": env.cycle,
+        "start_commit": start,
+        "outcome": state["outcome"],
+        "hypothesis": state.get("hypothesis") or "(no change handed in)",
+        "change_summary": state.get("change_summary", ""),
+        "files": state.get("files", []),
+        "patch_sha256": hashlib.sha256(patch.encode()).hexdigest(),
+        "syntax_errors": state["syntax_errors"],
+        "refused_duplicates": state["refused"],
+        "research_sha256": hashlib.sha256(research.encode()).hexdigest(),
+        "stop": stop_reason_of(run),
+        "usage": run.usage.__dict__,
+    }
+    lines = [
+        f"# Proposal: iteration {env.cycle}",
+        "",
+        f"- Start commit: {start}",
+        f"- Outcome: {record['outcome']}",
+        f"- Hypothesis: {record['hypothesis']}",
+        f"- Change: {record['change_summary'] or '—'}",
+        f"- Files: {', '.join(record['files']) or 'none'}",
+    ]
+    for refused in state["refused"]:
+        lines.append(f"- Refused as a duplicate of #{refused['matches']}: {refused['hypothesis']}")
+    for problems in state["syntax_errors"]:
+        lines.append("- Syntax check failed: " + "; ".join(problems))
+    if patch:
+        lines += ["", "```diff", patch.rstrip("\n"), "```"]
+    write_text(markdown_out, "\n".join(lines) + "\n")
+    write_json(record_out, record)
+    env.log(f"propose {env.cycle}: {record['outcome']}: {record['hypothesis']}")
+    return record
+
+
+# --- decide -------------------------------------------------------------------------------
+
+
+def _cached(cache_path: Path, key: str, produce) -> dict[str, Any]:
+    """A measurement taken before a kill is reused by the rerun, so the rerun decides the
+    same way and the append-only logs stay consistent with the branch."""
+    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    if key not in cache:
+        cache[key] = produce()
+        write_json(cache_path, cache)
+    return cache[key]
+
+
+def _measure_record(cfg: ExperimentConfig, cwd: Path, secrets) -> dict[str, Any]:
+    try:
+        sample, m = _measure(cfg, cwd, secrets)
+    except metrics.MetricError as err:
+        return {"error": str(err)}
+    return {
+        "value": sample.value,
+        "samples": sample.samples,
+        "passed": sample.passed,
+        "notes": m.notes,
+        "raw": m.raw,
+    }
+
+
+def _guard_record(cfg: ExperimentConfig, cwd: Path, secrets) -> dict[str, Any]:
+    result = _guard(cfg, cwd, secrets)
+    if result is None:
+        return {"ok": None}
+    return {
+        "ok": result.ok,
+        "timed_out": result.timed_out,
+        "exit_code": result.exit_code,
+        "tail": result.tail(1500),
+    }
+
+
+def decide(env: StageEnv) -> dict[str, Any]:
+    """Measure and guard the proposal, then keep it (commit) or reset. The iteration's
+    record, before the mode's stop rules."""
+    cfg = config_of(env.spec)
+    key = key_of(cfg)
+    secrets = env.spec.secrets
+    proposal = env.stage_record("proposal")
+    best = dict(incumbent_before(env))
+    start = proposal["start_commit"]
+    env.begin(start)
+    cache = env.cycle_dir / "measurements.json"
+    began = time.time()
+    rec: dict[str, Any] = {
+        "iteration": env.cycle,
+        "cycle": env.cycle,
+        "hypothesis": proposal["hypothesis"],
+        "change_summary": proposal["change_summary"],
+        "metric_value": None,
+        "samples": [],
+        "passed": None,
+        "notes": None,
+        "raw": None,
+        "error": None,
+        "guard_ok": None,
+        "p_value": None,
+        "remeasured": None,
+        "start_commit": start,
+    }
+    status, verdict = proposal["outcome"], ""
+    if status == SYNTAX_ERROR:
+        rec["error"] = "syntax_error: " + "; ".join(proposal["syntax_errors"][-1])
+    elif status == NO_CHANGE:
+        verdict = "the agent handed in no change"
+    else:
+        if cfg.remeasure_every and env.cycle % cfg.remeasure_every == 0:
+            # The incumbent's numbers drift (and a lucky keep flatters them), so it is
+            # measured afresh every K iterations.
+            again = _cached(
+                cache, f"incumbent:{start}", lambda: _measure_record(cfg, env.worktree, secrets)
+            )
+            git.reset_to(env.worktree, start)
+            if "error" not in again:
+                best.update(value=again["value"], samples=again["samples"], passed=again["passed"])
+                rec["remeasured"] = again["value"]
+        status, verdict = _verify(env, cfg, proposal, best, rec, cache, secrets)
+    rec["baseline_value"] = best["value"]
+    end = start
+    if status == KEPT:
+        message = (
+            f"experiment: {env.cycle} — {key} {fmt(best['value'])}→{fmt(rec['metric_value'])} — "
+            + " ".join(proposal["hypothesis"].split())[:120]
+        )
+        git.git(env.worktree, "commit", "-q", "--no-verify", "-m", message)
+        end = git.head(env.worktree)
+        best = {
+            "value": rec["metric_value"],
+            "samples": rec["samples"],
+            "passed": rec["passed"],
+            "commit": end,
+            "experiment_id": env.cycle,
+        }
+    git.reset_to(env.worktree, end)  # discard = reset to the last kept commit, and clean
+    rec.update(
+        status=status,
+        verdict=verdict,
+        improved=status == KEPT,
+        end_commit=end,
+        best=best,
+        best_value=best["value"],
+        files_changed=proposal["files"] if status == KEPT else [],
+        duration_seconds=round(time.time() - began, 3),
+        timestamp=journal.now(),
+        # Keys the shared session summary reads (journal.write_summary).
+        tests_pass=rec["guard_ok"] is not False,
+        fixed=[],
+        skipped=[],
+        refactor_changes=0,
+        open_issues=[],
+        session_stop=proposal.get("stop"),
+    )
+    return rec
+
+
+def write_iteration(env: StageEnv, rec: dict[str, Any], results_out: Path) -> None:
+    """The iteration's logs, its row in results.tsv and evaluation.md."""
+    cfg = config_of(env.spec)
+    key = key_of(cfg)
+    all_recs = records(env.layout, upto=env.cycle) + [rec]
+    write_iteration_logs(env.layout, cfg, rec, all_recs, setup_state(env.layout)["run_id"])
+    proposal = env.stage_record("proposal")
+    journal.upsert_results(env.layout, "", f"{env.cycle:03d}", [results_row(rec, proposal, key)])
+    write_text(results_out, render_evaluation(rec, key))
+
+
+def finish(env: StageEnv, rec: dict[str, Any], decision_out: Path) -> None:
+    """decision.json, written last: its presence means the iteration is complete."""
+    write_json(decision_out, rec)
+    env.log(
+        f"iteration {env.cycle}: {rec['status']} ({rec['verdict'] or rec['error'] or ''})"
+        + (f"; stopping: {rec['reason']}" if rec["stop"] else "")
+    )
+
+
+def _verify(env, cfg, proposal, best, rec, cache, secrets) -> tuple[str, str]:
+    """Apply the patch, measure, guard, judge: (status, why)."""
+    patch_file = env.cycle_dir / "proposal.patch"
+    proc = git_proc(env.worktree, "apply", "--index", "--binary", str(patch_file.resolve()))
+    if proc.returncode != 0:
+        rec["error"] = (
+            f"the proposal's patch does not apply to {proposal['start_commit'][:12]}: "
+            + proc.stderr.strip()
+        )
+        return CRASH, ""
+    measured = _cached(
+        cache,
+        f"candidate:{proposal['patch_sha256']}:{proposal['start_commit']}",
+        lambda: _measure_record(cfg, env.worktree, secrets)
+        | {"guard": _guard_record(cfg, env.worktree, secrets)},
+    )
+    if "error" in measured:
+        rec["error"] = measured["error"]
+        return CRASH, ""
+    rec.update(value_fields(measured))
+    guard = measured["guard"]
+    rec["guard_ok"] = guard["ok"]
+    if guard["ok"] is False:
+        rec["guard"] = guard
+        if guard["timed_out"]:
+            rec["error"] = f"guard `{cfg.guard}` timed out after {cfg.guard_timeout:g}s"
+            return CRASH, ""
+        return GUARD_FAILED, f"guard `{cfg.guard}` failed (exit code {guard['exit_code']})"
+    verdict = judge(
+        Sample(measured["value"], measured["samples"], measured["passed"]),
+        Sample(best["value"], best["samples"], best.get("passed")),
+        cfg,
+    )
+    rec["p_value"] = verdict.p_value
+    return (KEPT if verdict.kept else DISCARDED), verdict.reason
+
+
+def value_fields(measured: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "metric_value": measured["value"],
+        "samples": measured["samples"],
+        "passed": measured["passed"],
+        "notes": measured["notes"],
+        "raw": measured["raw"],
+    }
+
+
+def results_row(rec: dict[str, Any], proposal: dict[str, Any], key: str) -> dict[str, Any]:
+    usage = Usage(**proposal.get("usage", {}))
+    what = (
+        f"{key} {fmt(rec['baseline_value'])}→{fmt(rec['metric_value'])}"
+        if rec["metric_value"] is not None
+        else rec["status"]
+    )
+    return {
+        "team": "experiment",
+        "status": rec["status"],
+        "tests_pass": rec["tests_pass"],
+        "description": f"{what} — {rec['hypothesis']}",
+        "files_changed": len(rec["files_changed"]),
+        "timestamp": rec["timestamp"],
+        "tokens": usage.tokens,
+        "cost_usd": round(usage.cost_usd, 6),
+    }
+
+
+def render_evaluation(rec: dict[str, Any], key: str) -> str:
+    lines = [
+        f"# Evaluation: iteration {rec['iteration']}",
+        "",
+        f"- Hypothesis: {rec['hypothesis']}",
+        f"- Status: {rec['status']}",
+        f"- {key}: {fmt(rec['baseline_value'])} → {fmt(rec['metric_value'])}",
+        f"- Samples: {rec['samples']}",
+        f"- Guard: {'—' if rec['guard_ok'] is None else ('pass' if rec['guard_ok'] else 'FAIL')}",
+        f"- Ending commit: {rec['end_commit']}",
+    ]
+    if rec.get("p_value") is not None:
+        lines.append(f"- Rank test p-value: {rec['p_value']:.4f}")
+    if rec.get("remeasured") is not None:
+        lines.append(f"- Incumbent re-measured: {rec['remeasured']:g}")
+    if rec["verdict"]:
+        lines.append(f"- Why: {rec['verdict']}")
+    if rec["error"]:
+        lines += ["", "## Error", "```", rec["error"].rstrip(), "```"]
+    lines += ["", "## Decision", rec["reason"] or "continue"]
+    return "\n".join(lines) + "\n"
+
+
+def write_iteration_logs(
+    layout: SessionLayout, cfg: ExperimentConfig, rec: dict, all_recs: list[dict], run_id: str
+) -> None:
+    key = key_of(cfg)
+    logs.append_jsonl(layout.experiments_jsonl, logs.jsonl_entry(rec))
+    logs.upsert_results_data(layout.results_data, rec)
+    write_json(layout.evaluation(rec["iteration"]), logs.evaluation_record(rec))
+    write_text(layout.decision_log, logs.decision_log(all_recs, key))
+    write_text(layout.goal_progress, logs.goal_progress(all_recs, key))
+    logs.write_tsv(layout.experiments_tsv, run_id, all_recs)
+    best = rec["best"]
+    write_json(
+        layout.baseline,
+        {
+            "metric_key": key,
+            "value": best["value"],
+            "direction": cfg.direction,
+            "experiment_id": best["experiment_id"],
+            "commit": best["commit"],
+            "samples": best["samples"],
+            "run_id": run_id,
+            "timestamp": rec["timestamp"],
+        },
+    )

@@ -1,0 +1,261 @@
+"""Narrow: drive one measurable goal through priority-ranked angles.
+
+The cycle is the plain loop's; narrow adds the goal gate (`check_spec`), the baseline
+measurement (`on_setup`), Red scoped to the current angle (`red_scope`), off-angle
+findings waiting in ideas.md (`held_back`), and after every cycle the measurement, the
+revert of a regression, and the angle rules (`apply_policy`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ... import git, journal, metrics
+from ...errors import SpecError
+from ...files import write_json
+from ...findings import Finding
+from ...layout import SessionLayout, rel
+from ...record import SetupRecord
+from ...revert import undo_cycle
+from ...spec import SessionSpec
+from ...stage import StageEnv
+from ..base import Mode
+from . import progress
+from .angles import state_before, step
+from .goal import GOAL_DEFAULTS, Goal, angles_of, goal_of, spec_file
+from .protect import protected_paths
+
+
+# What `autoresearch new --mode narrow` writes into the spec, to edit.
+SPEC_EXAMPLE = """
+goal:
+  metric: lint warnings                    # a short label
+  command: ./measure.sh                    # prints the value; run in the worktree
+  format: last_line                        # json_stdout | json_file:<path> | metric | regex:<re>
+  target: "<= 0"                           # comparator and value
+angles:
+  - {name: unused code, hypothesis: "Removing dead code lowers the count.", priority: 1}
+"""
+
+
+class Narrow(Mode):
+    name = "narrow"
+    spec_example = SPEC_EXAMPLE
+    branch = "autoresearch/narrow/{name}"
+
+    def check_spec(self, values: dict[str, Any], name: str) -> None:
+        """The goal gate: refuse to start unless goal and ranked angles are complete."""
+        goal_of(values, name)
+        angles_of(values, name)
+
+    def on_setup(
+        self, layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
+    ) -> None:
+        """Measure the baseline in the session worktree; protect the measurement."""
+        goal = goal_of(values, layout.name)
+        angles = angles_of(values, layout.name)
+        worktree = layout.worktree()
+        # The frozen spec is what the stages read, so the toolbox refuses edits to these
+        # paths; the frozen session.yaml shows them too.
+        values["protected"] = protected_paths(goal, worktree, list(values.get("protected") or []))
+        # Defaults filled in, so session.yaml shows exactly how the metric is read.
+        values["goal"] = GOAL_DEFAULTS | {k: v for k, v in values["goal"].items() if v is not None}
+        values["angles"] = [asdict(a) for a in angles]
+        try:
+            measured = goal.measure(worktree, values.get("secrets"))
+        except metrics.MetricError as err:
+            raise SpecError(
+                f"{spec_file(layout.name)}: key 'goal.command': the baseline measurement "
+                f"failed, so no cycle can start.\n{err}"
+            ) from None
+        if goal.target.met(measured.value):
+            raise SpecError(
+                f"{spec_file(layout.name)}: key 'goal.target': the baseline value "
+                f"{measured.value:g} already meets the target {goal.target}; set a target "
+                "that is not met yet"
+            )
+        write_json(
+            layout.baseline,
+            {
+                "metric": goal.metric,
+                "command": goal.command,
+                "format": goal.format,
+                "key": goal.key,
+                "repeats": goal.repeats,
+                "target": str(goal.target),
+                "value": measured.value,
+                "samples": measured.samples,
+                "raw": _short(measured.raw),
+                "commit": record.base_commit,
+                "measured_at": journal.now(),
+                "protected": values["protected"],
+            },
+        )
+        log(f"baseline {goal.metric}: {measured.value:g} (samples {measured.samples})")
+        progress.write_progress(layout, values, [])
+        sections = progress.render_sections(layout, values, [])
+        journal.write_summary(layout, record, SessionSpec(values), [], sections)
+
+    def red_scope(self, env: StageEnv) -> dict[str, Any]:
+        """One angle, its hypothesis, the metric, its current value and the target."""
+        angles = angles_of(env.spec, env.layout.name)
+        prev = env.previous_decision()
+        state = state_before(angles, (prev or {}).get("narrow"))
+        angle = next((a for a in angles if a.name == state.angle), angles[0])
+        goal = goal_of(env.spec, env.layout.name)
+        current = (prev or {}).get("narrow", {}).get("current")
+        if current is None:
+            current = progress.load_baseline(env.layout)["value"]
+        return {
+            "angle": {
+                "name": angle.name,
+                "hypothesis": angle.hypothesis,
+                "metric": goal.metric,
+                "current": f"{current:g}",
+                "target": str(goal.target),
+            }
+        }
+
+    def held_back(self, env: StageEnv, findings: list[Finding]) -> list[Finding]:
+        """Red marks what lies off the current angle as low: it waits in ideas.md."""
+        return [f for f in findings if f.severity == "low"]
+
+    def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
+        """Measure; revert a regression; move the angle state; then the stop cascade."""
+        goal = goal_of(env.spec, env.layout.name)
+        angles = angles_of(env.spec, env.layout.name)
+        baseline = progress.load_baseline(env.layout)["value"]
+        prev_record = (env.previous_decision() or {}).get("narrow")
+        state = state_before(angles, prev_record)
+        previous = prev_record["current"] if prev_record else baseline
+        kept = len(decision["fixed"])
+
+        value, samples, error = _try_measure(goal, env.worktree, env.spec.secrets)
+        met = value is not None and goal.target.met(value)
+        # Worse than the baseline: the baseline is strictly closer to the target.
+        regressed = not met and (value is None or metrics.is_closer(baseline, value, goal.target))
+        reverted = False
+        current = value
+        if regressed:
+            reverted = revert_cycle(env, decision, goal, value)
+            if value is None:
+                # The cycle broke the measurement; after the revert it must work again.
+                retry, _, error_after = _try_measure(goal, env.worktree, env.spec.secrets)
+                current = retry
+                error = error if retry is not None else error_after
+            elif reverted:
+                current = previous  # the tree is the cycle's start again
+        moved = step(angles, state, regressed, kept)
+        record = {
+            "angle": state.angle,
+            "value": value,
+            "samples": samples,
+            "error": error if value is None else None,
+            "baseline": baseline,
+            "previous": previous,
+            "current": current,
+            "delta_baseline": None if value is None else value - baseline,
+            "delta_previous": None if value is None else value - previous,
+            "met": met,
+            "regressed": regressed,
+            "reverted": reverted,
+            "kept_fixes": kept,
+            "regressions": moved.regressions,
+            "idle": moved.idle,
+            "exhausted_now": moved.exhausted_now,
+            "exhausted": moved.exhausted,
+            "next_angle": moved.next_angle,
+        }
+        decision["narrow"] = record
+        decision["metric"] = progress.metric_line(goal, record)
+        super().apply_policy(env, decision)
+        env.log(f"narrow: {decision['metric']}")
+        decisions = env.decisions_before() + [decision]
+        progress.write_progress(env.layout, env.spec, decisions, env.worktree)
+
+    def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
+        goal = goal_of(env.spec, env.layout.name)
+        r = decision["narrow"]
+        if r["current"] is None:
+            return f"the measurement command fails even after reverting the cycle: {r['error']}"
+        if r["met"]:
+            return f"goal met: {goal.metric} is {r['value']:g} (target {goal.target})"
+        if r["next_angle"] is None:
+            return (
+                f"all angles exhausted (angle {r['angle']!r}: {r['exhausted_now']}); "
+                f"{goal.metric} is {r['current']:g}, target {goal.target}"
+            )
+        return None
+
+    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
+        return progress.render_sections(env.layout, env.spec, decisions)
+
+    def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
+        """The loop's final decision, then the plot drawn from it."""
+        return [*super().done_inputs(layout, checkpoints), rel(layout.goal_progress_plot)]
+
+    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
+        return progress.status_lines(layout, spec, journal.load_decisions(layout))
+
+    def plot(self, env: StageEnv, out: Path) -> None:
+        progress.plot_progress(env.layout, env.spec, journal.load_decisions(env.layout), out)
+
+
+def _short(raw: Any, limit: int = 2000) -> Any:
+    text = raw if isinstance(raw, str) else json.dumps(raw)
+    return raw if len(text) <= limit else text[:limit] + "..."
+
+
+def _try_measure(
+    goal: Goal, cwd: Path, secrets: list[str] | None
+) -> tuple[float | None, list[float], str | None]:
+    try:
+        m = goal.measure(cwd, secrets)
+    except metrics.MetricError as err:
+        return None, [], str(err)
+    return m.value, m.samples, None
+
+
+def revert_cycle(env: StageEnv, decision: dict[str, Any], goal: Goal, value: float | None) -> bool:
+    """Undo what the cycle kept (revert.py's order) and update the decision so it says what
+    is on the branch now. True if anything was undone."""
+    start = decision["start_commit"]
+    done = {r["commit"] for r in decision["reverted"]}
+    refactor_path = env.cycle_dir / "refactor.json"
+    refactor = (
+        json.loads(refactor_path.read_text())
+        if refactor_path.exists() and env.spec.refactor_on
+        else {}
+    )
+    shown = "unmeasurable" if value is None else f"{value:g}"
+    why = f"{goal.metric} {shown} is worse than the baseline"
+    order = [c["commit"] for c in reversed(refactor.get("commits", [])) if c["commit"] not in done]
+    order += [f["commit"] for f in reversed(decision["fixed"])]
+    if any(r["how"] == "reset" for r in decision["reverted"]):
+        order = []  # evaluate already reset the worktree to the cycle's start
+    undone = undo_cycle(
+        env.worktree, start, order, why=why, log=lambda line: env.log(f"narrow: {line}")
+    )
+    if not undone:
+        return False
+    env.log(f"narrow: {why}; reverted {len(undone)} commit(s)")
+    worktree = env.worktree
+    end = git.head(worktree)
+    decision["reverted"] = decision["reverted"] + undone
+    # The reverted fixes were tried: listing them as skipped keeps Red from reporting them
+    # again (journal.tried_list) and the audit trail says why they are gone.
+    decision["skipped"] = decision["skipped"] + [
+        {"id": f["id"], "key": f["key"], "reason": f"reverted: {why}"} for f in decision["fixed"]
+    ]
+    decision["fixed"] = []
+    decision["refactor_changes"] = 0
+    decision["end_commit"] = end
+    decision["files_changed"] = git.changed_files(worktree, start, end)
+    decision["commits_total"] = len(git.commits_between(worktree, env.track_base(), end))
+    # The tree is the cycle's start again, whose test result the previous cycle recorded.
+    decision["tests_pass"] = env.cycle_start_tests_pass()
+    decision["test_summary"] = "after reverts"
+    return True

@@ -1,0 +1,145 @@
+"""Narrow mode's goal gate: the goal (metric, command, target) and the ranked angles.
+
+Nothing runs without a complete, measurable goal and an explicit ranking of angles: both
+are checked before anything is written, and each error names the key to set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ... import metrics
+from ...errors import SpecError
+
+GOAL_DEFAULTS: dict[str, Any] = {
+    "format": "last_line",
+    "key": None,
+    "repeats": 1,
+    "timeout_s": 300,
+    "protect_tests": True,
+}
+
+
+@dataclass(frozen=True)
+class Angle:
+    name: str
+    hypothesis: str
+    priority: int
+
+
+@dataclass(frozen=True)
+class Goal:
+    metric: str
+    command: str
+    target: metrics.Target
+    target_text: str
+    format: str = "last_line"
+    key: str | None = None
+    repeats: int = 1
+    timeout_s: float = 300
+    protect_tests: bool = True
+
+    def measure(self, cwd: Path, secrets: list[str] | None = None) -> metrics.Measurement:
+        return metrics.measure(
+            self.command,
+            cwd,
+            fmt=self.format,
+            key=self.key,
+            repeats=self.repeats,
+            timeout_s=self.timeout_s,
+            secrets=secrets,
+        )
+
+
+def spec_file(name: str) -> str:
+    return f"config/sessions/{name}.yaml"
+
+
+def goal_of(values: dict[str, Any], name: str = "<name>") -> Goal:
+    where = spec_file(name)
+    raw = values.get("goal")
+    if not isinstance(raw, dict) or not raw:
+        raise SpecError(
+            f"{where}: narrow mode needs key 'goal' with metric, command and target, e.g.\n"
+            "goal:\n  metric: lint warnings\n  command: ./count-warnings.sh\n  target: '<= 0'"
+        )
+    examples = {
+        "metric": "a short label such as 'p99 latency' or 'lint warnings'",
+        "command": "a shell command that prints the value when run in the target",
+        "target": "a comparator and a number such as '<= 100' or '>= 80'",
+    }
+    for key, what in examples.items():
+        value = raw.get(key)
+        if value is None or not str(value).strip():
+            raise SpecError(
+                f"{where}: key 'goal.{key}' is not set: narrow mode needs {what}. "
+                "No cycle runs without a measurable goal."
+            )
+    try:
+        target = metrics.parse_target(str(raw["target"]))
+    except ValueError as err:
+        raise SpecError(f"{where}: key 'goal.target': {err}") from None
+    merged = GOAL_DEFAULTS | {k: v for k, v in raw.items() if v is not None}
+    try:
+        metrics.check_format(str(merged["format"]))
+    except ValueError as err:
+        raise SpecError(f"{where}: key 'goal.format': {err}") from None
+    repeats = merged["repeats"]
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise SpecError(f"{where}: key 'goal.repeats' must be a whole number >= 1")
+    timeout = merged["timeout_s"]
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+        raise SpecError(f"{where}: key 'goal.timeout_s' must be a number of seconds > 0")
+    return Goal(
+        metric=str(raw["metric"]).strip(),
+        command=str(raw["command"]),
+        target=target,
+        target_text=str(raw["target"]).strip(),
+        format=str(merged["format"]),
+        key=merged.get("key"),
+        repeats=repeats,
+        timeout_s=float(timeout),
+        protect_tests=bool(merged["protect_tests"]),
+    )
+
+
+def angles_of(values: dict[str, Any], name: str = "<name>") -> list[Angle]:
+    """The angles in the order they are worked: by explicit priority, never guessed."""
+    where = spec_file(name)
+    raw = values.get("angles")
+    if not isinstance(raw, list) or not raw:
+        raise SpecError(
+            f"{where}: narrow mode needs key 'angles': at least one strategy for moving the "
+            "metric, each {name, hypothesis, priority}"
+        )
+    angles: list[Angle] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise SpecError(f"{where}: key 'angles.{i}' must be a mapping")
+        for key in ("name", "hypothesis"):
+            if not str(item.get(key) or "").strip():
+                raise SpecError(f"{where}: key 'angles.{i}.{key}' is not set")
+        priority = item.get("priority")
+        if priority is None and len(raw) > 1:
+            raise SpecError(
+                f"{where}: key 'angles.{i}.priority' is not set: with {len(raw)} angles each "
+                "needs an explicit, distinct priority (1 is worked first); the ranking is "
+                "never guessed"
+            )
+        priority = 1 if priority is None else priority
+        if not isinstance(priority, int) or isinstance(priority, bool) or priority < 1:
+            raise SpecError(f"{where}: key 'angles.{i}.priority' must be a whole number >= 1")
+        angles.append(Angle(str(item["name"]).strip(), str(item["hypothesis"]).strip(), priority))
+    for kind in ("name", "priority"):
+        seen: dict[Any, str] = {}
+        for angle in angles:
+            value = getattr(angle, kind)
+            if value in seen:
+                raise SpecError(
+                    f"{where}: key 'angles': angles {seen[value]!r} and {angle.name!r} share "
+                    f"the {kind} {value!r}; every angle needs a distinct {kind}"
+                )
+            seen[value] = angle.name
+    return sorted(angles, key=lambda a: a.priority)

@@ -1,0 +1,205 @@
+"""Narrow mode's reports: goal-progress.md and .png, session.md's Goal and Angles, status.
+
+Everything is rendered whole from the per-cycle records, so a rerun never duplicates a row.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ... import git
+from ...files import write_text
+from ...layout import SessionLayout
+from .angles import angle_statuses
+from .goal import Goal, angles_of, goal_of
+
+
+def load_baseline(layout: SessionLayout) -> dict[str, Any]:
+    return json.loads(layout.baseline.read_text())
+
+
+def records(decisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each cycle's narrow record, with its cycle number."""
+    return [d["narrow"] | {"cycle": d["cycle"]} for d in decisions if d.get("narrow")]
+
+
+def _fmt(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+g}" if signed else f"{value:g}"
+
+
+def metric_line(goal: Goal, r: dict[str, Any]) -> str:
+    if r["value"] is None:
+        head = f"{goal.metric}: not measurable ({(r.get('error') or '').splitlines()[0]})"
+    else:
+        head = (
+            f"{goal.metric}: {r['value']:g} (baseline {r['baseline']:g}, "
+            f"Δ baseline {_fmt(r['delta_baseline'], True)}, "
+            f"Δ previous {_fmt(r['delta_previous'], True)}; target {goal.target}"
+            f"{': met' if r['met'] else ''})"
+        )
+    notes = [f"angle {r['angle']}"]
+    if r["reverted"]:
+        notes.append(f"regression {r['regressions']} on this angle, cycle reverted")
+    elif r["regressed"]:
+        notes.append(f"regression {r['regressions']} on this angle")
+    if r["exhausted_now"]:
+        notes.append(f"angle exhausted: {r['exhausted_now']}")
+    return f"{head}; {', '.join(notes)}"
+
+
+def write_progress(
+    layout: SessionLayout,
+    values: dict[str, Any],
+    decisions: list[dict[str, Any]],
+    worktree: Path | None = None,
+) -> None:
+    """Rewritten whole from the per-cycle records, so a rerun never duplicates a row."""
+    goal = goal_of(values, layout.name)
+    base = load_baseline(layout)
+    recs = records(decisions)
+    current = recs[-1]["current"] if recs else base["value"]
+    lines = [
+        f"# Goal progress: {layout.name}",
+        "",
+        f"- Metric: {goal.metric}",
+        f"- Measurement command: `{goal.command}` (format {goal.format}, "
+        f"repeats {goal.repeats}, median)",
+        f"- Baseline value: {base['value']:g} (samples {_samples(base['samples'])})",
+        f"- Target value: {goal.target}",
+        f"- Current value: {_fmt(current)}",
+        "",
+        "| cycle | value | Δ baseline | Δ previous | angle | samples | outcome |",
+        "|------:|------:|-----------:|-----------:|-------|---------|---------|",
+    ]
+    for r in recs:
+        lines.append(
+            f"| {r['cycle']} | {_fmt(r['value'])} | {_fmt(r['delta_baseline'], True)} | "
+            f"{_fmt(r['delta_previous'], True)} | {r['angle']} | {_samples(r['samples'])} | "
+            f"{_outcome(r)} |"
+        )
+    last = decisions[-1] if decisions else None
+    if last and last.get("stop"):
+        lines += ["", "## Final", f"- Stopped: {last['reason']}", f"- Final value: {_fmt(current)}"]
+        if worktree is not None:
+            history = git.git(
+                worktree, "log", "--oneline", "--no-decorate", f"{base['commit']}..HEAD"
+            )
+            lines += ["", "## Commit history", "```", history or "(no commits)", "```"]
+    write_text(layout.goal_progress, "\n".join(lines) + "\n")
+
+
+def _samples(samples: list[float]) -> str:
+    return ", ".join(f"{s:g}" for s in samples) if samples else "-"
+
+
+def _outcome(r: dict[str, Any]) -> str:
+    if r["met"]:
+        return "goal met"
+    parts = []
+    if r["value"] is None:
+        parts.append("not measurable")
+    if r["reverted"]:
+        parts.append(f"regression {r['regressions']}, reverted")
+    elif r["regressed"]:
+        parts.append(f"regression {r['regressions']}")
+    elif r["kept_fixes"]:
+        parts.append(f"kept ({r['kept_fixes']} fixes)")
+    else:
+        parts.append(f"nothing kept (idle {r['idle']})")
+    if r["exhausted_now"]:
+        parts.append(f"angle exhausted ({r['exhausted_now']})")
+    return "; ".join(parts)
+
+
+def render_sections(
+    layout: SessionLayout, values: dict[str, Any], decisions: list[dict[str, Any]]
+) -> str:
+    goal = goal_of(values, layout.name)
+    angles = angles_of(values, layout.name)
+    base = load_baseline(layout)
+    recs = records(decisions)
+    last = recs[-1] if recs else None
+    current = last["current"] if last else base["value"]
+    delta = None if current is None else current - base["value"]
+    lines = [
+        "## Goal",
+        f"- Metric: {goal.metric}",
+        f"- Measurement command: `{goal.command}`",
+        f"- Baseline value: {base['value']:g} (samples {_samples(base['samples'])})",
+        f"- Target value: {goal.target}",
+        f"- Current value: {_fmt(current)} (Δ baseline {_fmt(delta, True)})",
+        "",
+        "## Angles",
+        "| Priority | Name | Hypothesis | Status |",
+        "|----------|------|------------|--------|",
+    ]
+    status = angle_statuses(angles, last)
+    for a in angles:
+        lines.append(f"| {a.priority} | {a.name} | {a.hypothesis} | {status[a.name]} |")
+    return "\n".join(lines) + "\n"
+
+
+def status_lines(
+    layout: SessionLayout, values: dict[str, Any], decisions: list[dict[str, Any]]
+) -> list[str]:
+    """`autoresearch status` extras: baseline, current, target, delta, angle table."""
+    if not layout.baseline.exists():
+        return ["Goal: baseline not measured yet"]
+    goal = goal_of(values, layout.name)
+    base = load_baseline(layout)
+    recs = records(decisions)
+    last = recs[-1] if recs else None
+    current = last["current"] if last else base["value"]
+    delta = None if current is None else current - base["value"]
+    met = current is not None and goal.target.met(current)
+    lines = [
+        f"Metric: {goal.metric}",
+        f"  baseline {base['value']:g}, current {_fmt(current)}, target {goal.target}, "
+        f"delta {_fmt(delta, True)}{' (goal met)' if met else ''}",
+        "Angles:",
+    ]
+    angles = angles_of(values, layout.name)
+    status = angle_statuses(angles, last)
+    width = max(len(a.name) for a in angles)
+    for a in angles:
+        lines.append(f"  {a.priority}. {a.name.ljust(width)}  {status[a.name]}")
+    return lines
+
+
+def plot_progress(
+    layout: SessionLayout, values: dict[str, Any], decisions: list[dict[str, Any]], out: Path
+) -> None:
+    """Metric per cycle, baseline and target lines; reverted cycles marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on a cluster node or in CI
+    import matplotlib.pyplot as plt
+
+    goal = goal_of(values, layout.name)
+    base = load_baseline(layout)
+    recs = records(decisions)
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    xs = [0] + [r["cycle"] for r in recs]
+    current = [base["value"]] + [r["current"] for r in recs]
+    ax.step(xs, current, where="post", color="tab:blue", label="value kept on the branch")
+    kept = [(r["cycle"], r["value"]) for r in recs if r["value"] is not None and not r["reverted"]]
+    if kept:
+        ax.plot(*zip(*kept, strict=True), "o", color="tab:blue", label="measured, kept")
+    gone = [(r["cycle"], r["value"]) for r in recs if r["value"] is not None and r["reverted"]]
+    if gone:
+        ax.plot(*zip(*gone, strict=True), "x", color="tab:red", ms=9, mew=2, label="reverted")
+    ax.axhline(base["value"], color="grey", ls=":", label=f"baseline {base['value']:g}")
+    ax.axhline(goal.target.value, color="tab:green", ls="--", label=f"target {goal.target}")
+    ax.set_xlabel("cycle")
+    ax.set_ylabel(goal.metric)
+    ax.set_title(f"{layout.name}: {goal.metric}")
+    ax.set_xticks(xs)
+    ax.legend(fontsize="small", loc="best")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, format="png")
+    plt.close(fig)

@@ -1,0 +1,101 @@
+"""rules/cycle.smk: Red, sanitize, Green, Refactor and the evaluate checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from autoresearch.jobs import run_stage
+from autoresearch.layout import rel, session_layout
+from autoresearch.spec import load_frozen
+
+
+def red_inputs(name: str, cycle: int, track: str = "", loop: str = "cycles") -> list[str]:
+    """The frozen spec, and the previous cycle's decision until it is on disk (so a
+    finished session's DAG stays a few jobs long)."""
+    layout = session_layout(name, loop)
+    inputs = [rel(layout.spec)]
+    if cycle > 1:
+        previous = layout.decision(cycle - 1, track)
+        if not previous.exists():
+            inputs.append(rel(previous))
+    return inputs
+
+
+def evaluate_inputs(name: str, cycle: str, track: str = "") -> dict[str, str]:
+    """Green's record, and Refactor's unless the spec's teams leave it out."""
+    layout = session_layout(name)
+    base = layout.cycles(track) / cycle
+    inputs = {"green": rel(base / "green.json")}
+    if load_frozen(layout.spec).refactor_on:
+        inputs["refactor"] = rel(base / "refactor.json")
+    return inputs
+
+
+# --- jobs ----------------------------------------------------------------------------
+# The stage modules are imported by the first job that needs them, not when the workflow
+# is parsed: every dry run and every cluster job parses it, and they need none of them.
+
+
+def red(wildcards: Any, output: Any, log: Any) -> None:
+    from autoresearch import teams
+
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: teams.red(
+            env, Path(output.findings), Path(output.record), mode.red_scope(env)
+        ),
+    )
+
+
+def sanitize(wildcards: Any, input: Any, output: Any, log: Any) -> None:
+    from autoresearch import teams
+
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: teams.sanitize(
+            env,
+            Path(input.findings),
+            Path(output[0]),
+            held_back=lambda reported: mode.held_back(env, reported),
+        ),
+    )
+
+
+def green(wildcards: Any, input: Any, output: Any, log: Any) -> None:
+    from autoresearch import teams
+
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: teams.green(
+            env, Path(input.findings), Path(output.patch), Path(output.record)
+        ),
+    )
+
+
+def refactor(wildcards: Any, output: Any, log: Any) -> None:
+    from autoresearch import teams
+
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: teams.refactor(env, Path(output.patch), Path(output.record)),
+    )
+
+
+def evaluate(wildcards: Any, output: Any, log: Any) -> None:
+    """Tests and reverts; the mode's policy; the files; decision.json last."""
+    from autoresearch import evaluate as evaluation
+
+
+    def body(env, mode) -> None:
+        decision, summary = evaluation.assess(env)
+        mode.apply_policy(env, decision)
+        evaluation.write_results(env, decision, summary, Path(output.results))
+        mode.write_summary(env, decision)
+        evaluation.finish(env, decision, Path(output.decision))
+
+    run_stage(wildcards, log, body)

@@ -1,0 +1,13 @@
+"""rules/examples.smk: a bundled example turned into a throwaway git repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from autoresearch.examples import make_example_repo
+from autoresearch.jobs import run_job
+
+
+def example_repo(input: Any, output: Any, log: Any) -> None:
+    run_job(log[0], lambda: make_example_repo(Path(input[0]), Path(output.ready)))

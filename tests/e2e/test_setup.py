@@ -1,0 +1,191 @@
+"""Session setup: spec layering, freezing, bad input, and the user's checkout left alone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from conftest import git, make_repo, script_spec
+
+from autoresearch import git as gitops
+
+
+def no_agent_spec(target, **extra):
+    values = {
+        "mode": "sweep",
+        "target": str(target),
+        "test_command": "python -m pytest -q",
+        "agent": {"backend": "ruff"},
+        "max_cycles": 1,
+    }
+    values.update(extra)
+    return values
+
+
+def run_setup_only(workflow, values, name="s"):
+    return workflow.run(name, values, target=f"sessions/{name}/session.yaml", check=False)
+
+
+# --- bad input: clear message, non-zero exit, nothing written to the target -------
+
+
+@pytest.fixture
+def untouched(target):
+    """Asserts after the test that the target's branches, HEAD, index and files are as before."""
+    before = gitops.snapshot(target), git(target, "branch", "--list")
+    yield target
+    assert (gitops.snapshot(target), git(target, "branch", "--list")) == before
+
+
+def assert_refused(proc, *needles):
+    assert proc.returncode != 0
+    for needle in needles:
+        assert needle in proc.stderr, proc.stderr[-3000:]
+
+
+def test_missing_target_is_refused(workflow, tmp_path):
+    proc = run_setup_only(workflow, no_agent_spec(tmp_path / "nowhere"))
+    assert_refused(proc, "key 'target'", "does not exist")
+    assert not (workflow.session("s") / "session.yaml").exists()
+
+
+def test_target_that_is_not_a_git_repo_is_refused(workflow, tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    proc = run_setup_only(workflow, no_agent_spec(plain))
+    assert_refused(proc, "not a git repository")
+    assert list(plain.iterdir()) == []
+
+
+def test_dirty_target_with_on_dirty_abort_is_refused(workflow, target):
+    (target / "calc.py").write_text("# edited\n")
+    before = gitops.snapshot(target)
+    proc = run_setup_only(workflow, no_agent_spec(target))
+    assert_refused(proc, "uncommitted changes", "on_dirty: stash")
+    assert gitops.snapshot(target) == before
+    assert "autoresearch" not in git(target, "branch", "--list")
+
+
+def test_unknown_mode_is_refused(workflow, untouched):
+    proc = run_setup_only(workflow, no_agent_spec(untouched, mode="turbo"))
+    assert_refused(proc, "key 'mode'", "turbo")
+
+
+def test_schema_violation_names_key_and_file(workflow, untouched):
+    proc = run_setup_only(workflow, no_agent_spec(untouched, max_cycles=0))
+    assert_refused(proc, "--config: key 'max_cycles'")
+
+
+def test_unparsable_target_config_is_refused(workflow, tmp_path):
+    repo = make_repo(tmp_path / "t", {".autoresearch.yml": "teams: [red,\n", "a.py": "x = 1\n"})
+    before = gitops.snapshot(repo)
+    proc = run_setup_only(workflow, no_agent_spec(repo))
+    assert_refused(proc, ".autoresearch.yml", "not valid YAML")
+    assert gitops.snapshot(repo) == before
+
+
+def test_test_command_that_does_not_exist_is_refused(workflow, untouched):
+    proc = run_setup_only(workflow, no_agent_spec(untouched, test_command="no-such-tool --run"))
+    assert_refused(proc, "key 'test_command'", "no-such-tool")
+
+
+@pytest.mark.parametrize("bad", ["a b", "a/b", "_hidden"])
+def test_bad_session_name_is_refused(workflow, bad):
+    proc = workflow.run(bad, None, target=f"sessions/{bad}/done", check=False)
+    assert_refused(proc, f"session name {bad!r} is not allowed")
+
+
+# --- spec layering and freezing ------------------------------------------------------
+
+
+def test_spec_is_frozen_at_start(workflow, target):
+    values = no_agent_spec(target, max_findings=7)
+    run_setup_only(workflow, values)
+    frozen = yaml.safe_load((workflow.session("s") / "session.yaml").read_text())
+    assert frozen["max_findings"] == 7
+    values["max_findings"] = 3  # a later edit of the spec...
+    run_setup_only(workflow, values)
+    frozen = yaml.safe_load((workflow.session("s") / "session.yaml").read_text())
+    assert frozen["max_findings"] == 7  # ...does not change the running session
+
+
+# --- setup results -----------------------------------------------------------------------
+
+
+def test_setup_records_baseline_counts_branch_and_context(workflow, target):
+    run_setup_only(workflow, no_agent_spec(target))
+    setup = json.loads((workflow.session("s") / "setup.json").read_text())
+    assert setup["baseline"]["passed"] == 2 and setup["baseline"]["ok"]
+    assert setup["branch"] == "autoresearch/improve"
+    assert setup["base_commit"] == git(target, "rev-parse", "HEAD")
+    assert "Adds numbers." in setup["conventions"]
+    md = (workflow.session("s") / "session.md").read_text()
+    assert "## Skill version\n0.1.0" in md and "- Stack: Python" in md
+    for name in ("results.tsv", "ideas.md"):
+        assert (workflow.session("s") / name).is_file()
+    assert (workflow.session("s") / "cycles").is_dir()
+
+
+def test_taken_branch_gets_next_free_number(workflow, target):
+    git(target, "branch", "autoresearch/improve")
+    run_setup_only(workflow, no_agent_spec(target))
+    setup = json.loads((workflow.session("s") / "setup.json").read_text())
+    assert setup["branch"] == "autoresearch/improve-2"
+
+
+def test_failing_baseline_warns_and_continues(workflow, tmp_path):
+    repo = make_repo(tmp_path / "t", {"test_x.py": "def test_x():\n    assert False\n"})
+    proc = run_setup_only(workflow, no_agent_spec(repo))
+    assert proc.returncode == 0
+    setup = json.loads((workflow.session("s") / "setup.json").read_text())
+    assert setup["baseline"]["failed"] == 1 and not setup["baseline"]["ok"]
+    assert (
+        "warning: baseline tests fail" in (workflow.session("s") / "logs/session.log").read_text()
+    )
+
+
+def test_on_dirty_stash_records_changes_and_leaves_files(workflow, target):
+    (target / "calc.py").write_text("# my local edit\n")
+    run_setup_only(workflow, no_agent_spec(target, on_dirty="stash"))
+    assert (target / "calc.py").read_text() == "# my local edit\n"
+    assert "autoresearch s" in git(target, "stash", "list")
+    worktree = workflow.session("s") / "worktree"
+    assert "def add" in (worktree / "calc.py").read_text()
+
+
+def test_users_checkout_is_identical_after_a_session(workflow, target):
+    before = gitops.snapshot(target)
+    script = workflow.script({"red": {"*": []}})
+    workflow.run("s", script_spec(target, script, workflow.workdir / "t.jsonl", max_cycles=2))
+    assert gitops.snapshot(target) == before
+
+
+# --- the CLI ---------------------------------------------------------------------------
+
+
+def test_claude_backend_without_key_fails_before_any_stage(workflow, untouched, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    values = no_agent_spec(untouched, agent={"backend": "claude"})
+    proc = workflow.run("s", values, check=False)
+    assert_refused(proc, "ANTHROPIC_API_KEY is not set")
+    assert not workflow.session("s").exists()
+
+
+def test_missing_prompt_override_file_is_named(workflow, untouched):
+    values = no_agent_spec(untouched, agent={"backend": "ruff", "prompts": {"red": "/no/red.md"}})
+    proc = run_setup_only(workflow, values)
+    assert_refused(proc, "agent.prompts.red", "/no/red.md")
+
+
+# --- resuming across versions (seed 000, Resume step 2) ----------------------------------
+
+
+def test_resuming_a_session_from_a_newer_version_is_refused(workflow, target):
+    values = no_agent_spec(target, max_cycles=2)
+    run_setup_only(workflow, values)
+    setup = workflow.session("s") / "setup.json"
+    setup.write_text(setup.read_text().replace('"version": "0.1.0"', '"version": "9.0.0"'))
+    proc = workflow.run("s", values, check=False)
+    assert_refused(proc, "made by autoresearch 9.0.0", "upgrade autoresearch")
+    assert not (workflow.session("s") / "cycles/001").exists()

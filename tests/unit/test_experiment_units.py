@@ -1,0 +1,240 @@
+"""Experiment mode without Snakemake: program.md, the spec, keep-or-discard, stop rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from autoresearch.modes.experiment.policy import (
+    CRASH,
+    DISCARDED,
+    KEPT,
+    Sample,
+    find_duplicate,
+    judge,
+    should_stop,
+    similarity,
+    syntax_problems,
+)
+from autoresearch.modes.experiment.program import (
+    ExperimentConfig,
+    from_frozen,
+    parse_duration,
+    resolve,
+    split_program,
+)
+from autoresearch.spec import SpecError
+
+PROGRAM = """# Faster parser
+
+```yaml
+target_file: parser.py
+eval_command: python bench.py
+metric_key: ms
+direction: minimize
+max_experiments: 50
+experiment_timeout: 120
+cooldown_seconds: 2
+git_branch: ignored
+```
+
+## Research Direction
+
+Try caching the tokenizer.
+"""
+
+
+def cfg(**kw) -> ExperimentConfig:
+    base = dict(goal="g", scope=["a.py"], command="m", direction="minimize", max_iterations=100)
+    return ExperimentConfig(**(base | kw))
+
+
+def test_program_md_seed_004_keys_map_to_the_spec(tmp_path):
+    (tmp_path / "program.md").write_text(PROGRAM)
+    c = resolve({"experiment": {"program": "program.md"}}, tmp_path, "s.yaml")
+    assert (c.goal, c.scope, c.command, c.key) == (
+        "Faster parser",
+        ["parser.py"],
+        "python bench.py",
+        "ms",
+    )
+    assert (c.max_iterations, c.verify_timeout_s, c.cooldown_s) == (50, 120.0, 2.0)
+    assert any("git_branch" in w for w in c.warnings)
+    config, prose, title = split_program(PROGRAM)
+    assert "caching the tokenizer" in prose and "eval_command" not in prose
+
+
+def test_session_spec_keys_override_program_md(tmp_path):
+    (tmp_path / "program.md").write_text(PROGRAM)
+    values = {
+        "experiment": {"program": "program.md", "max_iterations": 3, "metric": {"key": "p99"}}
+    }
+    c = resolve(values, tmp_path, "s.yaml")
+    assert (c.max_iterations, c.key, c.command) == (3, "p99", "python bench.py")
+
+
+def test_frozen_config_round_trips(tmp_path):
+    (tmp_path / "program.md").write_text(PROGRAM)
+    c = resolve({"experiment": {"program": "program.md", "max_duration": "1h30m"}}, tmp_path, "s")
+    again = from_frozen(c.to_spec())
+    assert again.max_duration_s == 5400 and again.command == c.command and again.scope == c.scope
+
+
+@pytest.mark.parametrize(
+    "drop,named",
+    [
+        ("eval_command", "experiment.metric.command"),
+        ("target_file", "experiment.scope"),
+        ("direction", "experiment.metric.direction"),
+        ("max_experiments", "experiment.max_iterations"),
+    ],
+)
+def test_missing_required_field_names_the_key(tmp_path, drop, named):
+    text = "\n".join(line for line in PROGRAM.splitlines() if not line.startswith(drop))
+    (tmp_path / "program.md").write_text(text)
+    with pytest.raises(SpecError, match=named.replace(".", r"\.")):
+        resolve({"experiment": {"program": "program.md"}}, tmp_path, "s.yaml")
+
+
+def test_missing_program_file_and_unknown_key_fail_fast(tmp_path):
+    with pytest.raises(SpecError, match="experiment.program"):
+        resolve({"experiment": {"program": "program.md"}}, tmp_path, "s.yaml")
+    (tmp_path / "program.md").write_text(PROGRAM.replace("metric_key", "metrik_key"))
+    with pytest.raises(SpecError, match="unknown key 'metrik_key'"):
+        resolve({"experiment": {"program": "program.md"}}, tmp_path, "s.yaml")
+
+
+def test_rank_test_needs_five_repeats_and_pass_only_needs_evaluator(tmp_path):
+    base = {
+        "goal": "g",
+        "scope": ["a"],
+        "metric": {"command": "m", "direction": "minimize"},
+        "max_iterations": 2,
+    }
+    with pytest.raises(SpecError, match="repeats >= 5"):
+        resolve({"experiment": base | {"rank_test_alpha": 0.05, "repeats": 3}}, tmp_path, "s")
+    with pytest.raises(SpecError, match="pass_only"):
+        resolve(
+            {
+                "experiment": base
+                | {"keep_policy": "pass_only", "metric": {"command": "m", "format": "last_line"}}
+            },
+            tmp_path,
+            "s",
+        )
+
+
+def test_durations():
+    assert parse_duration("2h", "k") == 7200
+    assert parse_duration("90m", "k") == 5400
+    assert parse_duration(30, "k") == 30
+    with pytest.raises(SpecError):
+        parse_duration("soon", "k")
+
+
+# --- keep or discard ---
+
+
+def test_equal_is_discarded_and_better_is_kept():
+    c = cfg()
+    assert not judge(Sample(10, [10]), Sample(10, [10]), c).kept
+    assert judge(Sample(9, [9]), Sample(10, [10]), c).kept
+    assert not judge(Sample(11, [11]), Sample(10, [10]), c).kept
+    assert judge(Sample(11, [11]), Sample(10, [10]), cfg(direction="maximize")).kept
+
+
+def test_min_effect_absolute_and_relative():
+    assert not judge(Sample(9.5, [9.5]), Sample(10, [10]), cfg(min_effect=1)).kept
+    assert not judge(Sample(9.9, [9.9]), Sample(10, [10]), cfg(min_effect="2%")).kept
+    assert judge(Sample(9.7, [9.7]), Sample(10, [10]), cfg(min_effect="2%")).kept
+
+
+def test_rank_test_rejects_a_better_median_within_noise():
+    c = cfg(repeats=5, rank_test_alpha=0.05)
+    noisy = judge(
+        Sample(9.9, [9.9, 10.3, 9.7, 10.1, 9.8]), Sample(10, [10, 9.8, 10.2, 10.1, 9.9]), c
+    )
+    assert not noisy.kept and noisy.p_value is not None
+    clear = judge(Sample(5, [5, 5.1, 4.9, 5.2, 4.8]), Sample(10, [10, 9.8, 10.2, 10.1, 9.9]), c)
+    assert clear.kept
+
+
+def test_evaluator_policies():
+    pass_only = cfg(keep_policy="pass_only", format="evaluator")
+    assert judge(Sample(1, [1], True), Sample(0, [0], False), pass_only).kept
+    assert not judge(Sample(0, [0], False), Sample(0, [0], False), pass_only).kept
+    score = cfg(format="evaluator", direction="maximize")
+    assert not judge(Sample(0.9, [0.9], False), Sample(0.5, [0.5], True), score).kept
+    assert judge(Sample(0.9, [0.9], True), Sample(0.5, [0.5], True), score).kept
+
+
+# --- stop conditions ---
+
+
+def hist(statuses, best=100.0):
+    return [
+        {"status": s, "best_value": best, "error": "boom" if s == CRASH else None} for s in statuses
+    ]
+
+
+def test_iteration_and_duration_limits():
+    assert "iteration limit" in should_stop(hist([DISCARDED] * 3), cfg(max_iterations=3), 0, 100)
+    c = cfg(max_iterations=None, max_duration_s=60)
+    assert should_stop(hist([KEPT]), c, 59, 100) is None
+    assert "duration limit" in should_stop(hist([KEPT]), c, 61, 100)
+
+
+def test_target_reached():
+    c = cfg(target="<= 50")
+    assert should_stop(hist([KEPT], best=60), c, 0, 100) is None
+    assert "target reached" in should_stop(hist([KEPT], best=50), c, 0, 100)
+
+
+def test_stuck_after_ten_discards():
+    c = cfg()
+    assert should_stop(hist([KEPT] + [DISCARDED] * 9), c, 0, 100) is None
+    assert "stuck" in should_stop(hist([DISCARDED] * 10), c, 0, 100)
+
+
+def test_plateau_when_twenty_iterations_gain_under_one_percent():
+    c = cfg(stuck_after=0)
+    history = [
+        {"status": KEPT if i % 2 else DISCARDED, "best_value": 100 - 0.04 * i} for i in range(20)
+    ]
+    assert "plateau" in should_stop(history, c, 0, 100)
+    moving = [{"status": KEPT, "best_value": 100 - i} for i in range(20)]
+    assert should_stop(moving, c, 0, 100) is None
+
+
+def test_crash_loop_says_what_to_check():
+    c = cfg(guard="pytest")
+    assert should_stop(hist([CRASH] * 4), c, 0, 100) is None
+    reason = should_stop(hist([CRASH] * 5), c, 0, 100)
+    assert "crash loop" in reason and "`m`" in reason and "pytest" in reason and "boom" in reason
+
+
+def test_pass_only_never_stops_on_pass_or_failures_by_default():
+    c = cfg(keep_policy="pass_only", format="evaluator", max_iterations=None, max_duration_s=3600)
+    assert should_stop(hist([DISCARDED] * 30), c, 10, 0) is None
+    assert should_stop(hist([KEPT] * 30, best=1.0), c, 10, 0) is None
+
+
+# --- duplicates and syntax ---
+
+
+def test_duplicate_hypothesis_is_found_fuzzily():
+    past = [{"iteration": 4, "hypothesis": "Cache the tokenizer results.", "status": DISCARDED}]
+    assert similarity("cache the tokenizer results", "Cache the Tokenizer results!") == 1.0
+    assert find_duplicate("Cache tokenizer results", past, 0.85)["iteration"] == 4
+    assert find_duplicate("Use a faster JSON library", past, 0.85) is None
+
+
+def test_syntax_check_python_and_javascript(tmp_path):
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    (tmp_path / "bad.py").write_text("def f(:\n")
+    (tmp_path / "bad.js").write_text("function (\n")
+    problems = syntax_problems(tmp_path, ["ok.py", "bad.py", "bad.js"])
+    assert any(p.startswith("bad.py:1") for p in problems)
+    import shutil
+
+    if shutil.which("node"):
+        assert any(p.startswith("bad.js") for p in problems)

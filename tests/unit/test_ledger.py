@@ -1,0 +1,97 @@
+"""The cost ledger: prices from the spec, one row per stage, totals and the session budget."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from autoresearch.backends.base import StageRun, Usage
+from autoresearch.ledger import COLUMNS, budget_exceeded, price, record_stage, session_totals
+
+PRICES = {
+    "claude-sonnet-4-5": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3},
+    "claude-sonnet-4": {"input": 99.0, "output": 99.0, "cache_write": 99.0, "cache_read": 99.0},
+}
+MILLION = Usage(
+    input_tokens=1_000_000,
+    output_tokens=1_000_000,
+    cache_creation_input_tokens=1_000_000,
+    cache_read_input_tokens=1_000_000,
+)
+
+
+def run(cost: float = 0.5, tokens: int = 100, stop: str = "finished") -> StageRun:
+    usage = Usage(
+        input_tokens=tokens,
+        output_tokens=tokens // 2,
+        cache_creation_input_tokens=tokens * 3,
+        cache_read_input_tokens=tokens * 10,
+        cost_usd=cost,
+        requests=4,
+    )
+    return StageRun(usage=usage, turns=4, stop_reason=stop)
+
+
+def test_price_uses_per_million_rates_for_each_token_kind():
+    assert price("claude-sonnet-4-5", MILLION, PRICES) == pytest.approx(3.0 + 15.0 + 3.75 + 0.3)
+    assert price("claude-sonnet-4-5", Usage(input_tokens=2000), PRICES) == pytest.approx(0.006)
+
+
+def test_unknown_model_costs_nothing():
+    assert price("some-local-llama", MILLION, PRICES) == 0.0
+    assert price("claude-sonnet-4-5", MILLION, {}) == 0.0
+
+
+def test_a_dated_model_id_uses_its_alias_price_and_the_longest_alias_wins():
+    dated = price("claude-sonnet-4-5-20250929", MILLION, PRICES)
+    assert dated == pytest.approx(price("claude-sonnet-4-5", MILLION, PRICES))
+
+
+def test_record_stage_writes_the_documented_columns(tmp_path):
+    record_stage(tmp_path, track="", cycle="001", team="red", model="m", run=run())
+    with open(tmp_path / "usage.tsv", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    assert list(rows[0]) == COLUMNS
+    assert COLUMNS == [
+        "track", "cycle", "team", "model", "requests", "input_tokens", "output_tokens",
+        "cache_write_tokens", "cache_read_tokens", "cost_usd", "stop_reason", "timestamp",
+    ]  # fmt: skip
+    row = rows[0]
+    assert (row["team"], row["requests"], row["input_tokens"], row["cache_read_tokens"]) == (
+        "red", "4", "100", "1000",
+    )  # fmt: skip
+    assert row["stop_reason"] == "finished" and row["timestamp"].endswith("Z")
+
+
+def test_rerunning_a_stage_replaces_its_row(tmp_path):
+    record_stage(tmp_path, track="", cycle="001", team="green", model="m", run=run(cost=1.0))
+    record_stage(tmp_path, track="", cycle="001", team="green", model="m", run=run(cost=0.25))
+    lines = (tmp_path / "usage.tsv").read_text().splitlines()
+    assert len(lines) == 2
+    assert session_totals(tmp_path).cost_usd == pytest.approx(0.25)
+
+
+def test_totals_sum_over_stages_tracks_and_cycles(tmp_path):
+    record_stage(tmp_path, track="", cycle="001", team="red", model="m", run=run(0.5, 100))
+    record_stage(tmp_path, track="", cycle="001", team="green", model="m", run=run(0.25, 10))
+    record_stage(tmp_path, track="h1", cycle="001", team="red", model="m", run=run(0.125, 1))
+    total = session_totals(tmp_path)
+    assert total.cost_usd == pytest.approx(0.875)
+    assert total.input_tokens == 111
+    assert total.cache_read_input_tokens == 1110
+    assert total.requests == 12
+
+
+def test_totals_of_an_empty_session_are_zero(tmp_path):
+    assert session_totals(tmp_path) == Usage()
+
+
+def test_budget(tmp_path):
+    assert budget_exceeded(tmp_path, 1.0) is None
+    record_stage(tmp_path, track="", cycle="001", team="red", model="m", run=run(0.6))
+    assert budget_exceeded(tmp_path, None) is None
+    assert budget_exceeded(tmp_path, 1.0) is None
+    record_stage(tmp_path, track="", cycle="001", team="green", model="m", run=run(0.4))
+    reason = budget_exceeded(tmp_path, 1.0)
+    assert reason is not None and "budget.max_cost_usd" in reason and "$1.0000" in reason

@@ -1,0 +1,97 @@
+"""The spec's layers and provenance, the `autoresearch` command, the resume version rule."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import ROOT, make_repo
+
+from autoresearch import spec as specs
+from autoresearch.cli import main as cli_main
+
+
+def write_layers(tmp_path, target_cfg: dict, session_cfg: dict):
+    root = tmp_path / "wf"
+    (root / "config" / "sessions").mkdir(parents=True)
+    (root / "config" / "config.yaml").write_text((ROOT / "config/config.yaml").read_text())
+    (root / "config" / "schema.yaml").write_text((ROOT / "config/schema.yaml").read_text())
+    (root / "config" / "sessions" / "x.yaml").write_text(yaml.safe_dump(session_cfg))
+    repo = make_repo(tmp_path / "repo", {".autoresearch.yml": yaml.safe_dump(target_cfg)})
+    return root, repo
+
+
+def test_precedence_defaults_target_session_cli(tmp_path):
+    root, repo = write_layers(
+        tmp_path,
+        {"max_cycles": 2, "test_command": "make check", "teams": ["red", "green"]},
+        {"target": "PLACEHOLDER", "max_cycles": 3},
+    )
+    session = root / "config/sessions/x.yaml"
+    session.write_text(session.read_text().replace("PLACEHOLDER", str(repo)))
+    merged = specs.load("x", root, {"test_command": "pytest -x"})
+    assert merged.values["max_cycles"] == 3  # session beats target
+    assert merged.values["teams"] == ["red", "green"]  # target beats defaults
+    assert merged.values["test_command"] == "pytest -x"  # --config beats all
+    assert merged.values["max_findings"] == 15  # defaults fill the rest
+    assert merged.source_of("teams").endswith(".autoresearch.yml")
+
+
+def test_target_teams_without_green_warns_and_uses_defaults(tmp_path):
+    root, repo = write_layers(tmp_path, {"teams": ["red", "refactor"]}, {"target": "P"})
+    merged = specs.load("x", root, {"target": str(repo)})
+    assert merged.values["teams"] == ["red", "green", "refactor"]
+    assert any("red and green are required" in w for w in merged.warnings)
+
+
+def test_invalid_value_names_the_file_that_set_it(tmp_path):
+    root, repo = write_layers(tmp_path, {"max_cycles": "many"}, {"target": "P"})
+    with pytest.raises(specs.SpecError, match=r"\.autoresearch\.yml: key 'max_cycles'"):
+        specs.load("x", root, {"target": str(repo)})
+
+
+def test_new_writes_a_commented_spec_and_never_overwrites(tmp_path, monkeypatch, target, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["new", "foo", "--target", str(target), "--mode", "sweep"]) == 0
+    first = tmp_path / "config/sessions/foo.yaml"
+    assert "# Session spec for 'foo'" in first.read_text()
+    assert yaml.safe_load(first.read_text())["target"] == str(target)
+    first.write_text(first.read_text() + "# mine\n")
+    assert cli_main(["new", "foo", "--target", str(target)]) == 0
+    assert cli_main(["new", "foo", "--target", str(target)]) == 0
+    assert first.read_text().endswith("# mine\n")
+    assert (tmp_path / "config/sessions/foo-2.yaml").exists()
+    assert (tmp_path / "config/sessions/foo-3.yaml").exists()
+
+
+def test_new_refuses_a_target_that_is_not_a_repo(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["new", "foo", "--target", str(tmp_path)]) == 2
+    assert "not a git repository" in capsys.readouterr().err
+
+
+def test_version_prints_package_version():
+    out = subprocess.run(
+        [sys.executable, "-m", "autoresearch.cli", "version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.strip() == "autoresearch 0.1.0"
+
+
+@pytest.mark.parametrize(
+    ("stamp", "installed", "verdict"),
+    [
+        ("0.1.0", "0.1.0", "same"),
+        ("0.1.0", "0.2.3", "upgrade"),
+        ("1.4.0", "2.0.0", "major"),
+        ("0.2.0", "0.1.9", "older"),
+    ],
+)
+def test_version_verdict_follows_the_seed(stamp, installed, verdict):
+    from autoresearch.session import version_verdict
+
+    assert version_verdict(stamp, installed) == verdict
