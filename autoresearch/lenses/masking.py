@@ -155,7 +155,7 @@ def mask(text: str, keep: Iterable[str] = ()) -> tuple[str, int]:
 
 
 def mask_file(path: Path, keep: Iterable[str] = ()) -> int:
-    """Mask a written file in place (rewritten only if something was found); how many were masked."""
+    """Mask a written file in place (rewritten only if it held a secret); how many were masked."""
     text = path.read_text(errors="replace")
     masked, count = mask(text, keep)
     if count:
