@@ -95,6 +95,8 @@ test_green_restores_worktree_when_tests_fail_and_the_guard_is_red_again()
 AbstractSingletonProxyFactoryBeanConfigurationLoader
 password = os.environ["DB_PASSWORD"]
 password = "${DB_PASSWORD}"
+STREAM_ABOVE_TOKENS = 16_000
+dsn = f"redis://cache:{password}@redis.local:6379/0"
 """
 
 

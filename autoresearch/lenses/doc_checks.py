@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import os
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ MERMAID_TYPES = (
     "requirementDiagram", "C4Context", "C4Container", "C4Component", "sankey-beta", "xychart-beta",
     "block-beta",
 )  # fmt: skip
+_NOT_PROJECT = {"node_modules", "__pycache__", "venv", "site-packages", "dist", "build", "target"}
 _BLOCK_OPENERS = {
     "flowchart": re.compile(r"^subgraph\b"),
     "graph": re.compile(r"^subgraph\b"),
@@ -327,9 +329,11 @@ class _Resolver:
 
     def _file_names(self) -> set[str]:
         if self._names is None:
-            self._names = {
-                p.name for p in self.root.rglob("*") if ".git" not in p.relative_to(self.root).parts
-            }
+            self._names = set()
+            for _folder, dirs, files in os.walk(self.root):
+                # Hidden folders (.git, .venv) and installed packages are not the project's files.
+                dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _NOT_PROJECT]
+                self._names.update(files)
         return self._names
 
     def module_file(self, parts: list[str]) -> Path | None:

@@ -289,9 +289,9 @@ def check(
     titles = set(seen_titles)
     accepted: list[Accepted] = []
     dropped: list[Dropped] = []
-    line_counts: dict[str, int | None] = {}
+    places = _Places(Path(worktree))
     for raw in findings:
-        result = _check_one(raw, schema, worktree, scope, line_counts)
+        result = _check_one(raw, schema, places, scope)
         if isinstance(result, Dropped):
             dropped.append(result)
         elif result.hash in seen:
@@ -306,11 +306,7 @@ def check(
 
 
 def _check_one(
-    raw: Any,
-    schema: Schema,
-    worktree: Path,
-    scope: Collection[str] | None,
-    line_counts: dict[str, int | None],
+    raw: Any, schema: Schema, places: _Places, scope: Collection[str] | None
 ) -> Accepted | Dropped:
     if not isinstance(raw, Mapping):
         return Dropped(raw, f"not a finding object: {str(raw)[:80]!r}", "shape")
@@ -330,7 +326,7 @@ def _check_one(
         finding[f.name] = canonical
     file = line = None
     if schema.location in finding:
-        file, line, problem = _resolve(str(finding[schema.location]), worktree, line_counts)
+        file, line, problem = places.resolve(str(finding[schema.location]))
         if problem:
             return Dropped(raw, problem, "location")
         if scope is not None and not any(fnmatch.fnmatch(file, p) for p in scope):
@@ -359,28 +355,39 @@ def _not_allowed(f: Field, value: Any) -> str:
     return f"{f.name} {str(value)[:60]!r} not allowed (expected {expected})"
 
 
-def _resolve(
-    location: str, worktree: Path, line_counts: dict[str, int | None]
-) -> tuple[str, int, str | None]:
-    """(relative file, line, None), or ('', 0, a reason starting 'location does not exist')."""
-    file, line = split_location(location)
-    if file is None or line is None:
-        return "", 0, f"location does not exist: {location[:80]!r} is not file:line"
-    root = worktree.resolve()
-    path = (root / file).resolve()
-    if not path.is_relative_to(root):
-        return "", 0, f"location does not exist: {file} is outside the worktree"
-    relative = path.relative_to(root).as_posix()
-    if relative.split("/", 1)[0] == ".git":
-        return "", 0, f"location does not exist: {file} is inside .git"
-    if relative not in line_counts:
-        line_counts[relative] = _count_lines(path)
-    count = line_counts[relative]
-    if count is None:
-        return "", 0, f"location does not exist: no file {file}"
-    if not 1 <= line <= count:
-        return "", 0, f"location does not exist: {file} has {count} lines, not line {line}"
-    return relative, line, None
+class _Places:
+    """Resolves `file:line` locations in one worktree, reading each file at most once."""
+
+    def __init__(self, worktree: Path) -> None:
+        self.root = worktree.resolve()
+        self._files: dict[str, tuple[str, int | None] | str] = {}
+
+    def resolve(self, location: str) -> tuple[str, int, str | None]:
+        """(relative file, line, None), or ('', 0, a reason starting 'location does not exist')."""
+        file, line = split_location(location)
+        if file is None or line is None:
+            return "", 0, f"location does not exist: {location[:80]!r} is not file:line"
+        if file not in self._files:
+            self._files[file] = self._file(file)
+        known = self._files[file]
+        if isinstance(known, str):
+            return "", 0, known
+        relative, count = known
+        if count is None:
+            return "", 0, f"location does not exist: no file {file}"
+        if not 1 <= line <= count:
+            return "", 0, f"location does not exist: {file} has {count} lines, not line {line}"
+        return relative, line, None
+
+    def _file(self, file: str) -> tuple[str, int | None] | str:
+        """(relative path, line count or None if no such file), or why the path is refused."""
+        path = (self.root / file).resolve()
+        if not path.is_relative_to(self.root):
+            return f"location does not exist: {file} is outside the worktree"
+        relative = path.relative_to(self.root).as_posix()
+        if relative.split("/", 1)[0] == ".git":
+            return f"location does not exist: {file} is inside .git"
+        return relative, _count_lines(path)
 
 
 def _count_lines(path: Path) -> int | None:
