@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from conftest import git
 
 from autoresearch.lenses.suppressions import check, is_test_file, parse_diff
-from tests.conftest import git
 
 CODE = """\
 import os
