@@ -263,7 +263,9 @@ def stops_at_first_failure(command: str, repo: Path) -> bool:
     """Whether the test command (or pytest's addopts) stops the run at a failure, which hides
     the tests after it: harmless with a green baseline, fatal to comparing failing tests."""
     if _PYTEST.search(command):
-        return bool(_PYTEST_STOPS.search(command) or _PYTEST_STOPS.search(pytest_addopts(Path(repo))))
+        return bool(
+            _PYTEST_STOPS.search(command) or _PYTEST_STOPS.search(pytest_addopts(Path(repo)))
+        )
     return _OTHER_STOPS.search(command) is not None
 
 
@@ -370,6 +372,7 @@ def run_tests(
     with tempfile.TemporaryDirectory(prefix="autoresearch-tests-", dir=parent) as folder:
         plan = instrument(base, cwd, stack, Path(folder))
         started = time.time()
+        # A jail around the command must let it write `folder`, at this same path.
         result = commands.run(plan.command, cwd, timeout_s=timeout_s, extra_secrets=secrets)
         tally = _read(plan, result, cwd, started)
         if tally is None and _rejects_our_flags(plan, result):
@@ -588,7 +591,7 @@ def read_go_json(output: str) -> _Tally | None:
             continue
         events += 1
         action, package, test = event["Action"], event.get("Package", ""), event.get("Test")
-        if action == "output":
+        if action in ("output", "build-output"):  # go 1.24+ reports compile errors as events
             text.append(str(event.get("Output", "")).rstrip("\n"))
         elif test and action in ("pass", "fail", "skip"):
             test_id = f"{package}::{test}"

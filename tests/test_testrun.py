@@ -6,6 +6,7 @@ not installed.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
@@ -347,8 +348,6 @@ def test_describe_baseline_names_the_failing_tests(tmp_path):
 
 
 def test_baseline_survives_a_round_trip_through_json(tmp_path):
-    import json
-
     repo = failing_baseline_project(tmp_path)
     baseline = run(PYTEST, repo)
     stored = TestRun.from_record(json.loads(json.dumps(baseline.to_record())))
@@ -504,6 +503,25 @@ def test_go_package_that_does_not_build_is_a_failing_id(tmp_path, go_env):
     assert result.failing_ids == {"example.com/m/b [build failed]"}
     only_b = run("go test ./b/...", repo, stack="Go")
     assert (only_b.outcome, only_b.cause) == (NOT_RUN, "build failed")
+
+
+def test_go_build_failure_reported_as_events_is_a_failing_id():
+    # Go 1.24 and later: compile errors come as build-output events, the package's fail event
+    # names the failed build (the shape of cmd/go's test_json_build script).
+    events = [
+        {"ImportPath": "m/b [m/b.test]", "Action": "build-output", "Output": "# m/b\n"},
+        {"ImportPath": "m/b [m/b.test]", "Action": "build-output", "Output": "b.go:3: bad\n"},
+        {"ImportPath": "m/b [m/b.test]", "Action": "build-fail"},
+        {"Action": "start", "Package": "m/b"},
+        {"Action": "output", "Package": "m/b", "Output": "FAIL\tm/b [build failed]\n"},
+        {"Action": "fail", "Package": "m/b", "Elapsed": 0, "FailedBuild": "m/b [m/b.test]"},
+        {"Action": "run", "Package": "m/a", "Test": "TestA"},
+        {"Action": "pass", "Package": "m/a", "Test": "TestA", "Elapsed": 0},
+    ]
+    tally = testrun.read_go_json("\n".join(json.dumps(e) for e in events))
+    assert tally.errored == {"m/b [build failed]"}
+    assert tally.passed == {"m/a::TestA"}
+    assert "b.go:3: bad" in tally.text
 
 
 @pytest.mark.e2e
