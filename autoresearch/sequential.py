@@ -169,6 +169,16 @@ class Step:
     def kept(self) -> bool:
         return self.action == KEEP
 
+    def describe(self) -> str:
+        """One line for the decision log: the reason, the interval and the samples behind it."""
+        if self.ci is None or self.ci_level is None:
+            return self.reason
+        low, high = self.ci
+        return (
+            f"{self.reason}; {self.ci_level:.1%} interval for the gain [{low:.4g}, {high:.4g}]; "
+            f"{self.samples} samples per side over {self.looks} look{'s' * (self.looks != 1)}"
+        )
+
     def to_record(self) -> dict[str, Any]:
         """JSON-ready fields for decision.json and experiments.jsonl."""
         data = asdict(self)

@@ -227,6 +227,13 @@ def test_false_keeps_on_pure_noise_stay_at_alpha():
     assert kept / trials <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / trials)
 
 
+def test_description_names_the_interval_and_the_samples():
+    step = next_step(Design(), *pairs_with_gains([5, 5.2, 4.8, 5.1, 4.9]))
+    line = step.describe()
+    assert line.startswith(step.reason) and "interval for the gain" in line
+    assert line.endswith("5 samples per side over 1 look")
+
+
 def test_step_record_is_plain_json():
     step = next_step(Design(), *pairs_with_gains([5, 5.2, 4.8, 5.1, 4.9]))
     record = json.loads(json.dumps(step.to_record()))
