@@ -74,7 +74,8 @@ class Design:
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise DesignError(key, f"must be a whole number of at least {least}, got {value!r}")
 
-        whole("screen", self.screen, 3)  # a t-test on 2 pairs has 1 degree of freedom
+        # On 2 pairs the t-test has 1 degree of freedom: next to no power at any level.
+        whole("screen", self.screen, 3)
         if isinstance(self.max_samples, bool) or not isinstance(self.max_samples, int):
             raise DesignError("max_samples", f"must be a whole number, got {self.max_samples!r}")
         if self.max_samples <= self.screen:
