@@ -10,7 +10,7 @@
     under a drifting machine; and two computed bounds that no design can beat.
 
 Noise: each sample is the true value times (1 + e), e ~ Normal(0, 0.05). Lower is better.
-(a) and (b) call the pure decision function, experiment_policy.judge, directly; (d) calls
+(a) and (b) call the pure decision function, policy.judge, directly; (d) calls
 sequential.compare with a pair-taking function, as the decide stage would.
 
     .venv/bin/python bench/bench_experiment_noise.py [--trials 2000] [--skip-snakemake]

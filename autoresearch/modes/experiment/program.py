@@ -88,7 +88,7 @@ class ExperimentConfig:
     repeats: int = 1
     min_effect: float | str = 0.0  # absolute, or "2%" of the incumbent
     rank_test_alpha: float | None = None
-    # The sequential keep test (autoresearch/sequential.py): the canonical mapping of its
+    # The sequential keep test (sequential.py): the canonical mapping of its
     # keys, or None for the fixed-repeats rules above.
     sequential: dict[str, Any] | None = None
     remeasure_every: int | None = None
