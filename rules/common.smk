@@ -6,6 +6,7 @@ import sys
 
 sys.path.insert(0, workflow.basedir)
 
+from autoresearch import commands
 from autoresearch import workflow_support as support
 
 
@@ -75,3 +76,4 @@ def cycle_loop_inputs(wildcards):
 
 onstart:
     support.hold_session_locks(workflow)
+    commands.end_commands_on_interrupt()
