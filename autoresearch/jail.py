@@ -27,6 +27,8 @@ EMPTIED_DIRS = (Path("/run"),)
 # A PATH entry hidden by the jail is shown read-only again; for `<prefix>/bin` the whole
 # prefix is (a virtualenv needs its lib/ and pyvenv.cfg, a node or cargo install its lib/).
 PREFIX_MARKERS = ("pyvenv.cfg", "conda-meta", "lib")
+# Variables naming sockets and folders the jail does not have.
+GONE_INSIDE = ("XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS")
 MAX_LINKS = 2000  # symlinks followed per PATH folder (a folder of thousands is not a toolchain)
 
 
@@ -116,17 +118,15 @@ class Jail:
             (scratch / name).mkdir(parents=True, exist_ok=True)
             covers.append((where, ["--bind", str(scratch / name), str(where)]))
         emptied = [p for p in EMPTIED_DIRS if p.is_dir()]
-        if self.network:
-            emptied = [p for p in emptied if not _within(_resolv_conf(), p)]
         covers += [(p, ["--tmpfs", str(p)]) for p in emptied]
+        shown = self._shown(env, [where for where, _ in covers], self._dns(emptied))
         hidden = [p for p in self.hide if p.exists()]
         for path in hidden:
             # An empty, read-only folder (or an empty file) in its place.
             how = ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
             covers.append((path, how))
 
-        covered = [where for where, _ in covers]
-        reveals = [(p, ["--ro-bind", str(p), str(p)]) for p in self._shown(env, covered)]
+        reveals = [(p, ["--ro-bind", str(p), str(p)]) for p in shown]
         reveals.append((self.worktree, ["--bind", str(self.worktree), str(self.worktree)]))
         own_git = self.worktree / ".git"
         if own_git.is_dir():  # a plain clone: its .git stays read-only (see docs/safety.md)
@@ -143,15 +143,24 @@ class Jail:
         return argv
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
-        """The environment inside: the host's TMPDIR may point at a folder that is not there."""
+        """The environment inside: TMPDIR and sockets of the host name places that are gone."""
         inner = dict(env)
         if self.mode == "bwrap":
             inner["TMPDIR"] = "/tmp"
+            for name in GONE_INSIDE:
+                inner.pop(name, None)
         return inner
 
-    def _shown(self, env: Mapping[str, str], covered: list[Path]) -> list[Path]:
+    def _dns(self, emptied: list[Path]) -> list[Path]:
+        """With the network on, the resolver's folder when /etc/resolv.conf links into /run."""
+        resolv = Path("/etc/resolv.conf").resolve()
+        if self.network and any(_within(resolv, p) for p in emptied):
+            return [resolv.parent]
+        return []
+
+    def _shown(self, env: Mapping[str, str], covered: list[Path], extra: list[Path]) -> list[Path]:
         """Paths shown read-only inside covered folders: the git metadata and the toolchain."""
-        wanted = [p for p in self.read_only if p.exists()]
+        wanted = [p for p in [*self.read_only, *extra] if p.exists()]
         places = [*covered, *self.hide]
         # Where toolchains live (pyenv, cargo, a checkout's .venv), a PATH entry's whole tool
         # folder is shown: ~/.pyenv/shims needs ~/.pyenv/libexec and ~/.pyenv/versions.
@@ -170,7 +179,9 @@ class Jail:
             else:
                 wanted.append(self._prefix(path, places))
             # A virtualenv's python is often a link into a Python installed under $HOME.
-            wanted += [self._prefix(t.parent, places) for t in _linked_outside(path, places)]
+            for linked in _linked_outside(path, places):
+                if not any(_within(linked, w) for w in wanted):
+                    wanted.append(self._prefix(linked.parent, places))
         shown: list[Path] = []
         for path in sorted(_unique(wanted), key=_depth):
             if not any(_within(path, s) for s in shown):
@@ -263,10 +274,6 @@ def _home(env: Mapping[str, str]) -> Path | None:
     return Path(os.path.normpath(home))
 
 
-def _resolv_conf() -> Path:
-    return Path("/etc/resolv.conf").resolve()
-
-
 def _companions(tool: Path, env: Mapping[str, str]) -> list[Path]:
     """Folders a tool folder needs beside it: ~/.cargo/bin holds rustup's proxies."""
     if tool.name == ".cargo":
@@ -297,7 +304,8 @@ def _is_prefix(path: Path) -> bool:
 
 
 def _within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+    inside, top = str(path), str(root)
+    return inside == top or inside.startswith(top.rstrip("/") + "/")
 
 
 def _unique(paths: Iterable[Path]) -> list[Path]:

@@ -149,6 +149,25 @@ def test_targets_tests_run_in_the_jail_with_the_toolchain_read_only(session_dirs
     assert not (venv / "planted").exists()
 
 
+@needs_bwrap
+def test_a_virtualenv_on_path_inside_a_hidden_folder_stays_usable(session_dirs, monkeypatch):
+    # Hiding the whole working directory must not take away the Python the tests run with.
+    workdir = session_dirs.sessions.parent
+    venv = workdir / ".venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+        check=True,
+    )
+    (workdir / ".env").write_text("ANTHROPIC_API_KEY=sk-ant-in-a-dotenv\n")
+    monkeypatch.setenv("PATH", f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    box = jail.build({}, session_dirs.worktree, hide=[workdir])
+    result = run_in(
+        session_dirs, f"python -c 'import sys; print(sys.prefix)'; cat {workdir}/.env", box
+    )
+    assert result.output.splitlines()[0] == str(venv)
+    assert "sk-ant-in-a-dotenv" not in result.output
+
+
 # --- $HOME and /tmp ---------------------------------------------------------------------------
 
 
