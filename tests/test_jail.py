@@ -245,6 +245,24 @@ def test_command_has_no_route_outside(session_dirs):
     assert result.output.splitlines()[-1] == "ENETUNREACH"
 
 
+@needs_bwrap
+@pytest.mark.skipif(not os.access("/run", os.W_OK), reason="needs a socket under the host's /run")
+def test_command_cannot_reach_a_daemon_socket_under_run(session_dirs):
+    path = Path("/run") / f"autoresearch-test-{os.getpid()}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen()
+    script = f"import socket; socket.socket(socket.AF_UNIX).connect('{path}'); print('reached')"
+    try:
+        reached = commands.run(f'{sys.executable} -c "{script}"', session_dirs.worktree)
+        assert "reached" in reached.output  # without the jail the daemon answers
+        result = run_in(session_dirs, f'{sys.executable} -c "{script}"')
+        assert "FileNotFoundError" in result.output
+    finally:
+        server.close()
+        path.unlink()
+
+
 # --- choosing the jail -----------------------------------------------------------------------
 
 
