@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
@@ -27,6 +28,8 @@ EMPTIED_DIRS = (Path("/run"),)
 # A PATH entry hidden by the jail is shown read-only again; for `<prefix>/bin` the whole
 # prefix is (a virtualenv needs its lib/ and pyvenv.cfg, a node or cargo install its lib/).
 PREFIX_MARKERS = ("pyvenv.cfg", "conda-meta", "lib")
+# Folders under $HOME that hold many tools' files, not one tool: only these parts are shown.
+SHARED_HOMES = {".local": ("bin", "lib")}
 # Variables naming sockets and folders the jail does not have.
 GONE_INSIDE = ("XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS")
 MAX_LINKS = 2000  # symlinks followed per PATH folder (a folder of thousands is not a toolchain)
@@ -119,7 +122,8 @@ class Jail:
             covers.append((where, ["--bind", str(scratch / name), str(where)]))
         emptied = [p for p in EMPTIED_DIRS if p.is_dir()]
         covers += [(p, ["--tmpfs", str(p)]) for p in emptied]
-        shown = self._shown(env, [where for where, _ in covers], self._dns(emptied))
+        covered = [where for where, _ in covers]
+        shown = self._shown(env, covered, self._dns(emptied) + self._named(command, env, covered))
         hidden = [p for p in self.hide if p.exists()]
         for path in hidden:
             # An empty, read-only folder (or an empty file) in its place.
@@ -160,7 +164,7 @@ class Jail:
 
     def _shown(self, env: Mapping[str, str], covered: list[Path], extra: list[Path]) -> list[Path]:
         """Paths shown read-only inside covered folders: the git metadata and the toolchain."""
-        wanted = [p for p in [*self.read_only, *extra] if p.exists()]
+        wanted = [*self.read_only, *extra]
         places = [*covered, *self.hide]
         # Where toolchains live (pyenv, cargo, a checkout's .venv), a PATH entry's whole tool
         # folder is shown: ~/.pyenv/shims needs ~/.pyenv/libexec and ~/.pyenv/versions.
@@ -174,7 +178,9 @@ class Jail:
                 continue
             root = max((h for h in homes if _within(path, h)), key=_depth, default=None)
             tool = root / path.relative_to(root).parts[0] if root and path != root else None
-            if tool is not None and not _within(self.worktree, tool):
+            if tool is not None and tool.name in SHARED_HOMES:
+                wanted += [tool / part for part in SHARED_HOMES[tool.name]]
+            elif tool is not None and not _within(self.worktree, tool):
                 wanted += [tool, *(c for c in _companions(tool, env) if c.exists())]
             else:
                 wanted.append(self._prefix(path, places))
@@ -184,9 +190,34 @@ class Jail:
                     wanted.append(self._prefix(linked.parent, places))
         shown: list[Path] = []
         for path in sorted(_unique(wanted), key=_depth):
-            if not any(_within(path, s) for s in shown):
+            # Never a covered place itself or a folder around one (or around the worktree).
+            too_wide = any(_within(p, path) for p in [*places, self.worktree])
+            if path.exists() and not too_wide and not any(_within(path, s) for s in shown):
                 shown.append(path)
         return shown
+
+    def _named(self, command: str, env: Mapping[str, str], covered: list[Path]) -> list[Path]:
+        """Programs the command names by absolute path inside a covered place, with their
+        installation: `/home/u/proj/.venv/bin/python -m pytest` needs that .venv."""
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            return []
+        home = _home(env)
+        places = [*covered, *self.hide]
+        found = []
+        for word in words:
+            if word.startswith("~/") and home is not None:
+                word = str(home / word[2:])
+            if not word.startswith("/"):
+                continue
+            path = Path(os.path.normpath(word))
+            inside = any(_within(path, p) for p in places) and not _within(path, self.worktree)
+            if not inside or not path.exists():
+                continue
+            for where in _unique([path, path.resolve()]):
+                found.append(self._prefix(where if where.is_dir() else where.parent, places))
+        return found
 
     def _prefix(self, path: Path, places: list[Path]) -> Path:
         """`<prefix>/bin` -> `<prefix>` for an installation (it needs its lib/), else `path`."""

@@ -168,6 +168,20 @@ def test_a_virtualenv_on_path_inside_a_hidden_folder_stays_usable(session_dirs, 
     assert "sk-ant-in-a-dotenv" not in result.output
 
 
+@needs_bwrap
+def test_a_program_named_by_absolute_path_in_the_checkout_runs_with_its_install(session_dirs):
+    venv = session_dirs.target / ".venv"  # untracked: only the user's checkout has it
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+        check=True,
+    )
+    result = run_in(
+        session_dirs,
+        f"{venv}/bin/python -c 'import sys; print(sys.prefix)'; ls -A {session_dirs.target}",
+    )
+    assert result.output.split() == [str(venv), ".git", ".venv"]
+
+
 # --- $HOME and /tmp ---------------------------------------------------------------------------
 
 
