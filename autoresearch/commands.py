@@ -225,9 +225,10 @@ class _LiveCommands:
 _live = _LiveCommands()
 
 
-def end_running_commands() -> None:
-    """End every running command and refuse new ones: the process is being interrupted."""
-    _live.end_all()
+def raise_if_interrupted() -> None:
+    """Raise Interrupted once Ctrl-C was pressed: for loops that run no command for a while
+    (an agent waiting on the model), so they stop at their next step."""
+    _live.refuse_if_interrupted()
 
 
 def end_commands_on_interrupt() -> bool:
