@@ -104,10 +104,11 @@ def run(
         info_r = info_w = None
         if jailed:
             info_r, info_w = os.pipe()
-            argv = jail.argv(command, Path(cwd), work / "scratch", env, info_fd=info_w)
-            env = jail.env(env)
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             try:
+                if jailed:
+                    argv = jail.argv(command, Path(cwd), work / "scratch", env, info_fd=info_w)
+                    env = jail.env(env)
                 proc = subprocess.Popen(
                     argv if jailed else command,
                     shell=not jailed,
@@ -138,6 +139,9 @@ def run(
                 # Whatever the command left running in its process group ends with it (a
                 # jail ends everything inside it by itself when the command exits).
                 _killpg(proc.pid)
+        except BaseException:  # e.g. Ctrl-C when run() is called from the main thread
+            running.kill()
+            raise
         finally:
             _live.discard(running)
         if running.interrupted:
