@@ -44,9 +44,9 @@ class GitError(RuntimeError):
     pass
 
 
-def _environment(
-    bound_to: Path | None, *, git_dir: Path | None = None, index: Path | None = None
-) -> dict[str, str]:
+def environment(bound_to: Path | None, *, git_dir: Path | None = None) -> dict[str, str]:
+    """The environment for a git process that must act on `bound_to` and nothing else
+    (None: discovery upwards is allowed, for finding the top of a checkout)."""
     env = {k: v for k, v in os.environ.items() if k not in REDIRECTS}
     # Reads never take the index lock: a kill during `git status` in the user's checkout
     # must not leave .git/index.lock behind for their next commit.
@@ -57,8 +57,6 @@ def _environment(
     if git_dir is not None:
         env["GIT_DIR"] = str(git_dir)
         env["GIT_WORK_TREE"] = str(Path(bound_to or ".").resolve())
-    if index is not None:
-        env["GIT_INDEX_FILE"] = str(index)
     return env
 
 
@@ -86,19 +84,19 @@ def _run(
 def git(repo: Path | str, *args: str, check: bool = True) -> str:
     """Run git in `repo` itself: a directory without its own `.git` is an error, never a
     reason to act on whatever repository encloses it."""
-    return _run(repo, args, _environment(Path(repo)), check=check).stdout.strip()
+    return _run(repo, args, environment(Path(repo)), check=check).stdout.strip()
 
 
 def is_repo(path: Path) -> bool:
     """Whether `path` is inside some work tree (the user may name any folder of theirs)."""
     if not path.is_dir():
         return False
-    proc = _run(path, ("rev-parse", "--is-inside-work-tree"), _environment(None), check=False)
+    proc = _run(path, ("rev-parse", "--is-inside-work-tree"), environment(None), check=False)
     return proc.returncode == 0 and proc.stdout.strip() == "true"
 
 
 def toplevel(path: Path) -> Path:
-    return Path(_run(path, ("rev-parse", "--show-toplevel"), _environment(None)).stdout.strip())
+    return Path(_run(path, ("rev-parse", "--show-toplevel"), environment(None)).stdout.strip())
 
 
 def head(repo: Path) -> str:
@@ -206,7 +204,7 @@ def _bound(worktree: Path) -> dict[str, str]:
         )
     if not _is_ours(admin):
         raise GitError(f"{worktree} is a worktree autoresearch did not create; leaving it alone")
-    return _environment(Path(worktree), git_dir=admin)
+    return environment(Path(worktree), git_dir=admin)
 
 
 def _worktree_git(worktree: Path, *args: str, check: bool = True) -> str:
@@ -491,7 +489,7 @@ def record_dirty_state(repo: Path, message: str) -> str | None:
             return None
         base = head(repo)
         label = f"{current_branch(repo)}: {base[:10]} {subject(repo, base)}"
-        env = _environment(repo)
+        env = environment(repo)
         date = git(repo, "log", "-1", "--format=%cI", base)
         for who in ("AUTHOR", "COMMITTER"):
             env |= {f"GIT_{who}_NAME": "autoresearch", f"GIT_{who}_EMAIL": "autoresearch@localhost"}
