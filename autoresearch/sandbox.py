@@ -346,6 +346,10 @@ class Sandbox:
 
     def files(self) -> list[str]:
         """Files of the worktree (tracked or new, never ignored), in scope, sorted."""
+        return [rel for rel, _ in self.listing()]
+
+    def listing(self) -> list[tuple[str, Path]]:
+        """`files()` with the path each name resolves to (a link inside: its target)."""
         try:
             proc = subprocess.run(
                 ["git", "-C", str(self.root), "ls-files", "--cached", "--others"]
@@ -364,15 +368,15 @@ class Sandbox:
                 dirnames[:] = [d for d in dirnames if d != ".git"]
                 base = Path(dirpath).relative_to(self.root)
                 names += [(base / f).as_posix() for f in filenames]
-        result = set()
+        result = {}
         for name in names:
             # The index may list files deleted in the worktree, and links that lead out.
             try:
                 if not (self.root / name).is_file():
                     continue
-                self.resolve(name)
+                target, _ = self.resolve(name)
             except (Refused, OSError):
                 continue
             if self.in_scope(name):
-                result.add(name)
-        return sorted(result)
+                result[name] = target
+        return sorted(result.items())

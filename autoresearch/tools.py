@@ -9,11 +9,13 @@ input makes a tool raise or hang: every failure comes back as an `is_error` resu
 
 from __future__ import annotations
 
+import bisect
 import copy
+import itertools
 import json
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -228,6 +230,10 @@ _HIDING = {
 }
 
 Hook = Callable[..., ToolResult | str]
+# Pattern syntax under which a match in a file's joined lines need not be a match in one
+# line alone (lookarounds, inline flags, string anchors, atomic and possessive forms):
+# such patterns skip the whole-file pre-check and are run line by line only.
+_LINE_BY_LINE_ONLY = regex.compile(r"\(\?(?![:P])|\\[AZzGK]|[*+?}]\+")
 
 
 def _error(message: str) -> ToolResult:
@@ -292,6 +298,33 @@ def _clean_fields(name: str, args: dict[str, Any]) -> dict[str, Any]:
         if isinstance(cleaned.get(field), str):
             cleaned[field] = clean_field(field, cleaned[field], one_line, limit)
     return cleaned
+
+
+def _candidate_lines(whole: Any, lines: list[str], deadline: float) -> Iterator[int]:
+    """Numbers of the lines in which a match may start, found with few regex calls.
+
+    Every call with a timeout costs microseconds, so one per line adds up to seconds on a
+    large tree. With `^`/`$` at line ends (`whole` is compiled MULTILINE), a match inside
+    one line is also a match of the joined lines starting at the same place: searching the
+    joined text from the start of each line after the last hit finds every such line.
+    Each candidate is then checked on its own. `whole` is None for patterns where that
+    does not hold (see _LINE_BY_LINE_ONLY): then every line is a candidate.
+    """
+    if whole is None:
+        yield from range(1, len(lines) + 1)
+        return
+    starts = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    text = "\n".join(lines)
+    pos = 0
+    while pos <= len(text):
+        found = whole.search(text, pos, timeout=_remaining(deadline))
+        if found is None:
+            return
+        index = bisect.bisect_right(starts, found.start()) - 1
+        if index >= len(lines):
+            return
+        yield index + 1
+        pos = starts[index + 1]
 
 
 def _remaining(deadline: float) -> float:
@@ -487,17 +520,18 @@ class Toolbox:
         if single:
             # One named file: refusals (a FIFO, a hard link out) go back to the agent.
             self.sandbox.read_bytes(target, base, MAX_SEARCH_FILE_BYTES)
-            candidates = [base] if self.sandbox.in_scope(base) else []
+            listing = [(base, target)] if self.sandbox.in_scope(base) else []
         else:
             prefix = f"{base}/" if base else ""
-            candidates = [n for n in self.sandbox.files() if n.startswith(prefix)]
-        candidates = self._matching(candidates, glob, deadline)
+            listing = [(n, t) for n, t in self.sandbox.listing() if n.startswith(prefix)]
+        targets = dict(listing)
+        candidates = self._matching([n for n, _ in listing], glob, deadline)
+        whole = None if _LINE_BY_LINE_ONLY.search(pattern) else regex.compile(pattern, regex.M)
         hits: list[str] = []
         more = skipped = 0
         for rel in candidates:
             try:
-                full, _ = self.sandbox.resolve(rel)  # a link inside: read what it names
-                data = self.sandbox.read_bytes(full, rel, MAX_SEARCH_FILE_BYTES)
+                data = self.sandbox.read_bytes(targets[rel], rel, MAX_SEARCH_FILE_BYTES)
             except (Refused, OSError):
                 if single:
                     raise
@@ -505,7 +539,9 @@ class Toolbox:
                 continue
             if _is_binary(data):
                 continue
-            for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+            lines = data.decode("utf-8", "replace").splitlines()
+            for number in _candidate_lines(whole, lines, deadline):
+                line = lines[number - 1]
                 if compiled.search(line, timeout=_remaining(deadline)):
                     if len(hits) < MAX_SEARCH_HITS:
                         text = line.strip()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import stat
 from pathlib import Path
 
@@ -155,6 +156,41 @@ def test_search_reports_file_line_text_and_caps_hits(repo):
     assert tb.call("search", {"pattern": "x", "glob": "*.md"}).content == "(no matches)"
     bad = tb.call("search", {"pattern": "("})
     assert bad.is_error and "regular expression" in bad.content
+
+
+SEARCH_TEXT = "foo = 1\n\nbar(foo)  \nx\rfoo\tend\nabc ab\n  ab\x0c1\nfoofoo\n"
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "^foo",
+        "1$",
+        r"\bfoo",
+        "a.*b",
+        "[^a]+$",
+        "(?i)FOO",
+        "^$",
+        r"\s+$",
+        r"(?<=r\()foo",
+        r"\Aab",
+        r"o\Z",
+        "foo$",
+        r"\n",
+        "o+",
+        "(?:ab)+$",
+        "^.{0,3}$",
+        r"[\s\S]",
+    ],
+)
+def test_search_finds_exactly_the_lines_a_line_by_line_search_finds(repo, pattern):
+    (repo / "s.txt").write_text(SEARCH_TEXT)
+    lines = SEARCH_TEXT.splitlines()
+    expected = [
+        f"s.txt:{n}: {line.strip()}" for n, line in enumerate(lines, 1) if re.search(pattern, line)
+    ]
+    result = box(repo).call("search", {"pattern": pattern, "path": "s.txt"}).content
+    assert result == ("\n".join(expected) if expected else "(no matches)")
 
 
 def test_list_files_filters_by_path_and_glob(repo):
