@@ -151,6 +151,7 @@ class Sandbox:
     # (st_dev, st_ino) -> how many names the file has inside the worktree; built on demand
     # and dropped by `forget` (each tool call), since files change between calls.
     _links: Counter[tuple[int, int]] | None = field(default=None, init=False, repr=False)
+    _mounts: list[Path] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve()
@@ -199,6 +200,8 @@ class Sandbox:
         # resolve() has followed every symlink, so this also catches links that lead out.
         if target != self.root and not target.is_relative_to(self.root):
             raise Refused(f"{path!r} leads outside the repository (through a symlink)")
+        if any(target.is_relative_to(mount) for mount in self._mounts_inside()):
+            raise Refused(f"{path!r} lies in a filesystem mounted inside the repository")
         rel = target.relative_to(self.root).as_posix() if target != self.root else ""
         if any(part.lower() == ".git" for part in rel.split("/")):
             raise Refused("the .git directory is managed by the harness and cannot be accessed")
@@ -253,6 +256,25 @@ class Sandbox:
     def forget(self) -> None:
         """Drop what was learnt about the worktree's files (call once per tool call)."""
         self._links = None
+        self._mounts = None
+
+    def _mounts_inside(self) -> list[Path]:
+        """Mount points below the root: a bind mount leads outside with no link to see."""
+        if self._mounts is None:
+            mounts = []
+            try:
+                table = Path("/proc/self/mountinfo").read_text()
+            except OSError:
+                table = ""  # no /proc: the st_dev check on each file still applies
+            for line in table.splitlines():
+                fields = line.split(" ")
+                if len(fields) < 5:
+                    continue
+                point = Path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4]))
+                if point != self.root and point.is_relative_to(self.root):
+                    mounts.append(point)
+            self._mounts = mounts
+        return self._mounts
 
     def _names_inside(self, key: tuple[int, int]) -> int:
         if self._links is None:

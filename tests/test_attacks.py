@@ -71,8 +71,24 @@ def world(tmp_path_factory) -> dict[str, Path]:
         os.mknod(wt / "zero", stat.S_IFCHR | 0o666, os.makedev(1, 5))  # like /dev/zero
     except OSError:
         pass  # not allowed here (no CAP_MKNOD): the device rows are skipped
-    yield {"base": base, "repo": repo, "wt": wt}
-    listener.close()
+    mounted = mount(["--bind", str(base / "outside_dir")], wt / "bind") and mount(
+        ["-t", "tmpfs", "none"], wt / "mnt"
+    )
+    try:
+        yield {"base": base, "repo": repo, "wt": wt, "mounted": mounted}
+    finally:
+        listener.close()
+        for point in ("bind", "mnt"):
+            subprocess.run(["umount", str(wt / point)], capture_output=True)
+
+
+def mount(args: list[str], point: Path) -> bool:
+    """Mount for the mount rows when this machine allows it (root with CAP_SYS_ADMIN)."""
+    point.mkdir()
+    try:
+        return subprocess.run(["mount", *args, str(point)], capture_output=True).returncode == 0
+    except OSError:
+        return False
 
 
 def toolbox(world, team: str = "green") -> Toolbox:
@@ -101,6 +117,7 @@ HARD_LINK_OUT = "is a hard link to a file outside the repository"
 LOOP = "cannot be resolved"
 IGNORED = "is ignored by git"
 DEEP = "nested too deeply"
+MOUNTED = "mounted inside the repository"
 NESTED_GROUPS = "(" * 450 + "a" + ")" * 450
 
 # (attempt, tool, arguments, the refusal it gets)
@@ -205,6 +222,12 @@ ATTEMPTS = [
     ("device-read", "read_file", {"path": "zero"}, NOT_REGULAR),
     ("device-search", "search", {"pattern": "x", "path": "zero"}, NOT_REGULAR),
     ("device-write", "write_file", {"path": "zero", "content": "x"}, NOT_REGULAR),
+    # mounts inside the worktree: a bind mount leads outside with no link to follow
+    ("bind-mount-read", "read_file", {"path": "bind/secret.txt"}, MOUNTED),
+    ("bind-mount-write", "write_file", {"path": "bind/new.txt", "content": "x"}, MOUNTED),
+    ("bind-mount-list", "list_files", {"path": "bind"}, MOUNTED),
+    ("bind-mount-search", "search", {"pattern": "SECRET", "path": "bind"}, MOUNTED),
+    ("tmpfs-mount-write", "write_file", {"path": "mnt/x.txt", "content": "x"}, MOUNTED),
     # inputs that used to crash the stage or hang it
     ("glob-reversed-range", "list_files", {"glob": "[z-a]"}, "invalid glob"),
     ("search-glob-reversed", "search", {"pattern": "x", "glob": "src/[9-0].py"}, "invalid glob"),
@@ -300,7 +323,7 @@ def state_of(world) -> dict[Path, bytes]:
 
 
 def test_the_table_covers_every_kind_of_attempt():
-    assert len(ATTEMPTS) >= 80
+    assert len(ATTEMPTS) >= 90
     assert len({name for name, *_ in ATTEMPTS}) == len(ATTEMPTS)
 
 
@@ -310,15 +333,17 @@ def test_the_table_covers_every_kind_of_attempt():
     ids=[row[0] for row in ATTEMPTS],
 )
 def test_attempt_is_refused_with_its_reason(world, tool, args, refusal):
-    if "path" in args and args["path"] == "zero" and not (world["wt"] / "zero").exists():
+    if args.get("path") == "zero" and not (world["wt"] / "zero").exists():
         pytest.skip("cannot make a device node here")
+    if str(args.get("path")).startswith(("bind", "mnt")) and not world["mounted"]:
+        pytest.skip("cannot mount here")
     before = state_of(world)
     result = call_with_watchdog(toolbox(world), tool, _fill(args, world))
     assert result.is_error, result.content
     assert refusal in result.content
     assert SECRET not in result.content
     assert state_of(world) == before
-    for made in ("evil.txt", "evil_abs.txt", "outside_dir/new.txt"):
+    for made in ("evil.txt", "evil_abs.txt", "outside_dir/new.txt", "outside_dir/x.txt"):
         assert not (world["base"] / made).exists()
     for made in ("vendor", "build/new.txt", "tests/new_test.py"):
         assert not (world["wt"] / made).exists()
