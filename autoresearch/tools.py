@@ -394,7 +394,7 @@ class Toolbox:
     def call(self, name: str, args: dict[str, Any]) -> ToolResult:
         available = ", ".join(self.tool_names)
         if not isinstance(name, str) or name not in TOOL_SPECS:
-            return _error(f"unknown tool {name!r}; available: {available}")
+            return _error(f"unknown tool {str(name)[:100]!r}; available: {available}")
         if name not in self.tool_names:
             return _error(
                 f"{name} is not available to the {self.team} team; available: {available}"
