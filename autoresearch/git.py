@@ -207,7 +207,9 @@ def _bound(worktree: Path) -> dict[str, str]:
     return environment(Path(worktree), git_dir=admin)
 
 
-def _worktree_git(worktree: Path, *args: str, check: bool = True) -> str:
+def worktree_git(worktree: Path, *args: str, check: bool = True) -> str:
+    """Run git in our live worktree `worktree`, bound to it by GIT_DIR/GIT_WORK_TREE;
+    GitError for any other path. For changes to a worktree outside the helpers here."""
     return _run(worktree, args, _bound(worktree), check=check).stdout.strip()
 
 
@@ -427,8 +429,8 @@ def reset_to(worktree: Path, commit: str) -> None:
     A lock left by a killed git is removed first, so a rerun after `kill -9` can start.
     """
     clear_stale_lock(worktree)
-    _worktree_git(worktree, "reset", "--hard", commit)
-    _worktree_git(worktree, "clean", "-fd")
+    worktree_git(worktree, "reset", "--hard", commit)
+    worktree_git(worktree, "clean", "-fd")
 
 
 def restore(worktree: Path) -> None:
@@ -438,11 +440,11 @@ def restore(worktree: Path) -> None:
 
 def commit_all(worktree: Path, message: str) -> str | None:
     """Commit every change in the worktree; None when there is nothing to commit."""
-    _worktree_git(worktree, "add", "-A")
-    if not _worktree_git(worktree, "status", "--porcelain"):
+    worktree_git(worktree, "add", "-A")
+    if not worktree_git(worktree, "status", "--porcelain"):
         return None
-    _worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
-    return _worktree_git(worktree, "rev-parse", "HEAD")
+    worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
+    return worktree_git(worktree, "rev-parse", "HEAD")
 
 
 def commits_between(worktree: Path, start: str, end: str = "HEAD") -> list[str]:
