@@ -11,20 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import commands, git, journal, stack
+from . import git, journal
 from .backends.base import Usage
 from .files import write_json, write_text
 from .revert import undo_cycle
 from .stage import StageEnv
+from .testrun import TestRun, acceptable
 
 
-def full_test_run(env: StageEnv) -> commands.CommandResult:
-    return commands.run(
-        stack.uncached_test_command(env.record.stack, env.record.test_command),
-        env.worktree,
-        timeout_s=env.spec.test_timeout_s,
-        extra_secrets=env.spec.secrets,
-    )
+def full_test_run(env: StageEnv, *, reuse: bool = True) -> TestRun:
+    """The suite without the tool's caches; a tree already tested that way is not tested
+    again (Green's final run, an earlier cycle's) unless the spec says evaluate.rerun."""
+    return env.run_tests(uncached=True, reuse=reuse)
 
 
 def refactor_record(env: StageEnv) -> dict[str, Any] | None:
@@ -43,22 +41,33 @@ def assess(env: StageEnv) -> tuple[dict[str, Any], str]:
     start = (refactor or green)["end_commit"]
     env.begin(start)
 
-    result = full_test_run(env)
-    counts = stack.parse_test_output(result.output, result.exit_code)
-    tests_pass, reverted = result.ok, []
-    was_passing = env.cycle_start_tests_pass()
-    if not result.ok and was_passing:
-        env.log(f"evaluate: tests fail ({counts.summary}); reverting in the documented order")
+    reference = env.reference_tests()
+    allow = env.spec.allow_failing_baseline
+    measured = after = full_test_run(env)
+    verdict = acceptable(after, reference, allow)
+    reverted: list[dict[str, str]] = []
+    if not verdict.ok:
+        env.log(f"evaluate: {verdict.reason}; reverting in the documented order")
         commits = [c["commit"] for c in reversed(refactor["commits"])] if refactor else []
         commits += [f["commit"] for f in reversed(green["fixed"])]
+
+        def good_again() -> bool:
+            # Never an earlier run of the same tree here: whether undoing brings the tests
+            # back is exactly what must be measured, now.
+            nonlocal after, verdict
+            after = full_test_run(env, reuse=False)
+            verdict = acceptable(after, reference, allow)
+            return verdict.ok
+
         reverted = undo_cycle(
             env.worktree,
             cycle_start,
             commits,
-            good_again=lambda: full_test_run(env).ok,
+            good_again=good_again,
             log=lambda line: env.log(f"evaluate: {line}"),
         )
-        tests_pass = reverted[-1]["how"] == "revert" or full_test_run(env).ok
+        if reverted[-1]["how"] == "reset":
+            good_again()  # the tree is the cycle's start: where do the tests stand now?
     reverted_shas = {r["commit"] for r in reverted}
     hard_reset = any(r["how"] == "reset" for r in reverted)
     fixed = [f for f in green["fixed"] if not hard_reset and f["commit"] not in reverted_shas]
@@ -69,9 +78,10 @@ def assess(env: StageEnv) -> tuple[dict[str, Any], str]:
         "track": env.track,
         "start_commit": cycle_start,
         "end_commit": end,
-        "tests_pass": tests_pass,
-        "test_summary": counts.summary if not reverted else "after reverts",
-        "broken": (not tests_pass) and was_passing,
+        "tests_pass": after.ok,
+        "test_summary": after.summary if not reverted else f"after reverts: {after.summary}",
+        "tests": after.to_record(),
+        "broken": not verdict.ok,
         "reverted": reverted,
         "findings": red["findings"],
         "red_categories": red.get("categories", []),
@@ -84,7 +94,7 @@ def assess(env: StageEnv) -> tuple[dict[str, Any], str]:
         "session_stop": stops[0] if stops else None,
         "open_issues": open_issues(env, green["skipped"], fixed),
     }
-    return decision, counts.summary
+    return decision, measured.summary
 
 
 def write_results(env: StageEnv, decision: dict[str, Any], summary: str, out: Path) -> None:

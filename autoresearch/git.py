@@ -213,6 +213,12 @@ def worktree_git(worktree: Path, *args: str, check: bool = True) -> str:
     return _run(worktree, args, _bound(worktree), check=check).stdout.strip()
 
 
+def worktree_proc(worktree: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Like `worktree_git`, but the whole process back, output untouched (a patch needs its
+    last newline) and a failure left to the caller."""
+    return _run(worktree, args, _bound(worktree), check=False)
+
+
 def _registration(repo: Path, worktree: Path) -> Path | None:
     """The administrative directory registering `worktree`, even when the path is gone."""
     wanted = (Path(worktree) / ".git").resolve()
@@ -451,6 +457,14 @@ def commits_between(worktree: Path, start: str, end: str = "HEAD") -> list[str]:
     """Commits in start..end, newest first."""
     out = git(worktree, "rev-list", f"{start}..{end}")
     return out.split() if out else []
+
+
+def tree_id(worktree: Path) -> str | None:
+    """The id of the committed tree when the worktree holds exactly it (no change, no
+    untracked file), else None: a test run of that tree can then be told apart from others."""
+    if worktree_git(worktree, "status", "--porcelain", "--untracked-files=all"):
+        return None
+    return worktree_git(worktree, "rev-parse", "HEAD^{tree}")
 
 
 def subject(worktree: Path, commit: str) -> str:

@@ -14,8 +14,10 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from .errors import SpecError
 
 SANDBOX_MODES = ("auto", "bwrap", "none")
 SPEC_FILE_HINT = "config/sessions/<name>.yaml"
@@ -35,7 +37,7 @@ GONE_INSIDE = ("XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS")
 MAX_LINKS = 2000  # symlinks followed per PATH folder (a folder of thousands is not a toolchain)
 
 
-class JailError(Exception):
+class JailError(SpecError):
     """The spec asks for a sandbox this machine cannot provide."""
 
 
@@ -79,6 +81,7 @@ class Jail:
     network: bool = False
     requested: str = "auto"
     note: str | None = None  # why `auto` fell back to none: say it once per session
+    writable: tuple[Path, ...] = ()  # besides the worktree (e.g. a folder for test reports)
 
     def describe(self) -> dict:
         """What setup.json records about the jail."""
@@ -132,6 +135,7 @@ class Jail:
 
         reveals = [(p, ["--ro-bind", str(p), str(p)]) for p in shown]
         reveals.append((self.worktree, ["--bind", str(self.worktree), str(self.worktree)]))
+        reveals += [(p, ["--bind", str(p), str(p)]) for p in self.writable if p.exists()]
         own_git = self.worktree / ".git"
         if own_git.is_dir():  # a plain clone: its .git stays read-only (see docs/safety.md)
             reveals.append((own_git, ["--ro-bind", str(own_git), str(own_git)]))
@@ -145,6 +149,10 @@ class Jail:
                 argv += ["--remount-ro", str(path)]
         argv += ["--chdir", str(cwd), "--", "/bin/sh", "-c", command]
         return argv
+
+    def allowing(self, *paths: Path) -> Jail:
+        """The same jail, with `paths` writable at the same place inside."""
+        return replace(self, writable=self.writable + tuple(Path(p).absolute() for p in paths))
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         """The environment inside: TMPDIR and sockets of the host name places that are gone."""
@@ -228,7 +236,7 @@ class Jail:
         return path
 
 
-def build(
+def build_jail(
     settings: Mapping | None,
     worktree: Path,
     hide: Iterable[Path] = (),

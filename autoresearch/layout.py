@@ -61,6 +61,11 @@ class SessionLayout:
         return self.root / "logs"
 
     @property
+    def test_runs(self) -> Path:
+        """Every full test run of a committed tree, so no tree is tested twice."""
+        return self.root / "test-runs.jsonl"
+
+    @property
     def journal_lock(self) -> Path:
         """Held while a shared session file (results, ideas, summary, usage) is rewritten."""
         return self.root / ".journal.lock"

@@ -161,8 +161,8 @@ def _red_task(ctx: BriefContext) -> tuple[str, dict[str, Any]]:
             "Find the places in the code where work on this angle would plausibly move the "
             "metric toward the target. Each finding needs a file and line, and its impact must "
             "say in one sentence how fixing it would move the metric. Problems unrelated to this "
-            "angle are not the aim of this run: report one only if it is serious, and then with "
-            "severity low, so that it waits for a later session."
+            "angle are not the aim of this run: leave them out (findings outside the angle's "
+            "scope wait in the ideas backlog)."
         )
         data["angle"] = dict(angle)
     elif ctx.hypothesis:

@@ -27,6 +27,8 @@ class SetupRecord:
     conventions: str
     warnings: list[str] = field(default_factory=list)
     stashed: str | None = None
+    worktrees: str | None = None  # the folder holding this session's worktrees
+    sandbox: dict[str, Any] | None = None  # how the target's commands are confined
 
     def save(self, layout: SessionLayout) -> None:
         write_json(layout.setup, asdict(self))

@@ -10,14 +10,16 @@ import datetime as dt
 import json
 import os
 import re
-from dataclasses import asdict, dataclass
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__, commands, git, journal, modes, spec, stack
+from . import __version__, git, journal, modes, sandbox, spec, stack, testrun, worktrees
 from .errors import SessionError
 from .layout import SessionLayout
 from .record import SetupRecord
+from .stage import jail_for
 
 CONTEXT_FILES = ("CLAUDE.md", "AGENTS.md", "README.md")
 CONTEXT_CHARS = 6000
@@ -36,6 +38,7 @@ def preflight(name: str, root: Path, overrides: dict[str, Any] | None = None) ->
     """Everything that can be checked before touching anything; raises SpecError."""
     merged = spec.load(name, root, overrides)
     values = merged.values
+    check_globs(merged)
     where = merged.source_of("target")
     target = spec.resolve_target(str(values["target"]))
     if not target.exists():
@@ -68,6 +71,23 @@ def preflight(name: str, root: Path, overrides: dict[str, Any] | None = None) ->
             "is not a command found on PATH or in the target"
         )
     return Preflight(merged, target, found.name if found else None, test_command, linter_command)
+
+
+def check_globs(merged: spec.Spec) -> None:
+    """Every glob the agents' sandbox will match against must be usable: a bad one would
+    make every write fail later, with nobody there to read why."""
+    values = merged.values
+    keyed = [("protected", values.get("protected") or [])]
+    scope = values.get("scope") or {}
+    keyed += [(f"scope.{k}", scope.get(k) or []) for k in ("include", "exclude")]
+    for key, patterns in keyed:
+        for pattern in patterns:
+            problem = sandbox.check_glob(str(pattern))
+            if problem:
+                raise spec.SpecError(
+                    f"{merged.source_of(key)}: key '{key}': glob {pattern!r} cannot be used: "
+                    f"{problem}"
+                )
 
 
 def check_agent(values: dict[str, Any], merged: spec.Spec | None = None) -> None:
@@ -106,43 +126,44 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         log(f"warning: {warning}")
     stashed = None
     if git.is_dirty(pre.target):
-        # on_dirty: stash. `git stash create` + `store` records the changes without
-        # touching the user's files; the session simply starts from HEAD.
-        stash_commit = git.git(pre.target, "stash", "create", "--include-untracked", check=False)
-        if not stash_commit:
-            stash_commit = git.git(pre.target, "stash", "create")
-        if stash_commit:
-            git.git(pre.target, "stash", "store", "-m", f"autoresearch {layout.name}", stash_commit)
-            stashed = stash_commit
-            log(f"warning: uncommitted changes in {pre.target} saved as stash {stash_commit[:10]}")
+        # on_dirty: stash. The changes are recorded as a stash entry without touching the
+        # user's files or index; the session simply starts from HEAD.
+        stashed = git.record_dirty_state(pre.target, f"autoresearch {layout.name}")
+        if stashed:
+            log(f"warning: uncommitted changes in {pre.target} saved as stash {stashed[:10]}")
 
-    worktree = layout.worktree()
-    if not mode.has_worktree:
+    store = worktrees.store_for(layout, values.get("worktree_root"))
+    base = git.head(pre.target)
+    if mode.has_worktree:
+        real = worktrees.real_place(layout.worktree(), store, "worktree")
+        branch = git.open_worktree(pre.target, real, mode.branch_name(layout.name), base)
+        worktrees.link(layout.worktree(), real)
+        base = git.head(real)  # a rerun of setup finds the branch where it started
+        checkout = measured_in = real
+    else:
         branch = mode.branch_name(layout.name)
-        base = git.head(pre.target)
-        checkout, measured_in = pre.target, _baseline_checkout(pre.target, layout, base)
-    else:
-        if (worktree / ".git").exists():
-            branch = git.current_branch(worktree)
-            base = git.head(worktree)
-        else:
-            branch = git.free_branch_name(pre.target, mode.branch_name(layout.name))
-            base = git.head(pre.target)
-        git.add_worktree(pre.target, worktree, branch, base)
-        checkout = measured_in = worktree
-    run = commands.run(
-        stack.uncached_test_command(pre.stack, pre.test_command),
+        measured_in = worktrees.real_place(layout.baseline_worktree, store, "baseline")
+        git.add_detached_worktree(pre.target, measured_in, base)
+        worktrees.link(layout.baseline_worktree, measured_in)
+        checkout = pre.target
+    box = jail_for(layout, str(store), values.get("commands"), measured_in)
+    warnings = list(pre.spec.warnings)
+    if box.note:
+        log(f"warning: {box.note}")
+        warnings.append(box.note)
+    run, error = testrun.measure_baseline(
+        pre.test_command,
         measured_in,
+        stack=pre.stack,
         timeout_s=values["test_timeout_s"],
-        extra_secrets=values.get("secrets"),
+        secrets=values.get("secrets"),
+        allow_failing_baseline=bool(values.get("allow_failing_baseline")),
+        origin=pre.spec.source_of("test_command"),
+        jail=box,
     )
-    counts = stack.parse_test_output(run.output, run.exit_code)
-    baseline = asdict(counts) | {"ok": run.ok, "timed_out": run.timed_out}
-    if not run.ok:
-        log(f"warning: baseline tests fail ({counts.summary}); the session goes on from there")
-        log(run.tail(2000))
-    else:
-        log(f"baseline tests: {counts.summary}")
+    if error:
+        raise spec.SpecError(error)
+    log(testrun.describe_baseline(run))
 
     config_file = pre.target / spec.TARGET_CONFIG
     record = SetupRecord(
@@ -155,12 +176,14 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         linter_command=pre.linter_command,
         branch=branch,
         base_commit=base,
-        baseline=baseline,
+        baseline=run.to_record(),
         date=dt.date.today().isoformat(),
         config_file=str(config_file) if config_file.is_file() else None,
         conventions=read_conventions(checkout),
-        warnings=pre.spec.warnings,
+        warnings=warnings,
         stashed=stashed,
+        worktrees=str(store),
+        sandbox=box.describe(),
     )
     layout.cycles().mkdir(parents=True, exist_ok=True)
     journal.init_files(layout, record, spec.SessionSpec(values))
@@ -173,15 +196,6 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     return record
 
 
-def _baseline_checkout(target: Path, layout: SessionLayout, base: str) -> Path:
-    """Broad mode has no session worktree: measure the baseline in a detached one."""
-    path = layout.baseline_worktree
-    if not (path / ".git").exists():
-        with git.repo_lock(target):
-            git.git(target, "worktree", "add", "--detach", str(path), base)
-    return path
-
-
 def start(
     name: str, session_dir: Path, overrides: dict[str, Any], log_path: str, root: Path
 ) -> None:
@@ -189,6 +203,7 @@ def start(
     while an example repository was still being made), then set the session up."""
 
     def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)  # setup says what it found, once
         with open(log_path, "a") as handle:
             handle.write(line + "\n")
 

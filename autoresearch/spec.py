@@ -231,6 +231,15 @@ class SessionSpec(dict):
         return self["test_timeout_s"]
 
     @property
+    def allow_failing_baseline(self) -> bool:
+        return bool(self.get("allow_failing_baseline"))
+
+    @property
+    def rerun_tests(self) -> bool:
+        """`evaluate.rerun`: test every tree afresh, even one tested before (flaky suites)."""
+        return bool((self.get("evaluate") or {}).get("rerun"))
+
+    @property
     def scope_include(self) -> list[str]:
         return list((self.get("scope") or {}).get("include") or [])
 

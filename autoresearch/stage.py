@@ -10,13 +10,17 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from . import git, spec
+from . import git, spec, testrun
 from .backends.base import StageLimits
+from .files import append_line, locked
+from .jail import Jail, build_jail
 from .layout import SessionLayout
 from .record import SetupRecord
+from .testrun import TestRun
 
 
 @dataclass
@@ -30,7 +34,15 @@ class StageEnv:
 
     @property
     def worktree(self) -> Path:
-        return self.layout.worktree(self.track)
+        """The worktree's real place (sessions/<name>/worktree is a link to it)."""
+        return self.layout.worktree(self.track).resolve()
+
+    @cached_property
+    def jail(self) -> Jail:
+        """How this worktree's commands are confined (docs/safety.md)."""
+        return jail_for(
+            self.layout, self.record.worktrees, self.spec.get("commands"), self.worktree
+        )
 
     @property
     def cycle_dir(self) -> Path:
@@ -72,9 +84,48 @@ class StageEnv:
         prev = self.previous_decision()
         return prev["end_commit"] if prev else self.track_base()
 
-    def cycle_start_tests_pass(self) -> bool:
+    def reference_tests(self) -> TestRun:
+        """The test run this cycle is held to: where the previous cycle left the suite, or
+        the baseline. A change is kept only if it breaks no test that passed there."""
         prev = self.previous_decision()
-        return bool(prev["tests_pass"]) if prev else bool(self.record.baseline.get("ok"))
+        if prev and prev.get("tests"):
+            return TestRun.from_record(prev["tests"])
+        return TestRun.from_record(self.record.baseline)
+
+    def run_tests(self, *, uncached: bool = False, reuse: bool = False) -> TestRun:
+        """A run of the test command in the worktree. With `reuse`, a committed tree already
+        tested with the same command in this session is not tested again (unless the spec
+        says `evaluate.rerun: true`): its recorded run is returned."""
+        tree = git.tree_id(self.worktree)
+        key = {"tree": tree, "command": self.record.test_command, "uncached": uncached}
+        if reuse and tree and not self.spec.rerun_tests:
+            earlier = self._recorded_run(key)
+            if earlier is not None:
+                self.log(f"tests: tree {tree[:12]} was tested before: {earlier.summary}")
+                return earlier
+        run = testrun.run_tests(
+            self.record.test_command,
+            self.worktree,
+            stack=self.record.stack,
+            timeout_s=self.spec.test_timeout_s,
+            secrets=self.spec.secrets,
+            uncached=uncached,
+            jail=self.jail,
+        )
+        if tree and git.tree_id(self.worktree) == tree:  # the run left the tree as it was
+            with locked(self.layout.journal_lock):
+                append_line(self.layout.test_runs, json.dumps(key | {"run": run.to_record()}))
+        return run
+
+    def _recorded_run(self, key: dict[str, Any]) -> TestRun | None:
+        if not self.layout.test_runs.exists():
+            return None
+        found = None
+        for line in self.layout.test_runs.read_text().splitlines():
+            entry = json.loads(line)
+            if all(entry.get(k) == v for k, v in key.items()):
+                found = entry["run"]
+        return TestRun.from_record(found) if found else None
 
     def stage_record(self, stage: str) -> dict[str, Any]:
         return json.loads((self.cycle_dir / f"{stage}.json").read_text())
@@ -92,6 +143,8 @@ class StageEnv:
 
     def toolbox_options(self) -> dict[str, Any]:
         return {
+            "jail": self.jail,
+            "allow_ignored_writes": bool(self.spec.get("allow_ignored_writes")),
             "test_command": self.record.test_command,
             "linter_command": self.record.linter_command,
             "test_timeout_s": self.spec.test_timeout_s,
@@ -104,3 +157,12 @@ class StageEnv:
     def progress(self, team: str) -> Callable[[str], None]:
         """A backend's progress lines, labelled with session, cycle and team."""
         return lambda line: self.log(f"[{self.layout.name} {self.label} {team}] {line}")
+
+
+def jail_for(
+    layout: SessionLayout, store: str | None, settings: dict[str, Any] | None, worktree: Path
+) -> Jail:
+    """The jail for a command in `worktree`: it sees nothing of the workflow's folder
+    (sessions/, config/) or of other worktrees in the store, only this one."""
+    hide = [layout.root.parents[1]] + ([Path(store).parent] if store else [])
+    return build_jail(settings, worktree, hide=hide)

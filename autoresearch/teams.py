@@ -13,11 +13,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import commands, findings, git, journal, prompts, stack
+from . import findings, git, journal, prompts
 from .agent_run import run_agent, stop_reason_of
 from .backends.base import ToolResult, Usage
 from .files import write_json, write_text
 from .stage import StageEnv
+from .testrun import TestRun, Verdict, acceptable
 from .tools import Toolbox
 
 
@@ -117,36 +118,30 @@ def sanitize(
 
 @dataclass
 class TestGate:
-    """Decides whether the tests after a change are acceptable."""
+    """Whether the tests after a change allow keeping it: held to the run the cycle
+    started from, by test id (testrun.acceptable)."""
 
     env: StageEnv
-    start_ok: bool
-    runs: int = 0
-    last: commands.CommandResult | None = None
+    reference: TestRun
+    last: TestRun | None = None
+    verdict: Verdict | None = None
 
-    def run(self) -> commands.CommandResult:
-        self.runs += 1
-        self.last = commands.run(
-            self.env.record.test_command,
-            self.env.worktree,
-            timeout_s=self.env.spec.test_timeout_s,
-            extra_secrets=self.env.spec.secrets,
-        )
-        return self.last
+    def check(self) -> Verdict:
+        self.last = self.env.run_tests()
+        self.verdict = acceptable(self.last, self.reference, self.env.spec.allow_failing_baseline)
+        return self.verdict
 
-    def passes(self) -> bool:
-        result = self.run()
-        if result.ok:
-            return True
-        if self.start_ok:
-            return False
-        # The suite already failed before this cycle: a change is acceptable when it
-        # fails no more tests than the baseline did.
-        counts = stack.parse_test_output(result.output, result.exit_code)
-        base = self.env.record.baseline
-        return bool(counts.parsed and base.get("failed") is not None) and (counts.failed or 0) <= (
-            base.get("failed") or 0
-        )
+    def kept_message(self) -> str:
+        """What the agent is told when its change was committed."""
+        if self.last is not None and self.last.ok:
+            return f"tests pass ({self.last.summary})"
+        return self.verdict.reason if self.verdict else "kept"
+
+    def refused(self) -> str:
+        """Why the change was not kept, and the end of the run's output."""
+        reason = self.verdict.reason if self.verdict else "the tests did not run"
+        tail = self.last.tail[-1500:] if self.last else ""
+        return f"{reason}\n{tail}".rstrip()
 
 
 @dataclass
@@ -164,7 +159,7 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
     env.begin(start)
     todo = {f.id: f for f in findings.parse(sanitized_md.read_text())}
     book = GreenLedger()
-    gate = TestGate(env, env.cycle_start_tests_pass())
+    gate = TestGate(env, env.reference_tests())
     toolbox: Toolbox | None = None
 
     def check_id(fid: str) -> str | None:
@@ -185,22 +180,21 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
         if not git.is_dirty(env.worktree):
             return ToolResult("there is no change in the worktree to commit", is_error=True)
         finding = todo[finding_id]
-        if gate.passes():
+        if gate.check().ok:
             message = f"fix: [{finding_id}] {' '.join(summary.split())[:120]}"
             sha = git.commit_all(env.worktree, message)
             book.fixed.append(
                 {"id": finding_id, "key": finding.key(), "commit": sha, "summary": summary}
             )
             maybe_finished()
-            return ToolResult(f"tests pass; committed {sha[:10]}: {message}")
+            return ToolResult(f"{gate.kept_message()}; committed {sha[:10]}: {message}")
         git.restore(env.worktree)
-        reason = f"tests failed after the fix ({gate.last.exit_code if gate.last else '?'})"
+        reason = gate.verdict.reason if gate.verdict else "the tests did not run"
         book.skipped.append({"id": finding_id, "key": finding.key(), "reason": reason})
         maybe_finished()
-        tail = gate.last.tail(1500) if gate.last else ""
         return ToolResult(
-            f"tests failed, so the worktree was restored and {finding_id} recorded as "
-            f"skipped.\n{tail}"
+            f"not kept, so the worktree was restored and {finding_id} recorded as skipped: "
+            f"{gate.refused()}"
         )
 
     def skip_finding(finding_id: str, reason: str) -> ToolResult:
@@ -228,8 +222,8 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
     for fid, finding in todo.items():
         if not book.handled(fid):
             book.skipped.append({"id": fid, "key": finding.key(), "reason": "not attempted"})
-    final = gate.run()
-    counts = stack.parse_test_output(final.output, final.exit_code)
+    # The stage's full, uncached run: evaluate reuses it when Refactor changes nothing.
+    final = env.run_tests(uncached=True, reuse=True)
     end = git.head(env.worktree)
     lines = [f"# Green team: {env.label}", "", f"Start commit: {start}", f"End commit: {end}", ""]
     lines += [
@@ -241,7 +235,7 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
     lines += ["", "## Skipped", *(f"- [{r['id']}] {r['reason']}" for r in book.skipped)]
     if not book.skipped:
         lines.append("(none)")
-    lines += ["", "## Final test status", f"{'pass' if final.ok else 'FAIL'} ({counts.summary})"]
+    lines += ["", "## Final test status", final.summary]
     write_text(markdown_out, "\n".join(lines) + "\n")
     write_json(
         record_out,
@@ -254,7 +248,8 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
             "fixed": book.fixed,
             "skipped": book.skipped,
             "tests_pass": final.ok,
-            "test_summary": counts.summary,
+            "test_summary": final.summary,
+            "tests": final.to_record(),
             "stop": stop_reason_of(run) if run else None,
             "usage": asdict(run.usage) if run else asdict(Usage()),
         },
@@ -272,7 +267,7 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
     env.begin(start)
     # Clean room: the Refactor team learns which files changed, nothing of why.
     changed = git.changed_files(env.worktree, green_record["start_commit"], start)
-    gate = TestGate(env, env.cycle_start_tests_pass())
+    gate = TestGate(env, env.reference_tests())
     commits: list[dict] = []
     reverted: list[str] = []
     toolbox: Toolbox | None = None
@@ -280,19 +275,16 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
     def finish_refactor(summary: str) -> ToolResult:
         if not git.is_dirty(env.worktree):
             return ToolResult("there is no change in the worktree to commit", is_error=True)
-        if gate.passes():
+        if gate.check().ok:
             message = f"refactor: {' '.join(summary.split())[:120]}"
             sha = git.commit_all(env.worktree, message)
             commits.append({"commit": sha, "summary": summary})
             if len(commits) >= MAX_REFACTOR_COMMITS and toolbox is not None:
                 toolbox.mark_finished()
-            return ToolResult(f"tests pass; committed {sha[:10]}: {message}")
+            return ToolResult(f"{gate.kept_message()}; committed {sha[:10]}: {message}")
         git.restore(env.worktree)
         reverted.append(summary)
-        return ToolResult(
-            "tests failed, so the change was reverted.\n"
-            + (gate.last.tail(1500) if gate.last else "")
-        )
+        return ToolResult(f"not kept, so the change was reverted: {gate.refused()}")
 
     run = None
     if changed:

@@ -16,6 +16,7 @@ from typing import Any
 from junitparser import Attr, Error, Failure, JUnitXml, JUnitXmlError, TestCase, TestSuite
 
 from . import commands
+from .jail import Jail
 from .stack import (
     package_test_script_is_jest,
     parse_test_output,
@@ -336,13 +337,16 @@ def measure_baseline(
     secrets: list[str] | None = None,
     allow_failing_baseline: bool = False,
     origin: str = "the spec",
+    jail: Jail | None = None,
 ) -> tuple[TestRun, str | None]:
     """Setup's test run: the uncached command, once, and the error that stops setup (or None).
 
     Running the uncached command here is also its check: evaluate runs the same command, so one
     that cannot run (a flag the target's pytest rejects) stops setup as a spec error.
     """
-    run = run_tests(command, repo, stack=stack, timeout_s=timeout_s, secrets=secrets, uncached=True)
+    run = run_tests(
+        command, repo, stack=stack, timeout_s=timeout_s, secrets=secrets, uncached=True, jail=jail
+    )
     error = check_baseline(run, repo, allow_failing_baseline=allow_failing_baseline, origin=origin)
     return run, error
 
@@ -356,6 +360,7 @@ def run_tests(
     secrets: list[str] | None = None,
     uncached: bool = False,
     results_dir: Path | None = None,
+    jail: Jail | None = None,
 ) -> TestRun:
     """Run the test command in `cwd` and read what it proved.
 
@@ -372,14 +377,17 @@ def run_tests(
     with tempfile.TemporaryDirectory(prefix="autoresearch-tests-", dir=parent) as folder:
         plan = instrument(base, cwd, stack, Path(folder))
         started = time.time()
-        # A jail around the command must let it write `folder`, at this same path.
-        result = commands.run(plan.command, cwd, timeout_s=timeout_s, extra_secrets=secrets)
+        # The jail lets the command write `folder`, at this same path, for the reports.
+        inside = jail.allowing(Path(folder)) if jail is not None else None
+        result = commands.run(
+            plan.command, cwd, timeout_s=timeout_s, extra_secrets=secrets, jail=inside
+        )
         tally = _read(plan, result, cwd, started)
         if tally is None and _rejects_our_flags(plan, result):
             # The target's setup refused a flag we added (a plugin turned off, say): run the
             # command as given and make do with its text.
             plan = _Plan(base, plan.runner, (), (), ())
-            result = commands.run(base, cwd, timeout_s=timeout_s, extra_secrets=secrets)
+            result = commands.run(base, cwd, timeout_s=timeout_s, extra_secrets=secrets, jail=jail)
             tally = None
         return judge(command, plan, result, tally, cwd)
 

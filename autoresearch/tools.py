@@ -24,6 +24,7 @@ from jsonschema import Draft202012Validator
 
 from autoresearch import commands
 from autoresearch.backends.base import TEAMS, SessionStop, StageFailed, ToolResult
+from autoresearch.jail import Jail
 from autoresearch.sandbox import Refused, Sandbox, glob_match
 
 # Output caps: a tool result goes back into the model's context on every later turn.
@@ -352,6 +353,7 @@ class Toolbox:
         hooks: dict[str, Hook] | None = None,
         allow_ignored_writes: bool = False,
         search_time_s: float = SEARCH_TIME_S,
+        jail: Jail | None = None,
     ) -> None:
         if team not in TEAM_TOOLS:
             raise ValueError(f"unknown team {team!r}; expected one of {', '.join(TEAMS)}")
@@ -368,6 +370,7 @@ class Toolbox:
         self.test_timeout_s = test_timeout_s
         self.search_time_s = search_time_s
         self.secrets = list(secrets or [])
+        self.jail = jail
         self.hooks = dict(hooks or {})
         self.tool_names = TEAM_TOOLS[team]
         # Built once: the same objects, in the same order, for every request of the stage.
@@ -565,7 +568,11 @@ class Toolbox:
         if not command:
             return _error(f"no command is configured for this (spec key `{key}`)")
         result = commands.run(
-            command, self.sandbox.root, timeout_s=self.test_timeout_s, extra_secrets=self.secrets
+            command,
+            self.sandbox.root,
+            timeout_s=self.test_timeout_s,
+            extra_secrets=self.secrets,
+            jail=self.jail,
         )
         if result.timed_out:
             head = f"timed out after {self.test_timeout_s:g}s (counts as a failure)"

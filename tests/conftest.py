@@ -74,6 +74,19 @@ def make_repo(path: Path, files: dict[str, str]) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def private_worktree_store(tmp_path_factory):
+    """Session worktrees go to $XDG_DATA_HOME: a folder of the test run's, never ~/.local."""
+    data = tmp_path_factory.mktemp("data")
+    old = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(data)
+    yield data
+    if old is None:
+        os.environ.pop("XDG_DATA_HOME", None)
+    else:
+        os.environ["XDG_DATA_HOME"] = old
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     """Everything under tests/e2e/ runs sessions through Snakemake: marked `e2e`."""
     for item in items:

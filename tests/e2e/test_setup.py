@@ -134,15 +134,35 @@ def test_taken_branch_gets_next_free_number(workflow, target):
     assert setup["branch"] == "autoresearch/improve-2"
 
 
-def test_failing_baseline_warns_and_continues(workflow, tmp_path):
+def test_failing_baseline_stops_setup_and_names_allow_failing_baseline(workflow, tmp_path):
     repo = make_repo(tmp_path / "t", {"test_x.py": "def test_x():\n    assert False\n"})
     proc = run_setup_only(workflow, no_agent_spec(repo))
-    assert proc.returncode == 0
+    assert_refused(proc, "allow_failing_baseline", "test_x.py::test_x")
+    assert not (workflow.session("s") / "setup.json").exists()
+
+
+def test_allowed_failing_baseline_is_shown_and_kept_by_test_id(workflow, tmp_path):
+    repo = make_repo(tmp_path / "t", {"test_x.py": "def test_x():\n    assert False\n"})
+    proc = run_setup_only(workflow, no_agent_spec(repo, allow_failing_baseline=True))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "baseline FAILS" in proc.stderr  # said on the console, not only in a log
     setup = json.loads((workflow.session("s") / "setup.json").read_text())
-    assert setup["baseline"]["failed"] == 1 and not setup["baseline"]["ok"]
-    assert (
-        "warning: baseline tests fail" in (workflow.session("s") / "logs/session.log").read_text()
+    assert setup["baseline"]["outcome"] == "failed" and not setup["baseline"]["ok"]
+    assert setup["baseline"]["failing_ids"] == ["test_x.py::test_x"]
+
+
+def test_a_test_command_that_collects_nothing_is_not_a_baseline(workflow, tmp_path):
+    repo = make_repo(
+        tmp_path / "t",
+        {
+            "calc.py": "X = 1\n",
+            "tests/test_calc.py": "from calc import X\n\n\ndef test_x():\n    assert X\n",
+        },
     )
+    # Plain `pytest` does not put the rootdir on sys.path: `import calc` fails to collect.
+    proc = run_setup_only(workflow, no_agent_spec(repo, test_command="pytest -q"))
+    assert_refused(proc, "test_command", "python -m pytest")
+    assert not (workflow.session("s") / "setup.json").exists()
 
 
 def test_on_dirty_stash_records_changes_and_leaves_files(workflow, target):

@@ -112,7 +112,7 @@ def test_green_commits_passing_fix_and_restores_failing_one(workflow, target):
     assert not any("F-002" in s for s in subjects)
     assert "return a + b" in (worktree / "calc.py").read_text()
     patch = (workflow.session("s") / "cycles/001/green-patch.md").read_text()
-    assert "[F-002] tests failed after the fix" in patch
+    assert "[F-002] tests fail: tests/test_calc.py::test_add" in patch  # names the test
     assert "[F-003] cosmetic" in patch
 
 

@@ -131,23 +131,46 @@ def test_broken_cycle_reverts_refactor_then_green_newest_first(workflow, tmp_pat
     assert log[0].startswith('Revert "fix: [F-001] guard"')
 
 
+# Breaks the uncached run for good once calc.py was marked: the poison file lies outside the
+# repository, where no revert can reach it.
+POISONING_CONFTEST = """\
+import pathlib
+import sys
+
+POISON = pathlib.Path(sys.argv[0]).parent / "unused"
+
+
+def pytest_sessionstart(session):
+    poison = pathlib.Path({poison!r})
+    if "MARKER" in pathlib.Path("calc.py").read_text():
+        poison.write_text("x")
+    if "--cache-clear" in sys.argv and poison.exists():
+        raise SystemExit("uncached run fails")
+"""
+
+
 def test_unrecoverable_break_stops_the_session(workflow, tmp_path):
-    # The uncached run fails whatever the code: reverts cannot bring the tests back.
-    always = FLAKY_CONFTEST.replace(' and "MARKER" in pathlib.Path("calc.py").read_text()', "")
+    conftest = POISONING_CONFTEST.format(poison=str(tmp_path / "poison"))
     repo = make_repo(
         tmp_path / "t",
-        {"calc.py": CALC, "tests/test_calc.py": CALC_TESTS, "conftest.py": always, "marker": ""},
+        {"calc.py": CALC, "tests/test_calc.py": CALC_TESTS, "conftest.py": conftest},
     )
     script = {
         "red": {1: [{"tool": "report_finding", "args": FINDING}]},
         "green": {
             1: [
-                {"tool": "write_file", "args": {"path": "calc.py", "content": GUARDED}},
+                {
+                    "tool": "write_file",
+                    "args": {"path": "calc.py", "content": GUARDED + "# MARKER\n"},
+                },
                 {"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": "g"}},
             ]
         },
     }
-    # The baseline (also uncached) fails, so tests "were not passing before": no revert.
-    run(workflow, repo, script, max_cycles=3, teams=["red", "green"])
+    # No jail: the poison must be able to outlive the worktree's history.
+    run(workflow, repo, script, max_cycles=3, teams=["red", "green"], commands={"sandbox": "none"})
     decision = workflow.decision("s", 1)
-    assert decision["reverted"] == [] and not decision["broken"]
+    assert decision["broken"] and decision["stop"]
+    assert [r["how"] for r in decision["reverted"]] == ["revert", "reset"]
+    assert "reverting did not bring them back" in (workflow.session("s") / "done").read_text()
+    assert not (workflow.session("s") / "cycles/002").exists()

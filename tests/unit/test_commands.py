@@ -24,7 +24,7 @@ MODES = [
 
 
 def box(dirs, mode: str) -> jail.Jail:
-    return jail.build({"sandbox": mode}, dirs.worktree, hide=[dirs.sessions])
+    return jail.build_jail({"sandbox": mode}, dirs.worktree, hide=[dirs.sessions])
 
 
 # --- time -------------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ INTERRUPT_A_THREAD = textwrap.dedent(
     from pathlib import Path
     from autoresearch import commands, jail
     worktree, sessions, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
-    box = jail.build({"sandbox": mode}, worktree, hide=[sessions])
+    box = jail.build_jail({"sandbox": mode}, worktree, hide=[sessions])
     commands.end_commands_on_interrupt()
     outcome = []
 

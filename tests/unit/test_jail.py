@@ -23,7 +23,7 @@ needs_bwrap = pytest.mark.skipif(
 
 
 def jailed(dirs, **settings) -> jail.Jail:
-    built = jail.build({"sandbox": "bwrap", **settings}, dirs.worktree, hide=[dirs.sessions])
+    built = jail.build_jail({"sandbox": "bwrap", **settings}, dirs.worktree, hide=[dirs.sessions])
     assert built.mode == "bwrap"
     return built
 
@@ -43,7 +43,7 @@ HUNT_ENVIRON = textwrap.dedent(
     from pathlib import Path
     from autoresearch import commands, jail
     worktree, sessions, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
-    box = jail.build({"sandbox": mode}, worktree, hide=[sessions])
+    box = jail.build_jail({"sandbox": mode}, worktree, hide=[sessions])
     hunt = "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\\\0' '\\\\n'"
     hunt += " | grep -c -e sk-ant-hidden -e hunter2"
     print(commands.run(hunt, worktree, extra_secrets=["DB_PASSWORD"], jail=box).output.strip())
@@ -160,7 +160,7 @@ def test_a_virtualenv_on_path_inside_a_hidden_folder_stays_usable(session_dirs, 
     )
     (workdir / ".env").write_text("ANTHROPIC_API_KEY=sk-ant-in-a-dotenv\n")
     monkeypatch.setenv("PATH", f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    box = jail.build({}, session_dirs.worktree, hide=[workdir])
+    box = jail.build_jail({}, session_dirs.worktree, hide=[workdir])
     result = run_in(
         session_dirs, f"python -c 'import sys; print(sys.prefix)'; cat {workdir}/.env", box
     )
@@ -289,7 +289,9 @@ def test_command_cannot_reach_a_daemon_socket_under_run(session_dirs):
 
 def test_auto_falls_back_to_none_and_says_why(session_dirs, monkeypatch):
     monkeypatch.setattr(jail, "probe", lambda: jail.Probe(False, "bwrap is not installed"))
-    built = jail.build({"sandbox": "auto"}, session_dirs.worktree, hide=[session_dirs.sessions])
+    built = jail.build_jail(
+        {"sandbox": "auto"}, session_dirs.worktree, hide=[session_dirs.sessions]
+    )
     assert built.mode == "none"
     assert "bwrap is not installed" in built.note
     assert built.describe() == {
@@ -303,17 +305,17 @@ def test_auto_falls_back_to_none_and_says_why(session_dirs, monkeypatch):
 def test_bwrap_asked_for_but_unavailable_names_the_key_to_change(session_dirs, monkeypatch):
     monkeypatch.setattr(jail, "probe", lambda: jail.Probe(False, "bwrap is not installed"))
     with pytest.raises(jail.JailError, match="commands.sandbox is bwrap, but bwrap is not"):
-        jail.build({"sandbox": "bwrap"}, session_dirs.worktree)
+        jail.build_jail({"sandbox": "bwrap"}, session_dirs.worktree)
 
 
 def test_none_is_chosen_without_probing(session_dirs, monkeypatch):
     monkeypatch.setattr(jail, "probe", lambda: pytest.fail("none must not probe bwrap"))
-    assert jail.build({"sandbox": "none"}, session_dirs.worktree).mode == "none"
+    assert jail.build_jail({"sandbox": "none"}, session_dirs.worktree).mode == "none"
 
 
 @needs_bwrap
 def test_auto_uses_bwrap_where_it_works_and_hides_the_checkout(session_dirs):
-    built = jail.build({}, session_dirs.worktree, hide=[session_dirs.sessions])
+    built = jail.build_jail({}, session_dirs.worktree, hide=[session_dirs.sessions])
     assert (built.mode, built.note, built.network) == ("bwrap", None, False)
     assert session_dirs.target in built.hide
     assert session_dirs.target / ".git" in built.read_only

@@ -174,7 +174,7 @@ def test_narrow_red_is_scoped_to_the_angle():
     b = brief("red", hypothesis=None)
     assert RED_ONLY[2] in b.task
     assert "Metric: p99" in b.task and "Current value: 9" in b.task and "Target: 5" in b.task
-    assert "severity low" in b.task
+    assert "leave them out" in b.task
     assert RED_CATEGORIES["bugs"] not in b.task
     assert RED_ONLY[5] in b.task  # the tried list still applies
 

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal, prompts
+from ... import git, journal, prompts, worktrees
 from ...agent_run import run_agent
 from ...backends.base import StageRun
 from ...errors import UserError
@@ -214,14 +214,12 @@ def open_track(env: StageEnv, out: Path) -> None:
     hyp = next((h for h in approved["hypotheses"] if h["id"] == hid), None)
     if hyp is None:
         raise BroadError(f"{hid} is not among the approved hypotheses of {layout.name!r}")
-    target, worktree = Path(env.record.target), layout.worktree(hid)
+    target, link = Path(env.record.target), layout.worktree(hid)
     base = env.record.base_commit
-    if (worktree / ".git").exists():
-        branch = git.current_branch(worktree)  # a rerun after a crash: reuse it
-    else:
-        with git.repo_lock(target):
-            branch = git.free_branch_name(target, BRANCH.format(name=layout.name, hid=hid))
-    git.add_worktree(target, worktree, branch, base)
+    store = Path(env.record.worktrees) if env.record.worktrees else layout.root
+    worktree = worktrees.real_place(link, store, "tracks", hid)
+    branch = git.open_worktree(target, worktree, BRANCH.format(name=layout.name, hid=hid), base)
+    worktrees.link(link, worktree)
     write_json(
         out,
         {
@@ -232,7 +230,7 @@ def open_track(env: StageEnv, out: Path) -> None:
             "aspiration": approved.get("aspiration"),
         },
     )
-    env.log(f"track {hid}: branch {branch} at {base[:12]} in {rel(worktree)}")
+    env.log(f"track {hid}: branch {branch} at {base[:12]} in {rel(link)}")
 
 
 def diff_size(worktree: Path, start: str, end: str) -> int:

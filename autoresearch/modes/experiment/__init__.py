@@ -19,7 +19,7 @@ from ...files import write_json, write_text
 from ...layout import SessionLayout, rel
 from ...record import SetupRecord
 from ...spec import SessionSpec
-from ...stage import StageEnv
+from ...stage import StageEnv, jail_for
 from ..base import Mode
 from . import log as logs
 from . import report
@@ -62,16 +62,17 @@ class Experiment(Mode):
         cfg = resolve(values, Path(record.target), f"config/sessions/{layout.name}.yaml")
         for warning in cfg.warnings:
             log(f"warning: {warning}")
-        worktree = layout.worktree()
+        worktree = layout.worktree().resolve()
         secrets = values.get("secrets")
+        box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
         try:
-            sample, m = _measure(cfg, worktree, secrets, cfg.baseline_command)
+            sample, m = _measure(cfg, worktree, secrets, cfg.baseline_command, box)
         except metrics.MetricError as err:
             raise SpecError(
                 f"experiment.metric.command cannot measure the base commit, so no experiment "
                 f"could ever be judged:\n{err}"
             ) from None
-        guard = _guard(cfg, worktree, secrets)
+        guard = _guard(cfg, worktree, secrets, box)
         if guard is not None and guard.timed_out:
             raise SpecError(
                 f"experiment.guard `{cfg.guard}` timed out after {cfg.guard_timeout:g}s on the "

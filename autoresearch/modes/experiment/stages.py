@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from ... import commands, git, journal, metrics
 from ...agent_run import run_agent, stop_reason_of
 from ...backends.base import StageRun, ToolResult, Usage
 from ...files import write_json, write_text
+from ...jail import Jail
 from ...layout import SessionLayout
 from ...stage import StageEnv
 from ...teams import base_context
@@ -56,7 +56,7 @@ def key_of(cfg: ExperimentConfig) -> str:
 
 
 def _measure(
-    cfg: ExperimentConfig, cwd: Path, secrets, command: str | None = None
+    cfg: ExperimentConfig, cwd: Path, secrets, command: str | None = None, jail: Jail | None = None
 ) -> tuple[Sample, metrics.Measurement]:
     m = metrics.measure(
         command or cfg.command,
@@ -66,14 +66,19 @@ def _measure(
         repeats=cfg.repeats,
         timeout_s=cfg.verify_timeout_s,
         secrets=secrets,
+        jail=jail,
     )
     return Sample(m.value, m.samples, m.passed), m
 
 
-def _guard(cfg: ExperimentConfig, cwd: Path, secrets) -> commands.CommandResult | None:
+def _guard(
+    cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None = None
+) -> commands.CommandResult | None:
     if not cfg.guard:
         return None
-    return commands.run(cfg.guard, cwd, timeout_s=cfg.guard_timeout, extra_secrets=secrets)
+    return commands.run(
+        cfg.guard, cwd, timeout_s=cfg.guard_timeout, extra_secrets=secrets, jail=jail
+    )
 
 
 def baseline_record(setup: dict[str, Any]) -> dict[str, Any]:
@@ -160,25 +165,16 @@ def changed_of(worktree: Path, written: set[str]) -> list[str]:
     """Written files that differ from HEAD (an edit undone by a later one is no change)."""
     if not written:
         return []
-    out = git_proc(worktree, "status", "--porcelain", "-z", "-uall", "--", *sorted(written)).stdout
+    out = git.worktree_proc(
+        worktree, "status", "--porcelain", "-z", "-uall", "--", *sorted(written)
+    ).stdout
     return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
 
 
-def git_proc(worktree: Path, *args: str) -> subprocess.CompletedProcess:
-    """git with its output untouched (git.git strips it, and a patch needs its last newline)."""
-    return subprocess.run(
-        ["git", *git.AUTHOR, *args],
-        cwd=worktree,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def make_patch(worktree: Path, files: list[str]) -> str:
-    git.git(worktree, "add", "-A", "--", *files)
-    patch = git_proc(worktree, "diff", "--cached", "--binary", "--", *files).stdout
-    git.git(worktree, "reset", "-q")
+    git.worktree_git(worktree, "add", "-A", "--", *files)
+    patch = git.worktree_proc(worktree, "diff", "--cached", "--binary", "--", *files).stdout
+    git.worktree_git(worktree, "reset", "-q")
     return patch
 
 
@@ -321,9 +317,9 @@ def _cached(cache_path: Path, key: str, produce) -> dict[str, Any]:
     return cache[key]
 
 
-def _measure_record(cfg: ExperimentConfig, cwd: Path, secrets) -> dict[str, Any]:
+def _measure_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail) -> dict[str, Any]:
     try:
-        sample, m = _measure(cfg, cwd, secrets)
+        sample, m = _measure(cfg, cwd, secrets, jail=jail)
     except metrics.MetricError as err:
         return {"error": str(err)}
     return {
@@ -335,8 +331,8 @@ def _measure_record(cfg: ExperimentConfig, cwd: Path, secrets) -> dict[str, Any]
     }
 
 
-def _guard_record(cfg: ExperimentConfig, cwd: Path, secrets) -> dict[str, Any]:
-    result = _guard(cfg, cwd, secrets)
+def _guard_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail) -> dict[str, Any]:
+    result = _guard(cfg, cwd, secrets, jail)
     if result is None:
         return {"ok": None}
     return {
@@ -385,7 +381,9 @@ def decide(env: StageEnv) -> dict[str, Any]:
             # The incumbent's numbers drift (and a lucky keep flatters them), so it is
             # measured afresh every K iterations.
             again = _cached(
-                cache, f"incumbent:{start}", lambda: _measure_record(cfg, env.worktree, secrets)
+                cache,
+                f"incumbent:{start}",
+                lambda: _measure_record(cfg, env.worktree, secrets, env.jail),
             )
             git.reset_to(env.worktree, start)
             if "error" not in again:
@@ -399,7 +397,7 @@ def decide(env: StageEnv) -> dict[str, Any]:
             f"experiment: {env.cycle} — {key} {fmt(best['value'])}→{fmt(rec['metric_value'])} — "
             + " ".join(proposal["hypothesis"].split())[:120]
         )
-        git.git(env.worktree, "commit", "-q", "--no-verify", "-m", message)
+        git.worktree_git(env.worktree, "commit", "-q", "--no-verify", "-m", message)
         end = git.head(env.worktree)
         best = {
             "value": rec["metric_value"],
@@ -453,7 +451,9 @@ def finish(env: StageEnv, rec: dict[str, Any], decision_out: Path) -> None:
 def _verify(env, cfg, proposal, best, rec, cache, secrets) -> tuple[str, str]:
     """Apply the patch, measure, guard, judge: (status, why)."""
     patch_file = env.cycle_dir / "proposal.patch"
-    proc = git_proc(env.worktree, "apply", "--index", "--binary", str(patch_file.resolve()))
+    proc = git.worktree_proc(
+        env.worktree, "apply", "--index", "--binary", str(patch_file.resolve())
+    )
     if proc.returncode != 0:
         rec["error"] = (
             f"the proposal's patch does not apply to {proposal['start_commit'][:12]}: "
@@ -463,8 +463,8 @@ def _verify(env, cfg, proposal, best, rec, cache, secrets) -> tuple[str, str]:
     measured = _cached(
         cache,
         f"candidate:{proposal['patch_sha256']}:{proposal['start_commit']}",
-        lambda: _measure_record(cfg, env.worktree, secrets)
-        | {"guard": _guard_record(cfg, env.worktree, secrets)},
+        lambda: _measure_record(cfg, env.worktree, secrets, env.jail)
+        | {"guard": _guard_record(cfg, env.worktree, secrets, env.jail)},
     )
     if "error" in measured:
         rec["error"] = measured["error"]

@@ -21,11 +21,11 @@ from ...layout import SessionLayout, rel
 from ...record import SetupRecord
 from ...revert import undo_cycle
 from ...spec import SessionSpec
-from ...stage import StageEnv
+from ...stage import StageEnv, jail_for
 from ..base import Mode
 from . import progress
 from .angles import state_before, step
-from .goal import GOAL_DEFAULTS, Goal, angles_of, goal_of, spec_file
+from .goal import GOAL_DEFAULTS, Angle, Goal, angles_of, goal_of, spec_file
 from .protect import protected_paths
 
 # What `autoresearch new --mode narrow` writes into the spec, to edit.
@@ -56,7 +56,8 @@ class Narrow(Mode):
         """Measure the baseline in the session worktree; protect the measurement."""
         goal = goal_of(values, layout.name)
         angles = angles_of(values, layout.name)
-        worktree = layout.worktree()
+        worktree = layout.worktree().resolve()
+        box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
         # The frozen spec is what the stages read, so the toolbox refuses edits to these
         # paths; the frozen session.yaml shows them too.
         values["protected"] = protected_paths(goal, worktree, list(values.get("protected") or []))
@@ -64,7 +65,7 @@ class Narrow(Mode):
         values["goal"] = GOAL_DEFAULTS | {k: v for k, v in values["goal"].items() if v is not None}
         values["angles"] = [asdict(a) for a in angles]
         try:
-            measured = goal.measure(worktree, values.get("secrets"))
+            measured = goal.measure(worktree, values.get("secrets"), box)
         except metrics.MetricError as err:
             raise SpecError(
                 f"{spec_file(layout.name)}: key 'goal.command': the baseline measurement "
@@ -100,10 +101,8 @@ class Narrow(Mode):
 
     def red_scope(self, env: StageEnv) -> dict[str, Any]:
         """One angle, its hypothesis, the metric, its current value and the target."""
-        angles = angles_of(env.spec, env.layout.name)
         prev = env.previous_decision()
-        state = state_before(angles, (prev or {}).get("narrow"))
-        angle = next((a for a in angles if a.name == state.angle), angles[0])
+        angle = current_angle(env)
         goal = goal_of(env.spec, env.layout.name)
         current = (prev or {}).get("narrow", {}).get("current")
         if current is None:
@@ -119,8 +118,10 @@ class Narrow(Mode):
         }
 
     def held_back(self, env: StageEnv, findings: list[Finding]) -> list[Finding]:
-        """Red marks what lies off the current angle as low: it waits in ideas.md."""
-        return [f for f in findings if f.severity == "low"]
+        """What lies off the current angle (its `match` and `paths`) waits in ideas.md: the
+        angle decides, not a finding's severity."""
+        angle = current_angle(env)
+        return [f for f in findings if not angle.covers(f.title, f.location)]
 
     def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
         """Measure; revert a regression; move the angle state; then the stop cascade."""
@@ -132,7 +133,7 @@ class Narrow(Mode):
         previous = prev_record["current"] if prev_record else baseline
         kept = len(decision["fixed"])
 
-        value, samples, error = _try_measure(goal, env.worktree, env.spec.secrets)
+        value, samples, error = _try_measure(goal, env)
         met = value is not None and goal.target.met(value)
         # Worse than the baseline: the baseline is strictly closer to the target.
         regressed = not met and (value is None or metrics.is_closer(baseline, value, goal.target))
@@ -142,7 +143,7 @@ class Narrow(Mode):
             reverted = revert_cycle(env, decision, goal, value)
             if value is None:
                 # The cycle broke the measurement; after the revert it must work again.
-                retry, _, error_after = _try_measure(goal, env.worktree, env.spec.secrets)
+                retry, _, error_after = _try_measure(goal, env)
                 current = retry
                 error = error if retry is not None else error_after
             elif reverted:
@@ -203,16 +204,21 @@ class Narrow(Mode):
         progress.plot_progress(env.layout, env.spec, journal.load_decisions(env.layout), out)
 
 
+def current_angle(env: StageEnv) -> Angle:
+    """The angle this cycle works on, from the previous cycle's record."""
+    angles = angles_of(env.spec, env.layout.name)
+    state = state_before(angles, (env.previous_decision() or {}).get("narrow"))
+    return next((a for a in angles if a.name == state.angle), angles[0])
+
+
 def _short(raw: Any, limit: int = 2000) -> Any:
     text = raw if isinstance(raw, str) else json.dumps(raw)
     return raw if len(text) <= limit else text[:limit] + "..."
 
 
-def _try_measure(
-    goal: Goal, cwd: Path, secrets: list[str] | None
-) -> tuple[float | None, list[float], str | None]:
+def _try_measure(goal: Goal, env: StageEnv) -> tuple[float | None, list[float], str | None]:
     try:
-        m = goal.measure(cwd, secrets)
+        m = goal.measure(env.worktree, env.spec.secrets, env.jail)
     except metrics.MetricError as err:
         return None, [], str(err)
     return m.value, m.samples, None
@@ -254,7 +260,9 @@ def revert_cycle(env: StageEnv, decision: dict[str, Any], goal: Goal, value: flo
     decision["end_commit"] = end
     decision["files_changed"] = git.changed_files(worktree, start, end)
     decision["commits_total"] = len(git.commits_between(worktree, env.track_base(), end))
-    # The tree is the cycle's start again, whose test result the previous cycle recorded.
-    decision["tests_pass"] = env.cycle_start_tests_pass()
-    decision["test_summary"] = "after reverts"
+    # The tree is the cycle's start again, whose test run the previous cycle recorded.
+    reference = env.reference_tests()
+    decision["tests_pass"] = reference.ok
+    decision["tests"] = reference.to_record()
+    decision["test_summary"] = f"after reverts: {reference.summary}"
     return True

@@ -6,12 +6,15 @@ are checked before anything is written, and each error names the key to set.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ... import metrics
 from ...errors import SpecError
+from ...jail import Jail
+from ...sandbox import check_glob, glob_match
 
 GOAL_DEFAULTS: dict[str, Any] = {
     "format": "last_line",
@@ -27,6 +30,17 @@ class Angle:
     name: str
     hypothesis: str
     priority: int
+    match: tuple[str, ...] = ()  # regexes on a finding's title; empty: any title
+    paths: tuple[str, ...] = ()  # globs on a finding's file; empty: any file
+
+    def covers(self, title: str, location: str) -> bool:
+        """Whether a finding lies on this angle: its title and its file within the scope."""
+        if self.match and not any(re.search(p, title) for p in self.match):
+            return False
+        if self.paths:
+            path = location.rsplit(":", 1)[0] if ":" in location else location
+            return any(glob_match(path.strip(), p) for p in self.paths)
+        return True
 
 
 @dataclass(frozen=True)
@@ -41,7 +55,9 @@ class Goal:
     timeout_s: float = 300
     protect_tests: bool = True
 
-    def measure(self, cwd: Path, secrets: list[str] | None = None) -> metrics.Measurement:
+    def measure(
+        self, cwd: Path, secrets: list[str] | None = None, jail: Jail | None = None
+    ) -> metrics.Measurement:
         return metrics.measure(
             self.command,
             cwd,
@@ -50,6 +66,7 @@ class Goal:
             repeats=self.repeats,
             timeout_s=self.timeout_s,
             secrets=secrets,
+            jail=jail,
         )
 
 
@@ -131,7 +148,29 @@ def angles_of(values: dict[str, Any], name: str = "<name>") -> list[Angle]:
         priority = 1 if priority is None else priority
         if not isinstance(priority, int) or isinstance(priority, bool) or priority < 1:
             raise SpecError(f"{where}: key 'angles.{i}.priority' must be a whole number >= 1")
-        angles.append(Angle(str(item["name"]).strip(), str(item["hypothesis"]).strip(), priority))
+        match = tuple(str(p) for p in item.get("match") or ())
+        for pattern in match:
+            try:
+                re.compile(pattern)
+            except re.error as err:
+                raise SpecError(
+                    f"{where}: key 'angles.{i}.match': {pattern!r} is not a regular expression: "
+                    f"{err}"
+                ) from None
+        paths = tuple(str(p) for p in item.get("paths") or ())
+        for pattern in paths:
+            problem = check_glob(pattern)
+            if problem:
+                raise SpecError(f"{where}: key 'angles.{i}.paths': glob {pattern!r}: {problem}")
+        angles.append(
+            Angle(
+                str(item["name"]).strip(),
+                str(item["hypothesis"]).strip(),
+                priority,
+                match,
+                paths,
+            )
+        )
     for kind in ("name", "priority"):
         seen: dict[Any, str] = {}
         for angle in angles:
