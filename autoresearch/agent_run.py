@@ -53,22 +53,23 @@ def run_agent(
     if team == "red":
         brief.data["tried"] = list(ctx.tried)
     backend = get_backend(env.spec)
+    model = env.spec.agent["model"] if backend.name == "claude" else backend.name
+    where = {"track": env.track, "cycle": f"{cycle:03d}", "team": team, "model": model}
+    streamed = Usage()
+
+    def on_request(usage: Usage) -> None:
+        # Written as it happens: a stage that fails later still has its spend on record.
+        streamed.add(usage)
+        ledger.record_request(env.layout.root, usage=usage, **where)
+
+    brief.on_request = on_request
     try:
         run = backend.run(brief, toolbox, env.progress(team))
     except SessionStop as stop:
-        run = StageRun(Usage(), 0, "session_stop", str(stop))
-    ledger.record_stage(
-        env.layout.root,
-        track=env.track,
-        cycle=f"{cycle:03d}",
-        team=team,
-        model=env.spec.agent["model"] if backend.name == "claude" else backend.name,
-        run=run,
-    )
-    env.log(
-        f"{team}: {run.stop_reason} after {run.turns} turns, "
-        f"{run.usage.tokens} tokens, ${run.usage.cost_usd:.4f}"
-    )
+        run = StageRun(streamed, 0, "session_stop", str(stop))
+    ledger.record_stage(env.layout.root, run=run, streamed=streamed, **where)
+    spent = ledger.describe(run.usage) if backend.name == "claude" else "no model"
+    env.log(f"{team}: {run.stop_reason} after {run.turns} turns, {spent}")
     return run
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 SEVERITIES = ("critical", "high", "medium", "low", "test-gap")
 HEADINGS = {
@@ -88,6 +89,36 @@ class Finding:
     def key(self) -> str:
         """How a finding is recognised again in later cycles (do not re-report)."""
         return f"{self.title} ({self.location})"
+
+    def identity(self) -> str:
+        """The same problem at the same place, however its title is cased or spaced."""
+        return identity(self.title, self.location)
+
+
+def identity(title: str, location: str) -> str:
+    return f"{' '.join(title.casefold().split())} @ {''.join(location.split())}"
+
+
+def location_problem(location: str, worktree: Path) -> str | None:
+    """Why `location` does not name a line of a file in the worktree, or None.
+
+    `path`, `path:line` and `path:first-last` are understood; the path must stay inside the
+    worktree and the line must exist.
+    """
+    match = re.fullmatch(r"(?P<path>[^:]+?)(?::(?P<line>\d+)(?:-\d+)?)?", location.strip())
+    if not match:
+        return f"location {location!r} is not of the form path:line"
+    root = Path(worktree).resolve()
+    path = (root / match["path"].strip()).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
+        return f"location {location!r}: there is no file {match['path'].strip()!r} in the target"
+    if match["line"]:
+        line = int(match["line"])
+        with path.open("rb") as handle:
+            count = sum(1 for _ in handle)
+        if not 1 <= line <= max(count, 1):
+            return f"location {location!r}: the file has {count} lines"
+    return None
 
 
 def _one_line(text: str) -> str:

@@ -41,6 +41,8 @@ def summarize(root: Path) -> dict:
         **progress,
         "cost_usd": usage.cost_usd,
         "tokens": usage.tokens,
+        "usage": ledger.describe(usage),
+        "cost_known": not usage.unpriced,
         "stopped": stop_reason(layout),
     }
 
@@ -68,7 +70,7 @@ def render_one(root: Path) -> str:
         f"Fixes kept: {info['fixes']}",
         f"Tests: {info['tests']}",
         f"Open issues: {info['open_issues']}",
-        f"Usage: {info['tokens']} tokens, ${info['cost_usd']:.4f}",
+        f"Usage: {info['usage']}",
     ]
     if info["stopped"]:
         lines.append(f"Stopped: {info['stopped']}")
@@ -91,7 +93,11 @@ def render_table(sessions: Path) -> str:
             str(r.get("cycles", "-")),
             str(r.get("fixes", "-")),
             r.get("tests", "-"),
-            f"{r['cost_usd']:.4f}" if "cost_usd" in r else "-",
+            (
+                "-"
+                if "cost_usd" not in r
+                else f"{r['cost_usd']:.4f}" + ("+?" if not r["cost_known"] else "")
+            ),
         )
         for r in rows
     ]

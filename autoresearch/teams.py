@@ -22,6 +22,12 @@ from .testrun import TestRun, Verdict, acceptable
 from .tools import Toolbox
 
 
+def _title_and_location(key: str) -> tuple[str, str]:
+    """A finding's key, `title (location)`, split back into its parts."""
+    title, _, rest = key.rpartition(" (")
+    return (title, rest[:-1]) if title and rest.endswith(")") else (key, "")
+
+
 def base_context(env: StageEnv, team: str) -> prompts.BriefContext:
     return prompts.BriefContext(
         team=team,
@@ -49,8 +55,26 @@ def red(
     decisions = journal.load_decisions(env.layout, env.track)
     reported: list[findings.Finding] = []
     first_id = prev["next_finding_id"] if prev else 1
+    # What earlier cycles fixed or gave up on, by problem and place: not reported again.
+    tried = {
+        findings.identity(*_title_and_location(f["key"])): f"{f['id']}, {outcome}"
+        for d in decisions
+        for outcome, group in (("fixed", d.get("fixed", [])), ("skipped", d.get("skipped", [])))
+        for f in group
+    }
 
     def report_finding(severity, title, location, issue, impact) -> str:
+        problem = findings.location_problem(location, env.worktree)
+        if problem:
+            raise ValueError(f"{problem}; report the file and line where the problem is")
+        same = findings.identity(title, location)
+        earlier = next((f for f in reported if f.identity() == same), None)
+        if earlier is not None:
+            raise ValueError(f"already reported in this run as {earlier.id}")
+        if same in tried:
+            raise ValueError(
+                f"already handled in an earlier cycle ({tried[same]}); do not report it again"
+            )
         fid = f"F-{first_id + len(reported):03d}"
         reported.append(findings.Finding(fid, severity, title, location, issue, impact))
         return f"recorded as {fid}"
@@ -70,6 +94,12 @@ def red(
         "red", env.worktree, hooks={"report_finding": report_finding}, **env.toolbox_options()
     )
     run = run_agent(env, "red", ctx, toolbox)
+    changed = git.is_dirty(env.worktree)
+    if changed:
+        # Red has no write tool, but a tool it runs may write (a linter set to fix): nothing
+        # Red does may reach a commit.
+        env.log("red: the worktree changed during Red's run; it was restored")
+        git.restore(env.worktree)
     write_text(markdown_out, findings.render(reported, notes=run.detail if run.turns else ""))
     write_json(
         record_out,
@@ -80,6 +110,7 @@ def red(
             "start_commit": start,
             "end_commit": git.head(env.worktree),
             "findings": len(reported),
+            "worktree_restored": changed,
             "categories": sorted({findings.categorize(f) for f in reported}),
             "next_finding_id": first_id + len(reported),
             "stop": stop_reason_of(run),
@@ -162,6 +193,8 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
     gate = TestGate(env, env.reference_tests())
     toolbox: Toolbox | None = None
 
+    refusals: dict[str, str] = {}  # the last refusal per finding, for the skip reason
+
     def check_id(fid: str) -> str | None:
         if fid not in todo:
             return f"unknown finding id {fid!r}; the findings are {sorted(todo)}"
@@ -178,6 +211,7 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
         if problem:
             return ToolResult(problem, is_error=True)
         if not git.is_dirty(env.worktree):
+            refusals[finding_id] = "finish_fix was called with no change in the worktree"
             return ToolResult("there is no change in the worktree to commit", is_error=True)
         finding = todo[finding_id]
         if gate.check().ok:
@@ -221,7 +255,8 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
         git.restore(env.worktree)  # an unfinished fix is never kept
     for fid, finding in todo.items():
         if not book.handled(fid):
-            book.skipped.append({"id": fid, "key": finding.key(), "reason": "not attempted"})
+            reason = f"not kept: {refusals[fid]}" if fid in refusals else "not attempted"
+            book.skipped.append({"id": fid, "key": finding.key(), "reason": reason})
     # The stage's full, uncached run: evaluate reuses it when Refactor changes nothing.
     final = env.run_tests(uncached=True, reuse=True)
     end = git.head(env.worktree)

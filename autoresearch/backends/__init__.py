@@ -12,7 +12,7 @@ def get_backend(spec: dict[str, Any]) -> Backend:
     if name == "ruff":
         from .ruff import RuffBackend
 
-        return RuffBackend()
+        return RuffBackend(spec["agent"].get("ruff"))
     if name == "claude":
         from .claude import ClaudeBackend
 

@@ -36,10 +36,17 @@ class Usage:
     cache_read_input_tokens: int = 0
     cost_usd: float = 0.0
     requests: int = 0
+    unpriced: int = 0  # requests to a model without a price: their cost is unknown
 
     def add(self, other: Usage) -> None:
         for key, value in asdict(other).items():
             setattr(self, key, getattr(self, key) + value)
+
+    def minus(self, other: Usage) -> Usage:
+        """What of this usage is not in `other` (never below zero)."""
+        return Usage(
+            **{key: max(0, value - getattr(other, key)) for key, value in asdict(self).items()}
+        )
 
     @property
     def tokens(self) -> int:
@@ -74,6 +81,8 @@ class StageBrief:
     task: str
     limits: StageLimits = field(default_factory=StageLimits)
     data: dict[str, Any] = field(default_factory=dict)
+    # Called with each model request's usage as its reply arrives (the ledger's row).
+    on_request: Callable[[Usage], None] | None = None
 
 
 @dataclass

@@ -105,7 +105,9 @@ class ClaudeBackend:
                     "(budget.max_cost_usd_per_stage)",
                 )
 
-            response, max_tokens = self._complete(system, tools, messages, max_tokens, usage)
+            response, max_tokens = self._complete(
+                system, tools, messages, max_tokens, usage, brief.on_request
+            )
             turns += 1
             messages.append({"role": "assistant", "content": _assistant_content(response)})
             reason = response.stop_reason
@@ -136,6 +138,7 @@ class ClaudeBackend:
         messages: list[dict[str, Any]],
         max_tokens: int,
         usage: Usage,
+        on_request: Callable[[Usage], None] | None = None,
     ) -> tuple[Any, int]:
         """One turn, asked at most twice.
 
@@ -152,7 +155,10 @@ class ClaudeBackend:
                         f"the model sent an unreadable reply twice in a row ({err}); rerun to retry"
                     ) from err
                 continue
-            usage.add(self._usage_of(response))
+            one = self._usage_of(response)
+            usage.add(one)
+            if on_request is not None:
+                on_request(one)
             if response.stop_reason not in TRUNCATED:
                 return response, max_tokens
             if attempt == 2 and response.stop_reason == "model_context_window_exceeded":
@@ -252,7 +258,8 @@ class ClaudeBackend:
             cache_read_input_tokens=u.cache_read_input_tokens or 0,
             requests=1,
         )
-        one.cost_usd = ledger.price(self.model, one, self.prices)
+        cost = ledger.price(self.model, one, self.prices)
+        one.cost_usd, one.unpriced = (0.0, 1) if cost is None else (cost, 0)
         return one
 
     # -- tools ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .base import StageBrief, StageRun, Toolbox, Usage
+from .base import StageBrief, StageFailed, StageRun, Toolbox, Usage
 
 LOCATION = re.compile(r"^(?P<path>.+?):(?P<line>\d+)")
 CODE = re.compile(r"^(?P<code>[A-Z]+[0-9]+)\b")
@@ -41,14 +41,35 @@ def ruff(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.Complete
     )
 
 
-def diagnostics(worktree: Path, *paths: str) -> list[dict[str, Any]]:
+def diagnostics(
+    worktree: Path, *paths: str, select: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """ruff's findings, never fixed in place (`--no-fix`, whatever the target's config says):
+    reporting must not change a file. A ruff that fails is an error, not "no findings"."""
+    rules = ["--select", ",".join(select)] if select else []
     proc = ruff(
-        "check", "--output-format=json", "--no-cache", "--exit-zero", *paths or ("."), cwd=worktree
+        "check",
+        "--output-format=json",
+        "--no-cache",
+        "--no-fix",
+        "--exit-zero",
+        *rules,
+        *paths or ("."),
+        cwd=worktree,
     )
     try:
-        return json.loads(proc.stdout or "[]")
+        found = json.loads(proc.stdout or "")
     except json.JSONDecodeError:
-        return []
+        found = None
+    if proc.returncode != 0 or not isinstance(found, list):
+        detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [
+            f"exit {proc.returncode}"
+        ]
+        raise StageFailed(
+            f"ruff check failed in {worktree} ({detail[0]}); check agent.ruff.select and "
+            "the target's ruff config"
+        )
+    return found
 
 
 def severity_of(code: str) -> str:
@@ -78,6 +99,10 @@ def apply_edits(text: str, edits: list[dict[str, Any]]) -> str:
 class RuffBackend:
     name = "ruff"
 
+    def __init__(self, settings: dict[str, Any] | None = None) -> None:
+        # agent.ruff.select: the rules Red reports (default: the target's own ruff config).
+        self.select = list((settings or {}).get("select") or [])
+
     def run(self, brief: StageBrief, toolbox: Toolbox, progress: Callable[[str], None]) -> StageRun:
         worktree = Path(brief.data["worktree"])
         team = brief.team
@@ -94,7 +119,7 @@ class RuffBackend:
     def _red(self, worktree, brief, toolbox, progress) -> int:
         tried = " ".join(brief.data.get("tried", []))
         turns = 0
-        for diag in diagnostics(worktree):
+        for diag in diagnostics(worktree, select=self.select):
             path = Path(diag["filename"]).resolve().relative_to(worktree.resolve()).as_posix()
             code = diag.get("code") or "syntax"
             title = f"{code} {diag['message']}"
@@ -133,7 +158,7 @@ class RuffBackend:
         message = finding["title"][len(code["code"]) :].strip()
         candidates = [
             d
-            for d in diagnostics(worktree, path)
+            for d in diagnostics(worktree, path, select=self.select)
             if d.get("code") == code["code"] and d["message"] == message
         ]
         if not candidates:

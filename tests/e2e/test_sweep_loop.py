@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from conftest import CALC, CALC_TESTS, git, make_repo, script_spec
 
 FINDING = {
@@ -174,3 +176,60 @@ def test_unrecoverable_break_stops_the_session(workflow, tmp_path):
     assert [r["how"] for r in decision["reverted"]] == ["revert", "reset"]
     assert "reverting did not bring them back" in (workflow.session("s") / "done").read_text()
     assert not (workflow.session("s") / "cycles/002").exists()
+
+
+def test_red_refuses_findings_at_places_that_do_not_exist_and_repeats(workflow, target):
+    elsewhere = dict(FINDING, location="nowhere.py:3")
+    past_end = dict(FINDING, location="calc.py:999")
+    again = dict(FINDING, title="  MEAN crashes on empty input ")
+    script = {
+        "red": {
+            1: [
+                {"tool": "report_finding", "args": elsewhere},
+                {"tool": "report_finding", "args": past_end},
+                {"tool": "report_finding", "args": FINDING},
+                {"tool": "report_finding", "args": again},
+            ]
+        },
+        "green": {
+            1: [{"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": "nothing"}}]
+        },
+    }
+    run(workflow, target, script, max_cycles=1)
+    findings = (workflow.session("s") / "cycles/001/red-findings.md").read_text()
+    assert findings.count("calc.py:5") == 1 and "nowhere.py" not in findings
+    log = (workflow.session("s") / "logs/red/001.log").read_text()
+    assert "there is no file 'nowhere.py'" in log and "the file has" in log
+    assert "already reported in this run as F-001" in log
+    # Green called finish_fix without changing anything: the skip says so.
+    green = (workflow.session("s") / "cycles/001/green-patch.md").read_text()
+    assert "[F-001] not kept: finish_fix was called with no change" in green
+
+
+# The target's ruff config fixes what it finds: Red must report, not fix.
+RUFF_FIXES_ON_ITS_OWN = 'fix = true\n\n[lint]\nselect = ["F401"]\n'
+
+
+def test_ruff_red_reports_without_fixing_whatever_the_target_config_says(workflow, tmp_path):
+    repo = make_repo(
+        tmp_path / "t",
+        {
+            "calc.py": "import os\nimport sys\n\n\n" + CALC,
+            "tests/test_calc.py": CALC_TESTS,
+            "ruff.toml": RUFF_FIXES_ON_ITS_OWN,
+        },
+    )
+    spec = {
+        "mode": "sweep",
+        "target": str(repo),
+        "test_command": "python -m pytest -q",
+        "max_cycles": 1,
+        "teams": ["red", "green"],
+        "agent": {"backend": "ruff"},
+    }
+    workflow.run("s", spec)
+    findings = (workflow.session("s") / "cycles/001/red-findings.md").read_text()
+    assert findings.count("F401") == 2  # both reported: nothing was fixed behind Red's back
+    assert not json.loads((workflow.session("s") / "cycles/001/red.json").read_text())[
+        "worktree_restored"
+    ]

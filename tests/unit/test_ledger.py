@@ -7,7 +7,15 @@ import csv
 import pytest
 
 from autoresearch.backends.base import StageRun, Usage
-from autoresearch.ledger import COLUMNS, budget_exceeded, price, record_stage, session_totals
+from autoresearch.ledger import (
+    COLUMNS,
+    budget_exceeded,
+    describe,
+    price,
+    record_request,
+    record_stage,
+    session_totals,
+)
 
 PRICES = {
     "claude-sonnet-4-5": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3},
@@ -38,9 +46,9 @@ def test_price_uses_per_million_rates_for_each_token_kind():
     assert price("claude-sonnet-4-5", Usage(input_tokens=2000), PRICES) == pytest.approx(0.006)
 
 
-def test_unknown_model_costs_nothing():
-    assert price("some-local-llama", MILLION, PRICES) == 0.0
-    assert price("claude-sonnet-4-5", MILLION, {}) == 0.0
+def test_unknown_model_has_no_price_rather_than_a_price_of_zero():
+    assert price("some-local-llama", MILLION, PRICES) is None
+    assert price("claude-sonnet-4-5", MILLION, {}) is None
 
 
 def test_a_dated_model_id_uses_its_alias_price_and_the_longest_alias_wins():
@@ -64,12 +72,34 @@ def test_record_stage_writes_the_documented_columns(tmp_path):
     assert row["stop_reason"] == "finished" and row["timestamp"].endswith("Z")
 
 
-def test_rerunning_a_stage_replaces_its_row(tmp_path):
+def test_rerunning_a_stage_adds_its_spend_and_keeps_the_first_attempts(tmp_path):
     record_stage(tmp_path, track="", cycle="001", team="green", model="m", run=run(cost=1.0))
     record_stage(tmp_path, track="", cycle="001", team="green", model="m", run=run(cost=0.25))
     lines = (tmp_path / "usage.tsv").read_text().splitlines()
-    assert len(lines) == 2
-    assert session_totals(tmp_path).cost_usd == pytest.approx(0.25)
+    assert len(lines) == 3  # the header and both attempts: that money was spent
+    assert session_totals(tmp_path).cost_usd == pytest.approx(1.25)
+
+
+def test_requests_are_on_record_before_their_stage_ends(tmp_path):
+    where = {"track": "", "cycle": "001", "team": "green", "model": "m"}
+    one = Usage(input_tokens=10, cost_usd=0.5, requests=1)
+    record_request(tmp_path, usage=one, **where)
+    record_request(tmp_path, usage=one, **where)
+    assert session_totals(tmp_path).cost_usd == pytest.approx(1.0)  # the stage may die now
+    both = Usage(input_tokens=20, cost_usd=1.0, requests=2)
+    streamed = Usage(input_tokens=20, cost_usd=1.0, requests=2)
+    record_stage(tmp_path, run=StageRun(both, 2, "finished"), streamed=streamed, **where)
+    total = session_totals(tmp_path)
+    assert total.cost_usd == pytest.approx(1.0) and total.requests == 2  # not counted twice
+
+
+def test_requests_to_an_unpriced_model_make_the_cost_unknown_and_stop_a_budget(tmp_path):
+    where = {"track": "", "cycle": "001", "team": "red", "model": "local"}
+    record_request(tmp_path, usage=Usage(input_tokens=5, requests=1, unpriced=1), **where)
+    total = session_totals(tmp_path)
+    assert total.unpriced == 1 and "unknown" in describe(total)
+    reason = budget_exceeded(tmp_path, 100.0)
+    assert reason is not None and "prices" in reason
 
 
 def test_totals_sum_over_stages_tracks_and_cycles(tmp_path):
