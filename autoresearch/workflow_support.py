@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from . import session as session_setup
+from . import slurm
 from .layout import session_layout
 from .spec import SESSION_NAME, SpecError, check_session_name, read_yaml, resolve_target
 
@@ -180,3 +181,6 @@ def hold_session_locks(workflow) -> None:
         handle.write(f"snakemake pid {os.getpid()}\n")
         handle.flush()
         _held_locks.append(handle)
+    # With the locks held no live run owns these sessions: any cluster job still working
+    # on them was left by a killed run and would commit beside this one.
+    slurm.cancel_leftover_jobs(sorted(names), Path.cwd())
