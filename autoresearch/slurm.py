@@ -147,17 +147,31 @@ def cancel(
         time.sleep(poll_s)
 
 
+def worth_asking(workdir: Path, executor: str) -> bool:
+    """Whether Slurm may hold jobs of this working directory: this run submits to it, or
+    an earlier one did (the executor plugin keeps its logs under .snakemake/slurm_logs).
+
+    Not asked otherwise: a squeue that cannot reach its controller takes seconds.
+    """
+    return executor == "slurm" or (workdir / ".snakemake" / "slurm_logs").is_dir()
+
+
 def cancel_leftover_jobs(
     sessions: Iterable[str],
     workdir: Path,
+    executor: str,
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
 ) -> list[LeftoverJob]:
     """Cancel what a killed run left queued or running for `sessions`; return those jobs.
+
+    `executor` is the name of this run's Snakemake executor ("slurm", "local", ...).
 
     Cancelled, not waited for: the killed run can no longer record a job's result, so
     the new run redoes that stage from its start commit anyway; a leftover job that went
     on would only commit beside it (and a stage can run for hours).
     """
+    if not worth_asking(workdir, executor):
+        return []
     jobs = leftover_jobs(sessions, workdir)
     for job in jobs:
         log(

@@ -183,4 +183,5 @@ def hold_session_locks(workflow) -> None:
         _held_locks.append(handle)
     # With the locks held no live run owns these sessions: any cluster job still working
     # on them was left by a killed run and would commit beside this one.
-    slurm.cancel_leftover_jobs(sorted(names), Path.cwd())
+    executor = getattr(workflow.executor_plugin, "name", "local")
+    slurm.cancel_leftover_jobs(sorted(names), Path.cwd(), executor)

@@ -219,6 +219,11 @@ down() {
     if grep -qx mariadb "$DIR/run/started" 2>/dev/null; then stop_pid "$DIR/mariadb/mariadb.pid"; fi
     if grep -qx munge "$DIR/run/started" 2>/dev/null; then stop_pid /run/munge/munged.pid; fi
     rm -f "$DIR/run/started"
+    # slurmd leaves its config link behind; without it, client commands fail at once
+    # instead of retrying a controller that is gone.
+    if [ "$(readlink /run/slurm/conf 2>/dev/null)" = "$DIR/spool/d/conf-cache" ]; then
+        rm -f /run/slurm/conf
+    fi
 }
 
 case "${1:-}" in

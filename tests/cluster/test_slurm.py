@@ -21,6 +21,8 @@ from test_broad import broad_spec
 from test_resilience import slow_green_script
 from test_sweep import SCRIPT as SWEEP_SCRIPT
 
+from autoresearch import slurm
+
 pytestmark = [pytest.mark.slurm, pytest.mark.e2e]
 
 # A loaded 2-core machine runs a Slurm job in tens of seconds (two Snakemake starts
@@ -165,13 +167,15 @@ def slurm_minutes(minutes: int) -> str:
 
 def test_broad_three_tracks_through_slurm_match_the_local_run(tmp_path_factory, cluster):
     def spec(target, wf):
-        return broad_spec(target, wf.workdir, max_cycles=1)
+        # One cycle of Red and Green per track keeps it to 11 jobs, 2 at a time.
+        return broad_spec(target, wf.workdir, max_cycles=1, teams=["red", "green"])
 
     local, remote = run_both(tmp_path_factory, cluster, BROAD_FILES, spec, "b", cores=3)
     for hid in ("h1", "h2", "h3"):
         branch = f"autoresearch/broad/b/{hid}"
         assert history(remote.target, branch) == history(local.target, branch), hid
-    assert history(remote.target, "autoresearch/broad/b/h1")[0][0] == "refactor: quote style"
+    newest = history(remote.target, "autoresearch/broad/b/h1")[0]
+    assert newest[0] == "fix: [F-001] guard empty mean"
     assert_same_session(local, remote, "b")
     assert len(cluster.jobs_in(remote.wf.workdir)) >= 3 * 2  # each track's stages were jobs
 
@@ -221,3 +225,36 @@ def test_killed_controller_then_plain_rerun_cancels_its_job_and_commits_once(
 
 def subjects(worktree: Path) -> list[str]:
     return git(worktree, "log", "--format=%s").splitlines()
+
+
+# --- leftover jobs, told apart by session and directory ------------------------------------
+
+
+def test_only_the_sessions_own_leftover_jobs_are_cancelled_even_when_pending(
+    tmp_path, cluster, monkeypatch
+):
+    workdir, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    workdir.mkdir()
+    elsewhere.mkdir()
+
+    def held_job(directory: Path, target: str) -> str:
+        # Held, so it stays pending; the script only has to name its target job.
+        wrap = f"python -m snakemake --target-jobs '{target}' --allowed-rules red"
+        args = ["sbatch", "--parsable", "--hold", "-p", cluster.partition, "-D", str(directory)]
+        if cluster.account:
+            args += ["-A", cluster.account]
+        return cluster.command(*args, "--wrap", wrap).strip().split(";")[0]
+
+    mine = held_job(workdir, "red:name=s,cycle=001")
+    other_session = held_job(workdir, "red:name=s2,cycle=001")
+    other_dir = held_job(elsewhere, "red:name=s,cycle=001")
+    try:
+        for key, value in cluster.env.items():  # the module asks Slurm from this process
+            monkeypatch.setenv(key, value)
+        found = slurm.leftover_jobs(["s"], workdir)
+        assert [(job.job_id, job.state) for job in found] == [(mine, "PENDING")]
+        slurm.cancel(found)
+        assert cluster.active_jobs_in(workdir) == [other_session]
+        assert cluster.active_jobs_in(elsewhere) == [other_dir]
+    finally:
+        cluster.command("scancel", mine, other_session, other_dir)
