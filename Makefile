@@ -5,7 +5,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 # Targets' test commands (python -m pytest) must find the venv's Python first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: demo test lint bench clean-demo
+.PHONY: demo test test-slurm lint bench clean-demo
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,12 @@ demo: $(VENV)/.installed
 # pytest exits 5 when it collects no test; that is not a failure of the suite.
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
+
+# Sessions through profiles/slurm on a real Slurm: yours if AUTORESEARCH_SLURM_PARTITION
+# (and AUTORESEARCH_SLURM_ACCOUNT) are set, else a one-node cluster that
+# tests/cluster/local-slurm.sh installs and starts here (root, Debian) and stops again.
+test-slurm: $(VENV)/.installed
+	$(BIN)/python -m pytest -m slurm -rs tests/cluster
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check autoresearch tests bench
