@@ -166,9 +166,10 @@ def cancel_leftover_jobs(
 
     `executor` is the name of this run's Snakemake executor ("slurm", "local", ...).
 
-    Cancelled, not waited for: the killed run can no longer record a job's result, so
-    the new run redoes that stage from its start commit anyway; a leftover job that went
-    on would only commit beside it (and a stage can run for hours).
+    Cancelled, not waited for: by the time a run holds its locks it has already planned
+    to redo every stage whose outputs were missing, from that stage's start commit, so a
+    leftover job that went on would only commit beside it (and could run for hours). A
+    job that ended before the rerun started is kept: it recorded its own outputs.
     """
     if not worth_asking(workdir, executor):
         return []

@@ -62,24 +62,20 @@ class Cluster:
         return dest
 
     def jobs_in(self, workdir: Path) -> list[dict[str, str]]:
-        """Every job (sacct) that Snakemake submitted from `workdir`, with its rule."""
+        """Every job (sacct) that was submitted from `workdir` in the last day."""
         out = self.command(
             "sacct",
             "-X",
             "--parsable2",
             "--noheader",
             "--starttime=now-1days",
-            f"--format={','.join(JOB_FIELDS)},WorkDir,Comment",
+            f"--format={','.join(JOB_FIELDS)},WorkDir",
         )
         jobs = []
         for line in out.splitlines():
-            values = line.split("|")
-            job = dict(zip((*JOB_FIELDS, "WorkDir", "Comment"), values, strict=True))
-            if Path(job["WorkDir"]).resolve() != workdir.resolve():
-                continue
-            # The executor plugin comments each job with "rule_<rule>[_wildcards_...]".
-            job["rule"] = job["Comment"].removeprefix("rule_").split("_wildcards_")[0]
-            jobs.append(job)
+            job = dict(zip((*JOB_FIELDS, "WorkDir"), line.split("|"), strict=True))
+            if Path(job["WorkDir"]).resolve() == workdir.resolve():
+                jobs.append(job)
         return jobs
 
     def active_jobs_in(self, workdir: Path) -> list[str]:
