@@ -12,6 +12,7 @@ import fcntl
 import io
 import json
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,9 +42,10 @@ def now() -> str:
 
 
 def _atomic(path: Path, text: str) -> None:
-    # A per-process temporary name: parallel broad tracks rewrite the same session files,
-    # and a shared name lets one process rename away the other's half-written file.
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    # A per-writer temporary name: parallel broad tracks rewrite the same session files,
+    # and a shared name lets one writer rename away the other's half-written file. Local
+    # jobs are threads of one process (the Slurm tests caught two track ends colliding).
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(text)
     tmp.replace(path)
 
