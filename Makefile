@@ -5,7 +5,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 # Targets' test commands (python -m pytest) must find the venv's Python first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: demo test lint bench clean-demo sandbox
+.PHONY: demo test test-slurm lint bench clean-demo sandbox
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ demo: sandbox $(VENV)/.installed
 # pytest exits 5 when it collects no test; that is not a failure of the suite.
 test: sandbox $(VENV)/.installed
 	$(BIN)/python -m pytest; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
+
+# Sessions through profiles/slurm on a real Slurm: yours if AUTORESEARCH_SLURM_PARTITION
+# (and AUTORESEARCH_SLURM_ACCOUNT) are set, else a one-node cluster that
+# tests/cluster/local-slurm.sh installs and starts here (root, Debian) and stops again.
+test-slurm: sandbox $(VENV)/.installed
+	$(BIN)/python -m pytest -m slurm -rs tests/cluster
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check autoresearch scripts tests bench

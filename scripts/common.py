@@ -5,9 +5,10 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+from pathlib import Path
 from typing import Any
 
-from autoresearch import commands
+from autoresearch import commands, slurm
 from autoresearch.errors import SessionError
 from autoresearch.layout import SESSIONS, SessionLayout, session_layout
 from autoresearch.spec import SESSION_NAME
@@ -59,3 +60,7 @@ def hold_session_locks(workflow: Any, held: list[Any]) -> None:
         handle.write(f"snakemake pid {os.getpid()}\n")
         handle.flush()
         held.append(handle)
+    # With the locks held no live run owns these sessions: any cluster job still working
+    # on them was left by a killed run and would commit beside this one.
+    executor = getattr(workflow.executor_plugin, "name", "local")
+    slurm.cancel_leftover_jobs(sorted(names), Path.cwd(), executor)
