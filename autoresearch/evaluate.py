@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import git, journal
+from .backends import get_backend
 from .backends.base import Usage
 from .files import write_json, write_text
 from .revert import undo_cycle
@@ -92,8 +93,9 @@ def assess(env: StageEnv) -> tuple[dict[str, Any], str]:
         "files_changed": git.changed_files(env.worktree, cycle_start, end),
         "commits_total": len(git.commits_between(env.worktree, env.track_base(), end)),
         "session_stop": stops[0] if stops else None,
-        "open_issues": open_issues(env, green["skipped"], fixed),
     }
+    decision["open"], decision["open_rechecked"] = open_issues(env, green["skipped"], fixed)
+    decision["open_issues"] = [f"{o['id']} {o['key']}: {o['reason']}" for o in decision["open"]]
     return decision, measured.summary
 
 
@@ -113,17 +115,24 @@ def finish(env: StageEnv, decision: dict[str, Any], out: Path) -> None:
     )
 
 
-def open_issues(env: StageEnv, skipped: list[dict], fixed: list[dict]) -> list[str]:
-    """Skipped findings carried forward until a later fix names the same problem."""
-    prev = env.previous_decision()
+def open_issues(env: StageEnv, skipped: list[dict], fixed: list[dict]) -> tuple[list[dict], bool]:
+    """Skipped findings carried forward until a later fix names the same problem, and
+    whether they were re-checked on the tree: a backend that can look again (ruff) drops
+    those it no longer reports; a model's findings stay as reported."""
+    prev = env.previous_decision() or {}
     fixed_keys = {f["key"] for f in fixed}
-    carried = [
-        o
-        for o in (prev or {}).get("open_issues", [])
-        if o.split(" ", 1)[-1].split(": ")[0] not in fixed_keys
+    carried = [o for o in prev.get("open", []) if o["key"] not in fixed_keys]
+    known = {o["key"] for o in carried}
+    items = carried + [
+        {"id": s["id"], "key": s["key"], "reason": s["reason"]}
+        for s in skipped
+        if s["key"] not in known
     ]
-    new = [f"{s['id']} {s['key']}: {s['reason']}" for s in skipped]
-    return carried + [o for o in new if o not in carried]
+    recheck = getattr(get_backend(env.spec), "still_reported", None)
+    if recheck is None:
+        return items, False
+    present = recheck(env.worktree, [o["key"] for o in items])
+    return [o for o in items if o["key"] in present], True
 
 
 def render_results(env: StageEnv, d: dict[str, Any], summary: str) -> str:

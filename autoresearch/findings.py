@@ -137,9 +137,10 @@ def clean_location(location: str) -> str:
     return clean_text(_one_line(location)) or "(location not stated)"
 
 
-def render(findings: list[Finding], notes: str = "") -> str:
-    """red-findings.md: findings grouped Critical, High, Medium, Low, Test coverage gaps."""
-    out = []
+def render(findings: list[Finding], notes: str = "", title: str = "") -> str:
+    """red-findings.md (and sanitized.md): a title, then the findings grouped Critical,
+    High, Medium, Low, Test coverage gaps."""
+    out = [f"# {title}\n"] if title else []
     for severity in SEVERITIES:
         group = [f for f in findings if f.severity == severity]
         out.append(f"## {HEADINGS[severity]}\n")

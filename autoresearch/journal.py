@@ -12,6 +12,7 @@ import csv
 import datetime as dt
 import io
 import json
+import re
 from typing import Any
 
 from .files import locked, write_text
@@ -71,8 +72,14 @@ def _cell(value: Any) -> str:
     return " ".join(str(value).split()) if value is not None else ""
 
 
-def record_ideas(layout: SessionLayout, heading: str, lines: list[str]) -> None:
-    """Put a block under `heading` in ideas.md, replacing an earlier one (idempotent)."""
+def record_ideas(
+    layout: SessionLayout, heading: str, lines: list[str], keys: list[str] | None = None
+) -> None:
+    """Put a block under `heading` in ideas.md, replacing an earlier one (idempotent).
+
+    With `keys` (one per line: the problem and its place), a line whose key another block
+    already holds is left out: a finding held back every cycle is listed once.
+    """
     with locked(layout.journal_lock):
         text = (
             layout.ideas.read_text()
@@ -84,6 +91,13 @@ def record_ideas(layout: SessionLayout, heading: str, lines: list[str]) -> None:
             start = text.index(marker)
             end = text.find("\n## ", start + len(marker))
             text = text[:start] + (text[end + 1 :] if end != -1 else "")
+        if keys is not None:
+            known = set(re.findall(r"<!-- (.+?) -->", text))
+            lines = [
+                f"{line} <!-- {key} -->"
+                for line, key in zip(lines, keys, strict=True)
+                if key not in known
+            ]
         if lines:
             text = text.rstrip("\n") + "\n\n" + marker + "".join(f"- {line}\n" for line in lines)
         write_text(layout.ideas, text)
@@ -120,7 +134,7 @@ def write_summary(
     lines = [
         f"# Autoresearch session: {record.name}",
         "",
-        "## Skill version",
+        "## autoresearch version",
         record.version,
         "",
         "## Mode",
@@ -165,8 +179,10 @@ def _cycle_sections(decisions: list[dict[str, Any]]) -> list[str]:
         )
     lines += ["", "## What's been tried"]
     lines += [f"- {t}" for t in tried_list(decisions)] or ["(nothing yet)"]
-    lines += ["", "## Open issues"]
-    open_issues = decisions[-1].get("open_issues", []) if decisions else []
+    last = decisions[-1] if decisions else {}
+    checked = " (re-checked on the current tree)" if last.get("open_rechecked") else ""
+    lines += ["", f"## Open issues{checked}"]
+    open_issues = last.get("open_issues", [])
     lines += [f"- {o}" for o in open_issues] or ["(none)"]
     stop = next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None)
     if stop:

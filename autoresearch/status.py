@@ -32,7 +32,7 @@ def summarize(root: Path) -> dict:
     progress = mode.progress(layout)
     usage = ledger.session_totals(layout.root)
     done = layout.done.exists()
-    state = "done" if done else ("running or paused" if progress["cycles"] else "set up")
+    state = "done" if done else ("running or paused" if progress.pop("started") else "set up")
     return {
         "name": layout.name,
         "state": state,
@@ -69,7 +69,8 @@ def render_one(root: Path) -> str:
         f"Commits: {info['commits']}",
         f"Fixes kept: {info['fixes']}",
         f"Tests: {info['tests']}",
-        f"Open issues: {info['open_issues']}",
+        f"Open issues: {info['open_issues']}"
+        + (" (re-checked on the current tree)" if info.get("open_rechecked") else ""),
         f"Usage: {info['usage']}",
     ]
     if info["stopped"]:

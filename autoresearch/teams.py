@@ -100,7 +100,14 @@ def red(
         # Red does may reach a commit.
         env.log("red: the worktree changed during Red's run; it was restored")
         git.restore(env.worktree)
-    write_text(markdown_out, findings.render(reported, notes=run.detail if run.turns else ""))
+    write_text(
+        markdown_out,
+        findings.render(
+            reported,
+            notes=run.detail if run.turns else "",
+            title=f"Red team findings: {env.label}",
+        ),
+    )
     write_json(
         record_out,
         {
@@ -135,11 +142,12 @@ def sanitize(
     reported = [f for f in reported if f not in waiting]
     passed, held = findings.sanitize(reported, env.spec["max_findings"])
     held = held + waiting
-    write_text(out, findings.render(passed))
+    write_text(out, findings.render(passed, title=f"Findings passed to Green: {env.label}"))
     journal.record_ideas(
         env.layout,
         f"{env.label}: findings held back by sanitize",
         [f"[{f.severity}] {f.key()}: {f.issue}" for f in held],
+        keys=[f.identity() for f in held],
     )
     env.log(f"sanitize: {len(passed)} passed to Green, {len(held)} to ideas.md")
 
@@ -337,7 +345,7 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
     if git.is_dirty(env.worktree):
         git.restore(env.worktree)
     end = git.head(env.worktree)
-    lines = [f"## Changes: {len(commits)}", "", f"# Refactor team: {env.label}", ""]
+    lines = [f"# Refactor team: {env.label}", "", f"## Changes: {len(commits)}", ""]
     lines += [f"Start commit: {start}", f"End commit: {end}", ""]
     lines += ["## Recently changed files given to the team", *(f"- {p}" for p in changed)]
     lines += ["", "## Commits", *(f"- {c['summary']} ({c['commit'][:10]})" for c in commits)]

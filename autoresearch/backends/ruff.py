@@ -96,12 +96,37 @@ def apply_edits(text: str, edits: list[dict[str, Any]]) -> str:
     return text
 
 
+def issue_of(diag: dict[str, Any], code: str) -> str:
+    """What the rule says about this line, without repeating the title."""
+    name = (diag.get("url") or "").rstrip("/").rsplit("/", 1)[-1]
+    rule = f"ruff rule {code}" + (f" ({name})" if name else "")
+    fixable = "ruff has an automatic fix" if diag.get("fix") else "ruff has no automatic fix"
+    return f"Flagged by {rule}; {fixable}."
+
+
 class RuffBackend:
     name = "ruff"
 
     def __init__(self, settings: dict[str, Any] | None = None) -> None:
         # agent.ruff.select: the rules Red reports (default: the target's own ruff config).
         self.select = list((settings or {}).get("select") or [])
+
+    def still_reported(self, worktree: Path, keys: list[str]) -> set[str]:
+        """Which of these findings (`CODE message (path:line)`) ruff still reports on the
+        tree as it is now; a line number may have moved."""
+        wanted: dict[str, list[tuple[str, str]]] = {}
+        for key in keys:
+            title, _, rest = key.rpartition(" (")
+            code, _, message = title.partition(" ")
+            path = rest.rstrip(")").rsplit(":", 1)[0]
+            wanted.setdefault(path, []).append((key, f"{code} {message}"))
+        present: set[str] = set()
+        for path, items in wanted.items():
+            if not (Path(worktree) / path).is_file():
+                continue
+            now = {f"{d.get('code')} {d['message']}" for d in diagnostics(worktree, path)}
+            present |= {key for key, title in items if title in now}
+        return present
 
     def run(self, brief: StageBrief, toolbox: Toolbox, progress: Callable[[str], None]) -> StageRun:
         worktree = Path(brief.data["worktree"])
@@ -132,7 +157,7 @@ class RuffBackend:
                     "severity": severity_of(code),
                     "title": title,
                     "location": f"{path}:{diag['location']['row']}",
-                    "issue": f"{diag['message']} (rule {code}).",
+                    "issue": issue_of(diag, code),
                     "impact": IMPACT[severity_of(code)],
                 },
             )

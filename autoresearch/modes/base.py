@@ -167,11 +167,13 @@ class Mode:
         decisions = journal.load_decisions(layout)
         last = decisions[-1] if decisions else None
         return {
+            "started": bool(decisions),
             "cycles": len(decisions),
             "commits": last.get("commits_total", 0) if last else 0,
             "fixes": sum(len(d.get("fixed", [])) for d in decisions),
             "tests": "n/a" if last is None else ("pass" if last.get("tests_pass") else "FAIL"),
             "open_issues": len(last.get("open_issues", [])) if last else 0,
+            "open_rechecked": bool(last and last.get("open_rechecked")),
         }
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:

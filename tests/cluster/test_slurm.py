@@ -15,11 +15,11 @@ from types import SimpleNamespace
 import pytest
 import yaml
 from conftest import CALC, CALC_TESTS, Workflow, git, make_repo, script_spec, wait_for
+from e2e.test_broad import FILES as BROAD_FILES
+from e2e.test_broad import broad_spec
+from e2e.test_resilience import slow_green_script
+from e2e.test_sweep import SCRIPT as SWEEP_SCRIPT
 from slurm_cluster import PROFILE, Cluster, Unavailable, bring_up, tear_down
-from test_broad import FILES as BROAD_FILES
-from test_broad import broad_spec
-from test_resilience import slow_green_script
-from test_sweep import SCRIPT as SWEEP_SCRIPT
 
 from autoresearch import slurm
 

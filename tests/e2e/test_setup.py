@@ -121,7 +121,7 @@ def test_setup_records_baseline_counts_branch_and_context(workflow, target):
     assert setup["base_commit"] == git(target, "rev-parse", "HEAD")
     assert "Adds numbers." in setup["conventions"]
     md = (workflow.session("s") / "session.md").read_text()
-    assert "## Skill version\n0.1.0" in md and "- Stack: Python" in md
+    assert "## autoresearch version\n0.1.0" in md and "- Stack: Python" in md
     for name in ("results.tsv", "ideas.md"):
         assert (workflow.session("s") / name).is_file()
     assert (workflow.session("s") / "cycles").is_dir()

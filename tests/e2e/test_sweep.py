@@ -116,10 +116,10 @@ def test_green_commits_passing_fix_and_restores_failing_one(workflow, target):
     assert "[F-003] cosmetic" in patch
 
 
-def test_refactor_patch_starts_with_change_count(workflow, target):
+def test_refactor_patch_gives_its_change_count_under_its_title(workflow, target):
     run_session(workflow, target, max_cycles=1)
     text = (workflow.session("s") / "cycles/001/refactor-patch.md").read_text()
-    assert text.splitlines()[0] == "## Changes: 1"
+    assert text.splitlines()[:3] == ["# Refactor team: cycle 001", "", "## Changes: 1"]
 
 
 def test_green_is_never_told_reds_narrative_or_fix_hints(workflow, target):

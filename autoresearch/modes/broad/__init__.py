@@ -142,18 +142,27 @@ class Broad(Mode):
         env.log(json.dumps({"done": env.layout.name, "winner": winner["id"] if winner else None}))
 
     def progress(self, layout: SessionLayout) -> dict[str, Any]:
-        """Summed over the tracks (each track also has its own line in status_lines)."""
-        per_track = [journal.load_decisions(layout, hid) for hid in track_ids(layout)]
-        lasts = [d[-1] for d in per_track if d]
-        every = [d for track in per_track for d in track]
+        """Per track: the tracks compete, so their figures are never added together."""
+        ids = track_ids(layout)
+        per = {hid: journal.load_decisions(layout, hid) for hid in ids}
+        last = {hid: d[-1] for hid, d in per.items() if d}
+
+        def each(figure) -> str:
+            return ", ".join(f"{hid} {figure(hid)}" for hid in ids) or "-"
+
         return {
-            "cycles": len(every),
-            "commits": sum(d.get("commits_total", 0) for d in lasts),
-            "fixes": sum(len(d.get("fixed", [])) for d in every),
-            "tests": "n/a"
-            if not lasts
-            else ("pass" if all(d["tests_pass"] for d in lasts) else "FAIL"),
-            "open_issues": sum(len(d.get("open_issues", [])) for d in lasts),
+            "started": bool(last),
+            "cycles": each(lambda hid: len(per[hid])),
+            "commits": each(lambda hid: last[hid].get("commits_total", 0) if hid in last else 0),
+            "fixes": each(lambda hid: sum(len(d.get("fixed", [])) for d in per[hid])),
+            "tests": each(
+                lambda hid: "n/a"
+                if hid not in last
+                else ("pass" if last[hid].get("tests_pass") else "FAIL")
+            ),
+            "open_issues": each(
+                lambda hid: len(last[hid].get("open_issues", [])) if hid in last else 0
+            ),
         }
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:

@@ -199,6 +199,7 @@ class Experiment(Mode):
         recs = records(layout)[1:]
         kept = [r for r in recs if r["status"] == "kept"]
         return {
+            "started": bool(recs),
             "cycles": len(recs),
             "commits": len(kept),
             "fixes": len(kept),
