@@ -273,7 +273,9 @@ def test_off_angle_findings_wait_in_ideas_and_never_reach_green(workflow, todo_r
         },
     }
     script = {"red": {1: finding(1) + [off_angle]}, "green": {1: write_src(0, "F-001")}}
-    workflow.run("n", narrow_spec(workflow, todo_repo, script))
+    # The angle's scope, not the finding's severity, decides what is off it.
+    angle = {"name": "todos", "hypothesis": "TODOs can be resolved.", "match": ["^TODO"]}
+    workflow.run("n", narrow_spec(workflow, todo_repo, script, angles=[angle]))
     assert "answer lacks a docstring" in read(workflow, "n", "ideas.md")
     assert "docstring" not in read(workflow, "n", "cycles/001/sanitized.md")
     green = [

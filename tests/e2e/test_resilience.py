@@ -120,7 +120,7 @@ def test_kill_during_green_then_rerun_finishes_without_duplicates(workflow, targ
 
 
 def test_kill_during_evaluate_then_rerun_finishes_without_duplicates(workflow, tmp_path):
-    # The target's suite sleeps only in evaluate's uncached run (pytest --cache-clear).
+    # The target's suite sleeps in uncached runs (pytest --cache-clear) once the flag is set.
     from conftest import CALC, CALC_TESTS, make_repo
 
     flag = tmp_path / "slow-eval"  # unique per test run, unlike a name under /tmp
@@ -132,7 +132,6 @@ def test_kill_during_evaluate_then_rerun_finishes_without_duplicates(workflow, t
     repo = make_repo(
         tmp_path / "t", {"calc.py": CALC, "tests/test_calc.py": CALC_TESTS, "conftest.py": slow}
     )
-    flag.write_text("")
     try:
         spec = script_spec(
             repo,
@@ -140,8 +139,11 @@ def test_kill_during_evaluate_then_rerun_finishes_without_duplicates(workflow, t
             tmp_path / "t.jsonl",
             max_cycles=1,
             teams=["red", "green"],
+            evaluate={"rerun": True},  # evaluate runs the suite itself, not Green's run again
         )
         proc = workflow.start("s", spec)
+        wait_for((workflow.session("s") / "cycles/001/green.json").exists)
+        flag.write_text("")  # from now on the uncached run sleeps: that is evaluate's
         log = workflow.session("s") / "logs/evaluate/001.log"
         wait_for(log.exists)
         time.sleep(1.0)
