@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import modes, spec
+from . import modes, spec, timings
 from .errors import UserError
 from .layout import SESSIONS
 from .modes.base import Mode
@@ -57,6 +57,19 @@ def open_stage(wildcards: Mapping[str, str], log_path: str | Path) -> tuple[Stag
 
 
 def run_stage(wildcards: Any, log: Any, body: Callable[[StageEnv, Mode], Any]) -> None:
-    """A stage job: `body(env, mode)` under `run_job`, with the rule's wildcards and log."""
+    """A stage job: `body(env, mode)` under `run_job`, with the rule's wildcards and log;
+    its wall time and CPU go to timings.tsv."""
     values = dict(wildcards.items())
-    run_job(log[0], lambda: body(*open_stage(values, log[0])))
+
+    def go() -> None:
+        env, mode = open_stage(values, log[0])
+        with timings.timed(env.layout, _stage_name(log[0]), env.track, env.cycle):
+            body(env, mode)
+
+    run_job(log[0], go)
+
+
+def _stage_name(log_path: str) -> str:
+    """The rule a job ran, from its log's place: sessions/<name>/logs/<rule>/... ."""
+    parts = Path(log_path).parts
+    return parts[parts.index("logs") + 1].removesuffix(".log") if "logs" in parts else "?"

@@ -121,6 +121,26 @@ def tried_list(decisions: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+TRIED_SHOWN = 40  # the newest tried findings Red is told verbatim
+
+
+def tried_for_red(decisions: list[dict[str, Any]], shown: int = TRIED_SHOWN) -> list[str]:
+    """The tried list as Red is told it: the newest `shown` verbatim, older ones as counts
+    per file, so a long session's brief stops growing. (The harness refuses a repeat of
+    any of them, told or not.)"""
+    tried = tried_list(decisions)
+    if len(tried) <= shown:
+        return tried
+    older = tried[: len(tried) - shown]
+    per_file: dict[str, int] = {}
+    for line in older:
+        match = re.search(r"\(([^():]+)(?::[\d-]+)?\) \((?:fixed|skipped)", line)
+        place = match.group(1) if match else "elsewhere"
+        per_file[place] = per_file.get(place, 0) + 1
+    counts = ", ".join(f"{n} in {place}" for place, n in sorted(per_file.items()))
+    return [f"{len(older)} earlier findings, fixed or given up on ({counts})"] + tried[-shown:]
+
+
 def write_summary(
     layout: SessionLayout,
     record: SetupRecord,

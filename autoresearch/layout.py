@@ -61,6 +61,11 @@ class SessionLayout:
         return self.root / "logs"
 
     @property
+    def timings(self) -> Path:
+        """Wall time and CPU of every stage run (timings.py)."""
+        return self.root / "timings.tsv"
+
+    @property
     def test_runs(self) -> Path:
         """Every full test run of a committed tree, so no tree is tested twice."""
         return self.root / "test-runs.jsonl"

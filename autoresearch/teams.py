@@ -80,7 +80,7 @@ def red(
         return f"recorded as {fid}"
 
     ctx = base_context(env, "red")
-    ctx.tried = journal.tried_list(decisions)
+    ctx.tried = journal.tried_for_red(decisions)
     if prev:
         ctx.dropped_categories = [
             c for c in findings.CATEGORIES if c not in prev.get("red_categories", [])

@@ -1,9 +1,14 @@
-"""Orchestration overhead of the sweep loop (issue 2's benchmark).
+"""Orchestration overhead of the sweep loop: what the harness itself costs per cycle.
 
-An instant agent (the script backend: Refactor writes one line per cycle, so the loop
-never stops early) and an instant test command (`true`) leave only the workflow's own
-cost. Prints (a) seconds per cycle near cycle 1 and near the last cycle, and (b) the
-time of a no-op rerun of the finished session: `snakemake -n` and the plain command.
+An instant agent (the script backend, its script parsed once: Refactor writes one line
+per cycle, so the loop never stops early) and an instant test command (`true`) leave only
+the workflow's own cost. CPU, not wall time, is the measure: it holds still on a loaded
+machine. Prints
+  (a) the stages' own CPU per cycle (timings.tsv) at cycles 2-11 and at the last 10, and
+      their ratio (growth), with the CPU of the commands they ran (git, tests);
+  (b) the whole Snakemake process's CPU per cycle (scheduler, DAG, our code, children);
+  (c) a no-op rerun of the finished session: `snakemake -n` and the plain command;
+  (d) the process's peak memory.
 
     python bench/bench_sweep_overhead.py [--cycles 200]
 """
@@ -11,12 +16,15 @@ time of a no-op rerun of the finished session: `snakemake -n` and the plain comm
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 
 import yaml
@@ -33,8 +41,14 @@ def git(repo: Path, *args: str) -> None:
     )
 
 
-def snakemake(workdir: Path, spec: Path, *extra: str) -> float:
-    start = time.perf_counter()
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def snakemake(workdir: Path, spec: Path, *extra: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of Snakemake and everything it ran)."""
+    start, cpu = time.perf_counter(), children_cpu()
     subprocess.run(
         [
             sys.executable,
@@ -55,7 +69,18 @@ def snakemake(workdir: Path, spec: Path, *extra: str) -> float:
         check=True,
         capture_output=True,
     )
-    return time.perf_counter() - start
+    return time.perf_counter() - start, children_cpu() - cpu
+
+
+def per_cycle(timings: Path) -> dict[int, tuple[float, float]]:
+    """cycle -> (the stages' own CPU, the CPU of the commands they ran)."""
+    out: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    with timings.open() as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            if row["cycle"] != "000":
+                out[int(row["cycle"])][0] += float(row["cpu_s"])
+                out[int(row["cycle"])][1] += float(row["commands_cpu_s"])
+    return {k: (v[0], v[1]) for k, v in out.items()}
 
 
 def main() -> None:
@@ -79,20 +104,22 @@ def main() -> None:
                 for n in range(1, cycles + 1)
             }
         }
-        # Refactor needs a changed file from Green: a one-line fix every cycle.
+        # Refactor needs a changed file from Green: a one-line fix every cycle, of a new
+        # finding each cycle (Red may not report a fixed one again).
         script["red"] = {
-            "*": [
+            n: [
                 {
                     "tool": "report_finding",
                     "args": {
                         "severity": "low",
-                        "title": "t",
+                        "title": f"t{n}",
                         "location": "a.txt:1",
                         "issue": "i",
                         "impact": "m",
                     },
                 }
             ]
+            for n in range(1, cycles + 1)
         }
         script["green"] = {
             n: [
@@ -116,25 +143,43 @@ def main() -> None:
         )
         work = tmp / "work"
         work.mkdir()
-        total = snakemake(work, spec)
-        cycles_dir = work / "sessions/bench/cycles"
-        done_at = [
-            (cycles_dir / f"{n:03d}/decision.json").stat().st_mtime for n in range(1, cycles + 1)
-        ]
-        per_cycle = [b - a for a, b in zip(done_at, done_at[1:], strict=False)]
-        window = min(10, len(per_cycle) // 2) or 1
-        early = statistics.median(per_cycle[:window])
-        late = statistics.median(per_cycle[-window:])
-        dry = statistics.median(snakemake(work, spec, "-n") for _ in range(3))
-        plain = statistics.median(snakemake(work, spec) for _ in range(3))
+        total, total_cpu = snakemake(work, spec)
+        session = work / "sessions/bench"
+        cycles_dir = session / "cycles"
+        costs = per_cycle(session / "timings.tsv")
+        window = min(10, (cycles - 1) // 2) or 1
+        early = [costs[n] for n in range(2, 2 + window)]
+        late = [costs[n] for n in range(cycles - window + 1, cycles + 1)]
+        own_early = statistics.median(c[0] for c in early)
+        own_late = statistics.median(c[0] for c in late)
+        cmd_early = statistics.median(c[1] for c in early)
+        cmd_late = statistics.median(c[1] for c in late)
+        dry = [snakemake(work, spec, "-n") for _ in range(3)]
+        plain = [snakemake(work, spec) for _ in range(3)]
+        peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         last = json.loads((cycles_dir / f"{cycles:03d}/decision.json").read_text())
         print(f"cycles run: {cycles} (last decision: {last['reason']})")
-        print(f"whole session: {total:.1f} s")
-        print(f"(a) seconds per cycle, median of cycles 2-{window + 1}: {early:.2f}")
-        print(f"(a) seconds per cycle, median of the last {window} cycles: {late:.2f}")
-        print(f"(a) late/early ratio: {late / early:.2f}")
-        print(f"(b) no-op rerun at {cycles} cycles, snakemake -n: {dry:.2f} s")
-        print(f"(b) no-op rerun at {cycles} cycles, plain command: {plain:.2f} s")
+        print(f"whole session: {total:.1f} s wall, {total_cpu:.1f} s CPU")
+        print(
+            f"(a) stages' own CPU per cycle: cycles 2-{window + 1} {own_early:.3f} s, "
+            f"last {window} {own_late:.3f} s, ratio {own_late / own_early:.2f}"
+        )
+        print(
+            f"(a) their commands' CPU per cycle (git, tests): {cmd_early:.3f} s early, "
+            f"{cmd_late:.3f} s late"
+        )
+        print(f"(b) whole process CPU per cycle: {total_cpu / cycles:.3f} s")
+        print(
+            f"(c) no-op rerun at {cycles} cycles, snakemake -n: "
+            f"{statistics.median(w for w, _ in dry):.2f} s wall, "
+            f"{statistics.median(c for _, c in dry):.2f} s CPU"
+        )
+        print(
+            f"(c) no-op rerun at {cycles} cycles, plain command: "
+            f"{statistics.median(w for w, _ in plain):.2f} s wall, "
+            f"{statistics.median(c for _, c in plain):.2f} s CPU"
+        )
+        print(f"(d) peak memory of a Snakemake process: {peak_mib:.0f} MiB")
 
 
 if __name__ == "__main__":

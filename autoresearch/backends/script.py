@@ -2,14 +2,15 @@
 
 For tests and rehearsals. The script maps team -> cycle -> a list of steps; the
 cycle key is the number, `<track>/<number>` for a broad track, or `*` for any.
-A step is `{tool: NAME, args: {...}}`, or `{sleep: SECONDS}` to stand in for a
-slow model. Every brief the backend is given is
-appended to `agent.transcript` (JSON lines) when that key is set, so a test can
-assert on exactly what each team was told.
+A step is `{tool: NAME, args: {...}}`, `{sleep: SECONDS}` to stand in for a slow
+model, or `{wait_for: PATH}` to hold the stage until a test creates that file. Every
+brief the backend is given is appended to `agent.transcript` (JSON lines) when that key
+is set, so a test can assert on exactly what each team was told.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -21,6 +22,23 @@ import yaml
 from .base import StageBrief, StageFailed, StageRun, Toolbox, Usage
 
 
+@functools.lru_cache(maxsize=8)
+def _load(path: str, mtime_ns: int) -> dict[str, Any]:
+    """The script, parsed once per version of the file (the C loader where there is one):
+    parsing a long script for every stage made benchmarks measure YAML, not the harness."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(Path(path).read_text(), Loader=loader) or {}  # noqa: S506 - a safe loader
+
+
+def _wait_for(path: Path, timeout: float) -> None:
+    """Hold the stage until `path` exists: a test's way to pause a run at a known point."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise StageFailed(f"script step wait_for: {path} did not appear in {timeout:g}s")
+        time.sleep(0.1)
+
+
 class ScriptBackend:
     name = "script"
 
@@ -28,7 +46,8 @@ class ScriptBackend:
         path = agent_spec.get("script")
         if not path:
             raise StageFailed("agent.backend is 'script' but agent.script names no file")
-        self.script = yaml.safe_load(Path(path).read_text()) or {}
+        file = Path(path)
+        self.script = _load(str(file.resolve()), file.stat().st_mtime_ns)
         self.transcript = agent_spec.get("transcript")
 
     def steps_for(self, brief: StageBrief) -> list[dict[str, Any]]:
@@ -53,6 +72,9 @@ class ScriptBackend:
                 break
             if "sleep" in step:
                 time.sleep(float(step["sleep"]))
+                continue
+            if "wait_for" in step:
+                _wait_for(Path(step["wait_for"]), float(step.get("timeout", 600)))
                 continue
             turns += 1
             result = toolbox.call(step["tool"], step.get("args") or {})

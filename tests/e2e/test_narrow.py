@@ -80,7 +80,7 @@ def read(workflow, name: str, file: str) -> str:
 def test_goal_met_stops_session_with_progress_plot_and_protection(workflow, todo_repo):
     before = ar_git.snapshot(todo_repo)
     script = {
-        "red": {"*": finding(1)},
+        "red": {n: finding(n) for n in range(1, 7)},
         "green": {
             1: [
                 # Protected: the measurement script and the tests (narrow default).
@@ -138,7 +138,7 @@ def test_goal_met_stops_session_with_progress_plot_and_protection(workflow, todo
 
 def test_regressions_revert_and_angles_exhaust_in_priority_order(workflow, todo_repo):
     script = {
-        "red": {"*": finding(1)},
+        "red": {n: finding(n) for n in range(1, 7)},
         "green": {
             1: write_src(5, "F-001"),
             2: write_src(4, "F-002"),

@@ -158,21 +158,22 @@ def test_kill_during_evaluate_then_rerun_finishes_without_duplicates(workflow, t
     assert workflow.decision("s", 1)["tests_pass"]
 
 
-def test_second_concurrent_run_refuses_and_harms_nothing(workflow, target):
+def test_second_concurrent_run_refuses_and_harms_nothing(workflow, target, tmp_path):
+    release = tmp_path / "release"  # the first run holds after its first fix until this exists
+    script = slow_green_script(0)
+    script["green"][1][2] = {"wait_for": str(release)}
     spec = script_spec(
-        target,
-        workflow.script(slow_green_script(8)),
-        workflow.workdir / "t.jsonl",
-        max_cycles=1,
+        target, workflow.script(script), workflow.workdir / "t.jsonl", max_cycles=1,
         teams=["red", "green"],
-    )
+    )  # fmt: skip
     first = workflow.start("s", spec)
     worktree = workflow.session("s") / "worktree"
     wait_for(lambda: committed(worktree, "fix: [F-001] one"))
     second = workflow.run("s", spec, check=False)
+    release.write_text("")
     assert second.returncode != 0
     assert "already being run" in second.stderr
-    assert first.wait(timeout=180) == 0
+    assert first.wait(timeout=300) == 0
     log = subjects(worktree)
     assert log.count("fix: [F-001] one") == 1 and log.count("fix: [F-002] two") == 1
     assert (workflow.session("s") / "done").exists()

@@ -44,7 +44,13 @@ def test_later_red_is_told_what_was_tried_and_where_to_look(workflow, target):
 
 
 def test_finding_ids_continue_across_cycles(workflow, target):
-    script = {"red": {"*": [{"tool": "report_finding", "args": FINDING}]}}
+    other = dict(FINDING, title="add is not commutative-safe", location="calc.py:2")
+    script = {
+        "red": {
+            1: [{"tool": "report_finding", "args": FINDING}],
+            2: [{"tool": "report_finding", "args": other}],
+        }
+    }
     run(workflow, target, script, max_cycles=2, teams=["red", "green"])
     second = (workflow.session("s") / "cycles/002/red-findings.md").read_text()
     assert "[F-002]" in second
@@ -229,7 +235,7 @@ def test_ruff_red_reports_without_fixing_whatever_the_target_config_says(workflo
     }
     workflow.run("s", spec)
     findings = (workflow.session("s") / "cycles/001/red-findings.md").read_text()
-    assert findings.count("F401") == 2  # both reported: nothing was fixed behind Red's back
+    assert findings.count("### [F-") == 2  # both reported: nothing was fixed behind Red's back
     assert not json.loads((workflow.session("s") / "cycles/001/red.json").read_text())[
         "worktree_restored"
     ]

@@ -95,3 +95,18 @@ def test_parallel_tracks_rewriting_the_journal_lose_no_row_and_tear_no_file(tmp_
     ideas = layout.ideas.read_text()
     assert all(f"idea {i}.{n}" in ideas for i in range(WRITERS) for n in range(ROUNDS))
     assert not [p.name for p in layout.root.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_reds_tried_list_stops_growing_and_counts_the_older_ones_per_file():
+    decisions = [
+        {
+            "cycle": n,
+            "fixed": [{"id": f"F-{n:03d}", "key": f"issue {n} (src/a.py:{n})"}],
+            "skipped": [{"id": f"G-{n:03d}", "key": f"other {n} (b.py:1)", "reason": "x"}],
+        }
+        for n in range(1, 101)
+    ]
+    told = journal.tried_for_red(decisions, shown=40)
+    assert len(told) == 41
+    assert told[0] == "160 earlier findings, fixed or given up on (80 in b.py, 80 in src/a.py)"
+    assert told[-1] == journal.tried_list(decisions)[-1]
