@@ -293,6 +293,12 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
     low: dict[str, Any] = {}
     title = ""
     program = section.get("program")
+    mission = section.get("mission")
+    if mission and program:
+        raise SpecError(
+            f"{spec_file}: keys 'experiment.program' and 'experiment.mission' are both set; "
+            "keep one (a mission folder replaces program.md)"
+        )
     if program:
         if Path(program).is_absolute() or ".." in Path(program).parts:
             raise SpecError(
@@ -308,12 +314,6 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         config, _, title = split_program(path.read_text(errors="replace"))
         low = _normalise(config, f"{path} (```yaml block)", warnings)
         low.pop("program", None)
-    mission = section.get("mission")
-    if mission and program:
-        raise SpecError(
-            f"{spec_file}: keys 'experiment.program' and 'experiment.mission' are both set; "
-            "keep one (a mission folder replaces program.md)"
-        )
     if mission:
         low, title = _mission_layer(str(mission), target, spec_file, warnings)
     merged = _merge(low, high)
