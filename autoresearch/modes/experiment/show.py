@@ -15,6 +15,7 @@ from ...errors import SessionError
 from ...files import read_json
 from ...layout import SessionLayout
 from .log import fmt
+from .policy import KEPT
 from .stages import experiment_lines, records
 
 
@@ -50,7 +51,7 @@ def render(layout: SessionLayout, key: str, iteration: int, candidate: str | Non
         block(layout, key, iteration, by_name.get(name), name, folder / name) for name in wanted
     ]
     if decision is not None and candidate is None:
-        kept = decision.get("candidate") if decision["status"] == "kept" else None
+        kept = decision.get("candidate") if decision["status"] == KEPT else None
         parts.insert(
             0,
             f"Iteration {iteration} of session {layout.name}: {len(wanted)} candidates; "
@@ -85,9 +86,10 @@ def block(
         lines += experiment_lines(rec, key)
         if rec.get("error"):
             lines.append("- Error: " + rec["error"].strip().splitlines()[0][:300])
-        lines.append(
-            f"- Commit: {rec['end_commit']}" + (" (kept)" if rec["status"] == "kept" else "")
-        )
+        if rec["status"] == KEPT:
+            lines.append(f"- Commit: {rec['end_commit']} (kept)")
+        else:
+            lines.append(f"- Not committed: the worktree went back to {rec['end_commit'][:12]}")
     patch = folder / "proposal.patch"
     text = patch.read_text() if patch.exists() else ""
     where = patch.relative_to(layout.root)
