@@ -10,7 +10,6 @@ can still try another idea, where refusing afterwards would waste the candidate'
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -55,20 +54,10 @@ def candidate_ids(k: int) -> list[str]:
 
 
 def ensure_worktree(env: CandidateEnv, start: str) -> None:
-    """The candidate's detached worktree at `start`, made on first use (or after a kill
-    left half of one)."""
-    path = env.worktree
-    if (path / ".git").exists():
+    """The candidate's detached worktree at `start`, made on first use."""
+    if (env.worktree / ".git").exists():
         return
-    repo = Path(env.record.target)
-    with git.repo_lock(repo):
-        if (path / ".git").exists():
-            return
-        if path.exists():
-            shutil.rmtree(path)
-        git.git(repo, "worktree", "prune")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        git.git(repo, "worktree", "add", "--detach", str(path), start)
+    git.add_detached_worktree(Path(env.record.target), env.worktree, start)
 
 
 # --- claims: the batch's hypotheses as they are handed in -----------------------------

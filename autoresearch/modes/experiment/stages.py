@@ -521,7 +521,7 @@ def commit_kept(env: StageEnv, rec: dict[str, Any], best: dict[str, Any], key: s
         f"experiment: {env.cycle}{which} — {key} {fmt(best['value'])}→{fmt(rec['metric_value'])}"
         " — " + " ".join(rec["hypothesis"].split())[:120]
     )
-    git.git(env.worktree, "commit", "-q", "--no-verify", "-m", message)
+    git.worktree_git(env.worktree, "commit", "-q", "--no-verify", "-m", message)
     return git.head(env.worktree)
 
 
