@@ -71,14 +71,20 @@ def decide_inputs(name: str, iteration: str) -> dict[str, Any]:
 
 
 def measuring_resources(rule: str) -> dict[str, Callable[[Any], Any]]:
-    """`resources:` of the rule that measures (decide with one proposal per iteration,
-    experiment_measure with a batch): each named resource from the session's
-    `experiment.resources`, unset (None) where the spec names none."""
+    """`resources:` of the rules that measure: each named resource from the session's
+    `experiment.resources`, unset (None) where the spec names none or the job does not
+    measure. experiment_measure always measures; decide measures the proposal when there
+    is one per iteration, and the incumbent when `remeasure_every` says so."""
+
+    def measures(cfg: Any, iteration: int) -> bool:
+        if rule == "experiment_measure" or cfg.parallel == 1:
+            return True
+        return bool(cfg.remeasure_every) and iteration % cfg.remeasure_every == 0
 
     def value(resource: str) -> Callable[[Any], Any]:
         def of(wildcards: Any) -> Any:
             cfg = _experiment(wildcards.name)
-            if cfg is None or (cfg.parallel > 1) != (rule == "experiment_measure"):
+            if cfg is None or not measures(cfg, int(wildcards.cycle)):
                 return None
             return cfg.resources.get(resource)
 

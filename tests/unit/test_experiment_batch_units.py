@@ -310,3 +310,25 @@ def test_a_run_is_mirrored_without_overwriting_another_runs_folder(tmp_path):
     assert runs.mirror(layout, runs_dir, run) == folder
     assert (folder / "decision-log.md").read_text().endswith("more\n")
     assert sorted(p.name for p in runs_dir.iterdir()) == [other.name, folder.name]
+
+
+def test_the_measuring_jobs_carry_the_resources_and_decide_only_when_it_measures(
+    tmp_path, monkeypatch
+):
+    import scripts.experiment
+
+    monkeypatch.chdir(tmp_path)
+    c = resolve(spec(parallel=3, resources={"gpu": 1}, remeasure_every=2), tmp_path, "s")
+    frozen = tmp_path / "sessions" / "x" / "session.yaml"
+    frozen.parent.mkdir(parents=True)
+    frozen.write_text(yaml.safe_dump({"mode": "experiment", "experiment": c.to_spec()}))
+
+    class Wildcards:
+        name, cycle = "x", "003"
+
+    measure = scripts.experiment.measuring_resources("experiment_measure")
+    decide = scripts.experiment.measuring_resources("experiment_decide")
+    assert measure["gpu"](Wildcards) == 1 and measure["qos"](Wildcards) is None
+    assert decide["gpu"](Wildcards) is None  # a batch's decide measures nothing here
+    Wildcards.cycle = "004"
+    assert decide["gpu"](Wildcards) == 1  # ... but the incumbent, every 2nd iteration

@@ -44,6 +44,9 @@ from .stages import (
 SPEC_EXAMPLE = """
 experiment:
   program: program.md                      # in the target: a yaml block plus prose
+  # mission: .pi/autoresearch/speed        # or a mission folder: mission.md, evaluator.json
+  # parallel: 3                            # candidates per iteration, measured at once
+  # resources: {gpu: 1}                    # for each measurement job (cluster profiles)
 """
 
 

@@ -62,7 +62,12 @@ def plot(records: list[dict[str, Any]], key: str, direction: str, out: Path) -> 
 
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     measured = [r for r in records if r["metric_value"] is not None]
-    others = [r for r in measured if r["status"] != KEPT and r["iteration"] > 0]
+    # Every measured candidate of a batch is a point; the kept ones come from the iterations.
+    others = [
+        r
+        for r in each_experiment(records)
+        if r["metric_value"] is not None and r["status"] != KEPT and r["iteration"] > 0
+    ]
     kept = [r for r in measured if r["status"] == KEPT]
     ax.scatter(
         [r["iteration"] for r in others],
