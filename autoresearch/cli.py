@@ -1,4 +1,4 @@
-"""The `autoresearch` command: new, status, version. Running a session is Snakemake's job."""
+"""The `autoresearch` command: new, status, show, version. Running a session is Snakemake's job."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from . import __version__, git, modes, spec, status
+from .errors import UserError
 
 SPEC_TEMPLATE = """\
 # Session spec for '{name}'. Run it (or resume it) with:
@@ -88,6 +89,22 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_show(args: argparse.Namespace) -> int:
+    """One experiment's hypothesis, measurements, verdict and diff (experiment sessions)."""
+    root = (Path.cwd() / "sessions" / args.name).absolute()
+    if not (root / "setup.json").exists():
+        print(f"no set-up session {args.name!r} under {root.parent}/", file=sys.stderr)
+        return 1
+    mode, layout = status.mode_of(root)
+    try:
+        text = mode.show(layout, spec.load_frozen(layout.spec), args.iteration, args.candidate)
+    except UserError as err:
+        print(f"autoresearch: {err}", file=sys.stderr)
+        return 1
+    print(text, end="")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="autoresearch", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -100,6 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     stat = sub.add_parser("status", help="progress of one session, or a table of all")
     stat.add_argument("name", nargs="?")
     stat.set_defaults(func=cmd_status)
+    show = sub.add_parser("show", help="what one experiment changed, and how it was judged")
+    show.add_argument("name")
+    show.add_argument("iteration", type=int)
+    show.add_argument("--candidate", help="cK: one candidate of a batch (default: all)")
+    show.set_defaults(func=cmd_show)
     ver = sub.add_parser("version", help="print the installed version")
     ver.set_defaults(func=lambda _args: print(f"autoresearch {__version__}") or 0)
     args = parser.parse_args(argv)

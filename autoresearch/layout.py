@@ -83,6 +83,11 @@ class SessionLayout:
     def worktree(self, track: str = "") -> Path:
         return self.root / "tracks" / track / "worktree" if track else self.root / "worktree"
 
+    def candidate_worktree(self, candidate: str) -> Path:
+        """Experiment batches: candidate `cK`'s own detached worktree, one per slot, reused
+        by every iteration (a track's place, so it moves wherever worktrees move)."""
+        return self.worktree(candidate)
+
     # --- the loop ---------------------------------------------------------------------
 
     def cycles(self, track: str = "") -> Path:
@@ -194,6 +199,13 @@ class SessionLayout:
 
     def evaluation(self, iteration: int) -> Path:
         return self.root / "evaluations" / f"iteration-{iteration:04d}.json"
+
+    def evaluations(self) -> Path:
+        return self.root / "evaluations"
+
+    def candidate(self, iteration: int, candidate: str) -> Path:
+        """One candidate of an experiment batch: iterations/NNN/cK/."""
+        return self.cycle(iteration) / candidate
 
     @property
     def report(self) -> Path:

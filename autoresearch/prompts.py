@@ -259,6 +259,15 @@ def _experiment_task(ctx: BriefContext) -> tuple[str, dict[str, Any]]:
         parts.append(f"## Last {len(history)} experiments (oldest first)\n" + _bullets(rows))
     else:
         parts.append("## Last experiments\n(none yet: this is the first iteration)")
+    retry = list(exp.get("retry") or [])
+    if retry:
+        rows = [f'{r["id"]} "{r["hypothesis"]}": {r["why"]}' for r in retry]
+        parts.append(
+            "## May be worth retrying now\n"
+            + _bullets(rows)
+            + "\nEach may be retried once: a retry is not refused as a duplicate and is "
+            "logged as a retry of its experiment."
+        )
     if files:
         parts.append("## Files in scope\n" + _bullets(files))
     parts.append(
@@ -270,6 +279,7 @@ def _experiment_task(ctx: BriefContext) -> tuple[str, dict[str, Any]]:
         "direction_prose": exp.get("direction_prose", ""),
         "best": exp.get("best"),
         "history": history,
+        "retry": retry,
         "scope_files": files,
     }
     return "\n\n".join(parts), data

@@ -72,6 +72,11 @@ def propose_inputs(wildcards):
     return scripts.experiment.propose_inputs(wildcards.name, wildcards.cycle)
 
 
+def experiment_decide_inputs(wildcards):
+    """The proposal, or every candidate's measurement (`experiment.parallel`)."""
+    return scripts.experiment.decide_inputs(wildcards.name, wildcards.cycle)
+
+
 def experiment_final_decision(wildcards):
     """The decision that stopped the loop."""
     return scripts.experiment.final_decision(wildcards.name, checkpoints)

@@ -1,6 +1,9 @@
 # Experiment mode: each iteration is `experiment_propose` (the agent makes one change, saved
 # as a patch) and the checkpoint `experiment_decide` (measure, guard, keep or reset, stop
-# rules), under iterations/NNN/. At the end, report.md and progress.png.
+# rules), under iterations/NNN/. With `experiment.parallel: k`, an iteration is instead k
+# `experiment_candidate` jobs (iterations/NNN/cK/, each in its own worktree) and k
+# `experiment_measure` jobs, which run at once on cores or cluster nodes, before the one
+# decide. At the end, report.md and progress.png.
 
 
 localrules:
@@ -24,10 +27,49 @@ rule experiment_propose:
         scripts.experiment.propose(wildcards, output, log)
 
 
-checkpoint experiment_decide:
-    """Measure and guard the change: commit it if strictly better, else reset; stop rules."""
+rule experiment_candidate:
+    """One candidate of a batch: one change made in the candidate's own worktree from the
+    incumbent commit, its hypothesis distinct from its siblings'; nothing is committed.
+    """
     input:
-        proposal="sessions/{name}/iterations/{cycle}/proposal.json",
+        propose_inputs,
+    output:
+        proposal="sessions/{name}/iterations/{cycle}/{cand}/proposal.md",
+        record="sessions/{name}/iterations/{cycle}/{cand}/proposal.json",
+        patch="sessions/{name}/iterations/{cycle}/{cand}/proposal.patch",
+    log:
+        "sessions/{name}/logs/experiment_candidate/{cycle}-{cand}.log",
+    benchmark:
+        "sessions/{name}/benchmarks/experiment_candidate/{cycle}-{cand}.tsv"
+    wildcard_constraints:
+        cand=r"c\d+",
+    run:
+        scripts.experiment.propose_candidate(wildcards, output, log)
+
+
+rule experiment_measure:
+    """Measure and guard one candidate in its worktree, with the spec's resources."""
+    input:
+        record="sessions/{name}/iterations/{cycle}/{cand}/proposal.json",
+    output:
+        measurement="sessions/{name}/iterations/{cycle}/{cand}/measurement.json",
+    log:
+        "sessions/{name}/logs/experiment_measure/{cycle}-{cand}.log",
+    benchmark:
+        "sessions/{name}/benchmarks/experiment_measure/{cycle}-{cand}.tsv"
+    wildcard_constraints:
+        cand=r"c\d+",
+    resources:
+        **scripts.experiment.measuring_resources("experiment_measure"),
+    run:
+        scripts.experiment.measure(wildcards, output, log)
+
+
+checkpoint experiment_decide:
+    """Measure and guard the change (or read the batch's measurements): commit the best
+    strictly better one, else reset; stop rules."""
+    input:
+        unpack(experiment_decide_inputs),
     output:
         results="sessions/{name}/iterations/{cycle}/evaluation.md",
         decision="sessions/{name}/iterations/{cycle}/decision.json",
@@ -35,6 +77,8 @@ checkpoint experiment_decide:
         "sessions/{name}/logs/experiment_decide/{cycle}.log",
     benchmark:
         "sessions/{name}/benchmarks/experiment_decide/{cycle}.tsv"
+    resources:
+        **scripts.experiment.measuring_resources("experiment_decide"),
     run:
         scripts.experiment.decide(wildcards, output, log)
 

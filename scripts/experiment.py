@@ -1,22 +1,96 @@
-"""rules/experiment.smk: propose, the decide checkpoint, the report and the plot."""
+"""rules/experiment.smk: propose (or a batch's candidates and their measurements), the
+decide checkpoint, the report and the plot."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from autoresearch import modes
 from autoresearch.jobs import run_stage
-from autoresearch.layout import session_layout
+from autoresearch.layout import rel, session_layout
+from autoresearch.spec import load_frozen
 
 from . import cycle
 
 LOOP = "iterations"
+# The resources the measuring job declares. Snakemake needs the names when it parses the
+# workflow, which must not import the experiment package (cluster jobs and dry runs of
+# every mode parse it): the same names as program.MEASURE_RESOURCES, which checks the spec
+# (a unit test keeps the two equal).
+MEASURE_RESOURCES = (
+    "gpu",
+    "gpu_model",
+    "gres",
+    "cpus_per_task",
+    "slurm_partition",
+    "slurm_account",
+    "slurm_extra",
+    "qos",
+    "constraint",
+)
+
+# The frozen experiment spec of each session, by session.yaml's modification time: input
+# functions and resources ask for it once per job while Snakemake builds the DAG.
+_FROZEN: dict[str, tuple[int, Any]] = {}
+
+
+def _experiment(name: str):
+    path = session_layout(name, LOOP).spec
+    if not path.exists():
+        return None
+    stamp = path.stat().st_mtime_ns
+    cached = _FROZEN.get(name)
+    if cached is None or cached[0] != stamp:
+        from autoresearch.modes.experiment.program import from_frozen
+
+        cached = (stamp, from_frozen(load_frozen(path)["experiment"]))
+        _FROZEN[name] = cached
+    return cached[1]
 
 
 def propose_inputs(name: str, iteration: str) -> list[str]:
     """The frozen spec, and the previous iteration's decision until it is on disk."""
     return cycle.red_inputs(name, int(iteration), loop=LOOP)
+
+
+def decide_inputs(name: str, iteration: str) -> dict[str, Any]:
+    """The proposal, or with `experiment.parallel: k` every candidate's measurement."""
+    layout = session_layout(name, LOOP)
+    cfg = _experiment(name)
+    k = cfg.parallel if cfg is not None else 1
+    if k == 1:
+        return {"proposal": rel(layout.cycle(int(iteration)) / "proposal.json")}
+    return {
+        "measurements": [
+            rel(layout.candidate(int(iteration), f"c{i}") / "measurement.json")
+            for i in range(1, k + 1)
+        ]
+    }
+
+
+def measuring_resources(rule: str) -> dict[str, Callable[[Any], Any]]:
+    """`resources:` of the rules that measure: each named resource from the session's
+    `experiment.resources`, unset (None) where the spec names none or the job does not
+    measure. experiment_measure always measures; decide measures the proposal when there
+    is one per iteration, and the incumbent when `remeasure_every` says so."""
+
+    def measures(cfg: Any, iteration: int) -> bool:
+        if rule == "experiment_measure" or cfg.parallel == 1:
+            return True
+        return bool(cfg.remeasure_every) and iteration % cfg.remeasure_every == 0
+
+    def value(resource: str) -> Callable[[Any], Any]:
+        def of(wildcards: Any) -> Any:
+            cfg = _experiment(wildcards.name)
+            if cfg is None or not measures(cfg, int(wildcards.cycle)):
+                return None
+            return cfg.resources.get(resource)
+
+        return of
+
+    return {resource: value(resource) for resource in MEASURE_RESOURCES}
 
 
 def final_decision(name: str, checkpoints: Any) -> str:
@@ -39,12 +113,42 @@ def propose(wildcards: Any, output: Any, log: Any) -> None:
     )
 
 
+def propose_candidate(wildcards: Any, output: Any, log: Any) -> None:
+    """One candidate of a batch, in its own worktree."""
+    from autoresearch.modes.experiment import candidates, stages
+
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: stages.propose(
+            candidates.candidate_env(env, wildcards.cand),
+            Path(output.proposal),
+            Path(output.record),
+            Path(output.patch),
+        ),
+    )
+
+
+def measure(wildcards: Any, output: Any, log: Any) -> None:
+    """Measure and guard one candidate of a batch."""
+    from autoresearch.modes.experiment import batch, candidates
+
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: batch.measure(
+            candidates.candidate_env(env, wildcards.cand), Path(output.measurement)
+        ),
+    )
+
+
 def decide(wildcards: Any, output: Any, log: Any) -> None:
-    """Measure and keep or reset; the stop rules; the logs; decision.json last."""
-    from autoresearch.modes.experiment import stages
+    """Measure (or read a batch's measurements) and keep or reset; the stop rules; the
+    logs; decision.json last."""
+    from autoresearch.modes.experiment import batch, stages
 
     def body(env, mode) -> None:
-        rec = stages.decide(env)
+        rec = batch.decide(env)
         mode.apply_policy(env, rec)
         stages.write_iteration(env, rec, Path(output.results))
         mode.write_summary(env, rec)

@@ -1,11 +1,12 @@
 """The `script` backend: replays tool calls from a YAML file, no model involved.
 
 For tests and rehearsals. The script maps team -> cycle -> a list of steps; the
-cycle key is the number, `<track>/<number>` for a broad track, or `*` for any.
-A step is `{tool: NAME, args: {...}}`, `{sleep: SECONDS}` to stand in for a slow
-model, or `{wait_for: PATH}` to hold the stage until a test creates that file. Every
-brief the backend is given is appended to `agent.transcript` (JSON lines) when that key
-is set, so a test can assert on exactly what each team was told.
+cycle key is the number, `<track>/<number>` for a broad track, `<cK>/<number>` for a
+candidate of an experiment batch, or `*` for any. A step is `{tool: NAME, args:
+{...}}`, `{sleep: SECONDS}` to stand in for a slow model, or `{wait_for: PATH}` to hold
+the stage until a test creates that file. Every brief the backend is given is appended
+to `agent.transcript` (JSON lines) when that key is set, so a test can assert on exactly
+what each team was told.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class ScriptBackend:
 
     def steps_for(self, brief: StageBrief) -> list[dict[str, Any]]:
         by_cycle = self.script.get(brief.team) or {}
-        cycle, track = brief.data.get("cycle"), brief.data.get("track") or ""
+        cycle = brief.data.get("cycle")
+        track = brief.data.get("track") or brief.data.get("candidate") or ""
         keys = [f"{track}/{cycle}" if track else cycle, str(cycle), "*"]
         for key in keys:
             if key in by_cycle:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import journal, ledger
+from ..errors import SessionError
 from ..files import write_text
 from ..findings import Finding
 from ..layout import SessionLayout
@@ -179,3 +180,12 @@ class Mode:
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         """Extra lines for `autoresearch status NAME`."""
         return []
+
+    def show(
+        self, layout: SessionLayout, spec: SessionSpec, iteration: int, candidate: str | None
+    ) -> str:
+        """`autoresearch show NAME ITERATION`: one iteration's change and how it was judged."""
+        raise SessionError(
+            f"session {layout.name!r} is a {self.name} session: `autoresearch show` prints "
+            "the experiments of experiment sessions; read its cycles/NNN/ files instead"
+        )

@@ -2,7 +2,10 @@
 
 Each iteration is `experiment_propose` (the agent, stages.propose) and the checkpoint
 `experiment_decide` (stages.decide, then this mode's stop rules), under
-`sessions/<name>/iterations/NNN/`. At the end, report.md and progress.png.
+`sessions/<name>/iterations/NNN/`; with `experiment.parallel: k`, k candidates proposed
+and measured as jobs of their own (batch.py) before the one decide. At the end,
+report.md and progress.png, and the run mirrored into an output folder if the spec names
+one (runs.py).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import git, journal, metrics, spec
-from ...errors import SpecError
+from ...errors import SessionError, SpecError
 from ...files import write_json, write_text
 from ...layout import SessionLayout, rel
 from ...record import SetupRecord
@@ -22,7 +25,7 @@ from ...spec import SessionSpec
 from ...stage import StageEnv, jail_for
 from ..base import Mode
 from . import log as logs
-from . import report
+from . import report, runs, show
 from .log import fmt
 from .policy import should_stop
 from .program import resolve
@@ -41,6 +44,9 @@ from .stages import (
 SPEC_EXAMPLE = """
 experiment:
   program: program.md                      # in the target: a yaml block plus prose
+  # mission: .pi/autoresearch/speed        # or a mission folder: mission.md, evaluator.json
+  # parallel: 3                            # candidates per iteration, measured at once
+  # resources: {gpu: 1}                    # for each measurement job (cluster profiles)
 """
 
 
@@ -88,9 +94,18 @@ class Experiment(Mode):
         started = time.time()
         run_id = f"{layout.name}-{dt.datetime.fromtimestamp(started, dt.UTC):%Y%m%dT%H%M%SZ}"
         values["experiment"] = cfg.to_spec()
-        if cfg.program:
-            # program.md is the human's; the agent may read it but never change it.
-            values["protected"] = list(values.get("protected") or []) + [cfg.program]
+        if cfg.human_files():
+            # program.md (or the mission's files) is the human's: the agent may read it
+            # but never change it.
+            values["protected"] = list(values.get("protected") or []) + cfg.human_files()
+        if cfg.output and runs.unignored_in_checkout(
+            runs.output_dir(cfg.output, Path(record.target)), Path(record.target)
+        ):
+            log(
+                f"warning: experiment.output {cfg.output} is inside {record.target} and git "
+                "does not ignore its runs/ folder: add it to .gitignore, or the finished run "
+                "leaves untracked files in your checkout"
+            )
         write_json(
             layout.experiment_setup,
             {
@@ -145,7 +160,7 @@ class Experiment(Mode):
             f"- Scope: {', '.join(cfg.scope)}",
             f"- Guard: {cfg.guard or 'none'}",
             f"- Baseline: {key} = {fmt(decisions[0]['metric_value'])}",
-            f"- Best: {key} = {fmt(best['value'])} (experiment {best['experiment_id']})",
+            f"- Best: {key} = {fmt(best['value'])} (experiment {logs.best_name(best)})",
             f"- Improvements: {c['improvements']} | Regressions: {c['regressions']} | "
             f"Errors: {c['errors']}",
         ]
@@ -180,16 +195,39 @@ class Experiment(Mode):
             f"session: {env.layout.name}",
             "mode: experiment",
             f"stopped: {final_reason(recs) or 'finished'}",
-            f"iterations: {c['total']}",
+            f"iterations: {len(recs) - 1}",
+        ]
+        if cfg.parallel > 1:
+            lines.append(f"experiments: {c['total']} ({cfg.parallel} candidates per iteration)")
+        lines += [
             f"improvements: {c['improvements']}",
             f"regressions: {c['regressions']}",
             f"errors: {c['errors']}",
             f"baseline: {key_of(cfg)} = {fmt(recs[0]['metric_value'])}",
-            f"best: {key_of(cfg)} = {fmt(best['value'])} (experiment {best['experiment_id']})",
+            f"best: {key_of(cfg)} = {fmt(best['value'])} (experiment {logs.best_name(best)})",
             f"final commit: {last['end_commit']}",
             f"review with: git -C {env.record.target} log --oneline "
             f"{env.record.base_commit[:12]}..{env.record.branch}",
         ]
+        setup = setup_state(env.layout)
+        lines.append(f"run: {setup['run_id']}")
+        if cfg.output:
+            folder = runs.mirror(
+                env.layout,
+                runs.output_dir(cfg.output, Path(env.record.target)) / "runs",
+                {
+                    "run_id": setup["run_id"],
+                    "session": env.layout.name,
+                    "mission": cfg.mission,
+                    "started_at": setup["started_at"],
+                    "max_runtime_s": cfg.max_duration_s,
+                    "iterations": len(recs) - 1,
+                    "stopped": final_reason(recs) or "finished",
+                    "best": best,
+                    "branch": env.record.branch,
+                },
+            )
+            lines.append(f"run folder: {folder}")
         write_text(out, "\n".join(lines) + "\n")
 
     def progress(self, layout: SessionLayout) -> dict[str, Any]:
@@ -218,9 +256,11 @@ class Experiment(Mode):
         best = recs[-1]["best"]
         setup = setup_state(layout)
         lines = [
+            f"Run: {setup['run_id']}",
             f"Baseline: {key} = {fmt(recs[0]['metric_value'])} (experiment 0)",
-            f"Best: {key} = {fmt(best['value'])} (set by experiment {best['experiment_id']})",
-            f"Total experiments: {c['total']}",
+            f"Best: {key} = {fmt(best['value'])} (set by experiment {logs.best_name(best)})",
+            f"Total experiments: {c['total']}"
+            + (f" ({cfg.parallel} candidates per iteration)" if cfg.parallel > 1 else ""),
             f"Improvements: {c['improvements']} | Regressions: {c['regressions']} | "
             f"Errors: {c['errors']}",
             f"Branch: {setup.get('branch', '')}",
@@ -232,6 +272,12 @@ class Experiment(Mode):
             lines += ["", "Recent experiments:"]
             lines += [f"  {logs.status_line(r, key)}" for r in reversed(recent)]
         return lines
+
+    def show(self, layout: SessionLayout, spec: SessionSpec, iteration: int, candidate) -> str:
+        """One experiment's hypothesis, measurements, verdict and diff."""
+        if not layout.experiment_setup.exists():
+            raise SessionError(f"session {layout.name!r} is not set up yet: nothing to show")
+        return show.render(layout, key_of(config_of(spec)), iteration, candidate)
 
 
 def final_reason(recs: list[dict[str, Any]]) -> str | None:

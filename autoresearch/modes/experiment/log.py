@@ -4,6 +4,9 @@ evaluations/, decision-log.md and goal-progress.md.
 Every file here is derived from iteration records (the `decision.json` of each cycle
 plus the setup record for experiment 0), so a rerun of an iteration rewrites rather
 than duplicates: experiments.jsonl is append-only and skips an id it already holds.
+An iteration of a batch (`experiment.parallel`) holds one record per candidate under
+`candidates`: the per-experiment files get one entry per candidate, the per-iteration
+ones (evaluations/, decision-log.md, goal-progress.md) one per iteration.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...files import write_json, write_text
-from .policy import ERRORS, KEPT, REGRESSIONS
+from .policy import ERRORS, KEPT, REGRESSIONS, ref
 
 TSV_COLUMNS = [
     "run_id",
@@ -32,6 +35,20 @@ TSV_COLUMNS = [
 
 def fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:g}"
+
+
+def best_name(best: dict[str, Any]) -> str:
+    """The experiment that set the best value: `N`, or `N/cK` for a batch's candidate."""
+    which = best.get("candidate")
+    return f"{best['experiment_id']}/{which}" if which else str(best["experiment_id"])
+
+
+def each_experiment(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records with every batch opened into its candidates."""
+    out: list[dict[str, Any]] = []
+    for rec in records:
+        out.extend(rec.get("candidates") or [rec])
+    return out
 
 
 # --- per-iteration records ------------------------------------------------------------
@@ -52,14 +69,29 @@ def jsonl_entry(rec: dict[str, Any]) -> dict[str, Any]:
         "error": rec["error"],
         "status": rec["status"],
         "commit": rec["end_commit"],
-    }
+    } | _extras(rec)
+
+
+def _extras(rec: dict[str, Any]) -> dict[str, Any]:
+    """A candidate's name and a retry's origin, only where they apply."""
+    out: dict[str, Any] = {}
+    if rec.get("candidate"):
+        out["candidate"] = rec["candidate"]
+    if rec.get("retry_of") is not None:
+        out["retry_of"] = rec["retry_of"]
+    return out
 
 
 def append_jsonl(path: Path, entry: dict[str, Any]) -> bool:
-    """Append unless this id is already logged (the rerun of an interrupted iteration)."""
+    """Append unless this experiment is already logged (the rerun of an interrupted
+    iteration): an id, or an id and candidate."""
+    ident = (entry["id"], entry.get("candidate"))
     if path.exists():
         for line in path.read_text().splitlines():
-            if line.strip() and json.loads(line).get("id") == entry["id"]:
+            if not line.strip():
+                continue
+            logged = json.loads(line)
+            if (logged.get("id"), logged.get("candidate")) == ident:
                 return False
     with path.open("a") as handle:
         handle.write(json.dumps(entry) + "\n")
@@ -72,19 +104,23 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def upsert_results_data(path: Path, rec: dict[str, Any]) -> None:
+def upsert_results_data(path: Path, recs: list[dict[str, Any]]) -> None:
+    """The raw output of these experiments (one iteration's), replacing earlier entries."""
     data = json.loads(path.read_text()) if path.exists() else []
-    data = [d for d in data if d.get("experiment_id") != rec["iteration"]]
-    data.append(
-        {
-            "experiment_id": rec["iteration"],
-            "timestamp": rec["timestamp"],
-            "raw_eval_output": rec.get("raw"),
-            "samples": rec.get("samples") or [],
-            "hypothesis": rec["hypothesis"],
-        }
-    )
-    data.sort(key=lambda d: d["experiment_id"])
+    mine = {(r["iteration"], r.get("candidate")) for r in recs}
+    data = [d for d in data if (d.get("experiment_id"), d.get("candidate")) not in mine]
+    for rec in recs:
+        data.append(
+            {
+                "experiment_id": rec["iteration"],
+                **({"candidate": rec["candidate"]} if rec.get("candidate") else {}),
+                "timestamp": rec["timestamp"],
+                "raw_eval_output": rec.get("raw"),
+                "samples": rec.get("samples") or [],
+                "hypothesis": rec["hypothesis"],
+            }
+        )
+    data.sort(key=lambda d: (d["experiment_id"], d.get("candidate") or ""))
     write_json(path, data)
 
 
@@ -99,14 +135,24 @@ def evaluation_record(rec: dict[str, Any]) -> dict[str, Any]:
         out["score"] = rec["metric_value"]
     out["notes"] = notes
     out |= {"iteration": rec["iteration"], "status": rec["status"], "raw": rec.get("raw")}
+    if rec.get("candidates"):
+        out["candidate"] = rec.get("candidate")
+        out["candidates"] = [
+            {"candidate": c["candidate"]} | evaluation_record(c) for c in rec["candidates"]
+        ]
     return out
 
 
 def write_tsv(path: Path, run_id: str, records: list[dict[str, Any]]) -> None:
+    """One row per experiment; batches add a `candidate` column."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, TSV_COLUMNS, delimiter="\t", lineterminator="\n")
+    batch = any(rec.get("candidates") for rec in records)
+    columns = TSV_COLUMNS[:2] + ["candidate"] + TSV_COLUMNS[2:] if batch else TSV_COLUMNS
+    writer = csv.DictWriter(
+        out, columns, delimiter="\t", lineterminator="\n", extrasaction="ignore"
+    )
     writer.writeheader()
-    for rec in records:
+    for rec in each_experiment(records):
         delta = (
             rec["metric_value"] - rec["baseline_value"]
             if rec["metric_value"] is not None and rec["baseline_value"] is not None
@@ -117,6 +163,7 @@ def write_tsv(path: Path, run_id: str, records: list[dict[str, Any]]) -> None:
             {
                 "run_id": run_id,
                 "iteration": rec["iteration"],
+                "candidate": rec.get("candidate") or "",
                 "commit": (rec["end_commit"] or "")[:12],
                 "metric": fmt(rec["metric_value"]),
                 "delta": "" if delta is None else f"{delta:+g}",
@@ -135,16 +182,28 @@ def decision_log(records: list[dict[str, Any]], key: str) -> str:
     for rec in records:
         ev = evaluation_record(rec)
         score = f", score={ev['score']:g}" if "score" in ev else ""
+        batch = rec.get("candidates") or []
+        if batch:
+            tried = "; ".join(f"{c['candidate']}: {tried_text(c)}" for c in batch)
+            seen = "; ".join(f"{c['candidate']}: {observation(c, key)}" for c in batch)
+        else:
+            tried, seen = tried_text(rec), observation(rec, key)
         lines += [
             f"## Iteration {rec['iteration']:04d} — {rec['timestamp']}",
-            f"**Tried**: {rec['hypothesis']}"
-            + (f" ({rec['change_summary']})" if rec.get("change_summary") else ""),
+            f"**Tried**: {tried}",
             f"**Evaluator result**: pass={str(ev['pass']).lower()}{score}",
-            f"**Observation**: {observation(rec, key)}",
+            f"**Observation**: {seen}",
             f"**Next**: {next_step(rec)}",
             "",
         ]
     return "\n".join(lines)
+
+
+def tried_text(rec: dict[str, Any]) -> str:
+    text = rec["hypothesis"] + (f" ({rec['change_summary']})" if rec.get("change_summary") else "")
+    if rec.get("retry_of") is not None:
+        text += f" [retry of #{rec['retry_of']}]"
+    return text
 
 
 def observation(rec: dict[str, Any], key: str) -> str:
@@ -201,11 +260,13 @@ def status_line(rec: dict[str, Any], key: str) -> str:
         what = f"{key} {fmt(rec['baseline_value'])} -> {fmt(rec['metric_value'])}"
     else:
         what = (rec.get("error") or rec["status"]).strip().splitlines()[0][:60]
-    return f'#{rec["iteration"]:<3} [{label}]{" " * (9 - len(label))}{what}  "{rec["hypothesis"]}"'
+    name = str(ref(rec))
+    return f'#{name:<3} [{label}]{" " * (9 - len(label))}{what}  "{rec["hypothesis"]}"'
 
 
 def counts(records: list[dict[str, Any]]) -> dict[str, int]:
-    iterations = [r for r in records if r["iteration"] > 0]
+    """Experiments run and their outcomes (every candidate of a batch counts)."""
+    iterations = [r for r in each_experiment(records) if r["iteration"] > 0]
     return {
         "total": len(iterations),
         "improvements": sum(r["status"] == KEPT for r in iterations),

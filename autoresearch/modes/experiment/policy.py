@@ -11,6 +11,7 @@ import difflib
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,9 @@ SYNTAX_ERROR = "syntax_error"
 NO_CHANGE = "no_change"  # the agent ended without handing in a change
 ERRORS = (CRASH, SYNTAX_ERROR, NO_CHANGE)
 REGRESSIONS = (DISCARDED, GUARD_FAILED)
+# Which candidate stands for a batch in which no candidate was kept: the most informative
+# outcome (a measured discard says more than a crash, a crash more than no change).
+STATUS_RANK = {KEPT: 0, DISCARDED: 1, GUARD_FAILED: 2, CRASH: 3, SYNTAX_ERROR: 4, NO_CHANGE: 5}
 
 
 @dataclass
@@ -69,6 +73,72 @@ def judge(candidate: Sample, incumbent: Sample, cfg: ExperimentConfig) -> Verdic
             )
         return Verdict(True, f"better (rank test p={p:.3f})", p_value=p)
     return Verdict(True, f"{candidate.value:g} beats {incumbent.value:g}")
+
+
+Compare = Callable[[Sample, Sample, ExperimentConfig], Verdict]
+
+
+def ref(rec: dict[str, Any]) -> int | str:
+    """How an experiment is named: its iteration, or `N/cK` for a candidate of a batch."""
+    return f"{rec['iteration']}/{rec['candidate']}" if rec.get("candidate") else rec["iteration"]
+
+
+def pick(candidates: list[dict[str, Any]], direction: str) -> dict[str, Any] | None:
+    """The batch's winner among the candidates judged better than the incumbent: the best
+    value, the lowest candidate number on a tie. None when no candidate beat it."""
+    better = [c for c in candidates if c["status"] == KEPT]
+    if not better:
+        return None
+    sign = 1 if direction == "minimize" else -1
+    return min(better, key=lambda c: (sign * c["metric_value"], candidates.index(c)))
+
+
+def representative(candidates: list[dict[str, Any]], direction: str) -> dict[str, Any]:
+    """The candidate a batch is summarised by: the kept one, else the most informative."""
+    sign = 1 if direction == "minimize" else -1
+
+    def order(c: dict[str, Any]) -> tuple:
+        value = c["metric_value"]
+        return (
+            STATUS_RANK.get(c["status"], 9),
+            value is None,
+            sign * value if value is not None else 0,
+            candidates.index(c),
+        )
+
+    return min(candidates, key=order)
+
+
+def retry_offers(experiments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rejected experiments that a later kept change may have made worth retrying.
+
+    An experiment discarded (or failed by the guard) is offered once a change kept in a
+    later iteration touches one of its files, until it has been retried once; a retry is
+    never offered again. Returns {"experiment", "kept"} pairs, oldest first.
+    """
+    retried = {str(e["retry_of"]) for e in experiments if e.get("retry_of") is not None}
+    offers = []
+    for i, rejected in enumerate(experiments):
+        if (
+            rejected["status"] not in REGRESSIONS
+            or rejected.get("retry_of") is not None
+            or str(ref(rejected)) in retried
+        ):
+            continue
+        files = set(rejected.get("files") or [])
+        kept = next(
+            (
+                k
+                for k in experiments[i + 1 :]
+                if k["status"] == KEPT
+                and k["iteration"] > rejected["iteration"]
+                and files & set(k.get("files_changed") or [])
+            ),
+            None,
+        )
+        if kept is not None:
+            offers.append({"experiment": rejected, "kept": kept})
+    return offers
 
 
 def improvement(old: float, new: float, direction: str) -> float:
@@ -147,8 +217,8 @@ def similarity(a: str, b: str) -> float:
 def find_duplicate(
     hypothesis: str, discarded: list[dict[str, Any]], threshold: float
 ) -> dict[str, Any] | None:
-    """The earlier discarded experiment this hypothesis repeats, if any: an idea already
-    discarded is not tried again."""
+    """The earlier discarded experiment (or batch sibling's claim) this hypothesis repeats,
+    if any: an idea already discarded, or being tried next door, is not tried again."""
     best, best_score = None, threshold
     for entry in discarded:
         score = similarity(hypothesis, entry.get("hypothesis") or "")

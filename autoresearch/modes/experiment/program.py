@@ -1,15 +1,18 @@
-"""The experiment spec: program.md merged under the session's `experiment:` key.
+"""The experiment spec: program.md (or a mission folder) merged under `experiment:`.
 
 program.md holds a ```yaml block (the configuration, frozen when the session starts) and
 free prose (the research direction, re-read every iteration). Its keys may use common
 names (target_file, eval_command, metric_key, ...) or ours; the session spec's
-`experiment:` keys override it. `resolve` returns one `ExperimentConfig` or raises
+`experiment:` keys override it. A mission folder (`experiment.mission`) is the other
+input: mission.md (prose, optionally a ```yaml block) and evaluator.json (the command
+that prints the evaluator contract). `resolve` returns one `ExperimentConfig` or raises
 spec.SpecError naming the missing or wrong key.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -36,6 +39,7 @@ SEED_ALIASES = {
     "max_experiments": "max_iterations",
     "experiment_timeout": "verify_timeout_s",
     "cooldown_seconds": "cooldown_s",
+    "max_runtime": "max_duration",
 }
 # Keys that mean nothing here: the session picks the branch, failures are reset.
 IGNORED_KEYS = {"git_branch", "preserve_on_fail"}
@@ -66,7 +70,36 @@ TOP_KEYS = {
     "crash_loop_after",
     "duplicate_threshold",
     "research",
+    "parallel",
+    "resources",
+    "mission",
+    "output",
 }
+MAX_PARALLEL = 64
+# The resources a measurement job may ask for: fixed names, because Snakemake needs them
+# when it parses the workflow, before any session's spec is read; these are where a job
+# runs (the Slurm and generic cluster executors read them). Sizes and run time (mem_mb,
+# disk_mb, runtime) must be numbers whenever Snakemake asks, so they are set the
+# Snakemake way instead: --set-resources experiment_measure:mem_mb=16000.
+MEASURE_RESOURCES = (
+    "gpu",
+    "gpu_model",
+    "gres",
+    "cpus_per_task",
+    "slurm_partition",
+    "slurm_account",
+    "slurm_extra",
+    "qos",
+    "constraint",
+)
+MISSION_FILE = "mission.md"
+EVALUATOR_FILE = "evaluator.json"
+# evaluator.json: the command and, optionally, how to read what it prints.
+EVALUATOR_KEYS = {"command", "format", "key", "direction", "timeout_s", "contract", "description"}
+CONTRACT_FIELDS = {"pass", "score", "notes"}
+# A mission stops on its runtime ceiling only: a failing evaluation is data, and neither
+# a run of discards nor a plateau ends it (the spec may still set these keys).
+MISSION_DEFAULTS = {"stuck_after": 0, "plateau_window": 0, "crash_loop_after": 0}
 
 
 @dataclass
@@ -102,6 +135,10 @@ class ExperimentConfig:
     duplicate_threshold: float = 0.85
     program: str | None = None
     research: str = ""  # inline research direction when there is no program.md
+    parallel: int = 1  # candidates per iteration, each proposed and measured as its own job
+    resources: dict[str, Any] = field(default_factory=dict)  # of the measuring job
+    mission: str | None = None  # a mission folder (mission.md, evaluator.json)
+    output: str | None = None  # mirror the run into <output>/runs/<run-id>/ at the end
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -144,6 +181,25 @@ class ExperimentConfig:
         metric = {k: data.pop(k) for k in ("command", "format", "key", "direction")}
         data["max_duration"] = data.pop("max_duration_s")
         return {"metric": metric, **{k: v for k, v in data.items() if v is not None}}
+
+    def research_file(self, target: Path) -> Path | None:
+        """Where the research prose lives now: program.md, or the mission's mission.md."""
+        if self.program:
+            return target / self.program
+        if self.mission:
+            return mission_dir(self.mission, target) / MISSION_FILE
+        return None
+
+    def human_files(self) -> list[str]:
+        """The inputs inside the target that are the human's: the agent never changes them."""
+        if self.program:
+            return [self.program]
+        if self.mission and not Path(self.mission).is_absolute():
+            return [
+                f"{self.mission.rstrip('/')}/{MISSION_FILE}",
+                f"{self.mission.rstrip('/')}/{EVALUATOR_FILE}",
+            ]
+        return []
 
 
 def split_program(text: str) -> tuple[dict[str, Any], str, str]:
@@ -248,6 +304,12 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
     low: dict[str, Any] = {}
     title = ""
     program = section.get("program")
+    mission = section.get("mission")
+    if mission and program:
+        raise SpecError(
+            f"{spec_file}: keys 'experiment.program' and 'experiment.mission' are both set; "
+            "keep one (a mission folder replaces program.md)"
+        )
     if program:
         if Path(program).is_absolute() or ".." in Path(program).parts:
             raise SpecError(
@@ -263,6 +325,8 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         config, _, title = split_program(path.read_text(errors="replace"))
         low = _normalise(config, f"{path} (```yaml block)", warnings)
         low.pop("program", None)
+    if mission:
+        low, title = _mission_layer(str(mission), target, spec_file, warnings)
     merged = _merge(low, high)
     merged.setdefault("goal", title or None)
     metric = merged.get("metric") or {}
@@ -329,6 +393,11 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
     max_duration = parse_duration(
         merged.get("max_duration"), f"{spec_file}: experiment.max_duration"
     )
+    if mission and max_duration is None:
+        raise SpecError(
+            f"{spec_file}: required key 'experiment.max_runtime' is not set (a mission runs "
+            "until its runtime ceiling, e.g. '8h'; max_iterations may bound it further)"
+        )
     if merged.get("max_iterations") is None and max_duration is None:
         raise SpecError(
             f"{spec_file}: required key 'experiment.max_iterations' or 'experiment.max_duration' "
@@ -374,6 +443,11 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
             raise SpecError(f"{spec_file}: key 'experiment.{key}': must be positive, got {value}")
     if repeats < 1:
         raise SpecError(f"{spec_file}: key 'experiment.repeats': must be at least 1")
+    parallel = _parallel(merged.get("parallel", 1), spec_file)
+    resources = _resources(merged.get("resources"), spec_file)
+    output = merged.get("output")
+    if output is not None and (not isinstance(output, str) or not output.strip()):
+        raise SpecError(f"{spec_file}: key 'experiment.output': write a folder path")
     return ExperimentConfig(
         goal=str(goal).strip(),
         scope=[str(s) for s in scope],
@@ -392,9 +466,118 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         keep_policy=keep_policy,
         program=program,
         research=str(merged.get("research") or ""),
+        parallel=parallel,
+        resources=resources,
+        mission=str(mission) if mission else None,
+        output=output,
         warnings=warnings,
         **numbers,
     )
+
+
+def mission_dir(value: str, target: Path) -> Path:
+    """A mission folder: absolute, or relative to the target's checkout."""
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else target / path
+
+
+def _mission_layer(
+    mission: str, target: Path, spec_file: str, warnings: list[str]
+) -> tuple[dict[str, Any], str]:
+    """The configuration a mission folder gives (under the session spec's keys) and its
+    goal line: mission.md's ```yaml block if any, evaluator.json's command, and the
+    mission's stop rules."""
+    where = f"{spec_file}: key 'experiment.mission'"
+    if not Path(mission).is_absolute() and ".." in Path(mission).parts:
+        raise SpecError(f"{where}: {mission!r} must be inside the target or absolute")
+    folder = mission_dir(mission, target)
+    if not folder.is_dir():
+        raise SpecError(f"{where}: {folder} is not a folder")
+    for name in (MISSION_FILE, EVALUATOR_FILE):
+        if not (folder / name).is_file():
+            raise SpecError(
+                f"{where}: {folder / name} does not exist; a mission folder holds "
+                f"{MISSION_FILE} and {EVALUATOR_FILE} (see docs/experiment.md)"
+            )
+    text = (folder / MISSION_FILE).read_text(errors="replace")
+    config, prose, title = split_program(text)
+    low = _normalise(config, f"{folder / MISSION_FILE} (```yaml block)", warnings)
+    for key in ("program", "mission"):
+        low.pop(key, None)
+    evaluator = evaluator_config(folder / EVALUATOR_FILE)
+    metric = {"format": "evaluator"} | evaluator["metric"] | (low.get("metric") or {})
+    layer = {**MISSION_DEFAULTS, **evaluator["top"], **low, "metric": metric}
+    goal = title or next((line.strip("# ").strip() for line in prose.splitlines() if line), "")
+    return layer, goal[:200]
+
+
+def evaluator_config(path: Path) -> dict[str, dict[str, Any]]:
+    """evaluator.json -> {"metric": {...}, "top": {...}}; SpecError names the bad key."""
+    try:
+        data = json.loads(path.read_text(errors="replace"))
+    except ValueError as err:
+        raise SpecError(f"{path}: not valid JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: must be a JSON object with at least a 'command'")
+    unknown = sorted(set(data) - EVALUATOR_KEYS)
+    if unknown:
+        raise SpecError(
+            f"{path}: unknown key '{unknown[0]}'; known keys: {', '.join(sorted(EVALUATOR_KEYS))}"
+        )
+    command = data.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise SpecError(
+            f"{path}: required key 'command' is not set (the shell command, run in the "
+            'worktree, that prints {"pass": bool, "score"?: number, "notes"?: str})'
+        )
+    contract = data.get("contract")
+    if contract is not None:
+        fields = set(contract) if isinstance(contract, dict) else None
+        if fields is None or "pass" not in fields or fields - CONTRACT_FIELDS:
+            raise SpecError(
+                f"{path}: key 'contract' must be an object naming 'pass' and optionally "
+                "'score' and 'notes' (what the command prints)"
+            )
+    metric = {"command": command}
+    for key in ("format", "key", "direction"):
+        if data.get(key) is not None:
+            metric[key] = data[key]
+    top = {}
+    if data.get("timeout_s") is not None:
+        top["verify_timeout_s"] = data["timeout_s"]
+    return {"metric": metric, "top": top}
+
+
+def _parallel(value: Any, spec_file: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PARALLEL:
+        raise SpecError(
+            f"{spec_file}: key 'experiment.parallel': {value!r}; write the number of "
+            f"candidates per iteration, 1 to {MAX_PARALLEL}"
+        )
+    return value
+
+
+def _resources(value: Any, spec_file: str) -> dict[str, Any]:
+    """Snakemake resources of the measuring job: names Snakemake accepts, int or text values."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SpecError(
+            f"{spec_file}: key 'experiment.resources' must be a mapping, e.g. {{gpu: 1}}"
+        )
+    for name, amount in value.items():
+        if name not in MEASURE_RESOURCES:
+            raise SpecError(
+                f"{spec_file}: key 'experiment.resources.{name}': not a resource the "
+                f"measurement job can ask for here; known: {', '.join(MEASURE_RESOURCES)} "
+                "(sizes and run time: --set-resources experiment_measure:mem_mb=...)"
+            )
+        if isinstance(amount, bool) or not isinstance(amount, int | str):
+            raise SpecError(
+                f"{spec_file}: key 'experiment.resources.{name}': {amount!r}; write a whole "
+                "number or a text value"
+            )
+    return dict(value)
 
 
 # Design keys that are the experiment's own (or the section itself), not under `sequential:`.

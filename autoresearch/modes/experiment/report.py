@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .log import counts, fmt
-from .policy import KEPT
+from .log import counts, each_experiment, fmt
+from .policy import KEPT, ref
 
 
 def report(records: list[dict[str, Any]], key: str, branch: str, reason: str | None) -> str:
@@ -33,21 +33,21 @@ def report(records: list[dict[str, Any]], key: str, branch: str, reason: str | N
     ]
     kept = [r for r in records if r["status"] == KEPT]
     lines += [
-        f"{i}. Exp {r['iteration']}: {r['hypothesis']} -- {key} {fmt(r['baseline_value'])} -> "
+        f"{i}. Exp {ref(r)}: {r['hypothesis']} -- {key} {fmt(r['baseline_value'])} -> "
         f"{fmt(r['metric_value'])}"
         for i, r in enumerate(kept, 1)
     ] or ["(none)"]
     lines += ["", "### Notable Failed Experiments"]
-    failed = [r for r in records if r["iteration"] > 0 and r["status"] != KEPT]
+    failed = [r for r in each_experiment(records) if r["iteration"] > 0 and r["status"] != KEPT]
     for r in failed[-10:]:
         if r["metric_value"] is not None:
             lines.append(
-                f"- Exp {r['iteration']}: {r['hypothesis']} -- {key} {fmt(r['baseline_value'])} -> "
+                f"- Exp {ref(r)}: {r['hypothesis']} -- {key} {fmt(r['baseline_value'])} -> "
                 f"{fmt(r['metric_value'])} ({r['status']})"
             )
         else:
             err = (r.get("error") or r["status"]).strip().splitlines()[0][:120]
-            lines.append(f"- Exp {r['iteration']}: {r['hypothesis']} -- {r['status']} ({err})")
+            lines.append(f"- Exp {ref(r)}: {r['hypothesis']} -- {r['status']} ({err})")
     if not failed:
         lines.append("(none)")
     return "\n".join(lines) + "\n"
@@ -62,7 +62,12 @@ def plot(records: list[dict[str, Any]], key: str, direction: str, out: Path) -> 
 
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     measured = [r for r in records if r["metric_value"] is not None]
-    others = [r for r in measured if r["status"] != KEPT and r["iteration"] > 0]
+    # Every measured candidate of a batch is a point; the kept ones come from the iterations.
+    others = [
+        r
+        for r in each_experiment(records)
+        if r["metric_value"] is not None and r["status"] != KEPT and r["iteration"] > 0
+    ]
     kept = [r for r in measured if r["status"] == KEPT]
     ax.scatter(
         [r["iteration"] for r in others],

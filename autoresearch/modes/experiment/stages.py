@@ -22,12 +22,13 @@ from typing import Any
 from ... import commands, git, journal, metrics
 from ...agent_run import run_agent, stop_reason_of
 from ...backends.base import StageRun, ToolResult, Usage
-from ...files import write_json, write_text
+from ...files import read_json, write_json, write_text
 from ...jail import Jail
 from ...layout import SessionLayout
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox
+from . import candidates
 from . import log as logs
 from .log import fmt
 from .policy import (
@@ -37,14 +38,18 @@ from .policy import (
     KEPT,
     NO_CHANGE,
     SYNTAX_ERROR,
+    Compare,
     Sample,
     find_duplicate,
     judge,
+    ref,
+    retry_offers,
     syntax_problems,
 )
 from .program import ExperimentConfig, from_frozen, research_text
 
 HISTORY_SHOWN = 10
+RETRIES_SHOWN = 5
 
 
 def config_of(values: dict[str, Any]) -> ExperimentConfig:
@@ -130,6 +135,15 @@ def records(layout: SessionLayout, upto: int | None = None) -> list[dict[str, An
     return out
 
 
+def experiments(layout: SessionLayout, upto: int | None = None) -> list[dict[str, Any]]:
+    """Every experiment after the baseline, oldest first: an iteration's own record, or
+    each candidate of a batch."""
+    out: list[dict[str, Any]] = []
+    for rec in records(layout, upto)[1:]:
+        out.extend(rec.get("candidates") or [rec])
+    return out
+
+
 def incumbent_before(env: StageEnv) -> dict[str, Any]:
     """The best so far when this iteration starts: from the previous decision, never from
     baseline.json (which this iteration may already have rewritten before a kill)."""
@@ -182,6 +196,10 @@ def history_rows(recs: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
     rows = []
     for r in recs[-HISTORY_SHOWN:]:
         row = {"id": r["iteration"], "status": r["status"], "hypothesis": r["hypothesis"]}
+        if r.get("candidate"):
+            row["candidate"] = r["candidate"]
+        if r.get("retry_of") is not None:
+            row["retry_of"] = f"#{r['retry_of']}"
         if r["metric_value"] is not None:
             row[key] = f"{fmt(r['baseline_value'])} -> {fmt(r['metric_value'])}"
         elif r.get("error"):
@@ -190,38 +208,83 @@ def history_rows(recs: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
     return rows
 
 
+def retry_rows(offers: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """The brief's "may be worth retrying now" list: why each was rejected, what changed."""
+    rows = []
+    for offer in offers[-RETRIES_SHOWN:]:
+        rejected, kept = offer["experiment"], offer["kept"]
+        why = rejected.get("verdict") or rejected["status"]
+        shared = sorted(set(rejected.get("files") or []) & set(kept.get("files_changed") or []))
+        rows.append(
+            {
+                "id": f"#{ref(rejected)}",
+                "hypothesis": rejected["hypothesis"],
+                "why": f"may be worth retrying now: it was rejected when the best was {key} = "
+                f"{fmt(rejected['baseline_value'])} ({why}); since then #{ref(kept)} "
+                f'("{kept["hypothesis"]}") changed {", ".join(shared)}',
+            }
+        )
+    return rows
+
+
+def research_now(env: StageEnv, cfg: ExperimentConfig) -> str:
+    """The research prose as it is now: the human's checkout first, then the worktree's copy."""
+    checkout = cfg.research_file(Path(env.record.target))
+    worktree = cfg.research_file(env.worktree)
+    return research_text(checkout, "") or research_text(worktree, cfg.research)
+
+
 def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path) -> dict:
-    """One change from the agent, saved as a patch; the worktree is left at its start."""
+    """One change from the agent, saved as a patch; the worktree is left at its start.
+
+    `env` is the iteration's, or a candidate's (`candidates.CandidateEnv`) in a batch: then
+    the worktree is the candidate's own and the hypothesis is claimed against its siblings'.
+    """
     cfg = config_of(env.spec)
     best = incumbent_before(env)
     start = best["commit"]
+    candidate = candidates.candidate_of(env)
+    if candidate:
+        candidates.ensure_worktree(env, start)
+        candidates.release_claim(env)
     env.begin(start)
     if env.cycle > 1 and cfg.cooldown_s:
         time.sleep(cfg.cooldown_s)
     key = key_of(cfg)
-    past = [r for r in records(env.layout, upto=env.cycle) if r["iteration"] > 0]
+    past = experiments(env.layout, upto=env.cycle)
     discarded = [r for r in past if r["status"] != KEPT]
-    program = Path(env.record.target) / cfg.program if cfg.program else None
-    worktree_program = env.worktree / cfg.program if cfg.program else None
+    offers = retry_offers(past)
+    offered = {str(ref(o["experiment"])) for o in offers}
     # The prose is re-read every iteration, so the human can steer a running session by
-    # editing program.md in their checkout (read only, never written).
-    research = research_text(program, "") or research_text(worktree_program, cfg.research)
+    # editing program.md (or mission.md) in their checkout (read only, never written).
+    research = research_now(env, cfg)
     state: dict[str, Any] = {"syntax_errors": [], "refused": [], "outcome": NO_CHANGE}
     options = env.toolbox_options()
     options["include"] = list(cfg.scope)
     toolbox = ExperimentToolbox("experiment", env.worktree, **options)
 
+    def refuse(hypothesis: str, matches: int | str, text: str, sibling: bool) -> ToolResult:
+        git.restore(env.worktree)
+        toolbox.written.clear()
+        entry = {"hypothesis": hypothesis, "matches": matches}
+        state["refused"].append(entry | ({"sibling": True} if sibling else {}))
+        return ToolResult(
+            f"refused: {text}. The worktree was reset; make a different change and call "
+            "finish_experiment again.",
+            is_error=True,
+        )
+
     def finish_experiment(hypothesis: str, change_summary: str) -> ToolResult:
         dup = find_duplicate(hypothesis, discarded, cfg.duplicate_threshold)
-        if dup is not None:
-            git.restore(env.worktree)
-            toolbox.written.clear()
-            state["refused"].append({"hypothesis": hypothesis, "matches": dup["iteration"]})
-            return ToolResult(
-                f"refused: this repeats experiment #{dup['iteration']} "
-                f'("{dup["hypothesis"]}", {dup["status"]}). The worktree was reset; make a '
-                "different change and call finish_experiment again.",
-                is_error=True,
+        retry_of = None
+        if dup is not None and str(ref(dup)) in offered:
+            retry_of = ref(dup)  # the one retry a later kept change allows
+        elif dup is not None:
+            return refuse(
+                hypothesis,
+                ref(dup),
+                f'this repeats experiment #{ref(dup)} ("{dup["hypothesis"]}", {dup["status"]})',
+                sibling=False,
             )
         files = changed_of(env.worktree, toolbox.written)
         if not files:
@@ -229,8 +292,20 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
                 "there is no change in the files in scope to measure; edit a file first",
                 is_error=True,
             )
+        if candidate:
+            taken = candidates.claim(env, hypothesis, cfg.duplicate_threshold)
+            if taken is not None:
+                return refuse(
+                    hypothesis,
+                    ref(taken),
+                    f"candidate {taken['candidate']} of this iteration already tries this "
+                    f'("{taken["hypothesis"]}")',
+                    sibling=True,
+                )
         problems = syntax_problems(env.worktree, files)
-        state.update(hypothesis=hypothesis, change_summary=change_summary, files=files)
+        state.update(
+            hypothesis=hypothesis, change_summary=change_summary, files=files, retry_of=retry_of
+        )
         if problems and not state["syntax_errors"]:
             state["syntax_errors"].append(problems)
             return ToolResult(
@@ -239,6 +314,7 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
                 is_error=True,
             )
         toolbox.mark_finished()
+        state["patch"] = make_patch(env.worktree, files)  # kept whatever becomes of it
         if problems:
             state["syntax_errors"].append(problems)
             state["outcome"] = SYNTAX_ERROR
@@ -247,7 +323,6 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
                 "the syntax check failed again; the change is discarded and logged as "
                 "syntax_error:\n" + "\n".join(problems)
             )
-        state["patch"] = make_patch(env.worktree, files)
         state["outcome"] = "proposed"
         return ToolResult(
             "recorded; after your turn the harness measures the change and runs the guard"
@@ -259,23 +334,36 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
     ctx.experiment = {
         "goal": cfg.goal,
         "direction_prose": research,
-        "best": f"{key} = {fmt(best['value'])} (set by experiment {best['experiment_id']}; "
+        "best": f"{key} = {fmt(best['value'])} (set by experiment {logs.best_name(best)}; "
         f"{cfg.direction})",
         "history": history_rows(past, key),
+        "retry": retry_rows(offers, key),
         "scope_files": list(cfg.scope),
     }
-    run: StageRun = run_agent(env, "experiment", ctx, toolbox)
+    extra_task, extra_data = "", None
+    if candidate:
+        extra_task = (
+            f"\nYou are candidate {candidate} of {cfg.parallel}, proposed in parallel from the "
+            "same commit: choose an idea your siblings are unlikely to pick. A hypothesis a "
+            "sibling has already handed in is refused.\n"
+        )
+        extra_data = {"candidate": candidate}
+    run: StageRun = run_agent(
+        env, "experiment", ctx, toolbox, extra_task=extra_task, extra_data=extra_data
+    )
     patch = state.get("patch", "")
     git.reset_to(env.worktree, start)  # the change lives in proposal.patch until decide
     write_text(patch_out, patch)
     record = {
         "stage": "propose",
         "cycle": env.cycle,
+        **({"candidate": candidate} if candidate else {}),
         "start_commit": start,
         "outcome": state["outcome"],
         "hypothesis": state.get("hypothesis") or "(no change handed in)",
         "change_summary": state.get("change_summary", ""),
         "files": state.get("files", []),
+        "retry_of": state.get("retry_of"),
         "patch_sha256": hashlib.sha256(patch.encode()).hexdigest(),
         "syntax_errors": state["syntax_errors"],
         "refused_duplicates": state["refused"],
@@ -283,8 +371,9 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
         "stop": stop_reason_of(run),
         "usage": run.usage.__dict__,
     }
+    title = f"iteration {env.cycle}" + (f", candidate {candidate}" if candidate else "")
     lines = [
-        f"# Proposal: iteration {env.cycle}",
+        f"# Proposal: {title}",
         "",
         f"- Start commit: {start}",
         f"- Outcome: {record['outcome']}",
@@ -292,15 +381,18 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
         f"- Change: {record['change_summary'] or '—'}",
         f"- Files: {', '.join(record['files']) or 'none'}",
     ]
+    if record["retry_of"] is not None:
+        lines.append(f"- Retry of #{record['retry_of']} (a later kept change touched its files)")
     for refused in state["refused"]:
-        lines.append(f"- Refused as a duplicate of #{refused['matches']}: {refused['hypothesis']}")
+        whose = "a sibling's claim" if refused.get("sibling") else "a duplicate"
+        lines.append(f"- Refused as {whose} of #{refused['matches']}: {refused['hypothesis']}")
     for problems in state["syntax_errors"]:
         lines.append("- Syntax check failed: " + "; ".join(problems))
     if patch:
         lines += ["", "```diff", patch.rstrip("\n"), "```"]
     write_text(markdown_out, "\n".join(lines) + "\n")
     write_json(record_out, record)
-    env.log(f"propose {env.cycle}: {record['outcome']}: {record['hypothesis']}")
+    env.log(f"propose {title}: {record['outcome']}: {record['hypothesis']}")
     return record
 
 
@@ -317,7 +409,7 @@ def _cached(cache_path: Path, key: str, produce) -> dict[str, Any]:
     return cache[key]
 
 
-def _measure_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail) -> dict[str, Any]:
+def _measure_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None) -> dict[str, Any]:
     try:
         sample, m = _measure(cfg, cwd, secrets, jail=jail)
     except metrics.MetricError as err:
@@ -331,7 +423,7 @@ def _measure_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail) -> di
     }
 
 
-def _guard_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail) -> dict[str, Any]:
+def _guard_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None) -> dict[str, Any]:
     result = _guard(cfg, cwd, secrets, jail)
     if result is None:
         return {"ok": None}
@@ -343,9 +435,9 @@ def _guard_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail) -> dict
     }
 
 
-def decide(env: StageEnv) -> dict[str, Any]:
+def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
     """Measure and guard the proposal, then keep it (commit) or reset. The iteration's
-    record, before the mode's stop rules."""
+    record, before the mode's stop rules. `compare` is the keep rule (policy.judge)."""
     cfg = config_of(env.spec)
     key = key_of(cfg)
     secrets = env.spec.secrets
@@ -355,9 +447,34 @@ def decide(env: StageEnv) -> dict[str, Any]:
     env.begin(start)
     cache = env.cycle_dir / "measurements.json"
     began = time.time()
-    rec: dict[str, Any] = {
-        "iteration": env.cycle,
-        "cycle": env.cycle,
+    rec = new_record(env.cycle, proposal)
+    rec["start_commit"] = start
+    status, verdict = proposal["outcome"], ""
+    if status == SYNTAX_ERROR:
+        rec["error"] = "syntax_error: " + "; ".join(proposal["syntax_errors"][-1])
+    elif status == NO_CHANGE:
+        verdict = "the agent handed in no change"
+    else:
+        rec["remeasured"] = remeasure_incumbent(env, cfg, best, start, cache)
+        measured = apply_and_measure(
+            cfg, env.worktree, env.cycle_dir / "proposal.patch", proposal, secrets, cache, env.jail
+        )
+        status, verdict = judge_measured(cfg, measured, best, rec, compare)
+    rec["baseline_value"] = best["value"]
+    end = start
+    if status == KEPT:
+        end = commit_kept(env, rec, best, key)
+        best = best_after(rec, end, env.cycle)
+    git.reset_to(env.worktree, end)  # discard = reset to the last kept commit, and clean
+    rec.update(status=status, verdict=verdict, improved=status == KEPT)
+    return close_record(rec, end, best, proposal.get("stop"), began)
+
+
+def new_record(iteration: int, proposal: dict[str, Any]) -> dict[str, Any]:
+    """An experiment's record before it is measured: what was proposed."""
+    return {
+        "iteration": iteration,
+        "cycle": iteration,
         "hypothesis": proposal["hypothesis"],
         "change_summary": proposal["change_summary"],
         "metric_value": None,
@@ -369,52 +486,63 @@ def decide(env: StageEnv) -> dict[str, Any]:
         "guard_ok": None,
         "p_value": None,
         "remeasured": None,
-        "start_commit": start,
+        "files": proposal.get("files", []),
+        "retry_of": proposal.get("retry_of"),
     }
-    status, verdict = proposal["outcome"], ""
-    if status == SYNTAX_ERROR:
-        rec["error"] = "syntax_error: " + "; ".join(proposal["syntax_errors"][-1])
-    elif status == NO_CHANGE:
-        verdict = "the agent handed in no change"
-    else:
-        if cfg.remeasure_every and env.cycle % cfg.remeasure_every == 0:
-            # The incumbent's numbers drift (and a lucky keep flatters them), so it is
-            # measured afresh every K iterations.
-            again = _cached(
-                cache,
-                f"incumbent:{start}",
-                lambda: _measure_record(cfg, env.worktree, secrets, env.jail),
-            )
-            git.reset_to(env.worktree, start)
-            if "error" not in again:
-                best.update(value=again["value"], samples=again["samples"], passed=again["passed"])
-                rec["remeasured"] = again["value"]
-        status, verdict = _verify(env, cfg, proposal, best, rec, cache, secrets)
-    rec["baseline_value"] = best["value"]
-    end = start
-    if status == KEPT:
-        message = (
-            f"experiment: {env.cycle} — {key} {fmt(best['value'])}→{fmt(rec['metric_value'])} — "
-            + " ".join(proposal["hypothesis"].split())[:120]
-        )
-        git.worktree_git(env.worktree, "commit", "-q", "--no-verify", "-m", message)
-        end = git.head(env.worktree)
-        best = {
-            "value": rec["metric_value"],
-            "samples": rec["samples"],
-            "passed": rec["passed"],
-            "commit": end,
-            "experiment_id": env.cycle,
-        }
-    git.reset_to(env.worktree, end)  # discard = reset to the last kept commit, and clean
+
+
+def remeasure_incumbent(
+    env: StageEnv, cfg: ExperimentConfig, best: dict[str, Any], start: str, cache: Path
+) -> float | None:
+    """Every `remeasure_every` iterations the incumbent is measured afresh: its numbers
+    drift (and a lucky keep flatters them). Updates `best`; the new value, or None."""
+    if not (cfg.remeasure_every and env.cycle % cfg.remeasure_every == 0):
+        return None
+    again = _cached(
+        cache,
+        f"incumbent:{start}",
+        lambda: _measure_record(cfg, env.worktree, env.spec.secrets, env.jail),
+    )
+    git.reset_to(env.worktree, start)
+    if "error" in again:
+        return None
+    best.update(value=again["value"], samples=again["samples"], passed=again["passed"])
+    return again["value"]
+
+
+def commit_kept(env: StageEnv, rec: dict[str, Any], best: dict[str, Any], key: str) -> str:
+    """Commit the applied change in the session worktree; the new incumbent commit."""
+    which = f" ({rec['candidate']})" if rec.get("candidate") else ""
+    message = (
+        f"experiment: {env.cycle}{which} — {key} {fmt(best['value'])}→{fmt(rec['metric_value'])}"
+        " — " + " ".join(rec["hypothesis"].split())[:120]
+    )
+    git.worktree_git(env.worktree, "commit", "-q", "--no-verify", "-m", message)
+    return git.head(env.worktree)
+
+
+def best_after(rec: dict[str, Any], commit: str, iteration: int) -> dict[str, Any]:
+    best = {
+        "value": rec["metric_value"],
+        "samples": rec["samples"],
+        "passed": rec["passed"],
+        "commit": commit,
+        "experiment_id": iteration,
+    }
+    if rec.get("candidate"):
+        best["candidate"] = rec["candidate"]
+    return best
+
+
+def close_record(
+    rec: dict[str, Any], end: str, best: dict[str, Any], session_stop: str | None, began: float
+) -> dict[str, Any]:
+    """The fields every iteration record ends with, and those the shared summary reads."""
     rec.update(
-        status=status,
-        verdict=verdict,
-        improved=status == KEPT,
         end_commit=end,
         best=best,
         best_value=best["value"],
-        files_changed=proposal["files"] if status == KEPT else [],
+        files_changed=rec["files"] if rec["status"] == KEPT else [],
         duration_seconds=round(time.time() - began, 3),
         timestamp=journal.now(),
         # Keys the shared session summary reads (journal.write_summary).
@@ -423,7 +551,7 @@ def decide(env: StageEnv) -> dict[str, Any]:
         skipped=[],
         refactor_changes=0,
         open_issues=[],
-        session_stop=proposal.get("stop"),
+        session_stop=session_stop,
     )
     return rec
 
@@ -434,8 +562,17 @@ def write_iteration(env: StageEnv, rec: dict[str, Any], results_out: Path) -> No
     key = key_of(cfg)
     all_recs = records(env.layout, upto=env.cycle) + [rec]
     write_iteration_logs(env.layout, cfg, rec, all_recs, setup_state(env.layout)["run_id"])
-    proposal = env.stage_record("proposal")
-    journal.upsert_results(env.layout, "", f"{env.cycle:03d}", [results_row(rec, proposal, key)])
+    batch = rec.get("candidates")
+    if batch:
+        rows = [
+            results_row(
+                c, read_json(env.layout.candidate(env.cycle, c["candidate"]) / "proposal.json"), key
+            )
+            for c in batch
+        ]
+    else:
+        rows = [results_row(rec, env.stage_record("proposal"), key)]
+    journal.upsert_results(env.layout, "", f"{env.cycle:03d}", rows)
     write_text(results_out, render_evaluation(rec, key))
 
 
@@ -448,24 +585,45 @@ def finish(env: StageEnv, rec: dict[str, Any], decision_out: Path) -> None:
     )
 
 
-def _verify(env, cfg, proposal, best, rec, cache, secrets) -> tuple[str, str]:
-    """Apply the patch, measure, guard, judge: (status, why)."""
-    patch_file = env.cycle_dir / "proposal.patch"
-    proc = git.worktree_proc(
-        env.worktree, "apply", "--index", "--binary", str(patch_file.resolve())
-    )
+def apply_and_measure(
+    cfg: ExperimentConfig,
+    worktree: Path,
+    patch_file: Path,
+    proposal: dict[str, Any],
+    secrets,
+    cache: Path | None = None,
+    jail: Jail | None = None,
+) -> dict[str, Any]:
+    """Apply the proposal's patch in `worktree` (at the proposal's start commit), measure
+    and guard it. The change stays applied for the caller to commit or reset. With a
+    `cache`, a measurement taken before a kill is reused."""
+    proc = git.worktree_proc(worktree, "apply", "--index", "--binary", str(patch_file.resolve()))
     if proc.returncode != 0:
-        rec["error"] = (
-            f"the proposal's patch does not apply to {proposal['start_commit'][:12]}: "
+        return {
+            "error": f"the proposal's patch does not apply to {proposal['start_commit'][:12]}: "
             + proc.stderr.strip()
-        )
-        return CRASH, ""
-    measured = _cached(
-        cache,
-        f"candidate:{proposal['patch_sha256']}:{proposal['start_commit']}",
-        lambda: _measure_record(cfg, env.worktree, secrets, env.jail)
-        | {"guard": _guard_record(cfg, env.worktree, secrets, env.jail)},
+        }
+
+    def produce() -> dict[str, Any]:
+        return _measure_record(cfg, worktree, secrets, jail) | {
+            "guard": _guard_record(cfg, worktree, secrets, jail)
+        }
+
+    if cache is None:
+        return produce()
+    return _cached(
+        cache, f"candidate:{proposal['patch_sha256']}:{proposal['start_commit']}", produce
     )
+
+
+def judge_measured(
+    cfg: ExperimentConfig,
+    measured: dict[str, Any],
+    best: dict[str, Any],
+    rec: dict[str, Any],
+    compare: Compare = judge,
+) -> tuple[str, str]:
+    """(status, why) of a measured proposal against the incumbent `best`; fills `rec`."""
     if "error" in measured:
         rec["error"] = measured["error"]
         return CRASH, ""
@@ -478,7 +636,7 @@ def _verify(env, cfg, proposal, best, rec, cache, secrets) -> tuple[str, str]:
             rec["error"] = f"guard `{cfg.guard}` timed out after {cfg.guard_timeout:g}s"
             return CRASH, ""
         return GUARD_FAILED, f"guard `{cfg.guard}` failed (exit code {guard['exit_code']})"
-    verdict = judge(
+    verdict = compare(
         Sample(measured["value"], measured["samples"], measured["passed"]),
         Sample(best["value"], best["samples"], best.get("passed")),
         cfg,
@@ -504,11 +662,12 @@ def results_row(rec: dict[str, Any], proposal: dict[str, Any], key: str) -> dict
         if rec["metric_value"] is not None
         else rec["status"]
     )
+    which = f"[{rec['candidate']}] " if rec.get("candidate") else ""
     return {
         "team": "experiment",
         "status": rec["status"],
         "tests_pass": rec["tests_pass"],
-        "description": f"{what} — {rec['hypothesis']}",
+        "description": f"{which}{what} — {rec['hypothesis']}",
         "files_changed": len(rec["files_changed"]),
         "timestamp": rec["timestamp"],
         "tokens": usage.tokens,
@@ -517,34 +676,60 @@ def results_row(rec: dict[str, Any], proposal: dict[str, Any], key: str) -> dict
 
 
 def render_evaluation(rec: dict[str, Any], key: str) -> str:
-    lines = [
-        f"# Evaluation: iteration {rec['iteration']}",
-        "",
+    lines = [f"# Evaluation: iteration {rec['iteration']}", ""]
+    lines += experiment_lines(rec, key)
+    lines.append(f"- Ending commit: {rec['end_commit']}")
+    if rec.get("remeasured") is not None:
+        lines.append(f"- Incumbent re-measured: {rec['remeasured']:g}")
+    if rec["error"]:
+        lines += ["", "## Error", "```", rec["error"].rstrip(), "```"]
+    batch = rec.get("candidates") or []
+    if batch:
+        lines += ["", "## Candidates", "", "| candidate | status | " + key + " | guard | why |"]
+        lines.append("|---|---|---|---|---|")
+        for c in batch:
+            why = c["verdict"] or (c["error"] or "").strip().split("\n")[0][:160]
+            lines.append(
+                f"| {c['candidate']} | {c['status']} | {fmt(c['metric_value'])} | "
+                f"{guard_text(c)} | {why} |"
+            )
+    lines += ["", "## Decision", rec["reason"] or "continue"]
+    return "\n".join(lines) + "\n"
+
+
+def guard_text(rec: dict[str, Any]) -> str:
+    return "—" if rec["guard_ok"] is None else ("pass" if rec["guard_ok"] else "FAIL")
+
+
+def experiment_lines(rec: dict[str, Any], key: str) -> list[str]:
+    """What one experiment tried, measured and why it was kept or not (markdown bullets)."""
+    lines = []
+    if rec.get("candidate"):
+        lines.append(f"- Candidate: {rec['candidate']}")
+    lines += [
         f"- Hypothesis: {rec['hypothesis']}",
         f"- Status: {rec['status']}",
         f"- {key}: {fmt(rec['baseline_value'])} → {fmt(rec['metric_value'])}",
         f"- Samples: {rec['samples']}",
-        f"- Guard: {'—' if rec['guard_ok'] is None else ('pass' if rec['guard_ok'] else 'FAIL')}",
-        f"- Ending commit: {rec['end_commit']}",
+        f"- Guard: {guard_text(rec)}",
     ]
+    if rec.get("retry_of") is not None:
+        lines.append(f"- Retry of #{rec['retry_of']}")
     if rec.get("p_value") is not None:
         lines.append(f"- Rank test p-value: {rec['p_value']:.4f}")
-    if rec.get("remeasured") is not None:
-        lines.append(f"- Incumbent re-measured: {rec['remeasured']:g}")
     if rec["verdict"]:
         lines.append(f"- Why: {rec['verdict']}")
-    if rec["error"]:
-        lines += ["", "## Error", "```", rec["error"].rstrip(), "```"]
-    lines += ["", "## Decision", rec["reason"] or "continue"]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def write_iteration_logs(
     layout: SessionLayout, cfg: ExperimentConfig, rec: dict, all_recs: list[dict], run_id: str
 ) -> None:
     key = key_of(cfg)
-    logs.append_jsonl(layout.experiments_jsonl, logs.jsonl_entry(rec))
-    logs.upsert_results_data(layout.results_data, rec)
+    each = rec.get("candidates") or [rec]
+    for entry in each:
+        logs.append_jsonl(layout.experiments_jsonl, logs.jsonl_entry(entry))
+    logs.upsert_results_data(layout.results_data, each)
     write_json(layout.evaluation(rec["iteration"]), logs.evaluation_record(rec))
     write_text(layout.decision_log, logs.decision_log(all_recs, key))
     write_text(layout.goal_progress, logs.goal_progress(all_recs, key))
@@ -557,6 +742,7 @@ def write_iteration_logs(
             "value": best["value"],
             "direction": cfg.direction,
             "experiment_id": best["experiment_id"],
+            **({"candidate": best["candidate"]} if best.get("candidate") else {}),
             "commit": best["commit"],
             "samples": best["samples"],
             "run_id": run_id,

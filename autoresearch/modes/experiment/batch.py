@@ -1,0 +1,172 @@
+"""Experiment batches (`experiment.parallel: k`): measuring a candidate, and the decide
+step that keeps the best candidate beating the incumbent.
+
+An iteration of a batch is k `experiment_candidate` jobs (stages.propose in each
+candidate's worktree), k `experiment_measure` jobs (`measure`, with the spec's
+resources), and the decide checkpoint (`decide`). The keep rule is one call, `compare`
+(policy.judge), applied to each candidate against the incumbent; among those it keeps,
+the best value wins and the others are recorded as discarded, their patches kept.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ... import git, journal
+from ...backends.base import StageFailed
+from ...files import read_json, write_json
+from ...stage import StageEnv
+from . import stages
+from .candidates import CandidateEnv, candidate_ids, ensure_worktree
+from .log import fmt
+from .policy import (
+    CRASH,
+    DISCARDED,
+    KEPT,
+    NO_CHANGE,
+    SYNTAX_ERROR,
+    Compare,
+    judge,
+    pick,
+    representative,
+)
+from .program import ExperimentConfig
+
+
+def measure(env: CandidateEnv, out: Path) -> dict[str, Any]:
+    """Measure and guard one candidate in its own worktree; measurement.json.
+
+    The worktree is reset to the incumbent before and after, so a kill and a rerun
+    measure the same thing; the result is the job's output, read only by decide.
+    """
+    cfg = stages.config_of(env.spec)
+    proposal = env.stage_record("proposal")
+    start = proposal["start_commit"]
+    began = time.time()
+    result: dict[str, Any] = {
+        "candidate": env.candidate,
+        "start_commit": start,
+        "patch_sha256": proposal["patch_sha256"],
+        "measured": proposal["outcome"] == "proposed",
+    }
+    if result["measured"]:
+        ensure_worktree(env, start)
+        env.begin(start)
+        result |= stages.apply_and_measure(
+            cfg,
+            env.worktree,
+            env.cycle_dir / "proposal.patch",
+            proposal,
+            env.spec.secrets,
+            jail=env.jail,
+        )
+        git.reset_to(env.worktree, start)
+    result["duration_seconds"] = round(time.time() - began, 3)
+    write_json(out, result)
+    what = result.get("error") or result.get("value", proposal["outcome"])
+    env.log(f"measure {env.label}: {what}")
+    return result
+
+
+def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
+    """The iteration's record: the single proposal's, or the batch's."""
+    cfg = stages.config_of(env.spec)
+    if cfg.parallel == 1:
+        return stages.decide(env, compare)
+    return decide_batch(env, cfg, compare)
+
+
+def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict[str, Any]:
+    """Judge every candidate against the incumbent, commit the best that beats it, and
+    record the others as discarded; the iteration's record holds every candidate."""
+    key = stages.key_of(cfg)
+    best = dict(stages.incumbent_before(env))
+    start = best["commit"]
+    env.begin(start)
+    began = time.time()
+    remeasured = stages.remeasure_incumbent(
+        env, cfg, best, start, env.cycle_dir / "measurements.json"
+    )
+    batch = [
+        judge_candidate(env, cfg, c, best, start, compare) for c in candidate_ids(cfg.parallel)
+    ]
+    winner = pick(batch, cfg.direction)
+    for c in batch:
+        if c is not winner and c["status"] == KEPT:
+            c["status"] = DISCARDED
+            c["verdict"] += (
+                f"; {winner['candidate']} did better ({fmt(winner['metric_value'])})"
+                if winner
+                else ""
+            )
+    end = start
+    if winner is not None:
+        patch = env.layout.candidate(env.cycle, winner["candidate"]) / "proposal.patch"
+        proc = git.worktree_proc(env.worktree, "apply", "--index", "--binary", str(patch.resolve()))
+        if proc.returncode != 0:
+            raise StageFailed(
+                f"candidate {winner['candidate']}'s patch, measured on {start[:12]}, does not "
+                f"apply there in the session worktree: {proc.stderr.strip()}"
+            )
+        end = stages.commit_kept(env, winner, best, key)
+    git.reset_to(env.worktree, end)
+    stamp = journal.now()
+    for c in batch:
+        c.update(
+            baseline_value=best["value"],
+            improved=c is winner,
+            end_commit=end if c is winner else start,
+            files_changed=c["files"] if c is winner else [],
+            tests_pass=c["guard_ok"] is not False,
+            timestamp=stamp,
+        )
+    new_best = stages.best_after(winner, end, env.cycle) if winner else best
+    rep = winner or representative(batch, cfg.direction)
+    proposal_stop = next((c.pop("session_stop") for c in batch if c.get("session_stop")), None)
+    for c in batch:
+        c.pop("session_stop", None)
+    rec = {k: v for k, v in rep.items() if k not in ("end_commit", "timestamp", "duration_seconds")}
+    rec.update(
+        iteration=env.cycle,
+        cycle=env.cycle,
+        start_commit=start,
+        remeasured=remeasured,
+        baseline_value=best["value"],
+        candidates=batch,
+    )
+    return stages.close_record(rec, end, new_best, proposal_stop, began)
+
+
+def judge_candidate(
+    env: StageEnv,
+    cfg: ExperimentConfig,
+    candidate: str,
+    best: dict[str, Any],
+    start: str,
+    compare: Compare,
+) -> dict[str, Any]:
+    """One candidate's record: its proposal, its measurement, the keep rule's verdict."""
+    folder = env.layout.candidate(env.cycle, candidate)
+    proposal = read_json(folder / "proposal.json")
+    rec = stages.new_record(env.cycle, proposal)
+    rec.update(candidate=candidate, session_stop=proposal.get("stop"))
+    status, verdict = proposal["outcome"], ""
+    if status == SYNTAX_ERROR:
+        rec["error"] = "syntax_error: " + "; ".join(proposal["syntax_errors"][-1])
+    elif status == NO_CHANGE:
+        verdict = "the agent handed in no change"
+    elif proposal["start_commit"] != start:
+        status = CRASH
+        rec["error"] = (
+            f"proposed from {proposal['start_commit'][:12]}, but the incumbent is {start[:12]}"
+        )
+    else:
+        measured = read_json(folder / "measurement.json")
+        status, verdict = stages.judge_measured(cfg, measured, best, rec, compare)
+        rec["duration_seconds"] = measured.get("duration_seconds", 0)
+    patch = folder / "proposal.patch"
+    rec.update(status=status, verdict=verdict, patch=str(patch.relative_to(env.layout.root)))
+    rec.setdefault("duration_seconds", 0)
+    return rec

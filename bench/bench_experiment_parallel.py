@@ -1,0 +1,147 @@
+"""Experiment batches (issue 14's benchmark): wall time of an experiment session with
+`experiment.parallel: 3`, --cores 3 against --cores 1.
+
+Six iterations of three candidates each; the metric command sleeps a fixed time (2 s by
+default) before printing, so each measurement job takes that long, and the scripted
+agent hands in a distinct one-line change per candidate at once. The same session runs
+with --cores 1 and with --cores 3, each on a fresh copy of the target; its setup (the
+same for both) runs first, untimed, and the six iterations to `done` are timed. Prints
+both wall times and their ratio (target: <= 0.45).
+
+    python bench/bench_experiment_parallel.py [--sleep 2.0] [--iterations 6] [--k 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = ["cache", "unroll", "inline", "hoist", "vectorize", "memoize", "prune", "batch"]
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=b", "-c", "user.email=b@b", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+
+
+def make_target(path: Path, sleep: float) -> Path:
+    path.mkdir(parents=True)
+    (path / "fast.py").write_text("def steps():\n    return 100000\n")
+    (path / "measure.py").write_text(
+        f"import json, time\nimport fast\n\ntime.sleep({sleep})\n"
+        "print(json.dumps({'ops': fast.steps()}))\n"
+    )
+    (path / "test_fast.py").write_text("def test_nothing():\n    pass\n")
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+def script(iterations: int, k: int) -> dict:
+    """Candidate c of iteration i sets steps() to a value that differs from every other
+    candidate's, with a hypothesis no duplicate check mistakes for another."""
+    steps = {}
+    for i in range(1, iterations + 1):
+        for c in range(1, k + 1):
+            value = 100000 - 1000 * i - 10 * c
+            hypothesis = f"{WORDS[(i + c) % len(WORDS)]} pass {i * 10 + c} of the counter"
+            steps[f"c{c}/{i}"] = [
+                {
+                    "tool": "write_file",
+                    "args": {"path": "fast.py", "content": f"def steps():\n    return {value}\n"},
+                },
+                {
+                    "tool": "finish_experiment",
+                    "args": {"hypothesis": hypothesis, "change_summary": f"returns {value}"},
+                },
+            ]
+    return {"experiment": steps}
+
+
+def run(cores: int, sleep: float, iterations: int, k: int) -> float:
+    with tempfile.TemporaryDirectory(prefix="bench-exp-") as tmp:
+        base = Path(tmp)
+        target = make_target(base / "target", sleep)
+        work = base / "work"
+        work.mkdir()
+        (work / "script.yaml").write_text(yaml.safe_dump(script(iterations, k)))
+        spec = {
+            "mode": "experiment",
+            "target": str(target),
+            "test_command": "python -m pytest -q",
+            "experiment": {
+                "goal": "fewer steps",
+                "scope": ["fast.py"],
+                "metric": {"command": "python measure.py", "key": "ops", "direction": "minimize"},
+                "parallel": k,
+                "max_iterations": iterations,
+            },
+            "agent": {"backend": "script", "script": str(work / "script.yaml")},
+        }
+        (work / "spec.yaml").write_text(yaml.safe_dump(spec))
+        command = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(ROOT / "Snakefile"),
+            "--cores",
+            str(cores),
+            "sessions/bench/done",
+            "--configfile",
+            str(work / "spec.yaml"),
+            "--quiet",
+            "all",
+        ]
+        # The setup (worktree, baseline tests, baseline measurement) is the same for any
+        # number of cores: it runs first, and only the iterations are timed.
+        setup = subprocess.run(
+            [*command, "--until", "session"], cwd=work, capture_output=True, text=True
+        )
+        if setup.returncode != 0:
+            sys.exit(f"setup failed:\n{setup.stderr[-4000:]}")
+        start = time.perf_counter()
+        proc = subprocess.run(command, cwd=work, capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"snakemake --cores {cores} failed:\n{proc.stderr[-4000:]}")
+        elapsed = time.perf_counter() - start
+        done = (work / "sessions" / "bench" / "done").read_text()
+        assert f"iterations: {iterations}" in done, done
+        return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sleep", type=float, default=2.0, help="seconds per measurement")
+    parser.add_argument("--iterations", type=int, default=6)
+    parser.add_argument("--k", type=int, default=3, help="candidates per iteration")
+    args = parser.parse_args()
+    measuring = args.iterations * args.k * args.sleep
+    print(
+        f"{args.iterations} iterations x {args.k} candidates, measurements sleep "
+        f"{args.sleep:.1f} s ({measuring:.0f} s of measuring in all); the session's setup "
+        "runs first and is not timed"
+    )
+    serial = run(1, args.sleep, args.iterations, args.k)
+    print(f"--cores 1: {serial:6.1f} s wall")
+    parallel = run(args.k, args.sleep, args.iterations, args.k)
+    print(f"--cores {args.k}: {parallel:6.1f} s wall")
+    ratio = parallel / serial
+    verdict = "met" if ratio <= 0.45 else "NOT met"
+    print(f"ratio --cores {args.k} / --cores 1: {ratio:.2f} (target <= 0.45: {verdict})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""A mission folder (mission.md + evaluator.json) as the experiment's input: each session
+is a run, mirrored into <mission>/runs/<run-id>/, and a new run never overwrites an old one."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import git, make_repo
+from test_experiment import EVALUATOR, FAST, MEASURE, TESTS, change, jsonl, spec_for
+
+MISSION = (
+    "# Fewer steps\n\nMISSION-PROSE: make fast.steps() cheaper; a failing evaluation is data.\n"
+)
+EVALUATOR_JSON = {
+    "command": "python evaluate.py",
+    "contract": {"pass": "boolean", "score": "number", "notes": "string"},
+}
+
+
+def make_mission_target(path):
+    return make_repo(
+        path,
+        {
+            "fast.py": FAST.format(n=1000),
+            "measure.py": MEASURE.replace("{{", "{").replace("}}", "}"),
+            "evaluate.py": EVALUATOR,
+            "tests/test_fast.py": TESTS,
+            "missions/speed/mission.md": MISSION,
+            "missions/speed/evaluator.json": json.dumps(EVALUATOR_JSON),
+            ".gitignore": "missions/*/runs/\n",
+        },
+    )
+
+
+def mission_spec(target, workflow, script, transcript, **extra):
+    experiment = {"mission": "missions/speed", "scope": ["fast.py"], "output": "missions/speed"}
+    return spec_for(target, workflow, script, transcript, **(experiment | extra))
+
+
+def run_folders(target):
+    runs = target / "missions/speed/runs"
+    return sorted(p.name for p in runs.iterdir()) if runs.is_dir() else []
+
+
+def test_a_mission_runs_until_its_limit_and_each_run_gets_its_own_folder(workflow, tmp_path):
+    target = make_mission_target(tmp_path / "target")
+    transcript = tmp_path / "briefs.jsonl"
+    first = {
+        "experiment": {
+            1: change(900, "Trim a tenth"),  # pass=false, better score: kept
+            2: change(950, "Trim less"),  # worse score: discarded, and the run goes on
+            3: change(300, "Cut two thirds"),  # pass=true: kept, and the run still goes on
+        }
+    }
+    workflow.run(
+        "m1", mission_spec(target, workflow, first, transcript, max_runtime="1h", max_iterations=3)
+    )
+    session = workflow.session("m1")
+    assert [e["status"] for e in jsonl(session)] == ["baseline", "kept", "discarded", "kept"]
+    evaluation = json.loads((session / "evaluations/iteration-0001.json").read_text())
+    assert (evaluation["pass"], evaluation["score"], evaluation["notes"]) == (
+        False,
+        -900,
+        "900 steps",
+    )
+    assert "stopped: iteration limit reached" in (session / "done").read_text()
+    brief = workflow.transcript(transcript)[0]
+    assert "MISSION-PROSE" in brief["task"] and brief["task"].startswith("# Goal\nFewer steps")
+
+    run_id = json.loads((session / "experiment-setup.json").read_text())["run_id"]
+    assert run_id.startswith("m1-") and run_folders(target) == [run_id]
+    folder = target / "missions/speed/runs" / run_id
+    assert sorted(p.name for p in (folder / "evaluations").iterdir()) == [
+        f"iteration-{n:04d}.json" for n in range(4)
+    ]
+    assert (folder / "decision-log.md").read_text() == (session / "decision-log.md").read_text()
+    record = json.loads((folder / "run.json").read_text())
+    assert (record["run_id"], record["session"], record["mission"]) == (
+        run_id,
+        "m1",
+        "missions/speed",
+    )
+    assert record["max_runtime_s"] == 3600 and record["iterations"] == 3
+    assert f"run folder: {folder}" in (session / "done").read_text()
+    # The user's checkout: the run is there, ignored; nothing else changed.
+    assert git(target, "status", "--porcelain") == ""
+    first_run = (folder / "run.json").read_text()
+
+    # A second run of the same mission, stopped by its runtime ceiling alone.
+    second = {"experiment": {1: [{"sleep": 3}, *change(1100, "Add a pass")]}}
+    workflow.run("m2", mission_spec(target, workflow, second, transcript, max_runtime=2))
+    done = (workflow.session("m2") / "done").read_text()
+    assert "stopped: duration limit reached" in done
+    runs = run_folders(target)
+    assert len(runs) == 2 and runs[0] == run_id and runs[1].startswith("m2-")
+    assert (folder / "run.json").read_text() == first_run
+
+
+def test_a_mission_folder_without_evaluator_json_stops_before_anything_is_written(
+    workflow, tmp_path
+):
+    target = make_mission_target(tmp_path / "target")
+    git(target, "rm", "-q", "missions/speed/evaluator.json")
+    git(target, "commit", "-qm", "no evaluator")
+    spec = mission_spec(target, workflow, {}, tmp_path / "t.jsonl", max_runtime="1h")
+    proc = workflow.run("x", spec, check=False)
+    assert proc.returncode != 0
+    assert "key 'experiment.mission'" in proc.stderr and "evaluator.json does not exist" in (
+        proc.stderr
+    )
+    assert not workflow.session("x").exists()
