@@ -9,10 +9,13 @@ mode overrides which hook).
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import journal, ledger
+from ..errors import SpecError
 from ..files import write_text
 from ..findings import Finding
 from ..layout import SessionLayout
@@ -23,6 +26,30 @@ from ..stage import StageEnv
 BROKEN = "tests broke in this cycle and reverting did not bring them back"
 
 
+@dataclass(frozen=True)
+class PlannedMetric:
+    """What `autoresearch plan` measured and chose, for a mode to turn into its spec keys."""
+
+    goal: str  # the goal in the person's words
+    label: str  # a short name for the metric: "test time", "lint warnings"
+    command: str
+    format: str
+    key: str | None
+    direction: str  # minimize | maximize
+    value: float  # measured on the current code
+    seconds: float  # the slowest dry run
+    guard: str | None
+    scope: list[str] = field(default_factory=list)
+    target: str | None = None  # "<= 90"; None: the mode's default
+    max_iterations: int = 20  # an unattended run needs a bound
+
+    @property
+    def timeout_s(self) -> int:
+        """A measurement's timeout: ten times the dry run, at least a minute (a loaded
+        machine must not turn a good change into a crash)."""
+        return max(60, math.ceil(10 * self.seconds))
+
+
 class Mode:
     name = "sweep"
     loop = "cycles"  # the layout's folder for the loop's steps
@@ -31,6 +58,7 @@ class Mode:
     default_cycle_cap = 10
     lists_cycles = True  # session.md lists every cycle
     spec_example = ""  # the mode's own keys, for `autoresearch new`
+    plannable = False  # `autoresearch plan` can write this mode's spec (see plan_spec)
 
     # --- files ------------------------------------------------------------------------
 
@@ -49,6 +77,10 @@ class Mode:
         self, layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
     ) -> None:
         """Setup: the mode's own files (runs before the spec is frozen, may amend `values`)."""
+
+    def plan_spec(self, plan: PlannedMetric) -> dict[str, Any]:
+        """`autoresearch plan`: the spec keys of this mode for a dry-run metric."""
+        raise SpecError(f"autoresearch plan cannot write a {self.name} session")
 
     # --- the cycle ---------------------------------------------------------------------
 
