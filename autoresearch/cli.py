@@ -1,4 +1,5 @@
-"""The `autoresearch` command: new, plan, status, version. Running a session is Snakemake's job."""
+"""The `autoresearch` command: new, plan, status, check, version. Running a session is
+Snakemake's job."""
 
 from __future__ import annotations
 
@@ -160,6 +161,22 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """A CI gate on a finished lens session: 0 PASSED, 1 FAILED, 2 nothing to judge yet."""
+    from .modes.lens import gate_of
+
+    done = Path.cwd() / "sessions" / args.name / "done"
+    if not done.is_file():
+        print(f"session {args.name!r} has not finished (no {done})", file=sys.stderr)
+        return 2
+    verdict = gate_of(done.read_text())
+    if verdict is None:
+        print(f"session {args.name!r} is not a lens session: it has no gate", file=sys.stderr)
+        return 2
+    print(f"{args.name}: {verdict}")
+    return 1 if verdict == "FAILED" else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="autoresearch", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -173,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     stat = sub.add_parser("status", help="progress of one session, or a table of all")
     stat.add_argument("name", nargs="?")
     stat.set_defaults(func=cmd_status)
+    check = sub.add_parser("check", help="a lens session's gate: exit 1 when it FAILED")
+    check.add_argument("name")
+    check.set_defaults(func=cmd_check)
     ver = sub.add_parser("version", help="print the installed version")
     ver.set_defaults(func=lambda _args: print(f"autoresearch {__version__}") or 0)
     # argparse cannot take a positional after options (`plan NAME --target T "the goal"`):

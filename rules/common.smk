@@ -12,6 +12,7 @@ import scripts.narrow
 import scripts.broad
 import scripts.experiment
 import scripts.examples
+import scripts.lens
 
 
 wildcard_constraints:
@@ -20,6 +21,8 @@ wildcard_constraints:
     hid=r"h\d+",
     example=r"[A-Za-z0-9][A-Za-z0-9_-]*",
     badname=r"(.*/.*|.*\s.*|[^A-Za-z0-9].*)",
+    persona=r"[a-z][a-z0-9-]*",
+    round=r"[1-9][0-9]*",
 
 
 # --- input functions (each calls the rules' Python half in scripts/) ---------------------
@@ -75,6 +78,21 @@ def propose_inputs(wildcards):
 def experiment_final_decision(wildcards):
     """The decision that stopped the loop."""
     return scripts.experiment.final_decision(wildcards.name, checkpoints)
+
+
+# rules/lens.smk
+
+
+def lens_red_inputs(wildcards):
+    """The frozen spec, and the previous iteration's decision until it is on disk."""
+    return scripts.lens.red_inputs(wildcards.name, int(wildcards.cycle))
+
+
+def lens_report_inputs(wildcards):
+    """What the lens's report waits for, as the lens says."""
+    return scripts.lens.report_inputs(wildcards.name, checkpoints)
+
+
 
 
 # rules/broad.smk

@@ -87,6 +87,8 @@ class RuffBackend:
             turns = self._green(worktree, brief, toolbox, progress)
         elif team == "refactor":
             turns = self._refactor(worktree, brief, toolbox, progress)
+        elif team == "security":
+            turns = self._security(worktree, brief, toolbox, progress)
         else:
             return StageRun(Usage(), 0, "error", f"the ruff backend has no {team} team")
         return StageRun(Usage(), turns, "finished")
@@ -112,6 +114,53 @@ class RuffBackend:
                 },
             )
             progress(f"turn {turns}: report_finding {title} -> {result.content}")
+        return turns
+
+    def _security(self, worktree, brief, toolbox, progress) -> int:
+        """ruff's `S` rules as the security team: the diagnostics of this iteration's vector."""
+        from .ruff_security import IGNORED, matches, rule_for
+
+        vector = brief.data.get("vector") or {}
+        files = brief.data.get("files")  # diff_base: only the changed files
+        reported = set(brief.data.get("reported") or [])
+        proc = ruff(
+            "check", "--no-cache", "--exit-zero", "--output-format=json", "--select", "S",
+            "--ignore", ",".join(IGNORED), *(files or ["."]), cwd=worktree,
+        )  # fmt: skip
+        try:
+            diags = json.loads(proc.stdout or "[]")
+        except json.JSONDecodeError:
+            diags = []
+        turns = 0
+        for diag in diags:
+            code = diag.get("code") or ""
+            rule = rule_for(code)
+            if not matches(rule, vector):
+                continue
+            path = Path(diag["filename"]).resolve().relative_to(worktree.resolve()).as_posix()
+            row = diag["location"]["row"]
+            title = f"{code} {diag['message']}"
+            if f"{title} ({path}:{row})" in reported:
+                continue
+            lines = (worktree / path).read_text(errors="replace").splitlines()
+            evidence = lines[row - 1].strip() if 0 < row <= len(lines) else diag["message"]
+            turns += 1
+            result = toolbox.call(
+                "report_vulnerability",
+                {
+                    "title": title,
+                    "owasp": rule.owasp,
+                    "stride": rule.stride,
+                    "cwe": rule.cwe,
+                    "location": f"{path}:{row}",
+                    "scenario": rule.scenario,
+                    "evidence": evidence,
+                    "confidence": "likely",
+                    "severity": rule.severity,
+                    "mitigation": rule.mitigation,
+                },
+            )
+            progress(f"turn {turns}: report_vulnerability {title} -> {result.content}")
         return turns
 
     def _green(self, worktree, brief, toolbox, progress) -> int:

@@ -13,6 +13,7 @@ MODES = {
     "narrow": "narrow:Narrow",
     "broad": "broad:Broad",
     "experiment": "experiment:Experiment",
+    "security": "security:Security",
 }
 
 
