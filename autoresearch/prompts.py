@@ -84,6 +84,10 @@ _TARGET_FIELDS: dict[str, tuple[str, ...]] = {
     "scenario": ("path", "stack", "scope"),
     "persona": ("path", "stack", "scope"),
     "debate": ("path", "stack", "scope"),
+    "judge": ("path", "stack", "scope"),
+    "fix": ("path", "branch", "test", "linter", "scope"),
+    "learn": ("path", "branch", "stack", "scope"),
+    "ship": ("path", "branch", "test", "linter", "scope"),
 }
 
 
@@ -307,4 +311,8 @@ _TASKS = {
     "scenario": _lens_task,
     "persona": _lens_task,
     "debate": _lens_task,
+    "judge": _lens_task,
+    "fix": _lens_task,
+    "learn": _lens_task,
+    "ship": _lens_task,
 }

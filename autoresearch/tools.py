@@ -267,6 +267,26 @@ TOOL_SPECS.update(
     }
 )
 
+# The repair lenses' and stop 7's own harness tools (docs/lenses.md).
+TOOL_SPECS.update(
+    {
+        "cast_vote": (
+            "Give your verdict on the session's goal: met or not met, and why in one or two "
+            "sentences. Your vote is final; the other judges do not see it.",
+            _schema(
+                {"verdict": {"type": "string", "enum": ["met", "not met"]}, "reason": _STR},
+                ["verdict", "reason"],
+            ),
+        ),
+        "finish_docs": (
+            "Hand your documentation changes to the harness. It checks every doc (paths, "
+            "symbols, config keys, links, size, Mermaid) and either commits them or sends the "
+            "failures back to you.",
+            _schema({"summary": {**_STR, "description": "One line: what changed."}}, ["summary"]),
+        ),
+    }
+)
+
 READ_TOOLS = ("list_files", "read_file", "search")
 WRITE_TOOLS = ("run_tests", "edit_file", "write_file")
 TEAM_TOOLS: dict[str, tuple[str, ...]] = {
@@ -281,6 +301,11 @@ TEAM_TOOLS: dict[str, tuple[str, ...]] = {
     "scenario": (*READ_TOOLS, "report_situation"),
     "persona": (*READ_TOOLS, "report_prediction"),
     "debate": (*READ_TOOLS, "state_position"),
+    # Stop 7's judges only look; the repair lenses change the target through the harness.
+    "judge": (*READ_TOOLS, "cast_vote"),
+    "fix": (*READ_TOOLS, *WRITE_TOOLS, "finish_fix", "skip_finding"),
+    "learn": (*READ_TOOLS, "edit_file", "write_file", "finish_docs"),
+    "ship": (*READ_TOOLS, *WRITE_TOOLS, "finish_fix", "skip_finding"),
 }
 HARNESS_TOOLS = frozenset(
     {
@@ -295,6 +320,8 @@ HARNESS_TOOLS = frozenset(
         "report_situation",
         "report_prediction",
         "state_position",
+        "cast_vote",
+        "finish_docs",
     }
 )
 

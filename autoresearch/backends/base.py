@@ -27,6 +27,10 @@ TEAMS = (
     "scenario",
     "persona",
     "debate",
+    "judge",
+    "fix",
+    "learn",
+    "ship",
 )
 
 
