@@ -13,6 +13,7 @@ import scripts.broad
 import scripts.experiment
 import scripts.examples
 import scripts.lens
+import scripts.fix
 
 
 wildcard_constraints:
@@ -93,6 +94,14 @@ def lens_report_inputs(wildcards):
     return scripts.lens.report_inputs(wildcards.name, checkpoints)
 
 
+
+
+# rules/fix.smk
+
+
+def fix_attempt_inputs(wildcards):
+    """The frozen spec, and the previous iteration's decision until it is on disk."""
+    return scripts.fix.attempt_inputs(wildcards.name, wildcards.cycle)
 
 
 # rules/broad.smk

@@ -41,9 +41,18 @@ def ruff(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.Complete
     )
 
 
-def diagnostics(worktree: Path, *paths: str) -> list[dict[str, Any]]:
+def diagnostics(worktree: Path, *paths: str, select: str | None = None) -> list[dict[str, Any]]:
+    """ruff's diagnostics; `select` checks that one rule whatever the project selects (a
+    finding may come from a count run with other rules than the project's)."""
+    rules = ("--select", select) if select else ()
     proc = ruff(
-        "check", "--output-format=json", "--no-cache", "--exit-zero", *paths or ("."), cwd=worktree
+        "check",
+        "--output-format=json",
+        "--no-cache",
+        "--exit-zero",
+        *rules,
+        *paths or ("."),
+        cwd=worktree,
     )
     try:
         return json.loads(proc.stdout or "[]")
@@ -83,7 +92,7 @@ class RuffBackend:
         team = brief.team
         if team == "red":
             turns = self._red(worktree, brief, toolbox, progress)
-        elif team == "green":
+        elif team in ("green", "fix"):  # fix: one error, in the shape of a Green finding
             turns = self._green(worktree, brief, toolbox, progress)
         elif team == "refactor":
             turns = self._refactor(worktree, brief, toolbox, progress)
@@ -168,12 +177,13 @@ class RuffBackend:
         for finding in brief.data.get("findings", []):
             turns += 1
             fid = finding["id"]
-            action, args = self._fix_one(worktree, finding, toolbox)
+            # fix: a change must lower the count, so imports it leaves unused go with it.
+            action, args = self._fix_one(worktree, finding, toolbox, tidy=brief.team == "fix")
             result = toolbox.call(action, args)
             progress(f"turn {turns}: {action} {fid} -> {result.content.splitlines()[0]}")
         return turns
 
-    def _fix_one(self, worktree, finding, toolbox) -> tuple[str, dict[str, str]]:
+    def _fix_one(self, worktree, finding, toolbox, tidy=False) -> tuple[str, dict[str, str]]:
         fid = finding["id"]
         where, code = LOCATION.match(finding["location"]), CODE.match(finding["title"])
         if not where or not code:
@@ -182,7 +192,7 @@ class RuffBackend:
         message = finding["title"][len(code["code"]) :].strip()
         candidates = [
             d
-            for d in diagnostics(worktree, path)
+            for d in diagnostics(worktree, path, select=code["code"])
             if d.get("code") == code["code"] and d["message"] == message
         ]
         if not candidates:
@@ -194,6 +204,9 @@ class RuffBackend:
                 "finding_id": fid,
                 "reason": f"ruff has no automatic fix for {code['code']}",
             }
+        unused_before = (
+            {d["message"] for d in diagnostics(worktree, path, select="F401")} if tidy else set()
+        )
         read = toolbox.call("read_file", {"path": path})
         if read.is_error:
             return "skip_finding", {"finding_id": fid, "reason": read.content}
@@ -203,7 +216,25 @@ class RuffBackend:
         )
         if written.is_error:
             return "skip_finding", {"finding_id": fid, "reason": written.content}
+        if tidy:
+            self._drop_imports_left_unused(worktree, path, unused_before, toolbox)
         return "finish_fix", {"finding_id": fid, "summary": fix.get("message") or diag["message"]}
+
+    def _drop_imports_left_unused(self, worktree, path, before: set[str], toolbox) -> None:
+        """Apply ruff's F401 fix to each import the change left unused, one at a time (two
+        names of one import line have overlapping edits)."""
+        for _ in range(10):
+            fresh = [
+                d
+                for d in diagnostics(worktree, path, select="F401")
+                if d["message"] not in before and (d.get("fix") or {}).get("edits")
+            ]
+            if not fresh:
+                return
+            text = (worktree / path).read_text()
+            edited = apply_edits(text, fresh[0]["fix"]["edits"])
+            if toolbox.call("write_file", {"path": path, "content": edited}).is_error:
+                return
 
     def _refactor(self, worktree, brief, toolbox, progress) -> int:
         turns = 0
