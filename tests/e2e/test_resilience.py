@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -52,6 +53,17 @@ def subjects(worktree: Path) -> list[str]:
     return git(worktree, "log", "--format=%s").splitlines()
 
 
+def committed(worktree: Path, subject: str) -> bool:
+    """Whether the session branch has a commit with this subject yet. False while the
+    worktree is still being made (its .git file is written last), never an error."""
+    if not (worktree / ".git").is_file():
+        return False
+    proc = subprocess.run(
+        ["git", "log", "--format=%s"], cwd=worktree, capture_output=True, text=True
+    )
+    return proc.returncode == 0 and subject in proc.stdout.splitlines()
+
+
 def test_code_and_config_changes_never_rerun_finished_stages(tmp_path, target):
     copy = private_workflow_copy(tmp_path)
     workflow = Workflow(tmp_path / "work", copy / "Snakefile")
@@ -94,7 +106,7 @@ def test_kill_during_green_then_rerun_finishes_without_duplicates(workflow, targ
     )
     proc = workflow.start("s", spec)
     worktree = workflow.session("s") / "worktree"
-    wait_for(lambda: worktree.exists() and "fix: [F-001] one" in subjects(worktree))
+    wait_for(lambda: committed(worktree, "fix: [F-001] one"))
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (workflow.session("s") / "cycles/001/green-patch.md").exists()
@@ -154,7 +166,7 @@ def test_second_concurrent_run_refuses_and_harms_nothing(workflow, target):
     )
     first = workflow.start("s", spec)
     worktree = workflow.session("s") / "worktree"
-    wait_for(lambda: worktree.exists() and "fix: [F-001] one" in subjects(worktree))
+    wait_for(lambda: committed(worktree, "fix: [F-001] one"))
     second = workflow.run("s", spec, check=False)
     assert second.returncode != 0
     assert "already being run" in second.stderr
