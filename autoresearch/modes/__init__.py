@@ -14,6 +14,7 @@ MODES = {
     "broad": "broad:Broad",
     "experiment": "experiment:Experiment",
     "security": "security:Security",
+    "debug": "debug:Debug",
 }
 
 
