@@ -15,6 +15,8 @@ MODES = {
     "experiment": "experiment:Experiment",
     "security": "security:Security",
     "debug": "debug:Debug",
+    "scenario": "scenario:Scenario",
+    "predict": "predict:Predict",
 }
 
 
