@@ -13,6 +13,7 @@ import scripts.broad
 import scripts.experiment
 import scripts.examples
 import scripts.lens
+import scripts.predict
 import scripts.fix
 
 
@@ -81,7 +82,7 @@ def experiment_final_decision(wildcards):
     return scripts.experiment.final_decision(wildcards.name, checkpoints)
 
 
-# rules/lens.smk
+# rules/lens.smk and rules/predict.smk
 
 
 def lens_red_inputs(wildcards):
@@ -94,6 +95,11 @@ def lens_report_inputs(wildcards):
     return scripts.lens.report_inputs(wildcards.name, checkpoints)
 
 
+
+
+def debate_inputs(wildcards):
+    """Every persona's previous round: a debate round sees all of them."""
+    return scripts.predict.debate_inputs(wildcards.name, int(wildcards.round))
 
 
 # rules/fix.smk

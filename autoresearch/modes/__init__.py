@@ -14,6 +14,9 @@ MODES = {
     "broad": "broad:Broad",
     "experiment": "experiment:Experiment",
     "security": "security:Security",
+    "debug": "debug:Debug",
+    "scenario": "scenario:Scenario",
+    "predict": "predict:Predict",
     "fix": "fix:Fix",
 }
 
