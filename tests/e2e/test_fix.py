@@ -136,10 +136,13 @@ def test_the_outputs_show_before_and_after_per_category(history):
     rows = (session / "fix-results.tsv").read_text().splitlines()
     assert rows[0].startswith("run_id\titeration") and len(rows) == 5
     done = (session / "done").read_text()
-    assert "errors: 2 → 1" in done and "fixes kept: 1" in done and "blocked: 1 of those left" in done
+    assert (
+        "errors: 2 → 1" in done and "fixes kept: 1" in done and "blocked: 1 of those left" in done
+    )
 
 
 CALC_LINT = "import os\nimport sys\n\n\ndef add(a, b):\n    return a + b\n"
+CALC_TEST = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
 
 
 def test_the_ruff_backend_drives_lint_errors_to_zero(workflow, tmp_path):
@@ -147,7 +150,7 @@ def test_the_ruff_backend_drives_lint_errors_to_zero(workflow, tmp_path):
         tmp_path / "lint",
         {
             "calc.py": CALC_LINT,
-            "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+            "tests/test_calc.py": CALC_TEST,
             "pyproject.toml": '[project]\nname = "calc"\nversion = "0.1"\n',  # a Python stack
         },
     )
@@ -164,3 +167,72 @@ def test_the_ruff_backend_drives_lint_errors_to_zero(workflow, tmp_path):
     worktree = session / "worktree"
     assert "import" not in (worktree / "calc.py").read_text()
     assert git(worktree, "log", "--format=%s", "-1") == "fix: lint — calc.py:1"
+
+
+HANDOFF = {
+    "lens": "debug",
+    "findings": [
+        {
+            "id": "B-001",
+            "title": "f returns 1 where callers need 2",
+            "severity": "high",
+            "verdict": "confirmed",
+            "file": "app.py",
+            "line": 2,
+            "regression_test": "from app import f\n\n\ndef test_f():\n    assert f() == 2\n",
+        },
+        {
+            "id": "V-001",
+            "title": "g leaks the beta marker",
+            "severity": "medium",
+            "file": "app.py",
+            "line": 6,
+            "evidence": "return 2  # TODO beta",
+        },
+        {"id": "B-002", "title": "a hunch", "severity": "low", "verdict": "new-lead"},
+        {"id": "V-002", "title": "nothing to check", "severity": "low", "file": "app.py"},
+    ],
+}
+
+
+def test_handed_findings_are_fixed_until_their_reproduction_passes(workflow, tmp_path):
+    repo = make_repo(tmp_path / "handed", {"app.py": APP})
+    source = workflow.session("dbg")
+    source.mkdir(parents=True)
+    (source / "handoff.json").write_text(json.dumps(HANDOFF))
+    fixed_f = APP.replace("return 1", "return 2")
+    script = {
+        "fix": {
+            1: [
+                {"tool": "write_file", "args": {"path": "app.py", "content": fixed_f}},
+                {"tool": "finish_fix", "args": {"finding_id": bug_id("B-001"), "summary": "2"}},
+            ],
+            2: [
+                {"tool": "write_file", "args": {"path": "app.py",
+                                                "content": fixed_f.replace("  # TODO beta", "")}},
+                {"tool": "finish_fix", "args": {"finding_id": bug_id("V-001"), "summary": "x"}},
+            ],
+        }
+    }  # fmt: skip
+    spec = fix_spec(repo, workflow, script, **{"from": "dbg", "guard": None})
+    del spec["fix"]["errors"]
+    workflow.run("h", spec)
+    session = workflow.session("h")
+    done = (session / "done").read_text()
+    assert "stopped: zero errors" in done and "errors: 2 → 0" in done
+    setup = json.loads((session / "lens-setup.json").read_text())
+    assert [b["id"] for b in setup["handed"]] == ["B-001", "V-001"]
+    assert setup["unmeasured"] == [
+        "V-002 nothing to check: no reproduction and no quoted code to check"
+    ]
+    worktree = session / "worktree"
+    assert git(worktree, "status", "--porcelain") == ""
+    assert git(worktree, "log", "--format=%s", "-2").splitlines() == [
+        "fix: bug — app.py:6",
+        "fix: bug — app.py:2",
+    ]
+
+
+def bug_id(finding_id: str) -> str:
+    title = next(f["title"] for f in HANDOFF["findings"] if f["id"] == finding_id)
+    return error_id(Error("handoff", "bug", finding_id, "app.py", None, title))

@@ -32,11 +32,26 @@ TEST = "tests/test_app.py"
         (diff("web/a.ts", ["let a = b;"], ["// @ts-ignore", "let a = b;"]), "new @ts-ignore"),
         (diff("web/a.js", ["f();"], ["// eslint-disable-next-line", "f();"]), "new eslint-disable"),
         (diff(CODE, ["    timeout = 5"], ["    timeout = 50"]), "raised timeout"),
-        (diff(CODE, ["    f()"], ["    try:", "        f()", "    except Exception:", "        pass"]),
-         "empty exception handler"),
+        (
+            diff(
+                CODE,
+                ["    f()"],
+                ["    try:", "        f()", "    except Exception:", "        pass"],
+            ),
+            "empty exception handler",
+        ),
     ],  # fmt: skip
-    ids=["type-ignore", "noqa", "pragma", "skip", "xfail", "ts-ignore", "eslint", "timeout",
-         "empty-except"],  # fmt: skip
+    ids=[
+        "type-ignore",
+        "noqa",
+        "pragma",
+        "skip",
+        "xfail",
+        "ts-ignore",
+        "eslint",
+        "timeout",
+        "empty-except",
+    ],  # fmt: skip
 )
 def test_each_suppression_kind_is_refused(patch, kind):
     found = violations_of(patch, [], protect_tests=True)
@@ -97,4 +112,5 @@ def test_a_stored_count_reads_back_identical_and_masked():
     stored = counting.to_json(count)
     assert secret not in str(stored)
     again = counting.from_json(stored)
-    assert again.errors[0].identity == counting.from_json(counting.to_json(again)).errors[0].identity
+    twice = counting.from_json(counting.to_json(again))
+    assert again.errors[0].identity == twice.errors[0].identity

@@ -20,8 +20,8 @@ from typing import Any
 
 from ... import commands, git, journal
 from ...errors import SpecError
-from ...files import locked, write_text
-from ...layout import SessionLayout, rel
+from ...files import locked, read_json, write_text
+from ...layout import SESSIONS, SessionLayout, rel
 from ...lenses import error_counts, lens_log
 from ...lenses.error_counts import Error
 from ...record import SetupRecord
@@ -73,9 +73,35 @@ class Fix(Lens):
         section = self.section(values)
         if section.get("errors"):
             counting.resolve(section["errors"], where, [])
+        source = section.get("from")
+        if source and not (Path(SESSIONS) / source / "handoff.json").is_file():
+            raise SpecError(
+                f"{where}: key 'fix.from': session {source!r} has no handoff.json (run it to "
+                "its end first)"
+            )
 
-    def error_commands(self, layout: SessionLayout) -> list[counting.ErrorCommand]:
-        return [counting.ErrorCommand(**c) for c in self.setup_data(layout)["errors"]]
+    @staticmethod
+    def handed_findings_of(values: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """The findings an earlier lens handed on (a chain link, or `fix.from`), else None."""
+        source = (values.get("fix") or {}).get("from")
+        path = values.get("handoff") or (
+            str(Path(SESSIONS) / source / "handoff.json") if source else None
+        )
+        if not path:
+            return None
+        return list((read_json(Path(path)) or {}).get("findings") or [])
+
+    def count(self, env: StageEnv) -> list:
+        """Every error in the worktree now, masked as it is stored."""
+        setup = self.setup_data(env.layout)
+        return counting.count_all(
+            [counting.ErrorCommand(**c) for c in setup["errors"]],
+            env.worktree,
+            env.spec.secrets,
+            (env.record.base_commit,),
+            [counting.HandedBug(**b) for b in setup.get("handed") or []],
+            setup.get("repro_command") or "",
+        )
 
     def recon(
         self,
@@ -91,10 +117,19 @@ class Fix(Lens):
         defaults = counting.default_commands(
             record.stack, record.test_command, record.linter_command
         )
+        handed_findings = self.handed_findings_of(values)
+        handed, unmeasured = counting.handed_bugs(handed_findings or [])
+        for line in unmeasured:
+            log(f"fix: not measurable, left to a person: {line}")
+        if handed_findings is not None:
+            defaults = []  # the handed findings are the work instead
         cmds = counting.resolve(section.get("errors"), where, defaults)
+        repro = (values.get("debug") or {}).get("repro_command") or (
+            f"{record.test_command} {{file}}"
+        )
         worktree = layout.worktree()
         keep = (record.base_commit,)
-        baseline = counting.count_all(cmds, worktree, values.get("secrets"), keep)
+        baseline = counting.count_all(cmds, worktree, values.get("secrets"), keep, handed, repro)
         guard = section.get("guard")
         if guard:
             result = commands.run(
@@ -122,6 +157,9 @@ class Fix(Lens):
         log(f"fix: {total} errors at the base commit: {error_counts.by_category(baseline)}")
         return {
             "errors": [asdict(c) for c in cmds],
+            "handed": [asdict(b) for b in handed],
+            "unmeasured": unmeasured,
+            "repro_command": repro,
             "guard": guard,
             "protected": protected,
             "baseline": [counting.to_json(c, keep) for c in baseline],

@@ -1,6 +1,11 @@
 """The fix lens's error count: which commands count errors (the spec's `fix.errors`, or the
 detected stack's tests and linter), running them in a worktree, and a count's JSON form.
 
+With `fix.from: <session>` (or as a chained lens) the errors are the findings an earlier lens
+handed on: a bug with a reproduction is present until its reproduction, run by the harness,
+passes; a finding quoting its code as evidence is present while that code is. A finding with
+neither cannot be measured and is only listed.
+
 Counts are kept as JSON in every decision (the next iteration's "before" is the previous
 "after"), and what is written is masked; so a fresh count is masked the same way before it is
 compared with a stored one, or a message with a secret-looking string would seem to change.
@@ -9,6 +14,8 @@ compared with a stored one, or a message with a secret-looking string would seem
 from __future__ import annotations
 
 import hashlib
+import re
+import shlex
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -17,12 +24,15 @@ from ... import commands
 from ...errors import SpecError
 from ...lenses import error_counts
 from ...lenses.error_counts import Count, Error
+from ...lenses.reproduction import judge_reproduction
 from ..lens.output import mask_data
 
 PARSERS = ("pytest", "ruff", "mypy", "pyright", "exit", "regex:<pattern>")
 # Parsers that read a JSON report: stderr chatter must not be mixed into it.
 JSON_PARSERS = ("ruff", "pyright")
 RUFF_COUNT = "python -m ruff check --no-cache --exit-zero --output-format json ."
+HANDED_TOOL = "handoff"  # the tool name of errors handed on by an earlier lens
+SCRATCH = ".autoresearch-fix"  # reproductions run from here; removed after every count
 DEFAULT_TIMEOUT_S = 600.0
 
 
@@ -110,10 +120,95 @@ def run(cmd: ErrorCommand, worktree: Path, secrets: list[str] | None = None) -> 
 
 
 def count_all(
-    cmds: list[ErrorCommand], worktree: Path, secrets: list[str] | None, keep: tuple[str, ...]
+    cmds: list[ErrorCommand],
+    worktree: Path,
+    secrets: list[str] | None,
+    keep: tuple[str, ...],
+    handed: list[HandedBug] | None = None,
+    repro_command: str = "",
 ) -> list[Count]:
-    """Every tool's count, masked as it will be stored."""
-    return [from_json(to_json(run(c, worktree, secrets), keep)) for c in cmds]
+    """Every tool's count (and the handed bugs'), masked as it will be stored."""
+    counts = [run(c, worktree, secrets) for c in cmds]
+    if handed:
+        counts.append(count_handed(handed, worktree, repro_command, secrets))
+    return [from_json(to_json(c, keep)) for c in counts]
+
+
+# --- errors handed on by an earlier lens --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HandedBug:
+    id: str
+    title: str
+    severity: str
+    file: str
+    line: int | None
+    reproduction: str = ""  # a test file that fails while the bug is there
+    evidence: str = ""  # the code quoted as the finding's evidence
+
+    def error(self) -> Error:
+        return Error(HANDED_TOOL, "bug", self.id, self.file, self.line, self.title, self.severity)
+
+
+def handed_bugs(findings: list[dict[str, Any]]) -> tuple[list[HandedBug], list[str]]:
+    """(the measurable findings as bugs, a line on each one that cannot be measured)."""
+    bugs, unmeasured = [], []
+    for f in findings:
+        if f.get("verdict") not in (None, "confirmed"):
+            continue  # debug's leads are not bugs yet
+        title = str(f.get("title") or f.get("id") or "finding")
+        bug = HandedBug(
+            id=str(f.get("id") or ""),
+            title=title,
+            severity=str(f.get("severity") or "medium"),
+            file=str(f.get("file") or ""),
+            line=f.get("line") if isinstance(f.get("line"), int) else None,
+            reproduction=str(f.get("regression_test") or f.get("reproduction") or ""),
+            evidence=str(f.get("evidence") or ""),
+        )
+        if bug.reproduction or (bug.evidence.strip() and bug.file):
+            bugs.append(bug)
+        else:
+            unmeasured.append(f"{bug.id} {title}: no reproduction and no quoted code to check")
+    return bugs, unmeasured
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def count_handed(
+    bugs: list[HandedBug], worktree: Path, repro_command: str, secrets: list[str] | None
+) -> Count:
+    """The handed bugs still present: a reproduction that does not pass, or quoted code that
+    is still in its file."""
+    present = []
+    scratch = worktree / SCRATCH
+    try:
+        for bug in bugs:
+            if bug.reproduction:
+                scratch.mkdir(exist_ok=True)
+                path = f"{SCRATCH}/test_fix_{hashlib.sha256(bug.id.encode()).hexdigest()[:8]}.py"
+                (worktree / path).write_text(bug.reproduction)
+                command = repro_command.replace("{file}", shlex.quote(path))
+                result = commands.run(command, worktree, extra_secrets=secrets)
+                verdict = judge_reproduction(
+                    result.output, None if result.timed_out else result.exit_code
+                )
+                if verdict.verdict != "not-reproduced":  # fixed only when it runs and passes
+                    present.append(bug.error())
+            else:
+                source = worktree / bug.file
+                text = source.read_text(errors="replace") if source.is_file() else ""
+                if _squash(bug.evidence) in _squash(text):
+                    present.append(bug.error())
+    finally:
+        if scratch.exists():
+            for child in scratch.iterdir():
+                child.unlink()
+            scratch.rmdir()
+    return Count(HANDED_TOOL, present)
 
 
 # --- the JSON form ----------------------------------------------------------------------------

@@ -289,15 +289,11 @@ def _judge(env, mode, proposal, before, rec, setup) -> tuple[str, list[Count]]:
         rec["verdict"] = f"{len(rec['violations'])} forbidden change(s) in the diff"
         return SUPPRESSION, before
     keep = (env.record.base_commit,)
-    cmds = mode.error_commands(env.layout)
     measured = _cached(
         env.cycle_dir / "measurements.json",
         f"{proposal['patch_sha256']}:{proposal['start_commit']}",
         lambda: {
-            "counts": [
-                counting.to_json(c, keep)
-                for c in counting.count_all(cmds, env.worktree, env.spec.secrets, keep)
-            ],
+            "counts": [counting.to_json(c, keep) for c in mode.count(env)],
             "guard": _guard(setup.get("guard"), env),
         },
     )
