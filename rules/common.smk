@@ -15,6 +15,7 @@ import scripts.examples
 import scripts.lens
 import scripts.predict
 import scripts.fix
+import scripts.learn
 
 
 wildcard_constraints:
@@ -108,6 +109,14 @@ def debate_inputs(wildcards):
 def fix_attempt_inputs(wildcards):
     """The frozen spec, and the previous iteration's decision until it is on disk."""
     return scripts.fix.attempt_inputs(wildcards.name, wildcards.cycle)
+
+
+# rules/learn.smk
+
+
+def learn_write_inputs(wildcards):
+    """The frozen spec, and the previous iteration's decision until it is on disk."""
+    return scripts.learn.write_inputs(wildcards.name, wildcards.cycle)
 
 
 # rules/broad.smk

@@ -18,6 +18,7 @@ MODES = {
     "scenario": "scenario:Scenario",
     "predict": "predict:Predict",
     "fix": "fix:Fix",
+    "learn": "learn:Learn",
 }
 
 
