@@ -16,6 +16,7 @@ import scripts.lens
 import scripts.predict
 import scripts.fix
 import scripts.learn
+import scripts.ship
 
 
 wildcard_constraints:
@@ -117,6 +118,19 @@ def fix_attempt_inputs(wildcards):
 def learn_write_inputs(wildcards):
     """The frozen spec, and the previous iteration's decision until it is on disk."""
     return scripts.learn.write_inputs(wildcards.name, wildcards.cycle)
+
+
+# rules/ship.smk
+
+
+def ship_prepare_inputs(wildcards):
+    """The frozen spec, and the previous iteration's decision until it is on disk."""
+    return scripts.ship.prepare_inputs(wildcards.name, wildcards.cycle)
+
+
+def ship_execute_inputs(wildcards):
+    """`done` and a person's approval file (approve: manual), never asked for by `done`."""
+    return scripts.ship.execute_inputs(wildcards.name)
 
 
 # rules/broad.smk

@@ -19,6 +19,7 @@ MODES = {
     "predict": "predict:Predict",
     "fix": "fix:Fix",
     "learn": "learn:Learn",
+    "ship": "ship:Ship",
 }
 
 
