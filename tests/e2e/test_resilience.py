@@ -42,10 +42,9 @@ def private_workflow_copy(tmp_path: Path) -> Path:
     """A copy of the workflow whose scripts and config a test may touch."""
     copy = tmp_path / "wfcopy"
     copy.mkdir()
-    for part in ("Snakefile", "rules", "config", "profiles", "autoresearch"):
+    for part in ("Snakefile", "rules", "scripts", "config", "profiles", "autoresearch"):
         src = ROOT / part
         (shutil.copytree if src.is_dir() else shutil.copy)(src, copy / part)
-    assert not (ROOT / "scripts").exists(), "scripts/ is back: touch those too"
     return copy
 
 
@@ -74,16 +73,17 @@ def test_code_and_config_changes_never_rerun_finished_stages(tmp_path, target):
     history = subjects(workflow.session("s") / "worktree")
 
     later = time.time() + 5
-    code = [*(copy / "rules").iterdir(), *(copy / "autoresearch").rglob("*.py")]
+    code = [
+        *(copy / "rules").iterdir(),
+        *(copy / "scripts").rglob("*.py"),
+        *(copy / "autoresearch").rglob("*.py"),
+    ]
     for path in code:
         os.utime(path, (later, later))
     cycle_rules = copy / "rules" / "cycle.smk"  # and an edit to a rule's code
-    cycle_rules.write_text(
-        cycle_rules.read_text().replace(
-            "        stages.green(wildcards, input, output, log)",
-            "        stages.green(wildcards, input, output, log)  # edited",
-        )
-    )
+    rule_code = "        scripts.cycle.green(wildcards, input, output, log)"
+    assert rule_code in cycle_rules.read_text()
+    cycle_rules.write_text(cycle_rules.read_text().replace(rule_code, rule_code + "  # edited"))
     defaults = copy / "config" / "config.yaml"
     defaults.write_text(defaults.read_text().replace("max_findings: 15", "max_findings: 4"))
     spec["test_timeout_s"] = 123  # a changed threshold in the session spec
