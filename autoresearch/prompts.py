@@ -67,6 +67,9 @@ class BriefContext:
     hypothesis: dict[str, Any] | None = None
     aspiration: str | None = None
     experiment: dict[str, Any] | None = None
+    # A lens's task, already filtered by the lens: {heading, focus, context: [lines],
+    # closing, data}. Each lens decides what its team may see (a persona sees no other's).
+    lens: dict[str, Any] | None = None
 
 
 # Which target facts each team's system prompt shows.
@@ -76,6 +79,15 @@ _TARGET_FIELDS: dict[str, tuple[str, ...]] = {
     "refactor": ("path", "branch", "test", "scope"),
     "strategist": ("path", "stack", "scope"),
     "experiment": ("path", "branch", "test", "scope"),
+    "security": ("path", "stack", "test", "linter", "scope"),
+    "debug": ("path", "stack", "test", "linter", "scope"),
+    "scenario": ("path", "stack", "scope"),
+    "persona": ("path", "stack", "scope"),
+    "debate": ("path", "stack", "scope"),
+    "judge": ("path", "stack", "scope"),
+    "fix": ("path", "branch", "test", "linter", "scope"),
+    "learn": ("path", "branch", "stack", "scope"),
+    "ship": ("path", "branch", "test", "linter", "scope"),
 }
 
 
@@ -285,10 +297,32 @@ def _experiment_task(ctx: BriefContext) -> tuple[str, dict[str, Any]]:
     return "\n\n".join(parts), data
 
 
+def _lens_task(ctx: BriefContext) -> tuple[str, dict[str, Any]]:
+    """A lens's task: its heading, the focus of this run, context lines, how to finish."""
+    lens = dict(ctx.lens or {})
+    parts = [f"# {lens.get('heading', 'Task')}"]
+    if lens.get("focus"):
+        parts.append(f"## Focus\n{str(lens['focus']).strip()}")
+    for title, lines in lens.get("context") or []:
+        parts.append(f"## {title}\n" + (_bullets([str(x) for x in lines]) if lines else "(none)"))
+    if lens.get("closing"):
+        parts.append(str(lens["closing"]).strip())
+    return "\n\n".join(parts), dict(lens.get("data") or {})
+
+
 _TASKS = {
     "red": _red_task,
     "green": _green_task,
     "refactor": _refactor_task,
     "strategist": _strategist_task,
     "experiment": _experiment_task,
+    "security": _lens_task,
+    "debug": _lens_task,
+    "scenario": _lens_task,
+    "persona": _lens_task,
+    "debate": _lens_task,
+    "judge": _lens_task,
+    "fix": _lens_task,
+    "learn": _lens_task,
+    "ship": _lens_task,
 }

@@ -12,6 +12,11 @@ import scripts.narrow
 import scripts.broad
 import scripts.experiment
 import scripts.examples
+import scripts.lens
+import scripts.predict
+import scripts.fix
+import scripts.learn
+import scripts.ship
 
 
 wildcard_constraints:
@@ -20,6 +25,8 @@ wildcard_constraints:
     hid=r"h\d+",
     example=r"[A-Za-z0-9][A-Za-z0-9_-]*",
     badname=r"(.*/.*|.*\s.*|[^A-Za-z0-9].*)",
+    persona=r"[a-z][a-z0-9-]*",
+    round=r"[1-9][0-9]*",
 
 
 # --- input functions (each calls the rules' Python half in scripts/) ---------------------
@@ -80,6 +87,53 @@ def experiment_decide_inputs(wildcards):
 def experiment_final_decision(wildcards):
     """The decision that stopped the loop."""
     return scripts.experiment.final_decision(wildcards.name, checkpoints)
+
+
+# rules/lens.smk and rules/predict.smk
+
+
+def lens_red_inputs(wildcards):
+    """The frozen spec, and the previous iteration's decision until it is on disk."""
+    return scripts.lens.red_inputs(wildcards.name, int(wildcards.cycle))
+
+
+def lens_report_inputs(wildcards):
+    """What the lens's report waits for, as the lens says."""
+    return scripts.lens.report_inputs(wildcards.name, checkpoints)
+
+
+def debate_inputs(wildcards):
+    """Every persona's previous round: a debate round sees all of them."""
+    return scripts.predict.debate_inputs(wildcards.name, int(wildcards.round))
+
+
+# rules/fix.smk
+
+
+def fix_attempt_inputs(wildcards):
+    """The frozen spec, and the previous iteration's decision until it is on disk."""
+    return scripts.fix.attempt_inputs(wildcards.name, wildcards.cycle)
+
+
+# rules/learn.smk
+
+
+def learn_write_inputs(wildcards):
+    """The frozen spec, and the previous iteration's decision until it is on disk."""
+    return scripts.learn.write_inputs(wildcards.name, wildcards.cycle)
+
+
+# rules/ship.smk
+
+
+def ship_prepare_inputs(wildcards):
+    """The frozen spec, and the previous iteration's decision until it is on disk."""
+    return scripts.ship.prepare_inputs(wildcards.name, wildcards.cycle)
+
+
+def ship_execute_inputs(wildcards):
+    """`done` and a person's approval file (approve: manual), never asked for by `done`."""
+    return scripts.ship.execute_inputs(wildcards.name)
 
 
 # rules/broad.smk

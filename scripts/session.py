@@ -8,7 +8,8 @@ from typing import Any
 from autoresearch import modes, session, spec
 from autoresearch.errors import SessionError, SpecError
 from autoresearch.jobs import run_job, run_stage
-from autoresearch.layout import SESSIONS
+from autoresearch.layout import SESSIONS, rel
+from autoresearch.modes.lens import chain
 
 from .common import layout_of
 
@@ -21,6 +22,14 @@ def session_inputs(name: str, basedir: str, overrides: dict[str, Any]) -> dict[s
     layout = layout_of(name)
     if layout.spec.exists():
         return {}
+    inputs = {}
+    handoff = chain.handoff_path(name)
+    if handoff is not None:
+        # A chained lens starts from its parent's handoff.json (docs/lenses.md).
+        inputs["handoff"] = rel(handoff)
+        if not handoff.exists():
+            return inputs
+        overrides = with_chain(name, overrides)
     raw = Path(basedir) / "config" / "sessions" / f"{name}.yaml"
     target = overrides.get("target")
     if target is None and raw.is_file():
@@ -29,12 +38,18 @@ def session_inputs(name: str, basedir: str, overrides: dict[str, Any]) -> dict[s
         example = _example_of(spec.resolve_target(str(target)))
         if example and not (EXAMPLES / f"{example}.ready").exists():
             # The example repository is made by a rule; the setup job checks it then.
-            return {"example": str(EXAMPLES / f"{example}.ready")}
+            return inputs | {"example": str(EXAMPLES / f"{example}.ready")}
     try:
         session.preflight(name, Path(basedir), overrides)
     except SpecError as err:
         raise SessionError(f"session {name!r} cannot start: {err}") from None
-    return {}
+    return inputs
+
+
+def with_chain(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """A chained lens's spec is derived from its root's, on top of --config."""
+    values = chain.child_values(name)
+    return {**overrides, **values} if values else overrides
 
 
 def _example_of(target: Path) -> str | None:
@@ -69,7 +84,7 @@ def setup(wildcards: Any, output: Any, params: Any, log: Any, basedir: str) -> N
         lambda: session.start(
             wildcards.name,
             Path(output.spec).parent.absolute(),
-            dict(params.overrides),
+            with_chain(wildcards.name, dict(params.overrides)),
             log[0],
             root=Path(basedir),
         ),

@@ -15,7 +15,23 @@ from typing import Any, Protocol
 
 from ..errors import UserError
 
-TEAMS = ("red", "green", "refactor", "strategist", "experiment")
+# The cycle's teams and the strategist, the experiment agent, then the lenses' teams.
+TEAMS = (
+    "red",
+    "green",
+    "refactor",
+    "strategist",
+    "experiment",
+    "security",
+    "debug",
+    "scenario",
+    "persona",
+    "debate",
+    "judge",
+    "fix",
+    "learn",
+    "ship",
+)
 
 
 @dataclass

@@ -45,7 +45,9 @@ def diagnostics(
     worktree: Path, *paths: str, select: list[str] | None = None
 ) -> list[dict[str, Any]]:
     """ruff's findings, never fixed in place (`--no-fix`, whatever the target's config says):
-    reporting must not change a file. A ruff that fails is an error, not "no findings"."""
+    reporting must not change a file. A ruff that fails is an error, not "no findings".
+    `select` checks those rules whatever the project selects (a finding may come from a
+    count run with other rules than the project's)."""
     rules = ["--select", ",".join(select)] if select else []
     proc = ruff(
         "check",
@@ -133,10 +135,12 @@ class RuffBackend:
         team = brief.team
         if team == "red":
             turns = self._red(worktree, brief, toolbox, progress)
-        elif team == "green":
+        elif team in ("green", "fix"):  # fix: one error, in the shape of a Green finding
             turns = self._green(worktree, brief, toolbox, progress)
         elif team == "refactor":
             turns = self._refactor(worktree, brief, toolbox, progress)
+        elif team == "security":
+            turns = self._security(worktree, brief, toolbox, progress)
         else:
             return StageRun(Usage(), 0, "error", f"the ruff backend has no {team} team")
         return StageRun(Usage(), turns, "finished")
@@ -164,17 +168,65 @@ class RuffBackend:
             progress(f"turn {turns}: report_finding {title} -> {result.content}")
         return turns
 
+    def _security(self, worktree, brief, toolbox, progress) -> int:
+        """ruff's `S` rules as the security team: the diagnostics of this iteration's vector."""
+        from .ruff_security import IGNORED, matches, rule_for
+
+        vector = brief.data.get("vector") or {}
+        files = brief.data.get("files")  # diff_base: only the changed files
+        reported = set(brief.data.get("reported") or [])
+        proc = ruff(
+            "check", "--no-cache", "--exit-zero", "--output-format=json", "--select", "S",
+            "--ignore", ",".join(IGNORED), *(files or ["."]), cwd=worktree,
+        )  # fmt: skip
+        try:
+            diags = json.loads(proc.stdout or "[]")
+        except json.JSONDecodeError:
+            diags = []
+        turns = 0
+        for diag in diags:
+            code = diag.get("code") or ""
+            rule = rule_for(code)
+            if not matches(rule, vector):
+                continue
+            path = Path(diag["filename"]).resolve().relative_to(worktree.resolve()).as_posix()
+            row = diag["location"]["row"]
+            title = f"{code} {diag['message']}"
+            if f"{title} ({path}:{row})" in reported:
+                continue
+            lines = (worktree / path).read_text(errors="replace").splitlines()
+            evidence = lines[row - 1].strip() if 0 < row <= len(lines) else diag["message"]
+            turns += 1
+            result = toolbox.call(
+                "report_vulnerability",
+                {
+                    "title": title,
+                    "owasp": rule.owasp,
+                    "stride": rule.stride,
+                    "cwe": rule.cwe,
+                    "location": f"{path}:{row}",
+                    "scenario": rule.scenario,
+                    "evidence": evidence,
+                    "confidence": "likely",
+                    "severity": rule.severity,
+                    "mitigation": rule.mitigation,
+                },
+            )
+            progress(f"turn {turns}: report_vulnerability {title} -> {result.content}")
+        return turns
+
     def _green(self, worktree, brief, toolbox, progress) -> int:
         turns = 0
         for finding in brief.data.get("findings", []):
             turns += 1
             fid = finding["id"]
-            action, args = self._fix_one(worktree, finding, toolbox)
+            # fix: a change must lower the count, so imports it leaves unused go with it.
+            action, args = self._fix_one(worktree, finding, toolbox, tidy=brief.team == "fix")
             result = toolbox.call(action, args)
             progress(f"turn {turns}: {action} {fid} -> {result.content.splitlines()[0]}")
         return turns
 
-    def _fix_one(self, worktree, finding, toolbox) -> tuple[str, dict[str, str]]:
+    def _fix_one(self, worktree, finding, toolbox, tidy=False) -> tuple[str, dict[str, str]]:
         fid = finding["id"]
         where, code = LOCATION.match(finding["location"]), CODE.match(finding["title"])
         if not where or not code:
@@ -183,7 +235,7 @@ class RuffBackend:
         message = finding["title"][len(code["code"]) :].strip()
         candidates = [
             d
-            for d in diagnostics(worktree, path, select=self.select)
+            for d in diagnostics(worktree, path, select=[code["code"]])
             if d.get("code") == code["code"] and d["message"] == message
         ]
         if not candidates:
@@ -195,6 +247,9 @@ class RuffBackend:
                 "finding_id": fid,
                 "reason": f"ruff has no automatic fix for {code['code']}",
             }
+        unused_before = (
+            {d["message"] for d in diagnostics(worktree, path, select="F401")} if tidy else set()
+        )
         read = toolbox.call("read_file", {"path": path})
         if read.is_error:
             return "skip_finding", {"finding_id": fid, "reason": read.content}
@@ -204,7 +259,25 @@ class RuffBackend:
         )
         if written.is_error:
             return "skip_finding", {"finding_id": fid, "reason": written.content}
+        if tidy:
+            self._drop_imports_left_unused(worktree, path, unused_before, toolbox)
         return "finish_fix", {"finding_id": fid, "summary": fix.get("message") or diag["message"]}
+
+    def _drop_imports_left_unused(self, worktree, path, before: set[str], toolbox) -> None:
+        """Apply ruff's F401 fix to each import the change left unused, one at a time (two
+        names of one import line have overlapping edits)."""
+        for _ in range(10):
+            fresh = [
+                d
+                for d in diagnostics(worktree, path, select="F401")
+                if d["message"] not in before and (d.get("fix") or {}).get("edits")
+            ]
+            if not fresh:
+                return
+            text = (worktree / path).read_text()
+            edited = apply_edits(text, fresh[0]["fix"]["edits"])
+            if toolbox.call("write_file", {"path": path, "content": edited}).is_error:
+                return
 
     def _refactor(self, worktree, brief, toolbox, progress) -> int:
         turns = 0

@@ -13,6 +13,13 @@ MODES = {
     "narrow": "narrow:Narrow",
     "broad": "broad:Broad",
     "experiment": "experiment:Experiment",
+    "security": "security:Security",
+    "debug": "debug:Debug",
+    "scenario": "scenario:Scenario",
+    "predict": "predict:Predict",
+    "fix": "fix:Fix",
+    "learn": "learn:Learn",
+    "ship": "ship:Ship",
 }
 
 

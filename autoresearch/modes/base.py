@@ -9,19 +9,49 @@ mode overrides which hook).
 from __future__ import annotations
 
 import json
+import math
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import journal, ledger
-from ..errors import SessionError
+from .. import findings, journal, ledger
+from ..errors import SessionError, SpecError
 from ..files import write_text
 from ..findings import Finding
 from ..layout import SessionLayout
+from ..lenses import judge
 from ..record import SetupRecord
 from ..spec import SessionSpec
 from ..stage import StageEnv
 
 BROKEN = "tests broke in this cycle and reverting did not bring them back"
+# Stop 7's question when the spec's goal is not given in words.
+DEFAULT_GOAL = "The code in scope has no problem of {stop_below} severity or worse."
+
+
+@dataclass(frozen=True)
+class PlannedMetric:
+    """What `autoresearch plan` measured and chose, for a mode to turn into its spec keys."""
+
+    goal: str  # the goal in the person's words
+    label: str  # a short name for the metric: "test time", "lint warnings"
+    command: str
+    format: str
+    key: str | None
+    direction: str  # minimize | maximize
+    value: float  # measured on the current code
+    seconds: float  # the slowest dry run
+    guard: str | None
+    scope: list[str] = field(default_factory=list)
+    target: str | None = None  # "<= 90"; None: the mode's default
+    max_iterations: int = 20  # an unattended run needs a bound
+
+    @property
+    def timeout_s(self) -> int:
+        """A measurement's timeout: ten times the dry run, at least a minute (a loaded
+        machine must not turn a good change into a crash)."""
+        return max(60, math.ceil(10 * self.seconds))
 
 
 class Mode:
@@ -32,6 +62,8 @@ class Mode:
     default_cycle_cap = 10
     lists_cycles = True  # session.md lists every cycle
     spec_example = ""  # the mode's own keys, for `autoresearch new`
+    plannable = False  # `autoresearch plan` can write this mode's spec (see plan_spec)
+    qualitative = False  # the goal has no number: stop 7 (goal satisfied) may end the loop
 
     # --- files ------------------------------------------------------------------------
 
@@ -45,11 +77,17 @@ class Mode:
 
     def check_spec(self, values: dict[str, Any], name: str) -> None:
         """Preflight: raise SpecError naming the key when the mode's spec is incomplete."""
+        if self.qualitative:
+            check_judge(values, name)
 
     def on_setup(
         self, layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
     ) -> None:
         """Setup: the mode's own files (runs before the spec is frozen, may amend `values`)."""
+
+    def plan_spec(self, plan: PlannedMetric) -> dict[str, Any]:
+        """`autoresearch plan`: the spec keys of this mode for a dry-run metric."""
+        raise SpecError(f"autoresearch plan cannot write a {self.name} session")
 
     # --- the cycle ---------------------------------------------------------------------
 
@@ -79,7 +117,8 @@ class Mode:
 
     def stop_reason(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
         """The one stop cascade, first match wins: the session must stop (budget, spend
-        limit), tests broke beyond repair, the mode's own rules, the cycle cap."""
+        limit), tests broke beyond repair, a qualitative goal satisfied (stop 7), the mode's
+        own rules, the cycle cap."""
         limit = env.spec.budget_usd
         if not decision.get("session_stop") and limit is not None:
             decision["session_stop"] = ledger.budget_exceeded(env.layout.root, limit)
@@ -87,13 +126,68 @@ class Mode:
             return decision["session_stop"]
         if decision.get("broken"):
             return BROKEN
-        reason = self.loop_stop(env, decision)
+        reason = self.goal_stop(env, decision) or self.loop_stop(env, decision)
         if reason:
             return reason
         cap = self.cycle_cap(env.spec)
         if cap is not None and env.cycle >= cap:
             return self.cap_reason(env.spec, cap)
         return None
+
+    # --- stop 7: a goal in words, satisfied ------------------------------------------------
+
+    def goal_text(self, spec: SessionSpec) -> str:
+        """The goal the judges weigh: the spec's `goal:` in words, else the severity rule."""
+        goal = spec.get("goal")
+        if isinstance(goal, str) and goal.strip():
+            return goal.strip()
+        return DEFAULT_GOAL.format(stop_below=stop_below_of(spec) or "any")
+
+    def goal_cycle(self, env: StageEnv, decision: dict[str, Any]) -> judge.CycleRecord:
+        """Stop 7's view of the finished cycle: did Red look at everything, what it found,
+        whether the tests (and a guard, where the mode has one) pass."""
+        path = env.cycle_dir / "red-findings.md"
+        reported = findings.parse(path.read_text()) if path.exists() else []
+        return judge.CycleRecord(
+            full_scope=self.red_scope(env) is None and red_saw_everything(env),
+            severities=tuple(f.severity for f in reported),
+            tests_pass=bool(decision.get("tests_pass")),
+            guard_pass=decision.get("guard_ok"),
+        )
+
+    def goal_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
+        """Stop 7: a full cycle with nothing at or above `stop_below`, tests and guard
+        passing, and (with `judge: {panel: N}`) two rounds in a row of a majority "met"."""
+        stop_below = stop_below_of(env.spec)
+        if not self.qualitative or stop_below is None:
+            return None
+        cycle = self.goal_cycle(env, decision)
+        check = judge.goal_satisfied(cycle, stop_below)
+        if check.satisfied and env.spec.get("judge"):
+            check = judge.goal_satisfied(cycle, stop_below, self.judge_rounds(env, decision))
+        decision["goal_check"] = check.reason
+        return check.reason if check.satisfied else None
+
+    def judge_rounds(self, env: StageEnv, decision: dict[str, Any]) -> list[judge.PanelRound]:
+        """This cycle's panel votes (asked now, kept in the decision) after the unbroken run
+        of earlier cycles that had a round."""
+        from .. import panel  # agent runs: only a session with a judge panel needs them
+
+        size = int((env.spec.get("judge") or {}).get("panel", judge.DEFAULT_PANEL))
+        facts = [
+            f"Red reported nothing at or above {stop_below_of(env.spec)} in a full cycle",
+            f"tests: {'pass' if decision.get('tests_pass') else 'FAIL'}",
+            f"commits on the session branch: {decision.get('commits_total', 0)}",
+        ]
+        votes = panel.ask(env, self.goal_text(env.spec), facts, size)
+        decision["judge_votes"] = votes
+        rounds = [judge.panel_round([v["vote"] for v in votes], size)]
+        for earlier in reversed(env.decisions_before()):
+            if not earlier.get("judge_votes"):
+                break
+            past = [v["vote"] for v in earlier["judge_votes"]]
+            rounds.insert(0, judge.panel_round(past, len(past)))
+        return rounds
 
     def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
         """After a cycle's tests: set decision['stop'] and ['reason'] (and mode extras)."""
@@ -189,3 +283,38 @@ class Mode:
             f"session {layout.name!r} is a {self.name} session: `autoresearch show` prints "
             "the experiments of experiment sessions; read its cycles/NNN/ files instead"
         )
+
+
+# --- stop 7's spec keys ----------------------------------------------------------------------
+
+
+def stop_below_of(spec: dict[str, Any]) -> str | None:
+    """The severity at or above which a finding keeps a qualitative goal open; None: stop 7
+    is off (`stop_below: null`)."""
+    if "stop_below" not in spec:
+        return judge.DEFAULT_STOP_BELOW
+    return spec["stop_below"]
+
+
+def check_judge(values: dict[str, Any], name: str) -> None:
+    """`judge: {panel: N}` needs an odd panel and a model to ask (a key, or the script
+    backend that stands in for one in rehearsals)."""
+    agent = values.get("agent") or {}
+    backend = agent.get("backend")
+    has_key = bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+    can_call = backend == "script" or (backend == "claude" and has_key)
+    problem = judge.panel_problem(values.get("judge"), can_call)
+    if problem:
+        raise SpecError(f"config/sessions/{name}.yaml: key 'judge': {problem}")
+
+
+def red_saw_everything(env: StageEnv) -> bool:
+    """Whether this cycle's Red had its whole checklist: the first cycle always; later ones
+    drop the categories that found nothing the cycle before, unless every category found
+    something or none did (then the whole checklist comes back; prompts._red_task)."""
+    prev = env.previous_decision()
+    if prev is None:
+        return True
+    found = set(prev.get("red_categories") or [])
+    dropped = [c for c in findings.CATEGORIES if c not in found]
+    return not dropped or len(dropped) == len(findings.CATEGORIES)

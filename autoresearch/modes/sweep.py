@@ -1,4 +1,5 @@
-"""Sweep: general quality, no target; cycles until the work dries up or the cap."""
+"""Sweep: general quality, no number; cycles until the goal is satisfied (stop 7), the work
+dries up, or the cap."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from .base import Mode
 
 class Sweep(Mode):
     name = "sweep"
+    qualitative = True  # no number: stop 7 ends the sweep once its goal is satisfied
 
     def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
         """Two cycles in a row in which Refactor changed nothing (without a Refactor team:

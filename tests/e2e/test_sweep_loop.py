@@ -57,13 +57,13 @@ def test_finding_ids_continue_across_cycles(workflow, target):
 
 
 def test_stops_at_max_cycles(workflow, target):
-    run(workflow, target, {"red": {"*": []}}, max_cycles=1)
+    run(workflow, target, {"red": {"*": []}}, max_cycles=1, stop_below=None)
     assert workflow.decision("s", 1)["reason"] == "max_cycles reached (1)"
     assert "stopped: max_cycles reached (1)" in (workflow.session("s") / "done").read_text()
 
 
 def test_stops_after_two_cycles_without_refactor_changes(workflow, target):
-    run(workflow, target, {"red": {"*": []}}, max_cycles=5)
+    run(workflow, target, {"red": {"*": []}}, max_cycles=5, stop_below=None)
     assert not workflow.decision("s", 1)["stop"]
     assert workflow.decision("s", 2)["reason"] == (
         "two consecutive cycles in which Refactor changed nothing"

@@ -8,7 +8,9 @@ from autoresearch.spec import SessionSpec
 
 def test_ten_cycle_cap_when_nothing_else_is_set():
     class Env:
-        spec = SessionSpec({"teams": ["red", "green", "refactor"], "max_cycles": None})
+        spec = SessionSpec(
+            {"teams": ["red", "green", "refactor"], "max_cycles": None, "stop_below": None}
+        )
         cycle = 10
 
         def previous_decision(self):

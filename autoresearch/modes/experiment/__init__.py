@@ -23,7 +23,7 @@ from ...layout import SessionLayout, rel
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv, jail_for
-from ..base import Mode
+from ..base import Mode, PlannedMetric
 from . import log as logs
 from . import report, runs, show
 from .log import fmt
@@ -56,6 +56,27 @@ class Experiment(Mode):
     loop = "iterations"
     branch = "autoresearch/experiment/{name}"
     lists_cycles = False  # the Experiment section summarises the iterations
+    plannable = True
+
+    def plan_spec(self, plan: PlannedMetric) -> dict[str, Any]:
+        """The experiment keys for a dry-run metric; the goal doubles as the research text."""
+        section: dict[str, Any] = {
+            "goal": plan.goal,
+            "research": plan.goal,
+            "scope": list(plan.scope),
+            "metric": {
+                "command": plan.command,
+                "format": plan.format,
+                "key": plan.key,
+                "direction": plan.direction,
+            },
+            "guard": plan.guard,
+            "verify_timeout_s": plan.timeout_s,
+            "max_iterations": plan.max_iterations,
+        }
+        if plan.target:
+            section["target"] = plan.target
+        return {"experiment": section}
 
     def check_spec(self, values: dict[str, Any], name: str) -> None:
         target = git.toplevel(spec.resolve_target(str(values["target"])))

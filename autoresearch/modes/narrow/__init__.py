@@ -22,10 +22,10 @@ from ...record import SetupRecord
 from ...revert import undo_cycle
 from ...spec import SessionSpec
 from ...stage import StageEnv, jail_for
-from ..base import Mode
+from ..base import Mode, PlannedMetric
 from . import progress
 from .angles import state_before, step
-from .goal import GOAL_DEFAULTS, Angle, Goal, angles_of, goal_of, spec_file
+from .goal import GOAL_DEFAULTS, Angle, Goal, angles_of, default_target, goal_of, spec_file
 from .protect import protected_paths
 
 # What `autoresearch new --mode narrow` writes into the spec, to edit.
@@ -44,6 +44,28 @@ class Narrow(Mode):
     name = "narrow"
     spec_example = SPEC_EXAMPLE
     branch = "autoresearch/narrow/{name}"
+    plannable = True
+
+    def plan_spec(self, plan: PlannedMetric) -> dict[str, Any]:
+        """A goal from the dry-run metric, one angle in the person's words; the tests are
+        the gate, so a planned guard becomes the test command."""
+        values: dict[str, Any] = {
+            "goal": {
+                "metric": plan.label,
+                "command": plan.command,
+                "format": plan.format,
+                "key": plan.key,
+                "target": plan.target or default_target(plan.value, plan.direction),
+                "timeout_s": plan.timeout_s,
+            },
+            "angles": [{"name": plan.label, "hypothesis": plan.goal, "priority": 1}],
+            "max_cycles": plan.max_iterations,
+        }
+        if plan.guard:
+            values["test_command"] = plan.guard
+        if plan.scope:
+            values["scope"] = {"include": list(plan.scope)}
+        return values
 
     def check_spec(self, values: dict[str, Any], name: str) -> None:
         """The goal gate: refuse to start unless goal and ranked angles are complete."""

@@ -70,6 +70,23 @@ class Goal:
         )
 
 
+# `autoresearch plan` without a target: this much better than the value measured now.
+DEFAULT_GAIN = 0.10
+
+
+def default_target(value: float, direction: str) -> str:
+    """A goal target DEFAULT_GAIN better than `value` ('<= 90' for 100, minimizing)."""
+    if direction == "minimize":
+        if value <= 0:
+            raise SpecError(
+                f"the metric already reads {value:g} and cannot be minimized further; "
+                "choose another metric or give the target yourself"
+            )
+        return f"<= {value * (1 - DEFAULT_GAIN):.4g}"
+    wanted = value + abs(value) * DEFAULT_GAIN if value else 1.0
+    return f">= {wanted:.4g}"
+
+
 def spec_file(name: str) -> str:
     return f"config/sessions/{name}.yaml"
 

@@ -1,0 +1,361 @@
+"""Fix: drive an error count to zero, one error per iteration, kept only when the count fell.
+
+Setup counts the errors (`fix.errors`: commands with a parser each; default the stack's tests
+and linter) and checks the guard. Each iteration is `fix_attempt` (the agent fixes the first
+error in fixing order that is not blocked) and the checkpoint `fix_decide` (stages.decide,
+then the stop rules: zero errors, everything left blocked, the cap), under
+`sessions/<name>/fixes/NNN/`. The lens report writes findings.md (what is left), summary.md
+(before → after per category), blocked.md and handoff.json; `fix-results.tsv` has a row per
+iteration.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ... import commands, git, journal
+from ...errors import SpecError
+from ...files import locked, read_json, write_text
+from ...layout import SESSIONS, SessionLayout, rel
+from ...lenses import error_counts, lens_log
+from ...lenses.error_counts import Error
+from ...record import SetupRecord
+from ...spec import SessionSpec
+from ...stage import StageEnv
+from ..lens import Lens
+from ..lens.output import Writer
+from ..narrow.protect import TEST_GLOBS, measurement_scripts
+from . import count as counting
+from . import report
+from .stages import KEPT, blocked_of
+
+SPEC_EXAMPLE = """
+fix:
+  # What counts as an error (default: the test command's failures and ruff's diagnostics).
+  errors:
+    - {command: "python -m pytest -q", parser: pytest}
+    - {command: "python -m ruff check --no-cache --exit-zero --output-format json .", parser: ruff}
+  # guard: python -m pytest -q     # must pass for a change to be kept
+  protect_tests: true              # fixes change the code, never its tests
+"""
+# A priority (error_counts.PRIORITY) as a severity, for the fail_on gate on what is left.
+SEVERITY = {
+    "build": "critical",
+    "critical": "critical",
+    "high": "high",
+    "type": "high",
+    "test": "high",
+    "medium": "medium",
+    "low": "low",
+    "lint": "low",
+    "warning": "info",
+}
+
+
+class Fix(Lens):
+    name = "fix"
+    team = "fix"
+    loop = "fixes"
+    branch = "autoresearch/fix/{name}"
+    ruff_plays = True  # ruff's own fixes, one diagnostic at a time
+    default_cycle_cap = 30
+    gate_label = "errors left"
+    spec_example = SPEC_EXAMPLE
+
+    # --- the spec and setup ----------------------------------------------------------------
+
+    def check_lens_spec(self, values: dict[str, Any], where: str) -> None:
+        section = self.section(values)
+        if section.get("errors"):
+            counting.resolve(section["errors"], where, [])
+        source = section.get("from")
+        if source and not (Path(SESSIONS) / source / "handoff.json").is_file():
+            raise SpecError(
+                f"{where}: key 'fix.from': session {source!r} has no handoff.json (run it to "
+                "its end first)"
+            )
+
+    @staticmethod
+    def handed_findings_of(values: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """The findings an earlier lens handed on (a chain link, or `fix.from`), else None."""
+        source = (values.get("fix") or {}).get("from")
+        path = values.get("handoff") or (
+            str(Path(SESSIONS) / source / "handoff.json") if source else None
+        )
+        if not path:
+            return None
+        return list((read_json(Path(path)) or {}).get("findings") or [])
+
+    def count(self, env: StageEnv) -> list:
+        """Every error in the worktree now, masked as it is stored."""
+        setup = self.setup_data(env.layout)
+        return counting.count_all(
+            [counting.ErrorCommand(**c) for c in setup["errors"]],
+            env.worktree,
+            env.spec.secrets,
+            (env.record.base_commit,),
+            [counting.HandedBug(**b) for b in setup.get("handed") or []],
+            setup.get("repro_command") or "",
+        )
+
+    def recon(
+        self,
+        layout: SessionLayout,
+        record: SetupRecord,
+        values: dict[str, Any],
+        log,
+        writer: Writer,
+    ) -> dict[str, Any]:
+        """The error commands, the baseline count, the guard checked on the base commit."""
+        section = self.section(values)
+        where = f"config/sessions/{layout.name}.yaml"
+        defaults = counting.default_commands(
+            record.stack, record.test_command, record.linter_command
+        )
+        handed_findings = self.handed_findings_of(values)
+        handed, unmeasured = counting.handed_bugs(handed_findings or [])
+        for line in unmeasured:
+            log(f"fix: not measurable, left to a person: {line}")
+        if handed_findings is not None:
+            defaults = []  # the handed findings are the work instead
+        cmds = counting.resolve(section.get("errors"), where, defaults)
+        repro = (values.get("debug") or {}).get("repro_command") or (
+            f"{record.test_command} {{file}}"
+        )
+        worktree = layout.worktree()
+        keep = (record.base_commit,)
+        baseline = counting.count_all(cmds, worktree, values.get("secrets"), keep, handed, repro)
+        guard = section.get("guard")
+        if guard:
+            result = commands.run(
+                guard,
+                worktree,
+                timeout_s=values["test_timeout_s"],
+                extra_secrets=values.get("secrets"),
+            )
+            if not result.ok:
+                raise SpecError(
+                    f"{where}: key 'fix.guard': `{guard}` fails on the base commit, so no fix "
+                    f"could ever be kept; make it pass first.\n{result.tail(2000)}"
+                )
+        # The scripts that count and guard are the measurement: editing them is no fix.
+        scripts = [f for c in [*(c.command for c in cmds), guard or ""] for f in
+                   measurement_scripts(c, worktree)]  # fmt: skip
+        tests = list(TEST_GLOBS) if section.get("protect_tests", True) else []
+        protected = list(dict.fromkeys(scripts + tests))
+        # The toolbox refuses edits to these; the frozen spec shows them.
+        values["protected"] = list(values.get("protected") or []) + protected
+        git.reset_to(worktree, record.base_commit)  # the counts may leave files behind
+        existing = {r.run_id for r in self.read_log(layout)}
+        started = dt.datetime.now(dt.UTC)
+        total = len(counting.errors_of(baseline))
+        log(f"fix: {total} errors at the base commit: {error_counts.by_category(baseline)}")
+        return {
+            "errors": [asdict(c) for c in cmds],
+            "handed": [asdict(b) for b in handed],
+            "unmeasured": unmeasured,
+            "repro_command": repro,
+            "guard": guard,
+            "protected": protected,
+            "baseline": [counting.to_json(c, keep) for c in baseline],
+            "run_id": lens_log.new_run_id(layout.name, started, existing),
+        }
+
+    def read_log(self, layout: SessionLayout) -> list[lens_log.LogRow]:
+        path = self.results_path(layout)
+        return lens_log.parse(path.read_text()) if path.exists() else []
+
+    # --- the loop --------------------------------------------------------------------------
+
+    def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
+        cycle = layout.next_open_cycle()
+        return checkpoints.fix_decide.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
+
+    def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
+        return [self.final_decision(layout, checkpoints)]
+
+    def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
+        """Zero errors left, or every error left is blocked."""
+        left = counting.errors_of([counting.from_json(c) for c in decision["counts_after"]])
+        if not left:
+            return "zero errors"
+        if error_counts.next_error(left, set(decision["blocked"])) is None:
+            return f"every remaining error is blocked ({len(left)} left; see blocked.md)"
+        return None
+
+    def cap_reason(self, spec: SessionSpec, cap: int) -> str:
+        return f"cap of {cap} iterations reached" + ("" if spec.max_cycles else " (max_cycles)")
+
+    def log_iteration(self, env: StageEnv, rec: dict[str, Any], usage: dict[str, Any]) -> None:
+        """The iteration's row in fix-results.tsv and results.tsv."""
+        error = rec.get("error") or {}
+        where = (
+            f"{error.get('file')}:{error.get('line')}" if error.get("line") else error.get("file")
+        )
+        description = (
+            f"{error.get('category', '-')} {error.get('code', '')} {where or ''}: "
+            f"{rec['before']} → {rec['after']}; {rec['verdict'] or rec['summary']}"
+        )
+        row = lens_log.LogRow(
+            run_id=rec["run_id"],
+            iteration=rec["iteration"],
+            category=error.get("category", "none"),
+            new=len(rec["fixed"]) if rec["status"] == KEPT else 0,
+            status=rec["status"],
+            description=description,
+            timestamp=rec["timestamp"],
+        )
+        with locked(env.layout.journal_lock):
+            rows = lens_log.merge(self.read_log(env.layout), [row])
+            write_text(self.results_path(env.layout), lens_log.render(rows))
+        journal.upsert_results(
+            env.layout,
+            "",
+            f"{env.cycle:03d}",
+            [
+                {
+                    "team": self.team,
+                    "status": rec["status"],
+                    "tests_pass": rec["tests_pass"],
+                    "description": self.writer(env.record).line(description),
+                    "files_changed": len(rec["files_changed"]),
+                    "timestamp": rec["timestamp"],
+                    "tokens": sum(v for k, v in usage.items() if k.endswith("tokens")),
+                    "cost_usd": usage.get("cost_usd", 0),
+                }
+            ],
+        )
+
+    # --- session.md ------------------------------------------------------------------------
+
+    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
+        baseline = [counting.from_json(c) for c in self.setup_data(env.layout)["baseline"]]
+        now = (
+            [counting.from_json(c) for c in decisions[-1]["counts_after"]]
+            if decisions
+            else baseline
+        )
+        kept = sum(1 for d in decisions if d["status"] == KEPT)
+        lines = [
+            "## Fix",
+            f"- Errors: {len(counting.errors_of(baseline))} at the base commit, "
+            f"{len(counting.errors_of(now))} now",
+            f"- Iterations: {len(decisions)}, kept: {kept}, "
+            f"blocked: {len(decisions[-1]['blocked']) if decisions else 0}",
+        ]
+        lines += [f"- Iteration {d['cycle']}: {d['status']} — {report.what(d)}" for d in decisions]
+        return "\n".join(lines)
+
+    # --- the report ------------------------------------------------------------------------
+
+    def decisions(self, layout: SessionLayout) -> list[dict[str, Any]]:
+        return journal.load_decisions(layout)
+
+    def remaining(self, layout: SessionLayout) -> list[Error]:
+        decisions = self.decisions(layout)
+        data = decisions[-1]["counts_after"] if decisions else self.setup_data(layout)["baseline"]
+        return counting.errors_of([counting.from_json(c) for c in data])
+
+    def write_report(self, env: StageEnv, findings_out: Path, handoff_out: Path) -> None:
+        decisions = self.decisions(env.layout)
+        setup = self.setup_data(env.layout)
+        baseline = [counting.from_json(c) for c in setup["baseline"]]
+        left = error_counts.order(self.remaining(env.layout))
+        blocked = blocked_of(decisions)
+        writer = self.writer(env.record)
+        findings = [
+            {
+                "id": counting.error_id(e),
+                "severity": SEVERITY[e.priority],
+                "title": f"{e.code} {e.message}".strip(),
+                "category": e.category,
+                "tool": e.tool,
+                "file": e.file,
+                "line": e.line,
+                "blocked": e.identity in blocked,
+            }
+            for e in left
+        ]
+        writer.text(findings_out, report.remaining_md(env.layout.name, findings))
+        before = error_counts.by_category(baseline)
+        after = Counter(e.category for e in left)
+        writer.text(
+            self.summary_path(env.layout),
+            report.summary_md(env.layout.name, before, dict(after), decisions, self.stopped(env)),
+        )
+        writer.text(
+            self.blocked_path(env.layout),
+            report.blocked_md(decisions, blocked, {e.identity for e in left}),
+        )
+        extra = {
+            "stopped": self.stopped(env),
+            "errors_before": sum(before.values()),
+            "errors_after": len(left),
+        }
+        writer.json(handoff_out, self.handoff(env, findings, extra))
+
+    @staticmethod
+    def summary_path(layout: SessionLayout) -> Path:
+        return layout.root / "summary.md"
+
+    @staticmethod
+    def blocked_path(layout: SessionLayout) -> Path:
+        return layout.root / "blocked.md"
+
+    def stopped(self, env: StageEnv) -> str | None:
+        decisions = self.decisions(env.layout)
+        return next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None)
+
+    def write_done(self, env: StageEnv, out: Path) -> None:
+        data = json.loads(self.handoff_path(env.layout).read_text())
+        decisions = self.decisions(env.layout)
+        last = decisions[-1] if decisions else {}
+        kept = sum(1 for d in decisions if d["status"] == KEPT)
+        lines = [
+            f"session: {env.layout.name}",
+            f"mode: {self.name}",
+            f"stopped: {self.stopped(env) or 'finished'}",
+            f"iterations: {len(decisions)}",
+            f"fixes kept: {kept}",
+            f"errors: {data['errors_before']} → {data['errors_after']}",
+            f"blocked: {sum(1 for f in data['findings'] if f['blocked'])} of those left",
+            f"{self.gate_label}: {len(data['findings'])}",
+            f"fail_on: {data['fail_on']}",
+            f"gate: {data['gate']}",
+            f"report: {rel(self.summary_path(env.layout))}",
+            f"final commit: {last.get('end_commit', env.record.base_commit)}",
+            f"review with: git -C {env.record.target} log --oneline "
+            f"{env.record.base_commit[:12]}..{env.record.branch}",
+        ]
+        self.writer(env.record).text(out, "\n".join(lines) + "\n")
+
+    # --- autoresearch status ---------------------------------------------------------------
+
+    def progress(self, layout: SessionLayout) -> dict[str, Any]:
+        decisions = self.decisions(layout)
+        kept = sum(1 for d in decisions if d["status"] == KEPT)
+        return {
+            "cycles": len(decisions),
+            "commits": kept,
+            "fixes": kept,
+            "tests": "n/a"
+            if not decisions
+            else ("pass" if decisions[-1]["tests_pass"] else "FAIL"),
+            "open_issues": len(self.remaining(layout)) if self.setup_path(layout).exists() else 0,
+        }
+
+    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
+        if not self.setup_path(layout).exists():
+            return ["(fix not set up yet)"]
+        baseline = [counting.from_json(c) for c in self.setup_data(layout)["baseline"]]
+        decisions = self.decisions(layout)
+        return [
+            f"Errors: {len(counting.errors_of(baseline))} at the base commit, "
+            f"{len(self.remaining(layout))} now",
+            f"Blocked: {len(decisions[-1]['blocked']) if decisions else 0}",
+        ]

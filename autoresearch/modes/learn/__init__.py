@@ -1,0 +1,334 @@
+"""Learn: documentation that is checked against the code.
+
+`learn.mode`:
+- check: read-only. A health report per doc (docs-health.md): its checks (paths, symbols,
+  config keys, links, size, Mermaid), how many days it lags the code it names, whether a
+  person or this lens wrote it. No agent runs; the target is left as it was.
+- init: the lens's doc set (overview, architecture with a Mermaid diagram, code standards,
+  codebase summary) under `learn.docs_dir`, one doc per iteration (`learn_write`).
+- update: only the generated docs whose code changed since they were written, or that fail
+  their checks.
+A doc without the marker in its front matter was written by a person: it is protected from
+the start and only ever reported on. Each doc is kept (`docs: …`) only when its score rose.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ... import journal
+from ...errors import SpecError
+from ...layout import SessionLayout, rel
+from ...lenses import doc_checks
+from ...record import SetupRecord
+from ...spec import SessionSpec
+from ...stage import StageEnv
+from ..lens import Lens
+from ..lens.output import Writer
+from . import docs
+
+MODES = ("check", "init", "update")
+SPEC_EXAMPLE = """
+learn:
+  mode: check              # check (read-only report) | init (write the doc set) | update
+  docs_dir: docs
+  max_lines: 800           # per doc
+  # config: [config/config.yaml]   # config files whose keys docs may name (checked)
+  # ignore: ["sessions/*"]         # paths docs may name that only exist at run time
+"""
+# How bad a failed check is, for findings.md and the fail_on gate.
+SEVERITY = {
+    "path": "medium",
+    "symbol": "medium",
+    "config-key": "medium",
+    "mermaid": "medium",
+    "link": "low",
+    "size": "low",
+}
+
+
+def learn_mode(values: dict[str, Any]) -> str:
+    return str((values.get("learn") or {}).get("mode") or "check")
+
+
+class Learn(Lens):
+    name = "learn"
+    team = "learn"
+    loop = "learn"
+    branch = "autoresearch/learn/{name}"
+    gate_label = "doc problems"
+    spec_example = SPEC_EXAMPLE
+
+    def check_spec(self, values: dict[str, Any], name: str) -> None:
+        # check runs no agent, so any backend does; init and update need a model.
+        self.ruff_plays = learn_mode(values) == "check"
+        super().check_spec(values, name)
+
+    def check_lens_spec(self, values: dict[str, Any], where: str) -> None:
+        mode = learn_mode(values)
+        if mode not in MODES:
+            raise SpecError(f"{where}: key 'learn.mode': {mode!r}; expected one of {MODES}")
+
+    # --- setup: the docs, and which this run writes ----------------------------------------
+
+    def rules(self, layout: SessionLayout) -> docs.Rules:
+        data = self.setup_data(layout)["rules"]
+        keys = data.get("keys")
+        return docs.Rules(
+            data["max_lines"], tuple(data["ignore"]), frozenset(keys) if keys is not None else None
+        )
+
+    def recon(
+        self,
+        layout: SessionLayout,
+        record: SetupRecord,
+        values: dict[str, Any],
+        log,
+        writer: Writer,
+    ) -> dict[str, Any]:
+        section = self.section(values)
+        mode = learn_mode(values)
+        worktree = layout.worktree()
+        docs_dir = str(section.get("docs_dir") or "docs")
+        keys = docs.config_keys(worktree, list(section.get("config") or []))
+        rules = docs.Rules(
+            int(section.get("max_lines") or doc_checks.MAX_LINES),
+            tuple(section.get("ignore") or ()),
+            frozenset(keys) if keys is not None else None,
+        )
+        existing = docs.docs_of(worktree, docs_dir)
+        people = [
+            d for d in existing if not doc_checks.is_generated((worktree / d).read_text("utf-8"))
+        ]
+        # The sandbox refuses every edit to a doc a person wrote.
+        values["protected"] = list(values.get("protected") or []) + people
+        targets = self.targets(mode, existing, people, docs_dir, worktree, rules)
+        log(
+            f"learn {mode}: {len(existing)} docs ({len(people)} by a person); "
+            f"{len(targets)} to write"
+        )
+        return {
+            "mode": mode,
+            "docs_dir": docs_dir,
+            "rules": {
+                "max_lines": rules.max_lines,
+                "ignore": list(rules.ignore),
+                "keys": sorted(keys) if keys is not None else None,
+            },
+            "existing": existing,
+            "by_a_person": people,
+            "targets": targets,
+        }
+
+    def targets(self, mode, existing, people, docs_dir, worktree, rules) -> list[dict[str, Any]]:
+        if mode == "init":
+            out = []
+            for name, purpose in docs.DOC_SET.items():
+                doc = f"{docs_dir}/{name}"
+                if doc not in people:  # a person's doc of that name is left alone
+                    out.append({"doc": doc, "purpose": purpose, "why": "part of the doc set"})
+            return out
+        if mode == "update":
+            out = []
+            for doc in existing:
+                if doc in people:
+                    continue
+                health = docs.health(doc, worktree, rules)
+                if health.stale_days > 0 or health.report.failures:
+                    why = (
+                        f"{health.stale_days:.1f} days older than its code"
+                        if health.stale_days > 0
+                        else f"{len(health.report.failures)} checks fail"
+                    )
+                    out.append({"doc": doc, "purpose": "keep it true to the code", "why": why})
+            return out
+        return []
+
+    # --- the loop ----------------------------------------------------------------------------
+
+    def brief(self, env: StageEnv, target: dict[str, Any], before: float) -> dict[str, Any]:
+        setup = self.setup_data(env.layout)
+        rules = self.rules(env.layout)
+        verb = "Write" if setup["mode"] == "init" else "Update"
+        return {
+            "heading": f"{verb} {target['doc']}",
+            "focus": f"{target['purpose']} ({target['why']}; score now {before:.2f})",
+            "context": [
+                ("Docs written by a person (read them, never change them)", setup["by_a_person"]),
+                (
+                    "Rules the harness checks",
+                    [
+                        f"at most {rules.max_lines} lines",
+                        "every file path, module.symbol and config key named must exist",
+                        "relative links must resolve; Mermaid blocks must parse",
+                        f"front matter keeps the marker `{doc_checks.MARKER}`",
+                    ],
+                ),
+            ],
+            "closing": f"Write {target['doc']} only, then call finish_docs.",
+            "data": {"doc": target["doc"], "purpose": target["purpose"]},
+        }
+
+    def targets_of(self, layout: SessionLayout) -> list[dict[str, Any]]:
+        return list(self.setup_data(layout).get("targets") or [])
+
+    def cycle_cap(self, spec: SessionSpec) -> int | None:
+        return None  # one iteration per planned doc: loop_stop ends the loop
+
+    def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
+        if env.cycle >= len(self.targets_of(env.layout)):
+            kept = sum(1 for d in self.decisions_before(env) if d["status"] == "kept")
+            kept += decision["status"] == "kept"
+            return f"every planned doc was worked ({kept} of {env.cycle} kept)"
+        return None
+
+    @staticmethod
+    def decisions_before(env: StageEnv) -> list[dict[str, Any]]:
+        return env.decisions_before()
+
+    def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
+        cycle = layout.next_open_cycle()
+        return checkpoints.learn_write.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
+
+    def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
+        if not self.targets_of(layout):
+            return [rel(self.setup_path(layout))]  # check, or nothing to write: just report
+        return [self.final_decision(layout, checkpoints)]
+
+    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
+        lines = ["## Learn", f"- Mode: {self.setup_data(env.layout)['mode']}"]
+        lines += [
+            f"- {d['doc']}: {d['status']} — {d['why']}" + (f" (round failures: {len(d['rounds'])})"
+                                                          if d["rounds"] else "")
+            for d in decisions
+        ]  # fmt: skip
+        return "\n".join(lines)
+
+    # --- the report --------------------------------------------------------------------------
+
+    def health_path(self, layout: SessionLayout) -> Path:
+        return layout.root / "docs-health.md"
+
+    def write_report(self, env: StageEnv, findings_out: Path, handoff_out: Path) -> None:
+        decisions = journal.load_decisions(env.layout)
+        end = decisions[-1]["end_commit"] if decisions else env.record.base_commit
+        env.begin(end)
+        setup = self.setup_data(env.layout)
+        rules = self.rules(env.layout)
+        docs_now = docs.docs_of(env.worktree, setup["docs_dir"])
+        health = [docs.health(d, env.worktree, rules) for d in docs_now]
+        findings = []
+        for h in health:
+            for c in h.report.failures:
+                findings.append(
+                    {
+                        "id": f"D-{len(findings) + 1:03d}",
+                        "severity": SEVERITY.get(c.kind, "low"),
+                        "title": f"{c.kind} {c.subject}: {c.reason}",
+                        "file": h.doc,
+                        "line": c.line,
+                    }
+                )
+            if h.freshness != "fresh":
+                findings.append(
+                    {
+                        "id": f"D-{len(findings) + 1:03d}",
+                        "severity": "medium" if h.freshness == "very stale" else "low",
+                        "title": f"{h.freshness}: {h.stale_days:.0f} days older than its code",
+                        "file": h.doc,
+                        "line": None,
+                    }
+                )
+        writer = self.writer(env.record)
+        writer.text(self.health_path(env.layout), render_health(env.layout.name, health))
+        writer.text(findings_out, render_findings(env.layout.name, findings))
+        extra = {
+            "stopped": self.stopped(env),
+            "score": round(doc_checks.score(h.report for h in health), 4),
+        }
+        writer.json(handoff_out, self.handoff(env, findings, extra))
+
+    def stopped(self, env: StageEnv) -> str | None:
+        decisions = journal.load_decisions(env.layout)
+        reason = next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None)
+        if reason is None and not self.targets_of(env.layout):
+            return f"{self.setup_data(env.layout)['mode']}: nothing to write"
+        return reason
+
+    def write_done(self, env: StageEnv, out: Path) -> None:
+        data = json.loads(self.handoff_path(env.layout).read_text())
+        decisions = journal.load_decisions(env.layout)
+        kept = [d["doc"] for d in decisions if d["status"] == "kept"]
+        last = decisions[-1]["end_commit"] if decisions else env.record.base_commit
+        lines = [
+            f"session: {env.layout.name}",
+            f"mode: {self.name} ({self.setup_data(env.layout)['mode']})",
+            f"stopped: {self.stopped(env) or 'finished'}",
+            f"docs kept: {len(kept)}" + (f" ({', '.join(kept)})" if kept else ""),
+            f"score: {data['score']}",
+            f"{self.gate_label}: {len(data['findings'])}",
+            f"fail_on: {data['fail_on']}",
+            f"gate: {data['gate']}",
+            f"report: {rel(self.health_path(env.layout))}",
+        ]
+        if kept:
+            lines.append(
+                f"review with: git -C {env.record.target} log --oneline "
+                f"{env.record.base_commit[:12]}..{env.record.branch}  (final {last[:12]})"
+            )
+        else:
+            lines.append(f"target unchanged: {env.record.target}")
+        self.writer(env.record).text(out, "\n".join(lines) + "\n")
+
+    def progress(self, layout: SessionLayout) -> dict[str, Any]:
+        decisions = journal.load_decisions(layout)
+        kept = sum(1 for d in decisions if d["status"] == "kept")
+        data = (
+            json.loads(self.handoff_path(layout).read_text())
+            if self.handoff_path(layout).exists()
+            else {}
+        )
+        return {
+            "cycles": len(decisions),
+            "commits": kept,
+            "fixes": kept,
+            "tests": "n/a",
+            "open_issues": len(data.get("findings") or []),
+        }
+
+
+def render_health(name: str, health: list[docs.Health]) -> str:
+    lines = [
+        f"# Docs health: {name}",
+        "",
+        "| doc | by | lines | score | behind its code | failed checks |",
+        "|---|---|---:|---:|---|---:|",
+    ]
+    for h in health:
+        lines.append(
+            f"| {h.doc} | {'autoresearch' if h.generated else 'a person'} | {h.lines} | "
+            f"{h.score:.2f} | {h.freshness} ({h.stale_days:.0f} d) | {len(h.report.failures)} |"
+        )
+    for h in health:
+        if h.report.failures:
+            lines += ["", f"## {h.doc}"]
+            lines += [
+                f"- {'line ' + str(c.line) + ': ' if c.line else ''}{c.kind} `{c.subject}`: "
+                f"{c.reason}"
+                for c in h.report.failures
+            ]
+    if not health:
+        lines.append("(no docs)")
+    return "\n".join(lines) + "\n"
+
+
+def render_findings(name: str, findings: list[dict[str, Any]]) -> str:
+    lines = [f"# Doc problems: {name}", ""]
+    lines += [
+        f"- [{f['id']}] {f['severity']} · {f['file']}{':' + str(f['line']) if f['line'] else ''}"
+        f": {f['title']}"
+        for f in findings
+    ] or ["None."]
+    return "\n".join(lines) + "\n"

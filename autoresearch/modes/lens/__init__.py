@@ -1,0 +1,223 @@
+"""The lens base: what every lens (security, debug, scenario, predict, and the repair lenses)
+shares — the spec checks, the masked writer, the setup record, `handoff.json`, the `fail_on`
+gate recorded in `done`, chaining into the next lens, and what `status` shows.
+
+A lens is a `Mode`. Loop lenses (one focus per iteration, findings checked by code after each)
+build on `loop.LoopLens`; predict has its own jobs. docs/lenses.md describes each lens.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ...errors import SpecError
+from ...files import read_json
+from ...layout import SessionLayout, rel
+from ...lenses.finding_schema import gate
+from ...record import SetupRecord
+from ...spec import SessionSpec
+from ...stage import StageEnv
+from ..base import Mode
+from . import chain
+from .output import Writer
+
+DEFAULT_FAIL_ON = "high"
+DEFAULT_SATURATION = 3
+
+
+class Lens(Mode):
+    name = "lens"
+    team = ""  # the agent team that does the lens's work
+    loop = "lens"  # sessions/<name>/lens/NNN/
+    branch = "autoresearch/lens/{name}"
+    lists_cycles = False  # the lens's own section summarises its iterations
+    ruff_plays = False  # whether the model-free ruff backend can play this lens
+    gate_label = "findings"  # what the gate counts, for `done`
+
+    # --- paths ---------------------------------------------------------------------------
+
+    def setup_path(self, layout: SessionLayout) -> Path:
+        """What the lens's setup found (recon, leads, decomposition): lens-setup.json."""
+        return layout.root / "lens-setup.json"
+
+    def results_path(self, layout: SessionLayout) -> Path:
+        """The iteration log, `<lens>-results.tsv`."""
+        return layout.root / f"{self.name}-results.tsv"
+
+    @staticmethod
+    def findings_path(layout: SessionLayout) -> Path:
+        return layout.root / "findings.md"
+
+    @staticmethod
+    def handoff_path(layout: SessionLayout) -> Path:
+        return layout.root / "handoff.json"
+
+    # --- the spec ------------------------------------------------------------------------
+
+    def check_spec(self, values: dict[str, Any], name: str) -> None:
+        where = f"config/sessions/{name}.yaml"
+        if values["agent"]["backend"] == "ruff" and not self.ruff_plays:
+            raise SpecError(
+                f"{where}: key 'agent.backend': the {self.name} lens needs a model and the ruff "
+                "backend cannot play it (it plays security only); set agent.backend: claude "
+                "(or script, to replay a rehearsal)"
+            )
+        from .. import MODES  # the registry imports this module: look it up at call time
+
+        for lens in chain.chain_of(values):
+            if lens not in MODES:
+                raise SpecError(
+                    f"{where}: key 'chain': unknown lens {lens!r}; expected one of "
+                    f"{', '.join(sorted(MODES))}"
+                )
+        self.check_lens_spec(values, where)
+
+    def check_lens_spec(self, values: dict[str, Any], where: str) -> None:
+        """The lens's own keys (raise SpecError naming `where` and the key)."""
+
+    @staticmethod
+    def fail_on(spec: dict[str, Any]) -> str:
+        return spec.get("fail_on") or DEFAULT_FAIL_ON
+
+    @staticmethod
+    def window(spec: dict[str, Any]) -> int:
+        return int(spec.get("saturation") or DEFAULT_SATURATION)
+
+    def section(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """The lens's own spec section (`security:`, `debug:`, ...)."""
+        return dict(spec.get(self.name) or {})
+
+    # --- setup ---------------------------------------------------------------------------
+
+    def writer(self, record: SetupRecord) -> Writer:
+        """The masked writer for this session: its commit ids are never masked."""
+        return Writer(keep=(record.base_commit,))
+
+    def on_setup(
+        self, layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
+    ) -> None:
+        """Mask what setup copied from the target, then the lens's own setup (lens-setup.json)."""
+        writer = self.writer(record)
+        record.conventions = writer.line(record.conventions)
+        data = self.recon(layout, record, values, log, writer) or {}
+        handoff = values.get("handoff")
+        if handoff:
+            data["handoff"] = read_json(Path(handoff)) or {}
+        writer.json(self.setup_path(layout), data)
+
+    def recon(
+        self,
+        layout: SessionLayout,
+        record: SetupRecord,
+        values: dict[str, Any],
+        log,
+        writer: Writer,
+    ) -> dict[str, Any]:
+        """The lens's setup work; returns what lens-setup.json holds."""
+        return {}
+
+    def setup_data(self, layout: SessionLayout) -> dict[str, Any]:
+        return read_json(self.setup_path(layout)) or {}
+
+    def handed_findings(self, layout: SessionLayout) -> list[dict[str, Any]]:
+        """The findings a parent lens handed on (a chain child's input), else none."""
+        return list((self.setup_data(layout).get("handoff") or {}).get("findings") or [])
+
+    # --- the end -------------------------------------------------------------------------
+
+    def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
+        """What the report waits for (the loop's final decision, predict's last round)."""
+        raise NotImplementedError
+
+    def write_report(self, env: StageEnv, findings_out: Path, handoff_out: Path) -> None:
+        raise NotImplementedError
+
+    def gate_severities(self, findings: list[dict[str, Any]]) -> list[str]:
+        """The severities the `fail_on` gate weighs (debug: confirmed bugs only)."""
+        return [str(f.get("severity", "")) for f in findings]
+
+    def handoff(
+        self, env: StageEnv, findings: list[dict[str, Any]], extra: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """handoff.json: what a chained lens (or a person) takes on from this one."""
+        fail_on = self.fail_on(env.spec)
+        return {
+            "lens": self.name,
+            "session": env.layout.name,
+            "target": env.record.target,
+            "commit": env.record.base_commit,
+            "branch": env.record.branch,
+            "fail_on": fail_on,
+            "gate": gate(self.gate_severities(findings), fail_on),
+            "files": sorted({str(f["file"]) for f in findings if f.get("file")}),
+            "findings": findings,
+            **(extra or {}),
+        }
+
+    def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
+        """The report and handoff.json, and the next lens of the chain's `done`."""
+        inputs = [rel(self.findings_path(layout)), rel(self.handoff_path(layout))]
+        frozen = json.loads(json.dumps(_frozen(layout)))
+        nxt = chain.link_of(layout.name, frozen, layout.root.parent).next
+        if nxt:
+            inputs.append(rel(layout.root.parent / nxt / "done"))
+        return inputs
+
+    def write_done(self, env: StageEnv, out: Path) -> None:
+        data = read_json(self.handoff_path(env.layout)) or {}
+        findings = data.get("findings") or []
+        link = chain.link_of(env.layout.name, dict(env.spec), env.layout.root.parent)
+        lines = [
+            f"session: {env.layout.name}",
+            f"mode: {self.name}",
+            f"stopped: {self.stopped(env) or 'finished'}",
+            f"{self.gate_label}: {len(findings)}",
+            f"fail_on: {data.get('fail_on', self.fail_on(env.spec))}",
+            f"gate: {data.get('gate', 'PASSED')}",
+            f"report: {rel(self.findings_path(env.layout))}",
+            f"handoff: {rel(self.handoff_path(env.layout))}",
+        ]
+        if link.next:
+            lines.append(f"next lens: sessions/{link.next}")
+        if link.parent:
+            lines.append(f"chained from: sessions/{link.parent}")
+        lines.append(f"target unchanged: {env.record.target} (branch {env.record.branch})")
+        self.writer(env.record).text(out, "\n".join(lines) + "\n")
+
+    def stopped(self, env: StageEnv) -> str | None:
+        """Why the lens's work ended, for `done` and `status`."""
+        return None
+
+    # --- autoresearch status -----------------------------------------------------------
+
+    def progress(self, layout: SessionLayout) -> dict[str, Any]:
+        data = read_json(self.handoff_path(layout)) or {}
+        return {
+            "cycles": len(layout.completed_cycles()),
+            "commits": 0,
+            "fixes": 0,
+            "tests": "n/a",
+            "open_issues": len(data.get("findings") or []),
+        }
+
+    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
+        data = read_json(self.handoff_path(layout))
+        if not data:
+            return [f"Gate: not decided yet (fail_on: {self.fail_on(spec)})"]
+        return [f"Gate: {data['gate']} (fail_on: {data['fail_on']})"]
+
+
+def _frozen(layout: SessionLayout) -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load(layout.spec.read_text()) if layout.spec.exists() else {}
+
+
+def gate_of(done_text: str) -> str | None:
+    """The `gate:` line of a lens's `done` file: PASSED, FAILED, or None (not a lens)."""
+    for line in done_text.splitlines():
+        if line.startswith("gate:"):
+            return line.split(":", 1)[1].strip()
+    return None

@@ -1,0 +1,199 @@
+"""Predict: several reviewers analyse the target independently — each persona a separate job
+that sees no other's work — then debate for a few rounds, and code counts the vote. The target
+is never changed.
+
+Files under `sessions/<name>/predict/<persona>/`: `round-0.json` (the persona's own checked
+findings), `round-<r>.json` (its positions in debate round r). The report (`lens_report`)
+merges, tallies and writes findings.md (the vote table), hypothesis-queue.md, debate.md and
+predict-results.tsv.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from ...files import read_json, write_text
+from ...layout import SessionLayout, rel
+from ...lenses import lens_log, votes
+from ...lenses.severity import at_or_above
+from ...spec import SessionSpec
+from ...stage import StageEnv
+from ..lens import Lens
+from . import report
+
+DEFAULT_PERSONAS = ("architecture", "security", "performance", "reliability", "devils-advocate")
+DEFAULT_ROUNDS = 2
+CHARGES = {
+    "architecture": "Structure: module boundaries, coupling, layering, and where a change "
+    "ripples furthest.",
+    "security": "Attackers: untrusted input, secrets, permissions, unsafe calls.",
+    "performance": "Cost: algorithms, repeated work, memory, I/O inside loops.",
+    "reliability": "Failure: error handling, cleanup, what happens on bad input or a crash.",
+    "correctness": "Logic: wrong results, off-by-one errors, broken invariants.",
+    "maintainability": "Change: duplication, unclear names, code that resists being changed.",
+    votes.DEVILS_ADVOCATE: "Doubt: challenge what looks fine and what the others will take "
+    "for granted. In the debate, dispute the majority wherever its evidence is thin.",
+}
+SPEC_EXAMPLE = """
+predict:
+  personas: [architecture, security, performance, reliability, devils-advocate]   # 3 to 8
+  rounds: 2              # debate rounds after the independent analysis
+fail_on: none            # gate on confirmed findings at or above this severity
+"""
+
+
+def charge(persona: str) -> str:
+    return CHARGES.get(persona, f"Review the code as an expert in {persona.replace('-', ' ')}.")
+
+
+class Predict(Lens):
+    name = "predict"
+    spec_example = SPEC_EXAMPLE
+    gate_label = "findings voted on"
+
+    def personas(self, spec: dict[str, Any]) -> list[str]:
+        return list(self.section(spec).get("personas") or DEFAULT_PERSONAS)
+
+    def rounds(self, spec: dict[str, Any]) -> int:
+        value = self.section(spec).get("rounds")
+        return DEFAULT_ROUNDS if value is None else int(value)
+
+    def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
+        personas = self.personas(values)
+        log(f"predict: {len(personas)} personas, {self.rounds(values)} debate rounds")
+        started = dt.datetime.now(dt.UTC)
+        return {
+            "personas": personas,
+            "run_id": lens_log.new_run_id(layout.name, started, self._run_ids(layout)),
+        }
+
+    def _run_ids(self, layout: SessionLayout) -> set[str]:
+        path = self.results_path(layout)
+        return {r.run_id for r in lens_log.parse(path.read_text())} if path.exists() else set()
+
+    # --- files ---------------------------------------------------------------------------
+
+    @staticmethod
+    def round_path(layout: SessionLayout, persona: str, number: int) -> Path:
+        return layout.root / "predict" / persona / f"round-{number}.json"
+
+    def debate_inputs(self, layout: SessionLayout, spec: SessionSpec, number: int) -> list[str]:
+        return [rel(self.round_path(layout, p, number - 1)) for p in self.personas(spec)]
+
+    def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
+        from ...spec import load_frozen
+
+        spec = load_frozen(layout.spec)
+        last = self.rounds(spec)
+        return [rel(self.round_path(layout, p, last)) for p in self.personas(spec)]
+
+    # --- reading the rounds --------------------------------------------------------------
+
+    def proposals(self, layout: SessionLayout, personas: list[str]) -> list[votes.Proposal]:
+        out = []
+        for persona in personas:
+            for item in read_json(self.round_path(layout, persona, 0))["accepted"]:
+                f = item["finding"]
+                out.append(
+                    votes.Proposal(
+                        persona, f["title"], f["location"], f["severity"], f["confidence"]
+                    )
+                )
+        return out
+
+    def evidence(self, layout: SessionLayout, personas: list[str]) -> dict[str, dict[str, Any]]:
+        """Merged id -> the first raiser's finding (its evidence and hypothesis)."""
+        out: dict[str, dict[str, Any]] = {}
+        for persona in personas:
+            for item in read_json(self.round_path(layout, persona, 0))["accepted"]:
+                f = item["finding"]
+                out.setdefault(votes.merge_id(f["location"], f["title"]), f)
+        return out
+
+    def debate_rounds(
+        self, layout: SessionLayout, personas: list[str], upto: int
+    ) -> list[dict[str, dict[str, votes.Position]]]:
+        """Rounds 1..upto as the vote maths takes them: persona -> finding id -> position."""
+        rounds = []
+        for number in range(1, upto + 1):
+            stated = {}
+            for persona in personas:
+                data = read_json(self.round_path(layout, persona, number)) or {}
+                stated[persona] = {
+                    fid: votes.Position(p["stance"], p.get("severity"))
+                    for fid, p in (data.get("positions") or {}).items()
+                }
+            rounds.append(stated)
+        return rounds
+
+    # --- the report ----------------------------------------------------------------------
+
+    def write_report(self, env: StageEnv, findings_out: Path, handoff_out: Path) -> None:
+        layout, spec = env.layout, env.spec
+        personas = self.personas(spec)
+        merged = votes.merge(self.proposals(layout, personas))
+        rounds = self.debate_rounds(layout, personas, self.rounds(spec))
+        tally = votes.tally(merged, personas, rounds)
+        warnings = votes.groupthink(merged, personas, rounds)
+        evidence = self.evidence(layout, personas)
+        writer = self.writer(env.record)
+        writer.text(findings_out, report.findings_md(layout.name, tally, evidence, warnings))
+        writer.text(layout.root / "hypothesis-queue.md", report.queue_md(tally, evidence))
+        records = [read_json(self.round_path(layout, p, n)) or {}
+                   for n in range(1, self.rounds(spec) + 1) for p in personas]  # fmt: skip
+        writer.text(layout.root / "debate.md", report.debate_md(merged, records, warnings))
+        self.write_log(env, personas, merged)
+        kept = [
+            report.as_finding(v, evidence.get(v.finding.id, {}))
+            for v in tally
+            if v.label in ("confirmed", "probable")
+        ]
+        data = self.handoff(env, kept, {"groupthink": warnings})
+        confirmed = [v.severity for v in tally if v.label == "confirmed"]
+        data["gate"] = (
+            "FAILED" if any(at_or_above(s, self.fail_on(spec)) for s in confirmed) else "PASSED"
+        )
+        writer.json(handoff_out, data)
+
+    def write_log(self, env: StageEnv, personas: list[str], merged: list[votes.Merged]) -> None:
+        """predict-results.tsv: one row per round (0 = the independent analysis)."""
+        layout = env.layout
+        run_id = self.setup_data(layout)["run_id"]
+        rows = []
+        for number in range(0, self.rounds(env.spec) + 1):
+            records = [read_json(self.round_path(layout, p, number)) or {} for p in personas]
+            dropped = [d for r in records for d in r.get("dropped", [])]
+            kinds: dict[str, int] = {}
+            for d in dropped:
+                kinds[d["kind"]] = kinds.get(d["kind"], 0) + 1
+            rows.append(
+                lens_log.LogRow(
+                    run_id=run_id,
+                    iteration=number,
+                    category="analysis" if number == 0 else f"debate-{number}",
+                    new=len(merged) if number == 0 else 0,
+                    dropped=len(dropped),
+                    drop_reasons=kinds,
+                    hashes=tuple(m.id for m in merged) if number == 0 else (),
+                    status="analysed" if number == 0 else "debated",
+                    description=f"{len(personas)} personas",
+                    timestamp=max((r.get("timestamp", "") for r in records), default=""),
+                )
+            )
+        previous = lens_log.parse(self.results_path(layout).read_text()) if (
+            self.results_path(layout).exists()
+        ) else []  # fmt: skip
+        write_text(self.results_path(layout), lens_log.render(lens_log.merge(previous, rows)))
+
+    def progress(self, layout: SessionLayout) -> dict[str, Any]:
+        figures = super().progress(layout)
+        figures["cycles"] = len(list((layout.root / "predict").glob("*/round-*.json")))
+        return figures
+
+    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
+        personas = self.personas(spec)
+        done = [p for p in personas if self.round_path(layout, p, 0).exists()]
+        lines = [f"Personas analysed: {len(done)}/{len(personas)}"]
+        return lines + super().status_lines(layout, spec)

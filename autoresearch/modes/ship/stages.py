@@ -1,0 +1,137 @@
+"""The ship lens's stages: `prepare` (one failing gate per iteration) and `execute` (the
+shipping commands, only when a person approved; a dry run unless told otherwise).
+
+prepare: the highest-priority failing gate that is not blocked goes to the agent; afterwards
+every gate runs again, and the change is committed (`ship: <gate> — summary`) only when more
+gates pass and none that passed before fails. Three failed attempts block a gate.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ... import commands, git, journal
+from ...agent_run import run_agent, stop_reason_of
+from ...backends.base import ToolResult
+from ...lenses import error_counts
+from ...stage import StageEnv
+from ...teams import base_context
+from ..experiment.stages import ExperimentToolbox, changed_of
+from . import gates as gating
+
+KEPT = "kept"
+
+
+def results_at_start(env: StageEnv, mode: Any) -> list[gating.Result]:
+    prev = env.previous_decision()
+    data = prev["results_after"] if prev else mode.setup_data(env.layout)["baseline"]
+    return [gating.Result(**r) for r in data]
+
+
+def blocked_of(decisions: list[dict[str, Any]]) -> set[str]:
+    tries = Counter(d["gate"] for d in decisions if d.get("gate") and d["status"] != KEPT)
+    return {g for g, n in tries.items() if error_counts.is_blocked(n)}
+
+
+def next_gate(results: list[gating.Result], blocked: set[str]) -> gating.Result | None:
+    """The first failing gate in checklist order (the checklist is in fixing order)."""
+    return next((r for r in results if r.status == gating.FAIL and r.name not in blocked), None)
+
+
+def prepare(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
+    """One failing gate: the agent's change, all gates again, keep or reset."""
+    prev = env.previous_decision()
+    start = prev["end_commit"] if prev else env.record.base_commit
+    env.begin(start)
+    decisions = env.decisions_before()
+    before = results_at_start(env, mode)
+    target = next_gate(before, blocked_of(decisions))
+    checklist = mode.checklist(env.layout)
+    rec: dict[str, Any] = {
+        "cycle": env.cycle,
+        "gate": target.name if target else None,
+        "summary": "",
+        "start_commit": start,
+        "passing_before": gating.passing(before),
+        "results_after": [asdict(r) for r in before],
+        "broke": [],
+        "tests_pass": None,
+        "timestamp": journal.now(),
+        "broken": False,
+        "session_stop": None,
+    }
+    status, end, usage = "no change", start, {}
+    if target is not None:
+        gate = next(g for g in checklist if g.name == target.name)
+        state: dict[str, str] = {}
+        toolbox = ExperimentToolbox(mode.team, env.worktree, **env.toolbox_options())
+
+        def finish_fix(finding_id: str, summary: str) -> ToolResult:
+            if finding_id != gate.name:
+                raise ValueError(f"unknown id {finding_id!r}; this iteration's gate is {gate.name}")
+            state.update(outcome="proposed", summary=summary)
+            toolbox.mark_finished()
+            return ToolResult("received; after your turn the harness runs every gate again")
+
+        def skip_finding(finding_id: str, reason: str) -> ToolResult:
+            state.update(outcome="skipped", summary=reason)
+            toolbox.mark_finished()
+            return ToolResult("recorded: left for a person")
+
+        toolbox.hooks.update(finish_fix=finish_fix, skip_finding=skip_finding)
+        ctx = base_context(env, mode.team)
+        ctx.lens = mode.brief(env, gate, target, decisions)
+        run = run_agent(env, mode.team, ctx, toolbox)
+        usage = asdict(run.usage)
+        rec["session_stop"] = stop_reason_of(run)
+        rec["summary"] = state.get("summary", "")
+        files = changed_of(env.worktree, toolbox.written)
+        if state.get("outcome") == "skipped":
+            status = "skipped"
+        elif files:
+            git.git(env.worktree, "add", "--", *files)
+            git.git(env.worktree, "checkout", "--", ".", check=False)  # only what it wrote
+            after = gating.run_all(checklist, mode.gate_context(env))
+            rec["results_after"] = [asdict(r) for r in after]
+            was = {r.name for r in before if r.status == gating.PASS}
+            rec["broke"] = sorted(
+                r.name for r in after if r.name in was and r.status != gating.PASS
+            )
+            if gating.passing(after) > gating.passing(before) and not rec["broke"]:
+                status = KEPT
+                message = f"ship: {gate.name} — {' '.join(rec['summary'].split())[:100]}"
+                end = git.commit_all(env.worktree, message) or start
+            else:
+                status = "reverted"
+                rec["results_after"] = [asdict(r) for r in before]
+    git.reset_to(env.worktree, end)
+    rec.update(status=status, end_commit=end)
+    rec["passing_after"] = gating.passing([gating.Result(**r) for r in rec["results_after"]])
+    rec["score"] = round(gating.score([gating.Result(**r) for r in rec["results_after"]]), 4)
+    rec["blocked"] = sorted(blocked_of(decisions + [rec]))
+    mode.writer(env.record).json(record_out, {"stage": "ship", "usage": usage})
+    return rec
+
+
+def execute(env: StageEnv, mode: Any, out: Path) -> None:
+    """The shipping commands, run only after a person's approval; a dry run by default."""
+    cmds = mode.ship_commands(env)
+    dry = bool(mode.section(env.spec).get("dry_run", True))
+    lines = [f"session: {env.layout.name}", f"dry run: {'yes' if dry else 'no'}"]
+    for command in cmds:
+        if dry:
+            lines.append(f"would run: {command}")
+            continue
+        result = commands.run(
+            command, env.worktree, timeout_s=env.spec.test_timeout_s, extra_secrets=env.spec.secrets
+        )
+        lines.append(f"ran: {command} (exit code {result.exit_code})")
+        lines += [f"    {line}" for line in result.tail(1500).splitlines()]
+        if not result.ok:
+            lines.append("stopped: a shipping command failed; the rest were not run")
+            break
+    mode.writer(env.record).text(out, "\n".join(lines) + "\n")
+    env.log(f"ship_execute: {'dry run' if dry else 'ran'} {len(cmds)} commands")

@@ -1,0 +1,57 @@
+"""rules/lens.smk: the loop lenses' red and check, every lens's report; chained sessions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from autoresearch import modes, spec
+from autoresearch.jobs import run_stage
+from autoresearch.layout import session_layout
+
+
+def _mode_and_layout(name: str):
+    layout = session_layout(name)
+    mode = modes.get(spec.load_frozen(layout.spec).mode)
+    return mode, mode.layout(layout.root)
+
+
+def red_inputs(name: str, cycle: int) -> list[str]:
+    """The frozen spec, and the previous iteration's decision until it is on disk."""
+    mode, layout = _mode_and_layout(name)
+    return mode.red_inputs(layout, cycle)
+
+
+def report_inputs(name: str, checkpoints: Any) -> list[str]:
+    """What the lens's report waits for, as the lens says."""
+    mode, layout = _mode_and_layout(name)
+    return mode.report_inputs(layout, checkpoints)
+
+
+# --- jobs (stage modules imported on first use, as in scripts/cycle.py) ---------------
+
+
+def red(wildcards: Any, output: Any, log: Any) -> None:
+    from autoresearch.modes.lens import stages
+
+    run_stage(wildcards, log, lambda env, mode: stages.red(env, mode, Path(output[0])))
+
+
+def check(wildcards: Any, output: Any, log: Any) -> None:
+    from autoresearch.modes.lens import stages
+
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: stages.check(env, mode, Path(output.checked), Path(output.decision)),
+    )
+
+
+def report(wildcards: Any, output: Any, log: Any) -> None:
+    from autoresearch.modes.lens import stages
+
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: stages.report(env, mode, Path(output.findings), Path(output.handoff)),
+    )

