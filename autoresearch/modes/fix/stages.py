@@ -31,7 +31,7 @@ from ...lenses.error_counts import Count, Error
 from ...sandbox import glob_match
 from ...stage import StageEnv
 from ...teams import base_context
-from ..experiment.stages import ExperimentToolbox, changed_of, git_proc, make_patch
+from ..experiment.stages import ExperimentToolbox, changed_of, make_patch
 from . import count as counting
 
 KEPT = "kept"
@@ -276,7 +276,9 @@ def decide(env: StageEnv, mode: Any) -> dict[str, Any]:
 
 def _judge(env, mode, proposal, before, rec, setup) -> tuple[str, list[Count]]:
     patch_file = env.cycle_dir / "attempt.patch"
-    proc = git_proc(env.worktree, "apply", "--index", "--binary", str(patch_file.resolve()))
+    proc = git.worktree_proc(
+        env.worktree, "apply", "--index", "--binary", str(patch_file.resolve())
+    )
     if proc.returncode != 0:
         rec["verdict"] = f"the patch does not apply to {proposal['start_commit'][:12]}: " + (
             proc.stderr.strip()
