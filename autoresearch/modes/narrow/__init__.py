@@ -28,7 +28,6 @@ from .angles import state_before, step
 from .goal import GOAL_DEFAULTS, Goal, angles_of, goal_of, spec_file
 from .protect import protected_paths
 
-
 # What `autoresearch new --mode narrow` writes into the spec, to edit.
 SPEC_EXAMPLE = """
 goal:
@@ -196,6 +195,12 @@ class Narrow(Mode):
     def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
         """The loop's final decision, then the plot drawn from it."""
         return [*super().done_inputs(layout, checkpoints), rel(layout.goal_progress_plot)]
+
+    def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
+        """The plot is drawn once, from every cycle: a redo draws it again."""
+        bench = layout.root / "benchmarks" / "goal_progress_plot.tsv"
+        plot = [layout.goal_progress_plot, layout.logs / "goal_progress_plot.log", bench]
+        return [*plot, *super().end_files(layout, track)]
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         return progress.status_lines(layout, spec, journal.load_decisions(layout))
