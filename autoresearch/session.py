@@ -14,13 +14,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__, commands, git, journal, modes, spec, stack
+from . import __version__, commands, git, journal, modes, setup_undo, spec, stack
 from .errors import SessionError
 from .layout import SessionLayout
 from .record import SetupRecord
 
 CONTEXT_FILES = ("CLAUDE.md", "AGENTS.md", "README.md")
 CONTEXT_CHARS = 6000
+MODELS_CHECKED: set[str] = set()
 
 
 @dataclass
@@ -32,17 +33,32 @@ class Preflight:
     linter_command: str | None
 
 
-def preflight(name: str, root: Path, overrides: dict[str, Any] | None = None) -> Preflight:
+def preflight(
+    name: str,
+    root: Path,
+    overrides: dict[str, Any] | None = None,
+    origins: dict[str, str] | None = None,
+) -> Preflight:
     """Everything that can be checked before touching anything; raises SpecError."""
-    merged = spec.load(name, root, overrides)
+    merged = spec.load(name, root, overrides, origins)
     values = merged.values
     where = merged.source_of("target")
     target = spec.resolve_target(str(values["target"]))
     if not target.exists():
         raise spec.SpecError(f"{where}: key 'target': {target} does not exist")
     if not git.is_repo(target):
+        if git.git(target, "rev-parse", "--is-bare-repository", check=False) == "true":
+            raise spec.SpecError(
+                f"{where}: key 'target': {target} is a bare repository (no files to work on); "
+                "point it at a clone with a working tree"
+            )
         raise spec.SpecError(f"{where}: key 'target': {target} is not a git repository")
     target = git.toplevel(target)
+    if not git.git(target, "rev-parse", "--verify", "--quiet", "HEAD", check=False):
+        raise spec.SpecError(
+            f"{where}: key 'target': {target} has no commits yet; commit its files first "
+            "(a session starts from a commit and never touches uncommitted work)"
+        )
     if values["on_dirty"] == "abort" and git.is_dirty(target):
         raise spec.SpecError(
             f"{target} has uncommitted changes. Commit them, or set 'on_dirty: stash' in "
@@ -53,6 +69,7 @@ def preflight(name: str, root: Path, overrides: dict[str, Any] | None = None) ->
     except ValueError as err:
         raise spec.SpecError(f"{merged.source_of('mode')}: key 'mode': {err}") from None
     mode.check_spec(values, name)
+    check_backend_plays(values, mode.teams_needed(values), merged)
     check_agent(values, merged)
     found, test_command, linter_command = stack.resolve_commands(
         target, values.get("test_command"), values.get("linter_command")
@@ -70,15 +87,66 @@ def preflight(name: str, root: Path, overrides: dict[str, Any] | None = None) ->
     return Preflight(merged, target, found.name if found else None, test_command, linter_command)
 
 
+def check_backend_plays(values: dict[str, Any], needed: set[str], merged: spec.Spec) -> None:
+    """Refuse a backend that cannot play a team the session needs: it would do nothing."""
+    from .backends import BACKEND_TEAMS
+
+    backend = values["agent"]["backend"]
+    missing = sorted(needed - BACKEND_TEAMS.get(backend, frozenset()))
+    if missing:
+        raise spec.SpecError(
+            f"{merged.source_of('agent.backend')}: key 'agent.backend': {backend!r} cannot play "
+            f"the {' and '.join(missing)} team a {values['mode']} session needs; set "
+            "agent.backend: claude (with ANTHROPIC_API_KEY)"
+        )
+
+
+def check_prices(values: dict[str, Any], merged: spec.Spec | None = None) -> None:
+    """A budget needs a price for the model: an unpriced model costs $0 and never stops."""
+    from .ledger import model_prices
+
+    agent, budget = values["agent"], values.get("budget") or {}
+    limits = [k for k in ("max_cost_usd", "max_cost_usd_per_stage") if budget.get(k) is not None]
+    model = agent.get("model")
+    priced = model_prices(model, values.get("prices") or {})
+    if agent["backend"] != "claude" or not limits or priced:
+        return
+    origin = merged.source_of(f"budget.{limits[0]}") if merged else "session.yaml"
+    raise spec.SpecError(
+        f"{origin}: key 'budget.{limits[0]}' is set, but key 'prices' has no entry for model "
+        f"{model!r}, so its cost would count as $0 and the budget would never stop the "
+        f"session; add prices.{model}: {{input: USD, output: USD}} (per million tokens)"
+    )
+
+
+def check_model(values: dict[str, Any], merged: spec.Spec) -> None:
+    """With a key, ask the Models API if it serves the model (once per model and process:
+    Snakemake evaluates input functions more than once)."""
+    model = values["agent"]["model"]
+    if values["agent"]["backend"] != "claude" or not has_key() or model in MODELS_CHECKED:
+        return
+    from .backends.claude import unknown_model
+
+    problem = unknown_model(model)
+    MODELS_CHECKED.add(model)
+    if problem:
+        raise spec.SpecError(f"{merged.source_of('agent.model')}: key 'agent.model': {problem}")
+
+
+def has_key() -> bool:
+    return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+
+
 def check_agent(values: dict[str, Any], merged: spec.Spec | None = None) -> None:
     """What the agent backend needs before any stage runs: a key, prompt files."""
     agent = values["agent"]
-    if agent["backend"] == "claude" and not (
-        os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
-    ):
+    check_prices(values, merged)
+    if agent["backend"] == "claude" and not has_key():
+        origin = merged.source_of("agent.backend") if merged else "session.yaml"
         raise spec.SpecError(
-            "agent.backend is 'claude' but ANTHROPIC_API_KEY is not set: export it (for a "
-            "local server also set ANTHROPIC_BASE_URL), or use agent.backend: ruff"
+            f"{origin}: key 'agent.backend' is 'claude' but ANTHROPIC_API_KEY is not set: "
+            "export it (for a local server also set ANTHROPIC_BASE_URL), or use "
+            "agent.backend: ruff"
         )
     for team, path in (agent.get("prompts") or {}).items():
         if not Path(path).expanduser().is_file():
@@ -104,6 +172,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     mode = modes.get(values["mode"])
     for warning in pre.spec.warnings:
         log(f"warning: {warning}")
+    setup_undo.note(layout, target=str(pre.target))
     stashed = None
     if git.is_dirty(pre.target):
         # on_dirty: stash. `git stash create` + `store` records the changes without
@@ -112,6 +181,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         if not stash_commit:
             stash_commit = git.git(pre.target, "stash", "create")
         if stash_commit:
+            setup_undo.note(layout, stash=stash_commit)
             git.git(pre.target, "stash", "store", "-m", f"autoresearch {layout.name}", stash_commit)
             stashed = stash_commit
             log(f"warning: uncommitted changes in {pre.target} saved as stash {stash_commit[:10]}")
@@ -128,6 +198,9 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         else:
             branch = git.free_branch_name(pre.target, mode.branch_name(layout.name))
             base = git.head(pre.target)
+            if not git.branch_exists(pre.target, branch):
+                setup_undo.note(layout, branch=branch)
+            setup_undo.note(layout, worktree=str(worktree))
         git.add_worktree(pre.target, worktree, branch, base)
         checkout = measured_in = worktree
     run = commands.run(
@@ -170,6 +243,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     frozen.values["test_command"] = pre.test_command
     frozen.values["linter_command"] = pre.linter_command
     spec.freeze(frozen, layout.spec)
+    setup_undo.setup_succeeded(layout)
     return record
 
 
@@ -177,13 +251,19 @@ def _baseline_checkout(target: Path, layout: SessionLayout, base: str) -> Path:
     """Broad mode has no session worktree: measure the baseline in a detached one."""
     path = layout.baseline_worktree
     if not (path / ".git").exists():
+        setup_undo.note(layout, worktree=str(path))
         with git.repo_lock(target):
             git.git(target, "worktree", "add", "--detach", str(path), base)
     return path
 
 
 def start(
-    name: str, session_dir: Path, overrides: dict[str, Any], log_path: str, root: Path
+    name: str,
+    session_dir: Path,
+    overrides: dict[str, Any],
+    log_path: str,
+    root: Path,
+    origins: dict[str, str] | None = None,
 ) -> None:
     """The setup job: check everything again (the DAG-time check may have been skipped
     while an example repository was still being made), then set the session up."""
@@ -192,8 +272,18 @@ def start(
         with open(log_path, "a") as handle:
             handle.write(line + "\n")
 
-    pre = preflight(name, root, dict(overrides or {}))
-    create(pre, modes.get(pre.spec.values["mode"]).layout(session_dir), log)
+    pre = preflight(name, root, dict(overrides or {}), origins)
+    layout = modes.get(pre.spec.values["mode"]).layout(session_dir)
+    if setup_undo.ledger_path(layout).exists():
+        # An earlier setup of this session was killed half-way: start fresh.
+        setup_undo.undo(layout, pre.target, log)
+    try:
+        create(pre, layout, log)
+    except BaseException:
+        # A failed setup leaves nothing behind: no branch, no worktree, no session
+        # files (the log keeps the reason), so a corrected rerun starts fresh.
+        setup_undo.undo(layout, pre.target, log)
+        raise
 
 
 # --- resuming ------------------------------------------------------------------------
