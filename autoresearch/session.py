@@ -325,3 +325,38 @@ def check_resumable(layout: SessionLayout, overrides: dict[str, Any]) -> None:
             "with --config allow_major_upgrade=true"
         )
     check_agent(spec.load_frozen(layout.spec))
+    check_checkouts(layout)
+
+
+def check_checkouts(layout: SessionLayout) -> None:
+    """A session's branch and worktree (each broad track's) must still be there: a stage
+    would crash on a missing one. Says how to recover instead."""
+    if layout.done.exists():
+        return  # nothing will run: the user may have cleaned up
+    record = json.loads(layout.setup.read_text())
+    mode = modes.get(record["mode"])
+    layout = mode.layout(layout.root)  # the mode's loop folder, for the last decision
+    target = Path(record["target"])
+    loops = [("", record["branch"], record["base_commit"])] if mode.has_worktree else []
+    for hid in [t for t in mode.tracks(layout) if t]:
+        if layout.track_meta(hid).exists():
+            meta = json.loads(layout.track_meta(hid).read_text())
+            loops.append((hid, meta["branch"], meta["base_commit"]))
+    for track, branch, base in loops:
+        done = layout.completed_cycles(track)
+        last = (
+            json.loads(layout.decision(done[-1], track).read_text())["end_commit"] if done else base
+        )
+        worktree = layout.worktree(track)
+        recreate = f"git -C {target} worktree add {worktree} {branch}"
+        if not git.is_repo(target) or not git.branch_exists(target, branch):
+            raise SessionError(
+                f"session {layout.name!r}: branch {branch} is gone from {target}. Recreate it "
+                f"from the last recorded commit (git -C {target} branch {branch} {last[:12]}; "
+                f"then {recreate} if the worktree is gone too), or start a new session"
+            )
+        if not (worktree / ".git").exists():
+            raise SessionError(
+                f"session {layout.name!r}: its worktree {worktree} is gone. Recreate it with "
+                f"`{recreate}`, or start a new session"
+            )

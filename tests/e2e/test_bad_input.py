@@ -36,6 +36,7 @@ def setup_only(workflow, values, *extra, name="s"):
 @pytest.fixture
 def untouched(target):
     """The target's branches, HEAD, index, files and worktrees are as before the test."""
+
     def state():
         worktrees = git(target, "worktree", "list")
         return gitops.snapshot(target), git(target, "branch", "--list"), worktrees
@@ -264,3 +265,30 @@ def test_cli_status_outside_a_workflow_folder_is_refused(tmp_path):
         text=True,
     )
     assert proc.returncode == 2 and "no Snakefile in" in proc.stderr
+
+
+# --- a session whose branch or worktree was deleted ---------------------------------------
+
+
+def test_a_deleted_worktree_is_reported_before_any_stage(workflow, target):
+    values = sweep(target)
+    assert setup_only(workflow, values).returncode == 0
+    worktree = json.loads((workflow.session("s") / "setup.json").read_text())
+    path = git(target, "worktree", "list", "--porcelain").split("worktree ")[2].split()[0]
+    git(target, "worktree", "remove", "--force", path)
+    proc = workflow.run("s", values, check=False)
+    line = one_line_refusal(proc, "is gone")
+    assert f"worktree add {path} {worktree['branch']}" in line
+    assert not (workflow.session("s") / "cycles/001/red.json").exists()
+
+
+def test_a_deleted_branch_is_reported_with_the_commit_to_recreate_it_from(workflow, target):
+    values = sweep(target)
+    assert setup_only(workflow, values).returncode == 0
+    setup = json.loads((workflow.session("s") / "setup.json").read_text())
+    path = git(target, "worktree", "list", "--porcelain").split("worktree ")[2].split()[0]
+    git(target, "worktree", "remove", "--force", path)
+    git(target, "branch", "-D", setup["branch"])
+    proc = workflow.run("s", values, check=False)
+    line = one_line_refusal(proc, f"branch {setup['branch']} is gone")
+    assert f"branch {setup['branch']} {setup['base_commit'][:12]}" in line
