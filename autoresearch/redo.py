@@ -204,6 +204,7 @@ def apply(p: Plan) -> Path:
             moved.parent.mkdir(parents=True, exist_ok=True)
             os.replace(path, moved)
         _set_results_aside(layout, p.step, dest)
+        p.mode.set_aside(layout, p.step.cycle, p.step.track, dest)
         git.reset_to(p.worktree, p.start_commit)
     return dest
 

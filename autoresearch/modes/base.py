@@ -181,6 +181,10 @@ class Mode:
         these too, so they are made again from the new history."""
         return [layout.done, layout.logs / "done.log", layout.root / "benchmarks" / "done.tsv"]
 
+    def set_aside(self, layout: SessionLayout, cycle: int, track: str, dest: Path) -> None:
+        """`redo`: move the mode's own log entries of `cycle` and later into `dest` (the
+        shared results.tsv rows are set aside for every mode by `redo`)."""
+
     def teams_needed(self, values: dict[str, Any]) -> set[str]:
         """The teams this spec makes the backend play (checked before anything runs)."""
         return set(values.get("teams") or ["red", "green", "refactor"])

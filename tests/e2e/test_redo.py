@@ -134,3 +134,26 @@ def test_status_flags_a_branch_rewritten_outside_autoresearch(workflow, target):
     git(target, "update-ref", "refs/heads/autoresearch/improve", base)
     out = cli(workflow, "status", "s").stdout
     assert "WARNING: branch autoresearch/improve is at" in out and "autoresearch redo" in out
+
+
+def test_redo_of_an_experiment_iteration_logs_each_iteration_once(workflow, tmp_path):
+    from test_experiment import change, make_target, spec_for
+
+    repo = make_target(tmp_path / "t")
+    script = {"experiment": {1: change(800, "Halve the loop"), 2: change(900, "Unroll it")}}
+    values = spec_for(repo, workflow, script, program="program.md", max_iterations=2)
+    workflow.run("x", values)
+    session = workflow.session("x")
+    redone = {"experiment": {1: script["experiment"][1], 2: change(700, "Memoize it")}}
+    (workflow.workdir / "script.yaml").write_text(json.dumps(redone))
+
+    proc = cli(workflow, "redo", "x", "--iteration", "2", "--stage", "propose")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    logged = [json.loads(line) for line in (session / "experiments.jsonl").read_text().splitlines()]
+    assert [e["id"] for e in logged] == [0, 1, 2]
+    assert logged[2]["hypothesis"] == "Memoize it" and logged[2]["kept"]
+    [moved] = list((session / "superseded").iterdir())
+    old = [json.loads(line) for line in (moved / "experiments.jsonl").read_text().splitlines()]
+    assert [(e["id"], e["hypothesis"]) for e in old] == [(2, "Unroll it")]
+    assert (moved / "report.md").exists() and (session / "report.md").exists()
+    assert git(repo, "show", "autoresearch/experiment/x:fast.py").count("700")

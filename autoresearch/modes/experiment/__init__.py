@@ -68,8 +68,7 @@ class Experiment(Mode):
                     else f"config/sessions/{name}.yaml: key 'experiment.scope'"
                 )
                 raise SpecError(
-                    f"{where}: {path!r} is not in {target}; name a file the experiments "
-                    "may change"
+                    f"{where}: {path!r} is not in {target}; name a file the experiments may change"
                 )
 
     def describe_spec(self, values: dict[str, Any], name: str) -> list[str]:
@@ -188,6 +187,27 @@ class Experiment(Mode):
         for path, rule in made_by:
             made += [path, layout.logs / f"{rule}.log", layout.root / "benchmarks" / f"{rule}.tsv"]
         return [*made, *super().end_files(layout, track)]
+
+    def set_aside(self, layout: SessionLayout, cycle: int, track: str, dest: Path) -> None:
+        """The redone iterations leave experiments.jsonl, results-data.json and
+        evaluations/ (a rerun appends to the first only when its id is not logged yet)."""
+        entries = logs.read_jsonl(layout.experiments_jsonl)
+        if entries:
+            for path, keep in (
+                (dest / "experiments.jsonl", False),
+                (layout.experiments_jsonl, True),
+            ):
+                lines = [json.dumps(e) for e in entries if (e.get("id", 0) < cycle) == keep]
+                write_text(path, "".join(f"{line}\n" for line in lines))
+        data = json.loads(layout.results_data.read_text()) if layout.results_data.exists() else []
+        if data:
+            later = [d for d in data if d.get("experiment_id", 0) >= cycle]
+            write_json(dest / "results-data.json", later)
+            write_json(layout.results_data, [d for d in data if d not in later])
+        for path in sorted(layout.evaluation(0).parent.glob("iteration-*.json")):
+            if int(path.stem.split("-")[1]) >= cycle:
+                (dest / "evaluations").mkdir(parents=True, exist_ok=True)
+                path.replace(dest / "evaluations" / path.name)
 
     def teams_needed(self, values: dict[str, Any]) -> set[str]:
         """Every iteration is the experiment team's."""
