@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from autoresearch import commands
 from autoresearch.errors import SessionError, UserError
 from autoresearch.layout import SESSIONS, SessionLayout, session_layout
 from autoresearch.spec import SESSION_NAME
@@ -51,6 +52,13 @@ def _leaves(layer: Any, prefix: str, origin: str, out: dict[str, str]) -> None:
 def layout_of(name: str) -> SessionLayout:
     """Paths of session `name` that every mode shares (its loop folder aside)."""
     return session_layout(name)
+
+
+def start_run(workflow: Any, held: list[Any]) -> None:
+    """When a run starts: hold each session's run lock, and make one Ctrl-C end the
+    commands the jobs are running (they run in sessions of their own, out of its reach)."""
+    hold_session_locks(workflow, held)
+    commands.end_commands_on_interrupt()
 
 
 def hold_session_locks(workflow: Any, held: list[Any]) -> None:
