@@ -216,7 +216,7 @@ def _glob_problem(pattern: str, glob_match: Any) -> str | None:
         return "points outside the target"
     try:
         glob_match("x", text)
-    except re.error as err:
+    except (re.error, ValueError) as err:
         return f"is not a valid glob ({err})"
     return None
 

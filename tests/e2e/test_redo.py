@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -76,6 +77,9 @@ def test_redo_of_a_middle_green_reruns_the_rest_on_the_new_history(workflow, tar
 
     proc = cli(workflow, "redo", "s", "--cycle", "2", "--stage", "green")
     assert proc.returncode == 0, proc.stderr[-4000:]
+    # Each stage says where the run is: cycle k of max, elapsed, kept so far.
+    assert re.search(r"\[s\] cycle 2/3 green started \(\d\d:\d\d:\d\d elapsed, 1 kept", proc.stderr)
+    assert "[s] cycle 3/3 evaluate finished" in proc.stderr
 
     # The old outputs are kept, not deleted.
     [moved] = list((session / "superseded").iterdir())
