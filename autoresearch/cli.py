@@ -1,5 +1,9 @@
-"""The `autoresearch` command: new, plan, status, show, check, version. Running a
-session is Snakemake's job."""
+"""The `autoresearch` command: new, plan, status, show, check, redo, version. Running a
+session is Snakemake's job.
+
+Every command works on a workflow folder: the checkout holding the Snakefile (where
+`snakemake` runs and `sessions/` lives), found from the working directory upwards.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,12 @@ from pathlib import Path
 
 from . import __version__, git, modes, spec, status
 from .errors import UserError
+
+EPILOG = """\
+run a session (or resume it) with Snakemake, from the workflow folder:
+  snakemake --cores 1 sessions/NAME/done      run or resume session NAME to its end
+  snakemake -n sessions/NAME/done             dry run: what would run next
+the spec of session NAME is config/sessions/NAME.yaml (`autoresearch new` writes one)"""
 
 SPEC_TEMPLATE = """\
 # Session spec for '{name}'. Run it (or resume it) with:
@@ -29,8 +39,10 @@ target: {target}
 # on_dirty: abort              # or stash: record uncommitted changes in a stash entry
 
 agent:
-  backend: {backend}           # ruff needs no key; claude needs ANTHROPIC_API_KEY
-  # model: claude-sonnet-4-6
+  # ruff: no model and no key (the demo uses it). To let Claude do the work, set
+  # backend: claude and export ANTHROPIC_API_KEY before running snakemake.
+  backend: {backend}
+  # model: {model}
   # max_turns: 60
 
 # budget:
@@ -38,42 +50,77 @@ agent:
 {mode_block}"""
 
 
-def free_name(name: str, root: Path) -> str:
-    def taken(candidate: str) -> bool:
-        return (root / "config" / "sessions" / f"{candidate}.yaml").exists() or (
-            root / "sessions" / candidate
-        ).exists()
+class NoWorkflow(UserError):
+    """The working directory is not inside a workflow folder."""
 
-    if not taken(name):
-        return name
-    n = 2
-    while taken(f"{name}-{n}"):
-        n += 1
-    return f"{name}-{n}"
+
+def find_root(start: Path, marker: str = "Snakefile") -> Path:
+    """The nearest folder at or above `start` holding `marker` (the Snakefile, or the
+    `sessions/` a run made); refuses rather than quietly using the working directory."""
+    for folder in (start, *start.parents):
+        if (folder / marker).exists():
+            return folder
+    raise NoWorkflow(
+        f"no {marker} in {start} or above: run autoresearch inside the workflow checkout "
+        "(the folder holding Snakefile, config/ and sessions/), or pass -C DIR"
+    )
+
+
+def sessions_root(start: Path) -> Path:
+    """Where `sessions/` is: the workflow checkout, or a folder Snakemake ran in."""
+    for folder in (start, *start.parents):
+        if (folder / "Snakefile").exists() or (folder / "sessions").is_dir():
+            return folder
+    return find_root(start)  # raises, naming the Snakefile
+
+
+def default_model() -> str:
+    """The model config/config.yaml names, for the commented line of a new spec."""
+    try:
+        defaults = spec.read_yaml(spec.workflow_root() / "config/config.yaml", "the defaults")
+        return str(defaults["agent"]["model"])
+    except (OSError, KeyError, TypeError, UserError):
+        return "(see config/config.yaml)"
+
+
+def spec_path_for(root: Path, name: str, force: bool) -> Path:
+    """config/sessions/NAME.yaml for a new spec: never a silent NAME-2, never a started one."""
+    path = root / "config" / "sessions" / f"{name}.yaml"
+    rel = path.relative_to(root)
+    if path.exists() and not force:
+        raise spec.SpecError(
+            f"{rel} already exists: edit it, pick another name, or pass --force to replace it"
+        )
+    if (root / "sessions" / name).exists():
+        raise spec.SpecError(
+            f"session {name!r} has already started (sessions/{name}/ exists): its spec "
+            "is frozen there; pick another name"
+        )
+    return path
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    root = Path.cwd()
+    root = find_root(args.directory)
     spec.check_session_name(args.name)
     target = Path(args.target).expanduser().resolve()
     if not target.exists():
         raise spec.SpecError(f"--target: {target} does not exist")
     if not git.is_repo(target):
         raise spec.SpecError(f"--target: {target} is not a git repository")
-    name = free_name(args.name, root)
-    path = root / "config" / "sessions" / f"{name}.yaml"
+    path = spec_path_for(root, args.name, args.force)
+    rel = path.relative_to(root)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = SPEC_TEMPLATE.format(
-        name=name,
+        name=args.name,
         mode=args.mode,
         target=target,
         backend=args.backend,
+        model=default_model(),
         mode_block=modes.get(args.mode).spec_example,
     )
-    with path.open("x") as handle:  # never overwrite
-        handle.write(text)
-    print(f"wrote {path.relative_to(root)}")
-    print(f"edit it, then run: snakemake --cores 1 sessions/{name}/done")
+    path.write_text(text)
+    print(f"wrote {rel}")
+    print(f"edit it, then run: snakemake --cores 1 sessions/{args.name}/done")
     return 0
 
 
@@ -81,7 +128,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     """From a goal to config/sessions/NAME.yaml; the metric command is dry-run first."""
     from . import plan  # the dry runs' machinery is only needed here
 
-    root = Path.cwd()
+    root = find_root(args.directory)
     spec.check_session_name(args.name)
     target = Path(args.target).expanduser().resolve()
     if not target.exists():
@@ -89,7 +136,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if not git.is_repo(target):
         raise spec.SpecError(f"--target: {target} is not a git repository")
     target = git.toplevel(target)
-    name = free_name(args.name, root)
+    name = args.name
+    path = spec_path_for(root, name, args.force)
     request = plan.Request(
         name=name,
         target=target,
@@ -110,13 +158,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     interactive = plan.stdin_is_terminal() and not args.yes and not args.no_input
     asker = plan.Terminal() if interactive else plan.Flags(args.yes)
     outcome = plan.plan(request, asker)
-    path = root / "config" / "sessions" / f"{name}.yaml"
     if not outcome.approved:
         print(f"nothing written; pass --yes (or answer y) to write {path.relative_to(root)}")
         return 0
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("x") as handle:  # never overwrite
-        handle.write(outcome.text)
+    path.write_text(outcome.text)
     print(f"wrote {path.relative_to(root)}")
     print(f"run: snakemake --cores 1 sessions/{name}/done")
     return 0
@@ -146,16 +192,16 @@ def add_plan_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", default="claude", choices=["claude", "ruff"])
     p.add_argument("--yes", action="store_true", help="write the spec without asking")
     p.add_argument("--no-input", action="store_true", help="never ask, even on a terminal")
+    p.add_argument("--force", action="store_true", help="replace an existing spec of NAME")
     p.set_defaults(func=cmd_plan, words="goal")
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    sessions = Path.cwd() / "sessions"
+    sessions = sessions_root(args.directory) / "sessions"
     if args.name:
         root = (sessions / args.name).absolute()
         if not root.is_dir():
-            print(f"no session {args.name!r} under {sessions}/", file=sys.stderr)
-            return 1
+            raise UserError(f"no session {args.name!r} under {sessions}/")
         print(status.render_one(root))
     else:
         print(status.render_table(sessions))
@@ -164,7 +210,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """One experiment's hypothesis, measurements, verdict and diff (experiment sessions)."""
-    root = (Path.cwd() / "sessions" / args.name).absolute()
+    root = (sessions_root(args.directory) / "sessions" / args.name).absolute()
     if not (root / "setup.json").exists():
         print(f"no set-up session {args.name!r} under {root.parent}/", file=sys.stderr)
         return 1
@@ -182,7 +228,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     """A CI gate on a finished lens session: 0 PASSED, 1 FAILED, 2 nothing to judge yet."""
     from .modes.lens import gate_of
 
-    done = Path.cwd() / "sessions" / args.name / "done"
+    done = sessions_root(args.directory) / "sessions" / args.name / "done"
     if not done.is_file():
         print(f"session {args.name!r} has not finished (no {done})", file=sys.stderr)
         return 2
@@ -194,19 +240,94 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if verdict == "FAILED" else 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="autoresearch", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def cmd_redo(args: argparse.Namespace) -> int:
+    from . import redo
+
+    root = sessions_root(args.directory)
+    plan = redo.plan(
+        root / "sessions" / args.name, redo.Step(args.cycle, args.stage, args.track or "")
+    )
+    moved_to = redo.apply(plan)
+    print(f"moved {len(plan.moves)} files of {plan.describe()} and after to {moved_to}")
+    print(f"reset {plan.branch} to {plan.start_commit[:12]}")
+    command = redo.snakemake_command(root, args.name, args.cores)
+    if args.no_run:
+        print("run it with: " + " ".join(command))
+        return 0
+    print("running: " + " ".join(command), flush=True)
+    return redo.run_snakemake(root, command)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autoresearch",
+        description="Set up, inspect and redo autoresearch sessions. Running one is "
+        "Snakemake's job (see below).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"autoresearch {__version__}")
+    parser.add_argument(
+        "-C",
+        "--directory",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the workflow folder (default: found from the working directory upwards)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
     new = sub.add_parser("new", help="write config/sessions/NAME.yaml to edit")
-    new.add_argument("name")
+    new.add_argument("name", help="the session's name: letters, digits, '.', '_', '-'")
     new.add_argument("--target", required=True, help="path of the target git repository")
-    new.add_argument("--mode", default=modes.DEFAULT, choices=sorted(modes.MODES))
-    new.add_argument("--backend", default="claude", choices=["claude", "ruff"])
+    new.add_argument(
+        "--mode",
+        default=modes.DEFAULT,
+        choices=sorted(modes.MODES),
+        help=f"what the session is for (default: {modes.DEFAULT}; see README.md, Modes)",
+    )
+    new.add_argument(
+        "--backend",
+        default="ruff",
+        choices=["ruff", "claude", "script"],
+        help="who does the work (default: ruff, which needs no key; claude needs "
+        "ANTHROPIC_API_KEY)",
+    )
+    new.add_argument("--force", action="store_true", help="replace an existing spec of NAME")
     new.set_defaults(func=cmd_new)
     add_plan_parser(sub)
+
     stat = sub.add_parser("status", help="progress of one session, or a table of all")
-    stat.add_argument("name", nargs="?")
+    stat.add_argument("name", nargs="?", help="a session's name (default: every session)")
     stat.set_defaults(func=cmd_status)
+
+    redo = sub.add_parser(
+        "redo",
+        help="redo one stage of a session and everything after it",
+        description="Move the outputs of the stage and of everything after it into "
+        "sessions/NAME/superseded/<UTC time>/ (nothing is deleted), reset the session "
+        "branch to the commit the stage started from, then run the session on.",
+    )
+    redo.add_argument("name", help="the session's name")
+    where = redo.add_mutually_exclusive_group(required=True)
+    where.add_argument("--cycle", type=int, metavar="N", help="the cycle to redo from")
+    where.add_argument(
+        "--iteration", type=int, dest="cycle", metavar="N", help="experiment: the iteration"
+    )
+    redo.add_argument(
+        "--stage",
+        required=True,
+        help="red, sanitize, green, refactor or evaluate (experiment: propose or decide)",
+    )
+    redo.add_argument("--track", metavar="hN", help="broad: the track (h1, h2, ...)")
+    redo.add_argument(
+        "--cores", type=int, default=1, metavar="N", help="passed to snakemake (default: 1)"
+    )
+    redo.add_argument(
+        "--no-run", action="store_true", help="move and reset only; print the snakemake command"
+    )
+    redo.set_defaults(func=cmd_redo)
+
     show = sub.add_parser("show", help="what one experiment changed, and how it was judged")
     show.add_argument("name")
     show.add_argument("iteration", type=int)
@@ -215,8 +336,14 @@ def main(argv: list[str] | None = None) -> int:
     check = sub.add_parser("check", help="a lens session's gate: exit 1 when it FAILED")
     check.add_argument("name")
     check.set_defaults(func=cmd_check)
+
     ver = sub.add_parser("version", help="print the installed version")
     ver.set_defaults(func=lambda _args: print(f"autoresearch {__version__}") or 0)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     # argparse cannot take a positional after options (`plan NAME --target T "the goal"`):
     # a subcommand that names a `words` attribute collects the leftover words there.
     args, extra = parser.parse_known_args(argv)
@@ -225,9 +352,10 @@ def main(argv: list[str] | None = None) -> int:
         if words is None or any(e.startswith("-") for e in extra):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         setattr(args, words, " ".join(filter(None, [getattr(args, words), *extra])))
+    args.directory = (args.directory or Path.cwd()).absolute()
     try:
         return args.func(args)
-    except spec.SpecError as err:
+    except UserError as err:
         print(f"autoresearch: {err}", file=sys.stderr)
         return 2
 

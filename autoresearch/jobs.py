@@ -9,6 +9,7 @@ log. Jobs run in Snakemake's own process (`run:` blocks with `force-use-threads`
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,6 +21,9 @@ from .layout import SESSIONS
 from .modes.base import Mode
 from .record import load_record
 from .stage import StageEnv
+
+# When this Snakemake process started its work: the progress lines count from here.
+RUN_STARTED = time.monotonic()
 
 
 def run_job(log_path: str | Path, body: Callable[[], Any]) -> None:
@@ -57,19 +61,50 @@ def open_stage(wildcards: Mapping[str, str], log_path: str | Path) -> tuple[Stag
 
 
 def run_stage(wildcards: Any, log: Any, body: Callable[[StageEnv, Mode], Any]) -> None:
-    """A stage job: `body(env, mode)` under `run_job`, with the rule's wildcards and log;
-    its wall time and CPU go to timings.tsv."""
+    """A stage job: `body(env, mode)` under `run_job`, with the rule's wildcards and log,
+    between two progress lines (Snakemake's own counter restarts every cycle); its wall
+    time and CPU go to timings.tsv."""
     values = dict(wildcards.items())
 
-    def go() -> None:
+    def job() -> None:
         env, mode = open_stage(values, log[0])
-        with timings.timed(env.layout, _stage_name(log[0]), env.track, env.cycle):
-            body(env, mode)
+        stage = stage_name(log[0])
+        where = progress_label(env, mode, stage)
+        progress_line(f"{where} started", env, mode)
+        try:
+            with timings.timed(env.layout, stage, env.track, env.cycle):
+                body(env, mode)
+        except BaseException:
+            progress_line(f"{where} failed", env, mode)
+            raise
+        progress_line(f"{where} finished", env, mode)
 
-    run_job(log[0], go)
+    run_job(log[0], job)
 
 
-def _stage_name(log_path: str) -> str:
-    """The rule a job ran, from its log's place: sessions/<name>/logs/<rule>/... ."""
+def stage_name(log_path: str | Path) -> str:
+    """The stage, from the rule's log path (`logs/<rule>/[<track>/]NNN.log`)."""
     parts = Path(log_path).parts
-    return parts[parts.index("logs") + 1].removesuffix(".log") if "logs" in parts else "?"
+    after = parts[parts.index("logs") + 1 :] if "logs" in parts else parts[-1:]
+    name = after[0] if len(after) > 1 else Path(after[0]).stem
+    return name.removeprefix("experiment_")
+
+
+def progress_label(env: StageEnv, mode: Mode, stage: str) -> str:
+    """`[foo] cycle 3/10 green` (`[foo h2] ...` for a track; no loop part outside one)."""
+    who = f"[{env.layout.name}{' ' + env.track if env.track else ''}]"
+    if not env.cycle:
+        return f"{who} {stage}"
+    word = "iteration" if mode.loop == "iterations" else "cycle"
+    cap = mode.cycle_cap(env.spec)
+    return f"{who} {word} {env.cycle}{f'/{cap}' if cap else ''} {stage}"
+
+
+def progress_line(text: str, env: StageEnv, mode: Mode) -> None:
+    elapsed = int(time.monotonic() - RUN_STARTED)
+    clock = f"{elapsed // 3600:02d}:{elapsed % 3600 // 60:02d}:{elapsed % 60:02d}"
+    try:
+        kept = f", {mode.progress(env.layout)['fixes']} kept so far"
+    except (OSError, ValueError, KeyError):
+        kept = ""  # a half-written session: the line still says where the run is
+    print(f"{text} ({clock} elapsed{kept})", file=sys.stderr, flush=True)

@@ -15,7 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__, git, journal, modes, sandbox, spec, stack, testrun, worktrees
+from . import (
+    __version__,
+    git,
+    journal,
+    modes,
+    sandbox,
+    setup_undo,
+    spec,
+    stack,
+    testrun,
+    worktrees,
+)
 from .errors import SessionError
 from .layout import SessionLayout
 from .record import SetupRecord
@@ -23,6 +34,7 @@ from .stage import jail_for
 
 CONTEXT_FILES = ("CLAUDE.md", "AGENTS.md", "README.md")
 CONTEXT_CHARS = 6000
+MODELS_CHECKED: set[str] = set()
 
 
 @dataclass
@@ -34,9 +46,14 @@ class Preflight:
     linter_command: str | None
 
 
-def preflight(name: str, root: Path, overrides: dict[str, Any] | None = None) -> Preflight:
+def preflight(
+    name: str,
+    root: Path,
+    overrides: dict[str, Any] | None = None,
+    origins: dict[str, str] | None = None,
+) -> Preflight:
     """Everything that can be checked before touching anything; raises SpecError."""
-    merged = spec.load(name, root, overrides)
+    merged = spec.load(name, root, overrides, origins)
     values = merged.values
     check_globs(merged)
     where = merged.source_of("target")
@@ -44,8 +61,18 @@ def preflight(name: str, root: Path, overrides: dict[str, Any] | None = None) ->
     if not target.exists():
         raise spec.SpecError(f"{where}: key 'target': {target} does not exist")
     if not git.is_repo(target):
+        if git.git(target, "rev-parse", "--is-bare-repository", check=False) == "true":
+            raise spec.SpecError(
+                f"{where}: key 'target': {target} is a bare repository (no files to work on); "
+                "point it at a clone with a working tree"
+            )
         raise spec.SpecError(f"{where}: key 'target': {target} is not a git repository")
     target = git.toplevel(target)
+    if not git.git(target, "rev-parse", "--verify", "--quiet", "HEAD", check=False):
+        raise spec.SpecError(
+            f"{where}: key 'target': {target} has no commits yet; commit its files first "
+            "(a session starts from a commit and never touches uncommitted work)"
+        )
     if values["on_dirty"] == "abort" and git.is_dirty(target):
         raise spec.SpecError(
             f"{target} has uncommitted changes. Commit them, or set 'on_dirty: stash' in "
@@ -56,6 +83,7 @@ def preflight(name: str, root: Path, overrides: dict[str, Any] | None = None) ->
     except ValueError as err:
         raise spec.SpecError(f"{merged.source_of('mode')}: key 'mode': {err}") from None
     mode.check_spec(values, name)
+    check_backend_plays(values, mode.teams_needed(values), merged)
     check_agent(values, merged)
     found, test_command, linter_command = stack.resolve_commands(
         target, values.get("test_command"), values.get("linter_command")
@@ -90,15 +118,66 @@ def check_globs(merged: spec.Spec) -> None:
                 )
 
 
+def check_backend_plays(values: dict[str, Any], needed: set[str], merged: spec.Spec) -> None:
+    """Refuse a backend that cannot play a team the session needs: it would do nothing."""
+    from .backends import BACKEND_TEAMS
+
+    backend = values["agent"]["backend"]
+    missing = sorted(needed - BACKEND_TEAMS.get(backend, frozenset()))
+    if missing:
+        raise spec.SpecError(
+            f"{merged.source_of('agent.backend')}: key 'agent.backend': {backend!r} cannot play "
+            f"the {' and '.join(missing)} team a {values['mode']} session needs; set "
+            "agent.backend: claude (with ANTHROPIC_API_KEY)"
+        )
+
+
+def check_prices(values: dict[str, Any], merged: spec.Spec | None = None) -> None:
+    """A budget needs a price for the model: an unpriced model costs $0 and never stops."""
+    from .ledger import model_prices
+
+    agent, budget = values["agent"], values.get("budget") or {}
+    limits = [k for k in ("max_cost_usd", "max_cost_usd_per_stage") if budget.get(k) is not None]
+    model = agent.get("model")
+    priced = model_prices(model, values.get("prices") or {})
+    if agent["backend"] != "claude" or not limits or priced:
+        return
+    origin = merged.source_of(f"budget.{limits[0]}") if merged else "session.yaml"
+    raise spec.SpecError(
+        f"{origin}: key 'budget.{limits[0]}' is set, but key 'prices' has no entry for model "
+        f"{model!r}, so its cost would count as $0 and the budget would never stop the "
+        f"session; add prices.{model}: {{input: USD, output: USD}} (per million tokens)"
+    )
+
+
+def check_model(values: dict[str, Any], merged: spec.Spec) -> None:
+    """With a key, ask the Models API if it serves the model (once per model and process:
+    Snakemake evaluates input functions more than once)."""
+    model = values["agent"]["model"]
+    if values["agent"]["backend"] != "claude" or not has_key() or model in MODELS_CHECKED:
+        return
+    from .backends.claude import unknown_model
+
+    problem = unknown_model(model)
+    MODELS_CHECKED.add(model)
+    if problem:
+        raise spec.SpecError(f"{merged.source_of('agent.model')}: key 'agent.model': {problem}")
+
+
+def has_key() -> bool:
+    return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+
+
 def check_agent(values: dict[str, Any], merged: spec.Spec | None = None) -> None:
     """What the agent backend needs before any stage runs: a key, prompt files."""
     agent = values["agent"]
-    if agent["backend"] == "claude" and not (
-        os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
-    ):
+    check_prices(values, merged)
+    if agent["backend"] == "claude" and not has_key():
+        origin = merged.source_of("agent.backend") if merged else "session.yaml"
         raise spec.SpecError(
-            "agent.backend is 'claude' but ANTHROPIC_API_KEY is not set: export it (for a "
-            "local server also set ANTHROPIC_BASE_URL), or use agent.backend: ruff"
+            f"{origin}: key 'agent.backend' is 'claude' but ANTHROPIC_API_KEY is not set: "
+            "export it (for a local server also set ANTHROPIC_BASE_URL), or use "
+            "agent.backend: ruff"
         )
     for team, path in (agent.get("prompts") or {}).items():
         if not Path(path).expanduser().is_file():
@@ -124,25 +203,34 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     mode = modes.get(values["mode"])
     for warning in pre.spec.warnings:
         log(f"warning: {warning}")
+    setup_undo.note(layout, target=str(pre.target))
     stashed = None
     if git.is_dirty(pre.target):
         # on_dirty: stash. The changes are recorded as a stash entry without touching the
-        # user's files or index; the session simply starts from HEAD.
+        # user's files or index; the session simply starts from HEAD. A failed setup drops
+        # the entry again (the user's files never lost the changes).
         stashed = git.record_dirty_state(pre.target, f"autoresearch {layout.name}")
         if stashed:
+            setup_undo.note(layout, stash=stashed)
             log(f"warning: uncommitted changes in {pre.target} saved as stash {stashed[:10]}")
 
     store = worktrees.store_for(layout, values.get("worktree_root"))
     base = git.head(pre.target)
     if mode.has_worktree:
         real = worktrees.real_place(layout.worktree(), store, "worktree")
-        branch = git.open_worktree(pre.target, real, mode.branch_name(layout.name), base)
+        # Noted before they exist, so that a setup killed half-way is undone by the next.
+        wanted = mode.branch_name(layout.name)
+        if not (real / ".git").exists():
+            setup_undo.note(layout, worktree=str(real))
+            setup_undo.note(layout, branch=git.free_branch_name(pre.target, wanted))
+        branch = git.open_worktree(pre.target, real, wanted, base)
         worktrees.link(layout.worktree(), real)
         base = git.head(real)  # a rerun of setup finds the branch where it started
         checkout = measured_in = real
     else:
         branch = mode.branch_name(layout.name)
         measured_in = worktrees.real_place(layout.baseline_worktree, store, "baseline")
+        setup_undo.note(layout, worktree=str(measured_in))
         git.add_detached_worktree(pre.target, measured_in, base)
         worktrees.link(layout.baseline_worktree, measured_in)
         checkout = pre.target
@@ -193,11 +281,17 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     frozen.values["test_command"] = pre.test_command
     frozen.values["linter_command"] = pre.linter_command
     spec.freeze(frozen, layout.spec)
+    setup_undo.setup_succeeded(layout)
     return record
 
 
 def start(
-    name: str, session_dir: Path, overrides: dict[str, Any], log_path: str, root: Path
+    name: str,
+    session_dir: Path,
+    overrides: dict[str, Any],
+    log_path: str,
+    root: Path,
+    origins: dict[str, str] | None = None,
 ) -> None:
     """The setup job: check everything again (the DAG-time check may have been skipped
     while an example repository was still being made), then set the session up."""
@@ -207,8 +301,18 @@ def start(
         with open(log_path, "a") as handle:
             handle.write(line + "\n")
 
-    pre = preflight(name, root, dict(overrides or {}))
-    create(pre, modes.get(pre.spec.values["mode"]).layout(session_dir), log)
+    pre = preflight(name, root, dict(overrides or {}), origins)
+    layout = modes.get(pre.spec.values["mode"]).layout(session_dir)
+    if setup_undo.ledger_path(layout).exists():
+        # An earlier setup of this session was killed half-way: start fresh.
+        setup_undo.undo(layout, pre.target, log)
+    try:
+        create(pre, layout, log)
+    except BaseException:
+        # A failed setup leaves nothing behind: no branch, no worktree, no session
+        # files (the log keeps the reason), so a corrected rerun starts fresh.
+        setup_undo.undo(layout, pre.target, log)
+        raise
 
 
 # --- resuming ------------------------------------------------------------------------
@@ -250,3 +354,38 @@ def check_resumable(layout: SessionLayout, overrides: dict[str, Any]) -> None:
             "with --config allow_major_upgrade=true"
         )
     check_agent(spec.load_frozen(layout.spec))
+    check_checkouts(layout)
+
+
+def check_checkouts(layout: SessionLayout) -> None:
+    """A session's branch and worktree (each broad track's) must still be there: a stage
+    would crash on a missing one. Says how to recover instead."""
+    if layout.done.exists():
+        return  # nothing will run: the user may have cleaned up
+    record = json.loads(layout.setup.read_text())
+    mode = modes.get(record["mode"])
+    layout = mode.layout(layout.root)  # the mode's loop folder, for the last decision
+    target = Path(record["target"])
+    loops = [("", record["branch"], record["base_commit"])] if mode.has_worktree else []
+    for hid in [t for t in mode.tracks(layout) if t]:
+        if layout.track_meta(hid).exists():
+            meta = json.loads(layout.track_meta(hid).read_text())
+            loops.append((hid, meta["branch"], meta["base_commit"]))
+    for track, branch, base in loops:
+        done = layout.completed_cycles(track)
+        last = (
+            json.loads(layout.decision(done[-1], track).read_text())["end_commit"] if done else base
+        )
+        worktree = layout.worktree(track)
+        recreate = f"git -C {target} worktree add {worktree} {branch}"
+        if not git.is_repo(target) or not git.branch_exists(target, branch):
+            raise SessionError(
+                f"session {layout.name!r}: branch {branch} is gone from {target}. Recreate it "
+                f"from the last recorded commit (git -C {target} branch {branch} {last[:12]}; "
+                f"then {recreate} if the worktree is gone too), or start a new session"
+            )
+        if not (worktree / ".git").exists():
+            raise SessionError(
+                f"session {layout.name!r}: its worktree {worktree} is gone. Recreate it with "
+                f"`{recreate}`, or start a new session"
+            )

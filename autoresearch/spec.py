@@ -8,6 +8,7 @@ set it, so a validation error can name the file and the key to fix.
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -115,8 +116,10 @@ def load(
     name: str,
     root: Path | None = None,
     overrides: dict[str, Any] | None = None,
+    origins: dict[str, str] | None = None,
 ) -> Spec:
-    """Merge the layers for session `name` and validate the result."""
+    """Merge the layers for session `name` and validate the result. `origins` names where
+    each overriding key came from (`--configfile PATH` or `--config`)."""
     check_session_name(name)
     root = root or workflow_root()
     spec = Spec(values={})
@@ -135,12 +138,16 @@ def load(
     rel_session = f"config/sessions/{name}.yaml"
     _merge_into(spec.values, session_layer, spec.sources, rel_session)
     _merge_into(spec.values, overrides, spec.sources, "--config")
+    for dotted, origin in (origins or {}).items():
+        if spec.sources.get(dotted) == "--config":
+            spec.sources[dotted] = origin
+    cli_file = next(iter(sorted(set((origins or {}).values()))), "--config")
     if not session_layer and not overrides:
         raise SpecError(
             f"no spec for session {name!r}: create {rel_session} "
             f"(`autoresearch new {name} --target PATH`) or pass --config target=PATH"
         )
-    validate(spec, root, default_file=rel_session if session_layer else "--config")
+    validate(spec, root, default_file=rel_session if session_layer else cli_file)
     return spec
 
 
@@ -157,6 +164,7 @@ def validate(spec: Spec, root: Path, default_file: str) -> None:
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(spec.values), key=lambda e: list(e.absolute_path))
     if not errors:
+        check_values(spec)
         return
     err = errors[0]
     dotted = ".".join(str(p) for p in err.absolute_path)
@@ -165,10 +173,52 @@ def validate(spec: Spec, root: Path, default_file: str) -> None:
         key = f"{dotted}.{missing}" if dotted else missing
         raise SpecError(f"{default_file}: required key '{key}' is not set")
     if err.validator == "additionalProperties":
-        origin = spec.source_of(dotted) if dotted else default_file
-        raise SpecError(f"{origin}: {err.message} (at '{dotted or '<top level>'}')")
+        known = list(err.schema.get("properties") or {})
+        extra = next((k for k in err.instance if k not in known), "?")
+        key = f"{dotted}.{extra}" if dotted else extra
+        origin = spec.sources.get(key) or default_file
+        hint = difflib.get_close_matches(str(extra), known, n=1)
+        maybe = f"; did you mean '{f'{dotted}.' if dotted else ''}{hint[0]}'?" if hint else ""
+        raise SpecError(f"{origin}: unknown key '{key}'{maybe}")
     origin = spec.source_of(dotted)
     raise SpecError(f"{origin}: key '{dotted}': {err.message}")
+
+
+def check_values(spec: Spec) -> None:
+    """What the schema cannot say: the teams a cycle needs, globs that can match."""
+    teams = spec.values.get("teams")
+    if teams is not None:
+        missing = [t for t in ("red", "green") if t not in teams]
+        if missing:
+            raise SpecError(
+                f"{spec.source_of('teams')}: key 'teams': {teams} leaves out "
+                f"{' and '.join(missing)}; a cycle needs red and green (refactor is optional)"
+            )
+    from .sandbox import glob_match
+
+    for key in ("protected", "scope.include", "scope.exclude"):
+        section, _, leaf = key.rpartition(".")
+        patterns = (spec.values.get(section) or {}).get(leaf) if section else spec.values.get(key)
+        for pattern in patterns or []:
+            problem = _glob_problem(pattern, glob_match)
+            if problem:
+                raise SpecError(
+                    f"{spec.source_of(key)}: key '{key}': pattern {pattern!r} {problem}; use a "
+                    "path relative to the target, with * ? ** and [...]"
+                )
+
+
+def _glob_problem(pattern: str, glob_match: Any) -> str | None:
+    text = pattern.strip()
+    if not text.strip("./"):
+        return "is empty"
+    if text.startswith("/") or ".." in Path(text).parts:
+        return "points outside the target"
+    try:
+        glob_match("x", text)
+    except (re.error, ValueError) as err:
+        return f"is not a valid glob ({err})"
+    return None
 
 
 def freeze(spec: Spec, path: Path) -> None:

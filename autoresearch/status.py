@@ -8,6 +8,8 @@ from pathlib import Path
 from . import __version__, ledger, modes, spec
 from .layout import SessionLayout
 from .modes.base import Mode
+from .record import load_record
+from .redo import branch_drift
 
 
 def session_dirs(sessions: Path) -> list[Path]:
@@ -44,7 +46,14 @@ def summarize(root: Path) -> dict:
         "usage": ledger.describe(usage),
         "cost_known": not usage.unpriced,
         "stopped": stop_reason(layout),
+        "drift": drift(mode, layout),
     }
+
+
+def drift(mode: Mode, layout: SessionLayout) -> list[str]:
+    """Lines for every loop whose branch no longer matches its recorded cycles."""
+    record = load_record(layout)
+    return [line for track in mode.tracks(layout) if (line := branch_drift(layout, record, track))]
 
 
 def stop_reason(layout: SessionLayout) -> str | None:
@@ -75,6 +84,7 @@ def render_one(root: Path) -> str:
     ]
     if info["stopped"]:
         lines.append(f"Stopped: {info['stopped']}")
+    lines += [f"WARNING: {line}" for line in info["drift"]]
     mode, layout = mode_of(root)
     if layout.spec.exists():
         lines += mode.status_lines(layout, spec.load_frozen(layout.spec))
@@ -90,7 +100,7 @@ def render_table(sessions: Path) -> str:
         (
             r["name"],
             r.get("mode", "-"),
-            r["state"],
+            r["state"] + (" (branch changed!)" if r.get("drift") else ""),
             str(r.get("cycles", "-")),
             str(r.get("fixes", "-")),
             r.get("tests", "-"),

@@ -18,15 +18,20 @@ import scripts.fix
 import scripts.learn
 import scripts.ship
 
+scripts.common.install_error_filter()
+one_line_errors = scripts.common.one_line_errors
+
 
 wildcard_constraints:
     name=scripts.common.NAME_PATTERN,
     cycle=r"\d{3}",
     hid=r"h\d+",
     example=r"[A-Za-z0-9][A-Za-z0-9_-]*",
-    badname=r"(.*/.*|.*\s.*|[^A-Za-z0-9].*)",
     persona=r"[a-z][a-z0-9-]*",
     round=r"[1-9][0-9]*",
+    # Any session path whose name breaks the naming rule (the lookahead leaves valid
+    # names to the real rules), so it gets the rule's message instead of "no rule".
+    badname=rf"(?!(?:{scripts.common.NAME_PATTERN})/done$).+",
 
 
 # --- input functions (each calls the rules' Python half in scripts/) ---------------------
@@ -35,16 +40,25 @@ wildcard_constraints:
 # rules/session.smk
 
 
+@one_line_errors
 def session_inputs(wildcards):
     """Check the spec before anything runs (a bad spec fails here, nothing written)."""
-    return scripts.session.session_inputs(wildcards.name, workflow.basedir, config)
+    return scripts.session.session_inputs(
+        wildcards.name,
+        workflow.basedir,
+        config,
+        scripts.common.override_origins(workflow),
+        dry_run=workflow.dryrun,
+    )
 
 
+@one_line_errors
 def done_inputs(wildcards):
     """What ends the session, as its mode says."""
     return scripts.session.done_inputs(wildcards.name, checkpoints, config)
 
 
+@one_line_errors
 def invalid_session_name(wildcards):
     """Only reached for names the other rules refuse: explain instead of 'no rule'."""
     return scripts.session.invalid_session_name(wildcards.badname)
@@ -53,11 +67,13 @@ def invalid_session_name(wildcards):
 # rules/cycle.smk
 
 
+@one_line_errors
 def red_inputs(wildcards):
     """The frozen spec, and the previous cycle's decision until it is on disk."""
     return scripts.cycle.red_inputs(wildcards.name, int(wildcards.cycle))
 
 
+@one_line_errors
 def evaluate_inputs(wildcards):
     """Green's record, and Refactor's unless the spec's teams leave it out."""
     return scripts.cycle.evaluate_inputs(wildcards.name, wildcards.cycle)
@@ -66,6 +82,7 @@ def evaluate_inputs(wildcards):
 # rules/narrow.smk
 
 
+@one_line_errors
 def narrow_final_decision(wildcards):
     """The decision that stopped the loop: the plot is drawn once, from every cycle."""
     return scripts.narrow.final_decision(wildcards.name, checkpoints)
@@ -74,16 +91,19 @@ def narrow_final_decision(wildcards):
 # rules/experiment.smk
 
 
+@one_line_errors
 def propose_inputs(wildcards):
     """The frozen spec, and the previous iteration's decision until it is on disk."""
     return scripts.experiment.propose_inputs(wildcards.name, wildcards.cycle)
 
 
+@one_line_errors
 def experiment_decide_inputs(wildcards):
     """The proposal, or every candidate's measurement (`experiment.parallel`)."""
     return scripts.experiment.decide_inputs(wildcards.name, wildcards.cycle)
 
 
+@one_line_errors
 def experiment_final_decision(wildcards):
     """The decision that stopped the loop."""
     return scripts.experiment.final_decision(wildcards.name, checkpoints)
@@ -92,16 +112,19 @@ def experiment_final_decision(wildcards):
 # rules/lens.smk and rules/predict.smk
 
 
+@one_line_errors
 def lens_red_inputs(wildcards):
     """The frozen spec, and the previous iteration's decision until it is on disk."""
     return scripts.lens.red_inputs(wildcards.name, int(wildcards.cycle))
 
 
+@one_line_errors
 def lens_report_inputs(wildcards):
     """What the lens's report waits for, as the lens says."""
     return scripts.lens.report_inputs(wildcards.name, checkpoints)
 
 
+@one_line_errors
 def debate_inputs(wildcards):
     """Every persona's previous round: a debate round sees all of them."""
     return scripts.predict.debate_inputs(wildcards.name, int(wildcards.round))
@@ -110,6 +133,7 @@ def debate_inputs(wildcards):
 # rules/fix.smk
 
 
+@one_line_errors
 def fix_attempt_inputs(wildcards):
     """The frozen spec, and the previous iteration's decision until it is on disk."""
     return scripts.fix.attempt_inputs(wildcards.name, wildcards.cycle)
@@ -118,6 +142,7 @@ def fix_attempt_inputs(wildcards):
 # rules/learn.smk
 
 
+@one_line_errors
 def learn_write_inputs(wildcards):
     """The frozen spec, and the previous iteration's decision until it is on disk."""
     return scripts.learn.write_inputs(wildcards.name, wildcards.cycle)
@@ -126,11 +151,13 @@ def learn_write_inputs(wildcards):
 # rules/ship.smk
 
 
+@one_line_errors
 def ship_prepare_inputs(wildcards):
     """The frozen spec, and the previous iteration's decision until it is on disk."""
     return scripts.ship.prepare_inputs(wildcards.name, wildcards.cycle)
 
 
+@one_line_errors
 def ship_execute_inputs(wildcards):
     """`done` and a person's approval file (approve: manual), never asked for by `done`."""
     return scripts.ship.execute_inputs(wildcards.name)
@@ -139,26 +166,31 @@ def ship_execute_inputs(wildcards):
 # rules/broad.smk
 
 
+@one_line_errors
 def approve_inputs(wildcards):
     """hypotheses.md, until the approved set exists (a later edit reruns nothing)."""
     return scripts.broad.approve_inputs(wildcards.name)
 
 
+@one_line_errors
 def broad_red_inputs(wildcards):
     """Spec, the track's branch, its previous decision (`parallel: false`: the previous
     track's end too)."""
     return scripts.broad.red_inputs(wildcards.name, wildcards.hid, int(wildcards.cycle))
 
 
+@one_line_errors
 def broad_evaluate_inputs(wildcards):
     return scripts.cycle.evaluate_inputs(wildcards.name, wildcards.cycle, wildcards.hid)
 
 
+@one_line_errors
 def track_end_inputs(wildcards):
     """The decision that ended the track; asks the checkpoint only for the next cycle."""
     return scripts.broad.track_end_inputs(wildcards.name, wildcards.hid, checkpoints)
 
 
+@one_line_errors
 def track_results(wildcards):
     """Every approved track's end record, known once the approval checkpoint ran."""
     return scripts.broad.track_results(wildcards.name, checkpoints)

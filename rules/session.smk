@@ -19,6 +19,7 @@ checkpoint session:
         "sessions/{name}/benchmarks/session.tsv"
     params:
         overrides=config,
+        origins=scripts.common.override_origins(workflow),
     run:
         scripts.session.setup(wildcards, output, params, log, workflow.basedir)
 

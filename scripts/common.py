@@ -1,20 +1,53 @@
-"""rules/common.smk: session names, and the per-session run lock taken at start."""
+"""rules/common.smk: session names, the per-session run lock taken at start, and the
+one-line report of a user error raised while Snakemake builds the DAG."""
 
 from __future__ import annotations
 
 import fcntl
+import functools
+import logging
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from autoresearch import commands, slurm
-from autoresearch.errors import SessionError
+from autoresearch.errors import SessionError, UserError
 from autoresearch.layout import SESSIONS, SessionLayout, session_layout
 from autoresearch.spec import SESSION_NAME
 
 NAME_PATTERN = SESSION_NAME.pattern.strip("^$")
 SESSION_IN_PATH = re.compile(rf"^{SESSIONS}/({NAME_PATTERN})/")
+
+
+def override_origins(workflow: Any) -> dict[str, str]:
+    """Which command-line option set each key of Snakemake's `config`: `--configfile PATH`
+    (the last file that sets it) or `--config`, so an error names the right one."""
+    import yaml
+
+    settings = workflow.config_settings
+    origins: dict[str, str] = {}
+    layers = []
+    for path in settings.configfiles or ():
+        try:
+            layers.append((f"--configfile {path}", yaml.safe_load(open(path)) or {}))
+        except (OSError, yaml.YAMLError):
+            continue  # Snakemake itself reports an unreadable config file
+    layers.append(("--config", dict(settings.config or {})))
+    for origin, layer in layers:
+        _leaves(layer, "", origin, origins)
+    return origins
+
+
+def _leaves(layer: Any, prefix: str, origin: str, out: dict[str, str]) -> None:
+    if not isinstance(layer, dict):
+        return
+    for key, value in layer.items():
+        dotted = f"{prefix}{key}"
+        out[dotted] = origin
+        if isinstance(value, dict) and value:
+            _leaves(value, dotted + ".", origin, out)
 
 
 def layout_of(name: str) -> SessionLayout:
@@ -64,3 +97,62 @@ def hold_session_locks(workflow: Any, held: list[Any]) -> None:
     # on them was left by a killed run and would commit beside this one.
     executor = getattr(workflow.executor_plugin, "name", "local")
     slurm.cancel_leftover_jobs(sorted(names), Path.cwd(), executor)
+
+
+# --- user errors raised in input functions ----------------------------------------------
+# Snakemake wraps any exception an input function raises in an InputFunctionException and
+# prints it with the rule, the wildcards and a traceback. For a UserError the user needs
+# its one line only: the input functions remember the message, and a filter on
+# Snakemake's logger prints that line instead (`--verbose` still logs the traceback).
+
+USER_ERRORS: dict[str, str] = {}  # Snakemake's text of the wrapped error -> our line
+MISSING_DONE = re.compile(r"MissingRuleException:\s*No rule to produce ((?:\S*/)?done)\b")
+
+
+def one_line_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate an input function so that a UserError it raises is reported alone."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except UserError as err:
+            USER_ERRORS[f"{type(err).__name__}: {err}"] = str(err)
+            raise
+
+    return wrapper
+
+
+class UserErrorFilter(logging.Filter):
+    """Turns Snakemake's report of a wrapped UserError into the UserError's own line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            return True
+        missing = MISSING_DONE.search(record.getMessage())
+        if missing:
+            # Snakemake normalised `sessions/../done` or `sessions/a/../../x/done` before
+            # looking for a rule: the name had a '..' in it.
+            record.msg, record.args = (
+                f"Error: {missing.group(1)!r} is not a session: "
+                + (
+                    "run sessions/NAME/done, NAME of letters, digits, '.', '_' and '-' "
+                    "(no '/', no '..'), starting with a letter or digit"
+                ),
+                (),
+            )
+        if USER_ERRORS:
+            text = record.getMessage()
+            if "InputFunctionException" in text or "WorkflowError" in text:
+                for wrapped, line in USER_ERRORS.items():
+                    if wrapped in text:
+                        record.msg, record.args = f"Error: {line}", ()
+                        break
+        return True
+
+
+def install_error_filter() -> None:
+    """Once per process (the Snakefile may be parsed more than once)."""
+    logger = logging.getLogger("snakemake.logging")
+    if not any(isinstance(f, UserErrorFilter) for f in logger.filters):
+        logger.addFilter(UserErrorFilter())

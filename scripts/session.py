@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,16 @@ from autoresearch.modes.lens import chain
 from .common import layout_of
 
 EXAMPLES = Path(SESSIONS) / "_examples"
+DESCRIBED: set[str] = set()  # sessions whose parsed spec a dry run has printed
 
 
-def session_inputs(name: str, basedir: str, overrides: dict[str, Any]) -> dict[str, str]:
+def session_inputs(
+    name: str,
+    basedir: str,
+    overrides: dict[str, Any],
+    origins: dict[str, str] | None = None,
+    dry_run: bool = False,
+) -> dict[str, str]:
     """Check the spec before anything runs: a bad spec fails here and nothing is written.
     A bundled example target is made first, by its own rule."""
     layout = layout_of(name)
@@ -40,9 +48,16 @@ def session_inputs(name: str, basedir: str, overrides: dict[str, Any]) -> dict[s
             # The example repository is made by a rule; the setup job checks it then.
             return inputs | {"example": str(EXAMPLES / f"{example}.ready")}
     try:
-        session.preflight(name, Path(basedir), overrides)
+        pre = session.preflight(name, Path(basedir), overrides, origins)
+        # Before the first stage, while a wrong model id can still be one line.
+        session.check_model(pre.spec.values, pre.spec)
     except SpecError as err:
         raise SessionError(f"session {name!r} cannot start: {err}") from None
+    if dry_run:
+        lines = modes.get(pre.spec.values["mode"]).describe_spec(pre.spec.values, name)
+        if lines and name not in DESCRIBED:  # input functions run more than once
+            DESCRIBED.add(name)
+            print("\n".join(lines), file=sys.stderr, flush=True)
     return inputs
 
 
@@ -87,6 +102,7 @@ def setup(wildcards: Any, output: Any, params: Any, log: Any, basedir: str) -> N
             with_chain(wildcards.name, dict(params.overrides)),
             log[0],
             root=Path(basedir),
+            origins=dict(params.origins),
         ),
     )
 

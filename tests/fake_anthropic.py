@@ -10,6 +10,9 @@ estimated as characters / 4, and prompt caching is simulated — the blocks up t
 reads the longest such prefix found at, or up to 20 blocks before, one of its own
 breakpoints; the rest up to its last breakpoint is a cache write, and what follows that
 is plain input.
+
+`GET /v1/models` and `GET /v1/models/{id}` answer from `models` (the ids the fake
+knows); `models=None` answers 404 on both, as a server without the Models API does.
 """
 
 from __future__ import annotations
@@ -105,10 +108,24 @@ def tokens(chars: int) -> int:
     return max(1, chars // 4) if chars else 0
 
 
+KNOWN_MODELS = ["claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-4-5"]
+
+
+def _model(model_id: str) -> dict[str, Any]:
+    return {
+        "type": "model",
+        "id": model_id,
+        "display_name": model_id,
+        "created_at": "2026-01-01T00:00:00Z",
+    }
+
+
 class FakeAnthropic:
     """Start with `with FakeAnthropic() as fake:`; point ANTHROPIC_BASE_URL at `fake.url`."""
 
-    def __init__(self) -> None:
+    def __init__(self, models: list[str] | None = KNOWN_MODELS) -> None:
+        self.models = models
+        self.model_requests: list[str] = []
         self.queue: list[Reply] = []
         self.requests: list[Recorded] = []
         self.cache: set[str] = set()
@@ -124,6 +141,9 @@ class FakeAnthropic:
 
             def do_POST(self) -> None:  # noqa: N802
                 fake._handle(self)
+
+            def do_GET(self) -> None:  # noqa: N802
+                fake._models(self)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -155,6 +175,40 @@ class FakeAnthropic:
         return [r.body for r in self.requests]
 
     # -- serving ---------------------------------------------------------------------------
+
+    def _models(self, handler: BaseHTTPRequestHandler) -> None:
+        """The Models API: the list, or one model by id (the query string is ignored)."""
+        path = handler.path.split("?", 1)[0].rstrip("/")
+        with self.lock:
+            self.model_requests.append(path)  # kept apart: tests count Messages requests
+        status, data = (
+            404,
+            {
+                "type": "error",
+                "error": {"type": "not_found_error", "message": f"Not found: {path}"},
+            },
+        )
+        if self.models is not None and path == "/v1/models":
+            listed = [_model(m) for m in self.models]
+            status, data = (
+                200,
+                {
+                    "data": listed,
+                    "has_more": False,
+                    "first_id": self.models[0] if self.models else None,
+                    "last_id": self.models[-1] if self.models else None,
+                },
+            )
+        elif self.models is not None and path.startswith("/v1/models/"):
+            wanted = path.rsplit("/", 1)[1]
+            if wanted in self.models:
+                status, data = 200, _model(wanted)
+        payload = json.dumps(data).encode()
+        handler.send_response(status)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", str(len(payload)))
+        handler.end_headers()
+        handler.wfile.write(payload)
 
     def _usage(self, body: dict[str, Any]) -> dict[str, int]:
         blocks = _blocks(body)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Backend
+from .base import TEAMS, Backend
+
+# Which teams each backend can play. ruff has no model: it can report and fix its own
+# diagnostics and format code, but cannot propose hypotheses or experiments.
+BACKEND_TEAMS: dict[str, frozenset[str]] = {
+    "ruff": frozenset({"red", "green", "refactor"}),
+    "claude": frozenset(TEAMS),
+    "script": frozenset(TEAMS),
+}
 
 
 def get_backend(spec: dict[str, Any]) -> Backend:

@@ -355,3 +355,30 @@ def _error_field(body: object, key: str) -> str | None:
         value = body["error"].get(key)
         return value if isinstance(value, str) else None
     return None
+
+
+# -- before the first stage ------------------------------------------------------------
+
+
+def unknown_model(model: str, *, client: Any | None = None) -> str | None:
+    """Ask the Models API once whether it serves `model`: None when it does (or when the
+    server has no Models API, as some local servers), else what the API said.
+
+    A mistyped model would otherwise fail only in the first stage, after setup.
+    """
+    try:
+        client = client or anthropic.Anthropic(max_retries=2, timeout=30)
+        client.models.retrieve(model)
+        return None
+    except anthropic.NotFoundError:
+        pass
+    except anthropic.AuthenticationError as err:
+        return f"the API refused the key ({err.status_code}); {_KEY_HINT}"
+    except anthropic.AnthropicError:
+        return None  # unreachable now: the first stage reports it with its retries
+    try:  # 404 for the model, or no Models API at all? The list tells.
+        known = [m.id for m in client.models.list(limit=1000)]
+    except anthropic.AnthropicError:
+        return None
+    close = [m for m in known if m.split("-")[:2] == model.split("-")[:2]] or known
+    return f"the API serves no model {model!r}; it knows {', '.join(sorted(close)[:8])}"

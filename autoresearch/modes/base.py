@@ -64,6 +64,18 @@ class Mode:
     spec_example = ""  # the mode's own keys, for `autoresearch new`
     plannable = False  # `autoresearch plan` can write this mode's spec (see plan_spec)
     qualitative = False  # the goal has no number: stop 7 (goal satisfied) may end the loop
+    # The loop's stages in order, and the files each writes in its cycle folder (the
+    # `.json` one is its record, with the commits it started and ended at). `redo` moves
+    # a stage's files, and those of every stage after it, out of the way.
+    loop_stages: tuple[str, ...] = ("red", "sanitize", "green", "refactor", "evaluate")
+    stage_files: dict[str, tuple[str, ...]] = {
+        "red": ("red-findings.md", "red.json"),
+        "sanitize": ("sanitized.md",),
+        "green": ("green-patch.md", "green.json"),
+        "refactor": ("refactor-patch.md", "refactor.json"),
+        "evaluate": ("eval-results.md", "decision.json"),
+    }
+    stage_rules: dict[str, str] = {}  # stage -> its rule's log folder, when not the stage name
 
     # --- files ------------------------------------------------------------------------
 
@@ -79,6 +91,10 @@ class Mode:
         """Preflight: raise SpecError naming the key when the mode's spec is incomplete."""
         if self.qualitative:
             check_judge(values, name)
+
+    def describe_spec(self, values: dict[str, Any], name: str) -> list[str]:
+        """Lines a dry run prints about the spec as the mode reads it (default: none)."""
+        return []
 
     def on_setup(
         self, layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
@@ -254,6 +270,19 @@ class Mode:
         ]
         write_text(out, "\n".join(lines) + "\n")
         env.log(json.dumps({"done": env.layout.name, "reason": last.get("reason")}))
+
+    def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
+        """What is made after the loop (of `track`) ended, logs included: `redo` moves
+        these too, so they are made again from the new history."""
+        return [layout.done, layout.logs / "done.log", layout.root / "benchmarks" / "done.tsv"]
+
+    def set_aside(self, layout: SessionLayout, cycle: int, track: str, dest: Path) -> None:
+        """`redo`: move the mode's own log entries of `cycle` and later into `dest` (the
+        shared results.tsv rows are set aside for every mode by `redo`)."""
+
+    def teams_needed(self, values: dict[str, Any]) -> set[str]:
+        """The teams this spec makes the backend play (checked before anything runs)."""
+        return set(values.get("teams") or ["red", "green", "refactor"])
 
     # --- autoresearch status ---------------------------------------------------------------
 

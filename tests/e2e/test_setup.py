@@ -74,7 +74,7 @@ def test_unknown_mode_is_refused(workflow, untouched):
 
 def test_schema_violation_names_key_and_file(workflow, untouched):
     proc = run_setup_only(workflow, no_agent_spec(untouched, max_cycles=0))
-    assert_refused(proc, "--config: key 'max_cycles'")
+    assert_refused(proc, "--configfile", "specs/s.yaml: key 'max_cycles'")
 
 
 def test_unparsable_target_config_is_refused(workflow, tmp_path):

@@ -66,5 +66,6 @@ def test_status_without_name_prints_a_table_and_runs_nothing(workflow, target):
 
 
 def test_status_of_unknown_session_fails(tmp_path):
+    (tmp_path / "sessions").mkdir()
     proc = status(tmp_path, "nope")
-    assert proc.returncode == 1 and "no session 'nope'" in proc.stderr
+    assert proc.returncode == 2 and "no session 'nope'" in proc.stderr

@@ -52,34 +52,99 @@ def test_invalid_value_names_the_file_that_set_it(tmp_path):
         specs.load("x", root, {"target": str(repo)})
 
 
-def test_new_writes_a_commented_spec_and_never_overwrites(tmp_path, monkeypatch, target, capsys):
-    monkeypatch.chdir(tmp_path)
+def checkout(tmp_path):
+    """A workflow folder as `autoresearch new` finds it: a Snakefile and config/."""
+    root = tmp_path / "wf"
+    (root / "config").mkdir(parents=True)
+    (root / "Snakefile").write_text("# the workflow\n")
+    (root / "config" / "config.yaml").write_text((ROOT / "config/config.yaml").read_text())
+    return root
+
+
+def test_new_writes_a_commented_spec_that_runs_without_a_key(tmp_path, monkeypatch, target):
+    root = checkout(tmp_path)
+    monkeypatch.chdir(root)
     assert cli_main(["new", "foo", "--target", str(target), "--mode", "sweep"]) == 0
-    first = tmp_path / "config/sessions/foo.yaml"
-    assert "# Session spec for 'foo'" in first.read_text()
-    assert yaml.safe_load(first.read_text())["target"] == str(target)
-    first.write_text(first.read_text() + "# mine\n")
+    text = (root / "config/sessions/foo.yaml").read_text()
+    assert "# Session spec for 'foo'" in text and "export ANTHROPIC_API_KEY" in text
+    values = yaml.safe_load(text)
+    assert values["target"] == str(target) and values["agent"]["backend"] == "ruff"
+
+
+def test_new_refuses_an_existing_name_unless_forced(tmp_path, monkeypatch, target, capsys):
+    root = checkout(tmp_path)
+    monkeypatch.chdir(root)
     assert cli_main(["new", "foo", "--target", str(target)]) == 0
+    spec_file = root / "config/sessions/foo.yaml"
+    spec_file.write_text(spec_file.read_text() + "# mine\n")
+    assert cli_main(["new", "foo", "--target", str(target)]) == 2
+    assert "config/sessions/foo.yaml already exists" in capsys.readouterr().err
+    assert spec_file.read_text().endswith("# mine\n")
+    assert not (root / "config/sessions/foo-2.yaml").exists()
+    assert cli_main(["new", "foo", "--target", str(target), "--force"]) == 0
+    assert not spec_file.read_text().endswith("# mine\n")
+
+
+def test_new_finds_the_checkout_from_a_subfolder(tmp_path, monkeypatch, target):
+    root = checkout(tmp_path)
+    (root / "docs").mkdir()
+    monkeypatch.chdir(root / "docs")
     assert cli_main(["new", "foo", "--target", str(target)]) == 0
-    assert first.read_text().endswith("# mine\n")
-    assert (tmp_path / "config/sessions/foo-2.yaml").exists()
-    assert (tmp_path / "config/sessions/foo-3.yaml").exists()
+    assert (root / "config/sessions/foo.yaml").is_file()
+    assert not (root / "docs/config").exists()
+
+
+def test_new_outside_a_checkout_is_refused(tmp_path, monkeypatch, target, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["new", "foo", "--target", str(target)]) == 2
+    assert "no Snakefile in" in capsys.readouterr().err
+    assert not (tmp_path / "config").exists()
+
+
+@pytest.mark.parametrize("bad", ["..", "a/../../x", "café", ".hidden"])
+def test_new_refuses_names_outside_the_naming_rule(tmp_path, monkeypatch, target, capsys, bad):
+    monkeypatch.chdir(checkout(tmp_path))
+    assert cli_main(["new", bad, "--target", str(target)]) == 2
+    assert f"session name {bad!r} is not allowed" in capsys.readouterr().err
 
 
 def test_new_refuses_a_target_that_is_not_a_repo(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(checkout(tmp_path))
     assert cli_main(["new", "foo", "--target", str(tmp_path)]) == 2
     assert "not a git repository" in capsys.readouterr().err
 
 
-def test_version_prints_package_version():
+@pytest.mark.parametrize("args", [["version"], ["--version"]])
+def test_version_prints_package_version(args):
     out = subprocess.run(
-        [sys.executable, "-m", "autoresearch.cli", "version"],
+        [sys.executable, "-m", "autoresearch.cli", *args],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     assert out.strip() == "autoresearch 0.1.0"
+
+
+def test_help_shows_how_to_run_a_session():
+    out = subprocess.run(
+        [sys.executable, "-m", "autoresearch.cli", "--help"], capture_output=True, text=True
+    ).stdout
+    assert "snakemake --cores 1 sessions/NAME/done" in out
+
+
+def test_every_option_of_every_command_has_help_text():
+    import argparse
+
+    from autoresearch.cli import build_parser
+
+    [commands] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    undocumented = [
+        f"{name} {action.dest}"
+        for name, sub in commands.choices.items()
+        for action in sub._actions
+        if not action.help
+    ]
+    assert undocumented == []
 
 
 @pytest.mark.parametrize(

@@ -115,6 +115,20 @@ class Broad(Mode):
     def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
         return [rel(layout.comparison_md)]
 
+    def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
+        """A redone track ends again, and the comparison ranks the tracks again."""
+        bench = layout.root / "benchmarks"
+        ended = [layout.track_result(track), layout.logs / "track-end" / f"{track}.log"]
+        ended.append(bench / "track-end" / f"{track}.tsv")
+        compared = [layout.comparison_md, layout.comparison_json, layout.logs / "comparison.log"]
+        compared.append(bench / "comparison.tsv")
+        return [*(ended if track else []), *compared, *super().end_files(layout, track)]
+
+    def teams_needed(self, values: dict[str, Any]) -> set[str]:
+        """Without given hypotheses, the strategist proposes them."""
+        teams = super().teams_needed(values)
+        return teams if values.get("hypotheses") else teams | {"strategist"}
+
     def write_done(self, env: StageEnv, out: Path) -> None:
         data = json.loads(env.layout.comparison_json.read_text())
         self.write_summary(env)

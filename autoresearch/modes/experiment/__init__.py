@@ -56,6 +56,12 @@ class Experiment(Mode):
     loop = "iterations"
     branch = "autoresearch/experiment/{name}"
     lists_cycles = False  # the Experiment section summarises the iterations
+    loop_stages = ("propose", "decide")
+    stage_files = {
+        "propose": ("proposal.md", "proposal.json", "proposal.patch"),
+        "decide": ("evaluation.md", "measurements.json", "decision.json"),
+    }
+    stage_rules = {"propose": "experiment_propose", "decide": "experiment_decide"}
     plannable = True
 
     def plan_spec(self, plan: PlannedMetric) -> dict[str, Any]:
@@ -80,7 +86,26 @@ class Experiment(Mode):
 
     def check_spec(self, values: dict[str, Any], name: str) -> None:
         target = git.toplevel(spec.resolve_target(str(values["target"])))
-        resolve(values, target, f"config/sessions/{name}.yaml")
+        cfg = resolve(values, target, f"config/sessions/{name}.yaml")
+        for path in cfg.scope:
+            if not any(c in path for c in "*?[") and not (target / path).exists():
+                where = (
+                    f"{target / cfg.program}: key 'target_file'"
+                    if cfg.program
+                    else f"config/sessions/{name}.yaml: key 'experiment.scope'"
+                )
+                raise SpecError(
+                    f"{where}: {path!r} is not in {target}; name a file the experiments may change"
+                )
+
+    def describe_spec(self, values: dict[str, Any], name: str) -> list[str]:
+        """The experiment configuration as parsed from program.md and the spec."""
+        target = git.toplevel(spec.resolve_target(str(values["target"])))
+        cfg = resolve(values, target, f"config/sessions/{name}.yaml")
+        shown = {k: v for k, v in vars(cfg).items() if k not in ("research", "warnings")}
+        lines = [f"experiment config of session {name!r} (program.md and the spec):"]
+        lines += [f"  {key}: {value}" for key, value in shown.items() if value not in (None, "")]
+        return lines + [f"  warning: {w}" for w in cfg.warnings]
 
     def on_setup(
         self, layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
@@ -191,6 +216,39 @@ class Experiment(Mode):
         """The loop's last decision, then the report and the plot."""
         final = self.final_decision(layout, checkpoints)
         return [final, rel(layout.report), rel(layout.progress_plot)]
+
+    def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
+        """Report and plot are made once, from every iteration: a redo makes them again."""
+        made = []
+        made_by = ((layout.report, "experiment_report"), (layout.progress_plot, "experiment_plot"))
+        for path, rule in made_by:
+            made += [path, layout.logs / f"{rule}.log", layout.root / "benchmarks" / f"{rule}.tsv"]
+        return [*made, *super().end_files(layout, track)]
+
+    def set_aside(self, layout: SessionLayout, cycle: int, track: str, dest: Path) -> None:
+        """The redone iterations leave experiments.jsonl, results-data.json and
+        evaluations/ (a rerun appends to the first only when its id is not logged yet)."""
+        entries = logs.read_jsonl(layout.experiments_jsonl)
+        if entries:
+            for path, keep in (
+                (dest / "experiments.jsonl", False),
+                (layout.experiments_jsonl, True),
+            ):
+                lines = [json.dumps(e) for e in entries if (e.get("id", 0) < cycle) == keep]
+                write_text(path, "".join(f"{line}\n" for line in lines))
+        data = json.loads(layout.results_data.read_text()) if layout.results_data.exists() else []
+        if data:
+            later = [d for d in data if d.get("experiment_id", 0) >= cycle]
+            write_json(dest / "results-data.json", later)
+            write_json(layout.results_data, [d for d in data if d not in later])
+        for path in sorted(layout.evaluation(0).parent.glob("iteration-*.json")):
+            if int(path.stem.split("-")[1]) >= cycle:
+                (dest / "evaluations").mkdir(parents=True, exist_ok=True)
+                path.replace(dest / "evaluations" / path.name)
+
+    def teams_needed(self, values: dict[str, Any]) -> set[str]:
+        """Every iteration is the experiment team's."""
+        return {"experiment"}
 
     def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
         cycle = layout.next_open_cycle()

@@ -219,6 +219,12 @@ class Narrow(Mode):
         """The loop's final decision, then the plot drawn from it."""
         return [*super().done_inputs(layout, checkpoints), rel(layout.goal_progress_plot)]
 
+    def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
+        """The plot is drawn once, from every cycle: a redo draws it again."""
+        bench = layout.root / "benchmarks" / "goal_progress_plot.tsv"
+        plot = [layout.goal_progress_plot, layout.logs / "goal_progress_plot.log", bench]
+        return [*plot, *super().end_files(layout, track)]
+
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         return progress.status_lines(layout, spec, journal.load_decisions(layout))
 

@@ -1,0 +1,294 @@
+"""Bad input: one line naming the file and the key, and nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from conftest import git, make_repo, wait_for
+
+from autoresearch import git as gitops
+
+NARROW_GOAL = {"metric": "todo count", "command": "sh count.sh", "target": "<= 1"}
+ANGLES = [{"name": "todos", "hypothesis": "TODOs can be resolved."}]
+
+
+def sweep(target, **extra) -> dict:
+    values = {
+        "mode": "sweep",
+        "target": str(target),
+        "test_command": "python -m pytest -q",
+        "agent": {"backend": "ruff"},
+        "max_cycles": 1,
+    }
+    values.update(extra)
+    return values
+
+
+def setup_only(workflow, values, *extra, name="s"):
+    return workflow.run(name, values, *extra, target=f"sessions/{name}/session.yaml", check=False)
+
+
+@pytest.fixture
+def untouched(target):
+    """The target's branches, HEAD, index, files and worktrees are as before the test."""
+
+    def state():
+        worktrees = git(target, "worktree", "list")
+        return gitops.snapshot(target), git(target, "branch", "--list"), worktrees
+
+    before = state()
+    yield target
+    assert state() == before
+
+
+def one_line_refusal(proc, *needles) -> str:
+    """The run failed with our line, without Snakemake's wrapping or a traceback."""
+    assert proc.returncode != 0
+    for needle in needles:
+        assert needle in proc.stderr, proc.stderr[-3000:]
+    assert "InputFunctionException" not in proc.stderr, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "Wildcards:" not in proc.stderr
+    return next(line for line in proc.stderr.splitlines() if needles[0] in line)
+
+
+def session_files(workflow, name="s") -> list[str]:
+    """What a session folder holds besides the logs that explain a failure."""
+    root = workflow.session(name)
+    if not root.exists():
+        return []
+    kept = {"logs", "benchmarks", ".run.lock", ".journal.lock"}
+    return sorted(p.name for p in root.iterdir() if p.name not in kept)
+
+
+# --- errors raised while Snakemake builds the DAG: the one line only -----------------------
+
+
+def test_a_missing_key_is_one_line_naming_the_configfile(workflow, untouched, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    proc = setup_only(workflow, sweep(untouched, agent={"backend": "claude"}))
+    line = one_line_refusal(proc, "ANTHROPIC_API_KEY is not set")
+    assert f"--configfile {workflow.workdir / 'specs' / 's.yaml'}" in line
+    assert "key 'agent.backend'" in line
+
+
+def test_a_mistyped_key_is_blamed_on_the_file_that_set_it(workflow, untouched):
+    proc = setup_only(workflow, sweep(untouched, agent={"backend": "ruff", "modle": "x"}))
+    line = one_line_refusal(proc, "unknown key 'agent.modle'")
+    assert "--configfile" in line and "did you mean 'agent.model'" in line
+    assert "config/config.yaml" not in line
+
+
+def test_config_on_the_command_line_is_named_as_such(workflow, untouched):
+    proc = setup_only(workflow, sweep(untouched), "--config", "test_timeout_s=1e10")
+    one_line_refusal(proc, "--config: key 'test_timeout_s'", "maximum of 604800")
+
+
+def test_teams_without_red_are_refused(workflow, untouched):
+    proc = setup_only(workflow, sweep(untouched, teams=["green"]))
+    one_line_refusal(proc, "key 'teams'", "leaves out red")
+
+
+def test_an_invalid_glob_in_protected_is_refused(workflow, untouched):
+    proc = setup_only(workflow, sweep(untouched, protected=["[z-a].py"]))
+    one_line_refusal(proc, "key 'protected'", "'[z-a].py' is not a valid glob")
+
+
+def test_an_empty_repository_gets_its_own_message(workflow, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    proc = setup_only(workflow, sweep(empty))
+    one_line_refusal(proc, "key 'target'", "has no commits yet")
+    assert git(empty, "branch", "--list") == ""
+
+
+def test_a_bare_repository_gets_its_own_message(workflow, tmp_path):
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    proc = setup_only(workflow, sweep(bare))
+    one_line_refusal(proc, "key 'target'", "is a bare repository")
+
+
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("sessions/café/done", "session name 'café' is not allowed"),
+        ("sessions/../done", "'done' is not a session"),
+        ("sessions/a/../../x/done", "'x/done' is not a session"),
+    ],
+)
+def test_names_outside_the_naming_rule_get_its_message(workflow, path, said):
+    proc = workflow.run("s", None, target=path, check=False)
+    one_line_refusal(proc, said)
+
+
+def test_a_backend_that_cannot_play_a_needed_team_is_refused(workflow, tmp_path):
+    repo = make_repo(
+        tmp_path / "t", {"a.py": "x = 1\n", "tests/test_a.py": "def test_a():\n    pass\n"}
+    )
+    experiment = {
+        "goal": "smaller",
+        "scope": ["a.py"],
+        "max_iterations": 2,
+        "metric": {"command": "echo 1", "format": "last_line", "direction": "minimize"},
+    }
+    proc = setup_only(workflow, sweep(repo, mode="experiment", experiment=experiment))
+    one_line_refusal(proc, "key 'agent.backend'", "'ruff' cannot play the experiment team")
+
+
+def test_an_experiment_whose_target_file_is_missing_is_refused(workflow, tmp_path):
+    program = "# Faster\n\n```yaml\ntarget_file: nowhere.py\neval_command: echo 1\n"
+    program += "metric_key: v\ndirection: minimize\nmax_experiments: 2\n```\n"
+    repo = make_repo(tmp_path / "t", {"a.py": "x = 1\n", "program.md": program})
+    values = sweep(repo, mode="experiment", experiment={"program": "program.md"})
+    values["agent"] = {"backend": "script", "script": str(workflow.script({}))}
+    proc = setup_only(workflow, values)
+    one_line_refusal(proc, "key 'target_file'", "'nowhere.py' is not in")
+
+
+def test_dry_run_of_an_experiment_prints_its_parsed_config(workflow, tmp_path):
+    program = "# Faster\n\n```yaml\ntarget_file: a.py\neval_command: echo 1\n"
+    program += "metric_key: v\ndirection: minimize\nmax_experiments: 7\n```\n"
+    repo = make_repo(tmp_path / "t", {"a.py": "x = 1\n", "program.md": program})
+    values = sweep(repo, mode="experiment", experiment={"program": "program.md"})
+    values["agent"] = {"backend": "script", "script": str(workflow.script({}))}
+    proc = workflow.run("s", values, "-n")
+    assert "experiment config of session 's'" in proc.stderr
+    assert "max_iterations: 7" in proc.stderr and "scope: ['a.py']" in proc.stderr
+    assert not workflow.session("s").exists()
+
+
+# --- a setup that fails leaves nothing behind ------------------------------------------
+
+
+@pytest.fixture
+def todo_repo(tmp_path):
+    files = {
+        "src.py": "x = 1\n# TODO a\n# TODO b\n",
+        "count.sh": "grep -c TODO src.py || true\n",
+        "tests/test_src.py": "def test_src():\n    pass\n",
+    }
+    return make_repo(tmp_path / "todo", files)
+
+
+def narrow(repo, **goal) -> dict:
+    return sweep(repo, mode="narrow", goal={**NARROW_GOAL, **goal}, angles=ANGLES)
+
+
+def test_a_failing_baseline_command_leaves_nothing_and_a_rerun_starts_fresh(workflow, todo_repo):
+    before = gitops.snapshot(todo_repo), git(todo_repo, "branch", "--list")
+    proc = setup_only(workflow, narrow(todo_repo, command="sh nowhere.sh"))
+    assert proc.returncode != 0 and "goal.command" in proc.stderr, proc.stderr[-3000:]
+    assert (gitops.snapshot(todo_repo), git(todo_repo, "branch", "--list")) == before
+    assert "worktree" not in git(todo_repo, "worktree", "list").split("\n", 1)[-1]
+    assert session_files(workflow) == []
+    assert "setup undone" in (workflow.session("s") / "logs/session.log").read_text()
+
+    proc = setup_only(workflow, narrow(todo_repo))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    setup = json.loads((workflow.session("s") / "setup.json").read_text())
+    assert setup["branch"] == "autoresearch/narrow/s"
+
+
+def test_a_baseline_that_already_meets_the_target_leaves_nothing(workflow, todo_repo):
+    before = gitops.snapshot(todo_repo), git(todo_repo, "branch", "--list")
+    proc = setup_only(workflow, narrow(todo_repo, target="<= 5"))
+    assert proc.returncode != 0 and "goal.target" in proc.stderr, proc.stderr[-3000:]
+    assert (gitops.snapshot(todo_repo), git(todo_repo, "branch", "--list")) == before
+    assert session_files(workflow) == []
+
+
+SLOW_TESTS = """\
+import os, pathlib, time
+
+pathlib.Path(os.environ["SETUP_MARKER"]).write_text("baseline running")
+time.sleep(120)
+"""
+
+
+def test_a_setup_killed_half_way_is_undone_by_the_next_run(workflow, tmp_path):
+    repo = make_repo(
+        tmp_path / "t", {"slow.py": SLOW_TESTS, "tests/test_a.py": "def test_a():\n    pass\n"}
+    )
+    marker = tmp_path / "marker"
+    workflow.extra_env["SETUP_MARKER"] = str(marker)
+    proc = workflow.start("s", sweep(repo, test_command="python slow.py"))
+    try:
+        wait_for(marker.exists, timeout=300)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert "autoresearch/improve" in git(repo, "branch", "--list")  # what the kill left
+
+    done = setup_only(workflow, sweep(repo))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads((workflow.session("s") / "setup.json").read_text())["branch"] == (
+        "autoresearch/improve"
+    )
+    assert git(repo, "branch", "--list", "autoresearch/*").split() == ["+", "autoresearch/improve"]
+    assert not (workflow.session("s") / ".setup-created.json").exists()
+
+
+def test_the_model_is_checked_once_before_the_first_stage(workflow, untouched):
+    from fake_anthropic import FakeAnthropic
+
+    with FakeAnthropic() as fake:
+        workflow.extra_env.update({"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "k"})
+        values = sweep(untouched, agent={"backend": "claude", "model": "claude-sonnet-9-9"})
+        proc = setup_only(workflow, values)
+        assert fake.model_requests and not fake.requests  # no stage ran
+    line = one_line_refusal(proc, "key 'agent.model'", "no model 'claude-sonnet-9-9'")
+    assert "claude-sonnet-5-5" in line
+    assert session_files(workflow) == []
+
+
+def test_a_server_without_the_models_api_is_not_refused(workflow, target):
+    from fake_anthropic import FakeAnthropic
+
+    with FakeAnthropic(models=None) as fake:
+        workflow.extra_env.update({"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "k"})
+        values = sweep(target, agent={"backend": "claude", "model": "qwen3-coder"})
+        proc = setup_only(workflow, values)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_cli_status_outside_a_workflow_folder_is_refused(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "autoresearch.cli", "status"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and "no Snakefile in" in proc.stderr
+
+
+# --- a session whose branch or worktree was deleted ---------------------------------------
+
+
+def test_a_deleted_worktree_is_reported_before_any_stage(workflow, target):
+    values = sweep(target)
+    assert setup_only(workflow, values).returncode == 0
+    worktree = json.loads((workflow.session("s") / "setup.json").read_text())
+    path = git(target, "worktree", "list", "--porcelain").split("worktree ")[2].split()[0]
+    git(target, "worktree", "remove", "--force", path)
+    proc = workflow.run("s", values, check=False)
+    line = one_line_refusal(proc, "is gone")
+    assert f"worktree add {path} {worktree['branch']}" in line
+    assert not (workflow.session("s") / "cycles/001/red.json").exists()
+
+
+def test_a_deleted_branch_is_reported_with_the_commit_to_recreate_it_from(workflow, target):
+    values = sweep(target)
+    assert setup_only(workflow, values).returncode == 0
+    setup = json.loads((workflow.session("s") / "setup.json").read_text())
+    path = git(target, "worktree", "list", "--porcelain").split("worktree ")[2].split()[0]
+    git(target, "worktree", "remove", "--force", path)
+    git(target, "branch", "-D", setup["branch"])
+    proc = workflow.run("s", values, check=False)
+    line = one_line_refusal(proc, f"branch {setup['branch']} is gone")
+    assert f"branch {setup['branch']} {setup['base_commit'][:12]}" in line
