@@ -78,6 +78,29 @@ class SessionLayout:
     def worktree(self, track: str = "") -> Path:
         return self.root / "tracks" / track / "worktree" if track else self.root / "worktree"
 
+    # --- the report a user opens (`snakemake --report`): rule session_report ----------
+
+    @property
+    def report_dir(self) -> Path:
+        return self.root / "report"
+
+    @property
+    def report_summary(self) -> Path:
+        return self.report_dir / "session.html"
+
+    @property
+    def report_results(self) -> Path:
+        return self.report_dir / "results.html"
+
+    @property
+    def report_evaluations(self) -> Path:
+        """One page per finished cycle (or iteration): its evaluation."""
+        return self.report_dir / "evaluations"
+
+    @property
+    def report_plot(self) -> Path:
+        return self.report_dir / "cycles.png"
+
     # --- the loop ---------------------------------------------------------------------
 
     def cycles(self, track: str = "") -> Path:

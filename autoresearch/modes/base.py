@@ -17,6 +17,7 @@ from ..files import write_text
 from ..findings import Finding
 from ..layout import SessionLayout
 from ..record import SetupRecord
+from ..session_report import ReportStep
 from ..spec import SessionSpec
 from ..stage import StageEnv
 
@@ -30,6 +31,7 @@ class Mode:
     has_worktree = True  # a session worktree (broad: one per track instead)
     default_cycle_cap = 10
     lists_cycles = True  # session.md lists every cycle
+    kept_label = "fixes kept"  # what a step keeps on the branch, as the report counts it
     spec_example = ""  # the mode's own keys, for `autoresearch new`
 
     # --- files ------------------------------------------------------------------------
@@ -138,8 +140,28 @@ class Mode:
         return checkpoints.evaluate.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
 
     def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
-        """What `done` waits for: by default, the loop's final decision."""
+        """What `done` and the session report wait for: by default, the loop's final decision."""
         return [self.final_decision(layout, checkpoints)]
+
+    def report_steps(self, layout: SessionLayout) -> list[ReportStep]:
+        """Every finished cycle of every track, for the session report: its evaluation
+        (eval-results.md), the fixes it kept and its test run."""
+        steps = []
+        for track in self.tracks(layout):
+            for d in journal.load_decisions(layout, track):
+                tests = d.get("tests") or {}
+                steps.append(
+                    ReportStep(
+                        track=track,
+                        cycle=d["cycle"],
+                        evaluation=layout.cycle(d["cycle"], track) / "eval-results.md",
+                        kept=len(d.get("fixed", [])),
+                        tests_pass=bool(d.get("tests_pass")),
+                        tests_passed=tests.get("passed"),
+                        tests_failed=tests.get("failed"),
+                    )
+                )
+        return steps
 
     def write_done(self, env: StageEnv, out: Path) -> None:
         decisions = journal.load_decisions(env.layout)

@@ -18,13 +18,14 @@ from ...errors import SpecError
 from ...files import write_json, write_text
 from ...layout import SessionLayout, rel
 from ...record import SetupRecord
+from ...session_report import ReportStep
 from ...spec import SessionSpec
 from ...stage import StageEnv, jail_for
 from ..base import Mode
 from . import log as logs
 from . import report
 from .log import fmt
-from .policy import should_stop
+from .policy import KEPT, should_stop
 from .program import resolve
 from .stages import (
     _guard,
@@ -50,6 +51,7 @@ class Experiment(Mode):
     loop = "iterations"
     branch = "autoresearch/experiment/{name}"
     lists_cycles = False  # the Experiment section summarises the iterations
+    kept_label = "changes kept"
 
     def check_spec(self, values: dict[str, Any], name: str) -> None:
         target = git.toplevel(spec.resolve_target(str(values["target"])))
@@ -155,6 +157,19 @@ class Experiment(Mode):
         """The loop's last decision, then the report and the plot."""
         final = self.final_decision(layout, checkpoints)
         return [final, rel(layout.report), rel(layout.progress_plot)]
+
+    def report_steps(self, layout: SessionLayout) -> list[ReportStep]:
+        """Every iteration: its evaluation.md, whether its change was kept, its guard."""
+        return [
+            ReportStep(
+                track="",
+                cycle=r["iteration"],
+                evaluation=layout.cycle(r["iteration"]) / "evaluation.md",
+                kept=int(r["status"] == KEPT),
+                tests_pass=r.get("guard_ok"),  # None: the program has no guard
+            )
+            for r in records(layout)[1:]
+        ]
 
     def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
         cycle = layout.next_open_cycle()
