@@ -11,6 +11,10 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
+# What `snakemake --report sessions/<name>/report.html sessions/<name>/done` opens with.
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/examples.smk"
 include: "rules/session.smk"
@@ -18,3 +22,4 @@ include: "rules/cycle.smk"
 include: "rules/experiment.smk"
 include: "rules/broad.smk"
 include: "rules/narrow.smk"
+include: "rules/report.smk"
