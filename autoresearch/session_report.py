@@ -202,13 +202,16 @@ def frame_html(frame: pd.DataFrame, empty: str) -> str:
 
 # --- the plot ------------------------------------------------------------------------------
 
+OUTSIDE = {"loc": "upper left", "bbox_to_anchor": (1.01, 1)}  # legends beside, not on, bars
+EDGE = {"edgecolor": "white", "linewidth": 0.5}  # adjacent tracks' bars stay apart
+
 
 def cycle_figure(table: pd.DataFrame, kept_label: str, name: str) -> Figure:
     """Three panels over the cycles: what was kept, the tests, the cost; one bar per track."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    fig = Figure(figsize=(7, 6.5), dpi=100)
+    fig = Figure(figsize=(8, 6.5), dpi=100)
     kept_ax, tests_ax, cost_ax = fig.subplots(3, 1, sharex=True)
     tracks = sorted(set(table["track"])) or [""]
     width = 0.8 / len(tracks)
@@ -217,16 +220,15 @@ def cycle_figure(table: pd.DataFrame, kept_label: str, name: str) -> Figure:
         rows = table[table["track"] == track]
         xs = rows["cycle"] + (i - (len(tracks) - 1) / 2) * width
         label = track or None
-        kept_ax.bar(xs, rows["kept"], width, label=label)
-        cost_ax.bar(xs, rows["cost_usd"], width, label=label)
+        kept_ax.bar(xs, rows["kept"], width, label=label, **EDGE)
+        cost_ax.bar(xs, rows["cost_usd"], width, label=label, **EDGE)
         if counted:
-            tests_ax.bar(xs, rows["tests_passed"], width, color="tab:green")
-            tests_ax.bar(
-                xs, rows["tests_failed"], width, bottom=rows["tests_passed"], color="tab:red"
-            )
+            passed = rows["tests_passed"]
+            tests_ax.bar(xs, passed, width, color="tab:green", **EDGE)
+            tests_ax.bar(xs, rows["tests_failed"], width, bottom=passed, color="tab:red", **EDGE)
         else:
             colours = [_pass_colour(ok) for ok in rows["tests_pass"]]
-            tests_ax.bar(xs, [1] * len(rows), width, color=colours)
+            tests_ax.bar(xs, [1] * len(rows), width, color=colours, **EDGE)
     kept_ax.set_ylabel(kept_label)
     kept_ax.set_title(f"{name}: per cycle")
     kept_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -237,7 +239,7 @@ def cycle_figure(table: pd.DataFrame, kept_label: str, name: str) -> Figure:
     else:
         tests_ax.set_yticks([])
         legend = [_patch("tab:green", "suite passed"), _patch("tab:red", "suite failed")]
-    tests_ax.legend(handles=legend, fontsize="small", loc="lower right")
+    tests_ax.legend(handles=legend, fontsize="small", **OUTSIDE)
     total = float(table["cost_usd"].sum())
     cost_ax.set_ylabel("cost (USD)")
     cost_ax.set_ylim(bottom=0)
@@ -247,7 +249,7 @@ def cycle_figure(table: pd.DataFrame, kept_label: str, name: str) -> Figure:
     cycles = sorted(set(table["cycle"]))
     cost_ax.set_xticks(cycles or [1])
     if len(tracks) > 1:
-        kept_ax.legend(title="track", fontsize="small")
+        kept_ax.legend(title="track", fontsize="small", **OUTSIDE)
     fig.tight_layout()
     return fig
 
