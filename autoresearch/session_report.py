@@ -203,7 +203,6 @@ def frame_html(frame: pd.DataFrame, empty: str) -> str:
 # --- the plot ------------------------------------------------------------------------------
 
 OUTSIDE = {"loc": "upper left", "bbox_to_anchor": (1.01, 1)}  # legends beside, not on, bars
-EDGE = {"edgecolor": "white", "linewidth": 0.5}  # adjacent tracks' bars stay apart
 
 
 def cycle_figure(table: pd.DataFrame, kept_label: str, name: str) -> Figure:
@@ -216,19 +215,22 @@ def cycle_figure(table: pd.DataFrame, kept_label: str, name: str) -> Figure:
     tracks = sorted(set(table["track"])) or [""]
     width = 0.8 / len(tracks)
     counted = table["tests_passed"].notna().all() and not table.empty
+    # White edges keep adjacent tracks' bars apart, until bars are too thin to have edges.
+    edge = 0.5 if table["cycle"].nunique() * len(tracks) <= 60 else 0.0
     for i, track in enumerate(tracks):
         rows = table[table["track"] == track]
-        xs = rows["cycle"] + (i - (len(tracks) - 1) / 2) * width
-        label = track or None
-        kept_ax.bar(xs, rows["kept"], width, label=label, **EDGE)
-        cost_ax.bar(xs, rows["cost_usd"], width, label=label, **EDGE)
+        xs = list(rows["cycle"] + (i - (len(tracks) - 1) / 2) * width)
+        colour = f"C{i}"
+        bars(kept_ax, xs, list(rows["kept"]), width, [colour], edge)
+        bars(cost_ax, xs, list(rows["cost_usd"]), width, [colour], edge)
         if counted:
-            passed = rows["tests_passed"]
-            tests_ax.bar(xs, passed, width, color="tab:green", **EDGE)
-            tests_ax.bar(xs, rows["tests_failed"], width, bottom=passed, color="tab:red", **EDGE)
+            passed = [int(n) for n in rows["tests_passed"]]
+            bars(tests_ax, xs, passed, width, ["tab:green"], edge)
+            failed = [int(n) for n in rows["tests_failed"]]
+            bars(tests_ax, xs, failed, width, ["tab:red"], edge, bottom=passed)
         else:
             colours = [_pass_colour(ok) for ok in rows["tests_pass"]]
-            tests_ax.bar(xs, [1] * len(rows), width, color=colours, **EDGE)
+            bars(tests_ax, xs, [1] * len(xs), width, colours, edge)
     kept_ax.set_ylabel(kept_label)
     kept_ax.set_title(f"{name}: per cycle")
     kept_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -242,16 +244,44 @@ def cycle_figure(table: pd.DataFrame, kept_label: str, name: str) -> Figure:
     tests_ax.legend(handles=legend, fontsize="small", **OUTSIDE)
     total = float(table["cost_usd"].sum())
     cost_ax.set_ylabel("cost (USD)")
-    cost_ax.set_ylim(bottom=0)
     unpriced = "" if total else " (no priced model call)"
     cost_ax.set_title(f"agent cost, total ${total:.4f}{unpriced}", fontsize="small")
     cost_ax.set_xlabel("cycle")
-    cycles = sorted(set(table["cycle"]))
-    cost_ax.set_xticks(cycles or [1])
+    # Whole cycle numbers only; a tick per cycle would cost seconds on a long session.
+    cost_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    for ax in (kept_ax, tests_ax, cost_ax):
+        ax.autoscale_view()
+        ax.set_ylim(bottom=0)
     if len(tracks) > 1:
-        kept_ax.legend(title="track", fontsize="small", **OUTSIDE)
+        handles = [_patch(f"C{i}", track) for i, track in enumerate(tracks)]
+        kept_ax.legend(handles=handles, title="track", fontsize="small", **OUTSIDE)
     fig.tight_layout()
     return fig
+
+
+def bars(
+    ax,
+    xs: list[float],
+    heights: list[float],
+    width: float,
+    colours: list[str],
+    edge: float,
+    bottom: list[float] | None = None,
+) -> None:
+    """Bars as one collection: `ax.bar` adds an artist per bar, seconds on a long session."""
+    from matplotlib.collections import PolyCollection
+
+    bottom = bottom or [0] * len(xs)
+    half = width / 2
+    rects = [
+        [(x - half, b), (x - half, b + h), (x + half, b + h), (x + half, b)]
+        for x, h, b in zip(xs, heights, bottom, strict=True)
+    ]
+    ax.add_collection(
+        PolyCollection(rects, facecolors=colours, edgecolors="white", linewidths=edge)
+    )
+    ax.update_datalim([(x, b + h) for x, h, b in zip(xs, heights, bottom, strict=True)])
+    ax.update_datalim([(x - half, 0) for x in xs] + [(x + half, 0) for x in xs])
 
 
 def _pass_colour(passed: bool | None) -> str:

@@ -186,8 +186,18 @@ def test_tests_column_says_the_verdict_and_the_counts(layout):
 # --- the plot ------------------------------------------------------------------------------
 
 
+def bar_shapes(ax) -> list[tuple[float, float]]:
+    """(centre, height) of every bar of a panel, in the order they were drawn."""
+    shapes = []
+    for collection in ax.collections:
+        for path in collection.get_paths():
+            xs, ys = path.vertices[:, 0], path.vertices[:, 1]
+            shapes.append((round((xs.min() + xs.max()) / 2, 6), round(ys.max() - ys.min(), 6)))
+    return shapes
+
+
 def bar_heights(ax) -> list[float]:
-    return [round(p.get_height(), 6) for p in ax.patches]
+    return [height for _, height in bar_shapes(ax)]
 
 
 def test_plot_shows_kept_fixes_tests_and_cost_for_every_cycle(layout):
@@ -198,6 +208,11 @@ def test_plot_shows_kept_fixes_tests_and_cost_for_every_cycle(layout):
     assert bar_heights(kept_ax) == [3, 0]
     assert bar_heights(tests_ax) == [5, 4, 0, 1]  # passed, then failed stacked on top
     assert bar_heights(cost_ax) == [0.5, 0.25]
+    for ax, top in ((kept_ax, 3), (tests_ax, 5), (cost_ax, 0.5)):  # every bar in view
+        bottom, ceiling = ax.get_ylim()
+        assert bottom == 0 and ceiling >= top
+    left, right = cost_ax.get_xlim()
+    assert left <= 0.6 and right >= 2.4
     assert kept_ax.get_ylabel() == "fixes kept"
     assert "total $0.7500" in cost_ax.get_title()
 
@@ -206,10 +221,7 @@ def test_plot_draws_one_bar_per_track_in_each_cycle(layout):
     steps = [step(1, "h1", kept=1), step(2, "h1", kept=2), step(1, "h2", kept=4)]
     fig = cycle_figure(cycle_table(steps, layout.usage), "fixes kept", "s")
     kept_ax = fig.axes[0]
-    bars = sorted(
-        (round(p.get_x() + p.get_width() / 2, 2), p.get_height()) for p in kept_ax.patches
-    )
-    assert bars == [(0.8, 1), (1.2, 4), (1.8, 2)]  # h1 left of h2 around each cycle
+    assert sorted(bar_shapes(kept_ax)) == [(0.8, 1), (1.2, 4), (1.8, 2)]  # h1 left of h2
     assert [t.get_text() for t in kept_ax.get_legend().get_texts()] == ["h1", "h2"]
 
 
@@ -221,7 +233,7 @@ def test_plot_without_test_counts_colours_each_step_by_its_verdict(layout):
         for n, ok in ((1, True), (2, False), (3, None))
     ]
     tests_ax = cycle_figure(cycle_table(steps, layout.usage), "changes kept", "s").axes[1]
-    colours = [to_hex(p.get_facecolor()) for p in tests_ax.patches]
+    colours = [to_hex(c) for c in tests_ax.collections[0].get_facecolors()]
     assert colours == [to_hex("tab:green"), to_hex("tab:red"), to_hex("tab:gray")]
 
 
