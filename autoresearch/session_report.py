@@ -21,8 +21,16 @@ if TYPE_CHECKING:
 
 # Agent-written text (finding titles, hypotheses) reaches these pages: raw HTML and links in
 # it are shown as text, never made live in a page the user opens in a browser.
-INERT_MARKDOWN = ("html", "link", "image_link", "reference", "image_reference")
-INERT_MARKDOWN_REFS = ("short_reference", "short_image_ref", "automail")
+INERT_MARKDOWN = (
+    "html",
+    "link",
+    "image_link",
+    "reference",
+    "image_reference",
+    "short_reference",
+    "short_image_ref",
+    "automail",
+)
 
 STYLE = """
 body { font-family: sans-serif; margin: 1.5em; line-height: 1.4; }
@@ -96,7 +104,7 @@ def markdown_html(text: str) -> str:
 
     md = markdown.Markdown(extensions=["tables"])
     md.preprocessors.deregister("html_block")
-    for name in INERT_MARKDOWN + INERT_MARKDOWN_REFS:
+    for name in INERT_MARKDOWN:
         md.inlinePatterns.deregister(name)
     return md.convert(text)
 
@@ -112,6 +120,9 @@ def read_tsv(path: Path) -> pd.DataFrame:
     if not path.exists():
         return pd.DataFrame()
     return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+
+
+STEP_COLUMNS = ["track", "cycle", "kept", "tests", "tests_pass", "tests_passed", "tests_failed"]
 
 
 def cycle_table(steps: list[ReportStep], usage_path: Path) -> pd.DataFrame:
@@ -131,15 +142,7 @@ def cycle_table(steps: list[ReportStep], usage_path: Path) -> pd.DataFrame:
             }
             for s in steps
         ],
-        columns=[
-            "track",
-            "cycle",
-            "kept",
-            "tests",
-            "tests_pass",
-            "tests_passed",
-            "tests_failed",
-        ],
+        columns=STEP_COLUMNS,
     )
     usage = read_tsv(usage_path)
     if usage.empty:
