@@ -11,6 +11,10 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
+# What `snakemake --report sessions/<name>/report.html sessions/<name>/done` opens with.
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/examples.smk"
 include: "rules/session.smk"
@@ -23,3 +27,4 @@ include: "rules/predict.smk"
 include: "rules/fix.smk"
 include: "rules/learn.smk"
 include: "rules/ship.smk"
+include: "rules/report.smk"

@@ -173,7 +173,7 @@ def add_plan_parser(sub: argparse._SubParsersAction) -> None:
         "plan",
         help="from a goal to config/sessions/NAME.yaml, its metric command dry-run first",
     )
-    p.add_argument("name")
+    p.add_argument("name", help="the session's name: letters, digits, '.', '_', '-'")
     p.add_argument(
         "goal", nargs="?", default="", help='the goal in words: "make the test suite faster"'
     )
@@ -182,14 +182,21 @@ def add_plan_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metric-command", help="the command that prints the number")
     p.add_argument("--format", default="last_line", help="how to read it (default last_line)")
     p.add_argument("--key", help="json_stdout / metric formats: which value")
-    p.add_argument("--direction", choices=["minimize", "maximize"])
+    p.add_argument(
+        "--direction", choices=["minimize", "maximize"], help="which way the number should go"
+    )
     p.add_argument("--goal-target", help="the value to reach, e.g. '<= 90'")
     p.add_argument("--guard", help="must pass for a change to be kept; 'none' for no guard")
     p.add_argument("--scope", action="append", default=[], help="files the agent may change")
     p.add_argument("--tolerance", type=float, default=0.05, help="noise accepted between runs")
     p.add_argument("--timeout", type=float, default=180.0, help="seconds per dry run")
     p.add_argument("--max-iterations", type=int, default=20, help="the run's bound")
-    p.add_argument("--backend", default="claude", choices=["claude", "ruff"])
+    p.add_argument(
+        "--backend",
+        default="claude",
+        choices=["claude", "ruff"],
+        help="who proposes the changes (default: claude, which needs ANTHROPIC_API_KEY)",
+    )
     p.add_argument("--yes", action="store_true", help="write the spec without asking")
     p.add_argument("--no-input", action="store_true", help="never ask, even on a terminal")
     p.add_argument("--force", action="store_true", help="replace an existing spec of NAME")
@@ -329,12 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
     redo.set_defaults(func=cmd_redo)
 
     show = sub.add_parser("show", help="what one experiment changed, and how it was judged")
-    show.add_argument("name")
-    show.add_argument("iteration", type=int)
+    show.add_argument("name", help="an experiment session's name")
+    show.add_argument("iteration", type=int, help="the iteration's number (1, 2, ...)")
     show.add_argument("--candidate", help="cK: one candidate of a batch (default: all)")
     show.set_defaults(func=cmd_show)
     check = sub.add_parser("check", help="a lens session's gate: exit 1 when it FAILED")
-    check.add_argument("name")
+    check.add_argument("name", help="a finished lens session's name")
     check.set_defaults(func=cmd_check)
 
     ver = sub.add_parser("version", help="print the installed version")

@@ -19,12 +19,20 @@ from typing import Any
 
 def write_text(path: Path, text: str) -> None:
     """A crash leaves the old file or the new one, never half of one."""
-    path = Path(path)
+    _replace(Path(path), "w", text)
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """A binary file (a plot), written as `write_text` writes text."""
+    _replace(Path(path), "wb", data)
+
+
+def _replace(path: Path, mode: str, content: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
+        with os.fdopen(fd, mode) as handle:
+            handle.write(content)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -88,6 +88,29 @@ class SessionLayout:
         by every iteration (a track's place, so it moves wherever worktrees move)."""
         return self.worktree(candidate)
 
+    # --- the report a user opens (`snakemake --report`): rule session_report ----------
+
+    @property
+    def report_dir(self) -> Path:
+        return self.root / "report"
+
+    @property
+    def report_summary(self) -> Path:
+        return self.report_dir / "session.html"
+
+    @property
+    def report_results(self) -> Path:
+        return self.report_dir / "results.html"
+
+    @property
+    def report_evaluations(self) -> Path:
+        """One page per finished cycle (or iteration): its evaluation."""
+        return self.report_dir / "evaluations"
+
+    @property
+    def report_plot(self) -> Path:
+        return self.report_dir / "cycles.png"
+
     # --- the loop ---------------------------------------------------------------------
 
     def cycles(self, track: str = "") -> Path:

@@ -144,7 +144,9 @@ rule broad_comparison:
         md=report(
             "sessions/{name}/comparison.md",
             caption="../report/broad-comparison.rst",
-            category="broad",
+            category="{name}",
+            subcategory="summary",
+            labels={"file": "comparison.md"},
         ),
         data="sessions/{name}/comparison.json",
     log:

@@ -17,6 +17,7 @@ import scripts.predict
 import scripts.fix
 import scripts.learn
 import scripts.ship
+import scripts.report
 
 scripts.common.install_error_filter()
 one_line_errors = scripts.common.one_line_errors
@@ -194,6 +195,23 @@ def track_end_inputs(wildcards):
 def track_results(wildcards):
     """Every approved track's end record, known once the approval checkpoint ran."""
     return scripts.broad.track_results(wildcards.name, checkpoints)
+
+
+# rules/report.smk
+
+
+def session_report_inputs(wildcards):
+    """The mode's end products: the report is drawn once they exist."""
+    return scripts.report.report_inputs(wildcards.name, checkpoints)
+
+
+def evaluation_labels(wildcards):
+    """How the report lists one evaluation page."""
+    return scripts.report.evaluation_labels(wildcards.step)
+
+
+# `snakemake --report` shows each rule's run: block and the job function it calls.
+scripts.report.show_job_code(workflow)
 
 
 # Open lock files, held for the life of this process (see hold_session_locks).

@@ -91,7 +91,9 @@ rule experiment_report:
         report(
             "sessions/{name}/report.md",
             caption="../report/experiment-report.rst",
-            category="Experiment",
+            category="{name}",
+            subcategory="summary",
+            labels={"file": "report.md"},
         ),
     log:
         "sessions/{name}/logs/experiment_report.log",
@@ -109,7 +111,9 @@ rule experiment_plot:
         report(
             "sessions/{name}/progress.png",
             caption="../report/experiment-progress.rst",
-            category="Experiment",
+            category="{name}",
+            subcategory="summary",
+            labels={"file": "metric per iteration"},
         ),
     log:
         "sessions/{name}/logs/experiment_plot.log",

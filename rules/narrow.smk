@@ -15,7 +15,9 @@ rule goal_progress_plot:
         report(
             "sessions/{name}/goal-progress.png",
             caption="../report/goal-progress.rst",
-            category="narrow",
+            category="{name}",
+            subcategory="summary",
+            labels={"file": "goal progress"},
         ),
     log:
         "sessions/{name}/logs/goal_progress_plot.log",

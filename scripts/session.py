@@ -12,6 +12,7 @@ from autoresearch.jobs import run_job, run_stage
 from autoresearch.layout import SESSIONS, rel
 from autoresearch.modes.lens import chain
 
+from . import report
 from .common import layout_of
 
 EXAMPLES = Path(SESSIONS) / "_examples"
@@ -76,12 +77,13 @@ def _example_of(target: Path) -> str | None:
 
 
 def done_inputs(name: str, checkpoints: Any, overrides: dict[str, Any]) -> list[str]:
-    """What ends the session, as its mode says; the session must be resumable first."""
+    """What ends the session, as its mode says, and its report; the session must be
+    resumable first."""
     checkpoints.session.get(name=name)
     layout = layout_of(name)
     mode = modes.get(spec.load_frozen(layout.spec).mode)
     session.check_resumable(layout, overrides)
-    return mode.done_inputs(mode.layout(layout.root), checkpoints)
+    return mode.done_inputs(mode.layout(layout.root), checkpoints) + report.outputs(layout)
 
 
 def invalid_session_name(name: str) -> list[str]:

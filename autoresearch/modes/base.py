@@ -22,6 +22,7 @@ from ..findings import Finding
 from ..layout import SessionLayout
 from ..lenses import judge
 from ..record import SetupRecord
+from ..session_report import ReportStep
 from ..spec import SessionSpec
 from ..stage import StageEnv
 
@@ -61,6 +62,7 @@ class Mode:
     has_worktree = True  # a session worktree (broad: one per track instead)
     default_cycle_cap = 10
     lists_cycles = True  # session.md lists every cycle
+    kept_label = "fixes kept"  # what a step keeps on the branch, as the report counts it
     spec_example = ""  # the mode's own keys, for `autoresearch new`
     plannable = False  # `autoresearch plan` can write this mode's spec (see plan_spec)
     qualitative = False  # the goal has no number: stop 7 (goal satisfied) may end the loop
@@ -249,8 +251,28 @@ class Mode:
         return checkpoints.evaluate.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
 
     def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
-        """What `done` waits for: by default, the loop's final decision."""
+        """What `done` and the session report wait for: by default, the loop's final decision."""
         return [self.final_decision(layout, checkpoints)]
+
+    def report_steps(self, layout: SessionLayout) -> list[ReportStep]:
+        """Every finished cycle of every track, for the session report: its evaluation
+        (eval-results.md), the fixes it kept and its test run."""
+        steps = []
+        for track in self.tracks(layout):
+            for d in journal.load_decisions(layout, track):
+                tests = d.get("tests") or {}
+                steps.append(
+                    ReportStep(
+                        track=track,
+                        cycle=d["cycle"],
+                        evaluation=layout.cycle(d["cycle"], track) / "eval-results.md",
+                        kept=len(d.get("fixed", [])),
+                        tests_pass=bool(d.get("tests_pass")),
+                        tests_passed=tests.get("passed"),
+                        tests_failed=tests.get("failed"),
+                    )
+                )
+        return steps
 
     def write_done(self, env: StageEnv, out: Path) -> None:
         decisions = journal.load_decisions(env.layout)
@@ -274,7 +296,13 @@ class Mode:
     def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
         """What is made after the loop (of `track`) ended, logs included: `redo` moves
         these too, so they are made again from the new history."""
-        return [layout.done, layout.logs / "done.log", layout.root / "benchmarks" / "done.tsv"]
+        made = [layout.done, layout.logs / "done.log", layout.root / "benchmarks" / "done.tsv"]
+        made += [
+            layout.report_dir,
+            layout.logs / "session_report.log",
+            layout.root / "benchmarks" / "session_report.tsv",
+        ]
+        return made
 
     def set_aside(self, layout: SessionLayout, cycle: int, track: str, dest: Path) -> None:
         """`redo`: move the mode's own log entries of `cycle` and later into `dest` (the

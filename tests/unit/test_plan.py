@@ -23,8 +23,10 @@ COUNTER = (
 
 @pytest.fixture(autouse=True)
 def venv_first(monkeypatch, tmp_path):
-    """Commands say `python`: it must be this environment's; sessions/ and config/ go to tmp."""
+    """Commands say `python`: it must be this environment's; tmp is a workflow folder (a
+    Snakefile), so sessions/ and config/ go there."""
     monkeypatch.setenv("PATH", BIN + os.pathsep + os.environ.get("PATH", ""))
+    (tmp_path / "Snakefile").write_text("# the workflow\n")
     monkeypatch.chdir(tmp_path)
 
 

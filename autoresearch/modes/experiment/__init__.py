@@ -21,13 +21,14 @@ from ...errors import SessionError, SpecError
 from ...files import write_json, write_text
 from ...layout import SessionLayout, rel
 from ...record import SetupRecord
+from ...session_report import ReportStep
 from ...spec import SessionSpec
 from ...stage import StageEnv, jail_for
 from ..base import Mode, PlannedMetric
 from . import log as logs
 from . import report, runs, show
 from .log import fmt
-from .policy import should_stop
+from .policy import KEPT, should_stop
 from .program import resolve
 from .stages import (
     _guard,
@@ -63,6 +64,7 @@ class Experiment(Mode):
     }
     stage_rules = {"propose": "experiment_propose", "decide": "experiment_decide"}
     plannable = True
+    kept_label = "changes kept"
 
     def plan_spec(self, plan: PlannedMetric) -> dict[str, Any]:
         """The experiment keys for a dry-run metric; the goal doubles as the research text."""
@@ -249,6 +251,19 @@ class Experiment(Mode):
     def teams_needed(self, values: dict[str, Any]) -> set[str]:
         """Every iteration is the experiment team's."""
         return {"experiment"}
+
+    def report_steps(self, layout: SessionLayout) -> list[ReportStep]:
+        """Every iteration: its evaluation.md, whether its change was kept, its guard."""
+        return [
+            ReportStep(
+                track="",
+                cycle=r["iteration"],
+                evaluation=layout.cycle(r["iteration"]) / "evaluation.md",
+                kept=int(r["status"] == KEPT),
+                tests_pass=r.get("guard_ok"),  # None: the program has no guard
+            )
+            for r in records(layout)[1:]
+        ]
 
     def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
         cycle = layout.next_open_cycle()

@@ -1,0 +1,109 @@
+"""rules/report.smk: the session's human files rendered for `snakemake --report`, and the
+rules' code shown in it."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from autoresearch import modes, spec
+from autoresearch.jobs import run_stage
+from autoresearch.layout import SessionLayout, rel
+from autoresearch.session_report import step_label, write_report
+
+from .common import layout_of
+
+# The job function a `run:` block calls: scripts.<module>.<function>(...)
+JOB_CALL = re.compile(r"\bscripts\.(\w+)\.(\w+)\(")
+
+
+def report_inputs(name: str, checkpoints: Any) -> list[str]:
+    """What the report is drawn from: the mode's end products (what `done` waits for)."""
+    checkpoints.session.get(name=name)
+    layout = layout_of(name)
+    mode = modes.get(spec.load_frozen(layout.spec).mode)
+    return mode.done_inputs(mode.layout(layout.root), checkpoints)
+
+
+def outputs(layout: SessionLayout) -> list[str]:
+    """The report's pages, as `done` asks for them."""
+    pages = [layout.report_summary, layout.report_results, layout.report_plot]
+    return [rel(p) for p in pages] + [rel(layout.report_evaluations)]
+
+
+def evaluation_labels(step: str) -> dict[str, str]:
+    """How the report lists one evaluation page (`001` or `h1-001`)."""
+    return {"evaluation": step_label(step)}
+
+
+# --- jobs ----------------------------------------------------------------------------
+
+
+def session_report(wildcards: Any, output: Any, log: Any) -> None:
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: write_report(
+            env.layout,
+            mode.report_steps(env.layout),
+            mode.kept_label,
+            summary=Path(output.summary),
+            results=Path(output.results),
+            evaluations=Path(output.evaluations),
+            plot=Path(output.plot),
+        ),
+    )
+
+
+# --- the rules' code in the report -------------------------------------------------------
+
+
+def show_job_code(workflow: Any) -> None:
+    """Make `snakemake --report` show each rule's `run:` block and the job function it calls.
+
+    Snakemake 9.27's report leaves a `run:` rule's code panel empty, although it keeps the
+    block's text (`rule.run_func_src`). Our rules are all `run:` blocks calling scripts/, so
+    an empty panel hides every rule's code. The report's `RuleRecord.init_source` is wrapped
+    when a report is made (importing the report module costs a second, so not at every
+    parse); a Snakemake without these names keeps its own behaviour.
+    """
+    create_report = getattr(workflow, "create_report", None)
+    if create_report is None:
+        return
+
+    def create_report_with_code(*args: Any, **kwargs: Any) -> Any:
+        from snakemake import report
+
+        record = getattr(report, "RuleRecord", None)
+        original = getattr(record, "init_source", None)
+        if original is not None and not getattr(original, "shows_job_code", False):
+
+            def init_source(self: Any) -> None:
+                original(self)
+                run_src = getattr(getattr(self, "_rule", None), "run_func_src", None)
+                if not self.source and run_src:
+                    self.source = job_code(run_src)
+
+            init_source.shows_job_code = True  # type: ignore[attr-defined]
+            record.init_source = init_source
+        return create_report(*args, **kwargs)
+
+    workflow.create_report = create_report_with_code
+
+
+def job_code(run_src: str) -> str:
+    """A `run:` block, then the source of each scripts/ job function it calls."""
+    parts = [inspect.cleandoc(run_src)]
+    for module, function in JOB_CALL.findall(run_src):
+        func = getattr(sys.modules.get(f"scripts.{module}"), function, None)
+        if func is None:
+            continue
+        try:
+            source = inspect.getsource(func)
+        except (OSError, TypeError):
+            continue
+        parts.append(f"# scripts/{module}.py\n{source.rstrip()}")
+    return "\n\n\n".join(parts) + "\n"

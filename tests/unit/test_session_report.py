@@ -1,0 +1,333 @@
+"""The session report's pages, its per-cycle table and plot, and the modes' steps for it."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from autoresearch import modes
+from autoresearch.files import write_json
+from autoresearch.layout import SessionLayout
+from autoresearch.ledger import COLUMNS as USAGE_COLUMNS
+from autoresearch.session_report import (
+    ReportStep,
+    cycle_figure,
+    cycle_table,
+    markdown_html,
+    markdown_page,
+    results_page,
+    step_label,
+    write_report,
+)
+from scripts.report import job_code
+
+RESULTS = (
+    "cycle\tteam\tstatus\ttests_pass\tdescription\tfiles_changed\ttimestamp\ttrack\ttokens\tcost_usd\n"
+    "001\tred\tok\tTrue\t4 findings\t\t2026-01-01T00:00:00Z\t\t120\t0.01\n"
+    "001\tgreen\tok\tTrue\t2 fixed, 1 skipped\t2\t2026-01-01T00:01:00Z\t\t300\t0.02\n"
+)
+
+
+def usage_tsv(path: Path, rows: list[tuple[str, str, str, float]]) -> None:
+    """usage.tsv with one row per (track, cycle, team, cost)."""
+    lines = ["\t".join(USAGE_COLUMNS)]
+    for track, cycle, team, cost in rows:
+        values = dict.fromkeys(USAGE_COLUMNS, "0") | {
+            "track": track,
+            "cycle": cycle,
+            "team": team,
+            "model": "m",
+            "cost_usd": f"{cost:.6f}",
+            "stop_reason": "finished",
+            "timestamp": "t",
+        }
+        lines.append("\t".join(values[c] for c in USAGE_COLUMNS))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def step(cycle: int, track: str = "", kept: int = 1, **tests) -> ReportStep:
+    fields = {"tests_pass": True, "tests_passed": 5, "tests_failed": 0} | tests
+    return ReportStep(track=track, cycle=cycle, evaluation=Path("missing.md"), kept=kept, **fields)
+
+
+@pytest.fixture
+def layout(tmp_path) -> SessionLayout:
+    layout = SessionLayout(tmp_path / "sessions" / "s")
+    layout.root.mkdir(parents=True)
+    return layout
+
+
+# --- pages ---------------------------------------------------------------------------------
+
+
+def test_session_md_becomes_html_with_its_headings_lists_and_tables():
+    text = (
+        "# Session\n\n## Cycles\n- Cycle 1: 2 fixed\n\n| ID | Status |\n|---|---|\n| h1 | done |\n"
+    )
+    out = markdown_html(text)
+    assert "<h2>Cycles</h2>" in out
+    assert "<li>Cycle 1: 2 fixed</li>" in out
+    assert "<td>h1</td>" in out and "<th>Status</th>" in out
+
+
+def test_agent_text_with_html_or_a_link_is_shown_as_text_not_made_live():
+    out = markdown_html(
+        "- F-001 <script>alert(1)</script> in [docs](javascript:alert(2))\n\n<iframe src=x>\n"
+    )
+    assert "<script" not in out and "<iframe" not in out and "<a " not in out
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out
+
+
+def test_every_page_is_written_and_each_step_has_its_evaluation_page(layout, tmp_path):
+    layout.summary.write_text("# Autoresearch session: s\n\n## Mode\nsweep\n")
+    layout.results.write_text(RESULTS)
+    evaluation = layout.cycle(1, "h2") / "eval-results.md"
+    evaluation.parent.mkdir(parents=True)
+    evaluation.write_text("# Evaluation: h2 cycle 001\n\n## Decision\ncontinue\n")
+    steps = [
+        ReportStep("h2", 1, evaluation, kept=2, tests_pass=True),
+        ReportStep("h2", 2, layout.cycle(2, "h2") / "eval-results.md", kept=0, tests_pass=False),
+    ]
+    out = tmp_path / "report"
+    write_report(
+        layout,
+        steps,
+        "fixes kept",
+        summary=out / "session.html",
+        results=out / "results.html",
+        evaluations=out / "evaluations",
+        plot=out / "cycles.png",
+    )
+    assert "<h2>Mode</h2>" in (out / "session.html").read_text()
+    assert sorted(p.name for p in (out / "evaluations").iterdir()) == ["h2-001.html", "h2-002.html"]
+    assert "<h2>Decision</h2>" in (out / "evaluations" / "h2-001.html").read_text()
+    assert "(no evaluation)" in (out / "evaluations" / "h2-002.html").read_text()
+    assert (out / "cycles.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_session_without_a_finished_cycle_still_gets_every_page(layout, tmp_path):
+    layout.summary.write_text("# Autoresearch session: s\n")
+    out = tmp_path / "report"
+    write_report(
+        layout,
+        [],
+        "fixes kept",
+        summary=out / "session.html",
+        results=out / "results.html",
+        evaluations=out / "evaluations",
+        plot=out / "cycles.png",
+    )
+    assert "(no cycle finished)" in (out / "results.html").read_text()
+    assert (out / "evaluations").is_dir() and not any((out / "evaluations").iterdir())
+    assert (out / "cycles.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_results_page_shows_every_row_of_results_and_usage(layout, tmp_path):
+    layout.results.write_text(RESULTS)
+    usage_tsv(layout.usage, [("", "001", "red", 0.01), ("", "001", "green", 0.02)])
+    table = cycle_table([step(1, kept=2)], layout.usage)
+    page = results_page(layout, table, "fixes kept")
+    assert "4 findings" in page and "2 fixed, 1 skipped" in page  # results.tsv
+    assert page.count("<td>finished</td>") == 2  # usage.tsv, one row per agent run
+    assert "2 fixes kept over 1 cycle(s); agent cost $0.0300" in page
+    assert "<th>track</th>" not in page.split("<h2>results.tsv</h2>")[0]  # one loop: no track
+
+
+def test_step_labels_name_the_cycle_and_a_broad_track():
+    assert step_label("003") == "cycle 003"
+    assert step_label("h2-003") == "h2, cycle 003"
+    assert step(3, "h2").name == "h2-003" and step(3).name == "003"
+
+
+# --- the per-cycle table -------------------------------------------------------------------
+
+
+def test_each_cycles_cost_is_the_sum_of_its_agent_runs_track_by_track(layout):
+    usage_tsv(
+        layout.usage,
+        [
+            ("h1", "001", "red", 0.25),
+            ("h1", "001", "green", 0.5),
+            ("h2", "001", "red", 2.0),
+            ("h1", "002", "red", 0.125),
+        ],
+    )
+    table = cycle_table([step(1, "h1"), step(2, "h1"), step(1, "h2")], layout.usage)
+    cost = {(r.track, r.cycle): (r.cost_usd, r.agent_runs) for r in table.itertuples()}
+    assert cost == {("h1", 1): (0.75, 2), ("h1", 2): (0.125, 1), ("h2", 1): (2.0, 1)}
+
+
+def test_a_cycle_no_agent_ran_in_costs_nothing(layout):
+    usage_tsv(layout.usage, [("", "001", "red", 0.5)])
+    table = cycle_table([step(1), step(2)], layout.usage)
+    assert list(table["cost_usd"]) == [0.5, 0.0]
+    assert list(table["agent_runs"]) == [1, 0]
+
+
+def test_tests_column_says_the_verdict_and_the_counts(layout):
+    steps = [
+        step(1),
+        step(2, tests_pass=False, tests_passed=3, tests_failed=2),
+        step(3, tests_passed=None, tests_failed=None),
+        step(4, tests_pass=None, tests_passed=None, tests_failed=None),
+    ]
+    table = cycle_table(steps, layout.usage)
+    assert list(table["tests"]) == [
+        "pass (5 passed)",
+        "FAIL (3 passed, 2 failed)",
+        "pass",
+        "not run",
+    ]
+
+
+# --- the plot ------------------------------------------------------------------------------
+
+
+def bar_shapes(ax) -> list[tuple[float, float]]:
+    """(centre, height) of every bar of a panel, in the order they were drawn."""
+    shapes = []
+    for collection in ax.collections:
+        for path in collection.get_paths():
+            xs, ys = path.vertices[:, 0], path.vertices[:, 1]
+            shapes.append((round((xs.min() + xs.max()) / 2, 6), round(ys.max() - ys.min(), 6)))
+    return shapes
+
+
+def bar_heights(ax) -> list[float]:
+    return [height for _, height in bar_shapes(ax)]
+
+
+def test_plot_shows_kept_fixes_tests_and_cost_for_every_cycle(layout):
+    usage_tsv(layout.usage, [("", "001", "red", 0.5), ("", "002", "green", 0.25)])
+    steps = [step(1, kept=3), step(2, kept=0, tests_pass=False, tests_passed=4, tests_failed=1)]
+    fig = cycle_figure(cycle_table(steps, layout.usage), "fixes kept", "s")
+    kept_ax, tests_ax, cost_ax = fig.axes
+    assert bar_heights(kept_ax) == [3, 0]
+    assert bar_heights(tests_ax) == [5, 4, 0, 1]  # passed, then failed stacked on top
+    assert bar_heights(cost_ax) == [0.5, 0.25]
+    for ax, top in ((kept_ax, 3), (tests_ax, 5), (cost_ax, 0.5)):  # every bar in view
+        bottom, ceiling = ax.get_ylim()
+        assert bottom == 0 and ceiling >= top
+    left, right = cost_ax.get_xlim()
+    assert left <= 0.6 and right >= 2.4
+    assert kept_ax.get_ylabel() == "fixes kept"
+    assert "total $0.7500" in cost_ax.get_title()
+
+
+def test_plot_draws_one_bar_per_track_in_each_cycle(layout):
+    steps = [step(1, "h1", kept=1), step(2, "h1", kept=2), step(1, "h2", kept=4)]
+    fig = cycle_figure(cycle_table(steps, layout.usage), "fixes kept", "s")
+    kept_ax = fig.axes[0]
+    assert sorted(bar_shapes(kept_ax)) == [(0.8, 1), (1.2, 4), (1.8, 2)]  # h1 left of h2
+    assert [t.get_text() for t in kept_ax.get_legend().get_texts()] == ["h1", "h2"]
+
+
+def test_plot_without_test_counts_colours_each_step_by_its_verdict(layout):
+    from matplotlib.colors import to_hex
+
+    steps = [
+        step(n, tests_pass=ok, tests_passed=None, tests_failed=None)
+        for n, ok in ((1, True), (2, False), (3, None))
+    ]
+    tests_ax = cycle_figure(cycle_table(steps, layout.usage), "changes kept", "s").axes[1]
+    colours = [to_hex(c) for c in tests_ax.collections[0].get_facecolors()]
+    assert colours == [to_hex("tab:green"), to_hex("tab:red"), to_hex("tab:gray")]
+
+
+# --- the modes' steps ----------------------------------------------------------------------
+
+
+def decision(cycle: int, track: str = "", fixed: int = 1, tests_pass: bool = True) -> dict:
+    return {
+        "cycle": cycle,
+        "track": track,
+        "fixed": [{"id": f"F-{i}"} for i in range(fixed)],
+        "tests_pass": tests_pass,
+        "tests": {"passed": 6, "failed": 0 if tests_pass else 1},
+        "stop": False,
+    }
+
+
+def test_a_sweeps_steps_are_its_cycles_with_their_fixes_and_tests(layout):
+    write_json(layout.decision(1), decision(1, fixed=3))
+    write_json(layout.decision(2), decision(2, fixed=0, tests_pass=False))
+    steps = modes.get("sweep").report_steps(layout)
+    assert [(s.cycle, s.kept, s.tests_pass, s.tests_failed) for s in steps] == [
+        (1, 3, True, 0),
+        (2, 0, False, 1),
+    ]
+    assert steps[0].evaluation == layout.cycle(1) / "eval-results.md"
+
+
+def test_a_broad_sessions_steps_are_every_tracks_cycles(layout):
+    hypotheses = [
+        {"id": h, "category": "obvious", "name": h, "statement": "s"} for h in ("h1", "h2")
+    ]
+    write_json(layout.approved, {"hypotheses": hypotheses})
+    write_json(layout.decision(1, "h1"), decision(1, "h1", fixed=2))
+    write_json(layout.decision(1, "h2"), decision(1, "h2", fixed=1))
+    write_json(layout.decision(2, "h2"), decision(2, "h2", fixed=0))
+    steps = modes.get("broad").report_steps(layout)
+    assert [(s.name, s.kept) for s in steps] == [("h1-001", 2), ("h2-001", 1), ("h2-002", 0)]
+    assert steps[2].evaluation == layout.cycle(2, "h2") / "eval-results.md"
+
+
+def test_an_experiments_steps_are_its_iterations_kept_or_not_with_their_guard(tmp_path):
+    experiment = modes.get("experiment")
+    layout = experiment.layout(tmp_path / "sessions" / "e")
+    baseline = {"value": 10.0, "samples": [10.0], "passed": None}
+    write_json(
+        layout.experiment_setup,
+        {"started_at": "t", "base_commit": "abc", "baseline": baseline},
+    )
+    for n, status, guard in ((1, "kept", True), (2, "discarded", False), (3, "crash", None)):
+        write_json(layout.decision(n), {"iteration": n, "status": status, "guard_ok": guard})
+    steps = experiment.report_steps(layout)
+    assert [(s.cycle, s.kept, s.tests_pass) for s in steps] == [
+        (1, 1, True),
+        (2, 0, False),
+        (3, 0, None),
+    ]
+    assert (
+        steps[0].evaluation == tmp_path / "sessions" / "e" / "iterations" / "001" / "evaluation.md"
+    )
+    assert experiment.kept_label == "changes kept"
+
+
+# --- the rules' code in the report ---------------------------------------------------------
+
+
+def test_a_run_blocks_code_is_shown_with_the_job_function_it_calls():
+    import scripts.cycle  # noqa: F401 - the rules file imports it before a report is made
+
+    code = job_code("        scripts.cycle.red(wildcards, output, log)\n")
+    assert code.startswith("scripts.cycle.red(wildcards, output, log)\n")
+    assert "# scripts/cycle.py\ndef red(wildcards" in code
+    assert "teams.red(" in code
+
+
+def test_a_run_block_calling_no_job_function_is_shown_alone():
+    code = job_code('    raise ValueError(f"invalid session name {wildcards.badname!r}")\n')
+    assert code == 'raise ValueError(f"invalid session name {wildcards.badname!r}")\n'
+
+
+def test_every_rule_with_a_run_block_calls_a_job_function_the_report_can_show():
+    """A rule whose job function cannot be found would show its one-line call alone."""
+    root = Path(__file__).resolve().parents[2]
+    calls = set()
+    for smk in (root / "rules").glob("*.smk"):
+        calls |= set(re.findall(r"scripts\.(\w+)\.(\w+)\(wildcards", smk.read_text()))
+    assert len(calls) > 10
+    for module, function in sorted(calls):
+        importlib.import_module(f"scripts.{module}")  # as rules/common.smk does
+        code = job_code(f"scripts.{module}.{function}(wildcards, output, log)\n")
+        assert f"def {function}(" in code, f"scripts/{module}.py: {function}"
+
+
+def test_html_pages_have_a_title_and_a_charset():
+    page = markdown_page("s: <session.md>", "# x\n")
+    assert '<meta charset="utf-8">' in page
+    assert "<title>s: &lt;session.md&gt;</title>" in page
