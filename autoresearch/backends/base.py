@@ -22,9 +22,9 @@ TEAMS = (
     "refactor",
     "strategist",
     "experiment",
-    "security",
-    "debug",
-    "scenario",
+    "auditor",
+    "debugger",
+    "explorer",
     "persona",
     "debate",
 )

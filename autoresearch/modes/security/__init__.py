@@ -42,7 +42,7 @@ security:
 
 class Security(LoopLens):
     name = "security"
-    team = "security"
+    team = "auditor"
     schema = SECURITY
     report_tool = "report_vulnerability"
     id_prefix = "V"
