@@ -19,6 +19,9 @@ HEADINGS = {
     "test-gap": "Test coverage gaps",
 }
 FINDING_RE = re.compile(r"^### \[(F-\d+)\] (.+)$")
+# A place in the code: a file with a line or line range (`src/a.py:12-14`), or a path.
+LINE_PLACE_RE = re.compile(r"[\w./@+-]*\w:\d+(?:-\d+)?")
+PATH_PLACE_RE = re.compile(r"[\w.@+-]*/[\w./@+-]*\.\w+|[\w@+-]+\.[A-Za-z]\w*")
 FIELD_RE = re.compile(r"^- (Location|Issue|Impact): ?(.*)$")
 
 # Sentences that tell how the problem was found, what to do about it, or what the
@@ -87,6 +90,22 @@ class Finding:
         return f"{self.title} ({self.location})"
 
 
+def _one_line(text: str) -> str:
+    """A field as one line: a line break inside one would start a new record when read back."""
+    return " ".join(text.split())
+
+
+def clean_location(location: str) -> str:
+    """Only the places of a location (`path:line` ones, else file paths); words around
+    them, such as a hint about the fix, are dropped. Without any place it is cleaned like
+    the issue text."""
+    for pattern in (LINE_PLACE_RE, PATH_PLACE_RE):
+        places = list(dict.fromkeys(pattern.findall(location)))
+        if places:
+            return ", ".join(places)
+    return clean_text(_one_line(location)) or "(location not stated)"
+
+
 def render(findings: list[Finding], notes: str = "") -> str:
     """red-findings.md: findings grouped Critical, High, Medium, Low, Test coverage gaps."""
     out = []
@@ -97,8 +116,8 @@ def render(findings: list[Finding], notes: str = "") -> str:
             out.append("(none)\n")
         for f in group:
             out.append(
-                f"### [{f.id}] {f.title}\n- Location: {f.location}\n"
-                f"- Issue: {f.issue}\n- Impact: {f.impact}\n"
+                f"### [{f.id}] {_one_line(f.title)}\n- Location: {_one_line(f.location)}\n"
+                f"- Issue: {_one_line(f.issue)}\n- Impact: {_one_line(f.impact)}\n"
             )
     if notes.strip():
         out.append("## Red team notes\n\n" + notes.strip() + "\n")
@@ -170,7 +189,7 @@ def sanitize(findings: list[Finding], limit: int = 15) -> tuple[list[Finding], l
                 id=f.id,
                 severity=f.severity if f.severity in SEVERITIES else "medium",
                 title=clean_text(f.title) or f.title.split(":")[0],
-                location=f.location.strip(),
+                location=clean_location(f.location),
                 issue=issue,
                 impact=clean_text(f.impact) or "(impact not stated)",
             )

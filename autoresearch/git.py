@@ -1,51 +1,102 @@
 """Git operations on the target: worktrees, branches, commits, resets, reverts.
 
-Everything here runs in a session's own worktree or touches only refs under
-autoresearch/; the user's checkout (branch, index, working tree) is never used.
+Every call names its repository and cannot land anywhere else: git runs with `-C <path>`
+and may not search above that path, and the helpers that change a worktree first check
+that it is a live worktree made by autoresearch and bind GIT_DIR/GIT_WORK_TREE to it. The
+user's checkout is only read (without git's optional index lock) and gets new refs under
+autoresearch/ and, for `on_dirty: stash`, one stash entry.
 """
 
 from __future__ import annotations
 
 import fcntl
+import os
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 AUTHOR = ["-c", "user.name=autoresearch", "-c", "user.email=autoresearch@localhost"]
+# A file in a linked worktree's administrative directory (.git/worktrees/<id>/) that marks
+# the worktree as made by autoresearch: only such worktrees are reset, cleaned or removed.
+MARKER = "autoresearch-worktree"
+# Inherited variables that point git at some other repository or index (a git hook or a
+# test runner may have set them); every harness call drops them and names its own.
+REDIRECTS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+)
+# Lock files a killed git leaves behind in a worktree's administrative directory.
+WORKTREE_LOCKS = ("index.lock", "HEAD.lock")
 
 
 class GitError(RuntimeError):
     pass
 
 
-def git(repo: Path | str, *args: str, check: bool = True) -> str:
+def environment(bound_to: Path | None, *, git_dir: Path | None = None) -> dict[str, str]:
+    """The environment for a git process that must act on `bound_to` and nothing else
+    (None: discovery upwards is allowed, for finding the top of a checkout)."""
+    env = {k: v for k, v in os.environ.items() if k not in REDIRECTS}
+    # Reads never take the index lock: a kill during `git status` in the user's checkout
+    # must not leave .git/index.lock behind for their next commit.
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    if bound_to is not None:
+        # git may look for `.git` in the named directory only, never in an enclosing one.
+        env["GIT_CEILING_DIRECTORIES"] = str(Path(bound_to).resolve().parent)
+    if git_dir is not None:
+        env["GIT_DIR"] = str(git_dir)
+        env["GIT_WORK_TREE"] = str(Path(bound_to or ".").resolve())
+    return env
+
+
+def _run(
+    path: Path | str,
+    args: tuple[str, ...],
+    env: dict[str, str],
+    *,
+    check: bool = True,
+    stdin: str | None = None,
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        ["git", *AUTHOR, *args],
-        cwd=str(repo),
+        ["git", "-C", str(path), *AUTHOR, *args],
         capture_output=True,
         text=True,
-        stdin=subprocess.DEVNULL,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        env=env,
     )
     if check and proc.returncode != 0:
-        raise GitError(f"git {' '.join(args)} failed in {repo}: {proc.stderr.strip()}")
-    return proc.stdout.strip()
+        raise GitError(f"git {' '.join(args)} failed in {path}: {proc.stderr.strip()}")
+    return proc
+
+
+def git(repo: Path | str, *args: str, check: bool = True) -> str:
+    """Run git in `repo` itself: a directory without its own `.git` is an error, never a
+    reason to act on whatever repository encloses it."""
+    return _run(repo, args, environment(Path(repo)), check=check).stdout.strip()
 
 
 def is_repo(path: Path) -> bool:
+    """Whether `path` is inside some work tree (the user may name any folder of theirs)."""
     if not path.is_dir():
         return False
-    proc = subprocess.run(
-        ["git", "rev-parse", "--is-inside-work-tree"],
-        cwd=str(path),
-        capture_output=True,
-        text=True,
-    )
+    proc = _run(path, ("rev-parse", "--is-inside-work-tree"), environment(None), check=False)
     return proc.returncode == 0 and proc.stdout.strip() == "true"
 
 
 def toplevel(path: Path) -> Path:
-    return Path(git(path, "rev-parse", "--show-toplevel"))
+    return Path(_run(path, ("rev-parse", "--show-toplevel"), environment(None)).stdout.strip())
 
 
 def head(repo: Path) -> str:
@@ -71,17 +122,23 @@ def snapshot(repo: Path) -> dict[str, str]:
         "head": head(repo),
         "status": git(repo, "status", "--porcelain", "--untracked-files=all"),
         "index": git(repo, "ls-files", "--stage"),
-        "diff": git(repo, "diff", "HEAD"),
+        # Plumbing: porcelain `git diff` rewrites the index even with optional locks off.
+        "diff": git(repo, "diff-index", "-p", "HEAD", "--"),
     }
+
+
+def common_dir(repo: Path) -> Path:
+    common = Path(git(repo, "rev-parse", "--git-common-dir"))
+    return (common if common.is_absolute() else Path(repo) / common).resolve()
 
 
 @contextmanager
 def repo_lock(repo: Path) -> Iterator[None]:
-    """Serialise ref and worktree changes on one repository (parallel broad tracks)."""
-    common = Path(git(repo, "rev-parse", "--git-common-dir"))
-    if not common.is_absolute():
-        common = Path(repo) / common
-    with open(common / "autoresearch.lock", "w") as handle:
+    """Serialise ref and worktree changes on one repository (parallel sessions and tracks).
+
+    Not re-entrant: flock excludes a second open of the file even in the same process.
+    """
+    with open(common_dir(repo) / "autoresearch.lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -89,8 +146,114 @@ def repo_lock(repo: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+# -- worktrees ---------------------------------------------------------------------------
+
+
+def worktree_admin(worktree: Path) -> Path | None:
+    """The administrative directory of a live linked worktree at `worktree`, else None.
+
+    Live means: `worktree/.git` is a regular file naming a directory whose `gitdir` file
+    names `worktree/.git` back. A missing or foreign `.git` gives None.
+    """
+    dot_git = Path(worktree) / ".git"
+    try:
+        if dot_git.is_symlink() or not dot_git.is_file():
+            return None
+        line = dot_git.read_text().strip()
+    except (OSError, UnicodeError):
+        return None
+    if not line.startswith("gitdir: "):
+        return None
+    admin = Path(line[len("gitdir: ") :])
+    admin = (admin if admin.is_absolute() else Path(worktree) / admin).resolve()
+    try:
+        back = Path((admin / "gitdir").read_text().strip())
+    except (OSError, UnicodeError):
+        return None
+    if back.resolve() != dot_git.resolve():
+        return None
+    return admin
+
+
+def _is_ours(admin: Path) -> bool:
+    if (admin / MARKER).is_file():
+        return True
+    # Worktrees made before the marker existed: they hold a branch under autoresearch/.
+    try:
+        return (admin / "HEAD").read_text().startswith("ref: refs/heads/autoresearch/")
+    except OSError:
+        return False
+
+
+def _mark_ours(admin: Path) -> None:
+    (admin / MARKER).write_text("made by autoresearch; it may reset, clean and remove it\n")
+
+
+def is_our_worktree(worktree: Path) -> bool:
+    admin = worktree_admin(worktree)
+    return admin is not None and _is_ours(admin)
+
+
+def _bound(worktree: Path) -> dict[str, str]:
+    """The environment for a git call that changes `worktree`; refuses any other path."""
+    admin = worktree_admin(worktree)
+    if admin is None:
+        raise GitError(
+            f"{worktree} is not a live git worktree (its .git file is missing or broken); "
+            "refusing to run git there, it would act on an enclosing repository"
+        )
+    if not _is_ours(admin):
+        raise GitError(f"{worktree} is a worktree autoresearch did not create; leaving it alone")
+    return environment(Path(worktree), git_dir=admin)
+
+
+def worktree_git(worktree: Path, *args: str, check: bool = True) -> str:
+    """Run git in our live worktree `worktree`, bound to it by GIT_DIR/GIT_WORK_TREE;
+    GitError for any other path. For changes to a worktree outside the helpers here."""
+    return _run(worktree, args, _bound(worktree), check=check).stdout.strip()
+
+
+def _registration(repo: Path, worktree: Path) -> Path | None:
+    """The administrative directory registering `worktree`, even when the path is gone."""
+    wanted = (Path(worktree) / ".git").resolve()
+    admin_root = common_dir(repo) / "worktrees"
+    if not admin_root.is_dir():
+        return None
+    for admin in sorted(admin_root.iterdir()):
+        try:
+            if Path((admin / "gitdir").read_text().strip()).resolve() == wanted:
+                return admin
+        except (OSError, UnicodeError):
+            continue
+    return None
+
+
+def remove_worktree(repo: Path, worktree: Path) -> bool:
+    """Remove our worktree at `worktree` (files and registration); False if none is there.
+
+    Only this path is touched: other worktrees of the repository, including ones whose
+    directory is missing (an unplugged drive), are never pruned.
+    """
+    admin = _registration(repo, worktree)
+    if admin is None:
+        return False
+    if not _is_ours(admin):
+        raise GitError(f"{worktree} is a worktree autoresearch did not create; leaving it alone")
+    if Path(worktree).exists() and worktree_admin(worktree) is None:
+        raise GitError(
+            f"{worktree} exists but its .git file is missing or broken; move the directory "
+            "away and rerun"
+        )
+    git(repo, "worktree", "remove", "--force", "--force", str(worktree))
+    return True
+
+
 def free_branch_name(repo: Path, wanted: str) -> str:
-    """`wanted`, or `wanted-2`, `wanted-3`... whichever is not taken yet."""
+    """`wanted`, or `wanted-2`, `wanted-3`... whichever is not taken yet.
+
+    The answer is only good while `repo_lock` is held: use `open_worktree`, which chooses
+    and creates the branch in one step.
+    """
     if not branch_exists(repo, wanted):
         return wanted
     n = 2
@@ -99,25 +262,175 @@ def free_branch_name(repo: Path, wanted: str) -> str:
     return f"{wanted}-{n}"
 
 
+def _reuse(repo: Path, worktree: Path) -> str | None:
+    """The branch of our live worktree at `worktree` (a rerun), None if there is none."""
+    admin = worktree_admin(worktree)
+    if admin is None:
+        if (Path(worktree) / ".git").exists():
+            raise GitError(f"{worktree}/.git does not belong to a live worktree")
+        return None
+    if common_dir(worktree) != common_dir(repo):
+        raise GitError(f"{worktree} is a worktree of another repository than {repo}")
+    return current_branch(worktree)
+
+
+def _create(repo: Path, worktree: Path, branch: str | None, start: str) -> None:
+    stale = _registration(repo, worktree)
+    if stale is not None:
+        # Our earlier worktree at this path whose directory is gone: drop that one only.
+        remove_worktree(repo, worktree)
+    if Path(worktree).exists() and any(Path(worktree).iterdir()):
+        raise GitError(f"{worktree} exists, is not empty and is not a git worktree")
+    Path(worktree).parent.mkdir(parents=True, exist_ok=True)
+    if branch is None:
+        git(repo, "worktree", "add", "--detach", str(worktree), start)
+    elif branch_exists(repo, branch):
+        git(repo, "worktree", "add", str(worktree), branch)
+    else:
+        git(repo, "worktree", "add", "-b", branch, str(worktree), start)
+    admin = worktree_admin(worktree)
+    if admin is None:  # git said yes but left no worktree: never act on a guess
+        raise GitError(f"git worktree add did not create a live worktree at {worktree}")
+    _mark_ours(admin)
+
+
 def add_worktree(repo: Path, worktree: Path, branch: str, start: str) -> None:
     """Create `branch` at `start` checked out in `worktree`; reuse it if a rerun finds it."""
     with repo_lock(repo):
-        if (worktree / ".git").exists():
-            if current_branch(worktree) != branch:
+        current = _reuse(repo, worktree)
+        if current is not None:
+            if current != branch:
                 raise GitError(f"{worktree} exists but is not on branch {branch}")
+            _mark_ours(worktree_admin(worktree))  # type: ignore[arg-type]
             return
-        git(repo, "worktree", "prune")
-        worktree.parent.mkdir(parents=True, exist_ok=True)
-        if branch_exists(repo, branch):
-            git(repo, "worktree", "add", str(worktree), branch)
-        else:
-            git(repo, "worktree", "add", "-b", branch, str(worktree), start)
+        _create(repo, worktree, branch, start)
+
+
+def open_worktree(repo: Path, worktree: Path, wanted: str, start: str) -> str:
+    """Our worktree at `worktree` on a fresh branch named `wanted` (or `wanted-N` when that
+    is taken), made at `start`; a rerun gets the existing one back. Returns the branch.
+
+    Choosing the name and creating the branch happen under one hold of the repository
+    lock, so two sessions can never end up on the same branch.
+    """
+    with repo_lock(repo):
+        current = _reuse(repo, worktree)
+        if current is not None:
+            _mark_ours(worktree_admin(worktree))  # type: ignore[arg-type]
+            return current
+        branch = _registered_branch(repo, worktree) or free_branch_name(repo, wanted)
+        _create(repo, worktree, branch, start)
+        return branch
+
+
+def _registered_branch(repo: Path, worktree: Path) -> str | None:
+    """The branch our vanished worktree at this path had: a rerun continues on it."""
+    admin = _registration(repo, worktree)
+    if admin is None or not _is_ours(admin):
+        return None
+    try:
+        ref = (admin / "HEAD").read_text().strip()
+    except OSError:
+        return None
+    prefix = "ref: refs/heads/"
+    if ref.startswith(prefix) and branch_exists(repo, ref[len(prefix) :]):
+        return ref[len(prefix) :]
+    return None
+
+
+def add_detached_worktree(repo: Path, worktree: Path, start: str) -> None:
+    """A worktree at `start` with no branch (to run something at a fixed commit)."""
+    with repo_lock(repo):
+        if _reuse(repo, worktree) is None:
+            _create(repo, worktree, None, start)
+
+
+# -- stale locks ---------------------------------------------------------------------------
+
+
+def _inside(path: str, roots: list[str]) -> bool:
+    return any(path == root or path.startswith(root + os.sep) for root in roots)
+
+
+def _git_process_uses(roots: list[Path]) -> bool:
+    """Whether a live git process works in one of `roots` (cwd, open file or GIT_DIR).
+
+    Without /proc nothing can be ruled out, so the answer is yes.
+    """
+    proc = Path("/proc")
+    if not (proc / "self").is_dir():
+        return True
+    names = [str(Path(r).resolve()) for r in roots]
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or entry.name == str(os.getpid()):
+            continue
+        try:
+            if not (entry / "comm").read_text().startswith("git"):
+                continue
+            if _inside(os.readlink(entry / "cwd"), names):
+                return True
+            for fd in (entry / "fd").iterdir():
+                if _inside(os.readlink(fd), names):
+                    return True
+            for item in (entry / "environ").read_bytes().split(b"\0"):
+                key, _, value = item.decode("utf-8", "replace").partition("=")
+                if key in ("GIT_DIR", "GIT_WORK_TREE") and _inside(value, names):
+                    return True
+        except OSError:
+            continue  # the process ended meanwhile, or belongs to someone we cannot see
+    return False
+
+
+def clear_stale_lock(worktree: Path) -> list[Path]:
+    """Remove lock files a killed git left in our worktree; returns what was removed.
+
+    A lock is stale when no live git process works in the worktree: after `kill -9` in
+    the middle of a commit or reset, `index.lock` stays and every later git call there
+    fails. A lock some running git holds is left alone. Call before resetting.
+    """
+    admin = worktree_admin(worktree)
+    if admin is None or not _is_ours(admin):
+        return []
+    locks = [admin / name for name in WORKTREE_LOCKS]
+    try:
+        ref = (admin / "HEAD").read_text().strip()
+        common = (admin / (admin / "commondir").read_text().strip()).resolve()
+    except OSError:
+        ref = ""
+    if ref.startswith("ref: refs/heads/"):
+        # The branch is checked out here only, so its ref lock is this worktree's too.
+        locks.append(common / (ref[len("ref: ") :] + ".lock"))
+    present = {}
+    for lock in locks:
+        try:
+            present[lock] = os.lstat(lock).st_ino
+        except FileNotFoundError:
+            continue
+    if not present or _git_process_uses([Path(worktree), admin]):
+        return []
+    removed = []
+    for lock, inode in present.items():
+        try:
+            # The same file we judged stale, not one a git started since has made.
+            if os.lstat(lock).st_ino == inode:
+                os.unlink(lock)
+                removed.append(lock)
+        except FileNotFoundError:
+            continue
+    return removed
+
+
+# -- changing a worktree -------------------------------------------------------------------
 
 
 def reset_to(worktree: Path, commit: str) -> None:
-    """Return the worktree to `commit` exactly: no stacked commits, no stray files."""
-    git(worktree, "reset", "--hard", commit)
-    git(worktree, "clean", "-fd")
+    """Return the worktree to `commit` exactly: no stacked commits, no stray files.
+
+    A lock left by a killed git is removed first, so a rerun after `kill -9` can start.
+    """
+    clear_stale_lock(worktree)
+    worktree_git(worktree, "reset", "--hard", commit)
+    worktree_git(worktree, "clean", "-fd")
 
 
 def restore(worktree: Path) -> None:
@@ -127,11 +440,11 @@ def restore(worktree: Path) -> None:
 
 def commit_all(worktree: Path, message: str) -> str | None:
     """Commit every change in the worktree; None when there is nothing to commit."""
-    git(worktree, "add", "-A")
-    if not git(worktree, "status", "--porcelain"):
+    worktree_git(worktree, "add", "-A")
+    if not worktree_git(worktree, "status", "--porcelain"):
         return None
-    git(worktree, "commit", "-q", "--no-verify", "-m", message)
-    return head(worktree)
+    worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
+    return worktree_git(worktree, "rev-parse", "HEAD")
 
 
 def commits_between(worktree: Path, start: str, end: str = "HEAD") -> list[str]:
@@ -151,17 +464,64 @@ def changed_files(worktree: Path, start: str, end: str = "HEAD") -> list[str]:
 
 def revert(worktree: Path, commit: str) -> bool:
     """Revert one commit; False (and the revert abandoned) on a conflict."""
-    proc = subprocess.run(
-        ["git", *AUTHOR, "revert", "--no-edit", commit],
-        cwd=str(worktree),
-        capture_output=True,
-        text=True,
-    )
+    env = _bound(worktree)
+    proc = _run(worktree, ("revert", "--no-edit", commit), env, check=False)
     if proc.returncode != 0:
-        git(worktree, "revert", "--abort", check=False)
+        _run(worktree, ("revert", "--abort"), env, check=False)
         return False
     return True
 
 
-def stash(repo: Path, message: str) -> None:
-    git(repo, "stash", "push", "--include-untracked", "-m", message)
+# -- the user's uncommitted changes ----------------------------------------------------------
+
+
+def record_dirty_state(repo: Path, message: str) -> str | None:
+    """Save the user's uncommitted work as a stash entry named `message`, touching nothing.
+
+    The entry has git's own stash layout (HEAD, the index, and the untracked non-ignored
+    files as a third parent), so `git stash apply --index` gives it all back. The user's
+    files, index and index lock are left alone: every tree is built in a temporary index.
+    Idempotent: the commits carry HEAD's date, so the same state always makes the same
+    entry, and an entry already in the stash list (a setup killed and rerun) is returned
+    rather than stored twice. None when there is nothing uncommitted.
+    """
+    repo = Path(repo)
+    with repo_lock(repo):
+        if not is_dirty(repo):
+            return None
+        base = head(repo)
+        label = f"{current_branch(repo)}: {base[:10]} {subject(repo, base)}"
+        env = environment(repo)
+        date = git(repo, "log", "-1", "--format=%cI", base)
+        for who in ("AUTHOR", "COMMITTER"):
+            env |= {f"GIT_{who}_NAME": "autoresearch", f"GIT_{who}_EMAIL": "autoresearch@localhost"}
+            env[f"GIT_{who}_DATE"] = date
+        index_file = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "index"))
+        untracked = _run(repo, ("ls-files", "--others", "--exclude-standard", "-z"), env).stdout
+
+        def commit(tree: str, text: str, *parents: str) -> str:
+            args = ["commit-tree", tree, "-m", text]
+            for parent in parents:
+                args += ["-p", parent]
+            return _run(repo, tuple(args), env).stdout.strip()
+
+        with tempfile.TemporaryDirectory(prefix="autoresearch-stash-") as tmp:
+
+            def tree(name: str, args: tuple[str, ...] = (), stdin: str | None = None) -> str:
+                scratch = Path(tmp) / name
+                if name != "untracked" and index_file.exists():
+                    shutil.copyfile(index_file, scratch)
+                scratch_env = env | {"GIT_INDEX_FILE": str(scratch)}
+                if args:
+                    _run(repo, args, scratch_env, stdin=stdin)
+                return _run(repo, ("write-tree",), scratch_env).stdout.strip()
+
+            parents = [base, commit(tree("index"), f"index on {label}", base)]
+            if untracked:
+                files = tree("untracked", ("update-index", "--add", "-z", "--stdin"), untracked)
+                parents.append(commit(files, f"untracked files on {label}"))
+            entry = commit(tree("work", ("add", "-u")), message, *parents)
+        stored = git(repo, "log", "-g", "--format=%H", "refs/stash", "--", check=False)
+        if entry not in stored.split():
+            git(repo, "stash", "store", "-m", message, entry)
+        return entry

@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import math
 import re
-import shlex
 import statistics
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from autoresearch import commands
+from autoresearch.jail import Jail
 
 FORMATS = ("last_line", "json_stdout", "json_file:<path>", "metric", "regex:<pattern>", "evaluator")
 TAIL_LINES = 20
@@ -240,11 +239,12 @@ def measure(
     repeats: int = 1,
     timeout_s: float = 300,
     secrets: list[str] | None = None,
+    jail: Jail | None = None,
 ) -> Measurement:
     """Run the measurement command `repeats` times; the value is the median of the samples.
 
     Only stdout is parsed (a tool's progress chatter on stderr must not be read as the value), but
-    stderr is kept in a temporary file so a failure can quote it.
+    the end of stderr is kept so a failure can quote it. The command runs in `jail` when given.
     """
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
@@ -256,15 +256,11 @@ def measure(
     passes: list[bool] = []
     raw: str | dict = ""
     notes: str | None = None
-    with tempfile.TemporaryDirectory(prefix="autoresearch-measure-") as tmp:
-        stderr_path = Path(tmp) / "stderr"
-        for _ in range(repeats):
-            value, raw, passed, notes = _measure_once(
-                command, cwd, fmt, key, timeout_s, secrets, stderr_path
-            )
-            samples.append(value)
-            if passed is not None:
-                passes.append(passed)
+    for _ in range(repeats):
+        value, raw, passed, notes = _measure_once(command, cwd, fmt, key, timeout_s, secrets, jail)
+        samples.append(value)
+        if passed is not None:
+            passes.append(passed)
     return Measurement(
         value=median(samples),
         samples=samples,
@@ -282,14 +278,12 @@ def _measure_once(
     key: str | None,
     timeout_s: float,
     secrets: list[str] | None,
-    stderr_path: Path,
+    jail: Jail | None,
 ) -> tuple[float, str | dict, bool | None, str | None]:
-    # The newline ends a trailing `# comment` in the command before the closing parenthesis.
-    wrapped = f"(\n{command}\n) 2>{shlex.quote(str(stderr_path))}"
     result = commands.run(
-        wrapped, cwd, timeout_s=timeout_s, extra_secrets=secrets, stdout_only=True
+        command, cwd, timeout_s=timeout_s, extra_secrets=secrets, stdout_only=True, jail=jail
     )
-    stderr = stderr_path.read_text(errors="replace") if stderr_path.exists() else ""
+    stderr = result.stderr
 
     def fail(what: str) -> MetricError:
         return MetricError(

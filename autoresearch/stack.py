@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import re
 import shlex
 import shutil
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +27,9 @@ STACKS: tuple[Stack, ...] = (
     Stack("Go", "go.mod", "go test ./...", "go vet ./..."),
     Stack("Node/TS", "package.json", "npm test", "npx eslint ."),
     Stack("Rust", "Cargo.toml", "cargo test", "cargo clippy"),
-    Stack("Python", "pyproject.toml", "pytest", "ruff check ."),
+    # `python -m pytest`, not `pytest`: only the former puts the repository root on sys.path, which
+    # a tests/ folder importing the package next to it needs when there is no pytest config.
+    Stack("Python", "pyproject.toml", "python -m pytest", "ruff check ."),
     Stack("Python", "requirements.txt", "python -m pytest", "ruff check ."),
     Stack("Ruby", "Gemfile", "bundle exec rspec", "bundle exec rubocop"),
     Stack("Java", "pom.xml", "mvn test", None),
@@ -74,13 +78,15 @@ def uncached_test_command(
     The flag goes right after the tool's own name rather than at the end, so a command like
     `pytest -q && echo ok` still hands it to pytest. A command that already has it is left alone.
     `npm test` only gets `-- --no-cache` when the repo's package.json shows the test script is Jest
-    (pass `repo`), since other runners reject the flag.
+    (pass `repo`), since other runners reject the flag. pytest gets no `--cache-clear` when its
+    cache plugin is off (`pytest_cache_disabled`): there is nothing to clear, and pytest would
+    reject the flag as unknown.
     """
     command = test_command
     if _GO_TEST.search(command) and "-count=" not in command:
         return _GO_TEST.sub("go test -count=1", command, count=1)
     if _PYTEST.search(command):
-        if "--cache-clear" in command:
+        if "--cache-clear" in command or pytest_cache_disabled(command, repo):
             return command
         return _PYTEST.sub(lambda m: m.group(1) + " --cache-clear", command, count=1)
     if _JEST.search(command):
@@ -90,12 +96,65 @@ def uncached_test_command(
     if _GRADLE_TEST.search(command) and "cleanTest" not in command:
         return _GRADLE_TEST.sub(lambda m: f"{m.group(1)}{m.group(2)}cleanTest test", command, 1)
     if stack_name == "Node/TS" and repo is not None and _NPM_TEST.match(command):
-        if _package_test_script_is_jest(Path(repo)):
+        if package_test_script_is_jest(Path(repo)):
             return command.rstrip() + " -- --no-cache"
     return command
 
 
-def _package_test_script_is_jest(repo: Path) -> bool:
+_NO_CACHEPROVIDER = re.compile(r"-p\s*=?\s*no:cacheprovider\b")
+
+
+def pytest_cache_disabled(command: str, repo: Path | None = None) -> bool:
+    """Whether pytest runs without its cache plugin: `-p no:cacheprovider` in the command, in
+    PYTEST_ADDOPTS, or in the `addopts` of the repo's pytest config.
+
+    Without the plugin there is no cache to clear, and `--cache-clear` is then an unknown option
+    (pytest exits 4 before running a test).
+    """
+    sources = [command, os.environ.get("PYTEST_ADDOPTS", "")]
+    if repo is not None:
+        sources.append(pytest_addopts(Path(repo)))
+    return any(_NO_CACHEPROVIDER.search(text) for text in sources)
+
+
+# pytest reads the first of these that has a pytest section (pytest.ini counts even when empty).
+_PYTEST_CONFIGS = (
+    ("pytest.ini", "pytest"),
+    (".pytest.ini", "pytest"),
+    ("pyproject.toml", None),
+    ("tox.ini", "pytest"),
+    ("setup.cfg", "tool:pytest"),
+)
+
+
+def pytest_addopts(repo: Path) -> str:
+    """The `addopts` of the pytest config pytest would pick in `repo`, or "" when there is none."""
+    for name, section in _PYTEST_CONFIGS:
+        path = Path(repo) / name
+        if not path.is_file():
+            continue
+        try:
+            if section is None:
+                table = tomllib.loads(path.read_text()).get("tool", {}).get("pytest")
+                if not isinstance(table, dict):
+                    continue
+                # pytest 9's native [tool.pytest] table, or the classic ini_options one.
+                options = table.get("ini_options", table)
+                addopts = options.get("addopts", "") if isinstance(options, dict) else ""
+                return " ".join(addopts) if isinstance(addopts, list) else str(addopts)
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read(path)
+        except (OSError, ValueError, tomllib.TOMLDecodeError, configparser.Error):
+            continue
+        if parser.has_section(section):
+            return parser.get(section, "addopts", fallback="")
+        if name.endswith("pytest.ini"):
+            return ""
+    return ""
+
+
+def package_test_script_is_jest(repo: Path) -> bool:
+    """Whether package.json's test script is Jest alone, so flags after `npm test --` reach it."""
     try:
         scripts = json.loads((repo / "package.json").read_text()).get("scripts") or {}
     except (OSError, ValueError, AttributeError):

@@ -2,19 +2,24 @@
 
 `Toolbox` is the only way a backend touches the target: file tools go through the
 `Sandbox`, commands come from the spec and run through `commands.run`, and the harness
-tools (report_finding, finish_fix, ...) are handed to hooks the engine supplies — the
-engine, not the model, tests, commits and reverts.
+tools (report_finding, finish_fix, ...) are handed, with their text fields cleaned, to
+hooks the engine supplies — the engine, not the model, tests, commits and reverts. No
+input makes a tool raise or hang: every failure comes back as an `is_error` result.
 """
 
 from __future__ import annotations
 
+import bisect
 import copy
+import itertools
 import json
-import re
-from collections.abc import Callable
+import time
+import unicodedata
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import regex
 from jsonschema import Draft202012Validator
 
 from autoresearch import commands
@@ -30,6 +35,13 @@ MAX_HIT_CHARS = 300
 MAX_SEARCH_FILE_BYTES = 2_000_000
 MAX_READ_BYTES = 10_000_000
 MAX_WRITE_CHARS = 2_000_000
+MAX_WRITE_BYTES = 8_000_000  # write_file content and an edited file, as UTF-8
+MAX_EDIT_BYTES = 2_000_000  # a file edit_file may change, and old_str/new_str
+MAX_PATTERN_CHARS = 1000
+# Cap for one search or glob filter: a pattern like `(a|aa)+$` backtracks for ages. It is
+# checked between lines by the wall clock and inside a match by the regex engine, which
+# counts CPU time: on a busy machine a runaway match can take a few times this long.
+SEARCH_TIME_S = 10.0
 TEST_OUTPUT_TAIL = 4000
 
 SEVERITIES = ["critical", "high", "medium", "low", "test-gap"]
@@ -300,7 +312,34 @@ HARNESS_TOOLS = frozenset(
 
 _VALIDATORS = {name: Draft202012Validator(schema) for name, (_, schema) in TOOL_SPECS.items()}
 
+# The text fields of the harness tools: (single line?, most characters). They end up in
+# Markdown records, commit messages and other teams' briefs, so a line break in a title
+# could forge a finding, and control characters could hide text from the human reader.
+TEXT_FIELDS: dict[str, dict[str, tuple[bool, int]]] = {
+    "report_finding": {
+        "title": (True, 200),
+        "location": (True, 300),
+        "issue": (False, 2000),
+        "impact": (False, 2000),
+    },
+    "finish_fix": {"finding_id": (True, 20), "summary": (True, 300)},
+    "skip_finding": {"finding_id": (True, 20), "reason": (False, 2000)},
+    "finish_refactor": {"summary": (True, 300)},
+    "propose_hypothesis": {"name": (True, 200), "statement": (False, 1000)},
+    "finish_experiment": {"hypothesis": (False, 1000), "change_summary": (True, 300)},
+}
+# Invisible characters that reorder or hide text (bidirectional overrides and isolates).
+_HIDING = {
+    chr(c)
+    for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200B, 0x200C, 0x200E, 0x200F]
+    + [0x2060, 0xFEFF]
+}
+
 Hook = Callable[..., ToolResult | str]
+# Pattern syntax under which a match in a file's joined lines need not be a match in one
+# line alone (lookarounds, inline flags, string anchors, atomic and possessive forms):
+# such patterns skip the whole-file pre-check and are run line by line only.
+_LINE_BY_LINE_ONLY = regex.compile(r"\(\?(?![:P])|\\[AZzGK]|[*+?}]\+")
 
 
 def _error(message: str) -> ToolResult:
@@ -314,13 +353,91 @@ def _validation_message(name: str, args: dict[str, Any]) -> str | None:
     parts = []
     for err in errors[:5]:
         where = ".".join(str(p) for p in err.path)
-        parts.append(f"{where}: {err.message}" if where else err.message)
+        # The message quotes the offending value, which may be megabytes long.
+        message = err.message if len(err.message) <= 300 else err.message[:300] + " [...]"
+        parts.append(f"{where}: {message}" if where else message)
     schema = json.dumps(TOOL_SPECS[name][1]["properties"], sort_keys=True)
     return f"invalid input for {name}: " + "; ".join(parts) + f". Expected properties: {schema}"
 
 
 def _is_binary(data: bytes) -> bool:
     return b"\0" in data[:8192]
+
+
+def _whole_numbers(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """JSON Schema counts 1.0 as an integer; hand the tools a real int."""
+    properties = TOOL_SPECS[name][1]["properties"]
+    return {
+        key: int(value)
+        if isinstance(value, float) and properties.get(key, {}).get("type") == "integer"
+        else value
+        for key, value in args.items()
+    }
+
+
+def clean_field(field: str, value: str, one_line: bool, limit: int) -> str:
+    """A harness field with control and hiding characters removed and whitespace runs
+    folded to one space; ValueError (for the agent) when it breaks a line it must not,
+    is empty once cleaned, or is longer than `limit`."""
+    value = value.strip()
+    if one_line and len(value.splitlines()) > 1:
+        raise ValueError(f"{field} must be a single line (it is shown as one)")
+    kept = []
+    for char in value:
+        if char in _HIDING:
+            continue
+        if char.isspace():
+            kept.append(" ")
+        elif unicodedata.category(char) not in ("Cc", "Cs"):
+            kept.append(char)
+    text = " ".join("".join(kept).split())
+    if not text:
+        raise ValueError(f"{field} is empty once control characters are removed")
+    if len(text) > limit:
+        raise ValueError(f"{field} is {len(text)} characters long; at most {limit} are kept")
+    return text
+
+
+def _clean_fields(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    cleaned = dict(args)
+    for field, (one_line, limit) in TEXT_FIELDS.get(name, {}).items():
+        if isinstance(cleaned.get(field), str):
+            cleaned[field] = clean_field(field, cleaned[field], one_line, limit)
+    return cleaned
+
+
+def _candidate_lines(whole: Any, lines: list[str], deadline: float) -> Iterator[int]:
+    """Numbers of the lines in which a match may start, found with few regex calls.
+
+    Every call with a timeout costs microseconds, so one per line adds up to seconds on a
+    large tree. With `^`/`$` at line ends (`whole` is compiled MULTILINE), a match inside
+    one line is also a match of the joined lines starting at the same place: searching the
+    joined text from the start of each line after the last hit finds every such line.
+    Each candidate is then checked on its own. `whole` is None for patterns where that
+    does not hold (see _LINE_BY_LINE_ONLY): then every line is a candidate.
+    """
+    if whole is None:
+        yield from range(1, len(lines) + 1)
+        return
+    starts = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    text = "\n".join(lines)
+    pos = 0
+    while pos <= len(text):
+        found = whole.search(text, pos, timeout=_remaining(deadline))
+        if found is None:
+            return
+        index = bisect.bisect_right(starts, found.start()) - 1
+        if index >= len(lines):
+            return
+        yield index + 1
+        pos = starts[index + 1]
+
+
+def _remaining(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    return left
 
 
 class Toolbox:
@@ -339,16 +456,23 @@ class Toolbox:
         exclude: list[str] | None = None,
         secrets: list[str] | None = None,
         hooks: dict[str, Hook] | None = None,
+        allow_ignored_writes: bool = False,
+        search_time_s: float = SEARCH_TIME_S,
     ) -> None:
         if team not in TEAM_TOOLS:
             raise ValueError(f"unknown team {team!r}; expected one of {', '.join(TEAMS)}")
         self.team = team
         self.sandbox = Sandbox(
-            Path(worktree), list(protected or []), list(include or []), list(exclude or [])
+            Path(worktree),
+            list(protected or []),
+            list(include or []),
+            list(exclude or []),
+            allow_ignored_writes=allow_ignored_writes,
         )
         self.test_command = test_command
         self.linter_command = linter_command
         self.test_timeout_s = test_timeout_s
+        self.search_time_s = search_time_s
         self.secrets = list(secrets or [])
         self.hooks = dict(hooks or {})
         self.tool_names = TEAM_TOOLS[team]
@@ -376,7 +500,7 @@ class Toolbox:
     def call(self, name: str, args: dict[str, Any]) -> ToolResult:
         available = ", ".join(self.tool_names)
         if not isinstance(name, str) or name not in TOOL_SPECS:
-            return _error(f"unknown tool {name!r}; available: {available}")
+            return _error(f"unknown tool {str(name)[:100]!r}; available: {available}")
         if name not in self.tool_names:
             return _error(
                 f"{name} is not available to the {self.team} team; available: {available}"
@@ -385,17 +509,33 @@ class Toolbox:
             return _error(f"input for {name} must be a JSON object, got {type(args).__name__}")
         if self._finished:
             return _error("this stage is already finished; no further tool calls are carried out")
-        problem = _validation_message(name, args)
+        try:
+            problem = _validation_message(name, args)
+        except RecursionError:  # arguments nested thousands deep
+            return _error(f"invalid input for {name}: the arguments are nested too deeply")
         if problem:
             return _error(problem)
+        args = _whole_numbers(name, args)
+        if name in HARNESS_TOOLS:
+            try:
+                args = _clean_fields(name, args)
+            except ValueError as err:
+                return _error(f"invalid input for {name}: {err}")
+            return self._hook(name, args)
+        self.sandbox.forget()
         try:
-            if name in HARNESS_TOOLS:
-                return self._hook(name, args)
             return getattr(self, f"_tool_{name}")(**args)
         except Refused as refusal:
             return _error(f"refused: {refusal}")
-        except (OSError, UnicodeError, ValueError) as err:
-            return _error(f"{name} failed: {err}")
+        except TimeoutError:
+            return _error(
+                f"{name} stopped after {self.search_time_s:g}s: the pattern or glob is too slow "
+                "to match; simplify it or narrow the search with path"
+            )
+        except RecursionError:
+            return _error(f"{name} failed: the input is nested too deeply; simplify it")
+        except Exception as err:  # noqa: BLE001 - any failure is the agent's to read, not a crash
+            return _error(f"{name} failed: {type(err).__name__}: {err}")
 
     # -- harness tools ---------------------------------------------------------------------
 
@@ -407,7 +547,9 @@ class Toolbox:
             result = hook(**args)
         except (StageFailed, SessionStop):
             raise
-        except ValueError as err:
+        except Refused as refusal:
+            return _error(f"refused: {refusal}")
+        except (OSError, ValueError) as err:
             # Hooks signal bad input (an unknown finding id, a duplicate) with ValueError;
             # anything else is a harness bug and must surface, not be shown to the model.
             return _error(str(err))
@@ -417,15 +559,20 @@ class Toolbox:
 
     # -- read tools ------------------------------------------------------------------------
 
+    def _matching(self, names: list[str], glob: str | None, deadline: float) -> list[str]:
+        if not glob:
+            return names
+        try:
+            return [n for n in names if glob_match(n, glob, timeout=_remaining(deadline))]
+        except (ValueError, regex.error) as err:
+            raise Refused(f"invalid glob: {err}") from None
+
     def _tool_list_files(self, path: str = "", glob: str | None = None) -> ToolResult:
+        deadline = time.monotonic() + self.search_time_s
         _, base = self.sandbox.resolve(path)
         prefix = f"{base}/" if base else ""
-        names = [
-            n
-            for n in self.sandbox.files()
-            if (not prefix or n.startswith(prefix) or n == base)
-            and (not glob or glob_match(n, glob))
-        ]
+        names = [n for n in self.sandbox.files() if not prefix or n.startswith(prefix) or n == base]
+        names = self._matching(names, glob, deadline)
         if not names:
             return ToolResult("(no files)")
         shown = names[:MAX_LIST_ENTRIES]
@@ -436,13 +583,7 @@ class Toolbox:
 
     def _read_text(self, path: str) -> tuple[Path, str, str]:
         target, rel = self.sandbox.resolve(path)
-        if not target.exists():
-            raise Refused(f"{path!r} does not exist")
-        if not target.is_file():
-            raise Refused(f"{path!r} is not a file")
-        if target.stat().st_size > MAX_READ_BYTES:
-            raise Refused(f"{path!r} is larger than {MAX_READ_BYTES} bytes; use search instead")
-        data = target.read_bytes()
+        data = self.sandbox.read_bytes(target, rel or ".", MAX_READ_BYTES)
         if _is_binary(data):
             raise Refused(f"{path!r} is a binary file")
         return target, rel, data.decode("utf-8", errors="replace")
@@ -473,32 +614,41 @@ class Toolbox:
         return ToolResult("\n".join(out))
 
     def _tool_search(self, pattern: str, path: str = "", glob: str | None = None) -> ToolResult:
+        deadline = time.monotonic() + self.search_time_s
+        if len(pattern) > MAX_PATTERN_CHARS:
+            return _error(f"the pattern is longer than {MAX_PATTERN_CHARS} characters")
         try:
-            regex = re.compile(pattern)
-        except re.error as err:
+            compiled = regex.compile(pattern)
+        except regex.error as err:
             return _error(f"invalid regular expression: {err}")
         target, base = self.sandbox.resolve(path)
-        if target.is_file():
-            candidates = [base] if self.sandbox.in_scope(base) else []
+        single = not target.is_dir()
+        if single:
+            # One named file: refusals (a FIFO, a hard link out) go back to the agent.
+            self.sandbox.read_bytes(target, base, MAX_SEARCH_FILE_BYTES)
+            listing = [(base, target)] if self.sandbox.in_scope(base) else []
         else:
             prefix = f"{base}/" if base else ""
-            candidates = [n for n in self.sandbox.files() if n.startswith(prefix)]
-        if glob:
-            candidates = [n for n in candidates if glob_match(n, glob)]
+            listing = [(n, t) for n, t in self.sandbox.listing() if n.startswith(prefix)]
+        targets = dict(listing)
+        candidates = self._matching([n for n, _ in listing], glob, deadline)
+        whole = None if _LINE_BY_LINE_ONLY.search(pattern) else regex.compile(pattern, regex.M)
         hits: list[str] = []
-        more = 0
+        more = skipped = 0
         for rel in candidates:
-            full = self.sandbox.root / rel
             try:
-                if full.stat().st_size > MAX_SEARCH_FILE_BYTES:
-                    continue
-                data = full.read_bytes()
-            except OSError:
+                data = self.sandbox.read_bytes(targets[rel], rel, MAX_SEARCH_FILE_BYTES)
+            except (Refused, OSError):
+                if single:
+                    raise
+                skipped += 1
                 continue
             if _is_binary(data):
                 continue
-            for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-                if regex.search(line):
+            lines = data.decode("utf-8", "replace").splitlines()
+            for number in _candidate_lines(whole, lines, deadline):
+                line = lines[number - 1]
+                if compiled.search(line, timeout=_remaining(deadline)):
                     if len(hits) < MAX_SEARCH_HITS:
                         text = line.strip()
                         if len(text) > MAX_HIT_CHARS:
@@ -506,11 +656,14 @@ class Toolbox:
                         hits.append(f"{rel}:{number}: {text}")
                     else:
                         more += 1
-        if not hits:
-            return ToolResult("(no matches)")
         if more:
             hits.append(f"[... {more} more matches; narrow with path or glob]")
-        return ToolResult("\n".join(hits))
+        if skipped:
+            hits.append(
+                f"[{skipped} files not searched: larger than {MAX_SEARCH_FILE_BYTES} bytes, "
+                "or refused (hard link out, not a regular file)]"
+            )
+        return ToolResult("\n".join(hits) if hits else "(no matches)")
 
     # -- commands --------------------------------------------------------------------------
 
@@ -536,9 +689,11 @@ class Toolbox:
 
     def _tool_edit_file(self, path: str, old_str: str, new_str: str) -> ToolResult:
         target, rel = self.sandbox.resolve(path, write=True)
-        if not target.is_file():
+        if not target.exists():
             return _error(f"{rel!r} does not exist; use write_file to create a file")
-        data = target.read_bytes()
+        if max(len(old_str), len(new_str)) > MAX_EDIT_BYTES:
+            return _error(f"old_str and new_str may have at most {MAX_EDIT_BYTES} characters")
+        data = self.sandbox.read_bytes(target, rel, MAX_EDIT_BYTES)
         if _is_binary(data):
             return _error(f"{rel!r} is a binary file")
         text = data.decode("utf-8")  # edits must round-trip exactly: no lossy decoding
@@ -555,19 +710,31 @@ class Toolbox:
             return _error(f"old_str occurs {count} times in {rel}; include more surrounding lines")
         if old_str == new_str:
             return _error("old_str and new_str are identical; nothing to change")
-        target.write_bytes(text.replace(old_str, new_str, 1).encode("utf-8"))
+        # Encoded before anything is written: a lone surrogate fails here, file untouched.
+        try:
+            new = text.replace(old_str, new_str, 1).encode("utf-8")
+        except UnicodeEncodeError as err:
+            return _error(f"new_str cannot be written as UTF-8 ({err.reason}); nothing was changed")
+        if len(new) > MAX_WRITE_BYTES:
+            return _error(f"the edited file would be larger than {MAX_WRITE_BYTES} bytes")
+        self.sandbox.write_bytes(target, rel, new)
         return ToolResult(f"edited {rel}")
 
     def _tool_write_file(self, path: str, content: str) -> ToolResult:
         target, rel = self.sandbox.resolve(path, write=True)
         if len(content) > MAX_WRITE_CHARS:
             return _error(f"content is larger than {MAX_WRITE_CHARS} characters")
-        if target.is_dir():
-            return _error(f"{rel!r} is a directory")
-        existed = target.exists()
-        # Creating parents is safe: every parent of a resolved in-worktree path is in it too.
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
+        # Encoded before anything is written: a lone surrogate fails here, file untouched.
+        try:
+            data = content.encode("utf-8")
+        except UnicodeEncodeError as err:
+            return _error(
+                f"content cannot be written as UTF-8 ({err.reason} at character {err.start}); "
+                "nothing was changed"
+            )
+        if len(data) > MAX_WRITE_BYTES:
+            return _error(f"content is larger than {MAX_WRITE_BYTES} bytes as UTF-8")
+        existed = self.sandbox.write_bytes(target, rel, data)
         return ToolResult(
             f"{'overwrote' if existed else 'created'} {rel} ({len(content)} characters)"
         )

@@ -5,19 +5,27 @@
 (b) A true 3% gain: the share of single comparisons that keep it (the detection rate).
 (c) Orchestration overhead per iteration through Snakemake, with an instant scripted agent
     and an instant metric.
+(d) The sequential keep test (experiment.sequential): false keeps and pairs taken on pure
+    noise, detection and pairs under a true 3% gain, each with its standard error; the same
+    under a drifting machine; and two computed bounds that no design can beat.
 
 Noise: each sample is the true value times (1 + e), e ~ Normal(0, 0.05). Lower is better.
-(a) and (b) call the pure decision function, experiment_policy.judge, directly.
+(a) and (b) call the pure decision function, policy.judge, directly; (d) calls
+sequential.compare with a pair-taking function, as the decide stage would.
 
     .venv/bin/python bench/bench_experiment_noise.py [--trials 2000] [--skip-snakemake]
+        [--skip-fixed] [--skip-sequential]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from autoresearch.metrics import median  # noqa: E402
 from autoresearch.modes.experiment.policy import Sample, judge  # noqa: E402
 from autoresearch.modes.experiment.program import ExperimentConfig  # noqa: E402
+from autoresearch.modes.experiment.sequential import Design, Step, compare  # noqa: E402
 
 NOISE = 0.05
 GAIN = 0.03
@@ -107,6 +116,100 @@ def decision_figures(trials: int) -> None:
         "\n(a) per test: the same comparison against a fresh incumbent (the false-keep rate)."
         "\ntargets: (a) <= 5% with repeats=5; (b) >= 80%"
     )
+
+
+def sequential_trial(
+    design: Design, rng: random.Random, gain: float, drift: float = 0.0, order: str = "alternate"
+) -> Step:
+    """One comparison: pairs are taken one run after the other on a clock that drifts by
+    `drift` of the value per run; `order` says which side runs first in each pair."""
+    clock = itertools.count()
+
+    def run(true: float) -> float:
+        return true * (1 + drift * next(clock)) * (1 + rng.gauss(0, NOISE))
+
+    def take(i: int) -> tuple[float, float]:
+        if order == "candidate_first" or (order == "alternate" and i % 2 == 1):
+            candidate = run(100.0 * (1 - gain))
+            return candidate, run(100.0)
+        incumbent = run(100.0)
+        return run(100.0 * (1 - gain)), incumbent
+
+    return compare(design, take).step
+
+
+def share(hits: int, n: int) -> str:
+    p = hits / n
+    return f"{p:6.1%} ± {math.sqrt(p * (1 - p) / n):.1%}"
+
+
+def mean_se(xs: list[int]) -> str:
+    return f"{statistics.fmean(xs):5.1f} ± {statistics.stdev(xs) / math.sqrt(len(xs)):.1f}"
+
+
+def sequential_cell(design: Design, rng: random.Random, trials: int, gain: float, **kw):
+    steps = [sequential_trial(design, rng, gain, **kw) for _ in range(trials)]
+    return sum(s.kept for s in steps), [s.samples for s in steps]
+
+
+def bounds(alpha: float, power: float, pairs: int) -> tuple[float, float]:
+    """(best detection of any level-alpha test on `pairs` pairs, least mean pairs under no
+    effect of any test with that alpha and `power`), both for a known noise sd: the one-sided
+    z-test (Neyman-Pearson) and Wald's bound E0[N] >= d(1-alpha || beta) / KL(P0 || P1)."""
+    from scipy import stats
+
+    sd = math.hypot(100 * NOISE, 100 * (1 - GAIN) * NOISE)  # one pair's gain
+    delta = 100 * GAIN
+    best = float(stats.norm.sf(stats.norm.isf(alpha) - delta / sd * math.sqrt(pairs)))
+    beta = 1 - power
+    kl = delta**2 / (2 * sd**2)
+    least = ((1 - alpha) * math.log((1 - alpha) / beta) + alpha * math.log(alpha / power)) / kl
+    return best, least
+
+
+def sequential_figures(trials: int) -> None:
+    rng = random.Random(20260320)
+    default = Design()
+    rows = [
+        ("default: screen 5, cap 30, drop p>0.5", default),
+        ("screen 5, cap 30, drop p>0.4", Design(futility_p=0.4)),
+        ("screen 5, cap 30, drop p>0.7", Design(futility_p=0.7)),
+        ("two looks only: 5 then 30", Design(batch=25)),
+        ("screen 5, cap 60, drop p>0.7", Design(max_samples=60, futility_p=0.7)),
+    ]
+    print(f"\n(d) sequential keep test, alpha {default.alpha}; {trials} comparisons per cell")
+    print("    (± one standard error; pairs = runs per side, the candidate's samples)\n")
+    head = f"{'design':<38} {'no effect kept':>15} {'pairs':>11} {'3% gain kept':>15} {'pairs':>11}"
+    print(head)
+    measured = {}
+    for label, design in rows:
+        k0, n0 = sequential_cell(design, rng, trials, 0.0)
+        k1, n1 = sequential_cell(design, rng, trials, GAIN)
+        measured[label] = (k0 / trials, statistics.fmean(n0), k1 / trials)
+        print(
+            f"{label:<38} {share(k0, trials):>15} {mean_se(n0):>11} "
+            f"{share(k1, trials):>15} {mean_se(n1):>11}"
+        )
+    false_keep, pairs, found = measured[rows[0][0]]
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "MISSED"
+
+    print("\ntargets, default design:")
+    print(f"    false keeps on pure noise <= 5%:  {false_keep:6.1%}  {verdict(false_keep <= 0.05)}")
+    print(f"    true 3% gain kept >= 80%:         {found:6.1%}  {verdict(found >= 0.8)}")
+    print(f"    mean pairs on pure noise <= 12:   {pairs:6.1f}  {verdict(pairs <= 12)}")
+    best, least = bounds(default.alpha, 0.8, default.max_samples)
+    print(
+        "bounds (computed for a known noise sd, not measured): any test at 5% on 30 pairs "
+        f"finds a 3% gain at most {best:.0%} of the time;\n"
+        f"    any test with 5% false keeps that finds it 80% of the time needs {least:.1f} "
+        "pairs on average under no effect"
+    )
+    print("\ndrift: every run is 0.5% slower than the one before; no effect; default design")
+    for order in ("alternate", "incumbent_first", "candidate_first"):
+        k, n = sequential_cell(default, rng, trials, 0.0, drift=0.005, order=order)
+        print(f"    {order + ':':<17} kept {share(k, trials)}, pairs {mean_se(n)}")
 
 
 FAST = "def steps():\n    return {n}\n"
@@ -225,8 +328,13 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=2000)
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--skip-snakemake", action="store_true")
+    parser.add_argument("--skip-fixed", action="store_true", help="skip (a) and (b)")
+    parser.add_argument("--skip-sequential", action="store_true", help="skip (d)")
     args = parser.parse_args()
-    decision_figures(args.trials)
+    if not args.skip_fixed:
+        decision_figures(args.trials)
+    if not args.skip_sequential:
+        sequential_figures(args.trials)
     if not args.skip_snakemake:
         orchestration(args.iterations)
 

@@ -134,4 +134,4 @@ HELD_LOCKS = []
 
 
 onstart:
-    scripts.common.hold_session_locks(workflow, HELD_LOCKS)
+    scripts.common.start_run(workflow, HELD_LOCKS)

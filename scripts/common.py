@@ -7,6 +7,7 @@ import os
 import re
 from typing import Any
 
+from autoresearch import commands
 from autoresearch.errors import SessionError
 from autoresearch.layout import SESSIONS, SessionLayout, session_layout
 from autoresearch.spec import SESSION_NAME
@@ -18,6 +19,13 @@ SESSION_IN_PATH = re.compile(rf"^{SESSIONS}/({NAME_PATTERN})/")
 def layout_of(name: str) -> SessionLayout:
     """Paths of session `name` that every mode shares (its loop folder aside)."""
     return session_layout(name)
+
+
+def start_run(workflow: Any, held: list[Any]) -> None:
+    """When a run starts: hold each session's run lock, and make one Ctrl-C end the
+    commands the jobs are running (they run in sessions of their own, out of its reach)."""
+    hold_session_locks(workflow, held)
+    commands.end_commands_on_interrupt()
 
 
 def hold_session_locks(workflow: Any, held: list[Any]) -> None:

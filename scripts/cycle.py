@@ -90,7 +90,6 @@ def evaluate(wildcards: Any, output: Any, log: Any) -> None:
     """Tests and reverts; the mode's policy; the files; decision.json last."""
     from autoresearch import evaluate as evaluation
 
-
     def body(env, mode) -> None:
         decision, summary = evaluation.assess(env)
         mode.apply_policy(env, decision)

@@ -43,7 +43,6 @@ def decide(wildcards: Any, output: Any, log: Any) -> None:
     """Measure and keep or reset; the stop rules; the logs; decision.json last."""
     from autoresearch.modes.experiment import stages
 
-
     def body(env, mode) -> None:
         rec = stages.decide(env)
         mode.apply_policy(env, rec)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -186,3 +188,46 @@ def script_spec(target: Path, script: Path, transcript: Path, **extra) -> dict:
     }
     spec.update(extra)
     return spec
+
+
+@dataclass
+class SessionDirs:
+    """A target checkout and a session worktree of it, laid out as a real session's are."""
+
+    target: Path
+    sessions: Path
+    worktree: Path
+
+
+@pytest.fixture
+def session_dirs(tmp_path, target) -> SessionDirs:
+    sessions = tmp_path / "work" / "sessions"
+    worktree = sessions / "s" / "worktree"
+    worktree.parent.mkdir(parents=True)
+    git(target, "worktree", "add", "-q", "-b", "autoresearch/improve", str(worktree))
+    (sessions / "s" / "session.yaml").write_text("secrets: [DB_PASSWORD]\n")
+    (sessions / "other").mkdir()
+    (sessions / "other" / "notes.md").write_text("another session's notes\n")
+    return SessionDirs(target, sessions, worktree)
+
+
+def live_processes(marker: str) -> list[int]:
+    """PIDs of live (not zombie) processes with `marker` as one of their arguments."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker.encode() in argv and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def kill_all(marker: str) -> None:
+    """Kill every process whose command line holds `marker` (a test's leftovers)."""
+    for pid in live_processes(marker):
+        os.kill(pid, signal.SIGKILL)

@@ -118,7 +118,12 @@ SCRIPT = {
         "h3/1": [
             edit("    return [v * k", "    # GAMMA_DIFF\n    return [v * k"),
             fix("F-001", "comment scale"),
-            {"tool": "write_file", "args": {"path": ".break", "content": "x"}},
+            # The tools refuse to write the ignored .break; running code can still make it.
+            {
+                "tool": "write_file",
+                "args": {"path": "tests/conftest.py", "content": "open('.break', 'w').close()\n"},
+            },
+            {"tool": "run_tests", "args": {}},
             {"tool": "skip_finding", "args": {"finding_id": "F-002", "reason": "later"}},
         ],
     },

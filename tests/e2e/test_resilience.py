@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -41,15 +42,25 @@ def private_workflow_copy(tmp_path: Path) -> Path:
     """A copy of the workflow whose scripts and config a test may touch."""
     copy = tmp_path / "wfcopy"
     copy.mkdir()
-    for part in ("Snakefile", "rules", "config", "profiles", "autoresearch"):
+    for part in ("Snakefile", "rules", "scripts", "config", "profiles", "autoresearch"):
         src = ROOT / part
         (shutil.copytree if src.is_dir() else shutil.copy)(src, copy / part)
-    assert not (ROOT / "scripts").exists(), "scripts/ is back: touch those too"
     return copy
 
 
 def subjects(worktree: Path) -> list[str]:
     return git(worktree, "log", "--format=%s").splitlines()
+
+
+def committed(worktree: Path, subject: str) -> bool:
+    """Whether the session branch has a commit with this subject yet. False while the
+    worktree is still being made (its .git file is written last), never an error."""
+    if not (worktree / ".git").is_file():
+        return False
+    proc = subprocess.run(
+        ["git", "log", "--format=%s"], cwd=worktree, capture_output=True, text=True
+    )
+    return proc.returncode == 0 and subject in proc.stdout.splitlines()
 
 
 def test_code_and_config_changes_never_rerun_finished_stages(tmp_path, target):
@@ -62,16 +73,17 @@ def test_code_and_config_changes_never_rerun_finished_stages(tmp_path, target):
     history = subjects(workflow.session("s") / "worktree")
 
     later = time.time() + 5
-    code = [*(copy / "rules").iterdir(), *(copy / "autoresearch").rglob("*.py")]
+    code = [
+        *(copy / "rules").iterdir(),
+        *(copy / "scripts").rglob("*.py"),
+        *(copy / "autoresearch").rglob("*.py"),
+    ]
     for path in code:
         os.utime(path, (later, later))
     cycle_rules = copy / "rules" / "cycle.smk"  # and an edit to a rule's code
-    cycle_rules.write_text(
-        cycle_rules.read_text().replace(
-            "        stages.green(wildcards, input, output, log)",
-            "        stages.green(wildcards, input, output, log)  # edited",
-        )
-    )
+    rule_code = "        scripts.cycle.green(wildcards, input, output, log)"
+    assert rule_code in cycle_rules.read_text()
+    cycle_rules.write_text(cycle_rules.read_text().replace(rule_code, rule_code + "  # edited"))
     defaults = copy / "config" / "config.yaml"
     defaults.write_text(defaults.read_text().replace("max_findings: 15", "max_findings: 4"))
     spec["test_timeout_s"] = 123  # a changed threshold in the session spec
@@ -94,7 +106,7 @@ def test_kill_during_green_then_rerun_finishes_without_duplicates(workflow, targ
     )
     proc = workflow.start("s", spec)
     worktree = workflow.session("s") / "worktree"
-    wait_for(lambda: worktree.exists() and "fix: [F-001] one" in subjects(worktree))
+    wait_for(lambda: committed(worktree, "fix: [F-001] one"))
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (workflow.session("s") / "cycles/001/green-patch.md").exists()
@@ -154,7 +166,7 @@ def test_second_concurrent_run_refuses_and_harms_nothing(workflow, target):
     )
     first = workflow.start("s", spec)
     worktree = workflow.session("s") / "worktree"
-    wait_for(lambda: worktree.exists() and "fix: [F-001] one" in subjects(worktree))
+    wait_for(lambda: committed(worktree, "fix: [F-001] one"))
     second = workflow.run("s", spec, check=False)
     assert second.returncode != 0
     assert "already being run" in second.stderr

@@ -1,4 +1,7 @@
-"""Escape attempts against the agent tools: every one refused as an is_error result."""
+"""The sandbox: which paths it resolves, which writes it allows, how globs match.
+
+The table of escape attempts against the tools lives in test_attacks.py.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.sandbox import Refused, Sandbox, glob_match
+from autoresearch.sandbox import Refused, Sandbox, check_glob, glob_match
 from autoresearch.tools import Toolbox
 
 SECRET = "TOP SECRET, outside the worktree"
@@ -60,95 +63,6 @@ def toolbox(world, team: str = "green") -> Toolbox:
         protected=["measure.sh", "tests/**"],
         exclude=["vendor/**"],
     )
-
-
-OUTSIDE_ABS = "__OUTSIDE_ABS__"
-
-ESCAPES = [
-    ("read_file", {"path": "../outside.txt"}),
-    ("read_file", {"path": "/etc/passwd"}),
-    ("read_file", {"path": OUTSIDE_ABS}),
-    ("read_file", {"path": "link_out"}),
-    ("read_file", {"path": "linkdir/secret.txt"}),
-    ("read_file", {"path": ".git"}),
-    ("read_file", {"path": ".git/config"}),
-    ("read_file", {"path": ".GIT/config"}),
-    ("read_file", {"path": "src/../../outside.txt"}),
-    ("read_file", {"path": "src/../.git"}),
-    ("read_file", {"path": "~/.bashrc"}),
-    ("read_file", {"path": "~"}),
-    ("read_file", {"path": "%2e%2e/outside.txt"}),
-    ("read_file", {"path": "..%2foutside.txt"}),
-    ("read_file", {"path": "%2E%2E%2Foutside.txt"}),
-    ("read_file", {"path": "%2egit/config"}),
-    ("read_file", {"path": "src/app.py\x00.txt"}),
-    ("read_file", {"path": "src/app.py\n"}),
-    ("read_file", {"path": "..\\outside.txt"}),
-    ("read_file", {"path": "C:\\Windows\\win.ini"}),
-    ("read_file", {"path": "does/not/exist.py"}),
-    ("list_files", {"path": ".."}),
-    ("list_files", {"path": "/"}),
-    ("list_files", {"path": ".git"}),
-    ("search", {"pattern": "SECRET", "path": "../"}),
-    ("search", {"pattern": "SECRET", "path": "link_out"}),
-    ("search", {"pattern": "SECRET", "path": "linkdir"}),
-    ("write_file", {"path": "../evil.txt", "content": "x"}),
-    ("write_file", {"path": "__EVIL_ABS__", "content": "x"}),
-    ("write_file", {"path": "link_out", "content": "x"}),
-    ("write_file", {"path": "linkdir/new.txt", "content": "x"}),
-    ("edit_file", {"path": "link_out", "old_str": "TOP", "new_str": "x"}),
-    ("write_file", {"path": ".git/hooks/pre-commit", "content": "rm -rf /"}),
-    ("write_file", {"path": ".git", "content": "gitdir: /tmp/elsewhere"}),
-    ("write_file", {"path": "measure.sh", "content": "echo 0"}),
-    ("write_file", {"path": "./measure.sh", "content": "echo 0"}),
-    ("write_file", {"path": "alias_to_measure", "content": "echo 0"}),
-    ("write_file", {"path": "tests/test_app.py", "content": ""}),
-    ("edit_file", {"path": "tests/test_app.py", "old_str": "add", "new_str": "sub"}),
-    ("write_file", {"path": "tests/new_test.py", "content": ""}),
-    ("write_file", {"path": "src//../measure.sh", "content": "echo 0"}),
-    ("write_file", {"path": "vendor/lib.py", "content": "x"}),
-    ("write_file", {"path": "", "content": "x"}),
-    ("write_file", {"path": "src", "content": "x"}),
-    ("write_file", {"path": "src/app.py", "content": "x", "mode": "0777"}),
-    ("edit_file", {"path": "src/app.py", "old_str": "", "new_str": "x"}),
-    ("read_file", {"path": 7}),
-    ("read_file", {}),
-    ("run_linter", {}),  # green has no linter tool
-    (
-        "report_finding",
-        {"severity": "high", "title": "t", "location": "l", "issue": "i", "impact": "m"},
-    ),
-    ("exec", {"command": "cat /etc/passwd"}),
-    ("bash", {"command": "rm -rf /"}),
-]
-
-
-def _fill(args: dict, world) -> dict:
-    filled = dict(args)
-    if filled.get("path") == OUTSIDE_ABS:
-        filled["path"] = str(world["base"] / "outside.txt")
-    if filled.get("path") == "__EVIL_ABS__":
-        filled["path"] = str(world["base"] / "evil_abs.txt")
-    return filled
-
-
-def test_the_corpus_is_large_enough():
-    assert len(ESCAPES) >= 30
-
-
-@pytest.mark.parametrize(("tool", "args"), ESCAPES, ids=[f"{t}:{a!r}"[:60] for t, a in ESCAPES])
-def test_escape_attempt_is_refused_as_an_error_result(world, tool, args):
-    before = {p: p.read_text() for p in [world["base"] / "outside.txt", world["wt"] / "measure.sh"]}
-    result = toolbox(world).call(tool, _fill(args, world))
-    assert result.is_error, result.content
-    assert SECRET not in result.content
-    for path, text in before.items():
-        assert path.read_text() == text
-    assert not (world["base"] / "evil.txt").exists()
-    assert not (world["base"] / "evil_abs.txt").exists()
-    assert not (world["base"] / "outside_dir" / "new.txt").exists()
-    assert not (world["wt"] / "vendor").exists()
-    assert (world["wt"] / "tests" / "test_app.py").read_text() == "from src.app import add\n"
 
 
 @pytest.mark.parametrize(
@@ -244,7 +158,33 @@ def test_include_limits_writes_to_the_scope(world):
         ("bench/measure.sh", "measure.sh", True),
         ("a.py", "[ab].py", True),
         ("c.py", "[!ab].py", True),
+        ("a.py", "[!ab].py", False),
+        ("c.py", "[^ab].py", True),
+        ("src/a/b.py", "src[!x]a/b.py", False),  # a negated class never matches `/`
+        ("[!]", "[!]", True),  # no closing bracket after the `!]`: all literal
+        ("a", "[!]", False),
+        ("]", "[]]", True),
+        ("x", "[!]]", True),
+        ("]", "[!]]", False),
+        ("\\", "[\\]", True),
+        ("a.py", "[\\]", False),
+        ("[ab", "[ab", True),
+        ("-", "[a-]", True),
+        ("m.py", "[a-z].py", True),
+        ("src/x/y/z.py", "**/**/**/z.py", True),
+        ("z.py", "**/**/z.py", True),
     ],
 )
 def test_glob_match(path, pattern, expected):
     assert glob_match(path, pattern) is expected
+
+
+@pytest.mark.parametrize("pattern", ["[z-a]", "src/[9-0]*.py", "[!z-a]"])
+def test_a_glob_with_a_reversed_range_is_named_as_invalid(pattern):
+    assert "reversed" in check_glob(pattern)
+    with pytest.raises(ValueError, match="reversed"):
+        glob_match("a", pattern)
+
+
+def test_a_valid_glob_passes_the_check():
+    assert check_glob("src/**/[!_]*.py") is None

@@ -21,7 +21,7 @@ SEED_TABLE = [
     ("go.mod", "Go", "go test ./...", "go vet ./..."),
     ("package.json", "Node/TS", "npm test", "npx eslint ."),
     ("Cargo.toml", "Rust", "cargo test", "cargo clippy"),
-    ("pyproject.toml", "Python", "pytest", "ruff check ."),
+    ("pyproject.toml", "Python", "python -m pytest", "ruff check ."),
     ("requirements.txt", "Python", "python -m pytest", "ruff check ."),
     ("Gemfile", "Ruby", "bundle exec rspec", "bundle exec rubocop"),
     ("pom.xml", "Java", "mvn test", None),

@@ -37,7 +37,6 @@ from .stages import (
     write_iteration_logs,
 )
 
-
 # What `autoresearch new --mode experiment` writes into the spec, to edit.
 SPEC_EXAMPLE = """
 experiment:

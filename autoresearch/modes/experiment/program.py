@@ -19,6 +19,7 @@ import yaml
 
 from ... import metrics
 from ...errors import SpecError
+from . import sequential
 
 KEEP_POLICIES = ("score_improvement", "pass_only")
 DIRECTIONS = ("minimize", "maximize")
@@ -56,6 +57,7 @@ TOP_KEYS = {
     "repeats",
     "min_effect",
     "rank_test_alpha",
+    "sequential",
     "remeasure_every",
     "keep_policy",
     "stuck_after",
@@ -86,6 +88,9 @@ class ExperimentConfig:
     repeats: int = 1
     min_effect: float | str = 0.0  # absolute, or "2%" of the incumbent
     rank_test_alpha: float | None = None
+    # The sequential keep test (sequential.py): the canonical mapping of its
+    # keys, or None for the fixed-repeats rules above.
+    sequential: dict[str, Any] | None = None
     remeasure_every: int | None = None
     keep_policy: str = "score_improvement"
     # None = the keep policy's default (score_improvement: 10 / 20; pass_only: off, since
@@ -125,6 +130,12 @@ class ExperimentConfig:
         if isinstance(self.min_effect, str):
             return abs(incumbent) * float(self.min_effect.rstrip("% ")) / 100
         return float(self.min_effect)
+
+    def sequential_design(self) -> sequential.Design | None:
+        """The sequential keep test's design, or None when the spec does not ask for one."""
+        if self.sequential is None:
+            return None
+        return sequential.Design.from_spec(self.sequential, self.direction, self.min_effect)
 
     def to_spec(self) -> dict[str, Any]:
         """The canonical `experiment:` mapping that is frozen into session.yaml."""
@@ -329,6 +340,7 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
             f"{spec_file}: key 'experiment.min_effect': {min_effect!r}; "
             "write a number (metric units) or a percentage such as '2%'"
         )
+    design = _sequential(merged, keep_policy, direction, min_effect, spec_file)
     repeats = int(merged.get("repeats", 1))
     alpha = merged.get("rank_test_alpha")
     if alpha is not None and repeats < 5:
@@ -376,12 +388,53 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         repeats=repeats,
         min_effect=min_effect,
         rank_test_alpha=float(alpha) if alpha is not None else None,
+        sequential=design.to_spec() if design is not None else None,
         keep_policy=keep_policy,
         program=program,
         research=str(merged.get("research") or ""),
         warnings=warnings,
         **numbers,
     )
+
+
+# Design keys that are the experiment's own (or the section itself), not under `sequential:`.
+_OWN_KEYS = {
+    "sequential": "sequential",
+    "direction": "metric.direction",
+    "min_effect": "min_effect",
+}
+
+
+def _sequential(
+    merged: dict[str, Any],
+    keep_policy: str,
+    direction: str,
+    min_effect: float | str,
+    spec_file: str,
+) -> sequential.Design | None:
+    """The `sequential:` key checked on its own and against the fixed-repeats keys."""
+    value = merged.get("sequential")
+    if value is None or value is False:
+        return None
+    try:
+        design = sequential.Design.from_spec(value, direction, min_effect)
+    except sequential.DesignError as err:
+        name = _OWN_KEYS.get(err.key, f"sequential.{err.key}")
+        raise SpecError(f"{spec_file}: key 'experiment.{name}': {err.detail}") from None
+    # The design sets how many samples each side gets; the fixed-repeats rules would
+    # contradict it.
+    for key in ("repeats", "rank_test_alpha"):
+        if merged.get(key) is not None:
+            raise SpecError(
+                f"{spec_file}: key 'experiment.{key}': remove it when experiment.sequential "
+                "is set (the sequential design sets the samples per side)"
+            )
+    if keep_policy == "pass_only":
+        raise SpecError(
+            f"{spec_file}: key 'experiment.sequential': needs keep_policy score_improvement "
+            "(pass_only has no score to test)"
+        )
+    return design
 
 
 def from_frozen(section: dict[str, Any]) -> ExperimentConfig:

@@ -28,7 +28,6 @@ from .angles import state_before, step
 from .goal import GOAL_DEFAULTS, Goal, angles_of, goal_of, spec_file
 from .protect import protected_paths
 
-
 # What `autoresearch new --mode narrow` writes into the spec, to edit.
 SPEC_EXAMPLE = """
 goal:

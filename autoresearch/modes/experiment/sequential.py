@@ -1,0 +1,339 @@
+"""The sequential keep-or-discard test: screen a candidate on a few paired samples, confirm only
+the promising ones, and hold the false-keep rate at alpha over both looks.
+
+Pure: callers hand in the samples they took (or a function that takes one pair), so the
+decide stage, the noise benchmark and the unit tests all drive the same code.
+
+The method — a two-look group-sequential one-sided test on paired differences:
+
+* Each pair is one run of the incumbent and one of the candidate, taken together (the caller
+  interleaves them and alternates which goes first, so drift and warm-up hit both sides).
+  The gain of a pair is ``incumbent - candidate`` for a metric to minimise (the other way for
+  one to maximise); the test asks whether the mean gain exceeds ``min_effect``.
+* At every look the one-sample t-test on the gains (``scipy.stats.ttest_1samp``, i.e. the
+  paired t-test, one-sided) gives a p-value, compared with that look's nominal level (the
+  significance-level approach for an unknown variance).
+* Two looks may keep: the screen (``screen`` pairs) and the cap (``max_samples`` pairs).
+  Their levels come from Lan and DeMets' error spending with the Pocock-type function
+  ``alpha(t) = alpha * ln(1 + (e - 1) t)``: the screen spends ``alpha(screen / max_samples)``,
+  and the final level solves ``P0(Z1 > z_screen or Z2 > z_final) = alpha`` for the joint normal
+  law of the two z-statistics (correlation ``sqrt(screen / max_samples)``).
+* Between them the confirm stage takes ``batch`` pairs at a time. At every look before the cap
+  a candidate whose p-value is above ``futility_p`` is dropped (the default 0.5: it is not
+  ahead). The drops are non-binding: the bound above ignores them, so they only lower the
+  false-keep rate.
+* The interval reported with a decision is the repeated confidence interval for the mean gain
+  at the look's level (two-sided, ``1 - 2 * level``): at a look that may keep, its lower end
+  clears ``min_effect`` exactly when the candidate is kept.
+
+References: K. K. G. Lan and D. L. DeMets (1983), "Discrete sequential boundaries for clinical
+trials", Biometrika 70(3):659-663; C. Jennison and B. W. Turnbull (2000), "Group Sequential
+Methods with Applications to Clinical Trials", Chapman & Hall/CRC (error spending, repeated
+confidence intervals, unknown variance).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from typing import Any
+
+MEASURE_MORE = "measure_more"
+KEEP = "keep"
+DISCARD = "discard"
+DIRECTIONS = ("minimize", "maximize")
+SPEC_KEYS = ("screen", "max_samples", "alpha", "batch", "futility_p")
+
+
+class DesignError(ValueError):
+    """A design value is out of range; `key` names the spec key to fix."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"key '{key}': {message}")
+        self.key = key
+        self.detail = message
+
+
+@dataclass(frozen=True)
+class Design:
+    """How a candidate is compared: the looks, their levels, and what counts as a gain."""
+
+    screen: int = 5  # pairs at the first look
+    max_samples: int = 30  # pairs at the last look (samples per side)
+    alpha: float = 0.05  # one-sided false-keep rate over all looks
+    batch: int | None = None  # pairs per confirm look; None takes the screen's size
+    futility_p: float = 0.5  # drop before the cap when p > this; 1 never drops
+    direction: str = "minimize"
+    min_effect: float | str = 0.0  # metric units, or "2%" of the incumbent's mean
+
+    def __post_init__(self) -> None:
+        def whole(key: str, value: Any, least: int) -> None:
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise DesignError(key, f"must be a whole number of at least {least}, got {value!r}")
+
+        # On 2 pairs the t-test has 1 degree of freedom: next to no power at any level.
+        whole("screen", self.screen, 3)
+        if isinstance(self.max_samples, bool) or not isinstance(self.max_samples, int):
+            raise DesignError("max_samples", f"must be a whole number, got {self.max_samples!r}")
+        if self.max_samples <= self.screen:
+            raise DesignError(
+                "max_samples", f"must be more than screen ({self.screen}), got {self.max_samples}"
+            )
+        if self.batch is None:
+            object.__setattr__(self, "batch", self.screen)  # frozen: set once, here
+        whole("batch", self.batch, 1)
+        if not _number(self.alpha) or not 0 < self.alpha < 0.5:
+            raise DesignError("alpha", f"must be a number in (0, 0.5), got {self.alpha!r}")
+        if not _number(self.futility_p) or not 0 < self.futility_p <= 1:
+            raise DesignError(
+                "futility_p",
+                f"must be a number in (0, 1] (1 = never drop), got {self.futility_p!r}",
+            )
+        if self.direction not in DIRECTIONS:
+            raise DesignError("direction", f"expected minimize or maximize, got {self.direction!r}")
+        _margin(self.min_effect, 1.0)  # raises on a malformed "x%"
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: Mapping[str, Any] | bool | None,
+        direction: str = "minimize",
+        min_effect: float | str = 0.0,
+    ) -> Design:
+        """The design of an `experiment.sequential` value: true (defaults) or a mapping."""
+        if spec is True or spec is None:
+            spec = {}
+        if not isinstance(spec, Mapping):
+            raise DesignError(
+                "sequential", f"write true or a mapping of {', '.join(SPEC_KEYS)}; got {spec!r}"
+            )
+        unknown = sorted(set(spec) - set(SPEC_KEYS))
+        if unknown:
+            raise DesignError(unknown[0], f"unknown; known keys: {', '.join(SPEC_KEYS)}")
+        return cls(**spec, direction=direction, min_effect=min_effect)
+
+    def to_spec(self) -> dict[str, Any]:
+        """The canonical `sequential:` mapping, every key filled in (for session.yaml)."""
+        return {key: getattr(self, key) for key in SPEC_KEYS}
+
+    @property
+    def looks(self) -> tuple[int, ...]:
+        """Pairs taken at each look, first (the screen) to last (the cap)."""
+        middle = range(self.screen + self.batch, self.max_samples, self.batch)
+        return (self.screen, *middle, self.max_samples)
+
+    @property
+    def screen_level(self) -> float:
+        return _levels(self.alpha, self.screen, self.max_samples)[0]
+
+    @property
+    def final_level(self) -> float:
+        return _levels(self.alpha, self.screen, self.max_samples)[1]
+
+    def level_at(self, pairs: int) -> float | None:
+        """The one-sided level a look's p-value must beat to keep; None where it cannot keep."""
+        if pairs == self.screen:
+            return self.screen_level
+        if pairs == self.max_samples:
+            return self.final_level
+        return None
+
+    def margin(self, incumbent_mean: float) -> float:
+        """min_effect in metric units: "2%" is 2% of the incumbent's mean."""
+        return _margin(self.min_effect, incumbent_mean)
+
+
+@dataclass(frozen=True)
+class Step:
+    """What to do after a look: take `pairs` more pairs, keep, or discard — and why."""
+
+    action: str  # MEASURE_MORE, KEEP or DISCARD
+    pairs: int  # pairs to take before asking again (MEASURE_MORE only, else 0)
+    samples: int  # pairs so far: samples per side
+    looks: int  # looks taken so far, this one included
+    reason: str = ""
+    p_value: float | None = None  # one-sided, gain > min_effect
+    level: float | None = None  # what p had to beat to keep at this look
+    effect: float | None = None  # mean gain per pair, metric units, good direction positive
+    relative_effect: float | None = None  # effect / |incumbent mean|
+    ci: tuple[float, float] | None = None  # for the mean gain, at confidence ci_level
+    ci_level: float | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.action != MEASURE_MORE
+
+    @property
+    def kept(self) -> bool:
+        return self.action == KEEP
+
+    def describe(self) -> str:
+        """One line for the decision log: the reason, the interval and the samples behind it."""
+        if self.ci is None or self.ci_level is None:
+            return self.reason
+        low, high = self.ci
+        return (
+            f"{self.reason}; {self.ci_level:.1%} interval for the gain [{low:.4g}, {high:.4g}]; "
+            f"{self.samples} samples per side over {self.looks} look{'s' * (self.looks != 1)}"
+        )
+
+    def to_record(self) -> dict[str, Any]:
+        """JSON-ready fields for decision.json and experiments.jsonl."""
+        data = asdict(self)
+        data["ci"] = list(self.ci) if self.ci is not None else None
+        return data
+
+
+@dataclass
+class Comparison:
+    """A finished comparison: the decision and the paired samples behind it (same order)."""
+
+    step: Step
+    candidate: list[float] = field(default_factory=list)
+    incumbent: list[float] = field(default_factory=list)
+
+
+def next_step(design: Design, candidate: Sequence[float], incumbent: Sequence[float]) -> Step:
+    """The decision after the pairs so far: candidate[i] and incumbent[i] were taken together.
+
+    Before the first look it asks for the screen; between looks (a resumed run) for the rest
+    of the batch; at a look it keeps, discards, or asks for the next batch.
+    """
+    n = len(candidate)
+    if len(incumbent) != n:
+        raise ValueError(
+            f"paired samples: {n} of the candidate but {len(incumbent)} of the incumbent"
+        )
+    if n > design.max_samples:
+        raise ValueError(f"{n} pairs is more than the design's max_samples {design.max_samples}")
+    xs, ys = [float(x) for x in candidate], [float(y) for y in incumbent]
+    if not all(math.isfinite(v) for v in xs + ys):
+        raise ValueError("a sample is not a finite number")
+    looks = design.looks
+    done = sum(1 for look in looks if look < n)
+    if n not in looks:
+        upcoming = next(look for look in looks if look > n)
+        return Step(MEASURE_MORE, upcoming - n, n, done, "not at a look yet")
+    look = done + 1
+    sign = 1.0 if design.direction == "minimize" else -1.0
+    gains = [sign * (y - x) for x, y in zip(xs, ys, strict=True)]
+    base = statistics.fmean(ys)
+    margin = design.margin(base)
+    level = design.level_at(n)
+    p, ci = _test(gains, margin, level if level is not None else design.final_level)
+    effect = statistics.fmean(gains)
+    common = dict(
+        samples=n,
+        looks=look,
+        p_value=p,
+        level=level,
+        effect=effect,
+        relative_effect=effect / abs(base) if base else None,
+        ci=ci,
+        ci_level=1 - 2 * (level if level is not None else design.final_level),
+    )
+    what = _describe(effect, base, margin)
+    if level is not None and p < level:
+        stage = "at the screen" if n == design.screen else "at the cap"
+        return Step(KEEP, 0, reason=f"{what}; kept {stage}: p={p:.4g} < {level:.4g}", **common)
+    if n == design.max_samples:
+        return Step(
+            DISCARD,
+            0,
+            reason=f"{what}; within noise after {n} pairs: p={p:.4g} >= {level:.4g}",
+            **common,
+        )
+    if p > design.futility_p:
+        return Step(
+            DISCARD,
+            0,
+            reason=f"{what}; dropped after {n} pairs: p={p:.4g} > {design.futility_p:g}",
+            **common,
+        )
+    return Step(MEASURE_MORE, looks[look] - n, reason=f"{what}; promising, confirming", **common)
+
+
+def compare(
+    design: Design,
+    take_pair: Callable[[int], tuple[float, float]],
+    candidate: Sequence[float] = (),
+    incumbent: Sequence[float] = (),
+) -> Comparison:
+    """Take pairs until the design decides. `take_pair(i)` measures pair i (0-based) and returns
+    (candidate value, incumbent value); it should alternate which side runs first. Pairs
+    already taken (a resumed run) are passed in and not measured again."""
+    xs, ys = list(candidate), list(incumbent)
+    while not (step := next_step(design, xs, ys)).done:
+        for _ in range(step.pairs):
+            x, y = take_pair(len(xs))
+            xs.append(x)
+            ys.append(y)
+    return Comparison(step, xs, ys)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _margin(min_effect: float | str, incumbent_mean: float) -> float:
+    if isinstance(min_effect, str):
+        text = min_effect.strip()
+        try:
+            if not text.endswith("%"):
+                raise ValueError
+            share = float(text[:-1])
+        except ValueError:
+            raise DesignError(
+                "min_effect", f"write a number or a percentage such as '2%', got {min_effect!r}"
+            ) from None
+        return abs(incumbent_mean) * share / 100
+    if not _number(min_effect) or min_effect < 0:
+        raise DesignError("min_effect", f"must be a number >= 0, got {min_effect!r}")
+    return float(min_effect)
+
+
+def _test(gains: list[float], margin: float, level: float) -> tuple[float, tuple[float, float]]:
+    """One-sided p for mean gain > margin, and the two-sided 1 - 2*level interval."""
+    mean = statistics.fmean(gains)
+    if max(gains) == min(gains):
+        # No spread (a deterministic metric): the t statistic is infinite or undefined, and
+        # the sign alone is the evidence.
+        return (0.0 if mean > margin else 1.0), (mean, mean)
+    from scipy import stats  # deferred: importing scipy costs every Snakemake start ~0.5 s
+
+    result = stats.ttest_1samp(gains, margin, alternative="greater")
+    # The one-sided bound at 1 - level is the two-sided interval's lower end; the interval is
+    # symmetric about the mean.
+    low = float(result.confidence_interval(1 - level).low)
+    return float(result.pvalue), (low, 2 * mean - low)
+
+
+def _describe(effect: float, base: float, margin: float) -> str:
+    rel = f" ({effect / abs(base):+.2%})" if base else ""
+    bar = f" (needed more than {margin:g})" if margin else ""
+    return f"mean gain {effect:+.4g}{rel}{bar}"
+
+
+@lru_cache(maxsize=64)
+def _levels(alpha: float, screen: int, cap: int) -> tuple[float, float]:
+    """Nominal one-sided levels (screen, final) of the two looks that may keep."""
+    from scipy import integrate, optimize, stats
+
+    t = screen / cap
+    spent = alpha * math.log(1 + (math.e - 1) * t)  # Lan-DeMets, Pocock-type
+    c1 = float(stats.norm.isf(spent))
+    rho = math.sqrt(t)
+    scale = math.sqrt(1 - rho * rho)
+
+    def total(c2: float) -> float:
+        # P0(Z1 > c1) + P0(Z1 <= c1, Z2 > c2), integrating Z2's conditional law given Z1.
+        later, _ = integrate.quad(
+            lambda z: stats.norm.pdf(z) * stats.norm.sf((c2 - rho * z) / scale), -math.inf, c1
+        )
+        return spent + later
+
+    c2 = optimize.brentq(lambda c: total(c) - alpha, 0.0, 10.0, xtol=1e-10)
+    return spent, float(stats.norm.sf(c2))

@@ -1,0 +1,185 @@
+"""Commands are bounded: in time (a timeout ends everything the command started), in memory
+(output goes to a file, a bounded tail stays in memory) and by the user (one Ctrl-C ends
+every running command and the run, and the rerun resumes)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import ROOT, kill_all, live_processes
+
+from autoresearch import commands, jail
+
+PROBE = jail.probe()
+MODES = [
+    "none",
+    pytest.param(
+        "bwrap",
+        marks=pytest.mark.skipif(not PROBE.works, reason=f"bwrap cannot run here: {PROBE.reason}"),
+    ),
+]
+
+
+def box(dirs, mode: str) -> jail.Jail:
+    return jail.build({"sandbox": mode}, dirs.worktree, hide=[dirs.sessions])
+
+
+# --- time -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_timeout_returns_on_time_when_a_child_leaves_the_process_group(session_dirs, mode):
+    marker = "25.0311"  # the lingering child's argument, to find it afterwards
+    try:
+        result = commands.run(
+            f"setsid sleep {marker} & sleep {marker}",
+            session_dirs.worktree,
+            timeout_s=3,
+            jail=box(session_dirs, mode),
+        )
+        assert result.timed_out and result.exit_code is None
+        assert result.duration_s < 15  # not the 25 s of the child that left the group
+    finally:
+        kill_all(marker)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_command_that_exits_does_not_wait_for_what_it_left_running(session_dirs, mode):
+    marker = "25.0312"
+    try:
+        result = commands.run(
+            f"sleep {marker} & echo started", session_dirs.worktree, jail=box(session_dirs, mode)
+        )
+        assert result.ok and result.output == "started\n"
+        assert result.duration_s < 15
+        assert live_processes(marker) == []  # it stayed in the group: it ends with the command
+    finally:
+        kill_all(marker)
+
+
+@pytest.mark.skipif(not PROBE.works, reason=f"bwrap cannot run here: {PROBE.reason}")
+def test_timeout_ends_every_process_in_the_jail(session_dirs):
+    marker = "25.0313"
+    try:
+        commands.run(
+            f"setsid sleep {marker} & (setsid sh -c 'sleep {marker}' &) ; sleep {marker}",
+            session_dirs.worktree,
+            timeout_s=2,
+            jail=box(session_dirs, "bwrap"),
+        )
+        assert live_processes(marker) == []
+    finally:
+        kill_all(marker)
+
+
+# --- memory -------------------------------------------------------------------------------------
+
+PRINT_A_GIGABYTE = textwrap.dedent(
+    r"""
+    import re, sys
+    from autoresearch import commands
+    result = commands.run("yes 'a line of test output' | head -c 1000000000; echo; echo 7 passed",
+                          sys.argv[1])
+    # VmHWM is this process's own peak; ru_maxrss would carry over the forking parent's.
+    status = open("/proc/self/status").read()
+    peak_mb = int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) // 1024
+    print(peak_mb, result.output_bytes, len(result.output), result.output.splitlines()[-1])
+    """
+)
+
+
+def test_a_gigabyte_of_output_stays_within_bounded_memory(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", PRINT_A_GIGABYTE, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    peak_mb, size, kept, last = done.stdout.split(maxsplit=3)
+    assert int(size) > 1_000_000_000
+    assert int(kept) <= commands.OUTPUT_TAIL_BYTES
+    assert last.strip() == "7 passed"  # counts are read from the end: the tail keeps them
+    assert int(peak_mb) < 200  # the command's output, before: three times its size
+
+
+def test_output_keeps_the_end_and_the_log_keeps_everything(tmp_path):
+    log = tmp_path / "tests.log"
+    result = commands.run(
+        "seq 1 300000", tmp_path, log_path=log
+    )  # about 2 MB: more than the kept tail
+    assert result.cut
+    assert result.output.endswith("299999\n300000\n")
+    assert len(result.output) <= commands.OUTPUT_TAIL_BYTES
+    assert result.log == log
+    assert log.read_text().splitlines() == [str(n) for n in range(1, 300001)]
+    assert result.tail(20).startswith("[... output cut ...]")
+
+
+def test_stdout_only_keeps_stderr_apart(tmp_path):
+    result = commands.run("echo value; echo chatter >&2", tmp_path, stdout_only=True)
+    assert (result.output, result.stderr) == ("value\n", "chatter\n")
+
+
+# --- Ctrl-C -------------------------------------------------------------------------------------
+
+INTERRUPT_A_THREAD = textwrap.dedent(
+    """
+    import os, signal, sys, threading, time
+    from pathlib import Path
+    from autoresearch import commands, jail
+    worktree, sessions, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    box = jail.build({"sandbox": mode}, worktree, hide=[sessions])
+    commands.end_commands_on_interrupt()
+    outcome = []
+
+    def job():  # as Snakemake runs our stages: in a thread of its own process
+        try:
+            commands.run("touch started; sleep 301.5", worktree, jail=box)
+            outcome.append("finished")
+        except commands.Interrupted:
+            outcome.append("interrupted")
+
+    thread = threading.Thread(target=job)
+    thread.start()
+    while not (worktree / "started").exists():
+        time.sleep(0.05)
+    start = time.monotonic()
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(120)
+    except KeyboardInterrupt:
+        outcome.append("main thread interrupted")
+    thread.join(120)
+    try:
+        commands.run("echo started anyway", worktree, jail=box)
+    except commands.Interrupted:
+        outcome.append("refused")
+    try:
+        commands.raise_if_interrupted()
+    except commands.Interrupted:
+        outcome.append("checked")
+    print(*outcome, sep=",")
+    print(time.monotonic() - start)
+    """
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_ctrl_c_ends_running_commands_and_refuses_new_ones(session_dirs, mode):
+    try:
+        args = [sys.executable, "-c", INTERRUPT_A_THREAD, str(session_dirs.worktree)]
+        args += [str(session_dirs.sessions), mode]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        outcome, seconds = done.stdout.splitlines()
+        expected = ["main thread interrupted", "interrupted", "refused", "checked"]
+        assert outcome.split(",") == expected
+        assert float(seconds) < 60  # not the command's 301 s
+        assert live_processes("301.5") == []
+    finally:
+        kill_all("301.5")

@@ -1,0 +1,42 @@
+"""Findings records: one record per finding however its fields are written, clean locations."""
+
+from __future__ import annotations
+
+import pytest
+
+from autoresearch.findings import Finding, clean_location, parse, render, sanitize
+
+
+def test_a_line_break_inside_a_field_cannot_forge_a_second_finding():
+    forged = Finding(
+        "F-001",
+        "high",
+        "Crash\n### [F-001] duplicate id",
+        "calc.py:5\n- Issue: forged",
+        "mean() fails.\n## Critical\n### [F-002] invented",
+        "Callers crash.",
+    )
+    back = parse(render([forged]))
+    assert [f.id for f in back] == ["F-001"]
+    assert back[0].title == "Crash ### [F-001] duplicate id"
+    assert back[0].issue == "mean() fails. ## Critical ### [F-002] invented"
+
+
+@pytest.mark.parametrize(
+    ("location", "clean"),
+    [
+        ("calc.py:5", "calc.py:5"),
+        ("src/a.py:10 - should add a None check here", "src/a.py:10"),
+        ("calc.py:12 (fix: wrap it in try/except)", "calc.py:12"),
+        ("src/a.py:10-14, src/b.py:3", "src/a.py:10-14, src/b.py:3"),
+        ("in calc.py, consider a lock", "calc.py"),
+        ("Makefile:3", "Makefile:3"),
+        ("the mean function", "the mean function"),
+        ("you should add a lock in mean()", "(location not stated)"),
+    ],
+)
+def test_sanitize_keeps_only_the_place_of_a_location(location, clean):
+    finding = Finding("F-001", "high", "Crash", location, "mean() fails.", "Callers crash.")
+    passed, _ = sanitize([finding])
+    assert passed[0].location == clean
+    assert clean_location(location) == clean

@@ -1,0 +1,604 @@
+"""Test runs whose results can be trusted: outcome, failing ids, the gate and the setup check.
+
+Runs real pytest, go and cargo on temp projects; go, cargo and jest tests skip when the tool is
+not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import CALC, make_repo
+
+from autoresearch import testrun
+from autoresearch.stack import pytest_cache_disabled, uncached_test_command
+from autoresearch.testrun import FAILED, NOT_RUN, PASSED, TIMED_OUT, TestRun
+
+PY = sys.executable
+PYTEST = f"{PY} -m pytest"
+PLAIN_PYTEST = str(Path(PY).parent / "pytest")  # `pytest` itself, as stack detection chose it
+
+TESTS = """\
+import pytest
+
+from calc import add, mean
+
+
+def test_add():
+    assert add(2, 3) == 5
+
+
+def test_mean():
+    assert mean([1, 2, 3]) == 2
+
+
+class TestNames:
+    @pytest.mark.parametrize("x", [1, 2])
+    def test_param(self, x):
+        assert add(0, x) == x
+"""
+
+
+def python_project(tmp_path: Path, **extra: str) -> Path:
+    """calc.py at the root, tests/ beside it, no pytest config: the layout of the bug report."""
+    return make_repo(tmp_path / "target", {"calc.py": CALC, "tests/test_calc.py": TESTS, **extra})
+
+
+def run(command: str, repo: Path, **options) -> TestRun:
+    options.setdefault("stack", "Python")
+    options.setdefault("timeout_s", 300)
+    return testrun.run_tests(command, repo, **options)
+
+
+def record(outcome: str, failing: set[str] | None, exit_code: int | None = 1) -> TestRun:
+    """A TestRun for the pure gate functions."""
+    return TestRun(
+        command="pytest",
+        ran="pytest",
+        outcome=outcome,
+        cause="reason",
+        passed=3,
+        failed=None if failing is None else len(failing),
+        skipped=0,
+        errors=0,
+        failing_ids=None if failing is None else frozenset(failing),
+        passing_ids=None,
+        exit_code=exit_code,
+        duration_s=1.0,
+        tail="",
+        source="junit" if failing is not None else "exit-code-only",
+    )
+
+
+# --- runs that never got to the tests ---
+
+
+def test_plain_pytest_on_a_tests_layout_without_config_is_not_run(tmp_path):
+    repo = python_project(tmp_path)
+    result = run(PLAIN_PYTEST, repo)
+    assert result.outcome == NOT_RUN
+    assert result.cause == "collection error"
+    assert not re.search(r"\d+ failed", result.summary)
+
+
+def test_setup_error_for_plain_pytest_names_test_command_and_python_m_pytest(tmp_path):
+    repo = python_project(tmp_path)
+    result = run(PLAIN_PYTEST, repo)
+    message = testrun.check_baseline(result, repo, origin="config/sessions/s.yaml")
+    first = message.splitlines()[0]
+    assert first.startswith("config/sessions/s.yaml: key 'test_command':")
+    assert "use `python -m pytest`" in first
+    assert "No module named 'calc'" in message  # the command's last lines
+
+
+def test_python_m_pytest_runs_the_same_layout(tmp_path):
+    repo = python_project(tmp_path)
+    result = run(PYTEST, repo)
+    assert (result.outcome, result.passed, result.failed, result.source) == (
+        PASSED,
+        4,
+        0,
+        "junit",
+    )
+    assert testrun.check_baseline(result, repo) is None
+
+
+def test_src_layout_hint_puts_src_on_the_path(tmp_path):
+    repo = make_repo(
+        tmp_path / "target", {"src/calc/__init__.py": CALC, "tests/test_calc.py": TESTS}
+    )
+    result = run(PYTEST, repo)
+    assert result.outcome == NOT_RUN
+    assert "PYTHONPATH=src python -m pytest" in testrun.likely_fix(result, repo)
+
+
+def test_missing_third_party_module_hint_says_install_dependencies(tmp_path):
+    repo = python_project(tmp_path, **{"tests/test_dep.py": "import not_installed_anywhere_xyz\n"})
+    result = run(PYTEST, repo)
+    assert result.outcome == NOT_RUN
+    assert "install the target's dependencies" in testrun.likely_fix(result, repo)
+
+
+def test_collection_error_is_not_run(tmp_path):
+    repo = python_project(tmp_path, **{"tests/test_broken.py": "def test_x(:\n    pass\n"})
+    result = run(PYTEST, repo)
+    assert (result.outcome, result.cause, result.exit_code) == (NOT_RUN, "collection error", 2)
+
+
+def test_no_tests_collected_is_not_run(tmp_path):
+    repo = python_project(tmp_path)
+    result = run(f"{PYTEST} -k no_such_test", repo)
+    assert (result.outcome, result.cause, result.exit_code) == (NOT_RUN, "no tests collected", 5)
+
+
+def test_usage_error_is_not_run(tmp_path):
+    repo = python_project(tmp_path)
+    result = run(f"{PYTEST} --no-such-option", repo)
+    assert (result.outcome, result.exit_code) == (NOT_RUN, 4)
+    assert "--no-such-option" in testrun.likely_fix(result, repo)
+
+
+def test_import_error_in_conftest_is_not_run(tmp_path):
+    repo = python_project(tmp_path, **{"tests/conftest.py": "import not_installed_anywhere_xyz\n"})
+    result = run(PYTEST, repo)
+    assert result.outcome == NOT_RUN
+    assert testrun.check_baseline(result, repo) is not None
+
+
+def test_command_not_found_is_not_run(tmp_path):
+    repo = python_project(tmp_path)
+    result = run("no-such-test-runner-xyz", repo)
+    assert (result.outcome, result.cause) == (NOT_RUN, "command not found")
+
+
+def test_not_run_is_never_acceptable_even_with_a_failing_baseline(tmp_path):
+    repo = python_project(tmp_path)
+    not_run = run(f"{PYTEST} -k no_such_test", repo)
+    baseline = record(FAILED, {"tests/test_calc.py::test_add"})
+    verdict = testrun.acceptable(not_run, baseline, allow_failing_baseline=True)
+    assert not verdict.ok
+    assert "no tests collected" in verdict.reason
+
+
+def test_timed_out_run_is_never_acceptable(tmp_path):
+    repo = python_project(tmp_path)
+    result = run(f"{PY} -c 'import time; time.sleep(60)'", repo, timeout_s=1)
+    assert result.outcome == TIMED_OUT
+    assert not testrun.acceptable(result, result, allow_failing_baseline=True).ok
+
+
+# --- failing tests, by id ---
+
+
+def test_failing_test_is_named_by_its_node_id(tmp_path):
+    repo = python_project(tmp_path, **{"calc.py": CALC.replace("a + b", "a - b")})
+    result = run(PYTEST, repo)
+    assert result.outcome == FAILED
+    assert result.failing_ids == {
+        "tests/test_calc.py::test_add",
+        "tests/test_calc.py::TestNames::test_param[1]",
+        "tests/test_calc.py::TestNames::test_param[2]",
+    }
+    assert result.passing_ids == {"tests/test_calc.py::test_mean"}
+
+
+def test_summary_of_a_failing_run_never_says_pass(tmp_path):
+    repo = python_project(tmp_path, **{"calc.py": CALC.replace("a + b", "a - b")})
+    result = run(PYTEST, repo)
+    assert result.summary.startswith("FAILED: 3 failed")
+    assert "pass" not in result.summary.lower()
+
+
+def test_failing_exit_code_without_a_failing_test_gives_no_ids(tmp_path):
+    repo = python_project(tmp_path)
+    result = run(f"{PYTEST} && false", repo)
+    assert result.outcome == FAILED
+    assert result.failing_ids is None
+    assert "exit code 1 with no failing test reported" in result.summary
+
+
+def test_fixture_error_counts_as_a_failing_test(tmp_path):
+    broken_fixture = (
+        "import pytest\n\n@pytest.fixture\ndef boom():\n    raise RuntimeError('x')\n\n"
+        "def test_uses_it(boom):\n    pass\n"
+    )
+    repo = python_project(tmp_path, **{"tests/test_fixture.py": broken_fixture})
+    result = run(PYTEST, repo)
+    assert result.outcome == FAILED
+    assert result.failing_ids == {"tests/test_fixture.py::test_uses_it"}
+    assert result.errors == 1
+
+
+# --- the gate ---
+
+
+def test_green_baseline_refuses_any_failing_run(tmp_path):
+    repo = python_project(tmp_path)
+    baseline = run(PYTEST, repo)
+    (repo / "calc.py").write_text(CALC.replace("a + b", "a - b"))
+    verdict = testrun.acceptable(run(PYTEST, repo), baseline, allow_failing_baseline=True)
+    assert not verdict.ok
+    assert "tests/test_calc.py::test_add" in verdict.reason
+
+
+def failing_baseline_project(tmp_path: Path) -> Path:
+    """mean is wrong (one failing test), and a second module has one failing test too."""
+    extra = {"tests/test_more.py": "def test_known_bad():\n    assert 1 == 2\n"}
+    return python_project(tmp_path, **{"calc.py": CALC.replace("/ len", "/ 2 / len"), **extra})
+
+
+def test_failing_baseline_refuses_a_change_that_breaks_another_test(tmp_path):
+    repo = failing_baseline_project(tmp_path)
+    baseline = run(PYTEST, repo)
+    assert baseline.failing_ids == {
+        "tests/test_calc.py::test_mean",
+        "tests/test_more.py::test_known_bad",
+    }
+    (repo / "calc.py").write_text((repo / "calc.py").read_text().replace("a + b", "a - b"))
+    after = run(PYTEST, repo)
+    verdict = testrun.acceptable(after, baseline, allow_failing_baseline=True)
+    assert not verdict.ok
+    assert "tests/test_calc.py::test_add" in verdict.reason
+    assert testrun.regressions(baseline, after) == {
+        "tests/test_calc.py::test_add",
+        "tests/test_calc.py::TestNames::test_param[1]",
+        "tests/test_calc.py::TestNames::test_param[2]",
+    }
+
+
+def test_failing_baseline_accepts_a_change_that_fixes_a_test(tmp_path):
+    repo = failing_baseline_project(tmp_path)
+    baseline = run(PYTEST, repo)
+    (repo / "calc.py").write_text(CALC)
+    after = run(PYTEST, repo)
+    assert after.outcome == FAILED  # test_known_bad still fails
+    verdict = testrun.acceptable(after, baseline, allow_failing_baseline=True)
+    assert verdict.ok
+    assert "1 still failing" in verdict.reason
+
+
+def test_failing_baseline_without_the_flag_refuses_every_failing_run(tmp_path):
+    repo = failing_baseline_project(tmp_path)
+    baseline = run(PYTEST, repo)
+    (repo / "calc.py").write_text(CALC)
+    assert not testrun.acceptable(run(PYTEST, repo), baseline).ok
+
+
+def test_a_new_failing_test_is_a_regression():
+    baseline = record(FAILED, {"t::old"})
+    after = record(FAILED, {"t::old", "t::new"})
+    assert testrun.regressions(baseline, after) == {"t::new"}
+
+
+def test_regressions_are_unknown_without_ids():
+    assert testrun.regressions(record(FAILED, {"t::a"}), record(FAILED, None)) is None
+    assert testrun.regressions(record(FAILED, None), record(FAILED, {"t::a"})) is None
+
+
+def test_failing_baseline_without_ids_asks_for_a_full_pass():
+    verdict = testrun.acceptable(record(FAILED, None), record(FAILED, None), True)
+    assert not verdict.ok
+    assert "must pass outright" in verdict.reason
+
+
+def test_reason_names_ten_ids_then_how_many_more():
+    after = record(FAILED, {f"t::test_{i:02}" for i in range(25)})
+    reason = testrun.acceptable(after, record(PASSED, set(), exit_code=0)).reason
+    assert "t::test_09" in reason
+    assert "t::test_10" not in reason
+    assert reason.endswith("and 15 more")
+
+
+def test_reason_without_ids_names_exit_code_and_cause():
+    reason = testrun.acceptable(record(FAILED, None), None).reason
+    assert "exit code 1" in reason
+    assert "reason" in reason  # the run's cause
+
+
+# --- setup ---
+
+
+def test_failing_baseline_stops_setup_unless_allowed(tmp_path):
+    repo = failing_baseline_project(tmp_path)
+    baseline = run(PYTEST, repo)
+    message = testrun.check_baseline(baseline, repo, origin="spec.yaml")
+    assert message.startswith("spec.yaml: key 'allow_failing_baseline'")
+    assert "tests/test_calc.py::test_mean" in message
+    assert testrun.check_baseline(baseline, repo, allow_failing_baseline=True) is None
+
+
+def test_allowed_failing_baseline_without_ids_still_stops_setup(tmp_path):
+    repo = failing_baseline_project(tmp_path)
+    baseline = run(f"{PYTEST} -p no:junitxml", repo)
+    assert (baseline.outcome, baseline.failing_ids) == (FAILED, None)
+    message = testrun.check_baseline(baseline, repo, allow_failing_baseline=True)
+    assert "no change could ever be kept" in message
+
+
+def test_allowed_failing_baseline_that_stops_at_the_first_failure_stops_setup(tmp_path):
+    repo = failing_baseline_project(tmp_path)
+    baseline = run(f"{PYTEST} -x", repo)
+    message = testrun.check_baseline(baseline, repo, allow_failing_baseline=True)
+    assert "stops at the first failure" in message.splitlines()[0]
+
+
+def test_stop_early_options_are_recognised_per_runner(tmp_path):
+    assert testrun.stops_at_first_failure("python -m pytest -qx", tmp_path)
+    assert testrun.stops_at_first_failure("pytest --maxfail=2", tmp_path)
+    assert not testrun.stops_at_first_failure("pytest -rxs", tmp_path)
+    assert testrun.stops_at_first_failure("go test -failfast ./...", tmp_path)
+    assert not testrun.stops_at_first_failure("go test -x ./...", tmp_path)  # -x prints commands
+
+
+def test_stop_early_in_pytest_addopts_is_recognised(tmp_path):
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -x -q\n")
+    assert testrun.stops_at_first_failure("python -m pytest", tmp_path)
+
+
+def test_describe_baseline_names_the_failing_tests(tmp_path):
+    repo = failing_baseline_project(tmp_path)
+    line = testrun.describe_baseline(run(PYTEST, repo))
+    assert line.startswith("baseline FAILS")
+    assert "tests/test_more.py::test_known_bad" in line
+
+
+def test_baseline_survives_a_round_trip_through_json(tmp_path):
+    repo = failing_baseline_project(tmp_path)
+    baseline = run(PYTEST, repo)
+    stored = TestRun.from_record(json.loads(json.dumps(baseline.to_record())))
+    assert stored.failing_ids == baseline.failing_ids
+    assert (stored.outcome, stored.summary) == (baseline.outcome, baseline.summary)
+    (repo / "calc.py").write_text(CALC)
+    assert testrun.acceptable(run(PYTEST, repo), stored, allow_failing_baseline=True).ok
+
+
+# --- the uncached command ---
+
+
+def test_cache_clear_is_not_added_when_the_command_disables_the_cache():
+    command = "python -m pytest -p no:cacheprovider -q"
+    assert uncached_test_command("Python", command) == command
+
+
+def test_cache_clear_is_not_added_when_the_config_disables_the_cache(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\naddopts = "-q -p no:cacheprovider"\n'
+    )
+    assert pytest_cache_disabled("python -m pytest", tmp_path)
+    assert uncached_test_command("Python", "python -m pytest", tmp_path) == "python -m pytest"
+
+
+def test_cache_clear_is_still_added_when_the_cache_is_on(tmp_path):
+    (tmp_path / "tox.ini").write_text("[pytest]\naddopts = -q\n")
+    assert uncached_test_command("Python", "python -m pytest", tmp_path) == (
+        "python -m pytest --cache-clear"
+    )
+
+
+def test_setup_baseline_with_cache_provider_disabled_runs_the_tests(tmp_path):
+    repo = python_project(tmp_path)
+    baseline, error = testrun.measure_baseline(
+        f"{PYTEST} -p no:cacheprovider", repo, stack="Python", timeout_s=300
+    )
+    assert error is None
+    assert "--cache-clear" not in baseline.ran
+    assert (baseline.outcome, baseline.passed) == (PASSED, 4)
+
+
+def test_setup_baseline_uses_the_uncached_command(tmp_path):
+    repo = python_project(tmp_path)
+    baseline, error = testrun.measure_baseline(PYTEST, repo, stack="Python", timeout_s=300)
+    assert error is None
+    assert "--cache-clear" in baseline.ran
+
+
+# --- the target's own pytest setup ---
+
+
+def test_target_addopts_with_its_own_junitxml_does_not_hide_the_results(tmp_path):
+    repo = python_project(tmp_path, **{"pytest.ini": "[pytest]\naddopts = --junitxml=own.xml\n"})
+    (repo / "calc.py").write_text(CALC.replace("a + b", "a - b"))
+    result = run(PYTEST, repo)
+    assert result.source == "junit"
+    assert "tests/test_calc.py::test_add" in result.failing_ids
+
+
+def test_command_with_its_own_junitxml_is_read_from_its_file(tmp_path):
+    repo = python_project(tmp_path, **{"calc.py": CALC.replace("a + b", "a - b")})
+    result = run(f"{PYTEST} --junitxml=reports/out.xml", repo)
+    assert result.source == "junit"
+    assert "tests/test_calc.py::test_add" in result.failing_ids
+
+
+def test_junit_plugin_turned_off_in_config_falls_back_to_the_text(tmp_path):
+    repo = python_project(tmp_path, **{"pytest.ini": "[pytest]\naddopts = -p no:junitxml\n"})
+    result = run(PYTEST, repo)
+    assert (result.outcome, result.passed, result.source) == (PASSED, 4, "regex")
+
+
+def test_wrapper_that_rejects_our_flags_is_run_as_given(tmp_path):
+    wrapper = f'#!/bin/sh\nexec {PY} -m pytest -p no:junitxml "$@"\n'
+    repo = python_project(tmp_path, **{"bin/pytest": wrapper})
+    (repo / "bin" / "pytest").chmod(0o755)
+    result = run("bin/pytest", repo)
+    assert "--junitxml" not in result.ran
+    assert (result.outcome, result.passed, result.source) == (PASSED, 4, "regex")
+
+
+def test_a_thousand_tests_are_counted_and_named(tmp_path):
+    many = (
+        "import pytest\n\n@pytest.mark.parametrize('i', range(1000))\n"
+        "def test_many(i):\n    assert i != 500\n"
+    )
+    repo = make_repo(tmp_path / "target", {"tests/test_many.py": many})
+    result = run(PYTEST, repo)
+    assert (result.passed, result.failed) == (999, 1)
+    assert result.failing_ids == {"tests/test_many.py::test_many[500]"}
+    assert len(result.passing_ids) == 999
+
+
+# --- go ---
+
+needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
+
+GO_MOD = "module example.com/m\n\ngo 1.19\n"
+GO_TESTS = """\
+package a
+
+import "testing"
+
+func TestAdd(t *testing.T) {}
+func TestBad(t *testing.T) { t.Fatal("always") }
+func TestSub(t *testing.T) {
+	t.Run("one", func(t *testing.T) {})
+	t.Run("two", func(t *testing.T) { t.Fatal("x") })
+}
+func TestSkip(t *testing.T) { t.Skip("later") }
+"""
+
+
+@pytest.fixture
+def go_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("GOCACHE", str(tmp_path / "gocache"))
+    monkeypatch.setenv("GOFLAGS", "-mod=mod")
+
+
+@pytest.mark.e2e
+@needs_go
+def test_go_failing_tests_and_subtests_are_named(tmp_path, go_env):
+    repo = make_repo(
+        tmp_path / "g", {"go.mod": GO_MOD, "a/a.go": "package a\n", "a/a_test.go": GO_TESTS}
+    )
+    result = run("go test ./...", repo, stack="Go", uncached=True)
+    assert (result.outcome, result.source) == (FAILED, "go-json")
+    assert "-json" in result.ran
+    assert result.failing_ids == {
+        "example.com/m/a::TestBad",
+        "example.com/m/a::TestSub",
+        "example.com/m/a::TestSub/two",
+    }
+    assert "--- FAIL: TestBad" in result.tail  # the readable text, not the JSON events
+
+
+@pytest.mark.e2e
+@needs_go
+def test_go_package_that_does_not_build_is_a_failing_id(tmp_path, go_env):
+    repo = make_repo(
+        tmp_path / "g",
+        {
+            "go.mod": GO_MOD,
+            "a/a.go": "package a\n",
+            "a/a_test.go": 'package a\n\nimport "testing"\n\nfunc TestA(t *testing.T) {}\n',
+            "b/b.go": "package b\n\nfunc B() int { return undefined }\n",
+            "b/b_test.go": 'package b\n\nimport "testing"\n\nfunc TestB(t *testing.T) {}\n',
+        },
+    )
+    result = run("go test ./...", repo, stack="Go")
+    assert result.outcome == FAILED
+    assert result.failing_ids == {"example.com/m/b [build failed]"}
+    only_b = run("go test ./b/...", repo, stack="Go")
+    assert (only_b.outcome, only_b.cause) == (NOT_RUN, "build failed")
+
+
+def test_go_build_failure_reported_as_events_is_a_failing_id():
+    # Go 1.24 and later: compile errors come as build-output events, the package's fail event
+    # names the failed build (the shape of cmd/go's test_json_build script).
+    events = [
+        {"ImportPath": "m/b [m/b.test]", "Action": "build-output", "Output": "# m/b\n"},
+        {"ImportPath": "m/b [m/b.test]", "Action": "build-output", "Output": "b.go:3: bad\n"},
+        {"ImportPath": "m/b [m/b.test]", "Action": "build-fail"},
+        {"Action": "start", "Package": "m/b"},
+        {"Action": "output", "Package": "m/b", "Output": "FAIL\tm/b [build failed]\n"},
+        {"Action": "fail", "Package": "m/b", "Elapsed": 0, "FailedBuild": "m/b [m/b.test]"},
+        {"Action": "run", "Package": "m/a", "Test": "TestA"},
+        {"Action": "pass", "Package": "m/a", "Test": "TestA", "Elapsed": 0},
+    ]
+    tally = testrun.read_go_json("\n".join(json.dumps(e) for e in events))
+    assert tally.errored == {"m/b [build failed]"}
+    assert tally.passed == {"m/a::TestA"}
+    assert "b.go:3: bad" in tally.text
+
+
+@pytest.mark.e2e
+@needs_go
+def test_go_without_test_files_is_not_run(tmp_path, go_env):
+    repo = make_repo(tmp_path / "g", {"go.mod": GO_MOD, "a/a.go": "package a\n"})
+    result = run("go test ./...", repo, stack="Go")
+    assert (result.outcome, result.cause) == (NOT_RUN, "no tests collected")
+
+
+# --- cargo ---
+
+needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+
+CARGO_TOML = '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n'
+LIB_RS = """\
+/// ```
+/// assert_eq!(calc::add(1, 2), 3);
+/// ```
+pub fn add(a: i32, b: i32) -> i32 { a + b }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn adds() { assert_eq!(super::add(1, 2), 3); }
+    #[test]
+    fn broken() { assert_eq!(super::add(1, 2), 4); }
+}
+"""
+
+
+@pytest.mark.e2e
+@needs_cargo
+def test_cargo_runs_every_test_binary_and_names_the_failures(tmp_path):
+    repo = make_repo(
+        tmp_path / "r",
+        {
+            "Cargo.toml": CARGO_TOML,
+            "src/lib.rs": LIB_RS,
+            "tests/later.rs": '#[test]\nfn also_bad() { panic!("no"); }\n',
+        },
+    )
+    result = run("cargo test", repo, stack="Rust")
+    assert (result.outcome, result.source) == (FAILED, "cargo")
+    # Without --no-fail-fast cargo stops at the first failing binary and tests/later.rs never runs.
+    assert result.failing_ids == {
+        "calc src/lib.rs::tests::broken",
+        "later tests/later.rs::also_bad",
+    }
+    assert "doc-tests calc::src/lib.rs - add" in result.passing_ids
+
+
+@pytest.mark.e2e
+@needs_cargo
+def test_cargo_compile_error_is_not_run(tmp_path):
+    broken = LIB_RS.replace("a + b", "a + undefined_name")
+    repo = make_repo(tmp_path / "r", {"Cargo.toml": CARGO_TOML, "src/lib.rs": broken})
+    result = run("cargo test", repo, stack="Rust")
+    assert (result.outcome, result.cause) == (NOT_RUN, "build failed")
+
+
+# --- jest ---
+
+needs_jest = pytest.mark.skipif(shutil.which("jest") is None, reason="jest is not installed")
+
+
+@pytest.mark.e2e
+@needs_jest
+def test_jest_failing_test_is_named(tmp_path):
+    suite = (
+        "describe('add', () => {\n"
+        "  test('works', () => { expect(1 + 1).toBe(2); });\n"
+        "  test('breaks', () => { expect(1 + 1).toBe(3); });\n"
+        "});\n"
+    )
+    repo = make_repo(tmp_path / "j", {"package.json": "{}\n", "add.test.js": suite})
+    result = run("jest", repo, stack="Node/TS")
+    assert (result.outcome, result.source) == (FAILED, "jest-json")
+    assert result.failing_ids == {"add.test.js > add > breaks"}
+    assert result.passing_ids == {"add.test.js > add > works"}
