@@ -94,8 +94,6 @@ def lens_report_inputs(wildcards):
     return scripts.lens.report_inputs(wildcards.name, checkpoints)
 
 
-
-
 def debate_inputs(wildcards):
     """Every persona's previous round: a debate round sees all of them."""
     return scripts.predict.debate_inputs(wildcards.name, int(wildcards.round))
