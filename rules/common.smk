@@ -14,6 +14,7 @@ import scripts.experiment
 import scripts.examples
 import scripts.lens
 import scripts.predict
+import scripts.security
 
 
 wildcard_constraints:
@@ -92,6 +93,11 @@ def lens_red_inputs(wildcards):
 def lens_report_inputs(wildcards):
     """What the lens's report waits for, as the lens says."""
     return scripts.lens.report_inputs(wildcards.name, checkpoints)
+
+
+def security_fix_inputs(wildcards):
+    """The audit's final decision: fixes start once the audit is over."""
+    return scripts.security.fix_inputs(wildcards.name, checkpoints)
 
 
 def debate_inputs(wildcards):

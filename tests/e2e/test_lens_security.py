@@ -184,3 +184,74 @@ def test_compare_with_labels_findings_and_diff_base_limits_the_audit(killed_and_
     assert "## Fixed since the compared session" in findings  # k's "late" is gone
     assert "elsewhere" not in findings
     assert log_rows(session)[0]["drop_reasons"] == "scope=1"
+
+
+EVAL_CALC = 'import os\n\n\ndef evaluate(expr):\n    return eval(expr)\n\n\nTOKEN = "abc"\n'
+EVAL_TESTS = "from calc import evaluate\n\n\ndef test_number():\n    assert evaluate('3') == 3\n"
+SAFE_CALC = EVAL_CALC.replace("import os", "import ast\nimport os").replace(
+    "return eval(expr)", "return ast.literal_eval(expr)"
+)
+ENV_TOKEN = SAFE_CALC.replace('TOKEN = "abc"', 'TOKEN = os.environ.get("TOKEN", "")')
+
+
+def write(content: str) -> dict:
+    return {"tool": "write_file", "args": {"path": "calc.py", "content": content}}
+
+
+def finish(fid: str) -> dict:
+    return {"tool": "finish_fix", "args": {"finding_id": fid, "summary": f"fix {fid}"}}
+
+
+def test_fix_true_fixes_only_confirmed_critical_and_high_findings_each_rechecked(
+    workflow, tmp_path
+):
+    from conftest import make_repo
+
+    target = make_repo(
+        tmp_path / "evalrepo", {"calc.py": EVAL_CALC, "tests/test_calc.py": EVAL_TESTS}
+    )
+    head = git(target, "rev-parse", "HEAD")
+    token = dict(title="hard-coded token", location="calc.py:8", severity="critical")
+    script = {
+        "auditor": {
+            1: [
+                vuln(location="calc.py:5", confidence="confirmed"),  # V-001: fixed
+                vuln(**token, confidence="confirmed"),  # V-002: never fixed
+                vuln(title="likely only", location="calc.py:5"),  # V-003: not confirmed
+                vuln(
+                    title="medium", location="calc.py:4", confidence="confirmed", severity="medium"
+                ),
+            ],
+            "V-002/recheck-2": [vuln(**{**token, "location": "calc.py:9"})],
+            "*": [],
+        },
+        "green": {
+            "V-001/1": [write(SAFE_CALC), finish("V-001")],
+            "V-002/1": [write("def evaluate(expr):\n    return 0\n"), finish("V-002")],
+            "V-002/2": [write(ENV_TOKEN), finish("V-002")],
+            "V-002/3": [{"tool": "skip_finding", "args": {"finding_id": "V-002", "reason": "no"}}],
+        },
+    }
+    spec = security_spec(
+        workflow, target, script, max_cycles=1, security={"critical_assets": ["app"], "fix": True}
+    )
+    workflow.run("fx", spec)
+    session = workflow.session("fx")
+    results = json.loads((session / "security-fix.json").read_text())["results"]
+    assert [(r["id"], r["status"], r["attempts"]) for r in results] == [
+        ("V-001", "fixed", 1),
+        ("V-002", "not fixed", 3),
+    ]
+    assert results[1]["tries"] == [
+        "tests failed after the fix",
+        "the re-check still finds it; the fix was reverted",
+        "skipped: no",
+    ]
+    branch = json.loads((session / "setup.json").read_text())["branch"]
+    assert git(target, "log", "--format=%s", f"{head}..{branch}").splitlines() == [
+        "fix: [V-001] fix V-001"
+    ]
+    assert git(target, "rev-parse", "HEAD") == head and git(target, "status", "--porcelain") == ""
+    findings = (session / "findings.md").read_text()
+    assert "[fixed]" in findings and "[not fixed]" in findings
+    assert "fixes kept: 1" in (session / "done").read_text()

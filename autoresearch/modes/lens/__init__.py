@@ -183,8 +183,12 @@ class Lens(Mode):
             lines.append(f"next lens: sessions/{link.next}")
         if link.parent:
             lines.append(f"chained from: sessions/{link.parent}")
-        lines.append(f"target unchanged: {env.record.target} (branch {env.record.branch})")
+        lines += self.done_lines(env)
         self.writer(env.record).text(out, "\n".join(lines) + "\n")
+
+    def done_lines(self, env: StageEnv) -> list[str]:
+        """The lens's own lines of `done` (security with `fix: true`: the fixes kept)."""
+        return [f"target unchanged: {env.record.target} (branch {env.record.branch})"]
 
     def stopped(self, env: StageEnv) -> str | None:
         """Why the lens's work ended, for `done` and `status`."""
