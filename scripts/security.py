@@ -7,12 +7,12 @@ from typing import Any
 
 from autoresearch.jobs import run_stage
 
-from .lens import _mode_and_layout
+from .lens import mode_and_layout
 
 
 def fix_inputs(name: str, checkpoints: Any) -> list[str]:
     """The audit's final decision."""
-    mode, layout = _mode_and_layout(name)
+    mode, layout = mode_and_layout(name)
     return [mode.final_decision(layout, checkpoints)]
 
 

@@ -117,6 +117,16 @@ def test_an_unknown_lens_in_the_chain_is_refused_naming_the_key():
     ModelOnly().check_spec(spec_values(chain=["security"]), "s")
 
 
+def test_a_chain_the_ruff_backend_cannot_play_is_refused_before_anything_runs():
+    values = {"agent": {"backend": "ruff"}, "chain": ["debug"]}
+    ModelOnly.ruff_plays = True
+    try:
+        with pytest.raises(SpecError, match="key 'chain': the debug lens needs a model"):
+            ModelOnly().check_spec(values, "s")
+    finally:
+        ModelOnly.ruff_plays = False
+
+
 @pytest.mark.parametrize("lens", ["security", "debug", "scenario", "predict"])
 def test_the_spec_autoresearch_new_writes_for_a_lens_is_valid(tmp_path, monkeypatch, lens):
     from conftest import ROOT, make_repo

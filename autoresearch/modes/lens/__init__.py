@@ -8,7 +8,6 @@ build on `loop.LoopLens`; predict has its own jobs. docs/lenses.md describes eac
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -64,13 +63,19 @@ class Lens(Mode):
                 "backend cannot play it (it plays security only); set agent.backend: claude "
                 "(or script, to replay a rehearsal)"
             )
-        from .. import MODES  # the registry imports this module: look it up at call time
+        from .. import MODES, get  # the registry imports this module: look it up at call time
 
         for lens in chain.chain_of(values):
             if lens not in MODES:
                 raise SpecError(
                     f"{where}: key 'chain': unknown lens {lens!r}; expected one of "
                     f"{', '.join(sorted(MODES))}"
+                )
+            # A chained lens inherits this backend: refuse now, not after this lens has run.
+            if values["agent"]["backend"] == "ruff" and not getattr(get(lens), "ruff_plays", 0):
+                raise SpecError(
+                    f"{where}: key 'chain': the {lens} lens needs a model and the ruff backend "
+                    "cannot play it; set agent.backend: claude (or script)"
                 )
         self.check_lens_spec(values, where)
 
@@ -159,8 +164,7 @@ class Lens(Mode):
     def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
         """The report and handoff.json, and the next lens of the chain's `done`."""
         inputs = [rel(self.findings_path(layout)), rel(self.handoff_path(layout))]
-        frozen = json.loads(json.dumps(_frozen(layout)))
-        nxt = chain.link_of(layout.name, frozen, layout.root.parent).next
+        nxt = chain.link_of(layout.name, _frozen(layout), layout.root.parent).next
         if nxt:
             inputs.append(rel(layout.root.parent / nxt / "done"))
         return inputs
