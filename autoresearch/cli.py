@@ -99,6 +99,15 @@ def spec_path_for(root: Path, name: str, force: bool) -> Path:
     return path
 
 
+def default_backend(mode: modes.Mode) -> str:
+    """ruff when it can play the mode as `new` writes it (no key needed), else claude."""
+    import yaml
+
+    example = yaml.safe_load(mode.spec_example or "") or {}
+    values = {"mode": mode.name, **(example if isinstance(example, dict) else {})}
+    return "ruff" if mode.plays_with_ruff(values) else "claude"
+
+
 def cmd_new(args: argparse.Namespace) -> int:
     root = find_root(args.directory)
     spec.check_session_name(args.name)
@@ -109,17 +118,21 @@ def cmd_new(args: argparse.Namespace) -> int:
         raise spec.SpecError(f"--target: {target} is not a git repository")
     path = spec_path_for(root, args.name, args.force)
     rel = path.relative_to(root)
+    mode = modes.get(args.mode)
+    backend = args.backend or default_backend(mode)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = SPEC_TEMPLATE.format(
         name=args.name,
         mode=args.mode,
         target=target,
-        backend=args.backend,
+        backend=backend,
         model=default_model(),
-        mode_block=modes.get(args.mode).spec_example,
+        mode_block=mode.spec_example,
     )
     path.write_text(text)
     print(f"wrote {rel}")
+    if backend == "claude" and not args.backend:
+        print(f"a {args.mode} session needs a model: export ANTHROPIC_API_KEY before running it")
     print(f"edit it, then run: snakemake --cores 1 sessions/{args.name}/done")
     return 0
 
@@ -295,10 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     new.add_argument(
         "--backend",
-        default="ruff",
+        default=None,
         choices=["ruff", "claude", "script"],
-        help="who does the work (default: ruff, which needs no key; claude needs "
-        "ANTHROPIC_API_KEY)",
+        help="who does the work (default: ruff, which needs no key, where it can play the "
+        "mode; else claude, which needs ANTHROPIC_API_KEY)",
     )
     new.add_argument("--force", action="store_true", help="replace an existing spec of NAME")
     new.set_defaults(func=cmd_new)

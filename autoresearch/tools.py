@@ -309,9 +309,9 @@ TEAM_TOOLS: dict[str, tuple[str, ...]] = {
     "strategist": (*READ_TOOLS, "propose_hypothesis"),
     "experiment": (*READ_TOOLS, *WRITE_TOOLS, "finish_experiment"),
     # The lenses change nothing: read tools, the commands that only look, one report tool.
-    "security": (*READ_TOOLS, "run_linter", "report_vulnerability"),
-    "debug": (*READ_TOOLS, "run_tests", "run_linter", "report_bug"),
-    "scenario": (*READ_TOOLS, "report_situation"),
+    "auditor": (*READ_TOOLS, "run_linter", "report_vulnerability"),
+    "debugger": (*READ_TOOLS, "run_tests", "run_linter", "report_bug"),
+    "explorer": (*READ_TOOLS, "report_situation"),
     "persona": (*READ_TOOLS, "report_prediction"),
     "debate": (*READ_TOOLS, "state_position"),
     # Stop 7's judges only look; the repair lenses change the target through the harness.

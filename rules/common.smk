@@ -18,6 +18,7 @@ import scripts.fix
 import scripts.learn
 import scripts.ship
 import scripts.report
+import scripts.security
 
 scripts.common.install_error_filter()
 one_line_errors = scripts.common.one_line_errors
@@ -126,6 +127,12 @@ def lens_report_inputs(wildcards):
 
 
 @one_line_errors
+@one_line_errors
+def security_fix_inputs(wildcards):
+    """The audit's final decision: fixes start once the audit is over."""
+    return scripts.security.fix_inputs(wildcards.name, checkpoints)
+
+
 def debate_inputs(wildcards):
     """Every persona's previous round: a debate round sees all of them."""
     return scripts.predict.debate_inputs(wildcards.name, int(wildcards.round))

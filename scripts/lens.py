@@ -10,7 +10,7 @@ from autoresearch.jobs import run_stage
 from autoresearch.layout import session_layout
 
 
-def _mode_and_layout(name: str):
+def mode_and_layout(name: str):
     layout = session_layout(name)
     mode = modes.get(spec.load_frozen(layout.spec).mode)
     return mode, mode.layout(layout.root)
@@ -18,13 +18,13 @@ def _mode_and_layout(name: str):
 
 def red_inputs(name: str, cycle: int) -> list[str]:
     """The frozen spec, and the previous iteration's decision until it is on disk."""
-    mode, layout = _mode_and_layout(name)
+    mode, layout = mode_and_layout(name)
     return mode.red_inputs(layout, cycle)
 
 
 def report_inputs(name: str, checkpoints: Any) -> list[str]:
     """What the lens's report waits for, as the lens says."""
-    mode, layout = _mode_and_layout(name)
+    mode, layout = mode_and_layout(name)
     return mode.report_inputs(layout, checkpoints)
 
 

@@ -139,7 +139,7 @@ class RuffBackend:
             turns = self._green(worktree, brief, toolbox, progress)
         elif team == "refactor":
             turns = self._refactor(worktree, brief, toolbox, progress)
-        elif team == "security":
+        elif team == "auditor":
             turns = self._security(worktree, brief, toolbox, progress)
         else:
             return StageRun(Usage(), 0, "error", f"the ruff backend has no {team} team")
@@ -169,7 +169,7 @@ class RuffBackend:
         return turns
 
     def _security(self, worktree, brief, toolbox, progress) -> int:
-        """ruff's `S` rules as the security team: the diagnostics of this iteration's vector."""
+        """ruff's `S` rules as the security lens's auditor: this iteration's vector's diagnostics."""
         from .ruff_security import IGNORED, matches, rule_for
 
         vector = brief.data.get("vector") or {}

@@ -312,6 +312,13 @@ class Mode:
         """The teams this spec makes the backend play (checked before anything runs)."""
         return set(values.get("teams") or ["red", "green", "refactor"])
 
+    def plays_with_ruff(self, values: dict[str, Any]) -> bool:
+        """Whether the model-free ruff backend can play every team this spec needs
+        (`autoresearch new` then writes a spec that runs without a key)."""
+        from ..backends import BACKEND_TEAMS
+
+        return self.teams_needed(values) <= BACKEND_TEAMS["ruff"]
+
     # --- autoresearch status ---------------------------------------------------------------
 
     def progress(self, layout: SessionLayout) -> dict[str, Any]:

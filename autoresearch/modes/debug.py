@@ -43,7 +43,7 @@ GENERAL = "No symptom and nothing fails: look for a bug anywhere in scope."
 
 class Debug(LoopLens):
     name = "debug"
-    team = "debug"
+    team = "debugger"
     schema = DEBUG
     report_tool = "report_bug"
     id_prefix = "B"

@@ -46,7 +46,7 @@ HANDED_ON = "high"  # `then: fix` takes situations of this severity and above
 
 class Scenario(LoopLens):
     name = "scenario"
-    team = "scenario"
+    team = "explorer"
     schema = SCENARIO
     report_tool = "report_situation"
     id_prefix = "U"

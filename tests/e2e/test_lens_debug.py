@@ -38,7 +38,7 @@ def bug(title, location="calc.py:2", verdict="confirmed", severity="high", **ext
 
 
 SCRIPT = {
-    "debug": {
+    "debugger": {
         1: [
             bug("mean of an empty list crashes", reproduction=FAILING_REPRO,
                 impact="A caller with no values gets ZeroDivisionError.",

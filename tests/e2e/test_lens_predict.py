@@ -148,3 +148,34 @@ def test_predict_changes_nothing_and_gates_on_the_confirmed_high_finding(predict
     assert [f["title"] for f in handoff["findings"]] == [ZERO[0]]
     assert handoff["gate"] == "FAILED"
     assert "debate.md" in {p.name for p in workflow.session("pr").iterdir()}
+
+
+def test_a_kill_during_the_analyses_then_a_rerun_finishes_without_duplicate_rows(workflow, target):
+    import os
+    import signal
+
+    from conftest import wait_for
+
+    slow = {**SCRIPT, "persona": {**SCRIPT["persona"], "security/0": [{"sleep": 60}]}}
+    spec = {
+        "mode": "predict",
+        "target": str(target),
+        "test_command": "python -m pytest -q",
+        "predict": {"personas": PERSONAS, "rounds": 1},
+        "agent": {"backend": "script", "script": str(workflow.script(slow, "kill.yaml"))},
+    }
+    proc = workflow.start("pk", spec)
+    session = workflow.session("pk")
+    wait_for(lambda: (session / "predict/architecture/round-0.json").exists())
+    wait_for(lambda: (session / "logs/predict/security/round-0.log").exists())
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (session / "predict/security/round-0.json").exists()
+    first = (session / "predict/architecture/round-0.json").stat().st_mtime_ns
+    workflow.script(SCRIPT, "kill.yaml")  # the rerun replays the quick script
+    workflow.run("pk", spec)
+    assert (session / "predict/architecture/round-0.json").stat().st_mtime_ns == first
+    with (session / "predict-results.tsv").open() as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    assert [r["iteration"] for r in rows] == ["0", "1"] and len({r["run_id"] for r in rows}) == 1
+    assert "| 2/3 | 1 | confirmed |" in (session / "findings.md").read_text()

@@ -28,7 +28,7 @@ def situation(title, dimension, severity="medium", **extra) -> dict:
 
 
 SCRIPT = {
-    "scenario": {
+    "explorer": {
         1: [
             situation("adds two numbers", "happy-path", location="calc.py:2"),
             situation("mean of nothing", "happy-path", severity="high", location="calc.py:6"),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("autoresearch", "scripts")
-MODE_NAMES = ("sweep", "narrow", "broad", "experiment")
+MODE_NAMES = ("sweep", "narrow", "broad", "experiment", "security", "debug", "scenario", "predict")
 
 
 def modules() -> dict[str, Path]:

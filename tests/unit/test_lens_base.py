@@ -115,3 +115,35 @@ def test_an_unknown_lens_in_the_chain_is_refused_naming_the_key():
     with pytest.raises(SpecError, match=r"config/sessions/s.yaml: key 'chain'.*'nosuch'"):
         ModelOnly().check_spec(spec_values(chain=["nosuch"]), "s")
     ModelOnly().check_spec(spec_values(chain=["security"]), "s")
+
+
+def test_a_chain_the_ruff_backend_cannot_play_is_refused_before_anything_runs():
+    values = {"agent": {"backend": "ruff"}, "chain": ["debug"]}
+    ModelOnly.ruff_plays = True
+    try:
+        with pytest.raises(SpecError, match="key 'chain': the debug lens needs a model"):
+            ModelOnly().check_spec(values, "s")
+    finally:
+        ModelOnly.ruff_plays = False
+
+
+@pytest.mark.parametrize(
+    "lens", ["security", "debug", "scenario", "predict", "fix", "learn", "ship"]
+)
+def test_the_spec_autoresearch_new_writes_for_a_lens_is_valid(tmp_path, monkeypatch, lens):
+    from conftest import ROOT, make_repo
+
+    from autoresearch import modes
+    from autoresearch import spec as specs
+
+    root = tmp_path / "wf"
+    (root / "config" / "sessions").mkdir(parents=True)
+    (root / "Snakefile").write_text("# the workflow\n")
+    for name in ("config.yaml", "schema.yaml"):
+        (root / "config" / name).write_text((ROOT / "config" / name).read_text())
+    repo = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
+    monkeypatch.chdir(root)
+    assert cli.main(["new", "s", "--target", str(repo), "--mode", lens]) == 0
+    merged = specs.load("s", root)
+    assert merged.values["mode"] == lens
+    modes.get(lens).check_spec(merged.values, "s")  # the example passes the lens's own check

@@ -61,10 +61,9 @@ class Learn(Lens):
     gate_label = "doc problems"
     spec_example = SPEC_EXAMPLE
 
-    def check_spec(self, values: dict[str, Any], name: str) -> None:
+    def plays_with_ruff(self, values: dict[str, Any]) -> bool:
         # check runs no agent, so any backend does; init and update need a model.
-        self.ruff_plays = learn_mode(values) == "check"
-        super().check_spec(values, name)
+        return learn_mode(values) == "check"
 
     def check_lens_spec(self, values: dict[str, Any], where: str) -> None:
         mode = learn_mode(values)

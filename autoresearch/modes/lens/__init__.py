@@ -8,7 +8,6 @@ build on `loop.LoopLens`; predict has its own jobs. docs/lenses.md describes eac
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -56,21 +55,33 @@ class Lens(Mode):
 
     # --- the spec ------------------------------------------------------------------------
 
+    def plays_with_ruff(self, values: dict[str, Any]) -> bool:
+        """Whether the model-free ruff backend can play this lens for this spec."""
+        return self.ruff_plays
+
     def check_spec(self, values: dict[str, Any], name: str) -> None:
         where = f"config/sessions/{name}.yaml"
-        if values["agent"]["backend"] == "ruff" and not self.ruff_plays:
+        if values["agent"]["backend"] == "ruff" and not self.plays_with_ruff(values):
             raise SpecError(
                 f"{where}: key 'agent.backend': the {self.name} lens needs a model and the ruff "
-                "backend cannot play it (it plays security only); set agent.backend: claude "
-                "(or script, to replay a rehearsal)"
+                "backend cannot play it; set agent.backend: claude (or script, to replay a "
+                "rehearsal)"
             )
-        from .. import MODES  # the registry imports this module: look it up at call time
+        from .. import MODES, get  # the registry imports this module: look it up at call time
 
         for lens in chain.chain_of(values):
             if lens not in MODES:
                 raise SpecError(
                     f"{where}: key 'chain': unknown lens {lens!r}; expected one of "
                     f"{', '.join(sorted(MODES))}"
+                )
+            # A chained lens inherits this backend: refuse now, not after this lens has run.
+            child = get(lens)
+            plays = getattr(child, "plays_with_ruff", lambda _values: False)(values)
+            if values["agent"]["backend"] == "ruff" and not plays:
+                raise SpecError(
+                    f"{where}: key 'chain': the {lens} lens needs a model and the ruff backend "
+                    "cannot play it; set agent.backend: claude (or script)"
                 )
         self.check_lens_spec(values, where)
 
@@ -159,8 +170,7 @@ class Lens(Mode):
     def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
         """The report and handoff.json, and the next lens of the chain's `done`."""
         inputs = [rel(self.findings_path(layout)), rel(self.handoff_path(layout))]
-        frozen = json.loads(json.dumps(_frozen(layout)))
-        nxt = chain.link_of(layout.name, frozen, layout.root.parent).next
+        nxt = chain.link_of(layout.name, _frozen(layout), layout.root.parent).next
         if nxt:
             inputs.append(rel(layout.root.parent / nxt / "done"))
         return inputs
@@ -183,8 +193,12 @@ class Lens(Mode):
             lines.append(f"next lens: sessions/{link.next}")
         if link.parent:
             lines.append(f"chained from: sessions/{link.parent}")
-        lines.append(f"target unchanged: {env.record.target} (branch {env.record.branch})")
+        lines += self.done_lines(env)
         self.writer(env.record).text(out, "\n".join(lines) + "\n")
+
+    def done_lines(self, env: StageEnv) -> list[str]:
+        """The lens's own lines of `done` (security with `fix: true`: the fixes kept)."""
+        return [f"target unchanged: {env.record.target} (branch {env.record.branch})"]
 
     def stopped(self, env: StageEnv) -> str | None:
         """Why the lens's work ended, for `done` and `status`."""

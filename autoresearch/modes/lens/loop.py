@@ -53,8 +53,9 @@ class LoopLens(Lens):
         return set((read_json(self.runs_path(layout)) or {}).get("closed", []))
 
     def next_open_cycle(self, layout: SessionLayout) -> int:
-        """The first cycle with no decision, or the one that stopped the open run."""
-        closed = self.closed_runs(layout)
+        """The first cycle with no decision, or the one that stopped the open run. A run
+        `done` closed counts as over only once `done` is gone (a new run is wanted)."""
+        closed = set() if layout.done.exists() else self.closed_runs(layout)
         cycle = 1
         while True:
             path = layout.decision(cycle)
@@ -70,6 +71,11 @@ class LoopLens(Lens):
 
     def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
         return [self.final_decision(layout, checkpoints)]
+
+    def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
+        # The final decision too: once `done` is removed it names the next run's first
+        # iteration, which a report that already exists would not ask for.
+        return [self.final_decision(layout, checkpoints), *super().done_inputs(layout, checkpoints)]
 
     def red_inputs(self, layout: SessionLayout, cycle: int) -> list[str]:
         inputs = [rel(layout.spec)]

@@ -11,7 +11,7 @@ from typing import Any
 from ... import git
 from ...errors import SpecError
 from ...files import read_json
-from ...layout import SessionLayout
+from ...layout import SessionLayout, rel
 from ...lenses import lens_log
 from ...lenses.finding_schema import OWASP_2021, SECURITY, STRIDE, compare
 from ...lenses.saturation import (
@@ -34,6 +34,7 @@ fail_on: high            # critical | high | medium | low | none: `autoresearch 
 saturation: 3            # iterations in a row with nothing new that stop the audit
 security:
   critical_assets: []    # default: what recon finds (credentials, stored data, entry points)
+  fix: false             # true: fix confirmed critical/high findings on the session branch
 # diff_base: main        # audit only the files changed since this ref
 # compare_with: earlier-security-session   # label findings new / recurring / fixed
 # chain: [debug]         # then hand the findings to another lens
@@ -42,7 +43,7 @@ security:
 
 class Security(LoopLens):
     name = "security"
-    team = "security"
+    team = "auditor"
     schema = SECURITY
     report_tool = "report_vulnerability"
     id_prefix = "V"
@@ -135,6 +136,46 @@ class Security(LoopLens):
             "data": {**focus.data, "files": scope, "reported": known},
         }
 
+    # --- fix: true --------------------------------------------------------------------
+
+    def fixing(self, spec: dict[str, Any]) -> bool:
+        return bool(self.section(spec).get("fix"))
+
+    @staticmethod
+    def fix_path(layout: SessionLayout) -> Path:
+        return layout.root / "security-fix.json"
+
+    def fixes(self, layout: SessionLayout) -> list[dict[str, Any]]:
+        return list((read_json(self.fix_path(layout)) or {}).get("results") or [])
+
+    def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
+        from ...spec import load_frozen
+
+        inputs = super().report_inputs(layout, checkpoints)
+        if self.fixing(load_frozen(layout.spec)):
+            inputs.append(rel(self.fix_path(layout)))
+        return inputs
+
+    def done_lines(self, env: StageEnv) -> list[str]:
+        if not self.fixing(env.spec):
+            return super().done_lines(env)
+        fixed = [r for r in self.fixes(env.layout) if r["status"] == "fixed"]
+        end = (read_json(self.fix_path(env.layout)) or {}).get("end_commit", "")
+        return [
+            f"fixes kept: {len(fixed)} (confirmed critical/high only)",
+            f"final commit: {end}",
+            f"review with: git -C {env.record.target} log --oneline "
+            f"{env.record.base_commit[:12]}..{env.record.branch}",
+        ]
+
+    def report_findings(self, layout: SessionLayout) -> list[dict[str, Any]]:
+        status = {r["id"]: r for r in self.fixes(layout)}
+        out = super().report_findings(layout)
+        for f in out:
+            if f["id"] in status:
+                f["fix"] = {k: status[f["id"]].get(k) for k in ("status", "commit", "attempts")}
+        return out
+
     # --- the report ----------------------------------------------------------------------
 
     def labels(self, env: StageEnv, findings: list[dict[str, Any]]) -> dict[str, str]:
@@ -151,6 +192,8 @@ class Security(LoopLens):
             lines.append("(none)")
         for f in ordered:
             label = f" [{labels[f['hash']]}]" if f["hash"] in labels else ""
+            if f.get("fix"):
+                label += f" [{f['fix']['status']}]"
             lines += [
                 f'<a id="{f["id"].lower()}"></a>',
                 f"## {f['id']} [{f['severity']}] {f['title']}{label}",

@@ -1,0 +1,26 @@
+"""rules/security.smk: the security lens's optional fix stage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from autoresearch.jobs import run_stage
+
+from .lens import mode_and_layout
+
+
+def fix_inputs(name: str, checkpoints: Any) -> list[str]:
+    """The audit's final decision."""
+    mode, layout = mode_and_layout(name)
+    return [mode.final_decision(layout, checkpoints)]
+
+
+def fix(wildcards: Any, output: Any, log: Any) -> None:
+    from autoresearch.modes.security import fix as fixing
+
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: fixing.run(env, mode, Path(output.md), Path(output.data)),
+    )
