@@ -68,6 +68,11 @@ def plan(session_dir: Path, step: Step) -> Plan:
     record = load_record(SessionLayout(session_dir))
     mode = modes.get(record.mode)
     layout = mode.layout(session_dir)
+    if not mode.loop_stages:
+        raise RedoError(
+            f"a {mode.name} session cannot be redone stage by stage; start a new session "
+            "with the same spec instead"
+        )
     if step.stage not in mode.loop_stages:
         raise RedoError(
             f"--stage {step.stage!r}: a {mode.name} session's stages are "

@@ -30,6 +30,8 @@ class Lens(Mode):
     name = "lens"
     team = ""  # the agent team that does the lens's work
     loop = "lens"  # sessions/<name>/lens/NNN/
+    # `autoresearch redo` does not know the lenses' stages yet: it refuses them by name.
+    loop_stages: tuple[str, ...] = ()
     branch = "autoresearch/lens/{name}"
     lists_cycles = False  # the lens's own section summarises its iterations
     ruff_plays = False  # whether the model-free ruff backend can play this lens
