@@ -162,6 +162,8 @@ def budget_exceeded(session_dir: Path, max_cost_usd: float | None) -> str | None
 
 def describe(usage: Usage) -> str:
     """Tokens and cost for people: an unknown cost is said, never shown as $0."""
+    if not usage.requests and not usage.tokens:
+        return "no model requests"  # the ruff or script backend: nothing was spent, not "$0"
     cost = f"${usage.cost_usd:.4f}"
     if usage.unpriced:
         cost += f" + unknown ({usage.unpriced} requests to a model without a price)"

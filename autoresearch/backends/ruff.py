@@ -169,7 +169,7 @@ class RuffBackend:
         return turns
 
     def _security(self, worktree, brief, toolbox, progress) -> int:
-        """ruff's `S` rules as the security lens's auditor: this iteration's vector's diagnostics."""
+        """ruff's `S` rules as the security auditor: the diagnostics of this iteration's vector."""
         from .ruff_security import IGNORED, matches, rule_for
 
         vector = brief.data.get("vector") or {}

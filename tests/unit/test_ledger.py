@@ -125,3 +125,8 @@ def test_budget(tmp_path):
     record_stage(tmp_path, track="", cycle="001", team="green", model="m", run=run(0.4))
     reason = budget_exceeded(tmp_path, 1.0)
     assert reason is not None and "budget.max_cost_usd" in reason and "$1.0000" in reason
+
+
+def test_a_session_with_no_model_request_says_so_instead_of_a_cost_of_zero():
+    assert describe(Usage()) == "no model requests"
+    assert describe(Usage(input_tokens=10, requests=1)).startswith("10 tokens, $0.0000")
