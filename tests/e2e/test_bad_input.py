@@ -217,7 +217,9 @@ def test_a_setup_killed_half_way_is_undone_by_the_next_run(workflow, tmp_path):
     )
     marker = tmp_path / "marker"
     workflow.extra_env["SETUP_MARKER"] = str(marker)
-    proc = workflow.start("s", sweep(repo, test_command="python slow.py"))
+    # No jail: the baseline must reach the marker outside it (the jail's /tmp is its own).
+    values = sweep(repo, test_command="python slow.py", commands={"sandbox": "none"})
+    proc = workflow.start("s", values)
     try:
         wait_for(marker.exists, timeout=300)
     finally:
