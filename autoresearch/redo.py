@@ -95,7 +95,8 @@ def plan(session_dir: Path, step: Step) -> Plan:
     if not (result.worktree / ".git").exists():
         raise RedoError(
             f"the worktree {result.worktree} of session {layout.name!r} is missing; recreate "
-            f"it with `git -C {record.target} worktree add {result.worktree} {result.branch}` "
+            f"it with `git -C {record.target} worktree add {result.worktree.resolve()} "
+            f"{result.branch}` "
             "and redo again"
         )
     return result

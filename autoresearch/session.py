@@ -377,7 +377,8 @@ def check_checkouts(layout: SessionLayout) -> None:
             json.loads(layout.decision(done[-1], track).read_text())["end_commit"] if done else base
         )
         worktree = layout.worktree(track)
-        recreate = f"git -C {target} worktree add {worktree} {branch}"
+        # The session's link points into the worktree store: git must add it there.
+        recreate = f"git -C {target} worktree add {worktree.resolve()} {branch}"
         if not git.is_repo(target) or not git.branch_exists(target, branch):
             raise SessionError(
                 f"session {layout.name!r}: branch {branch} is gone from {target}. Recreate it "
