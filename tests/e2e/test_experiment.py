@@ -342,6 +342,7 @@ def test_kill_during_decide_then_rerun_logs_each_iteration_once(workflow, tmp_pa
     git(repo, "commit", "-qam", "slow measure")
     script = {"experiment": {1: change(800, "Halve the loop"), 2: change(900, "Unroll it")}}
     spec = spec_for(repo, workflow, script, program="program.md", max_iterations=2)
+    spec["commands"] = {"sandbox": "none"}  # the flag is outside the jail's view (its /tmp)
     flag.write_text("")
     try:
         proc = workflow.start("k", spec)
