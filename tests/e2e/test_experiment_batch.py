@@ -203,6 +203,7 @@ def test_kill_mid_batch_then_rerun_logs_every_candidate_once(workflow, tmp_path)
         }
     }
     spec = batch_spec(target, workflow, script)
+    spec["commands"] = {"sandbox": "none"}  # the flag is outside the jail's view (its /tmp)
     flag.write_text("")
     session = workflow.session("k")
     try:
