@@ -56,7 +56,7 @@ def diagnostics(
         "--no-fix",
         "--exit-zero",
         *rules,
-        *paths or ("."),
+        *(paths or (".",)),
         cwd=worktree,
     )
     try:
@@ -248,7 +248,7 @@ class RuffBackend:
                 "reason": f"ruff has no automatic fix for {code['code']}",
             }
         unused_before = (
-            {d["message"] for d in diagnostics(worktree, path, select="F401")} if tidy else set()
+            {d["message"] for d in diagnostics(worktree, path, select=["F401"])} if tidy else set()
         )
         read = toolbox.call("read_file", {"path": path})
         if read.is_error:
@@ -269,7 +269,7 @@ class RuffBackend:
         for _ in range(10):
             fresh = [
                 d
-                for d in diagnostics(worktree, path, select="F401")
+                for d in diagnostics(worktree, path, select=["F401"])
                 if d["message"] not in before and (d.get("fix") or {}).get("edits")
             ]
             if not fresh:

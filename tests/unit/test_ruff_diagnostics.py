@@ -1,0 +1,27 @@
+"""The ruff backend's one view of ruff's findings."""
+
+from __future__ import annotations
+
+from autoresearch.backends.ruff import diagnostics
+
+CODE = "import os\nimport sys\n\n\ndef f():\n    x = 1\n    return f'{1}'\n"
+
+
+def test_select_checks_exactly_the_named_rules_of_the_named_file(tmp_path):
+    (tmp_path / "a.py").write_text(CODE)
+    (tmp_path / "b.py").write_text(CODE)
+    found = diagnostics(tmp_path, "a.py", select=["F401"])
+    assert sorted(d["message"] for d in found) == [
+        "`os` imported but unused",
+        "`sys` imported but unused",
+    ]
+    assert {d["filename"].rsplit("/", 1)[-1] for d in found} == {"a.py"}
+
+
+def test_without_paths_every_file_is_checked_and_none_is_changed(tmp_path):
+    (tmp_path / "a.py").write_text(CODE)
+    (tmp_path / "b.py").write_text(CODE)
+    found = diagnostics(tmp_path, select=["F401", "F841"])
+    assert {d["filename"].rsplit("/", 1)[-1] for d in found} == {"a.py", "b.py"}
+    assert {d["code"] for d in found} == {"F401", "F841"}
+    assert (tmp_path / "a.py").read_text() == CODE
