@@ -31,6 +31,8 @@ STACKS: tuple[Stack, ...] = (
     # a tests/ folder importing the package next to it needs when there is no pytest config.
     Stack("Python", "pyproject.toml", "python -m pytest", "ruff check ."),
     Stack("Python", "requirements.txt", "python -m pytest", "ruff check ."),
+    Stack("Python", "setup.py", "python -m pytest", "ruff check ."),
+    Stack("Python", "setup.cfg", "python -m pytest", "ruff check ."),
     Stack("Ruby", "Gemfile", "bundle exec rspec", "bundle exec rubocop"),
     Stack("Java", "pom.xml", "mvn test", None),
     Stack("Java/Kotlin", "build.gradle", "./gradlew test", None),
@@ -40,11 +42,26 @@ STACKS: tuple[Stack, ...] = (
 )
 
 
+# A Python project with no build file at all (a src/ folder and tests/test_*.py) is still
+# one pytest can run: recognised by its test files, after every build file.
+PYTHON_TESTS = Stack("Python", "test_*.py files", "python -m pytest", "ruff check .")
+_PYTHON_TEST_GLOBS = (
+    "test_*.py",
+    "*_test.py",
+    "tests/**/test_*.py",
+    "tests/**/*_test.py",
+    "test/**/test_*.py",
+)
+
+
 def detect(repo: Path) -> Stack | None:
-    """The first row of the table whose build file exists at the repo root."""
+    """The first row of the table whose build file exists at the repo root; else Python when
+    the repository holds pytest-style test files."""
     for stack in STACKS:
         if (Path(repo) / stack.build_file).is_file():
             return stack
+    if any(next(Path(repo).glob(pattern), None) for pattern in _PYTHON_TEST_GLOBS):
+        return PYTHON_TESTS
     return None
 
 

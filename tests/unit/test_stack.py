@@ -17,12 +17,14 @@ from autoresearch.stack import (
 
 # --- detection ---
 
-SEED_TABLE = [
+STACK_TABLE = [
     ("go.mod", "Go", "go test ./...", "go vet ./..."),
     ("package.json", "Node/TS", "npm test", "npx eslint ."),
     ("Cargo.toml", "Rust", "cargo test", "cargo clippy"),
     ("pyproject.toml", "Python", "python -m pytest", "ruff check ."),
     ("requirements.txt", "Python", "python -m pytest", "ruff check ."),
+    ("setup.py", "Python", "python -m pytest", "ruff check ."),
+    ("setup.cfg", "Python", "python -m pytest", "ruff check ."),
     ("Gemfile", "Ruby", "bundle exec rspec", "bundle exec rubocop"),
     ("pom.xml", "Java", "mvn test", None),
     ("build.gradle", "Java/Kotlin", "./gradlew test", None),
@@ -32,12 +34,12 @@ SEED_TABLE = [
 ]
 
 
-def test_stacks_table_is_seed_table_in_order():
+def test_stacks_table_is_the_documented_table_in_order():
     rows = [(s.build_file, s.name, s.test_command, s.linter_command) for s in STACKS]
-    assert rows == SEED_TABLE
+    assert rows == STACK_TABLE
 
 
-@pytest.mark.parametrize("build_file,name,test_command,linter", SEED_TABLE)
+@pytest.mark.parametrize("build_file,name,test_command,linter", STACK_TABLE)
 def test_detect_finds_each_stack_from_its_build_file(
     tmp_path, build_file, name, test_command, linter
 ):
@@ -55,6 +57,22 @@ def test_detect_finds_each_stack_from_its_build_file(
 def test_detect_returns_none_without_build_file(tmp_path):
     (tmp_path / "README.md").write_text("hi")
     assert detect(tmp_path) is None
+
+
+@pytest.mark.parametrize("test_file", ["tests/test_stats.py", "test_x.py", "tests/unit/y_test.py"])
+def test_a_python_project_with_no_build_file_is_found_by_its_test_files(tmp_path, test_file):
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "__init__.py").write_text("")
+    (tmp_path / test_file).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / test_file).write_text("def test_a():\n    pass\n")
+    found = detect(tmp_path)
+    assert found is not None and (found.name, found.test_command) == ("Python", "python -m pytest")
+
+
+def test_a_build_file_wins_over_python_test_files(tmp_path):
+    (tmp_path / "test_x.py").write_text("")
+    (tmp_path / "Makefile").write_text("")
+    assert detect(tmp_path).name == "Generic"
 
 
 def test_detect_takes_first_row_in_table_order(tmp_path):
