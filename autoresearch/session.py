@@ -101,6 +101,12 @@ def preflight(
     return Preflight(merged, target, found.name if found else None, test_command, linter_command)
 
 
+def spec_file_of(merged: spec.Spec, key: str, name: str) -> str:
+    """Where the user sets `key`: the file that set it, else their session spec."""
+    where = merged.source_of(key)
+    return f"config/sessions/{name}.yaml" if where == "config/config.yaml" else where
+
+
 def check_globs(merged: spec.Spec) -> None:
     """Every glob the agents' sandbox will match against must be usable: a bad one would
     make every write fail later, with nobody there to read why."""
@@ -246,7 +252,8 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         timeout_s=values["test_timeout_s"],
         secrets=values.get("secrets"),
         allow_failing_baseline=bool(values.get("allow_failing_baseline")),
-        origin=pre.spec.source_of("test_command"),
+        # A key to set goes in the session's own spec, not in the workflow's defaults.
+        origin=spec_file_of(pre.spec, "test_command", layout.name),
         jail=box,
     )
     if error:

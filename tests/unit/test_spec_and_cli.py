@@ -160,3 +160,12 @@ def test_version_verdict_follows_the_seed(stamp, installed, verdict):
     from autoresearch.session import version_verdict
 
     assert version_verdict(stamp, installed) == verdict
+
+
+def test_a_key_to_set_is_blamed_on_the_session_spec_when_only_the_defaults_set_it():
+    from autoresearch.session import spec_file_of
+    from autoresearch.spec import Spec
+
+    merged = Spec(values={}, sources={"test_command": "/t/.autoresearch.yml"})
+    assert spec_file_of(merged, "test_command", "foo") == "/t/.autoresearch.yml"
+    assert spec_file_of(merged, "allow_failing_baseline", "foo") == "config/sessions/foo.yaml"
