@@ -42,6 +42,7 @@ def measure(env: CandidateEnv, out: Path) -> dict[str, Any]:
     measure the same thing; the result is the job's output, read only by decide.
     """
     cfg = stages.config_of(env.spec)
+    cfg = stages.within(cfg, stages.time_left(env.layout, cfg))  # none outlasts max_duration
     proposal = env.stage_record("proposal")
     start = proposal["start_commit"]
     began = time.time()
@@ -82,6 +83,7 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
     """Judge every candidate against the incumbent, commit the best that beats it, and
     record the others as discarded; the iteration's record holds every candidate."""
     key = stages.key_of(cfg)
+    cfg = stages.within(cfg, stages.time_left(env.layout, cfg))
     best = dict(stages.incumbent_before(env))
     start = best["commit"]
     env.begin(start)
@@ -116,7 +118,6 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
     for c in batch:
         c.update(
             baseline_value=best["value"],
-            improved=c is winner,
             end_commit=end if c is winner else start,
             files_changed=c["files"] if c is winner else [],
             tests_pass=c["guard_ok"] is not False,

@@ -13,6 +13,7 @@ measurement is cached by patch hash, so kill -9 and a plain rerun gives the same
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -50,6 +51,9 @@ from .program import ExperimentConfig, from_frozen, research_text
 
 HISTORY_SHOWN = 10
 RETRIES_SHOWN = 5
+# The least a stage is given when max_duration is (nearly) spent: a zero timeout would
+# report a measurement that never started as "timed out after 0s".
+MIN_LEFT_S = 1.0
 
 
 def config_of(values: dict[str, Any]) -> ExperimentConfig:
@@ -58,6 +62,26 @@ def config_of(values: dict[str, Any]) -> ExperimentConfig:
 
 def key_of(cfg: ExperimentConfig) -> str:
     return cfg.key or "metric"
+
+
+def time_left(layout: SessionLayout, cfg: ExperimentConfig) -> float | None:
+    """Seconds left of `max_duration` (at least MIN_LEFT_S); None without one. The limit is
+    checked between iterations, so each stage is handed what is left as its own deadline."""
+    if cfg.max_duration_s is None:
+        return None
+    elapsed = time.time() - setup_state(layout)["started_epoch"]
+    return max(MIN_LEFT_S, cfg.max_duration_s - elapsed)
+
+
+def within(cfg: ExperimentConfig, left: float | None) -> ExperimentConfig:
+    """`cfg` with the metric's and the guard's timeouts cut to `left` seconds."""
+    if left is None:
+        return cfg
+    return dataclasses.replace(
+        cfg,
+        verify_timeout_s=min(cfg.verify_timeout_s, left),
+        guard_timeout_s=min(cfg.guard_timeout, left),
+    )
 
 
 def _measure(
@@ -349,7 +373,13 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
         )
         extra_data = {"candidate": candidate}
     run: StageRun = run_agent(
-        env, "experiment", ctx, toolbox, extra_task=extra_task, extra_data=extra_data
+        env,
+        "experiment",
+        ctx,
+        toolbox,
+        extra_task=extra_task,
+        extra_data=extra_data,
+        deadline_s=time_left(env.layout, cfg),
     )
     patch = state.get("patch", "")
     git.reset_to(env.worktree, start)  # the change lives in proposal.patch until decide
@@ -439,6 +469,7 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
     """Measure and guard the proposal, then keep it (commit) or reset. The iteration's
     record, before the mode's stop rules. `compare` is the keep rule (policy.judge)."""
     cfg = config_of(env.spec)
+    cfg = within(cfg, time_left(env.layout, cfg))  # no measurement outlasts max_duration
     key = key_of(cfg)
     secrets = env.spec.secrets
     proposal = env.stage_record("proposal")
@@ -466,7 +497,7 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
         end = commit_kept(env, rec, best, key)
         best = best_after(rec, end, env.cycle)
     git.reset_to(env.worktree, end)  # discard = reset to the last kept commit, and clean
-    rec.update(status=status, verdict=verdict, improved=status == KEPT)
+    rec.update(status=status, verdict=verdict)
     return close_record(rec, end, best, proposal.get("stop"), began)
 
 
@@ -485,6 +516,7 @@ def new_record(iteration: int, proposal: dict[str, Any]) -> dict[str, Any]:
         "error": None,
         "guard_ok": None,
         "p_value": None,
+        "improved": False,  # whether the metric beat the incumbent, guard aside
         "remeasured": None,
         "files": proposal.get("files", []),
         "retry_of": proposal.get("retry_of"),
@@ -630,18 +662,26 @@ def judge_measured(
     rec.update(value_fields(measured))
     guard = measured["guard"]
     rec["guard_ok"] = guard["ok"]
-    if guard["ok"] is False:
-        rec["guard"] = guard
-        if guard["timed_out"]:
-            rec["error"] = f"guard `{cfg.guard}` timed out after {cfg.guard_timeout:g}s"
-            return CRASH, ""
-        return GUARD_FAILED, f"guard `{cfg.guard}` failed (exit code {guard['exit_code']})"
+    # The metric is judged whatever the guard says: `improved` records whether the change
+    # beat the incumbent, so a guard-failed improvement is not logged as no improvement.
     verdict = compare(
         Sample(measured["value"], measured["samples"], measured["passed"]),
         Sample(best["value"], best["samples"], best.get("passed")),
         cfg,
     )
     rec["p_value"] = verdict.p_value
+    rec["improved"] = verdict.kept
+    if guard["ok"] is False:
+        rec["guard"] = guard
+        if guard["timed_out"]:
+            rec["error"] = f"guard `{cfg.guard}` timed out after {cfg.guard_timeout:g}s"
+            return CRASH, ""
+        beat = "beat" if verdict.kept else "did not beat"
+        return (
+            GUARD_FAILED,
+            f"guard `{cfg.guard}` failed (exit code {guard['exit_code']}); the metric {beat} "
+            "the incumbent",
+        )
     return (KEPT if verdict.kept else DISCARDED), verdict.reason
 
 
