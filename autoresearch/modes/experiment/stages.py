@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from ...layout import SessionLayout
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox
-from . import candidates
+from . import candidates, paired
 from . import log as logs
 from .log import fmt
 from .policy import (
@@ -461,6 +462,7 @@ def _guard_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None) 
         "ok": result.ok,
         "timed_out": result.timed_out,
         "exit_code": result.exit_code,
+        "duration_s": round(result.duration_s, 3),
         "tail": result.tail(1500),
     }
 
@@ -485,20 +487,53 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
         rec["error"] = "syntax_error: " + "; ".join(proposal["syntax_errors"][-1])
     elif status == NO_CHANGE:
         verdict = "the agent handed in no change"
+    elif cfg.sequential is not None:
+        measured = apply_and_measure(
+            cfg,
+            env.worktree,
+            env.cycle_dir / "proposal.patch",
+            proposal,
+            secrets,
+            cache,
+            env.jail,
+            measure=lambda: measure_paired(env, cfg, start),
+        )
+        status, verdict = paired.judge(measured, rec, cfg.guard)
     else:
         rec["remeasured"] = remeasure_incumbent(env, cfg, best, start, cache)
         measured = apply_and_measure(
             cfg, env.worktree, env.cycle_dir / "proposal.patch", proposal, secrets, cache, env.jail
         )
         status, verdict = judge_measured(cfg, measured, best, rec, compare)
-    rec["baseline_value"] = best["value"]
+    # Against the incumbent as measured in this comparison (the paired runs), if it was.
+    rec["baseline_value"] = rec.get("incumbent_value", best["value"])
     end = start
     if status == KEPT:
-        end = commit_kept(env, rec, best, key)
+        end = commit_kept(env, rec, best | {"value": rec["baseline_value"]}, key)
         best = best_after(rec, end, env.cycle)
     git.reset_to(env.worktree, end)  # discard = reset to the last kept commit, and clean
     rec.update(status=status, verdict=verdict)
     return close_record(rec, end, best, proposal.get("stop"), began)
+
+
+def measure_paired(env: StageEnv, cfg: ExperimentConfig, start: str) -> dict[str, Any]:
+    """The sequential comparison of the change applied in `env`'s worktree against the
+    incumbent commit `start`, measured in a worktree of its own (paired.py)."""
+    design = cfg.sequential_design()
+    assert design is not None  # the caller checked experiment.sequential
+    inc = paired.incumbent_env(env, start)
+    left = time_left(env.layout, cfg)
+    deadline = None if left is None else time.time() + left
+    secrets = env.spec.secrets
+    try:
+        return paired.compare(
+            design,
+            lambda: _guard_record(cfg, env.worktree, secrets, env.jail),
+            paired.metric_run(cfg, env.worktree, secrets, env.jail, deadline),
+            paired.metric_run(cfg, inc.worktree, secrets, inc.jail, deadline),
+        )
+    finally:
+        inc.begin(start)  # the runs may leave files behind
 
 
 def new_record(iteration: int, proposal: dict[str, Any]) -> dict[str, Any]:
@@ -625,10 +660,12 @@ def apply_and_measure(
     secrets,
     cache: Path | None = None,
     jail: Jail | None = None,
+    measure: Callable[[], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Apply the proposal's patch in `worktree` (at the proposal's start commit), measure
-    and guard it. The change stays applied for the caller to commit or reset. With a
-    `cache`, a measurement taken before a kill is reused."""
+    and guard it (or call `measure`, the sequential comparison). The change stays applied
+    for the caller to commit or reset. With a `cache`, a measurement taken before a kill
+    is reused."""
     proc = git.worktree_proc(worktree, "apply", "--index", "--binary", str(patch_file.resolve()))
     if proc.returncode != 0:
         return {
@@ -641,6 +678,8 @@ def apply_and_measure(
             "guard": _guard_record(cfg, worktree, secrets, jail)
         }
 
+    if measure is not None:
+        produce = measure
     if cache is None:
         return produce()
     return _cached(
