@@ -110,6 +110,7 @@ def judge(measured: dict[str, Any], rec: dict[str, Any], guard_cmd: str | None) 
     the test's figures (p-value, effect and its interval, pairs)."""
     guard = measured.get("guard") or {"ok": None}
     rec["guard_ok"] = guard["ok"]
+    rec["pairs"] = 0
     if guard["ok"] is False:
         rec["guard"] = guard
         if guard.get("timed_out"):
@@ -150,3 +151,13 @@ def judge(measured: dict[str, Any], rec: dict[str, Any], guard_cmd: str | None) 
 def describe(step: dict[str, Any]) -> str:
     """The verdict line: the reason, the interval, the pairs (as Step.describe)."""
     return sequential.Step(**(step | {"ci": tuple(step["ci"]) if step["ci"] else None})).describe()
+
+
+def pick(batch: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A batch's winner under the sequential test: of the candidates it kept, the largest
+    gain over the incumbent measured next to it (each candidate had its own pairs); the
+    lowest candidate on a tie. None when it kept none."""
+    kept = [c for c in batch if c["status"] == KEPT]
+    if not kept:
+        return None
+    return max(kept, key=lambda c: (c["effect"], -batch.index(c)))

@@ -794,11 +794,30 @@ def experiment_lines(rec: dict[str, Any], key: str) -> list[str]:
     ]
     if rec.get("retry_of") is not None:
         lines.append(f"- Retry of #{rec['retry_of']}")
-    if rec.get("p_value") is not None:
+    if rec.get("sequential"):
+        lines += sequential_lines(rec)
+    elif rec.get("p_value") is not None:
         lines.append(f"- Rank test p-value: {rec['p_value']:.4f}")
     if rec["verdict"]:
         lines.append(f"- Why: {rec['verdict']}")
     return lines
+
+
+def sequential_lines(rec: dict[str, Any]) -> list[str]:
+    """The sequential test's figures: the decision, p-value, effect, interval, pairs."""
+    step = rec["sequential"]
+    level = f" (to keep: < {step['level']:.4g})" if step["level"] is not None else ""
+    rel = f" ({step['relative_effect']:+.2%})" if step["relative_effect"] is not None else ""
+    low, high = step["ci"] or (None, None)
+    interval = (
+        f"; {step['ci_level']:.1%} interval [{low:.4g}, {high:.4g}]" if low is not None else ""
+    )
+    return [
+        f"- Incumbent samples: {rec['incumbent_samples']}",
+        f"- Sequential test: {step['action']} after {step['samples']} pairs "
+        f"({step['looks']} look{'s' * (step['looks'] != 1)}); p = {step['p_value']:.4g}{level}",
+        f"- Gain per pair: {step['effect']:+.4g}{rel}{interval}",
+    ]
 
 
 def write_iteration_logs(
