@@ -2,10 +2,9 @@
 kept, a change that does nothing is discarded, a guard failure spends no metric run.
 
 The metric is the step count the fake model's change sets, times seeded noise: the seed is
-a counter the metric command keeps outside the worktrees, so every run differs and the
-whole session is reproducible. (The test keeps a change with no effect at most alpha = 5%
-of the time: with these seeds it discards it, as a replay of the same runs through
-paired.compare shows; with plain integer seeds it is one of the 5%.)
+the worktree's name and a count of its runs, kept outside the worktrees, so every run
+differs and the whole session is reproducible. (The test keeps a change with no effect at
+most alpha = 5% of the time; with these seeds it is discarded.)
 """
 
 from __future__ import annotations
@@ -24,10 +23,12 @@ from pathlib import Path
 
 import fast
 
-COUNTER = Path({counter!r})
-n = int(COUNTER.read_text()) if COUNTER.exists() else 0
-COUNTER.write_text(str(n + 1))
-noise = random.Random(f"run-{{n}}").gauss(0, 0.02)
+# One count per worktree, so the noise does not depend on the order the jobs run in.
+slot = Path.cwd().name
+counter = Path({counters!r}) / f"{{slot}}.txt"
+n = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(n + 1))
+noise = random.Random(f"{{slot}}-{{n}}").gauss(0, 0.02)
 print(json.dumps({{"ops": fast.steps() * (1 + noise)}}))
 """
 
@@ -45,12 +46,13 @@ SCRIPT = {
 @pytest.fixture(scope="module")
 def seq_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("seq")
-    counter = base / "runs.txt"
+    counters = base / "runs"
+    counters.mkdir()
     target = make_repo(
         base / "target",
         {
             "fast.py": FAST.format(n=1000),
-            "measure.py": NOISY.format(counter=str(counter)),
+            "measure.py": NOISY.format(counters=str(counters)),
             "tests/test_fast.py": TESTS,
         },
     )
@@ -69,7 +71,7 @@ def seq_run(tmp_path_factory):
     # The counter lives outside the worktrees, where a jailed command may not write.
     spec["commands"] = {"sandbox": "none"}
     workflow.run("s", spec)
-    return workflow, workflow.session("s"), counter
+    return workflow, workflow.session("s"), counters
 
 
 def decision(session, n):
@@ -95,12 +97,12 @@ def test_a_change_that_does_nothing_is_discarded(seq_run):
 
 
 def test_a_guard_failure_discards_without_a_metric_run(seq_run):
-    _, session, counter = seq_run
+    _, session, counters = seq_run
     d = decision(session, 3)
     assert d["status"] == "guard_failed" and d["pairs"] == 0 and d["samples"] == []
     # Every metric run: the baseline, then two per pair of iterations 1 and 2, none for 3.
     runs = 1 + 2 * (decision(session, 1)["pairs"] + decision(session, 2)["pairs"])
-    assert int(counter.read_text()) == runs
+    assert sum(int(f.read_text()) for f in counters.iterdir()) == runs
 
 
 def test_experiments_jsonl_records_the_decision_and_its_figures(seq_run):
@@ -128,3 +130,49 @@ def test_show_prints_the_sequential_figures(seq_run):
     pairs = decision(session, 1)["pairs"]
     assert f"- Sequential test: keep after {pairs} pairs" in proc.stdout
     assert "- Gain per pair: +" in proc.stdout and "interval [" in proc.stdout
+
+
+def test_a_batch_measures_each_candidate_against_the_incumbent_in_its_own_worktree(tmp_path):
+    counters = tmp_path / "runs"
+    counters.mkdir()
+    target = make_repo(
+        tmp_path / "target",
+        {
+            "fast.py": FAST.format(n=1000),
+            "measure.py": NOISY.format(counters=str(counters)),
+            "tests/test_fast.py": TESTS,
+        },
+    )
+    workflow = Workflow(tmp_path / "work")
+    script = {
+        "experiment": {
+            "c1/1": change(
+                1000, "Rename the loop variable", content="def steps():\n    return 1000  # same\n"
+            ),
+            "c2/1": change(900, "Halve the inner loop"),
+        }
+    }
+    spec = spec_for(
+        target,
+        workflow,
+        script,
+        goal="fewer steps",
+        scope=["fast.py"],
+        metric={"command": "python measure.py", "key": "ops", "direction": "minimize"},
+        sequential=True,
+        parallel=2,
+        max_iterations=1,
+    )
+    spec["commands"] = {"sandbox": "none"}
+    workflow.run("b", spec)  # one core: the runs take the counter's seeds in turn
+    session = workflow.session("b")
+    d = decision(session, 1)
+    by_name = {c["candidate"]: c for c in d["candidates"]}
+    assert by_name["c1"]["status"] == "discarded" and by_name["c2"]["status"] == "kept"
+    assert d["best"]["candidate"] == "c2" and by_name["c2"]["p_value"] < 0.05
+    for c in ("c1", "c2"):
+        measured = json.loads((session / f"iterations/001/{c}/measurement.json").read_text())
+        assert len(measured["incumbent_samples"]) == measured["sequential"]["samples"] >= 5
+        assert (session / "tracks" / f"{c}-incumbent" / "worktree" / "fast.py").read_text() == (
+            FAST.format(n=1000)
+        )

@@ -102,3 +102,14 @@ def test_a_metric_run_that_fails_is_a_crash_with_the_pairs_taken_before_it():
     rec: dict = {}
     status, _ = paired.judge(measured, rec, None)
     assert status == CRASH and "exited 1" in rec["error"] and rec["pairs"] == 3
+
+
+def test_a_batch_under_the_sequential_test_keeps_the_largest_paired_gain():
+    batch = [
+        {"candidate": "c1", "status": KEPT, "effect": 4.0},
+        {"candidate": "c2", "status": KEPT, "effect": 9.0},
+        {"candidate": "c3", "status": DISCARDED, "effect": 20.0},
+        {"candidate": "c4", "status": KEPT, "effect": 9.0},
+    ]
+    assert paired.pick(batch)["candidate"] == "c2"
+    assert paired.pick([batch[2]]) is None
