@@ -26,13 +26,15 @@ def run_agent(
     ledger_cycle: int | None = None,
     extra_task: str = "",
     extra_data: dict[str, Any] | None = None,
+    deadline_s: float | None = None,
 ) -> StageRun:
     """Run the team's backend on `ctx`'s brief through `toolbox`.
 
     A budget already spent skips the run (stop reason `budget`); a spend limit reported by
     the API ends it (`session_stop`). Both are StageRuns, never exceptions: the stage
     decides what that means for it. `ledger_cycle` numbers attempts that are not cycles
-    (the strategist's).
+    (the strategist's). `deadline_s` shortens the stage's deadline (a session's time
+    limit running out); it never lengthens it.
     """
     limit = env.spec.budget_usd
     reason = ledger.budget_exceeded(env.layout.root, limit) if limit is not None else None
@@ -40,6 +42,8 @@ def run_agent(
         env.log(f"{team}: not run: {reason}")
         return StageRun(Usage(), 0, "budget", reason)
     limits = env.limits()
+    if deadline_s is not None:
+        limits.deadline_s = min(deadline_s, limits.deadline_s or deadline_s)
     if limit is not None:
         # A stage may spend at most what is left of the session's budget.
         left = max(0.0, limit - ledger.session_totals(env.layout.root).cost_usd)

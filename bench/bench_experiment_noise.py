@@ -11,7 +11,8 @@
 
 Noise: each sample is the true value times (1 + e), e ~ Normal(0, 0.05). Lower is better.
 (a) and (b) call the pure decision function, policy.judge, directly; (d) calls
-sequential.compare with a pair-taking function, as the decide stage would.
+paired.compare, the decide stage's own comparison (guard, then pairs alternating which
+side runs first), with runs drawn from the noise model.
 
     .venv/bin/python bench/bench_experiment_noise.py [--trials 2000] [--skip-snakemake]
         [--skip-fixed] [--skip-sequential]
@@ -38,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from autoresearch.metrics import median  # noqa: E402
+from autoresearch.modes.experiment import paired  # noqa: E402
 from autoresearch.modes.experiment.policy import Sample, judge  # noqa: E402
 from autoresearch.modes.experiment.program import ExperimentConfig  # noqa: E402
 from autoresearch.modes.experiment.sequential import Design, Step, compare  # noqa: E402
@@ -128,8 +130,20 @@ def sequential_trial(
     def run(true: float) -> float:
         return true * (1 + drift * next(clock)) * (1 + rng.gauss(0, NOISE))
 
+    if order == "alternate":
+        # What the decide stage runs (paired.compare): the guard, then pairs whose first
+        # side alternates, incumbent first.
+        measured = paired.compare(
+            design,
+            lambda: {"ok": True},
+            lambda: (run(100.0 * (1 - gain)), None),
+            lambda: (run(100.0), None),
+        )
+        step = measured["sequential"]
+        return Step(**(step | {"ci": tuple(step["ci"]) if step["ci"] else None}))
+
     def take(i: int) -> tuple[float, float]:
-        if order == "candidate_first" or (order == "alternate" and i % 2 == 1):
+        if order == "candidate_first":
             candidate = run(100.0 * (1 - gain))
             return candidate, run(100.0)
         incumbent = run(100.0)

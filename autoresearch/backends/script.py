@@ -3,10 +3,10 @@
 For tests and rehearsals. The script maps team -> cycle -> a list of steps; the
 cycle key is the number, `<track>/<number>` for a broad track, `<cK>/<number>` for a
 candidate of an experiment batch, or `*` for any. A step is `{tool: NAME, args:
-{...}}`, `{sleep: SECONDS}` to stand in for a slow model, or `{wait_for: PATH}` to hold
-the stage until a test creates that file. Every brief the backend is given is appended
-to `agent.transcript` (JSON lines) when that key is set, so a test can assert on exactly
-what each team was told.
+{...}}`, `{sleep: SECONDS}` to stand in for a slow model (cut off, like one, at the
+stage's deadline), or `{wait_for: PATH}` to hold the stage until a test creates that
+file. Every brief the backend is given is appended to `agent.transcript` (JSON lines)
+when that key is set, so a test can assert on exactly what each team was told.
 """
 
 from __future__ import annotations
@@ -69,11 +69,19 @@ class ScriptBackend:
                 record["data"] = {k: v for k, v in brief.data.items() if k != "worktree"}
                 handle.write(json.dumps(record) + "\n")
         turns = 0
+        began = time.monotonic()
+        deadline = brief.limits.deadline_s
         for step in self.steps_for(brief):
             if toolbox.finished:
                 break
             if "sleep" in step:
-                time.sleep(float(step["sleep"]))
+                # A scripted pause is the fake model thinking: like a model, it is cut off at
+                # the stage's deadline.
+                wait = float(step["sleep"])
+                if deadline is not None and time.monotonic() - began + wait >= deadline:
+                    time.sleep(max(0.0, deadline - (time.monotonic() - began)))
+                    return StageRun(Usage(), turns, "deadline", f"stopped after {deadline:g}s")
+                time.sleep(wait)
                 continue
             if "wait_for" in step:
                 _wait_for(Path(step["wait_for"]), float(step.get("timeout", 600)))

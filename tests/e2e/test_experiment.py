@@ -361,3 +361,24 @@ def test_kill_during_decide_then_rerun_logs_each_iteration_once(workflow, tmp_pa
     assert sum(s.startswith("experiment: 1 ") for s in subjects) == 1
     assert not any(s.startswith("experiment: 2 ") for s in subjects)  # 900 > 800: discarded
     assert (workflow.session("k") / "done").exists()
+
+
+def test_max_duration_is_the_agent_deadline_not_only_a_check_between_iterations(
+    workflow, exp_target
+):
+    # The agent would think for ten minutes; the session has 20 s. Without the remaining
+    # time as its deadline the run outlasts the subprocess timeout below.
+    script = {"experiment": {1: [{"sleep": 600}, *change(400, "Think for a long time")]}}
+    spec = spec_for(
+        exp_target,
+        workflow,
+        script,
+        goal="fewer steps",
+        scope=["fast.py"],
+        metric={"command": "python measure.py", "key": "ops", "direction": "minimize"},
+        max_duration=20,
+    )
+    workflow.run("t", spec, timeout=300)
+    session = workflow.session("t")
+    assert [e["status"] for e in jsonl(session)] == ["baseline", "no_change"]
+    assert "stopped: duration limit reached" in (session / "done").read_text()

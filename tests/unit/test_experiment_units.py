@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from autoresearch.commands import CommandResult
+from autoresearch.modes.experiment import base_guard_problem
 from autoresearch.modes.experiment.policy import (
     CRASH,
     DISCARDED,
+    GUARD_FAILED,
     KEPT,
+    NO_CHANGE,
+    SYNTAX_ERROR,
     Sample,
     find_duplicate,
     judge,
@@ -22,6 +27,7 @@ from autoresearch.modes.experiment.program import (
     resolve,
     split_program,
 )
+from autoresearch.modes.experiment.stages import judge_measured, new_record, within
 from autoresearch.spec import SpecError
 
 PROGRAM = """# Faster parser
@@ -238,3 +244,75 @@ def test_syntax_check_python_and_javascript(tmp_path):
 
     if shutil.which("node"):
         assert any(p.startswith("bad.js") for p in problems)
+
+
+# --- results that do not mislead ---
+
+
+def test_crash_loop_counts_every_failed_iteration_not_only_crashes():
+    c = cfg()
+    failed = [{"status": s, "best_value": 100.0} for s in [NO_CHANGE, SYNTAX_ERROR] * 3]
+    failed[-1]["error"] = "syntax_error: fast.py:1: invalid syntax"
+    reason = should_stop(failed[:4], c, 0, 100)
+    assert reason is None
+    reason = should_stop(failed[:5], c, 0, 100)
+    assert reason.startswith(
+        "crash loop: 5 consecutive failed iterations (2 syntax_error, 3 no_change)"
+    )
+
+
+def test_a_measured_discard_breaks_a_crash_loop():
+    history = [{"status": s, "best_value": 100.0} for s in [CRASH, CRASH, DISCARDED, CRASH, CRASH]]
+    assert should_stop(history, cfg(), 0, 100) is None
+
+
+def test_a_guard_failed_improvement_is_logged_improved_but_not_kept():
+    measured = {
+        "value": 50.0,
+        "samples": [50.0],
+        "passed": None,
+        "notes": None,
+        "raw": None,
+        "guard": {"ok": False, "timed_out": False, "exit_code": 1, "tail": "1 failed"},
+    }
+    rec = new_record(1, {"hypothesis": "h", "change_summary": ""})
+    best = {"value": 100.0, "samples": [100.0]}
+    status, why = judge_measured(cfg(guard="pytest"), measured, best, rec)
+    assert status == GUARD_FAILED and rec["improved"] is True
+    assert "the metric beat the incumbent" in why
+
+
+def test_a_guard_failed_change_that_did_not_improve_is_logged_not_improved():
+    measured = {
+        "value": 150.0,
+        "samples": [150.0],
+        "passed": None,
+        "notes": None,
+        "raw": None,
+        "guard": {"ok": False, "timed_out": False, "exit_code": 1, "tail": ""},
+    }
+    rec = new_record(1, {"hypothesis": "h", "change_summary": ""})
+    status, _ = judge_measured(cfg(guard="pytest"), measured, {"value": 100.0, "samples": []}, rec)
+    assert status == GUARD_FAILED and rec["improved"] is False
+
+
+def test_measurement_timeouts_are_cut_to_what_is_left_of_max_duration():
+    c = cfg(verify_timeout_s=300, guard_timeout_s=600)
+    cut = within(c, 42.0)
+    assert (cut.verify_timeout_s, cut.guard_timeout) == (42.0, 42.0)
+    assert within(c, 1000.0).verify_timeout_s == 300 and within(c, None) is c
+
+
+def test_a_guard_timing_out_on_the_base_commit_says_so_and_after_how_long():
+    result = CommandResult("sleep 60", None, "", 3.2, timed_out=True)
+    problem = base_guard_problem(cfg(guard="sleep 60", guard_timeout_s=3), result)
+    assert "timed out on the base commit: stopped after 3s" in problem
+    assert "fails" not in problem
+
+
+def test_a_guard_failing_on_the_base_commit_gives_its_exit_code():
+    result = CommandResult("false", 1, "boom", 0.1)
+    assert "fails on the base commit (exit code 1)" in base_guard_problem(
+        cfg(guard="false"), result
+    )
+    assert base_guard_problem(cfg(), None) is None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import git, journal, metrics, spec
+from ...commands import CommandResult
 from ...errors import SessionError, SpecError
 from ...files import write_json, write_text
 from ...layout import SessionLayout, rel
@@ -29,7 +30,7 @@ from . import log as logs
 from . import report, runs, show
 from .log import fmt
 from .policy import KEPT, should_stop
-from .program import resolve
+from .program import ExperimentConfig, resolve
 from .stages import (
     _guard,
     _measure,
@@ -126,18 +127,9 @@ class Experiment(Mode):
                 f"experiment.metric.command cannot measure the base commit, so no experiment "
                 f"could ever be judged:\n{err}"
             ) from None
-        guard = _guard(cfg, worktree, secrets, box)
-        if guard is not None and guard.timed_out:
-            raise SpecError(
-                f"experiment.guard `{cfg.guard}` timed out after {cfg.guard_timeout:g}s on the "
-                "base commit; raise experiment.guard_timeout_s (default: the verify timeout) or "
-                f"make the guard faster.\n{guard.tail(2000)}"
-            )
-        if guard is not None and not guard.ok:
-            raise SpecError(
-                f"experiment.guard `{cfg.guard}` fails on the base commit, so every change "
-                f"would be discarded; make it pass first.\n{guard.tail(2000)}"
-            )
+        problem = base_guard_problem(cfg, _guard(cfg, worktree, secrets, box))
+        if problem:
+            raise SpecError(problem)
         git.reset_to(worktree, record.base_commit)  # the measurement may leave files behind
         started = time.time()
         run_id = f"{layout.name}-{dt.datetime.fromtimestamp(started, dt.UTC):%Y%m%dT%H%M%SZ}"
@@ -372,6 +364,25 @@ class Experiment(Mode):
         if not layout.experiment_setup.exists():
             raise SessionError(f"session {layout.name!r} is not set up yet: nothing to show")
         return show.render(layout, key_of(config_of(spec)), iteration, candidate)
+
+
+def base_guard_problem(cfg: ExperimentConfig, guard: CommandResult | None) -> str | None:
+    """What is wrong with the guard's run on the base commit, or None when it passed (or
+    there is none). A timeout says so and after how long: it is not a failing guard."""
+    if guard is None or guard.ok:
+        return None
+    if guard.timed_out:
+        return (
+            f"experiment.guard `{cfg.guard}` timed out on the base commit: stopped after "
+            f"{guard.duration_s:.0f}s (experiment.guard_timeout_s is {cfg.guard_timeout:g}s, "
+            "default: the verify timeout); raise it or make the guard faster."
+            f"\n{guard.tail(2000)}"
+        )
+    return (
+        f"experiment.guard `{cfg.guard}` fails on the base commit (exit code "
+        f"{guard.exit_code}), so every change would be discarded; make it pass first."
+        f"\n{guard.tail(2000)}"
+    )
 
 
 def final_reason(recs: list[dict[str, Any]]) -> str | None:

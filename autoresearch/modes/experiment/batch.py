@@ -18,7 +18,7 @@ from ... import git, journal
 from ...backends.base import StageFailed
 from ...files import read_json, write_json
 from ...stage import StageEnv
-from . import stages
+from . import paired, stages
 from .candidates import CandidateEnv, candidate_ids, ensure_worktree
 from .log import fmt
 from .policy import (
@@ -42,6 +42,7 @@ def measure(env: CandidateEnv, out: Path) -> dict[str, Any]:
     measure the same thing; the result is the job's output, read only by decide.
     """
     cfg = stages.config_of(env.spec)
+    cfg = stages.within(cfg, stages.time_left(env.layout, cfg))  # none outlasts max_duration
     proposal = env.stage_record("proposal")
     start = proposal["start_commit"]
     began = time.time()
@@ -54,6 +55,7 @@ def measure(env: CandidateEnv, out: Path) -> dict[str, Any]:
     if result["measured"]:
         ensure_worktree(env, start)
         env.begin(start)
+        sequential = cfg.sequential is not None
         result |= stages.apply_and_measure(
             cfg,
             env.worktree,
@@ -61,6 +63,7 @@ def measure(env: CandidateEnv, out: Path) -> dict[str, Any]:
             proposal,
             env.spec.secrets,
             jail=env.jail,
+            measure=(lambda: stages.measure_paired(env, cfg, start)) if sequential else None,
         )
         git.reset_to(env.worktree, start)
     result["duration_seconds"] = round(time.time() - began, 3)
@@ -82,17 +85,21 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
     """Judge every candidate against the incumbent, commit the best that beats it, and
     record the others as discarded; the iteration's record holds every candidate."""
     key = stages.key_of(cfg)
+    cfg = stages.within(cfg, stages.time_left(env.layout, cfg))
     best = dict(stages.incumbent_before(env))
     start = best["commit"]
     env.begin(start)
     began = time.time()
-    remeasured = stages.remeasure_incumbent(
-        env, cfg, best, start, env.cycle_dir / "measurements.json"
-    )
+    # The sequential test measures the incumbent next to each candidate: nothing to redo.
+    remeasured = None
+    if cfg.sequential is None:
+        remeasured = stages.remeasure_incumbent(
+            env, cfg, best, start, env.cycle_dir / "measurements.json"
+        )
     batch = [
         judge_candidate(env, cfg, c, best, start, compare) for c in candidate_ids(cfg.parallel)
     ]
-    winner = pick(batch, cfg.direction)
+    winner = paired.pick(batch) if cfg.sequential is not None else pick(batch, cfg.direction)
     for c in batch:
         if c is not winner and c["status"] == KEPT:
             c["status"] = DISCARDED
@@ -110,13 +117,13 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
                 f"candidate {winner['candidate']}'s patch, measured on {start[:12]}, does not "
                 f"apply there in the session worktree: {proc.stderr.strip()}"
             )
-        end = stages.commit_kept(env, winner, best, key)
+        against = winner.get("incumbent_value", best["value"])
+        end = stages.commit_kept(env, winner, best | {"value": against}, key)
     git.reset_to(env.worktree, end)
     stamp = journal.now()
     for c in batch:
         c.update(
-            baseline_value=best["value"],
-            improved=c is winner,
+            baseline_value=c.get("incumbent_value", best["value"]),
             end_commit=end if c is winner else start,
             files_changed=c["files"] if c is winner else [],
             tests_pass=c["guard_ok"] is not False,
@@ -133,7 +140,7 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
         cycle=env.cycle,
         start_commit=start,
         remeasured=remeasured,
-        baseline_value=best["value"],
+        baseline_value=rep["baseline_value"],
         candidates=batch,
     )
     return stages.close_record(rec, end, new_best, proposal_stop, began)
@@ -164,7 +171,10 @@ def judge_candidate(
         )
     else:
         measured = read_json(folder / "measurement.json")
-        status, verdict = stages.judge_measured(cfg, measured, best, rec, compare)
+        if cfg.sequential is not None:
+            status, verdict = paired.judge(measured, rec, cfg.guard)
+        else:
+            status, verdict = stages.judge_measured(cfg, measured, best, rec, compare)
         rec["duration_seconds"] = measured.get("duration_seconds", 0)
     patch = folder / "proposal.patch"
     rec.update(status=status, verdict=verdict, patch=str(patch.relative_to(env.layout.root)))

@@ -33,6 +33,10 @@ TSV_COLUMNS = [
 ]
 
 
+# What experiments.jsonl records of the sequential keep test (experiment.sequential).
+SEQUENTIAL_FIELDS = ("p_value", "effect", "relative_effect", "ci", "ci_level", "pairs")
+
+
 def fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:g}"
 
@@ -73,12 +77,15 @@ def jsonl_entry(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _extras(rec: dict[str, Any]) -> dict[str, Any]:
-    """A candidate's name and a retry's origin, only where they apply."""
+    """A candidate's name, a retry's origin and the sequential test's figures, only where
+    they apply."""
     out: dict[str, Any] = {}
     if rec.get("candidate"):
         out["candidate"] = rec["candidate"]
     if rec.get("retry_of") is not None:
         out["retry_of"] = rec["retry_of"]
+    if "pairs" in rec:  # the sequential keep test's figures
+        out |= {key: rec.get(key) for key in SEQUENTIAL_FIELDS}
     return out
 
 

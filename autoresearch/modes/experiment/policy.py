@@ -26,6 +26,8 @@ GUARD_FAILED = "guard_failed"
 CRASH = "crash"  # the metric or the guard could not run (failed, timed out, unparsable)
 SYNTAX_ERROR = "syntax_error"
 NO_CHANGE = "no_change"  # the agent ended without handing in a change
+# Failed iterations: nothing was measured against the incumbent (a propose stage whose
+# agent errored hands in no change). A run of them is a crash loop.
 ERRORS = (CRASH, SYNTAX_ERROR, NO_CHANGE)
 REGRESSIONS = (DISCARDED, GUARD_FAILED)
 # Which candidate stands for a batch in which no candidate was kept: the most informative
@@ -170,15 +172,8 @@ def should_stop(
     if target is not None and best is not None and target.met(best):
         return f"target reached: {best:g} meets {target}"
     crash_n = cfg.crash_loop_after
-    if crash_n and n >= crash_n and all(h["status"] == CRASH for h in history[-crash_n:]):
-        last = history[-1].get("error") or ""
-        first_line = last.strip().splitlines()[0] if last.strip() else "no message"
-        return (
-            f"crash loop: {crash_n} consecutive crashes; check that the metric command "
-            f"`{cfg.command}`"
-            + (f" and the guard `{cfg.guard}`" if cfg.guard else "")
-            + f" run in the worktree within {cfg.verify_timeout_s:g}s. Last error: {first_line}"
-        )
+    if crash_n and n >= crash_n and all(h["status"] in ERRORS for h in history[-crash_n:]):
+        return crash_loop_reason(history[-crash_n:], cfg)
     stuck = cfg.stuck_limit
     if stuck and n >= stuck and all(h["status"] != KEPT for h in history[-stuck:]):
         return f"stuck: {stuck} consecutive iterations without an improvement"
@@ -193,6 +188,25 @@ def should_stop(
                 f"together (less than {cfg.plateau_min_gain:.0%})"
             )
     return None
+
+
+def crash_loop_reason(failed: list[dict[str, Any]], cfg: ExperimentConfig) -> str:
+    """Why the loop stops after a run of failed iterations, and what to look at: the
+    measurement when they crashed, the agent when it handed in nothing usable."""
+    seen = [h["status"] for h in failed]
+    tally = ", ".join(f"{seen.count(s)} {s}" for s in ERRORS if s in seen)
+    last = failed[-1].get("error") or failed[-1].get("verdict") or ""
+    first_line = last.strip().splitlines()[0] if last.strip() else "no message"
+    text = f"crash loop: {len(failed)} consecutive failed iterations ({tally}); "
+    if any(h["status"] == CRASH for h in failed):
+        text += (
+            f"check that the metric command `{cfg.command}`"
+            + (f" and the guard `{cfg.guard}`" if cfg.guard else "")
+            + f" run in the worktree within {cfg.verify_timeout_s:g}s"
+        )
+    else:
+        text += "the agent handed in no change it could measure; check its log and the scope"
+    return f"{text}. Last error: {first_line}"
 
 
 # --- duplicates ---------------------------------------------------------------------

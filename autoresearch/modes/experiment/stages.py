@@ -13,9 +13,11 @@ measurement is cached by patch hash, so kill -9 and a plain rerun gives the same
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,7 @@ from ...layout import SessionLayout
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox
-from . import candidates
+from . import candidates, paired
 from . import log as logs
 from .log import fmt
 from .policy import (
@@ -50,6 +52,9 @@ from .program import ExperimentConfig, from_frozen, research_text
 
 HISTORY_SHOWN = 10
 RETRIES_SHOWN = 5
+# The least a stage is given when max_duration is (nearly) spent: a zero timeout would
+# report a measurement that never started as "timed out after 0s".
+MIN_LEFT_S = 1.0
 
 
 def config_of(values: dict[str, Any]) -> ExperimentConfig:
@@ -58,6 +63,26 @@ def config_of(values: dict[str, Any]) -> ExperimentConfig:
 
 def key_of(cfg: ExperimentConfig) -> str:
     return cfg.key or "metric"
+
+
+def time_left(layout: SessionLayout, cfg: ExperimentConfig) -> float | None:
+    """Seconds left of `max_duration` (at least MIN_LEFT_S); None without one. The limit is
+    checked between iterations, so each stage is handed what is left as its own deadline."""
+    if cfg.max_duration_s is None:
+        return None
+    elapsed = time.time() - setup_state(layout)["started_epoch"]
+    return max(MIN_LEFT_S, cfg.max_duration_s - elapsed)
+
+
+def within(cfg: ExperimentConfig, left: float | None) -> ExperimentConfig:
+    """`cfg` with the metric's and the guard's timeouts cut to `left` seconds."""
+    if left is None:
+        return cfg
+    return dataclasses.replace(
+        cfg,
+        verify_timeout_s=min(cfg.verify_timeout_s, left),
+        guard_timeout_s=min(cfg.guard_timeout, left),
+    )
 
 
 def _measure(
@@ -349,7 +374,13 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
         )
         extra_data = {"candidate": candidate}
     run: StageRun = run_agent(
-        env, "experiment", ctx, toolbox, extra_task=extra_task, extra_data=extra_data
+        env,
+        "experiment",
+        ctx,
+        toolbox,
+        extra_task=extra_task,
+        extra_data=extra_data,
+        deadline_s=time_left(env.layout, cfg),
     )
     patch = state.get("patch", "")
     git.reset_to(env.worktree, start)  # the change lives in proposal.patch until decide
@@ -431,6 +462,7 @@ def _guard_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None) 
         "ok": result.ok,
         "timed_out": result.timed_out,
         "exit_code": result.exit_code,
+        "duration_s": round(result.duration_s, 3),
         "tail": result.tail(1500),
     }
 
@@ -439,6 +471,7 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
     """Measure and guard the proposal, then keep it (commit) or reset. The iteration's
     record, before the mode's stop rules. `compare` is the keep rule (policy.judge)."""
     cfg = config_of(env.spec)
+    cfg = within(cfg, time_left(env.layout, cfg))  # no measurement outlasts max_duration
     key = key_of(cfg)
     secrets = env.spec.secrets
     proposal = env.stage_record("proposal")
@@ -454,20 +487,53 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
         rec["error"] = "syntax_error: " + "; ".join(proposal["syntax_errors"][-1])
     elif status == NO_CHANGE:
         verdict = "the agent handed in no change"
+    elif cfg.sequential is not None:
+        measured = apply_and_measure(
+            cfg,
+            env.worktree,
+            env.cycle_dir / "proposal.patch",
+            proposal,
+            secrets,
+            cache,
+            env.jail,
+            measure=lambda: measure_paired(env, cfg, start),
+        )
+        status, verdict = paired.judge(measured, rec, cfg.guard)
     else:
         rec["remeasured"] = remeasure_incumbent(env, cfg, best, start, cache)
         measured = apply_and_measure(
             cfg, env.worktree, env.cycle_dir / "proposal.patch", proposal, secrets, cache, env.jail
         )
         status, verdict = judge_measured(cfg, measured, best, rec, compare)
-    rec["baseline_value"] = best["value"]
+    # Against the incumbent as measured in this comparison (the paired runs), if it was.
+    rec["baseline_value"] = rec.get("incumbent_value", best["value"])
     end = start
     if status == KEPT:
-        end = commit_kept(env, rec, best, key)
+        end = commit_kept(env, rec, best | {"value": rec["baseline_value"]}, key)
         best = best_after(rec, end, env.cycle)
     git.reset_to(env.worktree, end)  # discard = reset to the last kept commit, and clean
-    rec.update(status=status, verdict=verdict, improved=status == KEPT)
+    rec.update(status=status, verdict=verdict)
     return close_record(rec, end, best, proposal.get("stop"), began)
+
+
+def measure_paired(env: StageEnv, cfg: ExperimentConfig, start: str) -> dict[str, Any]:
+    """The sequential comparison of the change applied in `env`'s worktree against the
+    incumbent commit `start`, measured in a worktree of its own (paired.py)."""
+    design = cfg.sequential_design()
+    assert design is not None  # the caller checked experiment.sequential
+    inc = paired.incumbent_env(env, start)
+    left = time_left(env.layout, cfg)
+    deadline = None if left is None else time.time() + left
+    secrets = env.spec.secrets
+    try:
+        return paired.compare(
+            design,
+            lambda: _guard_record(cfg, env.worktree, secrets, env.jail),
+            paired.metric_run(cfg, env.worktree, secrets, env.jail, deadline),
+            paired.metric_run(cfg, inc.worktree, secrets, inc.jail, deadline),
+        )
+    finally:
+        inc.begin(start)  # the runs may leave files behind
 
 
 def new_record(iteration: int, proposal: dict[str, Any]) -> dict[str, Any]:
@@ -485,6 +551,7 @@ def new_record(iteration: int, proposal: dict[str, Any]) -> dict[str, Any]:
         "error": None,
         "guard_ok": None,
         "p_value": None,
+        "improved": False,  # whether the metric beat the incumbent, guard aside
         "remeasured": None,
         "files": proposal.get("files", []),
         "retry_of": proposal.get("retry_of"),
@@ -593,10 +660,12 @@ def apply_and_measure(
     secrets,
     cache: Path | None = None,
     jail: Jail | None = None,
+    measure: Callable[[], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Apply the proposal's patch in `worktree` (at the proposal's start commit), measure
-    and guard it. The change stays applied for the caller to commit or reset. With a
-    `cache`, a measurement taken before a kill is reused."""
+    and guard it (or call `measure`, the sequential comparison). The change stays applied
+    for the caller to commit or reset. With a `cache`, a measurement taken before a kill
+    is reused."""
     proc = git.worktree_proc(worktree, "apply", "--index", "--binary", str(patch_file.resolve()))
     if proc.returncode != 0:
         return {
@@ -609,6 +678,8 @@ def apply_and_measure(
             "guard": _guard_record(cfg, worktree, secrets, jail)
         }
 
+    if measure is not None:
+        produce = measure
     if cache is None:
         return produce()
     return _cached(
@@ -630,18 +701,26 @@ def judge_measured(
     rec.update(value_fields(measured))
     guard = measured["guard"]
     rec["guard_ok"] = guard["ok"]
-    if guard["ok"] is False:
-        rec["guard"] = guard
-        if guard["timed_out"]:
-            rec["error"] = f"guard `{cfg.guard}` timed out after {cfg.guard_timeout:g}s"
-            return CRASH, ""
-        return GUARD_FAILED, f"guard `{cfg.guard}` failed (exit code {guard['exit_code']})"
+    # The metric is judged whatever the guard says: `improved` records whether the change
+    # beat the incumbent, so a guard-failed improvement is not logged as no improvement.
     verdict = compare(
         Sample(measured["value"], measured["samples"], measured["passed"]),
         Sample(best["value"], best["samples"], best.get("passed")),
         cfg,
     )
     rec["p_value"] = verdict.p_value
+    rec["improved"] = verdict.kept
+    if guard["ok"] is False:
+        rec["guard"] = guard
+        if guard["timed_out"]:
+            rec["error"] = f"guard `{cfg.guard}` timed out after {cfg.guard_timeout:g}s"
+            return CRASH, ""
+        beat = "beat" if verdict.kept else "did not beat"
+        return (
+            GUARD_FAILED,
+            f"guard `{cfg.guard}` failed (exit code {guard['exit_code']}); the metric {beat} "
+            "the incumbent",
+        )
     return (KEPT if verdict.kept else DISCARDED), verdict.reason
 
 
@@ -715,11 +794,30 @@ def experiment_lines(rec: dict[str, Any], key: str) -> list[str]:
     ]
     if rec.get("retry_of") is not None:
         lines.append(f"- Retry of #{rec['retry_of']}")
-    if rec.get("p_value") is not None:
+    if rec.get("sequential"):
+        lines += sequential_lines(rec)
+    elif rec.get("p_value") is not None:
         lines.append(f"- Rank test p-value: {rec['p_value']:.4f}")
     if rec["verdict"]:
         lines.append(f"- Why: {rec['verdict']}")
     return lines
+
+
+def sequential_lines(rec: dict[str, Any]) -> list[str]:
+    """The sequential test's figures: the decision, p-value, effect, interval, pairs."""
+    step = rec["sequential"]
+    level = f" (to keep: < {step['level']:.4g})" if step["level"] is not None else ""
+    rel = f" ({step['relative_effect']:+.2%})" if step["relative_effect"] is not None else ""
+    low, high = step["ci"] or (None, None)
+    interval = (
+        f"; {step['ci_level']:.1%} interval [{low:.4g}, {high:.4g}]" if low is not None else ""
+    )
+    return [
+        f"- Incumbent samples: {rec['incumbent_samples']}",
+        f"- Sequential test: {step['action']} after {step['samples']} pairs "
+        f"({step['looks']} look{'s' * (step['looks'] != 1)}); p = {step['p_value']:.4g}{level}",
+        f"- Gain per pair: {step['effect']:+.4g}{rel}{interval}",
+    ]
 
 
 def write_iteration_logs(

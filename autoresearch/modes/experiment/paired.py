@@ -1,0 +1,163 @@
+"""The sequential keep decision (`experiment.sequential`): the guard first, then the
+candidate and the incumbent measured pair by pair until sequential.next_step decides.
+
+Each pair is one run of each side, in two worktrees: the candidate's (its patch applied)
+and the incumbent's (a detached worktree at the best kept commit). The side that runs first
+alternates (incumbent then candidate, then candidate then incumbent, ...), so warm-up and
+drift fall on both sides alike. A guard that fails discards the change before a single
+metric run is spent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ... import metrics
+from ...jail import Jail
+from ...stage import StageEnv
+from . import sequential
+from .candidates import CandidateEnv, candidate_of, ensure_worktree
+from .policy import CRASH, DISCARDED, GUARD_FAILED, KEPT
+from .program import ExperimentConfig
+
+INCUMBENT = "incumbent"  # the worktree slot the incumbent is measured in
+
+Run = Callable[[], tuple[float, Any]]  # one metric run: (value, raw output)
+
+
+def compare(
+    design: sequential.Design,
+    guard: Callable[[], dict[str, Any]],
+    run_candidate: Run,
+    run_incumbent: Run,
+) -> dict[str, Any]:
+    """The guard, then paired runs until the design decides: the measurement record.
+
+    Without a passing guard no metric run is taken. A metric run that fails ends the
+    comparison with `error` (and the pairs taken so far)."""
+    record: dict[str, Any] = {"guard": guard()}
+    if record["guard"]["ok"] is False:
+        return record
+    xs: list[float] = []
+    ys: list[float] = []
+    last_raw: list[Any] = [None]
+
+    def take(i: int) -> tuple[float, float]:
+        if i % 2 == 0:
+            y, _ = run_incumbent()
+            x, last_raw[0] = run_candidate()
+        else:
+            x, last_raw[0] = run_candidate()
+            y, _ = run_incumbent()
+        xs.append(x)  # kept as taken, so a failure still reports the pairs before it
+        ys.append(y)
+        return x, y
+
+    try:
+        result = sequential.compare(design, take)
+    except metrics.MetricError as err:
+        return record | {"error": str(err), "samples": xs, "incumbent_samples": ys}
+    return record | {
+        "value": statistics.fmean(result.candidate),
+        "samples": result.candidate,
+        "incumbent_value": statistics.fmean(result.incumbent),
+        "incumbent_samples": result.incumbent,
+        "passed": None,
+        "notes": None,
+        "raw": last_raw[0],
+        "sequential": result.step.to_record(),
+    }
+
+
+def metric_run(
+    cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None, deadline: float | None
+) -> Run:
+    """One run of the metric command in `cwd`; its timeout is cut to what is left before
+    `deadline` (an epoch time, or None)."""
+
+    def run() -> tuple[float, Any]:
+        timeout = cfg.verify_timeout_s
+        if deadline is not None:
+            timeout = max(1.0, min(timeout, deadline - time.time()))
+        m = metrics.measure(
+            cfg.command, cwd, cfg.format, cfg.key, 1, timeout, secrets=secrets, jail=jail
+        )
+        return m.value, m.raw
+
+    return run
+
+
+def incumbent_env(env: StageEnv, commit: str) -> CandidateEnv:
+    """The stage context of the incumbent's worktree (made on first use), reset to `commit`.
+    A batch's candidate `cK` has its own (`cK-incumbent`): candidates are measured at once."""
+    mine = candidate_of(env)
+    values = {
+        f.name: getattr(env, f.name) for f in dataclasses.fields(env) if f.name != "candidate"
+    }
+    inc = CandidateEnv(**values, candidate=f"{mine}-{INCUMBENT}" if mine else INCUMBENT)
+    ensure_worktree(inc, commit)
+    inc.begin(commit)
+    return inc
+
+
+def judge(measured: dict[str, Any], rec: dict[str, Any], guard_cmd: str | None) -> tuple[str, str]:
+    """(status, why) of a sequential measurement; fills `rec` with what was measured and
+    the test's figures (p-value, effect and its interval, pairs)."""
+    guard = measured.get("guard") or {"ok": None}
+    rec["guard_ok"] = guard["ok"]
+    rec["pairs"] = 0
+    if guard["ok"] is False:
+        rec["guard"] = guard
+        if guard.get("timed_out"):
+            took = guard.get("duration_s")
+            after = f" after {took:.0f}s" if took is not None else ""
+            rec["error"] = f"guard `{guard_cmd}` timed out{after} (before any metric run)"
+            return CRASH, ""
+        return (
+            GUARD_FAILED,
+            f"guard `{guard_cmd}` failed (exit code {guard['exit_code']}); no metric run spent",
+        )
+    if "error" in measured:
+        rec["error"] = measured["error"]
+        rec["pairs"] = len(measured.get("samples") or [])
+        return CRASH, ""
+    step = measured["sequential"]
+    rec.update(
+        metric_value=measured["value"],
+        samples=measured["samples"],
+        incumbent_value=measured["incumbent_value"],
+        incumbent_samples=measured["incumbent_samples"],
+        passed=None,
+        notes=None,
+        raw=measured["raw"],
+        p_value=step["p_value"],
+        effect=step["effect"],
+        relative_effect=step["relative_effect"],
+        ci=step["ci"],
+        ci_level=step["ci_level"],
+        pairs=step["samples"],
+        sequential=step,
+        improved=step["action"] == sequential.KEEP,
+    )
+    kept = step["action"] == sequential.KEEP
+    return (KEPT if kept else DISCARDED), describe(step)
+
+
+def describe(step: dict[str, Any]) -> str:
+    """The verdict line: the reason, the interval, the pairs (as Step.describe)."""
+    return sequential.Step(**(step | {"ci": tuple(step["ci"]) if step["ci"] else None})).describe()
+
+
+def pick(batch: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A batch's winner under the sequential test: of the candidates it kept, the largest
+    gain over the incumbent measured next to it (each candidate had its own pairs); the
+    lowest candidate on a tie. None when it kept none."""
+    kept = [c for c in batch if c["status"] == KEPT]
+    if not kept:
+        return None
+    return max(kept, key=lambda c: (c["effect"], -batch.index(c)))
