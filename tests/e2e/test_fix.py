@@ -196,7 +196,9 @@ HANDOFF = {
 
 
 def test_handed_findings_are_fixed_until_their_reproduction_passes(workflow, tmp_path):
-    repo = make_repo(tmp_path / "handed", {"app.py": APP})
+    # A test that ran and passed: a suite that runs no test is no baseline.
+    tests = {"test_smoke.py": "def test_smoke():\n    assert True\n"}
+    repo = make_repo(tmp_path / "handed", {"app.py": APP, **tests})
     source = workflow.session("dbg")
     source.mkdir(parents=True)
     (source / "handoff.json").write_text(json.dumps(HANDOFF))
