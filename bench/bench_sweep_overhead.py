@@ -137,6 +137,8 @@ def main() -> None:
                     "target": str(repo),
                     "test_command": "true",
                     "max_cycles": cycles,
+                    # Low findings only: stop 7 ("goal satisfied") would end the loop at once.
+                    "stop_below": None,
                     "agent": {"backend": "script", "script": str(tmp / "script.yaml")},
                 }
             )
