@@ -120,6 +120,9 @@ class Workflow:
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
         env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+        # `python -m autoresearch.cli` run from the session's folder imports this checkout,
+        # whichever checkout the environment's package was installed from.
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         env.pop("ANTHROPIC_API_KEY", None)
         env.update(self.extra_env)
         return env

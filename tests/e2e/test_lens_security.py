@@ -243,7 +243,7 @@ def test_fix_true_fixes_only_confirmed_critical_and_high_findings_each_rechecked
         ("V-002", "not fixed", 3),
     ]
     assert results[1]["tries"] == [
-        "tests failed after the fix",
+        "not kept: tests fail: tests/test_calc.py::test_number",  # named, not an exit code
         "the re-check still finds it; the fix was reverted",
         "skipped: no",
     ]

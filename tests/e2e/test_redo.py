@@ -28,7 +28,11 @@ def green_writes(path: str, text: str, fid: str) -> list[dict]:
 
 def three_cycle_script(second: str) -> dict:
     return {
-        "red": {"*": [{"tool": "report_finding", "args": FINDING}]},
+        # A new finding each cycle: Red may not report one already handled.
+        "red": {
+            n: [{"tool": "report_finding", "args": {**FINDING, "title": f"missing file {n}"}}]
+            for n in (1, 2, 3)
+        },
         "green": {
             1: green_writes("one.txt", "one\n", "F-001"),
             2: green_writes("two.txt", second, "F-002"),

@@ -28,7 +28,7 @@ def eligible(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def run(env: StageEnv, mode: Any, md_out: Path, json_out: Path) -> None:
     env.begin(env.record.base_commit)  # a rerun starts over: no fix commit is stacked twice
-    gate = TestGate(env, bool(env.record.baseline.get("ok")))
+    gate = TestGate(env, env.reference_tests())
     results = []
     for finding in eligible(mode.report_findings(env.layout)):
         result: dict[str, Any] = {"id": finding["id"], "title": finding["title"], "tries": []}
@@ -61,14 +61,15 @@ def _green(env: StageEnv, gate: TestGate, finding: dict, attempt: int) -> tuple[
     def finish_fix(finding_id: str, summary: str) -> ToolResult:
         if not git.is_dirty(env.worktree):
             return ToolResult("there is no change in the worktree to commit", is_error=True)
-        if not gate.passes():
+        if not gate.check().ok:
             git.restore(env.worktree)
-            outcome["reason"] = "tests failed after the fix"
-            return ToolResult("tests failed, so the worktree was restored", is_error=False)
+            reason = gate.verdict.reason if gate.verdict else "the tests did not run"
+            outcome["reason"] = f"not kept: {reason}"
+            return ToolResult(f"not kept, the worktree was restored: {gate.refused()}")
         message = f"fix: [{finding['id']}] {' '.join(summary.split())[:120]}"
         outcome.update(sha=git.commit_all(env.worktree, message), reason="committed")
         toolbox.mark_finished()
-        return ToolResult(f"tests pass; committed: {message}")
+        return ToolResult(f"{gate.kept_message()}; committed: {message}")
 
     def skip_finding(finding_id: str, reason: str) -> ToolResult:
         outcome["reason"] = f"skipped: {reason}"
