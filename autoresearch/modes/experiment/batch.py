@@ -17,6 +17,7 @@ from typing import Any
 from ... import git, journal
 from ...backends.base import StageFailed
 from ...files import read_json, write_json
+from ...protect import ProtectedChange
 from ...stage import StageEnv
 from . import stages
 from .candidates import CandidateEnv, candidate_ids, ensure_worktree
@@ -53,7 +54,7 @@ def measure(env: CandidateEnv, out: Path) -> dict[str, Any]:
     }
     if result["measured"]:
         ensure_worktree(env, start)
-        env.begin(start)
+        env.pristine(start)
         result |= stages.apply_and_measure(
             cfg,
             env.worktree,
@@ -62,6 +63,8 @@ def measure(env: CandidateEnv, out: Path) -> dict[str, Any]:
             env.spec.secrets,
             jail=env.jail,
         )
+        if changed := env.protection.changed(env.worktree):  # the run rewrote them
+            result["error"] = ProtectedChange(changed).reason
         git.reset_to(env.worktree, start)
     result["duration_seconds"] = round(time.time() - began, 3)
     write_json(out, result)
@@ -84,7 +87,7 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
     key = stages.key_of(cfg)
     best = dict(stages.incumbent_before(env))
     start = best["commit"]
-    env.begin(start)
+    env.pristine(start)
     began = time.time()
     remeasured = stages.remeasure_incumbent(
         env, cfg, best, start, env.cycle_dir / "measurements.json"
