@@ -44,16 +44,23 @@ class Protection:
         return any(glob_match(rel, pattern) for pattern in self.patterns)
 
     def changed(self, worktree: Path) -> list[str]:
-        """Protected paths whose working-tree or staged content, or mere existence (a new
-        untracked file), differs from the base commit."""
+        """Protected paths whose working-tree or staged content differs from the base
+        commit (deleted, edited, added to the index)."""
+        return self._listed(
+            worktree,
+            ("diff", "--name-only", "--no-renames", "-z", self.base, "--"),
+            ("diff", "--cached", "--name-only", "--no-renames", "-z", self.base, "--"),
+        )
+
+    def strays(self, worktree: Path) -> list[str]:
+        """New untracked files under protected paths (a test run's `tests/__pycache__`)."""
+        return self._listed(worktree, ("ls-files", "--others", "--exclude-standard", "-z"))
+
+    def _listed(self, worktree: Path, *calls: tuple[str, ...]) -> list[str]:
         if not self.patterns:
             return []
         found: set[str] = set()
-        for args in (
-            ("diff", "--name-only", "--no-renames", "-z", self.base, "--"),
-            ("diff", "--cached", "--name-only", "--no-renames", "-z", self.base, "--"),
-            ("ls-files", "--others", "--exclude-standard", "-z"),
-        ):
+        for args in calls:
             proc = git.worktree_proc(worktree, *args)
             if proc.returncode != 0:
                 raise git.GitError(f"git {' '.join(args)} failed in {worktree}: {proc.stderr}")
@@ -76,7 +83,10 @@ class Protection:
                 target.unlink()
 
     def enforce(self, worktree: Path) -> None:
-        """Raise ProtectedChange, after restoring them, if protected files changed."""
+        """Raise ProtectedChange, after restoring them, if protected files changed. New
+        untracked files there are removed, never committed, but reject nothing: commands
+        leave caches in protected folders, and the agents' tools cannot write there."""
+        self.restore(worktree, self.strays(worktree))
         changed = self.changed(worktree)
         if changed:
             self.restore(worktree, changed)

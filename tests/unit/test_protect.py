@@ -47,12 +47,14 @@ def test_a_changed_protected_file_is_restored_and_nothing_is_committed(worktree)
     assert ar_git.head(worktree) == head
 
 
-def test_a_new_file_under_a_protected_folder_counts_as_a_change_and_is_removed(worktree):
-    protection = guard(worktree)
-    (worktree / "tests" / "test_new.py").write_text("def test_y():\n    pass\n")
-    with pytest.raises(ProtectedChange):
-        protection.commit(worktree, "fix: adds a test")
-    assert not (worktree / "tests" / "test_new.py").exists()
+def test_a_new_untracked_file_under_a_protected_folder_is_removed_not_committed(worktree):
+    """A test run's cache in tests/ is no reason to reject the change; it is never kept."""
+    (worktree / "tests" / "__pycache__").mkdir()
+    (worktree / "tests" / "__pycache__" / "test_src.pyc").write_bytes(b"\0")
+    (worktree / "src.py").write_text("x = 2\n")
+    guard(worktree).commit(worktree, "fix: fine")
+    assert ar_git.changed_files(worktree, "HEAD~1") == ["src.py"]
+    assert not (worktree / "tests" / "__pycache__" / "test_src.pyc").exists()
 
 
 def test_a_staged_protected_change_is_caught_when_only_the_index_is_committed(worktree):
