@@ -23,7 +23,7 @@ from .testrun import TestRun, acceptable
 def full_test_run(env: StageEnv, *, reuse: bool = True) -> TestRun:
     """The suite without the tool's caches; a tree already tested that way is not tested
     again (Green's final run, an earlier cycle's) unless the spec says evaluate.rerun."""
-    return env.run_tests(uncached=True, reuse=reuse)
+    return env.measure_tests(uncached=True, reuse=reuse)
 
 
 def refactor_record(env: StageEnv) -> dict[str, Any] | None:
@@ -40,7 +40,7 @@ def assess(env: StageEnv) -> tuple[dict[str, Any], str]:
     refactor = refactor_record(env)
     cycle_start = red["start_commit"]
     start = (refactor or green)["end_commit"]
-    env.begin(start)
+    env.pristine(start)
 
     reference = env.reference_tests()
     allow = env.spec.allow_failing_baseline

@@ -429,14 +429,15 @@ def clear_stale_lock(worktree: Path) -> list[Path]:
 # -- changing a worktree -------------------------------------------------------------------
 
 
-def reset_to(worktree: Path, commit: str) -> None:
-    """Return the worktree to `commit` exactly: no stacked commits, no stray files.
+def reset_to(worktree: Path, commit: str, *, ignored: bool = False) -> None:
+    """Return the worktree to `commit` exactly: no stacked commits, no stray files
+    (`ignored`: no git-ignored file either, nested repositories included).
 
     A lock left by a killed git is removed first, so a rerun after `kill -9` can start.
     """
     clear_stale_lock(worktree)
     worktree_git(worktree, "reset", "--hard", commit)
-    worktree_git(worktree, "clean", "-fd")
+    worktree_git(worktree, "clean", "-ffdx" if ignored else "-fd")
 
 
 def restore(worktree: Path) -> None:

@@ -19,6 +19,7 @@ from .backends.base import StageLimits
 from .files import append_line, locked
 from .jail import Jail, build_jail
 from .layout import SessionLayout
+from .protect import Protection
 from .record import SetupRecord
 from .testrun import TestRun
 
@@ -92,18 +93,21 @@ class StageEnv:
             return TestRun.from_record(prev["tests"])
         return TestRun.from_record(self.record.baseline)
 
-    def run_tests(self, *, uncached: bool = False, reuse: bool = False) -> TestRun:
-        """A run of the test command in the worktree. With `reuse`, a committed tree already
-        tested with the same command in this session is not tested again (unless the spec
-        says `evaluate.rerun: true`): its recorded run is returned."""
-        tree = git.tree_id(self.worktree)
-        key = {"tree": tree, "command": self.record.test_command, "uncached": uncached}
-        if reuse and tree and not self.spec.rerun_tests:
-            earlier = self._recorded_run(key)
-            if earlier is not None:
-                self.log(f"tests: tree {tree[:12]} was tested before: {earlier.summary}")
-                return earlier
-        run = testrun.run_tests(
+    @property
+    def protection(self) -> Protection:
+        """The session's protected paths, held to its base commit (protect.py)."""
+        return Protection(self.record.base_commit, tuple(self.spec.protected))
+
+    def pristine(self, commit: str | None = None) -> None:
+        """Make the worktree hold exactly `commit` (default HEAD) before a measurement:
+        nothing an agent or a command left outside git, protected files from the base."""
+        restored = self.protection.pristine(self.worktree, commit or git.head(self.worktree))
+        if restored:
+            self.log(f"protected files restored from base before measuring: {', '.join(restored)}")
+
+    def run_tests(self, *, uncached: bool = False) -> TestRun:
+        """A run of the test command in the worktree as it is (an uncommitted change)."""
+        return testrun.run_tests(
             self.record.test_command,
             self.worktree,
             stack=self.record.stack,
@@ -112,7 +116,22 @@ class StageEnv:
             uncached=uncached,
             jail=self.jail,
         )
-        if tree and git.tree_id(self.worktree) == tree:  # the run left the tree as it was
+
+    def measure_tests(self, *, uncached: bool = False, reuse: bool = False) -> TestRun:
+        """A run of the test command on the committed HEAD in a pristine worktree
+        (`pristine`), so nothing outside the commit reaches the result. With `reuse`, a
+        tree already tested with the same command in this session is not tested again
+        (unless the spec says `evaluate.rerun: true`): its recorded run is returned."""
+        self.pristine()
+        tree = git.tree_id(self.worktree)
+        key = {"tree": tree, "command": self.record.test_command, "uncached": uncached}
+        if reuse and tree and not self.spec.rerun_tests:
+            earlier = self._recorded_run(key)
+            if earlier is not None:
+                self.log(f"tests: tree {tree[:12]} was tested before: {earlier.summary}")
+                return earlier
+        run = self.run_tests(uncached=uncached)
+        if tree:  # only runs of a pristine committed tree stand for that tree
             with locked(self.layout.journal_lock):
                 append_line(self.layout.test_runs, json.dumps(key | {"run": run.to_record()}))
         return run

@@ -17,6 +17,7 @@ from . import findings, git, journal, prompts
 from .agent_run import run_agent, stop_reason_of
 from .backends.base import ToolResult, Usage
 from .files import write_json, write_text
+from .protect import ProtectedChange
 from .stage import StageEnv
 from .testrun import TestRun, Verdict, acceptable
 from .tools import Toolbox
@@ -224,7 +225,10 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
         finding = todo[finding_id]
         if gate.check().ok:
             message = f"fix: [{finding_id}] {' '.join(summary.split())[:120]}"
-            sha = git.commit_all(env.worktree, message)
+            try:
+                sha = env.protection.commit(env.worktree, message)
+            except ProtectedChange as err:
+                return reject(finding_id, err.reason)
             book.fixed.append(
                 {"id": finding_id, "key": finding.key(), "commit": sha, "summary": summary}
             )
@@ -238,6 +242,13 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
             f"not kept, so the worktree was restored and {finding_id} recorded as skipped: "
             f"{gate.refused()}"
         )
+
+    def reject(finding_id: str, reason: str) -> ToolResult:
+        git.restore(env.worktree)
+        env.log(f"green: {finding_id}: {reason}")
+        book.skipped.append({"id": finding_id, "key": todo[finding_id].key(), "reason": reason})
+        maybe_finished()
+        return ToolResult(f"not kept, so the worktree was restored: {reason}", is_error=True)
 
     def skip_finding(finding_id: str, reason: str) -> ToolResult:
         problem = check_id(finding_id)
@@ -266,7 +277,7 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
             reason = f"not kept: {refusals[fid]}" if fid in refusals else "not attempted"
             book.skipped.append({"id": fid, "key": finding.key(), "reason": reason})
     # The stage's full, uncached run: evaluate reuses it when Refactor changes nothing.
-    final = env.run_tests(uncached=True, reuse=True)
+    final = env.measure_tests(uncached=True, reuse=True)
     end = git.head(env.worktree)
     lines = [f"# Green team: {env.label}", "", f"Start commit: {start}", f"End commit: {end}", ""]
     lines += [
@@ -320,7 +331,15 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
             return ToolResult("there is no change in the worktree to commit", is_error=True)
         if gate.check().ok:
             message = f"refactor: {' '.join(summary.split())[:120]}"
-            sha = git.commit_all(env.worktree, message)
+            try:
+                sha = env.protection.commit(env.worktree, message)
+            except ProtectedChange as err:
+                git.restore(env.worktree)
+                env.log(f"refactor: {err.reason}")
+                reverted.append(f"{summary} ({err.reason})")
+                return ToolResult(
+                    f"not kept, so the change was reverted: {err.reason}", is_error=True
+                )
             commits.append({"commit": sha, "summary": summary})
             if len(commits) >= MAX_REFACTOR_COMMITS and toolbox is not None:
                 toolbox.mark_finished()
@@ -350,7 +369,11 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
     lines += ["## Recently changed files given to the team", *(f"- {p}" for p in changed)]
     lines += ["", "## Commits", *(f"- {c['summary']} ({c['commit'][:10]})" for c in commits)]
     if reverted:
-        lines += ["", "## Reverted (tests failed)", *(f"- {s}" for s in reverted)]
+        lines += [
+            "",
+            "## Reverted (tests failed or a protected file changed)",
+            *(f"- {s}" for s in reverted),
+        ]
     write_text(markdown_out, "\n".join(lines) + "\n")
     write_json(
         record_out,

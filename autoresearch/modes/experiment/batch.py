@@ -17,6 +17,7 @@ from typing import Any
 from ... import git, journal
 from ...backends.base import StageFailed
 from ...files import read_json, write_json
+from ...protect import ProtectedChange
 from ...stage import StageEnv
 from . import paired, stages
 from .candidates import CandidateEnv, candidate_ids, ensure_worktree
@@ -54,7 +55,7 @@ def measure(env: CandidateEnv, out: Path) -> dict[str, Any]:
     }
     if result["measured"]:
         ensure_worktree(env, start)
-        env.begin(start)
+        env.pristine(start)
         sequential = cfg.sequential is not None
         result |= stages.apply_and_measure(
             cfg,
@@ -65,6 +66,8 @@ def measure(env: CandidateEnv, out: Path) -> dict[str, Any]:
             jail=env.jail,
             measure=(lambda: stages.measure_paired(env, cfg, start)) if sequential else None,
         )
+        if changed := env.protection.changed(env.worktree):  # the run rewrote them
+            result["error"] = ProtectedChange(changed).reason
         git.reset_to(env.worktree, start)
     result["duration_seconds"] = round(time.time() - began, 3)
     write_json(out, result)
@@ -88,7 +91,7 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
     cfg = stages.within(cfg, stages.time_left(env.layout, cfg))
     best = dict(stages.incumbent_before(env))
     start = best["commit"]
-    env.begin(start)
+    env.pristine(start)
     began = time.time()
     # The sequential test measures the incumbent next to each candidate: nothing to redo.
     remeasured = None

@@ -101,7 +101,7 @@ def incumbent_env(env: StageEnv, commit: str) -> CandidateEnv:
     }
     inc = CandidateEnv(**values, candidate=f"{mine}-{INCUMBENT}" if mine else INCUMBENT)
     ensure_worktree(inc, commit)
-    inc.begin(commit)
+    inc.pristine(commit)  # measured like the candidate: the commit alone
     return inc
 
 

@@ -27,6 +27,7 @@ from ...backends.base import StageRun, ToolResult, Usage
 from ...files import read_json, write_json, write_text
 from ...jail import Jail
 from ...layout import SessionLayout
+from ...protect import ProtectedChange
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox
@@ -477,7 +478,7 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
     proposal = env.stage_record("proposal")
     best = dict(incumbent_before(env))
     start = proposal["start_commit"]
-    env.begin(start)
+    env.pristine(start)
     cache = env.cycle_dir / "measurements.json"
     began = time.time()
     rec = new_record(env.cycle, proposal)
@@ -509,8 +510,11 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
     rec["baseline_value"] = rec.get("incumbent_value", best["value"])
     end = start
     if status == KEPT:
-        end = commit_kept(env, rec, best | {"value": rec["baseline_value"]}, key)
-        best = best_after(rec, end, env.cycle)
+        try:
+            end = commit_kept(env, rec, best | {"value": rec["baseline_value"]}, key)
+            best = best_after(rec, end, env.cycle)
+        except ProtectedChange as err:
+            status, verdict = DISCARDED, err.reason
     git.reset_to(env.worktree, end)  # discard = reset to the last kept commit, and clean
     rec.update(status=status, verdict=verdict)
     return close_record(rec, end, best, proposal.get("stop"), began)
@@ -570,7 +574,7 @@ def remeasure_incumbent(
         f"incumbent:{start}",
         lambda: _measure_record(cfg, env.worktree, env.spec.secrets, env.jail),
     )
-    git.reset_to(env.worktree, start)
+    env.pristine(start)
     if "error" in again:
         return None
     best.update(value=again["value"], samples=again["samples"], passed=again["passed"])
@@ -584,8 +588,7 @@ def commit_kept(env: StageEnv, rec: dict[str, Any], best: dict[str, Any], key: s
         f"experiment: {env.cycle}{which} — {key} {fmt(best['value'])}→{fmt(rec['metric_value'])}"
         " — " + " ".join(rec["hypothesis"].split())[:120]
     )
-    git.worktree_git(env.worktree, "commit", "-q", "--no-verify", "-m", message)
-    return git.head(env.worktree)
+    return env.protection.commit(env.worktree, message, staged=True) or git.head(env.worktree)
 
 
 def best_after(rec: dict[str, Any], commit: str, iteration: int) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from ...backends.base import ToolResult, Usage
 from ...files import write_json
 from ...lenses import error_counts, suppressions
 from ...lenses.error_counts import Count, Error
+from ...protect import ProtectedChange
 from ...sandbox import glob_match
 from ...stage import StageEnv
 from ...teams import base_context
@@ -228,7 +229,7 @@ def decide(env: StageEnv, mode: Any) -> dict[str, Any]:
     rules."""
     proposal = env.stage_record("attempt")
     start = proposal["start_commit"]
-    env.begin(start)
+    env.pristine(start)  # counted and guarded on the commit alone
     setup = mode.setup_data(env.layout)
     before = counts_at_start(env, mode)
     after = before
@@ -253,8 +254,11 @@ def decide(env: StageEnv, mode: Any) -> dict[str, Any]:
         error = proposal["error"]
         where = f"{error['file']}:{error['line']}" if error.get("line") else error["file"]
         message = f"fix: {error['category']} — {where or error['tool']}"
-        git.git(env.worktree, "commit", "-q", "--no-verify", "-m", message)
-        end = git.head(env.worktree)
+        try:
+            end = env.protection.commit(env.worktree, message, staged=True) or start
+        except ProtectedChange as err:
+            status, rec["verdict"] = SUPPRESSION, err.reason
+            env.log(f"fix: {err.reason}")
     git.reset_to(env.worktree, end)
     keep = (env.record.base_commit,)
     rec.update(

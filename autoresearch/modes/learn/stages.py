@@ -16,6 +16,7 @@ from ... import git, journal
 from ...agent_run import run_agent, stop_reason_of
 from ...backends.base import ToolResult
 from ...lenses import doc_checks
+from ...protect import ProtectedChange
 from ...stage import StageEnv
 from ...teams import base_context
 from ..experiment.stages import ExperimentToolbox, changed_of
@@ -82,10 +83,13 @@ def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
     if changed and text is not None and after > before:
         (env.worktree / doc).parent.mkdir(parents=True, exist_ok=True)
         (env.worktree / doc).write_text(text)
-        end = (
-            git.commit_all(env.worktree, f"docs: {doc} — score {before:.2f} → {after:.2f}") or start
-        )
-        status = "kept"
+        message = f"docs: {doc} — score {before:.2f} → {after:.2f}"
+        try:
+            end = env.protection.commit(env.worktree, message) or start
+            status = "kept"
+        except ProtectedChange as err:
+            status = f"not kept: {err.reason}"
+            env.log(f"learn: {err.reason}")
     final = docs.report_of(doc, text, env.worktree, rules) if text is not None else None
     decision = {
         "cycle": env.cycle,

@@ -245,6 +245,7 @@ def _short(raw: Any, limit: int = 2000) -> Any:
 
 
 def _try_measure(goal: Goal, env: StageEnv) -> tuple[float | None, list[float], str | None]:
+    env.pristine()  # the committed tree alone, the measurement script as the base has it
     try:
         m = goal.measure(env.worktree, env.spec.secrets, env.jail)
     except metrics.MetricError as err:

@@ -14,6 +14,7 @@ from ... import git
 from ...agent_run import run_agent
 from ...backends.base import ToolResult
 from ...lenses.finding_schema import SECURITY, check, normalize_text
+from ...protect import ProtectedChange
 from ...stage import StageEnv
 from ...teams import TestGate, base_context
 from ...tools import Toolbox
@@ -67,7 +68,12 @@ def _green(env: StageEnv, gate: TestGate, finding: dict, attempt: int) -> tuple[
             outcome["reason"] = f"not kept: {reason}"
             return ToolResult(f"not kept, the worktree was restored: {gate.refused()}")
         message = f"fix: [{finding['id']}] {' '.join(summary.split())[:120]}"
-        outcome.update(sha=git.commit_all(env.worktree, message), reason="committed")
+        try:
+            outcome.update(sha=env.protection.commit(env.worktree, message), reason="committed")
+        except ProtectedChange as err:
+            git.restore(env.worktree)
+            outcome["reason"] = err.reason
+            return ToolResult(f"not kept, so the worktree was restored: {err.reason}", True)
         toolbox.mark_finished()
         return ToolResult(f"{gate.kept_message()}; committed: {message}")
 

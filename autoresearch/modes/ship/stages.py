@@ -17,6 +17,7 @@ from ... import commands, git, journal
 from ...agent_run import run_agent, stop_reason_of
 from ...backends.base import ToolResult
 from ...lenses import error_counts
+from ...protect import ProtectedChange
 from ...stage import StageEnv
 from ...teams import base_context
 from ..experiment.stages import ExperimentToolbox, changed_of
@@ -103,7 +104,12 @@ def prepare(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
             if gating.passing(after) > gating.passing(before) and not rec["broke"]:
                 status = KEPT
                 message = f"ship: {gate.name} — {' '.join(rec['summary'].split())[:100]}"
-                end = git.commit_all(env.worktree, message) or start
+                try:
+                    end = env.protection.commit(env.worktree, message) or start
+                except ProtectedChange as err:
+                    status, rec["rejected"] = "reverted", err.reason
+                    rec["results_after"] = [asdict(r) for r in before]
+                    env.log(f"ship: {err.reason}")
             else:
                 status = "reverted"
                 rec["results_after"] = [asdict(r) for r in before]

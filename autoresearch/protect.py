@@ -1,0 +1,113 @@
+"""The protected paths of a session and the one door every harness commit goes through.
+
+A protected file (the spec's `protected`, plus what a mode adds at setup: narrow's
+measurement script, experiment's program and metric files, fix's guard) must stay
+byte-identical to the session's base commit. The agents' file tools refuse to write them,
+but a command can still change one (code under test that rewrites `bench.py` on import),
+so the check is made again on the files themselves, right before anything is committed,
+and before anything is measured (`pristine`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import git
+from .sandbox import glob_match
+
+
+class ProtectedChange(Exception):
+    """A change touched protected files; they were restored and the change is not kept."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        noun = "file" if len(paths) == 1 else "files"
+        self.reason = f"protected {noun} {shown} changed: restored, change rejected"
+        super().__init__(self.reason)
+
+
+def _literal(path: str) -> str:
+    # A file name with glob characters must name that file only.
+    return f":(literal){path}"
+
+
+@dataclass(frozen=True)
+class Protection:
+    """The protected globs of one session and the commit they are held to."""
+
+    base: str
+    patterns: tuple[str, ...] = ()
+
+    def covers(self, rel: str) -> bool:
+        return any(glob_match(rel, pattern) for pattern in self.patterns)
+
+    def changed(self, worktree: Path) -> list[str]:
+        """Protected paths whose working-tree or staged content differs from the base
+        commit (deleted, edited, added to the index)."""
+        return self._listed(
+            worktree,
+            ("diff", "--name-only", "--no-renames", "-z", self.base, "--"),
+            ("diff", "--cached", "--name-only", "--no-renames", "-z", self.base, "--"),
+        )
+
+    def strays(self, worktree: Path) -> list[str]:
+        """New untracked files under protected paths (a test run's `tests/__pycache__`)."""
+        return self._listed(worktree, ("ls-files", "--others", "--exclude-standard", "-z"))
+
+    def _listed(self, worktree: Path, *calls: tuple[str, ...]) -> list[str]:
+        if not self.patterns:
+            return []
+        found: set[str] = set()
+        for args in calls:
+            proc = git.worktree_proc(worktree, *args)
+            if proc.returncode != 0:
+                raise git.GitError(f"git {' '.join(args)} failed in {worktree}: {proc.stderr}")
+            found.update(p for p in proc.stdout.split("\0") if p)
+        return sorted(p for p in found if self.covers(p))
+
+    def restore(self, worktree: Path, paths: list[str]) -> None:
+        """Put `paths` back as the base commit has them (in the index and on disk); a path
+        the base does not have is removed."""
+        for rel in paths:
+            in_base = git.worktree_proc(worktree, "cat-file", "-e", f"{self.base}:{rel}")
+            if in_base.returncode == 0:
+                git.worktree_git(worktree, "checkout", self.base, "--", _literal(rel))
+                continue
+            git.worktree_git(
+                worktree, "rm", "-q", "--cached", "--ignore-unmatch", "--", _literal(rel)
+            )
+            target = Path(worktree) / rel
+            if target.is_file() or target.is_symlink():
+                target.unlink()
+
+    def enforce(self, worktree: Path) -> None:
+        """Raise ProtectedChange, after restoring them, if protected files changed. New
+        untracked files there are removed, never committed, but reject nothing: commands
+        leave caches in protected folders, and the agents' tools cannot write there."""
+        self.restore(worktree, self.strays(worktree))
+        changed = self.changed(worktree)
+        if changed:
+            self.restore(worktree, changed)
+            raise ProtectedChange(changed)
+
+    def commit(self, worktree: Path, message: str, *, staged: bool = False) -> str | None:
+        """The one way the harness commits agent work: every change (`staged`: only what
+        is in the index), after `enforce`. None when there is nothing to commit."""
+        self.enforce(worktree)
+        if not staged:
+            return git.commit_all(worktree, message)
+        if not git.worktree_git(worktree, "diff", "--cached", "--name-only"):
+            return None
+        git.worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
+        return git.head(worktree)
+
+    def pristine(self, worktree: Path, commit: str) -> list[str]:
+        """Make `worktree` hold exactly `commit`: no change, no untracked and no ignored
+        file (`git clean -fdx`), protected files as the base has them. Returns the
+        protected paths that had to be restored (then the tree differs from `commit`)."""
+        git.reset_to(worktree, commit, ignored=True)
+        changed = self.changed(worktree)
+        self.restore(worktree, changed)
+        return changed
