@@ -124,7 +124,14 @@ class StageEnv:
         (unless the spec says `evaluate.rerun: true`): its recorded run is returned."""
         self.pristine()
         tree = git.tree_id(self.worktree)
-        key = {"tree": tree, "command": self.record.test_command, "uncached": uncached}
+        # Per track: each track's worktree is an environment of its own, and a result stands
+        # only for the place it was measured in.
+        key = {
+            "tree": tree,
+            "command": self.record.test_command,
+            "uncached": uncached,
+            "track": self.track,
+        }
         if reuse and tree and not self.spec.rerun_tests:
             earlier = self._recorded_run(key)
             if earlier is not None:

@@ -42,9 +42,17 @@ def test_scale():
 
 
 def test_no_break_marker():
-    # Stands in for a test environment a track can break beyond what reverts undo.
-    assert not os.path.exists(".break")
+    # Stands in for a test environment a track can break beyond what a clean checkout of
+    # its commit undoes: a file outside the worktree (one per worktree), which a test run
+    # can make when commands run without a jail.
+    name = os.getcwd().replace(os.sep, "_")
+    assert not os.path.exists(os.path.join(os.environ.get("BREAK_DIR", "/nonexistent"), name))
 """
+BREAK = (
+    "import os\n"
+    "name = os.getcwd().replace(os.sep, '_')\n"
+    "open(os.path.join(os.environ['BREAK_DIR'], name), 'w').close()\n"
+)
 FILES = {
     "calc.py": CALC,
     "tests/test_calc.py": TESTS,
@@ -118,11 +126,8 @@ SCRIPT = {
         "h3/1": [
             edit("    return [v * k", "    # GAMMA_DIFF\n    return [v * k"),
             fix("F-001", "comment scale"),
-            # The tools refuse to write the ignored .break; running code can still make it.
-            {
-                "tool": "write_file",
-                "args": {"path": "tests/conftest.py", "content": "open('.break', 'w').close()\n"},
-            },
+            # A conftest that breaks the environment when the tests run.
+            {"tool": "write_file", "args": {"path": "tests/conftest.py", "content": BREAK}},
             {"tool": "run_tests", "args": {}},
             {"tool": "skip_finding", "args": {"finding_id": "F-002", "reason": "later"}},
         ],
@@ -166,8 +171,11 @@ def local_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("broad-local")
     target = make_repo(base / "target", FILES)
     wf = Workflow(base / "work")
+    (base / "breaks").mkdir()
+    wf.extra_env["BREAK_DIR"] = str(base / "breaks")
     start = time.monotonic()
-    wf.run("b", broad_spec(target, wf.workdir), cores=3)
+    # No jail: h3's test run must reach the folder outside its worktree.
+    wf.run("b", broad_spec(target, wf.workdir, commands={"sandbox": "none"}), cores=3)
     return SimpleNamespace(wf=wf, target=target, seconds=time.monotonic() - start)
 
 
@@ -266,9 +274,11 @@ def test_rerun_is_a_no_op(local_run):
 def test_cluster_generic_run_matches_local(local_run, tmp_path):
     target = make_repo(tmp_path / "target", FILES)
     wf = Workflow(tmp_path / "work")
+    (tmp_path / "breaks").mkdir()
+    wf.extra_env["BREAK_DIR"] = str(tmp_path / "breaks")
     wf.run(
         "b",
-        broad_spec(target, wf.workdir),
+        broad_spec(target, wf.workdir, commands={"sandbox": "none"}),
         "--profile",
         str(ROOT / "profiles" / "cluster-generic"),
         cores=3,

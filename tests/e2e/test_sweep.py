@@ -165,3 +165,22 @@ def test_results_tsv_has_a_row_per_team(workflow, target):
         "cost_usd",
     ]
     assert [r.split("\t")[1] for r in rows[1:]] == ["red", "green", "refactor"]
+
+
+def test_one_committed_tree_is_tested_once_per_session(workflow, target):
+    # No Refactor: Evaluate meets the very tree Green's last run tested.
+    run_session(workflow, target, max_cycles=1, teams=["red", "green"])
+    session = workflow.session("s")
+    runs = [json.loads(line) for line in (session / "test-runs.jsonl").read_text().splitlines()]
+    trees = [r["tree"] for r in runs]
+    assert len(trees) == len(set(trees))  # no tree was run twice
+    decision = json.loads((session / "cycles/001/decision.json").read_text())
+    end_tree = git(target, "rev-parse", f"{decision['end_commit']}^{{tree}}")
+    assert end_tree in trees  # the tree the cycle ended on was measured...
+    assert "was tested before" in (session / "logs/evaluate/001.log").read_text()  # ...once
+
+
+def test_evaluate_rerun_tests_the_final_tree_again(workflow, target):
+    run_session(workflow, target, max_cycles=1, teams=["red", "green"], evaluate={"rerun": True})
+    session = workflow.session("s")
+    assert "was tested before" not in (session / "logs/evaluate/001.log").read_text()
