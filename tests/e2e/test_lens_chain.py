@@ -125,3 +125,46 @@ def test_secrets_planted_in_a_target_reach_no_file_under_sessions(workflow, tmp_
     assert (session / "findings.md").read_text().count("<REDACTED>") >= len(SECRETS)
     assert "<REDACTED>" in (session / "setup.json").read_text()  # the README's token
     assert git(target, "status", "--porcelain") == ""
+
+
+FIXED_CALC = CALC.replace(
+    "    return sum(values) / len(values)",
+    "    if not values:\n        return 0\n    return sum(values) / len(values)",
+)
+
+
+def test_a_debug_to_fix_chain_turns_a_confirmed_bug_into_a_kept_fix(workflow, target):
+    from autoresearch.lenses.error_counts import Error
+    from autoresearch.modes.fix.count import error_id
+
+    bug_id = error_id(Error("handoff", "bug", "B-001", "calc.py", None, BUG["title"]))
+    script = {
+        "debugger": {1: [{"tool": "report_bug", "args": BUG}]},
+        "fix": {
+            1: [
+                {"tool": "write_file", "args": {"path": "calc.py", "content": FIXED_CALC}},
+                {"tool": "finish_fix", "args": {"finding_id": bug_id, "summary": "empty mean"}},
+            ]
+        },
+    }
+    spec = {
+        "mode": "debug",
+        "target": str(target),
+        "test_command": "python -m pytest -q",
+        "linter_command": "python -c 'pass'",
+        "max_cycles": 1,
+        "chain": ["fix"],
+        "debug": {"symptom": "mean([]) crashes"},
+        "agent": {"backend": "script", "script": str(workflow.script(script))},
+    }
+    workflow.run("dx", spec)
+    child = workflow.session("dx.1-fix")
+    # The bug was confirmed by its failing reproduction, handed on, and fixed on the branch.
+    handed = json.loads((child / "lens-setup.json").read_text())["handed"]
+    assert [b["id"] for b in handed] == ["B-001"]
+    done = (child / "done").read_text()
+    assert "stopped: zero errors" in done and "errors: 1 → 0" in done
+    worktree = child / "worktree"
+    assert git(worktree, "log", "--format=%s", "-1").startswith("fix: bug — calc.py")
+    assert "if not values" in git(worktree, "show", "HEAD:calc.py")
+    assert git(target, "status", "--porcelain") == ""  # the user's checkout is untouched
