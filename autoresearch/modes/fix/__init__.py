@@ -20,7 +20,7 @@ from typing import Any
 
 from ... import commands, git, journal
 from ...errors import SpecError
-from ...files import locked, read_json, write_text
+from ...files import read_json
 from ...layout import SESSIONS, SessionLayout, rel
 from ...lenses import error_counts, lens_log
 from ...lenses.error_counts import Error
@@ -210,25 +210,14 @@ class Fix(Lens):
             description=description,
             timestamp=rec["timestamp"],
         )
-        with locked(env.layout.journal_lock):
-            rows = lens_log.merge(self.read_log(env.layout), [row])
-            write_text(self.results_path(env.layout), lens_log.render(rows))
-        journal.upsert_results(
-            env.layout,
-            "",
-            f"{env.cycle:03d}",
-            [
-                {
-                    "team": self.team,
-                    "status": rec["status"],
-                    "tests_pass": rec["tests_pass"],
-                    "description": self.writer(env.record).line(description),
-                    "files_changed": len(rec["files_changed"]),
-                    "timestamp": rec["timestamp"],
-                    "tokens": sum(v for k, v in usage.items() if k.endswith("tokens")),
-                    "cost_usd": usage.get("cost_usd", 0),
-                }
-            ],
+        self.record_iteration(
+            env,
+            row,
+            self.results_path(env.layout),
+            usage,
+            description,
+            tests_pass=rec["tests_pass"],
+            files_changed=len(rec["files_changed"]),
         )
 
     # --- session.md ------------------------------------------------------------------------

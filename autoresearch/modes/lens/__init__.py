@@ -11,9 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ... import journal
 from ...errors import SpecError
-from ...files import read_json
+from ...files import locked, read_json, write_text
 from ...layout import SessionLayout, rel
+from ...lenses import lens_log
 from ...lenses.finding_schema import gate
 from ...record import SetupRecord
 from ...spec import SessionSpec
@@ -50,6 +52,40 @@ class Lens(Mode):
     @staticmethod
     def findings_path(layout: SessionLayout) -> Path:
         return layout.root / "findings.md"
+
+    def record_iteration(
+        self,
+        env: StageEnv,
+        row: lens_log.LogRow,
+        log: Path,
+        usage: dict[str, Any],
+        summary: str,
+        tests_pass: Any = "",
+        files_changed: Any = "",
+    ) -> list[lens_log.LogRow]:
+        """The iteration's row in the lens's own log (`log`) and in results.tsv, both shared
+        by the session's jobs; returns the log's rows."""
+        with locked(env.layout.journal_lock):
+            rows = lens_log.merge(lens_log.parse(log.read_text()) if log.exists() else [], [row])
+            write_text(log, lens_log.render(rows))
+        journal.upsert_results(
+            env.layout,
+            "",
+            f"{env.cycle:03d}",
+            [
+                {
+                    "team": self.team,
+                    "status": row.status,
+                    "tests_pass": tests_pass,
+                    "description": self.writer(env.record).line(summary),
+                    "files_changed": files_changed,
+                    "timestamp": row.timestamp,
+                    "tokens": sum(v for k, v in usage.items() if k.endswith("tokens")),
+                    "cost_usd": usage.get("cost_usd", 0),
+                }
+            ],
+        )
+        return rows
 
     @staticmethod
     def handoff_path(layout: SessionLayout) -> Path:

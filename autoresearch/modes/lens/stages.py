@@ -18,7 +18,7 @@ from typing import Any
 
 from ... import journal, ledger
 from ...agent_run import run_agent, stop_reason_of
-from ...files import locked, read_json, write_text
+from ...files import read_json
 from ...lenses import lens_log
 from ...lenses.finding_schema import check as check_findings
 from ...lenses.finding_schema import drop_counts, title_key
@@ -133,28 +133,12 @@ def check(env: StageEnv, mode: LoopLens, checked_out: Path, decision_out: Path) 
         description=raw["focus"]["text"],
         timestamp=journal.now(),
     )
-    with locked(env.layout.journal_lock):
-        rows = lens_log.merge(mode.read_log(env.layout), [row])
-        write_text(mode.results_path(env.layout), lens_log.render(rows))
-    usage = raw.get("usage") or {}
-    journal.upsert_results(
-        env.layout,
-        "",
-        f"{env.cycle:03d}",
-        [
-            {
-                "team": mode.team,
-                "status": row.status,
-                "tests_pass": "",
-                "description": writer.line(
-                    f"{raw['focus']['key']}: {len(items)} accepted, {len(dropped)} dropped"
-                ),
-                "files_changed": "",
-                "timestamp": row.timestamp,
-                "tokens": sum(v for k, v in usage.items() if k.endswith("tokens")),
-                "cost_usd": usage.get("cost_usd", 0),
-            }
-        ],
+    rows = mode.record_iteration(
+        env,
+        row,
+        mode.results_path(env.layout),
+        raw.get("usage") or {},
+        f"{raw['focus']['key']}: {len(items)} accepted, {len(dropped)} dropped",
     )
 
     past = lens_log.iterations(rows, run_id)

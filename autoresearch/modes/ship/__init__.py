@@ -20,7 +20,6 @@ from typing import Any
 
 from ... import git, journal
 from ...errors import SessionError, SpecError
-from ...files import locked, write_text
 from ...layout import SessionLayout, rel
 from ...lenses import lens_log
 from ...record import SetupRecord
@@ -179,26 +178,7 @@ class Ship(Lens):
             f"score {rec['score']:.2f}; {rec['summary']}",
             timestamp=rec["timestamp"],
         )
-        with locked(env.layout.journal_lock):
-            rows = lens_log.merge(self.read_log(env.layout), [row])
-            write_text(self.log_path(env.layout), lens_log.render(rows))
-        journal.upsert_results(
-            env.layout,
-            "",
-            f"{env.cycle:03d}",
-            [
-                {
-                    "team": self.team,
-                    "status": rec["status"],
-                    "tests_pass": "",
-                    "description": self.writer(env.record).line(row.description),
-                    "files_changed": "",
-                    "timestamp": rec["timestamp"],
-                    "tokens": sum(v for k, v in usage.items() if k.endswith("tokens")),
-                    "cost_usd": usage.get("cost_usd", 0),
-                }
-            ],
-        )
+        self.record_iteration(env, row, self.log_path(env.layout), usage, row.description)
 
     def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
         lines = ["## Ship", f"- Type: {self.setup_data(env.layout)['type']}"]
