@@ -279,6 +279,9 @@ def test_crash_timeout_syntax_error_and_target_reached(workflow, exp_target):
     entries = jsonl(session)
     assert [e["status"] for e in entries] == ["baseline", "crash", "syntax_error", "kept"]
     assert "timed out after 10s" in entries[1]["error"]
+    # A crash is a crash whatever the guard says: no guard run (it would sleep 120 s too).
+    [measured] = json.loads((session / "iterations/001/measurements.json").read_text()).values()
+    assert measured["guard"] == {"ok": None}
     assert entries[2]["error"].startswith("syntax_error")
     assert "stopped: target reached: 400 meets <= 500" in (session / "done").read_text()
 

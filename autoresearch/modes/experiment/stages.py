@@ -677,9 +677,10 @@ def apply_and_measure(
         }
 
     def produce() -> dict[str, Any]:
-        return _measure_record(cfg, worktree, secrets, jail) | {
-            "guard": _guard_record(cfg, worktree, secrets, jail)
-        }
+        measured = _measure_record(cfg, worktree, secrets, jail)
+        if "error" in measured:  # a crash whatever the guard says: do not spend a guard run
+            return measured | {"guard": {"ok": None}}
+        return measured | {"guard": _guard_record(cfg, worktree, secrets, jail)}
 
     if measure is not None:
         produce = measure
