@@ -140,6 +140,7 @@ def test_kill_during_evaluate_then_rerun_finishes_without_duplicates(workflow, t
             max_cycles=1,
             teams=["red", "green"],
             evaluate={"rerun": True},  # evaluate runs the suite itself, not Green's run again
+            commands={"sandbox": "none"},  # the flag is outside the jail's view (its /tmp)
         )
         proc = workflow.start("s", spec)
         wait_for((workflow.session("s") / "cycles/001/green.json").exists)
