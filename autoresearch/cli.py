@@ -108,14 +108,20 @@ def default_backend(mode: modes.Mode) -> str:
     return "ruff" if mode.plays_with_ruff(values) else "claude"
 
 
-def cmd_new(args: argparse.Namespace) -> int:
-    root = find_root(args.directory)
-    spec.check_session_name(args.name)
-    target = Path(args.target).expanduser().resolve()
+def target_repo(given: str) -> Path:
+    """--target as an absolute path, refused unless it is a git repository."""
+    target = Path(given).expanduser().resolve()
     if not target.exists():
         raise spec.SpecError(f"--target: {target} does not exist")
     if not git.is_repo(target):
         raise spec.SpecError(f"--target: {target} is not a git repository")
+    return target
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    root = find_root(args.directory)
+    spec.check_session_name(args.name)
+    target = target_repo(args.target)
     path = spec_path_for(root, args.name, args.force)
     rel = path.relative_to(root)
     mode = modes.get(args.mode)
@@ -143,11 +149,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     root = find_root(args.directory)
     spec.check_session_name(args.name)
-    target = Path(args.target).expanduser().resolve()
-    if not target.exists():
-        raise spec.SpecError(f"--target: {target} does not exist")
-    if not git.is_repo(target):
-        raise spec.SpecError(f"--target: {target} is not a git repository")
+    target = target_repo(args.target)
     target = git.toplevel(target)
     name = args.name
     path = spec_path_for(root, name, args.force)
