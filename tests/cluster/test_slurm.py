@@ -53,9 +53,13 @@ def profile_args(cluster: Cluster, path: Path) -> tuple[str, ...]:
 
 
 def masked(text: str, *paths: Path) -> str:
-    """Text with commit ids and the run's own directories blanked out."""
+    """Text with what differs between any two runs blanked out: commit ids, the run's own
+    directories, how long a command took and the temporary folder its report went to."""
     for path in paths:
         text = text.replace(str(path), "<dir>")
+    text = re.sub(r'"duration_s": [0-9.]+', '"duration_s": <s>', text)
+    text = re.sub(r"\bin [0-9.]+s\b", "in <s>s", text)  # pytest's own "2 passed in 0.03s"
+    text = re.sub(r"autoresearch-tests-\w+", "<tmp>", text)
     return re.sub(r"\b[0-9a-f]{7,40}\b", "<sha>", text)
 
 
