@@ -165,6 +165,66 @@ def test_a_debug_to_fix_chain_turns_a_confirmed_bug_into_a_kept_fix(workflow, ta
     done = (child / "done").read_text()
     assert "stopped: zero errors" in done and "errors: 1 → 0" in done
     worktree = child / "worktree"
-    assert git(worktree, "log", "--format=%s", "-1").startswith("fix: bug — calc.py")
+    # The fix, then the harness's commit of the bug's reproduction as a regression test.
+    subjects = git(worktree, "log", "--format=%s", "-2").splitlines()
+    assert subjects[0] == "test: regression tests for B-001"
+    assert subjects[1].startswith("fix: bug — calc.py")
     assert "if not values" in git(worktree, "show", "HEAD:calc.py")
+    assert git(worktree, "show", "HEAD:tests/test_regression_b_001.py") == REPRO.strip()
+    assert (
+        git(worktree, "diff", "--name-only", "HEAD~1", "HEAD") == "tests/test_regression_b_001.py"
+    )
+    assert "regression tests added: 1" in done
+    assert f"final commit: {git(worktree, 'rev-parse', 'HEAD')}" in done
+    record = json.loads((child / "regression.json").read_text())
+    assert record["added"] == [
+        {"id": "B-001", "title": BUG["title"], "path": "tests/test_regression_b_001.py"}
+    ]
     assert git(target, "status", "--porcelain") == ""  # the user's checkout is untouched
+
+
+def test_a_regression_test_that_fails_where_it_would_live_is_left_out(workflow, tmp_path):
+    # The tests folder's conftest makes every test there fail: the reproduction passes in the
+    # scratch folder (so the bug counts as fixed) but not as a regression test.
+    target = make_repo(
+        tmp_path / "t",
+        {
+            "calc.py": CALC,
+            "tests/test_calc.py": CALC_TESTS,
+            "tests/conftest.py": "import pytest\n\n\n@pytest.fixture(autouse=True)\n"
+            "def strict(request):\n"
+            "    if 'regression' in request.node.nodeid:\n"
+            "        pytest.fail('not here')\n",
+        },
+    )
+    from autoresearch.lenses.error_counts import Error
+    from autoresearch.modes.fix.count import error_id
+
+    bug_id = error_id(Error("handoff", "bug", "B-001", "calc.py", None, BUG["title"]))
+    script = {
+        "debugger": {1: [{"tool": "report_bug", "args": BUG}]},
+        "fix": {
+            1: [
+                {"tool": "write_file", "args": {"path": "calc.py", "content": FIXED_CALC}},
+                {"tool": "finish_fix", "args": {"finding_id": bug_id, "summary": "empty mean"}},
+            ]
+        },
+    }
+    spec = {
+        "mode": "debug",
+        "target": str(target),
+        "test_command": "python -m pytest -q",
+        "linter_command": "python -c 'pass'",
+        "max_cycles": 1,
+        "chain": ["fix"],
+        "debug": {"symptom": "mean([]) crashes"},
+        "agent": {"backend": "script", "script": str(workflow.script(script))},
+    }
+    workflow.run("dl", spec)
+    child = workflow.session("dl.1-fix")
+    worktree = child / "worktree"
+    assert git(worktree, "log", "--format=%s", "-1").startswith("fix: bug — calc.py")
+    record = json.loads((child / "regression.json").read_text())
+    assert record["added"] == [] and record["commit"] == git(worktree, "rev-parse", "HEAD")
+    assert record["left_out"][0].startswith("B-001: at tests/test_regression_b_001.py")
+    assert "regression tests added: 0" in (child / "done").read_text()

@@ -31,7 +31,7 @@ from ..lens import Lens
 from ..lens.output import Writer
 from ..narrow.protect import TEST_GLOBS, measurement_scripts
 from . import count as counting
-from . import report
+from . import regression, report
 from .stages import KEPT, blocked_of
 
 SPEC_EXAMPLE = """
@@ -281,12 +281,26 @@ class Fix(Lens):
             self.blocked_path(env.layout),
             report.blocked_md(decisions, blocked, {e.identity for e in left}),
         )
+        tests = self.add_regression_tests(env, baseline, left, decisions)
         extra = {
             "stopped": self.stopped(env),
             "errors_before": sum(before.values()),
             "errors_after": len(left),
+            "final_commit": tests.commit,
+            "regression_tests": tests.added,
         }
         writer.json(handoff_out, self.handoff(env, findings, extra))
+
+    def add_regression_tests(
+        self, env: StageEnv, baseline: list, left: list[Error], decisions: list[dict[str, Any]]
+    ) -> regression.RegressionTests:
+        """The reproductions of the handed bugs this session fixed (present at the base
+        commit, gone now), committed as regression tests (regression.py)."""
+        setup = self.setup_data(env.layout)
+        bugs = [counting.HandedBug(**b) for b in setup.get("handed") or []]
+        fixed = _handed_ids(counting.errors_of(baseline)) - _handed_ids(left)
+        end = decisions[-1]["end_commit"] if decisions else env.record.base_commit
+        return regression.add(env, bugs, fixed, setup.get("repro_command") or "", end)
 
     @staticmethod
     def summary_path(layout: SessionLayout) -> Path:
@@ -305,6 +319,7 @@ class Fix(Lens):
         decisions = self.decisions(env.layout)
         last = decisions[-1] if decisions else {}
         kept = sum(1 for d in decisions if d["status"] == KEPT)
+        final = data.get("final_commit") or last.get("end_commit", env.record.base_commit)
         lines = [
             f"session: {env.layout.name}",
             f"mode: {self.name}",
@@ -317,7 +332,8 @@ class Fix(Lens):
             f"fail_on: {data['fail_on']}",
             f"gate: {data['gate']}",
             f"report: {rel(self.summary_path(env.layout))}",
-            f"final commit: {last.get('end_commit', env.record.base_commit)}",
+            f"regression tests added: {len(data.get('regression_tests') or [])}",
+            f"final commit: {final}",
             f"review with: git -C {env.record.target} log --oneline "
             f"{env.record.base_commit[:12]}..{env.record.branch}",
         ]
@@ -348,3 +364,8 @@ class Fix(Lens):
             f"{len(self.remaining(layout))} now",
             f"Blocked: {len(decisions[-1]['blocked']) if decisions else 0}",
         ]
+
+
+def _handed_ids(errors: list[Error]) -> set[str]:
+    """The ids of the handed bugs among `errors` (their code is the finding's id)."""
+    return {e.code for e in errors if e.tool == counting.HANDED_TOOL}
