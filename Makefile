@@ -35,8 +35,15 @@ test: sandbox $(VENV)/.installed
 # Sessions through profiles/slurm on a real Slurm: yours if AUTORESEARCH_SLURM_PARTITION
 # (and AUTORESEARCH_SLURM_ACCOUNT) are set, else a one-node cluster that
 # tests/cluster/local-slurm.sh installs and starts here (root, Debian) and stops again.
-test-slurm: sandbox $(VENV)/.installed
+# The Slurm plugin is installed for these tests only: at import it loads pandas, and every
+# Snakemake start imports every installed executor plugin (0.6-0.8 s of CPU a start, which
+# the main suite pays a few hundred times).
+test-slurm: sandbox $(VENV)/.installed $(VENV)/.slurm-installed
 	$(BIN)/python -m pytest -m slurm -rs tests/cluster
+
+$(VENV)/.slurm-installed: pyproject.toml $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e ".[slurm]"
+	touch $@
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check autoresearch scripts tests bench
