@@ -103,6 +103,18 @@ class Protection:
         git.worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
         return git.head(worktree)
 
+    def commit_added(self, worktree: Path, paths: list[str], message: str) -> str:
+        """The harness's own new files (the fix lens's regression tests), committed alone,
+        protected or not: every other protected path must be as the base has it."""
+        self.restore(worktree, [p for p in self.strays(worktree) if p not in paths])
+        changed = [p for p in self.changed(worktree) if p not in paths]
+        if changed:
+            self.restore(worktree, changed)
+            raise ProtectedChange(changed)
+        git.worktree_git(worktree, "add", "--", *(_literal(p) for p in paths))
+        git.worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
+        return git.head(worktree)
+
     def pristine(self, worktree: Path, commit: str) -> list[str]:
         """Make `worktree` hold exactly `commit`: no change, no untracked and no ignored
         file (`git clean -fdx`), protected files as the base has them. Returns the

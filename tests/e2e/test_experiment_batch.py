@@ -150,24 +150,31 @@ def test_show_prints_a_discarded_candidates_hypothesis_verdict_and_diff(batch_ru
 
 
 def test_cluster_generic_profile_keeps_the_same_commits(batch_run, tmp_path):
+    """Every propose, measure and decide job a process of its own: the first iteration keeps
+    the commit the local run kept first, with the same verdicts (one iteration submits every
+    kind of job, at half the cost of two)."""
     _, local_target, local = batch_run
     workflow, target = Workflow(tmp_path / "work"), make_target(tmp_path / "target")
     workflow.run(
         "b",
-        batch_spec(target, workflow),
+        batch_spec(target, workflow, max_iterations=1),
         "--profile",
         str(ROOT / "profiles" / "cluster-generic"),
         cores=3,
     )
     remote = workflow.session("b")
-    assert subjects(remote) == subjects(local) == KEPT_SUBJECTS
-    branch = "autoresearch/experiment/b"
-    assert git(target, "rev-parse", f"{branch}^{{tree}}") == git(
-        local_target, "rev-parse", f"{branch}^{{tree}}"
+    assert subjects(remote) == KEPT_SUBJECTS[1:]
+    first_kept = git(local_target, "log", "--format=%H", "-1", f"--grep={KEPT_SUBJECTS[1]}",
+                     "--fixed-strings", "autoresearch/experiment/b")  # fmt: skip
+    assert git(target, "rev-parse", "autoresearch/experiment/b^{tree}") == git(
+        local_target, "rev-parse", f"{first_kept}^{{tree}}"
     )
-    assert [(e["id"], e.get("candidate"), e["status"]) for e in jsonl(remote)][4:] == [
-        (e["id"], e.get("candidate"), e["status"]) for e in jsonl(local)
-    ][4:]
+
+    def verdicts(session) -> list[tuple]:
+        # c1 and c3 race for one idea: which of them falls back differs from run to run.
+        return sorted((e["candidate"], e["status"]) for e in jsonl(session) if e["id"] == 1)
+
+    assert verdicts(remote) == verdicts(local)
 
 
 def test_measurement_jobs_ask_for_the_specs_resources(workflow, tmp_path):

@@ -229,7 +229,9 @@ def test_handed_findings_are_fixed_until_their_reproduction_passes(workflow, tmp
     ]
     worktree = session / "worktree"
     assert git(worktree, "status", "--porcelain") == ""
-    assert git(worktree, "log", "--format=%s", "-2").splitlines() == [
+    # B-001's reproduction is kept as a regression test; V-001 had only quoted code.
+    assert git(worktree, "log", "--format=%s", "-3").splitlines() == [
+        "test: regression tests for B-001",
         "fix: bug — app.py:6",
         "fix: bug — app.py:2",
     ]

@@ -123,6 +123,26 @@ def test_a_protected_file_name_with_glob_characters_restores_only_itself(tmp_pat
 COMMITS = re.compile(r"commit_all\(|\"commit\",\s*\"-q\"")
 
 
+def test_the_harnesss_own_new_test_is_committed_alone_under_a_protected_folder(worktree):
+    (worktree / "tests" / "test_regression_b_001.py").write_text("def test_b():\n    pass\n")
+    (worktree / "tests" / "__pycache__").mkdir()
+    (worktree / "tests" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    guard(worktree).commit_added(worktree, ["tests/test_regression_b_001.py"], "test: b")
+    assert ar_git.changed_files(worktree, "HEAD~1") == ["tests/test_regression_b_001.py"]
+    assert not (worktree / "tests" / "__pycache__" / "x.pyc").exists()
+
+
+def test_the_harnesss_own_commit_is_refused_when_another_protected_file_changed(worktree):
+    head = ar_git.head(worktree)
+    (worktree / "tests" / "test_regression_b_001.py").write_text("def test_b():\n    pass\n")
+    (worktree / "bench.py").write_text("print(0)\n")
+    with pytest.raises(ProtectedChange) as err:
+        guard(worktree).commit_added(worktree, ["tests/test_regression_b_001.py"], "test: b")
+    assert "bench.py" in err.value.reason
+    assert (worktree / "bench.py").read_text() == BENCH
+    assert ar_git.head(worktree) == head
+
+
 def test_the_harness_commits_agent_work_only_through_the_guard():
     """Every commit of agent work goes through Protection.commit: no other module calls
     git's commit helper or runs `git commit` itself."""

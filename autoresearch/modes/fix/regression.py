@@ -23,7 +23,9 @@ from typing import Any
 from ... import commands, git
 from ...files import read_json, write_json
 from ...lenses.reproduction import judge_reproduction
+from ...protect import ProtectedChange
 from ...stage import StageEnv
+from ...testrun import TestRun, acceptable
 from .count import HandedBug
 
 
@@ -87,27 +89,29 @@ def add(
             result.left_out.append(f"{bug.id}: at {path}, {verdict.reason}")
             continue
         result.added.append({"id": bug.id, "title": bug.title, "path": path})
-    if result.added:
-        tests = env.run_tests()
-        if not tests.ok:
+    if result.added:  # the whole suite with them, judged as any change is
+        baseline = TestRun.from_record(env.record.baseline)
+        verdict = acceptable(env.run_tests(), baseline, env.spec.allow_failing_baseline)
+        if not verdict.ok:
             result.left_out += [
-                f"{a['id']}: the test command fails with the regression tests added "
-                f"({tests.summary()})"
+                f"{a['id']}: with the regression tests added, {verdict.reason}"
                 for a in result.added
             ]
             result.added = []
     if result.added:
-        paths = [a["path"] for a in result.added]
-        git.worktree_git(worktree, "add", "--", *paths)
         ids = ", ".join(a["id"] for a in result.added)
         body = "\n".join(f"- {a['id']} {a['title']}: {a['path']}" for a in result.added)
-        git.worktree_git(
-            worktree,
-            "commit", "-q", "--no-verify",
-            "-m", f"test: regression tests for {ids}",
-            "-m", "Each failed while its bug was there and passes with the fix.\n\n" + body,
-        )  # fmt: skip
-        result.commit = git.head(worktree)
+        message = (
+            f"test: regression tests for {ids}\n\n"
+            f"Each failed while its bug was there and passes with the fix.\n\n{body}"
+        )
+        try:
+            result.commit = env.protection.commit_added(
+                worktree, [a["path"] for a in result.added], message
+            )
+        except ProtectedChange as err:  # a test run changed a protected file
+            result.left_out += [f"{a['id']}: {err.reason}" for a in result.added]
+            result.added = []
     git.reset_to(worktree, result.commit)  # nothing a test run left behind
     write_json(path_of(env.layout), asdict(result))
     for line in result.left_out:
