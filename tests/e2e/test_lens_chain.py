@@ -133,7 +133,8 @@ FIXED_CALC = CALC.replace(
 )
 
 
-def test_a_debug_to_fix_chain_turns_a_confirmed_bug_into_a_kept_fix(workflow, target):
+def debug_then_fix(workflow, target) -> dict:
+    """A debug session that confirms BUG and hands it to a chained fix, which fixes it."""
     from autoresearch.lenses.error_counts import Error
     from autoresearch.modes.fix.count import error_id
 
@@ -147,7 +148,7 @@ def test_a_debug_to_fix_chain_turns_a_confirmed_bug_into_a_kept_fix(workflow, ta
             ]
         },
     }
-    spec = {
+    return {
         "mode": "debug",
         "target": str(target),
         "test_command": "python -m pytest -q",
@@ -157,6 +158,10 @@ def test_a_debug_to_fix_chain_turns_a_confirmed_bug_into_a_kept_fix(workflow, ta
         "debug": {"symptom": "mean([]) crashes"},
         "agent": {"backend": "script", "script": str(workflow.script(script))},
     }
+
+
+def test_a_debug_to_fix_chain_turns_a_confirmed_bug_into_a_kept_fix(workflow, target):
+    spec = debug_then_fix(workflow, target)
     workflow.run("dx", spec)
     child = workflow.session("dx.1-fix")
     # The bug was confirmed by its failing reproduction, handed on, and fixed on the branch.
@@ -197,29 +202,7 @@ def test_a_regression_test_that_fails_where_it_would_live_is_left_out(workflow, 
             "        pytest.fail('not here')\n",
         },
     )
-    from autoresearch.lenses.error_counts import Error
-    from autoresearch.modes.fix.count import error_id
-
-    bug_id = error_id(Error("handoff", "bug", "B-001", "calc.py", None, BUG["title"]))
-    script = {
-        "debugger": {1: [{"tool": "report_bug", "args": BUG}]},
-        "fix": {
-            1: [
-                {"tool": "write_file", "args": {"path": "calc.py", "content": FIXED_CALC}},
-                {"tool": "finish_fix", "args": {"finding_id": bug_id, "summary": "empty mean"}},
-            ]
-        },
-    }
-    spec = {
-        "mode": "debug",
-        "target": str(target),
-        "test_command": "python -m pytest -q",
-        "linter_command": "python -c 'pass'",
-        "max_cycles": 1,
-        "chain": ["fix"],
-        "debug": {"symptom": "mean([]) crashes"},
-        "agent": {"backend": "script", "script": str(workflow.script(script))},
-    }
+    spec = debug_then_fix(workflow, target)
     workflow.run("dl", spec)
     child = workflow.session("dl.1-fix")
     worktree = child / "worktree"
