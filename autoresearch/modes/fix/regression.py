@@ -18,10 +18,10 @@ import re
 import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ... import commands, git
 from ...files import read_json, write_json
+from ...layout import SessionLayout
 from ...lenses.reproduction import judge_reproduction
 from ...protect import ProtectedChange
 from ...stage import StageEnv
@@ -39,11 +39,11 @@ class RegressionTests:
     left_out: list[str] = field(default_factory=list)  # "<id>: <why>"
 
 
-def path_of(layout: Any) -> Path:
+def path_of(layout: SessionLayout) -> Path:
     return layout.root / "regression.json"
 
 
-def test_path(worktree: Path, bug: HandedBug) -> str:
+def regression_test_path(worktree: Path, bug: HandedBug) -> str:
     """Where the bug's regression test goes: the target's tests folder, else its root."""
     folder = next((d for d in ("tests", "test") if (worktree / d).is_dir()), "")
     stem = re.sub(r"[^a-z0-9]+", "_", bug.id.lower()).strip("_") or "bug"
@@ -51,7 +51,7 @@ def test_path(worktree: Path, bug: HandedBug) -> str:
     return f"{folder}/{name}" if folder else name
 
 
-def recorded(layout: Any) -> RegressionTests | None:
+def recorded(layout: SessionLayout) -> RegressionTests | None:
     data = read_json(path_of(layout))
     return RegressionTests(**data) if data else None
 
@@ -71,7 +71,7 @@ def add(
     for bug in bugs:
         if bug.id not in fixed or not bug.reproduction:
             continue
-        path = test_path(worktree, bug)
+        path = regression_test_path(worktree, bug)
         if (worktree / path).exists():
             result.left_out.append(f"{bug.id}: {path} already exists in the target")
             continue
