@@ -239,11 +239,15 @@ def end_commands_on_interrupt() -> bool:
     """Make Ctrl-C (SIGINT) end every running command before the usual KeyboardInterrupt.
 
     Call once from the main thread of the Snakemake process (the workflow's `onstart`).
-    Returns False when called from another thread, where no signal handler can be set.
+    Returns False when called from another thread, where no signal handler can be set, and
+    when the process was started with SIGINT ignored (`nohup`, a background job of a
+    script): it asked not to be interrupted, and Snakemake itself will not be.
     """
     if threading.current_thread() is not threading.main_thread():
         return False
     previous = signal.getsignal(signal.SIGINT)
+    if previous == signal.SIG_IGN:
+        return False
     if getattr(previous, "_ends_commands", False):
         return True
 
@@ -254,7 +258,7 @@ def end_commands_on_interrupt() -> bool:
         _live.end_all()
         if callable(previous):
             previous(signum, frame)
-        elif previous != signal.SIG_IGN:
+        else:
             raise KeyboardInterrupt
 
     on_interrupt._ends_commands = True  # type: ignore[attr-defined]

@@ -108,6 +108,12 @@ def target(tmp_path) -> Path:
     )
 
 
+def _default_sigint() -> None:
+    # A suite started as a background job of a script inherits SIGINT ignored, and so
+    # would every process it starts.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Workflow:
     """Runs `snakemake` on this repository's Snakefile in a private working directory."""
 
@@ -147,12 +153,14 @@ class Workflow:
         return args
 
     def start(self, name: str, spec: dict | None = None) -> subprocess.Popen:
-        """Run in the background, in its own process group (so a test can kill -9 it)."""
+        """Run in the background, in its own process group (so a test can kill -9 it), with
+        Ctrl-C's default action, as from a terminal, however the test run was started."""
         return subprocess.Popen(
             self.command(name, spec),
             cwd=self.workdir,
             env=self.env(),
             start_new_session=True,
+            preexec_fn=_default_sigint,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,

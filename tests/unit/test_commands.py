@@ -133,6 +133,7 @@ INTERRUPT_A_THREAD = textwrap.dedent(
     from pathlib import Path
     from autoresearch import commands, jail
     worktree, sessions, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as started from a terminal
     box = jail.build_jail({"sandbox": mode}, worktree, hide=[sessions])
     commands.end_commands_on_interrupt()
     outcome = []
@@ -167,6 +168,23 @@ INTERRUPT_A_THREAD = textwrap.dedent(
     print(time.monotonic() - start)
     """
 )
+
+
+IGNORING_SIGINT = textwrap.dedent(
+    """
+    import signal
+    from autoresearch import commands
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as under nohup, or `cmd &` in a script
+    print(commands.end_commands_on_interrupt(), signal.getsignal(signal.SIGINT) == signal.SIG_IGN)
+    """
+)
+
+
+def test_a_process_started_ignoring_ctrl_c_keeps_ignoring_it():
+    done = subprocess.run(
+        [sys.executable, "-c", IGNORING_SIGINT], capture_output=True, text=True, cwd=ROOT
+    )
+    assert done.stdout.split() == ["False", "True"], done.stderr
 
 
 @pytest.mark.parametrize("mode", MODES)
