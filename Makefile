@@ -26,11 +26,12 @@ demo: sandbox $(VENV)/.installed
 	$(BIN)/snakemake --cores 1 sessions/demo/done
 	$(BIN)/autoresearch status demo
 
-# pytest exits 5 when it collects no test; that is not a failure of the suite. Two workers,
-# each taking whole test files (a file's session fixture is built once): the e2e tests
-# wait on Snakemake and git as much as they compute.
+# pytest exits 5 when it collects no test; that is not a failure of the suite. Three
+# workers on two cores, each taking whole test files (a file's session fixture is built
+# once): the e2e tests wait on the target's test runs, git and sleeping agents as much as
+# they compute.
 test: sandbox $(VENV)/.installed
-	$(BIN)/python -m pytest -n 2 --dist loadfile; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
+	$(BIN)/python -m pytest -n 3 --dist loadfile; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
 
 # Sessions through profiles/slurm on a real Slurm: yours if AUTORESEARCH_SLURM_PARTITION
 # (and AUTORESEARCH_SLURM_ACCOUNT) are set, else a one-node cluster that
