@@ -240,3 +240,14 @@ def test_handed_findings_are_fixed_until_their_reproduction_passes(workflow, tmp
 def bug_id(finding_id: str) -> str:
     title = next(f["title"] for f in HANDOFF["findings"] if f["id"] == finding_id)
     return error_id(Error("handoff", "bug", finding_id, "app.py", None, title))
+
+
+def test_an_error_command_that_cannot_run_stops_setup_naming_its_key(workflow, tmp_path):
+    repo = make_repo(tmp_path / "t", {"app.py": APP, "tests/test_app.py": TESTS})
+    no_ruff = {"command": "python -c 'import no_such_linter'", "parser": "ruff"}
+    spec = fix_spec(repo, workflow, SCRIPT, errors=[no_ruff])
+    proc = workflow.run("nr", spec, check=False)
+    assert proc.returncode != 0
+    assert "key 'fix.errors.0.command'" in proc.stderr and "no_such_linter" in proc.stderr
+    assert not (workflow.session("nr") / "lens-setup.json").exists()
+    assert git(repo, "branch", "--list", "autoresearch/*") == ""  # setup was undone

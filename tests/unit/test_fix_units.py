@@ -114,3 +114,16 @@ def test_a_stored_count_reads_back_identical_and_masked():
     again = counting.from_json(stored)
     twice = counting.from_json(counting.to_json(again))
     assert again.errors[0].identity == twice.errors[0].identity
+
+
+def test_a_json_tool_that_prints_no_report_is_no_count_and_never_zero(tmp_path):
+    missing = counting.ErrorCommand("echo 'No module named ruff' >&2; exit 1", "ruff", "ruff")
+    count = counting.run(missing, tmp_path)
+    assert not count.complete
+    assert [(e.category, e.code) for e in count.errors] == [("build", counting.NO_REPORT)]
+    assert "No module named ruff" in count.errors[0].message
+    error = counting.unrunnable([missing], [count], "config/sessions/x.yaml")
+    assert str(error).startswith("config/sessions/x.yaml: key 'fix.errors.0.command': ")
+    clean = counting.ErrorCommand("echo '[]'", "ruff", "ruff")
+    assert counting.run(clean, tmp_path).complete
+    assert counting.unrunnable([clean], [counting.run(clean, tmp_path)], "x") is None

@@ -130,6 +130,9 @@ class Fix(Lens):
         worktree = layout.worktree()
         keep = (record.base_commit,)
         baseline = counting.count_all(cmds, worktree, values.get("secrets"), keep, handed, repro)
+        unrunnable = counting.unrunnable(cmds, baseline, where)
+        if unrunnable is not None:
+            raise unrunnable
         guard = section.get("guard")
         if guard:
             result = commands.run(

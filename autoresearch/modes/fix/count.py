@@ -32,6 +32,7 @@ PARSERS = ("pytest", "ruff", "mypy", "pyright", "exit", "regex:<pattern>")
 JSON_PARSERS = ("ruff", "pyright")
 RUFF_COUNT = "python -m ruff check --no-cache --exit-zero --output-format json ."
 HANDED_TOOL = "handoff"  # the tool name of errors handed on by an earlier lens
+NO_REPORT = "no report"  # the code of the error a JSON tool that printed nothing counts as
 SCRATCH = ".autoresearch-fix"  # reproductions run from here; removed after every count
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -112,11 +113,32 @@ def run(cmd: ErrorCommand, worktree: Path, secrets: list[str] | None = None) -> 
     if result.timed_out:
         error = Error(cmd.tool, "build", "timeout", "", None, f"timed out after {cmd.timeout_s:g}s")
         return Count(cmd.tool, [error], complete=False)
+    if name in JSON_PARSERS and not result.output.strip():
+        # Even a clean run prints a report ("[]"): no report is no count, never zero errors.
+        said = " ".join(result.stderr.split()[-40:]) or "nothing on stderr either"
+        error = Error(
+            cmd.tool, "build", NO_REPORT, "", None, f"no report (exit {result.exit_code}): {said}"
+        )
+        return Count(cmd.tool, [error], complete=False)
     if name == "regex":
         return error_counts.parse_regex(
             result.output, cmd.parser.partition(":")[2], cmd.tool, cmd.category, worktree
         )
     return error_counts.parse(cmd.parser, result.output, result.exit_code, cmd.tool, worktree)
+
+
+def unrunnable(cmds: list[ErrorCommand], counts: list[Count], where: str) -> SpecError | None:
+    """The error of the first command that printed no report (at the base commit: a tool
+    that is not installed where the session runs), naming its key; None when all ran."""
+    for i, (cmd, count) in enumerate(zip(cmds, counts, strict=False)):
+        failed = next((e for e in count.errors if e.code == NO_REPORT), None)
+        if failed is not None:
+            return SpecError(
+                f"{where}: key 'fix.errors.{i}.command': `{cmd.command}` printed {failed.message}; "
+                "make it run in the target (is the tool installed in the environment "
+                "snakemake runs in?)"
+            )
+    return None
 
 
 def count_all(
