@@ -1,0 +1,36 @@
+"""The report of the broad demo holds that session's files (see report_pages.py)."""
+
+from __future__ import annotations
+
+import pytest
+from report_pages import (
+    Demo,
+    assert_each_evaluation_is_its_steps,
+    assert_files_are_the_sessions,
+    assert_results_hold_results_tsv,
+    assert_summary_is_session_md,
+    cycle_documents,
+    demo_workflow,
+    run_demo,
+    session_pages,
+)
+
+
+@pytest.fixture(scope="module")
+def broad(tmp_path_factory) -> Demo:
+    return run_demo(demo_workflow(tmp_path_factory), "demo-broad", max_cycles=1)
+
+
+def test_broad_demo_report_holds_the_comparison_and_every_tracks_cycles(broad):
+    documents = cycle_documents(broad.session)
+    tracks = {step.split("-")[0] for step in documents}
+    assert tracks == {"h1", "h2", "h3"}
+    comparison = broad.path("comparison.md")
+    assert set(broad.report.results) == session_pages(broad, list(documents)) | {comparison}
+    assert broad.report.files[comparison] == (broad.session / "comparison.md").read_bytes()
+    assert_files_are_the_sessions(broad)
+    assert_summary_is_session_md(broad)
+    assert_results_hold_results_tsv(broad)
+    assert_each_evaluation_is_its_steps(broad, documents)
+    page = broad.report.results[broad.path("report", "evaluations", "h2-001.html")]
+    assert page["labels"] == {"evaluation": "h2, cycle 001"}

@@ -1,0 +1,32 @@
+"""The report of the narrow demo holds that session's files (see report_pages.py)."""
+
+from __future__ import annotations
+
+import pytest
+from report_pages import (
+    Demo,
+    assert_each_evaluation_is_its_steps,
+    assert_files_are_the_sessions,
+    assert_results_hold_results_tsv,
+    assert_summary_is_session_md,
+    cycle_documents,
+    demo_workflow,
+    run_demo,
+    session_pages,
+)
+
+
+@pytest.fixture(scope="module")
+def narrow(tmp_path_factory) -> Demo:
+    return run_demo(demo_workflow(tmp_path_factory), "demo-narrow", max_cycles=2)
+
+
+def test_narrow_demo_report_holds_the_goal_progress_plot_and_its_session(narrow):
+    documents = cycle_documents(narrow.session)
+    plot = narrow.path("goal-progress.png")
+    assert set(narrow.report.results) == session_pages(narrow, list(documents)) | {plot}
+    assert narrow.report.files[plot] == (narrow.session / "goal-progress.png").read_bytes()
+    assert_files_are_the_sessions(narrow)
+    assert_summary_is_session_md(narrow)
+    assert_results_hold_results_tsv(narrow)
+    assert_each_evaluation_is_its_steps(narrow, documents)
