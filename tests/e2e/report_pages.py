@@ -134,3 +134,12 @@ def cycle_documents(session: Path, name: str = "eval-results.md") -> dict[str, P
         track = step.parent.name if step.parent.name.startswith("h") else ""
         found[f"{track}-{step.name}" if track else step.name] = step / name
     return found
+
+
+def assert_report_holds_the_session(demo: Demo, documents: dict[str, Path]) -> None:
+    """The checks every session's report passes: its files byte for byte, session.md,
+    results.tsv and each step's evaluation."""
+    assert_files_are_the_sessions(demo)
+    assert_summary_is_session_md(demo)
+    assert_results_hold_results_tsv(demo)
+    assert_each_evaluation_is_its_steps(demo, documents)

@@ -8,10 +8,7 @@ import pytest
 from conftest import Workflow, make_repo
 from report_pages import (
     Demo,
-    assert_each_evaluation_is_its_steps,
-    assert_files_are_the_sessions,
-    assert_results_hold_results_tsv,
-    assert_summary_is_session_md,
+    assert_report_holds_the_session,
     cycle_documents,
     demo_workflow,
     make_report,
@@ -32,10 +29,7 @@ def test_sweep_demo_report_holds_session_md_results_every_cycle_and_the_plot(swe
     documents = cycle_documents(sweep.session)
     assert len(documents) >= 2
     assert set(sweep.report.results) == session_pages(sweep, list(documents))
-    assert_files_are_the_sessions(sweep)
-    assert_summary_is_session_md(sweep)
-    assert_results_hold_results_tsv(sweep)
-    assert_each_evaluation_is_its_steps(sweep, documents)
+    assert_report_holds_the_session(sweep, documents)
     assert sweep.report.files[sweep.path("report", "cycles.png")].startswith(b"\x89PNG")
 
 
@@ -119,9 +113,6 @@ def test_experiment_session_report_holds_its_report_plot_and_every_iteration(tmp
     }
     own = {demo.path("report.md"), demo.path("progress.png")}
     assert set(demo.report.results) == session_pages(demo, list(documents)) | own
-    assert_files_are_the_sessions(demo)
-    assert_summary_is_session_md(demo)
-    assert_results_hold_results_tsv(demo)
-    assert_each_evaluation_is_its_steps(demo, documents)
+    assert_report_holds_the_session(demo, documents)
     results = demo.report.files[demo.path("report", "results.html")].decode()
     assert "1 changes kept over 2 cycle(s)" in results

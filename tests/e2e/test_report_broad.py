@@ -5,10 +5,7 @@ from __future__ import annotations
 import pytest
 from report_pages import (
     Demo,
-    assert_each_evaluation_is_its_steps,
-    assert_files_are_the_sessions,
-    assert_results_hold_results_tsv,
-    assert_summary_is_session_md,
+    assert_report_holds_the_session,
     cycle_documents,
     demo_workflow,
     run_demo,
@@ -28,9 +25,6 @@ def test_broad_demo_report_holds_the_comparison_and_every_tracks_cycles(broad):
     comparison = broad.path("comparison.md")
     assert set(broad.report.results) == session_pages(broad, list(documents)) | {comparison}
     assert broad.report.files[comparison] == (broad.session / "comparison.md").read_bytes()
-    assert_files_are_the_sessions(broad)
-    assert_summary_is_session_md(broad)
-    assert_results_hold_results_tsv(broad)
-    assert_each_evaluation_is_its_steps(broad, documents)
+    assert_report_holds_the_session(broad, documents)
     page = broad.report.results[broad.path("report", "evaluations", "h2-001.html")]
     assert page["labels"] == {"evaluation": "h2, cycle 001"}

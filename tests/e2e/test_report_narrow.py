@@ -5,10 +5,7 @@ from __future__ import annotations
 import pytest
 from report_pages import (
     Demo,
-    assert_each_evaluation_is_its_steps,
-    assert_files_are_the_sessions,
-    assert_results_hold_results_tsv,
-    assert_summary_is_session_md,
+    assert_report_holds_the_session,
     cycle_documents,
     demo_workflow,
     run_demo,
@@ -26,7 +23,4 @@ def test_narrow_demo_report_holds_the_goal_progress_plot_and_its_session(narrow)
     plot = narrow.path("goal-progress.png")
     assert set(narrow.report.results) == session_pages(narrow, list(documents)) | {plot}
     assert narrow.report.files[plot] == (narrow.session / "goal-progress.png").read_bytes()
-    assert_files_are_the_sessions(narrow)
-    assert_summary_is_session_md(narrow)
-    assert_results_hold_results_tsv(narrow)
-    assert_each_evaluation_is_its_steps(narrow, documents)
+    assert_report_holds_the_session(narrow, documents)
