@@ -57,6 +57,12 @@ def append_line(path: Path, line: str) -> None:
         handle.write(line.rstrip("\n") + "\n")
 
 
+def append_text(path: Path, text: str) -> None:
+    """Append whole lines in a single write."""
+    with open(path, "a") as handle:
+        handle.write(text)
+
+
 @contextmanager
 def locked(lock_path: Path) -> Iterator[None]:
     """An exclusive lock on `lock_path`, between threads and processes alike.

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import modes, spec, timings
+from . import journal, modes, spec, timings
 from .errors import UserError
 from .layout import SESSIONS
 from .modes.base import Mode
@@ -73,13 +73,24 @@ def run_stage(wildcards: Any, log: Any, body: Callable[[StageEnv, Mode], Any]) -
         progress_line(f"{where} started", env, mode)
         try:
             with timings.timed(env.layout, stage, env.track, env.cycle):
+                before = _stamp(env)
                 body(env, mode)
+                if env.cycle and _stamp(env) not in (before, None):
+                    journal.note_decision(env.layout, env.cycle, env.track)
         except BaseException:
             progress_line(f"{where} failed", env, mode)
             raise
         progress_line(f"{where} finished", env, mode)
 
     run_job(log[0], job)
+
+
+def _stamp(env: StageEnv) -> int | None:
+    """When the cycle's decision.json was last written (None: it does not exist)."""
+    try:
+        return env.layout.decision(env.cycle, env.track).stat().st_mtime_ns
+    except FileNotFoundError:
+        return None
 
 
 def stage_name(log_path: str | Path) -> str:

@@ -15,7 +15,9 @@ import json
 import re
 from typing import Any
 
-from .files import locked, write_text
+import orjson
+
+from .files import append_line, append_text, locked, write_text
 from .layout import SessionLayout
 from .record import SetupRecord
 from .spec import SessionSpec
@@ -55,15 +57,29 @@ def read_results(layout: SessionLayout) -> list[dict[str, str]]:
 
 
 def upsert_results(layout: SessionLayout, track: str, cycle: str, rows: list[dict]) -> None:
-    """Replace this cycle's rows (a rerun never duplicates them) and keep the rest."""
+    """Replace this cycle's rows (a rerun never duplicates them) and keep the rest. A cycle
+    with no rows yet, the usual case, is appended: the file is not rewritten each cycle."""
+    track_at = RESULTS_COLUMNS.index("track")
     with locked(layout.journal_lock):
+        text = layout.results.read_text() if layout.results.exists() else ""
+        # Cells never hold a tab (_cell), so splitting a line finds its columns.
+        earlier = any(
+            cells[0] == cycle and cells[track_at] == track
+            for cells in (line.split("\t") for line in text.splitlines()[1:])
+            if len(cells) > track_at
+        )
+        out = io.StringIO()
+        writer = csv.DictWriter(out, RESULTS_COLUMNS, delimiter="\t", lineterminator="\n")
+        new = [{**r, "track": track, "cycle": cycle} for r in rows]
+        if text and not earlier:
+            writer.writerows({k: _cell(r.get(k, "")) for k in RESULTS_COLUMNS} for r in new)
+            append_text(layout.results, out.getvalue())
+            return
         kept = [
             r for r in read_results(layout) if not (r["track"] == track and r["cycle"] == cycle)
         ]
-        out = io.StringIO()
-        writer = csv.DictWriter(out, RESULTS_COLUMNS, delimiter="\t", lineterminator="\n")
         writer.writeheader()
-        for row in kept + [{**r, "track": track, "cycle": cycle} for r in rows]:
+        for row in kept + new:
             writer.writerow({k: _cell(row.get(k, "")) for k in RESULTS_COLUMNS})
         write_text(layout.results, out.getvalue())
 
@@ -104,9 +120,74 @@ def record_ideas(
 
 
 def load_decisions(layout: SessionLayout, track: str = "") -> list[dict[str, Any]]:
-    return [
-        json.loads(layout.decision(n, track).read_text()) for n in layout.completed_cycles(track)
+    """Every decision of the loop (of `track`), oldest first.
+
+    Read from the loop's decisions index, one file however long the session (stages, status
+    and every progress line ask for them, so reading hundreds of decision.json files each
+    time made each cycle slower than the last). The log is checked against the decision
+    files at its ends; one that disagrees (a redo moved cycles aside, a decision the log
+    never saw) is rebuilt from the files. Of a cycle's test run the index keeps the counts:
+    the full run stays in its decision.json.
+    """
+    log = layout.decisions_index(track)
+    logged: dict[int, dict[str, Any]] = {}
+    if log.exists():
+        for line in log.read_text().splitlines():
+            try:
+                decision = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue  # a line a crash cut short: its decision is rewritten on the rerun
+            logged[int(decision["cycle"])] = decision
+    if _log_matches(layout, track, logged):
+        return [logged[n] for n in sorted(logged)]
+    # No lock: the rebuild is atomic, and one that races a new decision's line is found
+    # out of date at the next read and rebuilt again.
+    decisions = [
+        _logged_form(json.loads(layout.decision(n, track).read_text()))
+        for n in layout.completed_cycles(track)
     ]
+    if decisions or log.exists():
+        write_text(log, "".join(orjson.dumps(d).decode() + "\n" for d in decisions))
+    return decisions
+
+
+def next_open_cycle(layout: SessionLayout, track: str = "") -> int:
+    """The first cycle with no decision yet, or the one whose decision stopped the loop."""
+    decisions = load_decisions(layout, track)
+    stopped = next((d["cycle"] for d in decisions if d.get("stop")), None)
+    return stopped if stopped is not None else len(decisions) + 1
+
+
+def note_decision(layout: SessionLayout, cycle: int, track: str = "") -> None:
+    """Add the cycle's decision, just written, to the loop's decisions index (a rewrite of
+    the same cycle, on a rerun, is a later line: the last one stands)."""
+    decision = json.loads(layout.decision(cycle, track).read_text())
+    append_line(layout.decisions_index(track), orjson.dumps(_logged_form(decision)).decode())
+
+
+# What the index keeps of a decision's test run: its counts. The run itself (test ids,
+# output) is in decision.json, read where a cycle is held to it (StageEnv.reference_tests).
+_TEST_COUNTS = ("outcome", "ok", "summary", "passed", "failed", "skipped", "errors")
+
+
+def _logged_form(decision: dict[str, Any]) -> dict[str, Any]:
+    tests = decision.get("tests")
+    if isinstance(tests, dict):
+        return {**decision, "tests": {k: tests[k] for k in _TEST_COUNTS if k in tests}}
+    return decision
+
+
+def _log_matches(layout: SessionLayout, track: str, logged: dict[int, dict[str, Any]]) -> bool:
+    """Cycles 1..last are all logged, the last one's decision file exists and the next
+    one's does not: two file checks, not one per cycle."""
+    if not logged:
+        return not layout.decision(1, track).exists()
+    last = max(logged)
+    return (
+        len(logged) == last
+        and layout.decision(last, track).exists()
+        and not layout.decision(last + 1, track).exists()
+    )
 
 
 def tried_list(decisions: list[dict[str, Any]]) -> list[str]:

@@ -6,7 +6,6 @@ file's name. See docs/architecture.md for which rule writes which file.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +121,11 @@ class SessionLayout:
     def decision(self, number: int, track: str = "") -> Path:
         return self.cycle(number, track) / "decision.json"
 
+    def decisions_index(self, track: str = "") -> Path:
+        """Every decision of the loop, one compact line each, in the order they were made:
+        an index for the readers that need them all (journal.load_decisions)."""
+        return self.cycles(track) / "decisions.jsonl"
+
     def completed_cycles(self, track: str = "") -> list[int]:
         """Cycle numbers whose decision.json exists, ascending."""
         base = self.cycles(track)
@@ -132,15 +136,6 @@ class SessionLayout:
             for p in base.iterdir()
             if LOOP_DIR.match(p.name) and (p / "decision.json").exists()
         )
-
-    def next_open_cycle(self, track: str = "") -> int:
-        """The first cycle with no decision yet, or the one whose decision stopped the loop."""
-        cycle = 1
-        while True:
-            path = self.decision(cycle, track)
-            if not path.exists() or json.loads(path.read_text()).get("stop"):
-                return cycle
-            cycle += 1
 
     # --- narrow and experiment: the metric --------------------------------------------
 

@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from . import git, spec, testrun
+from . import git, journal, spec, testrun
 from .backends.base import StageLimits
 from .files import append_line, locked
 from .jail import Jail, build_jail
@@ -69,9 +69,7 @@ class StageEnv:
     def decisions_before(self) -> list[dict[str, Any]]:
         """Every completed decision of this loop (this track) before the current cycle."""
         return [
-            json.loads(self.layout.decision(n, self.track).read_text())
-            for n in self.layout.completed_cycles(self.track)
-            if n < self.cycle
+            d for d in journal.load_decisions(self.layout, self.track) if d["cycle"] < self.cycle
         ]
 
     def track_base(self) -> str:
@@ -147,7 +145,12 @@ class StageEnv:
         if not self.layout.test_runs.exists():
             return None
         found = None
+        # Each line starts with its tree (json.dumps keeps the key's order): only the
+        # lines of this tree are parsed, however long the session.
+        start = json.dumps({"tree": key["tree"]})[:-1]
         for line in self.layout.test_runs.read_text().splitlines():
+            if not line.startswith(start):
+                continue
             entry = json.loads(line)
             if all(entry.get(k) == v for k, v in key.items()):
                 found = entry["run"]

@@ -40,9 +40,9 @@ def timed(layout: SessionLayout, stage: str, track: str, cycle: int) -> Iterator
             stage,
             track,
             f"{cycle:03d}",
-            f"{time.monotonic() - wall:.3f}",
-            f"{_cpu(resource.RUSAGE_THREAD) - own:.3f}",
-            f"{_cpu(resource.RUSAGE_CHILDREN) - children:.3f}",
+            f"{time.monotonic() - wall:.4f}",
+            f"{_cpu(resource.RUSAGE_THREAD) - own:.4f}",
+            f"{_cpu(resource.RUSAGE_CHILDREN) - children:.4f}",
             finished,
         ]
         with locked(layout.journal_lock):

@@ -247,7 +247,7 @@ class Mode:
         Completed decisions are read from disk and only the next open cycle is asked of the
         checkpoint: asking every cycle's makes a no-op rerun quadratic.
         """
-        cycle = layout.next_open_cycle()
+        cycle = journal.next_open_cycle(layout)
         return checkpoints.evaluate.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
 
     def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:

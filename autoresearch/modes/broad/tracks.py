@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ... import journal
 from ...files import read_json
 from ...layout import SessionLayout
 from .hypotheses import Hypothesis, HypothesisError, parse_markdown
@@ -38,7 +39,7 @@ def known_hypotheses(layout: SessionLayout) -> list[Hypothesis]:
 
 
 def track_decisions(layout: SessionLayout, hid: str) -> list[dict[str, Any]]:
-    return [json.loads(layout.decision(n, hid).read_text()) for n in layout.completed_cycles(hid)]
+    return journal.load_decisions(layout, hid)
 
 
 def track_status(

@@ -258,7 +258,7 @@ class Experiment(Mode):
         ]
 
     def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
-        cycle = layout.next_open_cycle()
+        cycle = journal.next_open_cycle(layout)
         job = checkpoints.experiment_decide.get(name=layout.name, cycle=f"{cycle:03d}")
         return job.output.decision
 

@@ -155,9 +155,7 @@ def setup_state(layout: SessionLayout) -> dict[str, Any]:
 def records(layout: SessionLayout, upto: int | None = None) -> list[dict[str, Any]]:
     """Experiment 0 and every completed iteration (below `upto` if given), oldest first."""
     out = [baseline_record(setup_state(layout))]
-    for n in layout.completed_cycles():
-        if upto is None or n < upto:
-            out.append(json.loads(layout.decision(n).read_text()))
+    out += [d for d in journal.load_decisions(layout) if upto is None or d["cycle"] < upto]
     return out
 
 

@@ -176,7 +176,7 @@ class Fix(Lens):
     # --- the loop --------------------------------------------------------------------------
 
     def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
-        cycle = layout.next_open_cycle()
+        cycle = journal.next_open_cycle(layout)
         return checkpoints.fix_decide.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
 
     def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:

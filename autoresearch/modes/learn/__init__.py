@@ -188,7 +188,7 @@ class Learn(Lens):
         return env.decisions_before()
 
     def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
-        cycle = layout.next_open_cycle()
+        cycle = journal.next_open_cycle(layout)
         return checkpoints.learn_write.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
 
     def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:

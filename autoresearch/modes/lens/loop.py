@@ -13,11 +13,11 @@ new run_id starts after the last one, its rows added under the old ones.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ... import journal
 from ...files import read_json, write_json
 from ...layout import SessionLayout, rel
 from ...lenses import lens_log
@@ -56,14 +56,11 @@ class LoopLens(Lens):
         """The first cycle with no decision, or the one that stopped the open run. A run
         `done` closed counts as over only once `done` is gone (a new run is wanted)."""
         closed = set() if layout.done.exists() else self.closed_runs(layout)
-        cycle = 1
-        while True:
-            path = layout.decision(cycle)
-            if not path.exists():
-                return cycle
-            if json.loads(path.read_text()).get("stop") and cycle not in closed:
-                return cycle
-            cycle += 1
+        decisions = journal.load_decisions(layout)
+        return next(
+            (d["cycle"] for d in decisions if d.get("stop") and d["cycle"] not in closed),
+            len(decisions) + 1,
+        )
 
     def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
         cycle = self.next_open_cycle(layout)
@@ -156,8 +153,7 @@ class LoopLens(Lens):
         writer.json(handoff_out, self.handoff(env, findings, {"stopped": self.stopped(env)}))
 
     def stopped(self, env: StageEnv) -> str | None:
-        decisions = [json.loads(env.layout.decision(n).read_text())
-                     for n in env.layout.completed_cycles()]  # fmt: skip
+        decisions = journal.load_decisions(env.layout)
         return next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None)
 
     def write_done(self, env: StageEnv, out: Path) -> None:

@@ -157,7 +157,7 @@ class Ship(Lens):
         return f"cap of {cap} iterations reached"
 
     def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
-        cycle = layout.next_open_cycle()
+        cycle = journal.next_open_cycle(layout)
         return checkpoints.ship_prepare.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
 
     def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
