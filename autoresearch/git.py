@@ -477,6 +477,18 @@ def changed_files(worktree: Path, start: str, end: str = "HEAD") -> list[str]:
     return sorted(out.splitlines()) if out else []
 
 
+def apply_commit(worktree: Path, commit: str) -> bool:
+    """Apply one commit's change to the worktree, uncommitted (a replay); False, and the
+    worktree as it was, when it does not apply."""
+    env = _bound(worktree)
+    proc = _run(worktree, ("cherry-pick", "--no-commit", commit), env, check=False)
+    if proc.returncode != 0:
+        _run(worktree, ("cherry-pick", "--quit"), env, check=False)
+        reset_to(worktree, "HEAD")
+        return False
+    return True
+
+
 def revert(worktree: Path, commit: str) -> bool:
     """Revert one commit; False (and the revert abandoned) on a conflict."""
     env = _bound(worktree)

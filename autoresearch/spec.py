@@ -285,6 +285,12 @@ class SessionSpec(dict):
         return bool(self.get("allow_failing_baseline"))
 
     @property
+    def test_gate(self) -> str:
+        """`test_gate`: per_fix (the suite runs on each change before it is committed) or
+        batch (once at the stage's end, with a bisection when it fails)."""
+        return self.get("test_gate") or "per_fix"
+
+    @property
     def rerun_tests(self) -> bool:
         """`evaluate.rerun`: test every tree afresh, even one tested before (flaky suites)."""
         return bool((self.get("evaluate") or {}).get("rerun"))

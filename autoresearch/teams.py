@@ -17,9 +17,9 @@ from . import findings, git, journal, prompts
 from .agent_run import run_agent, stop_reason_of
 from .backends.base import ToolResult, Usage
 from .files import write_json, write_text
+from .gate import Landed, Settled, gate_for
 from .protect import ProtectedChange
 from .stage import StageEnv
-from .testrun import TestRun, Verdict, acceptable
 from .tools import Toolbox
 
 
@@ -157,34 +157,6 @@ def sanitize(
 
 
 @dataclass
-class TestGate:
-    """Whether the tests after a change allow keeping it: held to the run the cycle
-    started from, by test id (testrun.acceptable)."""
-
-    env: StageEnv
-    reference: TestRun
-    last: TestRun | None = None
-    verdict: Verdict | None = None
-
-    def check(self) -> Verdict:
-        self.last = self.env.run_tests()
-        self.verdict = acceptable(self.last, self.reference, self.env.spec.allow_failing_baseline)
-        return self.verdict
-
-    def kept_message(self) -> str:
-        """What the agent is told when its change was committed."""
-        if self.last is not None and self.last.ok:
-            return f"tests pass ({self.last.summary})"
-        return self.verdict.reason if self.verdict else "kept"
-
-    def refused(self) -> str:
-        """Why the change was not kept, and the end of the run's output."""
-        reason = self.verdict.reason if self.verdict else "the tests did not run"
-        tail = self.last.tail[-1500:] if self.last else ""
-        return f"{reason}\n{tail}".rstrip()
-
-
-@dataclass
 class GreenLedger:
     fixed: list[dict] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
@@ -199,7 +171,7 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
     env.begin(start)
     todo = {f.id: f for f in findings.parse(sanitized_md.read_text())}
     book = GreenLedger()
-    gate = TestGate(env, env.reference_tests())
+    gate = gate_for(env)
     toolbox: Toolbox | None = None
 
     refusals: dict[str, str] = {}  # the last refusal per finding, for the skip reason
@@ -230,7 +202,13 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
             except ProtectedChange as err:
                 return reject(finding_id, err.reason)
             book.fixed.append(
-                {"id": finding_id, "key": finding.key(), "commit": sha, "summary": summary}
+                {
+                    "id": finding_id,
+                    "key": finding.key(),
+                    "commit": sha,
+                    "summary": summary,
+                    "message": message,
+                }
             )
             maybe_finished()
             return ToolResult(f"{gate.kept_message()}; committed {sha[:10]}: {message}")
@@ -272,6 +250,7 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
         run = run_agent(env, "green", ctx, toolbox)
     if git.is_dirty(env.worktree):
         git.restore(env.worktree)  # an unfinished fix is never kept
+    settle_fixes(gate.settle(start, [_landed(r, r["id"]) for r in book.fixed]), book)
     for fid, finding in todo.items():
         if not book.handled(fid):
             reason = f"not kept: {refusals[fid]}" if fid in refusals else "not attempted"
@@ -310,6 +289,23 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
     )
 
 
+def _landed(entry: dict, label: str) -> Landed:
+    return Landed(entry["commit"], entry["message"], label)
+
+
+def settle_fixes(settled: Settled, book: GreenLedger) -> None:
+    """The fixes the gate took out move to skipped; the rest carry their sha now."""
+    fixed = []
+    for r in book.fixed:
+        if r["commit"] in settled.dropped:
+            book.skipped.append(
+                {"id": r["id"], "key": r["key"], "reason": settled.dropped[r["commit"]]}
+            )
+        else:
+            fixed.append({**r, "commit": settled.kept.get(r["commit"], r["commit"])})
+    book.fixed = fixed
+
+
 # --- Refactor -------------------------------------------------------------------
 
 MAX_REFACTOR_COMMITS = 5
@@ -321,7 +317,7 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
     env.begin(start)
     # Clean room: the Refactor team learns which files changed, nothing of why.
     changed = git.changed_files(env.worktree, green_record["start_commit"], start)
-    gate = TestGate(env, env.reference_tests())
+    gate = gate_for(env)
     commits: list[dict] = []
     reverted: list[str] = []
     toolbox: Toolbox | None = None
@@ -340,7 +336,7 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
                 return ToolResult(
                     f"not kept, so the change was reverted: {err.reason}", is_error=True
                 )
-            commits.append({"commit": sha, "summary": summary})
+            commits.append({"commit": sha, "summary": summary, "message": message})
             if len(commits) >= MAX_REFACTOR_COMMITS and toolbox is not None:
                 toolbox.mark_finished()
             return ToolResult(f"{gate.kept_message()}; committed {sha[:10]}: {message}")
@@ -363,6 +359,15 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
         env.log("refactor: Green changed no files; nothing to look at")
     if git.is_dirty(env.worktree):
         git.restore(env.worktree)
+    settled = gate.settle(start, [_landed(c, f"refactor {c['summary']!r}") for c in commits])
+    reverted += [
+        f"{c['summary']} ({settled.dropped[c['commit']]})"
+        for c in commits
+        if c["commit"] in settled.dropped
+    ]
+    commits = [
+        {**c, "commit": settled.kept[c["commit"]]} for c in commits if c["commit"] in settled.kept
+    ]
     end = git.head(env.worktree)
     lines = [f"# Refactor team: {env.label}", "", f"## Changes: {len(commits)}", ""]
     lines += [f"Start commit: {start}", f"End commit: {end}", ""]

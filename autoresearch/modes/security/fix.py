@@ -13,10 +13,11 @@ from typing import Any
 from ... import git
 from ...agent_run import run_agent
 from ...backends.base import ToolResult
+from ...gate import TestGate
 from ...lenses.finding_schema import SECURITY, check, normalize_text
 from ...protect import ProtectedChange
 from ...stage import StageEnv
-from ...teams import TestGate, base_context
+from ...teams import base_context
 from ...tools import Toolbox
 
 MAX_ATTEMPTS = 3

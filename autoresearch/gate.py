@@ -1,0 +1,169 @@
+"""The test gate: whether a stage's changes may stay on the session branch.
+
+Two ways to keep the same promise, that no kept commit breaks a test that passed where
+the cycle started (testrun.acceptable):
+
+- `per_fix` (TestGate): the suite runs after each change, before it is committed; a
+  change that breaks a test is never committed.
+- `batch` (BatchGate): each change is committed at once and the suite runs once when the
+  stage ends. When that run fails, a bisection over the stage's commits finds the first
+  one whose tree fails; it is taken out, the commits after it are replayed without it,
+  and the new end is tested again, until the end passes. On a slow suite where most
+  changes pass, one run replaces one per change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import git
+from .protect import ProtectedChange
+from .stage import StageEnv
+from .testrun import TestRun, Verdict, acceptable
+
+PER_FIX = "per_fix"
+BATCH = "batch"
+
+
+@dataclass
+class TestGate:
+    """The suite runs on each change before it is committed (`test_gate: per_fix`)."""
+
+    env: StageEnv
+    reference: TestRun
+    last: TestRun | None = None
+    verdict: Verdict | None = None
+
+    def check(self) -> Verdict:
+        self.last = self.env.run_tests()
+        self.verdict = acceptable(self.last, self.reference, self.env.spec.allow_failing_baseline)
+        return self.verdict
+
+    def kept_message(self) -> str:
+        """What the agent is told when its change was committed."""
+        if self.last is not None and self.last.ok:
+            return f"tests pass ({self.last.summary})"
+        return self.verdict.reason if self.verdict else "kept"
+
+    def refused(self) -> str:
+        """Why the change was not kept, and the end of the run's output."""
+        reason = self.verdict.reason if self.verdict else "the tests did not run"
+        tail = self.last.tail[-1500:] if self.last else ""
+        return f"{reason}\n{tail}".rstrip()
+
+    def settle(self, start: str, commits: list[Landed]) -> Settled:
+        """Every commit was tested before it was made: nothing to settle."""
+        return Settled(kept={c.sha: c.sha for c in commits})
+
+
+@dataclass(frozen=True)
+class Landed:
+    """A commit the stage made: its sha now, the sha it was first made as (a replay
+    gives it a new one), its message, and what the stage calls it."""
+
+    sha: str
+    message: str
+    label: str
+    origin: str = ""
+
+    @property
+    def first(self) -> str:
+        return self.origin or self.sha
+
+
+@dataclass
+class Settled:
+    """What `settle` left, by each commit's first sha: the kept ones' sha now, and the
+    ones taken out with the reason; `runs`, the test runs it took."""
+
+    kept: dict[str, str] = field(default_factory=dict)
+    dropped: dict[str, str] = field(default_factory=dict)
+    runs: int = 0
+
+
+@dataclass
+class BatchGate(TestGate):
+    """Changes are committed untested; `settle` runs the suite once at the stage's end and
+    bisects when it fails (`test_gate: batch`)."""
+
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+
+    def check(self) -> Verdict:
+        self.verdict = Verdict(True, "committed untested")
+        return self.verdict
+
+    def kept_message(self) -> str:
+        return (
+            "committed; the tests run once when the stage ends (test_gate: batch), and a "
+            "change that breaks one is taken out then"
+        )
+
+    def settle(self, start: str, commits: list[Landed]) -> Settled:
+        done = Settled()
+        kept = list(commits)
+        good = 0  # how many of `kept`, from the first, are known to pass
+        while kept and not self._judge(kept[-1].sha, done).ok:
+            # The first commit whose tree fails. The start passes by definition (it is
+            # what the stage is held to), and a passing tree's commits before it are
+            # taken to pass too; the loop's test of the new end checks that.
+            lo, hi = good, len(kept) - 1
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if self._judge(kept[mid].sha, done).ok:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            bad = kept[hi]
+            why = self.verdicts[bad.sha].reason
+            self._drop(
+                bad, f"the tests run at the stage's end fail from this change on: {why}", done
+            )
+            base = kept[hi - 1].sha if hi else start
+            kept = kept[:hi] + self._replay(base, kept[hi + 1 :], bad, done)
+            good = hi
+        git.reset_to(self.env.worktree, kept[-1].sha if kept else start)
+        done.kept = {c.first: c.sha for c in kept}
+        return done
+
+    def _judge(self, sha: str, done: Settled) -> Verdict:
+        """The suite on the committed tree `sha` (a tree tested before is not run again)."""
+        if sha in self.verdicts:
+            return self.verdicts[sha]
+        git.reset_to(self.env.worktree, sha)
+        self.last = self.env.measure_tests(uncached=True, reuse=True)
+        done.runs += 1
+        self.verdict = acceptable(self.last, self.reference, self.env.spec.allow_failing_baseline)
+        self.verdicts[sha] = self.verdict
+        return self.verdict
+
+    def _drop(self, c: Landed, why: str, done: Settled) -> None:
+        reason = f"not kept: {why}"
+        done.dropped[c.first] = reason
+        self.env.log(f"test gate: {c.label} taken out: {reason}")
+
+    def _replay(self, base: str, later: list[Landed], bad: Landed, done: Settled) -> list[Landed]:
+        """`later` again on top of `base`, without `bad`; one that no longer applies is
+        taken out too."""
+        env = self.env
+        git.reset_to(env.worktree, base)
+        out: list[Landed] = []
+        for c in later:
+            sha = None
+            if git.apply_commit(env.worktree, c.sha):
+                try:
+                    sha = env.protection.commit(env.worktree, c.message)
+                except ProtectedChange:
+                    sha = None
+            if sha is None:
+                git.reset_to(env.worktree, out[-1].sha if out else base)
+                self._drop(c, f"it built on {bad.label}, which was taken out", done)
+                continue
+            out.append(Landed(sha, c.message, c.label, c.first))
+        return out
+
+
+def gate_for(env: StageEnv) -> TestGate:
+    """The gate the session's spec names (`test_gate`, default per_fix)."""
+    kind = env.spec.test_gate
+    gate = BatchGate if kind == BATCH else TestGate
+    return gate(env, env.reference_tests())

@@ -1,0 +1,175 @@
+"""Test runs per kept fix: `test_gate: per_fix` against `batch`, same sessions otherwise.
+
+Every run of the test command is logged by a wrapper (its wall seconds), so the figures
+count all of them: the gate's, Green's final run, evaluate's. Two targets:
+
+  demo      the bundled demo project with the model-free ruff backend (`make demo`'s
+            session), its pytest suite slowed by `--delay` seconds per run (a stand-in
+            for a real suite's length; 0 runs it as it is);
+  breaking  a scripted Green making 8 fixes a cycle, one of which breaks a test, so
+            the batch gate has to bisect.
+
+For each: runs and suite-seconds per kept fix under both gates, their ratio, and
+whether both left the same fixes on the branch.
+
+    python bench/bench_test_gate.py [--delay 1.0] [--cycles 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXES = 8  # per cycle on the breaking target
+BREAKS = 5  # the fix (of FIXES) that breaks a test
+
+WRAPPER = """#!/bin/sh
+start=$(date +%s.%N)
+"$@"
+code=$?
+echo "$start $(date +%s.%N)" >> "{log}"
+exit $code
+"""
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=b", "-c", "user.email=b@b", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def commit_all(repo: Path) -> None:
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "initial")
+
+
+def demo_target(path: Path, delay: float) -> dict:
+    shutil.copytree(ROOT / "examples/demo-project", path)
+    if delay:
+        (path / "tests/conftest.py").write_text(
+            f"import time\n\n\ndef pytest_sessionstart(session):\n    time.sleep({delay})\n"
+        )
+    commit_all(path)
+    return {"agent": {"backend": "ruff"}}
+
+
+def breaking_target(path: Path, delay: float, cycles: int, work: Path) -> dict:
+    """Module m<k>.py per fix; test_all checks every f<k>() returns k."""
+    path.mkdir()
+    for k in range(FIXES * cycles):
+        (path / f"m{k}.py").write_text(f"def f{k}():\n    return {k}\n")
+    imports = "\n".join(f"from m{k} import f{k}" for k in range(FIXES * cycles))
+    checks = "\n".join(f"    assert f{k}() == {k}" for k in range(FIXES * cycles))
+    sleep = f"    time.sleep({delay})\n" if delay else ""
+    (path / "test_all.py").write_text(
+        f"import time\n{imports}\n\n\ndef test_all():\n{sleep}{checks}\n"
+    )
+    commit_all(path)
+    script: dict = {"red": {}, "green": {}}
+    for c in range(1, cycles + 1):
+        ks = range((c - 1) * FIXES, c * FIXES)
+        script["red"][c] = [
+            {"tool": "report_finding", "args": {"severity": "low", "title": f"f{k} undocumented",
+             "location": f"m{k}.py:1", "issue": "no docstring", "impact": "readers guess"}}
+            for k in ks
+        ]  # fmt: skip
+        steps = []
+        for i, k in enumerate(ks):
+            body = f"    return {k + 1 if i == BREAKS else k}\n"
+            steps += [
+                {"tool": "write_file", "args": {"path": f"m{k}.py",
+                 "content": f'def f{k}():\n    """f{k}."""\n{body}'}},
+                {"tool": "finish_fix", "args": {"finding_id": f"F-{(c - 1) * FIXES + i + 1:03d}",
+                 "summary": f"document f{k}"}},
+            ]  # fmt: skip
+        script["green"][c] = steps
+    (work / "script.yaml").write_text(yaml.safe_dump(script))
+    return {
+        "agent": {"backend": "script", "script": str(work / "script.yaml")},
+        "teams": ["red", "green"],
+        "stop_below": None,
+    }
+
+
+def run(kind: str, gate: str, tmp: Path, delay: float, cycles: int) -> dict:
+    work = tmp / f"{kind}-{gate}"
+    work.mkdir()
+    target = work / "target"
+    if kind == "demo":
+        extra = demo_target(target, delay)
+    else:
+        extra = breaking_target(target, delay, cycles, work)
+    runs_log = work / "runs.log"
+    wrapper = work / "timed.sh"
+    wrapper.write_text(WRAPPER.format(log=runs_log))
+    wrapper.chmod(0o755)
+    spec = {
+        "mode": "sweep",
+        "target": str(target),
+        "test_command": f"{wrapper} {sys.executable} -m pytest -q -p no:cacheprovider",
+        "max_cycles": cycles,
+        "test_gate": gate,
+        "commands": {"sandbox": "none"},  # the wrapper writes its log outside the worktree
+        **extra,
+    }
+    (work / "spec.yaml").write_text(yaml.safe_dump(spec))
+    subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores",
+         "1", "sessions/g/done", "--configfile", str(work / "spec.yaml")],
+        cwd=work, check=True, capture_output=True,
+    )  # fmt: skip
+    spans = [line.split() for line in runs_log.read_text().splitlines()]
+    worktree = work / "sessions/g/worktree"
+    fixes = [s for s in git(worktree, "log", "--format=%s", "main..HEAD").splitlines()
+             if s.startswith("fix:")]  # fmt: skip
+    return {
+        "runs": len(spans),
+        "seconds": sum(float(b) - float(a) for a, b in spans),
+        "fixes": fixes,
+        "tree": git(worktree, "rev-parse", "HEAD^{tree}").strip(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--delay", type=float, default=1.0, help="seconds added to each run")
+    parser.add_argument("--cycles", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = Path(scratch)
+        for kind in ("demo", "breaking"):
+            got = {
+                gate: run(kind, gate, tmp, args.delay, args.cycles) for gate in ("per_fix", "batch")
+            }
+            for gate, r in got.items():
+                kept = len(r["fixes"]) or 1
+                print(
+                    f"{kind:8s} {gate:7s}: {len(r['fixes'])} fixes kept, {r['runs']} test runs "
+                    f"({r['runs'] / kept:.2f} per kept fix), {r['seconds']:.1f} suite-seconds "
+                    f"({r['seconds'] / kept:.2f} per kept fix)"
+                )
+            per, bat = got["per_fix"], got["batch"]
+            ratio = (per["seconds"] / max(len(per["fixes"]), 1)) / (
+                bat["seconds"] / max(len(bat["fixes"]), 1)
+            )
+            same = per["fixes"] == bat["fixes"] and per["tree"] == bat["tree"]
+            print(
+                f"{kind:8s} suite-seconds per kept fix, per_fix / batch: {ratio:.2f}x; "
+                f"same fixes and final tree: {'yes' if same else 'NO'}"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""The batch gate's bisection: every change whose tree fails is taken out, the others stay
+(replayed on a new sha), and the branch ends on a tree that passes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conftest import git, make_repo
+
+from autoresearch import git as ar_git
+from autoresearch.gate import BatchGate, Landed
+from autoresearch.protect import Protection
+from autoresearch.testrun import FAILED, PASSED, TestRun
+
+
+def run_of(ok: bool) -> TestRun:
+    return TestRun(
+        command="t",
+        ran="t",
+        outcome=PASSED if ok else FAILED,
+        cause="" if ok else "1 test failed",
+        passed=1 if ok else 0,
+        failed=0 if ok else 1,
+        skipped=0,
+        errors=0,
+        failing_ids=frozenset() if ok else frozenset({"test_values"}),
+        passing_ids=None,
+        exit_code=0 if ok else 1,
+        duration_s=0.0,
+        tail="",
+        source="junit",
+    )
+
+
+@dataclass
+class Spec:
+    allow_failing_baseline: bool = False
+
+
+@dataclass
+class Env:
+    """What the gate asks of a stage: its worktree, commits, and a suite that fails when any
+    file holds the word BROKEN."""
+
+    worktree: Path
+    protection: Protection
+    spec: Spec = field(default_factory=Spec)
+    tested: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+
+    def measure_tests(self, **_) -> TestRun:
+        self.tested.append(ar_git.head(self.worktree))
+        files = [p for p in self.worktree.glob("*.txt")]
+        return run_of(not any("BROKEN" in p.read_text() for p in files))
+
+    def log(self, line: str) -> None:
+        self.lines.append(line)
+
+
+def stage(tmp_path: Path, contents: list[tuple[str, str]]) -> tuple[Env, str, list[Landed]]:
+    """A worktree and one commit per (file, content), as a stage would have made them."""
+    repo = make_repo(tmp_path / "target", {f"f{i}.txt": "ok\n" for i in range(8)})
+    wt = tmp_path / "wt"
+    ar_git.open_worktree(repo, wt, "autoresearch/s", ar_git.head(repo))
+    start = ar_git.head(wt)
+    env = Env(wt, Protection(start))
+    commits = []
+    for n, (name, text) in enumerate(contents, 1):
+        (wt / name).write_text(text)
+        message = f"fix: [F-{n:03d}] change {name}"
+        commits.append(Landed(env.protection.commit(wt, message), message, f"F-{n:03d}"))
+    return env, start, commits
+
+
+def test_when_the_end_passes_one_run_settles_everything(tmp_path):
+    env, start, commits = stage(tmp_path, [("f1.txt", "a\n"), ("f2.txt", "b\n")])
+    settled = BatchGate(env, run_of(True)).settle(start, commits)
+    assert settled.runs == 1 and not settled.dropped
+    assert settled.kept == {c.sha: c.sha for c in commits}
+
+
+def test_two_breaking_changes_among_six_are_taken_out_and_the_rest_replayed(tmp_path):
+    changes = [(f"f{i}.txt", "BROKEN\n" if i in (2, 5) else f"fix {i}\n") for i in range(1, 7)]
+    env, start, commits = stage(tmp_path, changes)
+    settled = BatchGate(env, run_of(True)).settle(start, commits)
+    assert sorted(settled.dropped) == [commits[1].sha, commits[4].sha]
+    assert (
+        "the tests run at the stage's end fail from this change on"
+        in (settled.dropped[commits[1].sha])
+    )
+    assert "test_values" in settled.dropped[commits[4].sha]
+    kept = [c for c in commits if c.sha in settled.kept]
+    assert [c.label for c in kept] == ["F-001", "F-003", "F-004", "F-006"]
+    head = ar_git.head(env.worktree)
+    assert settled.kept[commits[5].sha] == head  # the last kept change ends the branch
+    assert git(env.worktree, "log", "--format=%s", f"{start}..HEAD").splitlines() == [
+        "fix: [F-006] change f6.txt",
+        "fix: [F-004] change f4.txt",
+        "fix: [F-003] change f3.txt",
+        "fix: [F-001] change f1.txt",
+    ]
+    assert "BROKEN" not in "".join(p.read_text() for p in env.worktree.glob("*.txt"))
+    # No tree is tested twice, and the one the branch ends on is tested.
+    assert len(env.tested) == len(set(env.tested)) == settled.runs
+    assert env.tested[-1] == head
+
+
+def test_a_change_that_only_applies_on_a_dropped_one_goes_with_it(tmp_path):
+    env, start, commits = stage(
+        tmp_path, [("f1.txt", "BROKEN\n"), ("f1.txt", "BROKEN, noted\n"), ("f2.txt", "fine\n")]
+    )
+    settled = BatchGate(env, run_of(True)).settle(start, commits)
+    assert settled.dropped[commits[1].sha] == "not kept: it built on F-001, which was taken out"
+    assert list(settled.kept) == [commits[2].sha]
+    assert (env.worktree / "f1.txt").read_text() == "ok\n"
+    assert (env.worktree / "f2.txt").read_text() == "fine\n"
