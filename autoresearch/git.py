@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -436,8 +437,23 @@ def reset_to(worktree: Path, commit: str, *, ignored: bool = False) -> None:
     A lock left by a killed git is removed first, so a rerun after `kill -9` can start.
     """
     clear_stale_lock(worktree)
+    if _already_at(worktree, commit, ignored=ignored):
+        return  # one git call instead of two: each stage starts where the last one ended
     worktree_git(worktree, "reset", "--hard", commit)
     worktree_git(worktree, "clean", "-ffdx" if ignored else "-fd")
+
+
+def _already_at(worktree: Path, commit: str, *, ignored: bool) -> bool:
+    """HEAD is `commit` (a full sha, or HEAD itself) and nothing differs from it: no
+    change staged or not, no untracked file (`ignored`: no ignored one either)."""
+    if commit != "HEAD" and not re.fullmatch(r"[0-9a-f]{40}", commit):
+        return False
+    args = ["status", "--porcelain=v2", "--branch", "--untracked-files=all"]
+    lines = worktree_git(worktree, *args, *(["--ignored"] if ignored else [])).splitlines()
+    if any(not line.startswith("# ") for line in lines):
+        return False
+    head = next((line.split()[2] for line in lines if line.startswith("# branch.oid ")), "")
+    return commit in ("HEAD", head)
 
 
 def restore(worktree: Path) -> None:

@@ -320,3 +320,50 @@ def test_new_changes_under_the_same_name_are_recorded_again(dirty):
 def test_a_clean_checkout_records_nothing(target):
     assert ar_git.record_dirty_state(target, "autoresearch s") is None
     assert git(target, "stash", "list") == ""
+
+
+# -- resetting a worktree --------------------------------------------------------------------
+
+
+@pytest.fixture
+def worktree(target: Path, tmp_path: Path) -> Path:
+    wt = tmp_path / "s" / "worktree"
+    ar_git.open_worktree(target, wt, "autoresearch/s", "HEAD")
+    (wt / ".gitignore").write_text("build/\n")
+    ar_git.commit_all(wt, "ignore build")
+    return wt
+
+
+@pytest.mark.parametrize(
+    "leftover",
+    [
+        lambda wt: (wt / "calc.py").write_text("edited\n"),
+        lambda wt: ((wt / "calc.py").write_text("staged\n"), git(wt, "add", "calc.py")),
+        lambda wt: (wt / "new.py").write_text("untracked\n"),
+        lambda wt: (wt / "calc.py").unlink(),
+    ],
+    ids=["edited", "staged", "untracked", "deleted"],
+)
+def test_a_reset_to_the_commit_already_checked_out_still_undoes_every_change(worktree, leftover):
+    head = ar_git.head(worktree)
+    leftover(worktree)
+    ar_git.reset_to(worktree, head)
+    assert git(worktree, "status", "--porcelain", "--untracked-files=all") == ""
+    assert (worktree / "calc.py").read_text() == "x = 1\n"
+
+
+def test_a_reset_with_ignored_removes_ignored_files_and_without_keeps_them(worktree):
+    head = ar_git.head(worktree)
+    (worktree / "build").mkdir()
+    (worktree / "build" / "out.txt").write_text("cache\n")
+    ar_git.reset_to(worktree, head)
+    assert (worktree / "build" / "out.txt").exists()
+    ar_git.reset_to(worktree, head, ignored=True)
+    assert not (worktree / "build").exists()
+
+
+def test_a_reset_moves_head_to_another_commit_of_a_clean_worktree(worktree):
+    first = git(worktree, "rev-list", "--max-parents=0", "HEAD")
+    ar_git.reset_to(worktree, first)
+    assert ar_git.head(worktree) == first
+    assert not (worktree / ".gitignore").exists()
