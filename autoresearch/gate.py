@@ -116,7 +116,7 @@ class BatchGate(TestGate):
             bad = kept[hi]
             why = self.verdicts[bad.sha].reason
             self._drop(
-                bad, f"the tests run at the stage's end fail from this change on: {why}", done
+                bad, f"the stage's end test run, bisected, fails from this change on: {why}", done
             )
             base = kept[hi - 1].sha if hi else start
             kept = kept[:hi] + self._replay(base, kept[hi + 1 :], bad, done)
@@ -129,10 +129,22 @@ class BatchGate(TestGate):
         """The suite on the committed tree `sha` (a tree tested before is not run again)."""
         if sha in self.verdicts:
             return self.verdicts[sha]
-        git.reset_to(self.env.worktree, sha)
-        self.last = self.env.measure_tests(uncached=True, reuse=True)
+        env = self.env
+        git.reset_to(env.worktree, sha)
+        self.last = env.measure_tests(uncached=True, reuse=True)
         done.runs += 1
-        self.verdict = acceptable(self.last, self.reference, self.env.spec.allow_failing_baseline)
+        self.verdict = acceptable(self.last, self.reference, env.spec.allow_failing_baseline)
+        # A change whose code rewrites a protected file when the tests run (a benchmark, a
+        # metric script) is refused as per_fix's commit guard refuses it.
+        changed = env.protection.changed(env.worktree)
+        if changed:
+            env.protection.restore(env.worktree, changed)
+            names = ", ".join(changed)
+            self.verdict = Verdict(
+                False,
+                f"protected file{'s' if len(changed) > 1 else ''} {names} changed by the "
+                "test run: restored",
+            )
         self.verdicts[sha] = self.verdict
         return self.verdict
 
@@ -163,7 +175,7 @@ class BatchGate(TestGate):
 
 
 def gate_for(env: StageEnv) -> TestGate:
-    """The gate the session's spec names (`test_gate`, default per_fix)."""
+    """The gate the session's spec names (`test_gate`, default batch)."""
     kind = env.spec.test_gate
     gate = BatchGate if kind == BATCH else TestGate
     return gate(env, env.reference_tests())

@@ -288,7 +288,7 @@ class SessionSpec(dict):
     def test_gate(self) -> str:
         """`test_gate`: per_fix (the suite runs on each change before it is committed) or
         batch (once at the stage's end, with a bisection when it fails)."""
-        return self.get("test_gate") or "per_fix"
+        return self.get("test_gate") or "batch"
 
     @property
     def rerun_tests(self) -> bool:
@@ -310,5 +310,10 @@ class SessionSpec(dict):
         return ", ".join(parts) or "all files"
 
 
+# libyaml's loader where PyYAML has it: the frozen spec is read by every job and by the
+# input functions Snakemake calls each time it updates the DAG, ~18 times a cycle.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_frozen(path: Path) -> SessionSpec:
-    return SessionSpec(yaml.safe_load(Path(path).read_text()))
+    return SessionSpec(yaml.load(Path(path).read_text(), Loader=_LOADER))

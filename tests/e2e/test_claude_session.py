@@ -107,7 +107,9 @@ def test_claude_sweep_commits_restores_skips_and_refactors(workflow, target, fak
     assert subjects[:2] == ["refactor: name add's operands", "fix: [F-001] guard mean against []"]
     assert "return a + b" in (worktree / "calc.py").read_text()
     patch = (workflow.session("c") / "cycles/001/green-patch.md").read_text()
-    assert "[F-002] tests fail: tests/test_calc.py::test_add" in patch
+    # Taken out by the batch gate's bisection, naming the test it broke.
+    assert "[F-002] not kept: the stage's end test run" in patch
+    assert "tests/test_calc.py::test_add" in patch
     assert "[F-003] cosmetic" in patch
     refactor = (workflow.session("c") / "cycles/001/refactor-patch.md").read_text()
     assert refactor.splitlines()[2] == "## Changes: 1"

@@ -78,9 +78,9 @@ def test_a_change_whose_test_run_rewrites_a_protected_file_is_rejected(workflow,
 
     green, decision = records(workflow, "p")
     assert green["fixed"] == []
-    assert green["skipped"][0]["reason"] == (
-        "protected file count.sh changed: restored, change rejected"
-    )
+    # The batch gate commits the change, meets the rewrite when it tests the commit, and
+    # takes the change out (per_fix's commit guard would have refused the commit).
+    assert "protected file count.sh changed" in green["skipped"][0]["reason"]
     worktree = workflow.session("p") / "worktree"
     assert (worktree / "count.sh").read_text() == COUNT
     assert git(worktree, "rev-list", "--count", "main..HEAD") == "0"  # nothing committed
@@ -116,7 +116,12 @@ def test_a_fix_that_imports_an_ignored_file_is_not_kept(workflow, todo_repo):
         }
     )
     spec = script_spec(
-        todo_repo, script, workflow.workdir / "t.jsonl", allow_ignored_writes=True, max_cycles=1
+        todo_repo,
+        script,
+        workflow.workdir / "t.jsonl",
+        allow_ignored_writes=True,
+        max_cycles=1,
+        test_gate="per_fix",  # its gate tests the worktree as the agent left it
     )
     workflow.run("i", spec)
 
@@ -129,3 +134,28 @@ def test_a_fix_that_imports_an_ignored_file_is_not_kept(workflow, todo_repo):
     assert decision["tests_pass"]
     worktree = workflow.session("i") / "worktree"
     assert (worktree / "src.py").read_text() == src(3)
+
+
+def test_with_the_batch_gate_a_fix_that_needs_an_ignored_file_never_leaves_green(
+    workflow, todo_repo
+):
+    uses_helper = "from build.helpers import forty_two\n\n\ndef answer():\n    return forty_two()\n"
+    helper = "def forty_two():\n    return 42\n"
+    script = workflow.script(
+        {
+            "red": {1: FINDING},
+            "green": {1: fix(("build/helpers.py", helper), ("src.py", uses_helper))},
+        }
+    )
+    spec = script_spec(
+        todo_repo, script, workflow.workdir / "t.jsonl", allow_ignored_writes=True, max_cycles=1
+    )
+    workflow.run("b", spec)
+
+    green, decision = records(workflow, "b")
+    # The batch gate tests the commit alone, as evaluate does: the fix is taken out there.
+    assert green["fixed"] == []
+    assert green["skipped"][0]["reason"].startswith("not kept: the stage's end test run")
+    assert decision["tests_pass"] and not decision["reverted"]
+    worktree = workflow.session("b") / "worktree"
+    assert git(worktree, "rev-list", "--count", "main..HEAD") == "0"

@@ -105,7 +105,7 @@ def test_cycle_writes_every_stage_file(workflow, target):
 
 
 def test_green_commits_passing_fix_and_restores_failing_one(workflow, target):
-    run_session(workflow, target, max_cycles=1)
+    run_session(workflow, target, max_cycles=1, test_gate="per_fix")
     worktree = workflow.session("s") / "worktree"
     subjects = git(worktree, "log", "--format=%s").splitlines()
     assert subjects[:2] == ["refactor: comment add", "fix: [F-001] guard empty mean"]

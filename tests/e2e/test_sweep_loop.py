@@ -126,7 +126,9 @@ def test_broken_cycle_reverts_refactor_then_green_newest_first(workflow, tmp_pat
             ]
         },
     }
-    run(workflow, repo, script, max_cycles=2)
+    # per_fix: its gate runs the suite cached, so only evaluate's uncached run meets the
+    # fault (the batch gate tests committed trees uncached and would take F-001 out first).
+    run(workflow, repo, script, max_cycles=2, test_gate="per_fix")
     decision = workflow.decision("s", 1)
     assert [r["subject"] for r in decision["reverted"]] == [
         "refactor: r2",
@@ -175,8 +177,17 @@ def test_unrecoverable_break_stops_the_session(workflow, tmp_path):
             ]
         },
     }
-    # No jail: the poison must be able to outlive the worktree's history.
-    run(workflow, repo, script, max_cycles=3, teams=["red", "green"], commands={"sandbox": "none"})
+    # No jail: the poison must be able to outlive the worktree's history. per_fix: the
+    # fault must get past Green's gate (cached runs) to meet evaluate's reverts.
+    run(
+        workflow,
+        repo,
+        script,
+        max_cycles=3,
+        teams=["red", "green"],
+        commands={"sandbox": "none"},
+        test_gate="per_fix",
+    )
     decision = workflow.decision("s", 1)
     assert decision["broken"] and decision["stop"]
     assert [r["how"] for r in decision["reverted"]] == ["revert", "reset"]

@@ -43,7 +43,9 @@ def test_batch_keeps_what_per_fix_keeps_with_fewer_test_runs(workflow, target):
     assert "return a + b" in (worktree / "calc.py").read_text()
     assert [f["id"] for f in decision["fixed"]] == ["F-001"]
     patch = (workflow.session("s") / "cycles/001/green-patch.md").read_text()
-    assert "[F-002] not kept: the tests run at the stage's end fail from this change on" in patch
+    assert "[F-002] not kept: the stage's end test run, bisected, fails from this change on" in (
+        patch
+    )
     assert "tests/test_calc.py::test_add" in patch
     # The session's runs: Green's end (F-002's tree, failing), the bisection's one step
     # (F-001's tree) and Refactor's end. Green's final run and evaluate's are trees
@@ -87,8 +89,8 @@ def test_a_fix_built_on_one_taken_out_goes_too_and_an_independent_one_is_replaye
     assert decision["tests_pass"] is True
 
 
-def test_batch_tells_green_its_change_is_committed_and_tested_at_the_end(workflow, target):
-    run(workflow, target, SCRIPT, test_gate="batch", teams=["red", "green"])
+def test_by_default_green_hears_its_change_is_committed_and_tested_at_the_end(workflow, target):
+    run(workflow, target, SCRIPT, teams=["red", "green"])  # no test_gate: batch
     log = (workflow.session("s") / "logs/green/001.log").read_text()
     assert "the tests run once when the stage ends" in log
 

@@ -86,7 +86,7 @@ def test_two_breaking_changes_among_six_are_taken_out_and_the_rest_replayed(tmp_
     settled = BatchGate(env, run_of(True)).settle(start, commits)
     assert sorted(settled.dropped) == [commits[1].sha, commits[4].sha]
     assert (
-        "the tests run at the stage's end fail from this change on"
+        "the stage's end test run, bisected, fails from this change on"
         in (settled.dropped[commits[1].sha])
     )
     assert "test_values" in settled.dropped[commits[4].sha]
