@@ -21,7 +21,6 @@ from .protect import ProtectedChange
 from .stage import StageEnv
 from .testrun import TestRun, Verdict, acceptable
 
-PER_FIX = "per_fix"
 BATCH = "batch"
 
 

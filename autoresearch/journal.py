@@ -124,21 +124,21 @@ def load_decisions(layout: SessionLayout, track: str = "") -> list[dict[str, Any
 
     Read from the loop's decisions index, one file however long the session (stages, status
     and every progress line ask for them, so reading hundreds of decision.json files each
-    time made each cycle slower than the last). The log is checked against the decision
-    files at its ends; one that disagrees (a redo moved cycles aside, a decision the log
-    never saw) is rebuilt from the files. Of a cycle's test run the index keeps the counts:
-    the full run stays in its decision.json.
+    time made each cycle slower than the last). The index is checked against the decision
+    files at its ends; one that disagrees (a redo moved cycles aside, a decision it never
+    saw, a line a crash cut short) is rebuilt from the files. Of a cycle's test run the
+    index keeps the counts: the full run stays in its decision.json.
     """
-    log = layout.decisions_index(track)
+    index = layout.decisions_index(track)
     logged: dict[int, dict[str, Any]] = {}
-    if log.exists():
-        for line in log.read_text().splitlines():
+    if index.exists():
+        for line in index.read_text().splitlines():
             try:
                 decision = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue  # a line a crash cut short: its decision is rewritten on the rerun
             logged[int(decision["cycle"])] = decision
-    if _log_matches(layout, track, logged):
+    if _index_matches(layout, track, logged):
         return [logged[n] for n in sorted(logged)]
     # No lock: the rebuild is atomic, and one that races a new decision's line is found
     # out of date at the next read and rebuilt again.
@@ -146,8 +146,11 @@ def load_decisions(layout: SessionLayout, track: str = "") -> list[dict[str, Any
         _logged_form(json.loads(layout.decision(n, track).read_text()))
         for n in layout.completed_cycles(track)
     ]
-    if decisions or log.exists():
-        write_text(log, "".join(orjson.dumps(d).decode() + "\n" for d in decisions))
+    if decisions or index.exists():
+        try:
+            write_text(index, "".join(orjson.dumps(d).decode() + "\n" for d in decisions))
+        except OSError:
+            pass  # a reader that may not write (status on a session it does not own)
     return decisions
 
 
@@ -177,7 +180,7 @@ def _logged_form(decision: dict[str, Any]) -> dict[str, Any]:
     return decision
 
 
-def _log_matches(layout: SessionLayout, track: str, logged: dict[int, dict[str, Any]]) -> bool:
+def _index_matches(layout: SessionLayout, track: str, logged: dict[int, dict[str, Any]]) -> bool:
     """Cycles 1..last are all logged, the last one's decision file exists and the next
     one's does not: two file checks, not one per cycle."""
     if not logged:
