@@ -45,6 +45,10 @@ class GitError(RuntimeError):
     pass
 
 
+class StaleWorktree(GitError):
+    """A folder whose `.git` names a worktree git no longer has (its repository went)."""
+
+
 def environment(bound_to: Path | None, *, git_dir: Path | None = None) -> dict[str, str]:
     """The environment for a git process that must act on `bound_to` and nothing else
     (None: discovery upwards is allowed, for finding the top of a checkout)."""
@@ -274,7 +278,7 @@ def _reuse(repo: Path, worktree: Path) -> str | None:
     admin = worktree_admin(worktree)
     if admin is None:
         if (Path(worktree) / ".git").exists():
-            raise GitError(f"{worktree}/.git does not belong to a live worktree")
+            raise StaleWorktree(f"{worktree}/.git does not belong to a live worktree")
         return None
     if common_dir(worktree) != common_dir(repo):
         raise GitError(f"{worktree} is a worktree of another repository than {repo}")

@@ -229,7 +229,15 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         if not (real / ".git").exists():
             setup_undo.note(layout, worktree=str(real))
             setup_undo.note(layout, branch=git.free_branch_name(pre.target, wanted))
-        branch = git.open_worktree(pre.target, real, wanted, base)
+        try:
+            branch = git.open_worktree(pre.target, real, wanted, base)
+        except git.StaleWorktree:
+            # Never removed for the user: it may hold work the repository no longer knows.
+            raise SessionError(
+                f"session {layout.name!r}: {real} is the worktree of an earlier session of "
+                "this name whose repository is gone (moved or deleted); remove that folder "
+                f"(rm -rf {real}) and run again"
+            ) from None
         worktrees.link(layout.worktree(), real)
         base = git.head(real)  # a rerun of setup finds the branch where it started
         checkout = measured_in = real

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import git, make_repo, wait_for
@@ -294,3 +296,20 @@ def test_a_deleted_branch_is_reported_with_the_commit_to_recreate_it_from(workfl
     proc = workflow.run("s", values, check=False)
     line = one_line_refusal(proc, f"branch {setup['branch']} is gone")
     assert f"branch {setup['branch']} {setup['base_commit'][:12]}" in line
+
+
+def test_a_worktree_left_from_a_deleted_repository_is_named_with_what_to_do(workflow, target):
+    values = sweep(target)
+    assert setup_only(workflow, values).returncode == 0
+    path = git(target, "worktree", "list", "--porcelain").split("worktree ")[2].split()[0]
+    # The user deletes the target and the session, makes the target again and starts over:
+    # the store still holds the old worktree, whose .git points at a repository gone.
+    shutil.rmtree(target)
+    shutil.rmtree(workflow.session("s"))
+    make_repo(target, {"calc.py": "x = 1\n"})
+    proc = setup_only(workflow, values)
+    assert proc.returncode != 0
+    # Raised in the setup job: its line first, the traceback in the rule's log.
+    line = next(x for x in proc.stderr.splitlines() if "whose repository is gone" in x)
+    assert line.startswith("session 's': ") and f"rm -rf {path}" in line
+    assert (Path(path) / ".git").exists()  # never removed for the user
