@@ -232,12 +232,14 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         try:
             branch = git.open_worktree(pre.target, real, wanted, base)
         except git.StaleWorktree:
-            # Never removed for the user: it may hold work the repository no longer knows.
-            raise SessionError(
-                f"session {layout.name!r}: {real} is the worktree of an earlier session of "
-                "this name whose repository is gone (moved or deleted); remove that folder "
-                f"(rm -rf {real}) and run again"
-            ) from None
+            # An earlier session of this name on a repository since deleted (a checkout
+            # cloned again at the same path): set aside, never deleted, and start anew.
+            aside = real.with_name(f"{real.name}.orphaned-{dt.datetime.now():%Y%m%dT%H%M%S}")
+            os.replace(real, aside)
+            log(f"{real} belonged to a repository that is gone; moved it to {aside}")
+            setup_undo.note(layout, worktree=str(real))
+            setup_undo.note(layout, branch=git.free_branch_name(pre.target, wanted))
+            branch = git.open_worktree(pre.target, real, wanted, base)
         worktrees.link(layout.worktree(), real)
         base = git.head(real)  # a rerun of setup finds the branch where it started
         checkout = measured_in = real
