@@ -70,17 +70,19 @@ def run_stage(wildcards: Any, log: Any, body: Callable[[StageEnv, Mode], Any]) -
         env, mode = open_stage(values, log[0])
         stage = stage_name(log[0])
         where = progress_label(env, mode, stage)
-        progress_line(f"{where} started", env, mode)
+        kept = kept_so_far(env, mode)
+        progress_line(f"{where} started", kept)
         try:
             with timings.timed(env.layout, stage, env.track, env.cycle):
                 before = _stamp(env)
                 body(env, mode)
                 if env.cycle and _stamp(env) not in (before, None):
                     journal.note_decision(env.layout, env.cycle, env.track)
+                    kept = kept_so_far(env, mode)  # only a decision changes the count
         except BaseException:
-            progress_line(f"{where} failed", env, mode)
+            progress_line(f"{where} failed", kept)
             raise
-        progress_line(f"{where} finished", env, mode)
+        progress_line(f"{where} finished", kept)
 
     run_job(log[0], job)
 
@@ -111,11 +113,14 @@ def progress_label(env: StageEnv, mode: Mode, stage: str) -> str:
     return f"{who} {word} {env.cycle}{f'/{cap}' if cap else ''} {stage}"
 
 
-def progress_line(text: str, env: StageEnv, mode: Mode) -> None:
+def kept_so_far(env: StageEnv, mode: Mode) -> str:
+    try:
+        return f", {mode.progress(env.layout)['fixes']} kept so far"
+    except (OSError, ValueError, KeyError):
+        return ""  # a half-written session: the line still says where the run is
+
+
+def progress_line(text: str, kept: str) -> None:
     elapsed = int(time.monotonic() - RUN_STARTED)
     clock = f"{elapsed // 3600:02d}:{elapsed % 3600 // 60:02d}:{elapsed % 60:02d}"
-    try:
-        kept = f", {mode.progress(env.layout)['fixes']} kept so far"
-    except (OSError, ValueError, KeyError):
-        kept = ""  # a half-written session: the line still says where the run is
     print(f"{text} ({clock} elapsed{kept})", file=sys.stderr, flush=True)
