@@ -106,7 +106,8 @@ def test_a_file_left_outside_git_does_not_reach_the_metric(workflow, todo_repo):
     assert not decision["stop"] or not decision["reason"].startswith("goal met")
 
 
-def test_a_fix_that_imports_an_ignored_file_is_not_kept(workflow, todo_repo):
+def helper_fix_spec(workflow, repo, **extra) -> dict:
+    """Green writes build/helpers.py (git-ignored) and a src.py that imports it."""
     uses_helper = "from build.helpers import forty_two\n\n\ndef answer():\n    return forty_two()\n"
     helper = "def forty_two():\n    return 42\n"
     script = workflow.script(
@@ -115,15 +116,14 @@ def test_a_fix_that_imports_an_ignored_file_is_not_kept(workflow, todo_repo):
             "green": {1: fix(("build/helpers.py", helper), ("src.py", uses_helper))},
         }
     )
-    spec = script_spec(
-        todo_repo,
-        script,
-        workflow.workdir / "t.jsonl",
-        allow_ignored_writes=True,
-        max_cycles=1,
-        test_gate="per_fix",  # its gate tests the worktree as the agent left it
+    return script_spec(
+        repo, script, workflow.workdir / "t.jsonl", allow_ignored_writes=True, max_cycles=1, **extra
     )
-    workflow.run("i", spec)
+
+
+def test_a_fix_that_imports_an_ignored_file_is_not_kept(workflow, todo_repo):
+    # per_fix: its gate tests the worktree as the agent left it.
+    workflow.run("i", helper_fix_spec(workflow, todo_repo, test_gate="per_fix"))
 
     green, decision = records(workflow, "i")
     # The tests passed in the worktree that held build/helpers.py, so Green committed...
@@ -139,18 +139,7 @@ def test_a_fix_that_imports_an_ignored_file_is_not_kept(workflow, todo_repo):
 def test_with_the_batch_gate_a_fix_that_needs_an_ignored_file_never_leaves_green(
     workflow, todo_repo
 ):
-    uses_helper = "from build.helpers import forty_two\n\n\ndef answer():\n    return forty_two()\n"
-    helper = "def forty_two():\n    return 42\n"
-    script = workflow.script(
-        {
-            "red": {1: FINDING},
-            "green": {1: fix(("build/helpers.py", helper), ("src.py", uses_helper))},
-        }
-    )
-    spec = script_spec(
-        todo_repo, script, workflow.workdir / "t.jsonl", allow_ignored_writes=True, max_cycles=1
-    )
-    workflow.run("b", spec)
+    workflow.run("b", helper_fix_spec(workflow, todo_repo))
 
     green, decision = records(workflow, "b")
     # The batch gate tests the commit alone, as evaluate does: the fix is taken out there.
