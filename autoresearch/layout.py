@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SESSIONS = "sessions"
-LOOP_DIR = re.compile(r"^\d{3}$")
+LOOP_DIR = re.compile(r"^\d{3,}$")  # 001 ... 999, then 1000 ...
 
 
 @dataclass(frozen=True)

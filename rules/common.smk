@@ -26,7 +26,7 @@ one_line_errors = scripts.common.one_line_errors
 
 wildcard_constraints:
     name=scripts.common.NAME_PATTERN,
-    cycle=r"\d{3}",
+    cycle=r"\d\d\d+",  # 001 ... 999, then 1000 ... (no braces: Snakemake reads {3,} as a wildcard)
     hid=r"h\d+",
     example=r"[A-Za-z0-9][A-Za-z0-9_-]*",
     persona=r"[a-z][a-z0-9-]*",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
+from pathlib import Path
 
 from autoresearch import journal
 from autoresearch.files import write_json
@@ -91,3 +93,16 @@ def test_a_new_cycles_results_rows_are_appended_and_a_rerun_replaces_them(tmp_pa
     journal.upsert_results(layout, "", "001", [{"team": "green", "description": "again"}])
     rows = journal.read_results(layout)
     assert [(r["cycle"], r["description"]) for r in rows] == [("002", "two"), ("001", "again")]
+
+
+def test_a_loop_goes_on_past_cycle_999(tmp_path):
+    layout = SessionLayout(tmp_path / "s")
+    for n in (998, 999, 1000, 1001):
+        write_json(layout.decision(n), {"cycle": n, "track": ""})
+    assert layout.completed_cycles() == [998, 999, 1000, 1001]  # by number, not by name
+    # The rules' cycle wildcard names cycle 1000's files as the layout does.
+    rules = (Path(__file__).resolve().parents[2] / "rules/common.smk").read_text()
+    constraint = re.search(r'cycle=r"([^"]+)"', rules).group(1)
+    assert re.fullmatch(constraint, layout.cycle(1000).name)
+    assert re.fullmatch(constraint, layout.cycle(7).name)
+    assert not re.fullmatch(constraint, "7")
