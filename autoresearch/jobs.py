@@ -115,7 +115,7 @@ def progress_label(env: StageEnv, mode: Mode, stage: str) -> str:
 
 def kept_so_far(env: StageEnv, mode: Mode) -> str:
     try:
-        return f", {mode.progress(env.layout)['fixes']} kept so far"
+        return f", {mode.kept_count(env.layout)} kept so far"
     except (OSError, ValueError, KeyError):
         return ""  # a half-written session: the line still says where the run is
 

@@ -154,13 +154,6 @@ def load_decisions(layout: SessionLayout, track: str = "") -> list[dict[str, Any
     return decisions
 
 
-def next_open_cycle(layout: SessionLayout, track: str = "") -> int:
-    """The first cycle with no decision yet, or the one whose decision stopped the loop."""
-    decisions = load_decisions(layout, track)
-    stopped = next((d["cycle"] for d in decisions if d.get("stop")), None)
-    return stopped if stopped is not None else len(decisions) + 1
-
-
 def note_decision(layout: SessionLayout, cycle: int, track: str = "") -> None:
     """Add the cycle's decision, just written, to the loop's decisions index (a rewrite of
     the same cycle, on a rerun, is a later line: the last one stands)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import findings, journal, ledger
+from .. import findings, journal, ledger, tally
 from ..errors import SessionError, SpecError
 from ..files import write_text
 from ..findings import Finding
@@ -247,7 +247,7 @@ class Mode:
         Completed decisions are read from disk and only the next open cycle is asked of the
         checkpoint: asking every cycle's makes a no-op rerun quadratic.
         """
-        cycle = journal.next_open_cycle(layout)
+        cycle = tally.next_open_cycle(layout)
         return checkpoints.evaluate.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
 
     def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
@@ -320,6 +320,11 @@ class Mode:
         return self.teams_needed(values) <= BACKEND_TEAMS["ruff"]
 
     # --- autoresearch status ---------------------------------------------------------------
+
+    def kept_count(self, layout: SessionLayout) -> int | str:
+        """What the loop kept so far, as every progress line and `status` count it: here,
+        the fixes kept (from the loop's running counts, not from every decision)."""
+        return tally.read(layout).fixed
 
     def progress(self, layout: SessionLayout) -> dict[str, Any]:
         """The figures `status` shows for every mode: cycles, commits, fixes, tests, open."""

@@ -7,7 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
-from autoresearch import journal
+from autoresearch import journal, tally
 from autoresearch.files import write_json
 from autoresearch.layout import SessionLayout
 
@@ -41,7 +41,7 @@ def test_cycles_moved_aside_by_a_redo_are_gone_from_the_answer(tmp_path):
     shutil.move(layout.cycle(2), tmp_path / "superseded-002")
     shutil.move(layout.cycle(3), tmp_path / "superseded-003")
     assert [d["cycle"] for d in journal.load_decisions(layout)] == [1]
-    assert journal.next_open_cycle(layout) == 2
+    assert tally.next_open_cycle(layout) == 2
     # The index was rebuilt: the answer now comes from it again.
     assert [json.loads(line)["cycle"] for line in layout.decisions_index().open()] == [1]
 
@@ -51,7 +51,7 @@ def test_a_decision_the_index_never_saw_is_found(tmp_path):
     decide(layout, 1)
     write_json(layout.decision(2), {"cycle": 2, "track": "", "stop": True})  # no note
     assert [d["cycle"] for d in journal.load_decisions(layout)] == [1, 2]
-    assert journal.next_open_cycle(layout) == 2  # the one that stopped the loop
+    assert tally.next_open_cycle(layout) == 2  # the one that stopped the loop
 
 
 def test_a_line_cut_short_by_a_crash_is_skipped_and_the_decision_read_from_its_file(tmp_path):

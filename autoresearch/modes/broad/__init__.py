@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ... import journal
+from ... import journal, tally
 from ...errors import SpecError
 from ...files import read_json, write_text
 from ...layout import SessionLayout, rel
@@ -154,6 +154,11 @@ class Broad(Mode):
         lines.append(f"details: {rel(env.layout.comparison_md)}")
         write_text(out, "\n".join(lines) + "\n")
         env.log(json.dumps({"done": env.layout.name, "winner": winner["id"] if winner else None}))
+
+    def kept_count(self, layout: SessionLayout) -> int | str:
+        """Per track (`h1 3, h2 5`): the tracks compete, so their fixes are never added up."""
+        ids = track_ids(layout)
+        return ", ".join(f"{hid} {tally.read(layout, hid).fixed}" for hid in ids) or "-"
 
     def progress(self, layout: SessionLayout) -> dict[str, Any]:
         """Per track: the tracks compete, so their figures are never added together."""

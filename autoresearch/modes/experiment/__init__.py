@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal, metrics, spec
+from ... import git, journal, metrics, spec, tally
 from ...commands import CommandResult
 from ...errors import SessionError, SpecError
 from ...files import write_json, write_text
@@ -258,7 +258,7 @@ class Experiment(Mode):
         ]
 
     def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
-        cycle = journal.next_open_cycle(layout)
+        cycle = tally.next_open_cycle(layout)
         job = checkpoints.experiment_decide.get(name=layout.name, cycle=f"{cycle:03d}")
         return job.output.decision
 
@@ -315,6 +315,12 @@ class Experiment(Mode):
             )
             lines.append(f"run folder: {folder}")
         write_text(out, "\n".join(lines) + "\n")
+
+    def kept_count(self, layout: SessionLayout) -> int | str:
+        """The iterations kept (each one commit)."""
+        if not layout.experiment_setup.exists():
+            return super().kept_count(layout)
+        return tally.read(layout).kept
 
     def progress(self, layout: SessionLayout) -> dict[str, Any]:
         """Iterations, kept changes (each one commit), and whether the guard held."""

@@ -18,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ... import commands, git, journal
+from ... import commands, git, journal, tally
 from ...errors import SpecError
 from ...files import read_json
 from ...layout import SESSIONS, SessionLayout, rel
@@ -176,7 +176,7 @@ class Fix(Lens):
     # --- the loop --------------------------------------------------------------------------
 
     def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
-        cycle = journal.next_open_cycle(layout)
+        cycle = tally.next_open_cycle(layout)
         return checkpoints.fix_decide.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
 
     def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
@@ -343,6 +343,10 @@ class Fix(Lens):
         self.writer(env.record).text(out, "\n".join(lines) + "\n")
 
     # --- autoresearch status ---------------------------------------------------------------
+
+    def kept_count(self, layout: SessionLayout) -> int | str:
+        """The steps kept (each one commit)."""
+        return tally.read(layout).kept
 
     def progress(self, layout: SessionLayout) -> dict[str, Any]:
         decisions = self.decisions(layout)

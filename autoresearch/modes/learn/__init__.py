@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ... import journal
+from ... import journal, tally
 from ...errors import SpecError
 from ...layout import SessionLayout, rel
 from ...lenses import doc_checks
@@ -188,7 +188,7 @@ class Learn(Lens):
         return env.decisions_before()
 
     def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
-        cycle = journal.next_open_cycle(layout)
+        cycle = tally.next_open_cycle(layout)
         return checkpoints.learn_write.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
 
     def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
@@ -280,6 +280,10 @@ class Learn(Lens):
         else:
             lines.append(f"target unchanged: {env.record.target}")
         self.writer(env.record).text(out, "\n".join(lines) + "\n")
+
+    def kept_count(self, layout: SessionLayout) -> int | str:
+        """The steps kept (each one commit)."""
+        return tally.read(layout).kept
 
     def progress(self, layout: SessionLayout) -> dict[str, Any]:
         decisions = journal.load_decisions(layout)

@@ -244,6 +244,9 @@ class Lens(Mode):
 
     # --- autoresearch status -----------------------------------------------------------
 
+    def kept_count(self, layout: SessionLayout) -> int | str:
+        return 0  # a lens changes nothing
+
     def progress(self, layout: SessionLayout) -> dict[str, Any]:
         data = read_json(self.handoff_path(layout)) or {}
         return {

@@ -18,7 +18,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal
+from ... import git, journal, tally
 from ...errors import SessionError, SpecError
 from ...layout import SessionLayout, rel
 from ...lenses import lens_log
@@ -157,7 +157,7 @@ class Ship(Lens):
         return f"cap of {cap} iterations reached"
 
     def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
-        cycle = journal.next_open_cycle(layout)
+        cycle = tally.next_open_cycle(layout)
         return checkpoints.ship_prepare.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
 
     def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
@@ -283,6 +283,10 @@ class Ship(Lens):
                 f"{rel(layout.done)}"
             )
         return [rel(layout.done), rel(layout.approval_marker)]
+
+    def kept_count(self, layout: SessionLayout) -> int | str:
+        """The steps kept (each one commit)."""
+        return tally.read(layout).kept
 
     def progress(self, layout: SessionLayout) -> dict[str, Any]:
         decisions = journal.load_decisions(layout)
