@@ -91,7 +91,7 @@ def assess(env: StageEnv) -> tuple[dict[str, Any], str]:
         "skipped": green["skipped"],
         "refactor_changes": 0 if hard_reset or not refactor else refactor["changes"],
         "files_changed": git.changed_files(env.worktree, cycle_start, end),
-        "commits_total": len(git.commits_between(env.worktree, env.track_base(), end)),
+        "commits_total": env.commits_total(cycle_start, end),
         "session_stop": stops[0] if stops else None,
     }
     decision["open"], decision["open_rechecked"] = open_issues(env, green["skipped"], fixed)

@@ -99,6 +99,12 @@ def identity(title: str, location: str) -> str:
     return f"{' '.join(title.casefold().split())} @ {''.join(location.split())}"
 
 
+def title_and_location(key: str) -> tuple[str, str]:
+    """A finding's key, `title (location)`, split back into its parts."""
+    title, _, rest = key.rpartition(" (")
+    return (title, rest[:-1]) if title and rest.endswith(")") else (key, "")
+
+
 def location_problem(location: str, worktree: Path) -> str | None:
     """Why `location` does not name a line of a file in the worktree, or None.
 

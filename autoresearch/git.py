@@ -480,6 +480,11 @@ def commits_between(worktree: Path, start: str, end: str = "HEAD") -> list[str]:
     return out.split() if out else []
 
 
+def count_commits(worktree: Path, start: str, end: str = "HEAD") -> int:
+    """How many commits start..end holds."""
+    return int(git(worktree, "rev-list", "--count", f"{start}..{end}"))
+
+
 def tree_id(worktree: Path) -> str | None:
     """The id of the committed tree when the worktree holds exactly it (no change, no
     untracked file), else None: a test run of that tree can then be told apart from others."""

@@ -188,24 +188,29 @@ def _index_matches(layout: SessionLayout, track: str, logged: dict[int, dict[str
 
 def tried_list(decisions: list[dict[str, Any]]) -> list[str]:
     """What has been fixed or given up on so far (Red must not report it again)."""
-    out = []
-    for d in decisions:
-        track = f"{d['track']} " if d.get("track") else ""  # broad tracks number apart
-        out += [f"{track}{f['id']} {f['key']} (fixed)" for f in d.get("fixed", [])]
-        out += [
-            f"{track}{f['id']} {f['key']} (skipped: {f['reason']})" for f in d.get("skipped", [])
-        ]
-    return out
+    return [
+        tried_line(d, f, group)
+        for d in decisions
+        for group in ("fixed", "skipped")
+        for f in d.get(group, [])
+    ]
+
+
+def tried_line(decision: dict[str, Any], finding: dict[str, Any], group: str) -> str:
+    """One finding of `decision`'s `group` ("fixed" or "skipped"), as the tried list shows it."""
+    track = f"{decision['track']} " if decision.get("track") else ""  # tracks number apart
+    if group == "skipped":
+        return f"{track}{finding['id']} {finding['key']} (skipped: {finding['reason']})"
+    return f"{track}{finding['id']} {finding['key']} (fixed)"
 
 
 TRIED_SHOWN = 40  # the newest tried findings Red is told verbatim
 
 
-def tried_for_red(decisions: list[dict[str, Any]], shown: int = TRIED_SHOWN) -> list[str]:
-    """The tried list as Red is told it: the newest `shown` verbatim, older ones as counts
-    per file, so a long session's brief stops growing. (The harness refuses a repeat of
-    any of them, told or not.)"""
-    tried = tried_list(decisions)
+def tried_for_red(tried: list[str], shown: int = TRIED_SHOWN) -> list[str]:
+    """The tried list (`tried_list`) as Red is told it: the newest `shown` verbatim, older
+    ones as counts per file, so a long session's brief stops growing. (The harness refuses
+    a repeat of any of them, told or not.)"""
     if len(tried) <= shown:
         return tried
     older = tried[: len(tried) - shown]
@@ -225,8 +230,10 @@ def write_summary(
     decisions: list[dict[str, Any]],
     mode_sections: str = "",
     list_cycles: bool = True,
+    cycle_lines: list[str] | None = None,
 ) -> None:
-    """Render session.md. `list_cycles` is off for loops whose own section summarises them."""
+    """Render session.md. `list_cycles` is off for loops whose own section summarises them;
+    `cycle_lines`, when given, are its cycle sections, made elsewhere (tally.History)."""
     baseline = record.baseline
     lines = [
         f"# Autoresearch session: {record.name}",
@@ -256,32 +263,48 @@ def write_summary(
     if mode_sections:
         lines += [mode_sections.rstrip(), ""]
     if list_cycles:
-        lines += _cycle_sections(decisions)
+        lines += cycle_lines if cycle_lines is not None else _cycle_sections(decisions)
     with locked(layout.journal_lock):
         write_text(layout.summary, "\n".join(lines).rstrip("\n") + "\n")
 
 
 def _cycle_sections(decisions: list[dict[str, Any]]) -> list[str]:
-    lines = ["## Cycles completed"]
-    if not decisions:
-        lines.append("(none yet)")
-    for d in decisions:
-        lines.append(
-            f"- Cycle {d['cycle']}{' [' + d['track'] + ']' if d.get('track') else ''}: "
-            f"{len(d.get('fixed', []))} fixed, {len(d.get('skipped', []))} skipped, "
-            f"{d.get('refactor_changes', 0)} refactor changes, tests "
-            f"{'pass' if d.get('tests_pass') else 'FAIL'}"
-            f"{', reverted ' + str(len(d['reverted'])) + ' commits' if d.get('reverted') else ''}"
-            f" — ending commit {d['end_commit'][:12]}"
-        )
-    lines += ["", "## What's been tried"]
-    lines += [f"- {t}" for t in tried_list(decisions)] or ["(nothing yet)"]
     last = decisions[-1] if decisions else {}
-    checked = " (re-checked on the current tree)" if last.get("open_rechecked") else ""
+    return cycle_sections(
+        [cycle_line(d) for d in decisions],
+        tried_list(decisions),
+        last.get("open_issues", []),
+        bool(last.get("open_rechecked")),
+        next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None),
+    )
+
+
+def cycle_line(d: dict[str, Any]) -> str:
+    """A cycle as session.md lists it."""
+    return (
+        f"- Cycle {d['cycle']}{' [' + d['track'] + ']' if d.get('track') else ''}: "
+        f"{len(d.get('fixed', []))} fixed, {len(d.get('skipped', []))} skipped, "
+        f"{d.get('refactor_changes', 0)} refactor changes, tests "
+        f"{'pass' if d.get('tests_pass') else 'FAIL'}"
+        f"{', reverted ' + str(len(d['reverted'])) + ' commits' if d.get('reverted') else ''}"
+        f" — ending commit {(d.get('end_commit') or '?')[:12]}"
+    )
+
+
+def cycle_sections(
+    cycle_lines: list[str],
+    tried: list[str],
+    open_issues: list[str],
+    open_rechecked: bool,
+    stop_reason: str | None,
+) -> list[str]:
+    """session.md's sections on the loop: its cycles, what was tried, what is open."""
+    lines = ["## Cycles completed", *(cycle_lines or ["(none yet)"])]
+    lines += ["", "## What's been tried"]
+    lines += [f"- {t}" for t in tried] or ["(nothing yet)"]
+    checked = " (re-checked on the current tree)" if open_rechecked else ""
     lines += ["", f"## Open issues{checked}"]
-    open_issues = last.get("open_issues", [])
     lines += [f"- {o}" for o in open_issues] or ["(none)"]
-    stop = next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None)
-    if stop:
-        lines += ["", "## Stopped", stop]
+    if stop_reason:
+        lines += ["", "## Stopped", stop_reason]
     return lines

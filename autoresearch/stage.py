@@ -72,6 +72,17 @@ class StageEnv:
             d for d in journal.load_decisions(self.layout, self.track) if d["cycle"] < self.cycle
         ]
 
+    def commits_total(self, cycle_start: str, end: str) -> int:
+        """Commits on the loop's branch from its base to `end`, which this cycle built on
+        `cycle_start`: the previous cycle's count and this cycle's own, when the cycle began
+        where the previous one ended (git then walks this cycle's commits, not the branch's)."""
+        prev = self.previous_decision()
+        if prev and prev.get("end_commit") == cycle_start:
+            earlier = prev.get("commits_total")
+            if isinstance(earlier, int):
+                return earlier + git.count_commits(self.worktree, cycle_start, end)
+        return git.count_commits(self.worktree, self.track_base(), end)
+
     def track_base(self) -> str:
         """Where this loop's branch started (a broad track records its own)."""
         if self.track:

@@ -1,29 +1,30 @@
-"""A loop's running counts (cycles, fixes kept, where it stopped), kept up as it grows.
+"""A loop's running summaries, kept up as it grows: its counts and its history.
 
 Every stage's progress lines ("5 kept so far") and the DAG's search for the next open
-cycle ask for these counts several times a cycle. Counting them from every decision made
-each cycle slower than the last, so they are saved beside the decisions index with the
-index's length and end at the time: a count whose index has since only grown reads just
-the new lines, and one whose index was rewritten (a redo, a rebuild) is counted again
-from all of them. The file is derived, written best-effort, and never trusted further
-than the index and the decision files it is checked against.
+cycle ask for the counts several times a cycle; Red (what not to report again) and
+session.md (every cycle, everything tried) ask for the history once. Building them from
+every decision made each cycle slower than the last, so each is saved beside the
+decisions index with the index's length and end at the time: a summary whose index has
+since only grown reads just the new lines, and one whose index was rewritten (a redo, a
+rebuild) is built again from all of them. The files are derived, written best-effort, and
+never trusted further than the index and the decision files they are checked against.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
 
-from . import journal
-from .files import write_text
+from . import findings, journal
+from .files import write_bytes
 from .layout import SessionLayout
 
-# The index's bytes just before the counted length are saved with it: an index rewritten
-# to at least that length (a redo, then new cycles) is told from one that only grew.
+# The index's bytes just before the summarised length are saved with it: an index
+# rewritten to at least that length (a redo, then new cycles) is told from one that grew.
 _TAIL = 64
 
 
@@ -46,22 +47,59 @@ class Tally:
         )
 
 
+@dataclass
+class History:
+    """What session.md lists of a loop and what Red may not report again."""
+
+    cycle_lines: list[str] = field(default_factory=list)  # one per cycle
+    # Each finding fixed or given up on: [its identity, "F-003, fixed", its tried line].
+    tried: list[list[str]] = field(default_factory=list)
+    open_issues: list[str] = field(default_factory=list)  # the last cycle's
+    open_rechecked: bool = False
+    stop_reason: str | None = None  # of the last cycle that stopped the loop
+
+    def add(self, decision: dict[str, Any]) -> History:
+        """This history with the next cycle's decision added (in place)."""
+        self.cycle_lines.append(journal.cycle_line(decision))
+        for outcome in ("fixed", "skipped"):
+            for f in decision.get(outcome) or []:
+                key = findings.identity(*findings.title_and_location(f["key"]))
+                line = journal.tried_line(decision, f, outcome)
+                self.tried.append([key, f"{f['id']}, {outcome}", line])
+        self.open_issues = list(decision.get("open_issues") or [])
+        self.open_rechecked = bool(decision.get("open_rechecked"))
+        if decision.get("stop"):
+            self.stop_reason = decision.get("reason")
+        return self
+
+    @property
+    def tried_lines(self) -> list[str]:
+        return [line for _key, _outcome, line in self.tried]
+
+    def sections(self) -> list[str]:
+        """session.md's cycle sections."""
+        return journal.cycle_sections(
+            self.cycle_lines, self.tried_lines, self.open_issues, self.open_rechecked,
+            self.stop_reason,
+        )  # fmt: skip
+
+
 def read(layout: SessionLayout, track: str = "") -> Tally:
     """The loop's counts (of `track`), as `journal.load_decisions` would give them."""
-    index = layout.decisions_index(track)
-    saved = _read_saved(layout, track)
-    try:
-        with open(index, "rb") as handle:
-            stat = os.fstat(handle.fileno())
-            if saved and saved["inode"] == stat.st_ino and saved["length"] <= stat.st_size:
-                grown = _grown(handle, saved)
-                if grown is not None and _ends_match(layout, track, grown[0].cycles):
-                    if grown[1] != saved["length"]:
-                        _save(layout, track, grown[0], stat.st_ino, grown[1], handle)
-                    return grown[0]
-    except FileNotFoundError:
-        pass
-    return _count_all(layout, track)
+    return _summary(layout, track, _COUNTS)
+
+
+def history(layout: SessionLayout, track: str = "", before: int | None = None) -> History:
+    """The loop's history (of `track`); with `before`, of the cycles before that one."""
+    summary = _summary(layout, track, _HISTORY)
+    if before is None or len(summary.cycle_lines) == before - 1:
+        return summary
+    # Cycle `before` is being made again (a rerun): its earlier decision is left out.
+    out = History()
+    for decision in journal.load_decisions(layout, track):
+        if decision["cycle"] < before:
+            out.add(decision)
+    return out
 
 
 def next_open_cycle(layout: SessionLayout, track: str = "") -> int:
@@ -70,9 +108,42 @@ def next_open_cycle(layout: SessionLayout, track: str = "") -> int:
     return counts.stopped_at if counts.stopped_at is not None else counts.cycles + 1
 
 
-def _grown(handle: Any, saved: dict[str, Any]) -> tuple[Tally, int] | None:
-    """The saved counts plus the index's whole lines past them, and the length they cover;
-    None when the index does not continue the counted one cycle after cycle."""
+# --- the machinery: a summary folded over the index, saved with where it stopped -------
+
+
+@dataclass(frozen=True)
+class _Fold:
+    name: str  # saved as decisions.<name>.json beside the index
+    kind: type  # the summary: a dataclass whose `add(decision)` gives it with one more
+
+
+_COUNTS = _Fold("tally", Tally)
+_HISTORY = _Fold("history", History)
+
+
+def _summary(layout: SessionLayout, track: str, fold: _Fold) -> Any:
+    """The fold's summary of the index."""
+    index = layout.decisions_index(track)
+    saved = _read_saved(_path(layout, track, fold))
+    try:
+        with open(index, "rb") as handle:
+            stat = os.fstat(handle.fileno())
+            if saved and saved["inode"] == stat.st_ino and saved["length"] <= stat.st_size:
+                grown = _grown(handle, saved, fold)
+                if grown is not None and _ends_match(layout, track, grown[0]):
+                    cycles, state, length = grown
+                    if length != saved["length"]:
+                        _save(layout, track, fold, (cycles, state), stat.st_ino, length, handle)
+                    return state
+    except FileNotFoundError:
+        pass
+    return _from_all(layout, track, fold)
+
+
+def _grown(handle: Any, saved: dict[str, Any], fold: _Fold) -> tuple[int, Any, int] | None:
+    """The saved summary plus the index's whole lines past it (cycles, summary, the
+    length it covers); None when the index does not continue the summarised one cycle
+    after cycle."""
     length = saved["length"]
     start = max(0, length - _TAIL)
     handle.seek(start)
@@ -80,46 +151,51 @@ def _grown(handle: Any, saved: dict[str, Any]) -> tuple[Tally, int] | None:
         return None  # rewritten since
     new = handle.read()
     end = new.rfind(b"\n") + 1  # a last line with no newline yet is still being written
-    counts = Tally(**saved["counts"])
+    cycles = saved["cycles"]
+    try:
+        state = fold.kind(**saved["summary"])
+    except TypeError:
+        return None  # saved by another version
     for line in new[:end].splitlines():
         try:
             decision = orjson.loads(line)
         except orjson.JSONDecodeError:
             return None
-        if int(decision.get("cycle", 0)) != counts.cycles + 1:
-            return None  # a cycle made again (the last line stands): count them all
-        counts = counts.add(decision)
-    return counts, length + end
+        if int(decision.get("cycle", 0)) != cycles + 1:
+            return None  # a cycle made again (the last line stands): summarise them all
+        state = state.add(decision)
+        cycles += 1
+    return cycles, state, length + end
 
 
-def _count_all(layout: SessionLayout, track: str) -> Tally:
+def _from_all(layout: SessionLayout, track: str, fold: _Fold) -> Any:
     index = layout.decisions_index(track)
     try:
         before = os.stat(index)
     except FileNotFoundError:
         before = None
-    counts = Tally()
+    state, cycles = fold.kind(), 0
     for decision in journal.load_decisions(layout, track):
-        counts = counts.add(decision)
+        state, cycles = state.add(decision), cycles + 1
     try:
         with open(index, "rb") as handle:
             stat = os.fstat(handle.fileno())
             # Saved only when the index did not change while it was read (a stage appended
-            # a line, load_decisions rebuilt it): the counts must be of these bytes. Up to
-            # its last whole line: a line cut short by a crash is not counted.
+            # a line, load_decisions rebuilt it): the summary must be of these bytes. Up to
+            # its last whole line: a line cut short by a crash is not in it.
             if before is not None and (stat.st_ino, stat.st_size) == (
                 before.st_ino,
                 before.st_size,
             ):
                 length = handle.read().rfind(b"\n") + 1
-                _save(layout, track, counts, stat.st_ino, length, handle)
+                _save(layout, track, fold, (cycles, state), stat.st_ino, length, handle)
     except FileNotFoundError:
         pass
-    return counts
+    return state
 
 
 def _ends_match(layout: SessionLayout, track: str, cycles: int) -> bool:
-    """The decision files agree: the last counted one exists and the next one does not."""
+    """The decision files agree: the last summarised one exists and the next one does not."""
     if cycles == 0:
         return not layout.decision(1, track).exists()
     return (
@@ -127,27 +203,38 @@ def _ends_match(layout: SessionLayout, track: str, cycles: int) -> bool:
     )
 
 
-def _path(layout: SessionLayout, track: str):
-    return layout.decisions_index(track).with_name("decisions.tally.json")
+def _path(layout: SessionLayout, track: str, fold: _Fold) -> Path:
+    return layout.decisions_index(track).with_name(f"decisions.{fold.name}.json")
 
 
-def _read_saved(layout: SessionLayout, track: str) -> dict[str, Any] | None:
+def _read_saved(path: Path) -> dict[str, Any] | None:
     try:
-        saved = json.loads(_path(layout, track).read_text())
-        Tally(**saved["counts"])
-        return saved if {"inode", "length", "tail"} <= saved.keys() else None
-    except (OSError, ValueError, TypeError, KeyError):
-        return None  # none yet, or unreadable: counted again
+        saved = orjson.loads(path.read_bytes())
+        if (
+            isinstance(saved, dict)
+            and {"inode", "length", "tail", "cycles", "summary"} <= saved.keys()
+        ):
+            return saved
+    except (OSError, orjson.JSONDecodeError):
+        pass
+    return None  # none yet, or unreadable: summarised again
 
 
 def _save(
-    layout: SessionLayout, track: str, counts: Tally, inode: int, length: int, handle: Any
+    layout: SessionLayout,
+    track: str,
+    fold: _Fold,
+    made: tuple[int, Any],
+    inode: int,
+    length: int,
+    handle: Any,
 ) -> None:
     start = max(0, length - _TAIL)
     handle.seek(start)
     tail = handle.read(length - start).hex()
-    record = {"inode": inode, "length": length, "tail": tail, "counts": asdict(counts)}
+    cycles, state = made
+    record = {"inode": inode, "length": length, "tail": tail, "cycles": cycles}
     try:
-        write_text(_path(layout, track), json.dumps(record) + "\n")
+        write_bytes(_path(layout, track, fold), orjson.dumps(record | {"summary": asdict(state)}))
     except OSError:
         pass  # a reader that may not write (status on a session it does not own)

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import findings, git, journal, prompts
+from . import findings, git, journal, prompts, tally
 from .agent_run import run_agent, stop_reason_of
 from .backends.base import ToolResult, Usage
 from .files import write_json, write_text
@@ -21,12 +21,6 @@ from .gate import Landed, Settled, gate_for
 from .protect import ProtectedChange
 from .stage import StageEnv
 from .tools import Toolbox
-
-
-def _title_and_location(key: str) -> tuple[str, str]:
-    """A finding's key, `title (location)`, split back into its parts."""
-    title, _, rest = key.rpartition(" (")
-    return (title, rest[:-1]) if title and rest.endswith(")") else (key, "")
 
 
 def base_context(env: StageEnv, team: str) -> prompts.BriefContext:
@@ -53,16 +47,11 @@ def red(
     start = env.cycle_start()
     env.begin(start)
     prev = env.previous_decision()
-    decisions = journal.load_decisions(env.layout, env.track)
+    history = tally.history(env.layout, env.track, before=env.cycle)
     reported: list[findings.Finding] = []
     first_id = prev["next_finding_id"] if prev else 1
     # What earlier cycles fixed or gave up on, by problem and place: not reported again.
-    tried = {
-        findings.identity(*_title_and_location(f["key"])): f"{f['id']}, {outcome}"
-        for d in decisions
-        for outcome, group in (("fixed", d.get("fixed", [])), ("skipped", d.get("skipped", [])))
-        for f in group
-    }
+    tried = {key: outcome for key, outcome, _line in history.tried}
 
     def report_finding(severity, title, location, issue, impact) -> str:
         problem = findings.location_problem(location, env.worktree)
@@ -81,7 +70,7 @@ def red(
         return f"recorded as {fid}"
 
     ctx = base_context(env, "red")
-    ctx.tried = journal.tried_for_red(decisions)
+    ctx.tried = journal.tried_for_red(history.tried_lines)
     if prev:
         ctx.dropped_categories = [
             c for c in findings.CATEGORIES if c not in prev.get("red_categories", [])

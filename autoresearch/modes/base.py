@@ -228,7 +228,25 @@ class Mode:
         """The mode's own blocks of session.md (Goal and Angles, Hypotheses, ...)."""
         return ""
 
+    # Whether summary_sections reads the decisions. A mode whose does not has its cycle
+    # list made from the loop's running history instead: one new line read a cycle.
+    sections_read_decisions = True
+
     def write_summary(self, env: StageEnv, pending: dict[str, Any] | None = None) -> None:
+        if self.lists_cycles and not self.sections_read_decisions:
+            before = pending["cycle"] if pending else None
+            history = tally.history(env.layout, env.track, before=before)
+            if pending:
+                history.add(pending)
+            journal.write_summary(
+                env.layout,
+                env.record,
+                env.spec,
+                [],
+                self.summary_sections(env, []),
+                cycle_lines=history.sections(),
+            )
+            return
         decisions = self.summary_decisions(env, pending)
         journal.write_summary(
             env.layout,

@@ -106,7 +106,7 @@ def test_reds_tried_list_stops_growing_and_counts_the_older_ones_per_file():
         }
         for n in range(1, 101)
     ]
-    told = journal.tried_for_red(decisions, shown=40)
+    told = journal.tried_for_red(journal.tried_list(decisions), shown=40)
     assert len(told) == 41
     assert told[0] == "160 earlier findings, fixed or given up on (80 in b.py, 80 in src/a.py)"
     assert told[-1] == journal.tried_list(decisions)[-1]

@@ -1,4 +1,5 @@
-"""A loop's counts are read from the new lines of its index, and always agree with it."""
+"""A loop's counts and history are read from the new lines of its index, and always agree
+with every decision."""
 
 from __future__ import annotations
 
@@ -76,6 +77,14 @@ def test_an_index_rewritten_longer_after_a_redo_is_counted_again(tmp_path):
     assert tally.read(layout) == Tally(cycles=3, fixed=1)
 
 
+def test_the_history_before_a_cycle_made_again_leaves_that_cycles_decision_out(tmp_path):
+    layout = SessionLayout(tmp_path / "s")
+    decide(layout, 1, fixed=[{"id": "F-1", "key": "a (x.py:1)"}], end_commit="1" * 40)
+    decide(layout, 2, fixed=[{"id": "F-2", "key": "b (x.py:2)"}], end_commit="2" * 40)
+    assert [t[1] for t in tally.history(layout, before=3).tried] == ["F-1, fixed", "F-2, fixed"]
+    assert [t[1] for t in tally.history(layout, before=2).tried] == ["F-1, fixed"]
+
+
 def test_unreadable_saved_counts_are_counted_again(tmp_path):
     layout = SessionLayout(tmp_path / "s")
     decide(layout, 1, fixed=[{"id": "F-1"}])
@@ -85,18 +94,28 @@ def test_unreadable_saved_counts_are_counted_again(tmp_path):
     assert tally.read(layout) == Tally(cycles=1, fixed=1)
 
 
-def test_the_counts_agree_with_every_decision_whatever_happens_to_the_loop(tmp_path):
+def test_the_summaries_agree_with_every_decision_whatever_happens_to_the_loop(tmp_path):
     """New decisions, cycles made again, redos, decisions never noted and lines cut short
-    by a crash, in a random order: after each, the counts are those of every decision."""
+    by a crash, in a random order: after each, the counts, session.md's cycle sections and
+    what Red may not report again are those made from every decision."""
     rng = random.Random(16)
     layout = SessionLayout(tmp_path / "s")
     aside = 0
-    for _step in range(300):
+    for step in range(300):
         last = len(layout.completed_cycles())
         extra = {
-            "fixed": [{"id": f"F-{i}"} for i in range(rng.randrange(3))],
+            "fixed": [
+                {"id": f"F-{step}-{i}", "key": f"t{i} (a.py:{step})"}
+                for i in range(rng.randrange(3))
+            ],
+            "skipped": [{"id": f"F-{step}", "key": f"s (b.py:{step})", "reason": "no"}]
+            if rng.random() < 0.3
+            else [],
             "status": rng.choice(["kept", "discarded"]),
             "stop": rng.random() < 0.05,
+            "reason": f"reason {step}",
+            "end_commit": f"{step:040x}",
+            "open_issues": [f"open {step}"] if rng.random() < 0.5 else [],
         }
         action = rng.choice(["new"] * 5 + ["again", "redo", "unnoted", "cut"])
         if action == "new" or last == 0:
@@ -114,3 +133,7 @@ def test_the_counts_agree_with_every_decision_whatever_happens_to_the_loop(tmp_p
             with layout.decisions_index().open("a") as handle:
                 handle.write('{"cycle": ')
         assert tally.read(layout) == counted(layout), action
+        decisions = journal.load_decisions(layout)
+        history = tally.history(layout)
+        assert history.sections() == journal._cycle_sections(decisions), action
+        assert [t[2] for t in history.tried] == journal.tried_list(decisions)

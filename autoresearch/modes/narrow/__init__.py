@@ -288,7 +288,7 @@ def revert_cycle(env: StageEnv, decision: dict[str, Any], goal: Goal, value: flo
     decision["refactor_changes"] = 0
     decision["end_commit"] = end
     decision["files_changed"] = git.changed_files(worktree, start, end)
-    decision["commits_total"] = len(git.commits_between(worktree, env.track_base(), end))
+    decision["commits_total"] = env.commits_total(start, end)
     # The tree is the cycle's start again, whose test run the previous cycle recorded.
     reference = env.reference_tests()
     decision["tests_pass"] = reference.ok
