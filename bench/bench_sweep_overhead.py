@@ -11,7 +11,8 @@ the workflow's own cost. CPU, not wall time, is the measure. Prints
       next ones, run at the same time on the same machine;
   (b) the whole Snakemake process's CPU per cycle (scheduler, DAG, our code, children);
   (c) a no-op rerun of the finished session: `snakemake -n` and the plain command;
-  (d) the process's peak memory.
+  (d) the process's peak memory;
+  (e) each stage's median CPU in those windows, so a growth can be pinned on a stage.
 
     python bench/bench_sweep_overhead.py [--cycles 200] [--keep DIR]
 """
@@ -148,6 +149,36 @@ def median_own(costs: dict[int, tuple[float, float]], cycles: range) -> float:
     return statistics.median(costs[n][0] for n in cycles)
 
 
+def per_stage(timings: Path) -> dict[str, dict[int, float]]:
+    """stage -> cycle -> the stage's own CPU."""
+    out: dict[str, dict[int, float]] = defaultdict(dict)
+    with timings.open() as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            if row["cycle"] != "000":
+                out[row["stage"]][int(row["cycle"])] = float(row["cpu_s"])
+    return out
+
+
+def stage_table(windows: dict[str, tuple[dict[str, dict[int, float]], range]]) -> list[str]:
+    """Each stage's median own CPU (ms) in each window, and the sum of those medians: a
+    cycle's typical cost, steadier than the median of whole cycles when one stage is noisy."""
+    first = next(iter(windows.values()))[0]
+    names = list(windows)
+    lines = ["stage       " + "".join(f"{n:>16}" for n in names)]
+    sums = dict.fromkeys(names, 0.0)
+    for stage in first:
+        cells = []
+        for name, (costs, cycles) in windows.items():
+            values = [costs.get(stage, {}).get(n) for n in cycles]
+            values = [v for v in values if v is not None]
+            med = statistics.median(values) if values else 0.0
+            sums[name] += med
+            cells.append(f"{med * 1000:16.1f}")
+        lines.append(f"{stage:12}" + "".join(cells))
+    lines.append("sum         " + "".join(f"{sums[n] * 1000:16.1f}" for n in names))
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cycles", type=int, default=200)
@@ -228,6 +259,23 @@ def main() -> None:
             f"{statistics.median(c for _, c in plain):.2f} s CPU"
         )
         print(f"(d) peak memory of a Snakemake process: {peak_mib:.0f} MiB")
+        long_stages = per_stage(session / "timings.tsv")
+        fresh_stages = per_stage(work / "sessions/fresh/timings.tsv")
+        windows = {
+            f"long {2}-{window + 1}": (long_stages, range(2, 2 + window)),
+            f"long {cycles - window + 1}-{cycles}": (
+                long_stages,
+                range(cycles - window + 1, cycles + 1),
+            ),
+            f"long {cycles + 1}-{cycles + PAIRED}": (
+                long_stages,
+                range(cycles + 1, cycles + PAIRED + 1),
+            ),
+            f"new 2-{PAIRED + 1}": (fresh_stages, range(2, PAIRED + 2)),
+        }
+        print("(e) each stage's median own CPU, ms (the last two columns ran at the same time):")
+        for line in stage_table(windows):
+            print("    " + line)
 
 
 if __name__ == "__main__":
