@@ -105,6 +105,12 @@ def title_and_location(key: str) -> tuple[str, str]:
     return (title, rest[:-1]) if title and rest.endswith(")") else (key, "")
 
 
+def file_of(key: str) -> str:
+    """The file a finding's key places it in (`elsewhere` when it names none)."""
+    match = re.fullmatch(r"([^():]+)(?::[\d-]+)?", title_and_location(key)[1])
+    return match.group(1) if match else "elsewhere"
+
+
 def location_problem(location: str, worktree: Path) -> str | None:
     """Why `location` does not name a line of a file in the worktree, or None.
 

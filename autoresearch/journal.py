@@ -13,6 +13,7 @@ import datetime as dt
 import io
 import json
 import re
+from collections import Counter
 from typing import Any
 
 import orjson
@@ -62,12 +63,7 @@ def upsert_results(layout: SessionLayout, track: str, cycle: str, rows: list[dic
     track_at = RESULTS_COLUMNS.index("track")
     with locked(layout.journal_lock):
         text = layout.results.read_text() if layout.results.exists() else ""
-        # Cells never hold a tab (_cell), so splitting a line finds its columns.
-        earlier = any(
-            cells[0] == cycle and cells[track_at] == track
-            for cells in (line.split("\t") for line in text.splitlines()[1:])
-            if len(cells) > track_at
-        )
+        earlier = _has_rows(text, cycle, track_at, track)
         out = io.StringIO()
         writer = csv.DictWriter(out, RESULTS_COLUMNS, delimiter="\t", lineterminator="\n")
         new = [{**r, "track": track, "cycle": cycle} for r in rows]
@@ -82,6 +78,20 @@ def upsert_results(layout: SessionLayout, track: str, cycle: str, rows: list[dic
         for row in kept + new:
             writer.writerow({k: _cell(row.get(k, "")) for k in RESULTS_COLUMNS})
         write_text(layout.results, out.getvalue())
+
+
+def _has_rows(text: str, cycle: str, track_at: int, track: str) -> bool:
+    """Whether results.tsv's `text` holds rows of this cycle of this track. Only the lines
+    that start with the cycle are split (cells never hold a tab: _cell), so a long
+    session's check does not go through every row."""
+    start = text.find(f"\n{cycle}\t")
+    while start != -1:
+        end = text.find("\n", start + 1)
+        cells = text[start + 1 : end if end != -1 else len(text)].split("\t")
+        if len(cells) > track_at and cells[track_at] == track:
+            return True
+        start = text.find(f"\n{cycle}\t", start + 1)
+    return False
 
 
 def _cell(value: Any) -> str:
@@ -207,20 +217,16 @@ def tried_line(decision: dict[str, Any], finding: dict[str, Any], group: str) ->
 TRIED_SHOWN = 40  # the newest tried findings Red is told verbatim
 
 
-def tried_for_red(tried: list[str], shown: int = TRIED_SHOWN) -> list[str]:
-    """The tried list (`tried_list`) as Red is told it: the newest `shown` verbatim, older
-    ones as counts per file, so a long session's brief stops growing. (The harness refuses
-    a repeat of any of them, told or not.)"""
+def tried_for_red(tried: list[str], files: list[str], shown: int = TRIED_SHOWN) -> list[str]:
+    """The tried list (`tried_list`, with each finding's file) as Red is told it: the newest
+    `shown` verbatim, older ones as counts per file, so a long session's brief stops
+    growing. (The harness refuses a repeat of any of them, told or not.)"""
     if len(tried) <= shown:
         return tried
-    older = tried[: len(tried) - shown]
-    per_file: dict[str, int] = {}
-    for line in older:
-        match = re.search(r"\(([^():]+)(?::[\d-]+)?\) \((?:fixed|skipped)", line)
-        place = match.group(1) if match else "elsewhere"
-        per_file[place] = per_file.get(place, 0) + 1
+    older = len(tried) - shown
+    per_file = Counter(files[:older])
     counts = ", ".join(f"{n} in {place}" for place, n in sorted(per_file.items()))
-    return [f"{len(older)} earlier findings, fixed or given up on ({counts})"] + tried[-shown:]
+    return [f"{older} earlier findings, fixed or given up on ({counts})"] + tried[-shown:]
 
 
 def write_summary(

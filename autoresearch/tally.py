@@ -13,7 +13,7 @@ never trusted further than the index and the decision files they are checked aga
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,8 @@ class History:
     """What session.md lists of a loop and what Red may not report again."""
 
     cycle_lines: list[str] = field(default_factory=list)  # one per cycle
-    # Each finding fixed or given up on: [its identity, "F-003, fixed", its tried line].
+    # Each finding fixed or given up on: [its identity, "F-003, fixed", its tried line,
+    # its file].
     tried: list[list[str]] = field(default_factory=list)
     open_issues: list[str] = field(default_factory=list)  # the last cycle's
     open_rechecked: bool = False
@@ -65,7 +66,7 @@ class History:
             for f in decision.get(outcome) or []:
                 key = findings.identity(*findings.title_and_location(f["key"]))
                 line = journal.tried_line(decision, f, outcome)
-                self.tried.append([key, f"{f['id']}, {outcome}", line])
+                self.tried.append([key, f"{f['id']}, {outcome}", line, findings.file_of(f["key"])])
         self.open_issues = list(decision.get("open_issues") or [])
         self.open_rechecked = bool(decision.get("open_rechecked"))
         if decision.get("stop"):
@@ -74,7 +75,11 @@ class History:
 
     @property
     def tried_lines(self) -> list[str]:
-        return [line for _key, _outcome, line in self.tried]
+        return [entry[2] for entry in self.tried]
+
+    @property
+    def tried_files(self) -> list[str]:
+        return [entry[3] for entry in self.tried]
 
     def sections(self) -> list[str]:
         """session.md's cycle sections."""
@@ -235,6 +240,7 @@ def _save(
     cycles, state = made
     record = {"inode": inode, "length": length, "tail": tail, "cycles": cycles}
     try:
-        write_bytes(_path(layout, track, fold), orjson.dumps(record | {"summary": asdict(state)}))
+        # orjson writes the dataclass as it stands (asdict would copy every list item).
+        write_bytes(_path(layout, track, fold), orjson.dumps(record | {"summary": state}))
     except OSError:
         pass  # a reader that may not write (status on a session it does not own)

@@ -51,7 +51,7 @@ def red(
     reported: list[findings.Finding] = []
     first_id = prev["next_finding_id"] if prev else 1
     # What earlier cycles fixed or gave up on, by problem and place: not reported again.
-    tried = {key: outcome for key, outcome, _line in history.tried}
+    tried = {entry[0]: entry[1] for entry in history.tried}
 
     def report_finding(severity, title, location, issue, impact) -> str:
         problem = findings.location_problem(location, env.worktree)
@@ -70,7 +70,7 @@ def red(
         return f"recorded as {fid}"
 
     ctx = base_context(env, "red")
-    ctx.tried = journal.tried_for_red(history.tried_lines)
+    ctx.tried = journal.tried_for_red(history.tried_lines, history.tried_files)
     if prev:
         ctx.dropped_categories = [
             c for c in findings.CATEGORIES if c not in prev.get("red_categories", [])

@@ -106,3 +106,16 @@ def test_a_loop_goes_on_past_cycle_999(tmp_path):
     assert re.fullmatch(constraint, layout.cycle(1000).name)
     assert re.fullmatch(constraint, layout.cycle(7).name)
     assert not re.fullmatch(constraint, "7")
+
+
+def test_a_cycle_of_another_track_is_not_taken_for_a_rerun(tmp_path):
+    layout = SessionLayout(tmp_path / "s")
+    layout.root.mkdir()
+    layout.results.write_text("\t".join(journal.RESULTS_COLUMNS) + "\n")
+    journal.upsert_results(layout, "h1", "001", [{"team": "green", "description": "h1"}])
+    inode = layout.results.stat().st_ino
+    journal.upsert_results(layout, "h2", "001", [{"team": "green", "description": "h2"}])
+    assert layout.results.stat().st_ino == inode  # appended: h2 had no rows of cycle 1
+    journal.upsert_results(layout, "h1", "001", [{"team": "green", "description": "again"}])
+    rows = journal.read_results(layout)
+    assert [(r["track"], r["description"]) for r in rows] == [("h2", "h2"), ("h1", "again")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import threading
 
-from autoresearch import files, journal
+from autoresearch import files, findings, journal
 from autoresearch.layout import SessionLayout
 from autoresearch.record import SetupRecord
 from autoresearch.spec import SessionSpec
@@ -106,7 +106,10 @@ def test_reds_tried_list_stops_growing_and_counts_the_older_ones_per_file():
         }
         for n in range(1, 101)
     ]
-    told = journal.tried_for_red(journal.tried_list(decisions), shown=40)
+    places = [
+        findings.file_of(f["key"]) for d in decisions for g in ("fixed", "skipped") for f in d[g]
+    ]
+    told = journal.tried_for_red(journal.tried_list(decisions), places, shown=40)
     assert len(told) == 41
     assert told[0] == "160 earlier findings, fixed or given up on (80 in b.py, 80 in src/a.py)"
     assert told[-1] == journal.tried_list(decisions)[-1]
