@@ -88,10 +88,24 @@ def private_worktree_store(tmp_path_factory):
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """Everything under tests/e2e/ runs sessions through Snakemake: marked `e2e`."""
+    """Everything under tests/e2e/ runs sessions through Snakemake: marked `e2e`.
+
+    Whole files go to the workers in collection order (make test: --dist loadfile), so the
+    files are ordered longest first: the session files, most tests first, then the quick
+    unit files, which fill in at the end while the last long file finishes. In name order
+    the last files to start were long e2e files, and one core sat idle for minutes.
+    """
+    files: dict[str, list[pytest.Item]] = {}
     for item in items:
         if "e2e" in Path(str(item.fspath)).parent.parts:
             item.add_marker(pytest.mark.e2e)
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def weight(name: str) -> tuple[bool, int]:
+        tests = files[name]
+        return (not tests[0].get_closest_marker("e2e"), -len(tests))
+
+    items[:] = [item for name in sorted(files, key=weight) for item in files[name]]
 
 
 @pytest.fixture
