@@ -29,9 +29,11 @@ demo: sandbox $(VENV)/.installed
 # pytest exits 5 when it collects no test; that is not a failure of the suite. Three
 # workers on two cores, each taking whole test files (a file's session fixture is built
 # once): the e2e tests wait on the target's test runs, git and sleeping agents as much as
-# they compute.
+# they compute. Files go out in the order tests/conftest.py gives them (long session files
+# first, quick unit files last to fill in); xdist's own order (most tests first) sent the
+# long e2e files with few tests last, and the suite's last minutes ran on one worker.
 test: sandbox $(VENV)/.installed
-	$(BIN)/python -m pytest -n 3 --dist loadfile; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
+	$(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
 
 # Sessions through profiles/slurm on a real Slurm: yours if AUTORESEARCH_SLURM_PARTITION
 # (and AUTORESEARCH_SLURM_ACCOUNT) are set, else a one-node cluster that

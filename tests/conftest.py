@@ -90,10 +90,11 @@ def private_worktree_store(tmp_path_factory):
 def pytest_collection_modifyitems(config, items) -> None:
     """Everything under tests/e2e/ runs sessions through Snakemake: marked `e2e`.
 
-    Whole files go to the workers in collection order (make test: --dist loadfile), so the
-    files are ordered longest first: the session files, most tests first, then the quick
-    unit files, which fill in at the end while the last long file finishes. In name order
-    the last files to start were long e2e files, and one core sat idle for minutes.
+    Whole files go to the workers in collection order (make test: --dist loadfile
+    --no-loadscope-reorder), so the files are ordered longest first: the session files,
+    most tests first, then the quick unit files, which fill in at the end while the last
+    long file finishes. xdist's own order (most tests first) started the long e2e files
+    with few tests last, and the suite's last minutes ran on one worker.
     """
     files: dict[str, list[pytest.Item]] = {}
     for item in items:
