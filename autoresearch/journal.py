@@ -14,10 +14,12 @@ import io
 import json
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from . import findings
 from .files import append_line, append_text, locked, write_text
 from .layout import SessionLayout
 from .record import SetupRecord
@@ -239,7 +241,7 @@ def write_summary(
     cycle_lines: list[str] | None = None,
 ) -> None:
     """Render session.md. `list_cycles` is off for loops whose own section summarises them;
-    `cycle_lines`, when given, are its cycle sections, made elsewhere (tally.History)."""
+    `cycle_lines`, when given, are its cycle sections, made elsewhere (tally.history)."""
     baseline = record.baseline
     lines = [
         f"# Autoresearch session: {record.name}",
@@ -269,20 +271,9 @@ def write_summary(
     if mode_sections:
         lines += [mode_sections.rstrip(), ""]
     if list_cycles:
-        lines += cycle_lines if cycle_lines is not None else _cycle_sections(decisions)
+        lines += cycle_lines if cycle_lines is not None else History.of(decisions).sections()
     with locked(layout.journal_lock):
         write_text(layout.summary, "\n".join(lines).rstrip("\n") + "\n")
-
-
-def _cycle_sections(decisions: list[dict[str, Any]]) -> list[str]:
-    last = decisions[-1] if decisions else {}
-    return cycle_sections(
-        [cycle_line(d) for d in decisions],
-        tried_list(decisions),
-        last.get("open_issues", []),
-        bool(last.get("open_rechecked")),
-        next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None),
-    )
 
 
 def cycle_line(d: dict[str, Any]) -> str:
@@ -297,20 +288,56 @@ def cycle_line(d: dict[str, Any]) -> str:
     )
 
 
-def cycle_sections(
-    cycle_lines: list[str],
-    tried: list[str],
-    open_issues: list[str],
-    open_rechecked: bool,
-    stop_reason: str | None,
-) -> list[str]:
-    """session.md's sections on the loop: its cycles, what was tried, what is open."""
-    lines = ["## Cycles completed", *(cycle_lines or ["(none yet)"])]
-    lines += ["", "## What's been tried"]
-    lines += [f"- {t}" for t in tried] or ["(nothing yet)"]
-    checked = " (re-checked on the current tree)" if open_rechecked else ""
-    lines += ["", f"## Open issues{checked}"]
-    lines += [f"- {o}" for o in open_issues] or ["(none)"]
-    if stop_reason:
-        lines += ["", "## Stopped", stop_reason]
-    return lines
+@dataclass
+class History:
+    """What session.md lists of a loop and what Red may not report again, made one
+    decision at a time (tally.history keeps it up as the loop grows)."""
+
+    cycle_lines: list[str] = field(default_factory=list)  # one per cycle
+    # Each finding fixed or given up on: [its identity, "F-003, fixed", its tried line,
+    # its file].
+    tried: list[list[str]] = field(default_factory=list)
+    open_issues: list[str] = field(default_factory=list)  # the last cycle's
+    open_rechecked: bool = False
+    stop_reason: str | None = None  # of the last cycle that stopped the loop
+
+    @classmethod
+    def of(cls, decisions: list[dict[str, Any]]) -> History:
+        history = cls()
+        for decision in decisions:
+            history.add(decision)
+        return history
+
+    def add(self, decision: dict[str, Any]) -> History:
+        """This history with the next cycle's decision added (in place)."""
+        self.cycle_lines.append(cycle_line(decision))
+        for outcome in ("fixed", "skipped"):
+            for f in decision.get(outcome) or []:
+                key = findings.identity(*findings.title_and_location(f["key"]))
+                line = tried_line(decision, f, outcome)
+                self.tried.append([key, f"{f['id']}, {outcome}", line, findings.file_of(f["key"])])
+        self.open_issues = list(decision.get("open_issues") or [])
+        self.open_rechecked = bool(decision.get("open_rechecked"))
+        if decision.get("stop"):
+            self.stop_reason = decision.get("reason")
+        return self
+
+    @property
+    def tried_lines(self) -> list[str]:
+        return [entry[2] for entry in self.tried]
+
+    @property
+    def tried_files(self) -> list[str]:
+        return [entry[3] for entry in self.tried]
+
+    def sections(self) -> list[str]:
+        """session.md's sections on the loop: its cycles, what was tried, what is open."""
+        lines = ["## Cycles completed", *(self.cycle_lines or ["(none yet)"])]
+        lines += ["", "## What's been tried"]
+        lines += [f"- {t}" for t in self.tried_lines] or ["(nothing yet)"]
+        checked = " (re-checked on the current tree)" if self.open_rechecked else ""
+        lines += ["", f"## Open issues{checked}"]
+        lines += [f"- {o}" for o in self.open_issues] or ["(none)"]
+        if self.stop_reason:
+            lines += ["", "## Stopped", self.stop_reason]
+        return lines

@@ -13,14 +13,15 @@ never trusted further than the index and the decision files they are checked aga
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from . import findings, journal
+from . import journal
 from .files import write_bytes
+from .journal import History
 from .layout import SessionLayout
 
 # The index's bytes just before the summarised length are saved with it: an index
@@ -47,48 +48,6 @@ class Tally:
         )
 
 
-@dataclass
-class History:
-    """What session.md lists of a loop and what Red may not report again."""
-
-    cycle_lines: list[str] = field(default_factory=list)  # one per cycle
-    # Each finding fixed or given up on: [its identity, "F-003, fixed", its tried line,
-    # its file].
-    tried: list[list[str]] = field(default_factory=list)
-    open_issues: list[str] = field(default_factory=list)  # the last cycle's
-    open_rechecked: bool = False
-    stop_reason: str | None = None  # of the last cycle that stopped the loop
-
-    def add(self, decision: dict[str, Any]) -> History:
-        """This history with the next cycle's decision added (in place)."""
-        self.cycle_lines.append(journal.cycle_line(decision))
-        for outcome in ("fixed", "skipped"):
-            for f in decision.get(outcome) or []:
-                key = findings.identity(*findings.title_and_location(f["key"]))
-                line = journal.tried_line(decision, f, outcome)
-                self.tried.append([key, f"{f['id']}, {outcome}", line, findings.file_of(f["key"])])
-        self.open_issues = list(decision.get("open_issues") or [])
-        self.open_rechecked = bool(decision.get("open_rechecked"))
-        if decision.get("stop"):
-            self.stop_reason = decision.get("reason")
-        return self
-
-    @property
-    def tried_lines(self) -> list[str]:
-        return [entry[2] for entry in self.tried]
-
-    @property
-    def tried_files(self) -> list[str]:
-        return [entry[3] for entry in self.tried]
-
-    def sections(self) -> list[str]:
-        """session.md's cycle sections."""
-        return journal.cycle_sections(
-            self.cycle_lines, self.tried_lines, self.open_issues, self.open_rechecked,
-            self.stop_reason,
-        )  # fmt: skip
-
-
 def read(layout: SessionLayout, track: str = "") -> Tally:
     """The loop's counts (of `track`), as `journal.load_decisions` would give them."""
     return _summary(layout, track, _COUNTS)
@@ -100,11 +59,7 @@ def history(layout: SessionLayout, track: str = "", before: int | None = None) -
     if before is None or len(summary.cycle_lines) == before - 1:
         return summary
     # Cycle `before` is being made again (a rerun): its earlier decision is left out.
-    out = History()
-    for decision in journal.load_decisions(layout, track):
-        if decision["cycle"] < before:
-            out.add(decision)
-    return out
+    return History.of([d for d in journal.load_decisions(layout, track) if d["cycle"] < before])
 
 
 def next_open_cycle(layout: SessionLayout, track: str = "") -> int:

@@ -82,10 +82,16 @@ def test_the_index_keeps_a_test_runs_counts_and_the_decision_file_the_whole_run(
     assert json.loads(layout.decision(1).read_text())["tests"]["passing_ids"] == ["t::a", "t::b"]
 
 
-def test_a_new_cycles_results_rows_are_appended_and_a_rerun_replaces_them(tmp_path):
+def with_results(tmp_path) -> SessionLayout:
+    """A session whose results.tsv holds its header alone."""
     layout = SessionLayout(tmp_path / "s")
     layout.root.mkdir()
     layout.results.write_text("\t".join(journal.RESULTS_COLUMNS) + "\n")
+    return layout
+
+
+def test_a_new_cycles_results_rows_are_appended_and_a_rerun_replaces_them(tmp_path):
+    layout = with_results(tmp_path)
     journal.upsert_results(layout, "", "001", [{"team": "green", "description": "one"}])
     inode = layout.results.stat().st_ino
     journal.upsert_results(layout, "", "002", [{"team": "green", "description": "two"}])
@@ -109,9 +115,7 @@ def test_a_loop_goes_on_past_cycle_999(tmp_path):
 
 
 def test_a_cycle_of_another_track_is_not_taken_for_a_rerun(tmp_path):
-    layout = SessionLayout(tmp_path / "s")
-    layout.root.mkdir()
-    layout.results.write_text("\t".join(journal.RESULTS_COLUMNS) + "\n")
+    layout = with_results(tmp_path)
     journal.upsert_results(layout, "h1", "001", [{"team": "green", "description": "h1"}])
     inode = layout.results.stat().st_ino
     journal.upsert_results(layout, "h2", "001", [{"team": "green", "description": "h2"}])
