@@ -11,9 +11,11 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import trace
 from .jail import Jail
 
 # Never handed to a command the agent can cause to run: the target's code is untrusted.
@@ -85,14 +87,51 @@ def run(
     *,
     jail: Jail | None = None,
     log_path: Path | str | None = None,
+    trace_to: Path | None = None,
 ) -> CommandResult:
     """Run a shell command from the spec in `cwd`, inside `jail` when it is a bwrap jail.
+
+    With `trace_to` (a folder), the command runs under strace and its trace is written to a
+    new `run-N` folder there (trace.py reads it); where strace is missing, or cannot run,
+    the command runs untraced and the folder holds no trace.
 
     Output goes to a file, never through memory: `.output` is its last OUTPUT_TAIL_BYTES, and
     `log_path`, when given, keeps all of it. On timeout the whole jail (bwrap) or process group
     (no jail) is killed at once, however many processes it started or where they went.
     Raises Interrupted when Ctrl-C ended the command (see `end_commands_on_interrupt`).
     """
+    if trace_to is not None and trace.strace() is not None:
+        folder = _new_run_folder(Path(trace_to))
+        traced = jail.allowing(folder) if jail is not None else None
+        result = _run(command, cwd, timeout_s, extra_secrets, stdout_only, traced, log_path,
+                      trace.wrapper(folder))  # fmt: skip
+        if trace.written(folder):
+            return result
+        # strace could not start (no ptrace here): the command never ran, so run it plainly.
+        (folder / "failed").write_text(result.tail(2000))
+    return _run(command, cwd, timeout_s, extra_secrets, stdout_only, jail, log_path, ())
+
+
+def _new_run_folder(parent: Path) -> Path:
+    parent.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while (parent / f"run-{n}").exists():
+        n += 1
+    folder = parent / f"run-{n}"
+    folder.mkdir()
+    return folder
+
+
+def _run(
+    command: str,
+    cwd: Path | str,
+    timeout_s: float,
+    extra_secrets: list[str] | None,
+    stdout_only: bool,
+    jail: Jail | None,
+    log_path: Path | str | None,
+    wrapper: Sequence[str],
+) -> CommandResult:
     start = time.monotonic()
     _live.refuse_if_interrupted()
     env = scrubbed_env(extra_secrets)
@@ -107,11 +146,15 @@ def run(
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             try:
                 if jailed:
-                    argv = jail.argv(command, Path(cwd), work / "scratch", env, info_fd=info_w)
+                    argv = jail.argv(
+                        command, Path(cwd), work / "scratch", env, info_fd=info_w, wrapper=wrapper
+                    )
                     env = jail.env(env)
+                elif wrapper:
+                    argv = [*wrapper, "/bin/sh", "-c", command]
                 proc = subprocess.Popen(
-                    argv if jailed else command,
-                    shell=not jailed,
+                    argv if jailed or wrapper else command,
+                    shell=not (jailed or wrapper),
                     cwd=str(cwd),
                     env=env,
                     stdout=out,

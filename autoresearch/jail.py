@@ -13,7 +13,7 @@ import os
 import shlex
 import shutil
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -99,11 +99,13 @@ class Jail:
         scratch: Path,
         env: Mapping[str, str],
         info_fd: int | None = None,
+        wrapper: Sequence[str] = (),
     ) -> list[str]:
         """The bwrap command line that runs `command` with `sh -c` in `cwd`.
 
         `scratch` is an empty host folder for the jail's private $HOME and /tmp; `info_fd`
         receives bwrap's JSON with the PID of the jail's init (killing it ends the jail).
+        `wrapper` runs the shell inside the jail (strace, to see what the command runs).
         """
         if self.mode != "bwrap":
             raise ValueError(f"a jail in mode {self.mode!r} has no bwrap command line")
@@ -147,7 +149,7 @@ class Jail:
         for path in hidden:
             if path.is_dir():
                 argv += ["--remount-ro", str(path)]
-        argv += ["--chdir", str(cwd), "--", "/bin/sh", "-c", command]
+        argv += ["--chdir", str(cwd), "--", *wrapper, "/bin/sh", "-c", command]
         return argv
 
     def allowing(self, *paths: Path) -> Jail:

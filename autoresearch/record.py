@@ -29,6 +29,7 @@ class SetupRecord:
     stashed: str | None = None
     worktrees: str | None = None  # the folder holding this session's worktrees
     sandbox: dict[str, Any] | None = None  # how the target's commands are confined
+    measured: dict[str, Any] | None = None  # the protected files and where each came from
 
     def save(self, layout: SessionLayout) -> None:
         write_json(layout.setup, asdict(self))

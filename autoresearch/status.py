@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import __version__, ledger, modes, spec
+from . import __version__, ledger, measured, modes, spec
 from .layout import SessionLayout
 from .modes.base import Mode
 from .record import load_record
@@ -88,6 +88,7 @@ def render_one(root: Path) -> str:
     mode, layout = mode_of(root)
     if layout.spec.exists():
         lines += mode.status_lines(layout, spec.load_frozen(layout.spec))
+    lines += measured.lines(json.loads(layout.setup.read_text()).get("measured"))
     return "\n".join(lines)
 
 

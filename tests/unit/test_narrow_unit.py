@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import make_repo
+from conftest import git, make_repo
 
 from autoresearch import metrics
 from autoresearch.layout import SessionLayout
@@ -176,7 +176,7 @@ def test_measurement_scripts(tree, command, expected):
 
 def test_protected_paths_cover_tests_by_default_and_keep_the_spec_list(tree):
     goal = goal_of(spec())
-    paths = protected_paths(goal, tree, ["secrets.cfg"])
+    paths = protected_paths(goal, ["secrets.cfg"], measurement_scripts(goal.command, tree))
     assert paths[:2] == ["secrets.cfg", "bench.sh"]
     box = Sandbox(tree, paths)
     for rel in (
@@ -191,7 +191,7 @@ def test_protected_paths_cover_tests_by_default_and_keep_the_spec_list(tree):
         assert box.is_protected(rel), rel
     assert not box.is_protected("src.py")
     off = goal_of(spec(goal=GOAL | {"protect_tests": False}))
-    assert protected_paths(off, tree, []) == ["bench.sh"]
+    assert protected_paths(off, [], ["bench.sh"]) == ["bench.sh"]
 
 
 # --- metric formats, through Goal.measure ------------------------------------------------------
@@ -226,7 +226,10 @@ def test_repeats_take_the_median_and_keep_every_sample(tmp_path):
 
 def setup_session(tmp_path: Path, command: str, target: str = "<= 1"):
     layout = SessionLayout(tmp_path / "sessions" / "s")
-    worktree = make_repo(layout.worktree(), {"count.sh": command, "src.py": "# TODO\n# TODO\n"})
+    repo = make_repo(tmp_path / "target", {"count.sh": command, "src.py": "# TODO\n# TODO\n"})
+    worktree = layout.worktree()
+    worktree.parent.mkdir(parents=True)
+    git(repo, "worktree", "add", "-q", "-b", "autoresearch/narrow/s", str(worktree))
     record = SetupRecord(
         name="s",
         mode="narrow",
@@ -236,7 +239,7 @@ def setup_session(tmp_path: Path, command: str, target: str = "<= 1"):
         test_command="true",
         linter_command=None,
         branch="autoresearch/narrow/s",
-        base_commit="0" * 40,
+        base_commit=git(repo, "rev-parse", "HEAD"),
         baseline={"ok": True, "summary": "ok"},
         date="today",
         config_file=None,

@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal, metrics
+from ... import git, journal, measured, metrics
 from ...errors import SpecError
 from ...files import write_json
 from ...findings import Finding
@@ -26,7 +26,7 @@ from ..base import Mode, PlannedMetric
 from . import progress
 from .angles import state_before, step
 from .goal import GOAL_DEFAULTS, Angle, Goal, angles_of, default_target, goal_of, spec_file
-from .protect import protected_paths
+from .protect import labels, measurement_scripts, protected_paths
 
 # What `autoresearch new --mode narrow` writes into the spec, to edit.
 SPEC_EXAMPLE = """
@@ -80,23 +80,43 @@ class Narrow(Mode):
         angles = angles_of(values, layout.name)
         worktree = layout.worktree().resolve()
         box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
+        # What the measurement runs, watched in a run of its own (measured.py says why).
+        scope = values.get("scope") or {}
+        watcher = measured.Watcher(
+            worktree,
+            record.base_commit,
+            measured.scope_rule(scope.get("include") or (), scope.get("exclude") or ()),
+            measurement_scripts,
+        )
+        watcher.run(
+            "goal.command",
+            goal.command,
+            timeout_s=goal.timeout_s,
+            secrets=values.get("secrets"),
+            jail=box,
+        )
+        for note in watcher.watch.notes:
+            log(f"warning: {note}")
+            record.warnings.append(note)
         # The frozen spec is what the stages read, so the toolbox refuses edits to these
         # paths; the frozen session.yaml shows them too.
-        values["protected"] = protected_paths(goal, worktree, list(values.get("protected") or []))
+        existing = list(values.get("protected") or [])
+        values["protected"] = protected_paths(goal, existing, watcher.watch.protected())
+        record.measured = watcher.watch.to_record(values["protected"], labels(goal, existing))
         # Defaults filled in, so session.yaml shows exactly how the metric is read.
         values["goal"] = GOAL_DEFAULTS | {k: v for k, v in values["goal"].items() if v is not None}
         values["angles"] = [asdict(a) for a in angles]
         try:
-            measured = goal.measure(worktree, values.get("secrets"), box)
+            baseline = goal.measure(worktree, values.get("secrets"), box)
         except metrics.MetricError as err:
             raise SpecError(
                 f"{spec_file(layout.name)}: key 'goal.command': the baseline measurement "
                 f"failed, so no cycle can start.\n{err}"
             ) from None
-        if goal.target.met(measured.value):
+        if goal.target.met(baseline.value):
             raise SpecError(
                 f"{spec_file(layout.name)}: key 'goal.target': the baseline value "
-                f"{measured.value:g} already meets the target {goal.target}; set a target "
+                f"{baseline.value:g} already meets the target {goal.target}; set a target "
                 "that is not met yet"
             )
         write_json(
@@ -108,15 +128,15 @@ class Narrow(Mode):
                 "key": goal.key,
                 "repeats": goal.repeats,
                 "target": str(goal.target),
-                "value": measured.value,
-                "samples": measured.samples,
-                "raw": _short(measured.raw),
+                "value": baseline.value,
+                "samples": baseline.samples,
+                "raw": _short(baseline.raw),
                 "commit": record.base_commit,
                 "measured_at": journal.now(),
                 "protected": values["protected"],
             },
         )
-        log(f"baseline {goal.metric}: {measured.value:g} (samples {measured.samples})")
+        log(f"baseline {goal.metric}: {baseline.value:g} (samples {baseline.samples})")
         progress.write_progress(layout, values, [])
         sections = progress.render_sections(layout, values, [])
         journal.write_summary(layout, record, SessionSpec(values), [], sections)

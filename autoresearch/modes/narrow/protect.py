@@ -6,6 +6,8 @@ runs, the Makefile of `make bench`, and (by default) the target's tests are prot
 
 from __future__ import annotations
 
+import json
+import os
 import shlex
 from pathlib import Path
 
@@ -47,6 +49,8 @@ INTERPRETERS = {
 WRAPPERS = {"time", "nice", "env", "exec", "command", "nohup", "timeout"}
 RUNNERS = {"uv": "run", "poetry": "run", "pipenv": "run", "pdm": "run", "hatch": "run"}
 MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
+PACKAGE_RUNNERS = {"npm", "yarn", "pnpm"}
+MAX_DEPTH = 3  # a recipe that runs make that runs npm ...: far enough
 
 
 def _words(command: str) -> list[str]:
@@ -58,21 +62,24 @@ def _words(command: str) -> list[str]:
         return command.split()
 
 
-def _segments(command: str) -> list[list[str]]:
-    """The simple commands of a pipeline or list, without redirections (`< file` is data)."""
-    segments: list[list[str]] = [[]]
-    skip_next = False
+def _segments(command: str) -> list[tuple[list[str], str | None]]:
+    """The simple commands of a pipeline or list, without redirections, each with the file
+    its standard input is redirected from (`< file`: data, or the script of an interpreter)."""
+    segments: list[tuple[list[str], str | None]] = [([], None)]
+    operand = None  # the redirection whose file operand comes next
     for word in _words(command):
-        if skip_next:
-            skip_next = False
+        if operand is not None:
+            if operand == "<":
+                segments[-1] = (segments[-1][0], word)
+            operand = None
         elif set(word) <= set("<>|&;()"):
             if "<" in word or ">" in word:
-                skip_next = True  # the redirection's file operand
+                operand = "<" if word == "<" else ">"
             else:
-                segments.append([])
+                segments.append(([], None))
         else:
-            segments[-1].append(word)
-    return [s for s in segments if s]
+            segments[-1][0].append(word)
+    return [s for s in segments if s[0]]
 
 
 def _in_tree(root: Path, word: str) -> str | None:
@@ -102,13 +109,15 @@ def _strip_wrappers(words: list[str]) -> list[str]:
     return words
 
 
-def measurement_scripts(command: str, root: Path) -> list[str]:
+def measurement_scripts(command: str, root: Path, depth: int = 0) -> list[str]:
     """Files in the target that make up the measurement: the program a pipeline step runs
     (`./bench.sh`), the script an interpreter runs (`python bench/p99.py`, `python -m
-    bench.p99`), and the Makefile of `make bench`. Files the command only reads (`wc -c <
-    dist/app.js`, `grep -c TODO src.py`) are what is being measured and stay editable."""
+    bench.p99`, `sh < bench.sh`), the Makefile of `make bench` and the files its recipe
+    names, package.json and the files a script of `npm run bench` names. Files the command
+    only reads (`wc -c < dist/app.js`, `grep -c TODO src.py`) are what is being measured
+    and stay editable. (Tracing the run finds more: measured.py.)"""
     found: list[str] = []
-    for segment in _segments(command):
+    for segment, stdin in _segments(command):
         words = _strip_wrappers(segment)
         if not words:
             continue
@@ -125,19 +134,102 @@ def measurement_scripts(command: str, root: Path) -> list[str]:
                         if _in_tree(root, candidate):
                             found.append(candidate)
                     break
+                if args[0] in ("-c", "-e"):
+                    break
                 args = args[1:]
             else:
                 if args and _in_tree(root, args[0]):
                     found.append(_in_tree(root, args[0]) or "")
-        elif program == "make":
-            found += [m for m in MAKEFILES if (root / m).is_file()]
+                elif not args and stdin and _in_tree(root, stdin):
+                    found.append(_in_tree(root, stdin) or "")  # `sh < bench/p99.sh`
+        elif program in ("make", "gmake"):
+            found += _make_files(words[1:], root, depth)
+        elif program in PACKAGE_RUNNERS:
+            found += _package_files(words[1:], root, depth)
         elif _in_tree(root, words[0]):
             found.append(_in_tree(root, words[0]) or "")
     return sorted({f for f in found if f})
 
 
-def protected_paths(goal: Goal, root: Path, existing: list[str]) -> list[str]:
-    extra = measurement_scripts(goal.command, root)
+def _make_files(args: list[str], root: Path, depth: int) -> list[str]:
+    """`make [-C dir] [-f file] [target...]`: the Makefile and what the targets' recipes run."""
+    folder, makefile, targets = root, None, []
+    while args:
+        word = args.pop(0)
+        if word in ("-C", "--directory") and args:
+            folder = folder / args.pop(0)
+        elif word.startswith("-C") and len(word) > 2:
+            folder = folder / word[2:]
+        elif word in ("-f", "--file", "--makefile") and args:
+            makefile = args.pop(0)
+        elif not word.startswith("-") and "=" not in word:
+            targets.append(word)
+    names = [makefile] if makefile else list(MAKEFILES)
+    path = next((folder / n for n in names if (folder / n).is_file()), None)
+    rel = _in_tree(root, os.path.relpath(path, root)) if path else None
+    if rel is None or path is None:
+        return []
+    found = [rel]
+    if depth < MAX_DEPTH:
+        for line in _recipe(path.read_text(errors="replace"), targets):
+            found += _under(folder, root, line, depth)
+    return found
+
+
+def _recipe(text: str, targets: list[str]) -> list[str]:
+    """The recipe lines of `targets` (default: the first target) in a Makefile's text."""
+    rules: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("\t"):
+            for target in current:
+                rules[target].append(line.strip().lstrip("@-+"))
+            continue
+        head, colon, rest = line.partition(":")
+        is_rule = colon and not rest.startswith("=") and "=" not in head
+        current = [t for t in head.split() if not t.startswith(".")] if is_rule else []
+        for target in current:
+            rules.setdefault(target, [])
+    wanted = targets or list(rules)[:1]
+    return [line for target in wanted for line in rules.get(target, [])]
+
+
+def _package_files(args: list[str], root: Path, depth: int) -> list[str]:
+    """`npm run bench` (yarn, pnpm, bun): package.json and what the script's command runs."""
+    words = [w for w in args if not w.startswith("-")]
+    if words and words[0] in ("run", "run-script"):
+        words = words[1:]
+    if not words or not (root / "package.json").is_file():
+        return []
+    found = ["package.json"]
+    try:
+        scripts = json.loads((root / "package.json").read_text()).get("scripts") or {}
+    except (ValueError, AttributeError):
+        return found
+    if depth < MAX_DEPTH:
+        for name in (f"pre{words[0]}", words[0], f"post{words[0]}"):
+            if isinstance(scripts.get(name), str):
+                found += measurement_scripts(scripts[name], root, depth + 1)
+    return found
+
+
+def _under(folder: Path, root: Path, command: str, depth: int) -> list[str]:
+    """Files a command run in `folder` names, as worktree paths."""
+    found = measurement_scripts(command, folder, depth + 1)
+    prefix = Path(os.path.relpath(folder.resolve(), root.resolve()))
+    return [(prefix / f).as_posix() for f in found]
+
+
+def protected_paths(goal: Goal, existing: list[str], measurement: list[str]) -> list[str]:
+    """The session's protected paths: the spec's, the measurement's files (measured.py),
+    and the tests unless `goal.protect_tests` is off."""
+    extra = list(measurement)
     if goal.protect_tests:
         extra += TEST_GLOBS
     return list(dict.fromkeys([*existing, *extra]))
+
+
+def labels(goal: Goal, existing: list[str]) -> dict[str, str]:
+    """Where each protected path that no command ran came from, for `status`."""
+    out = {p: "test files (goal.protect_tests)" for p in TEST_GLOBS if goal.protect_tests}
+    return out | {p: "spec key protected" for p in existing}

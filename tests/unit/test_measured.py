@@ -1,0 +1,224 @@
+"""What a measurement runs is found by watching its run at setup, and protected.
+
+Each command form below runs `bench/p99.sh` (or the module a Python command names) in its
+own way; narrow's setup traces the run and must protect, and list, that file. The form is
+also written so that parsing the command's text alone misses it where the issue found
+it missed: only the trace sees `cd bench && ./p99.sh`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+from conftest import git
+
+from autoresearch import commands, measured, trace
+from autoresearch.layout import SessionLayout
+from autoresearch.modes.narrow import Narrow
+from autoresearch.protect import ProtectedChange, Protection
+from autoresearch.record import SetupRecord
+from autoresearch.sandbox import Refused, Sandbox
+
+needs_strace = pytest.mark.skipif(trace.strace() is None, reason="strace is not installed")
+
+P99 = "#!/bin/sh\necho 5\n"
+FILES = {
+    "bench/p99.sh": P99,
+    "bench/Makefile": "all:\n\t./p99.sh\n",
+    "bench/p99.py": "print(5)\n",
+    "run.sh": "#!/bin/sh\nbench/p99.sh\n",
+    "Makefile": ".PHONY: bench\nbuild:\n\ttrue\n\nbench:\n\t@./bench/p99.sh\n",
+    "package.json": json.dumps({"name": "t", "scripts": {"bench": "./bench/p99.sh"}}),
+    "benchlib.py": "import app\n\n\ndef main():\n    print(app.work())\n",
+    "benchpkg/__init__.py": "",
+    "benchpkg/__main__.py": "print(5)\n",
+    "app.py": "def work():\n    return 5\n",
+    "src/app.py": "def work():\n    return 5\n",
+}
+EXECUTABLE = ("bench/p99.sh", "run.sh")
+# How a file can come to be protected by watching the run (not by the text alone).
+TRACED = {measured.EXECUTED, measured.SCRIPT, measured.MODULE}
+
+
+def make_target(path: Path, extra: dict[str, str] | None = None) -> Path:
+    path.mkdir(parents=True)
+    for name, text in {**FILES, **(extra or {})}.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    for name in EXECUTABLE:
+        (path / name).chmod((path / name).stat().st_mode | stat.S_IXUSR)
+    os.symlink("bench/p99.sh", path / "latest.sh")
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+def set_up(tmp_path: Path, command: str, scope: dict | None = None):
+    """Narrow's setup of a session whose goal.command is `command`."""
+    layout = SessionLayout(tmp_path / "sessions" / "s")
+    repo = make_target(tmp_path / "target")
+    worktree = layout.worktree()
+    worktree.parent.mkdir(parents=True)
+    git(repo, "worktree", "add", "-q", "-b", "autoresearch/narrow/s", str(worktree))
+    record = SetupRecord(
+        name="s",
+        mode="narrow",
+        version="0",
+        target=str(repo),
+        stack=None,
+        test_command="true",
+        linter_command=None,
+        branch="autoresearch/narrow/s",
+        base_commit=git(worktree, "rev-parse", "HEAD"),
+        baseline={"ok": True, "summary": "ok"},
+        date="today",
+        config_file=None,
+        conventions="",
+    )
+    values = {
+        "mode": "narrow",
+        "goal": {"metric": "p99", "command": command, "target": "<= 1"},
+        "angles": [{"name": "fast", "hypothesis": "It can be faster."}],
+        "scope": scope or {},
+        "agent": {"backend": "script"},
+    }
+    lines: list[str] = []
+    Narrow().on_setup(layout, record, values, lines.append)
+    return worktree, record, values, lines
+
+
+@pytest.fixture
+def wrapper_on_path(tmp_path, monkeypatch):
+    """A `uv run`-like tool outside the worktree: `runner run CMD...` runs CMD."""
+    folder = tmp_path / "tools"
+    folder.mkdir()
+    tool = folder / "runner"
+    tool.write_text('#!/bin/sh\nshift\nexec "$@"\n')
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+
+FORMS = [
+    ("cd bench && ./p99.sh", "bench/p99.sh"),
+    ("sh -c './bench/p99.sh'", "bench/p99.sh"),
+    ('bash -c "cd bench; ./p99.sh"', "bench/p99.sh"),
+    ("make bench", "bench/p99.sh"),
+    ("make -C bench", "bench/p99.sh"),
+    ("npm run --silent bench", "bench/p99.sh"),
+    ("python3 -c 'import benchlib; benchlib.main()'", "benchlib.py"),
+    ("python3 -m benchpkg", "benchpkg/__main__.py"),
+    ("echo bench/p99.sh | xargs sh", "bench/p99.sh"),
+    ("FOO=1 ./bench/p99.sh", "bench/p99.sh"),
+    ("env FOO=1 ./bench/p99.sh", "bench/p99.sh"),
+    ("time ./bench/p99.sh", "bench/p99.sh"),
+    ("timeout 60 ./bench/p99.sh", "bench/p99.sh"),
+    ("nice ./bench/p99.sh", "bench/p99.sh"),
+    ("(cd bench; ./p99.sh)", "bench/p99.sh"),
+    ("./run.sh", "bench/p99.sh"),
+    ("runner run ./bench/p99.sh", "bench/p99.sh"),
+    ('PATH="$PWD/bench:$PATH" p99.sh', "bench/p99.sh"),
+    ("exec ./bench/p99.sh", "bench/p99.sh"),
+    ("./bench/p99.sh | tail -1", "bench/p99.sh"),
+    ("sh < bench/p99.sh", "bench/p99.sh"),
+    # Beyond the issue's list: a link to the script, a shell's own dot command, a script
+    # named by a variable, python given its script after options.
+    ("./latest.sh", "bench/p99.sh"),
+    ("./latest.sh", "latest.sh"),
+    ("cd bench; . ./p99.sh", "bench/p99.sh"),
+    ('S=bench/p99.sh; sh "$S"', "bench/p99.sh"),
+    ("python3 -u -W ignore bench/p99.py", "bench/p99.py"),
+    ("cd bench && python3 p99.py", "bench/p99.py"),
+]
+
+
+@needs_strace
+@pytest.mark.usefixtures("wrapper_on_path")
+@pytest.mark.parametrize("command,script", FORMS)
+def test_the_file_a_command_form_runs_is_protected_listed_and_cannot_be_changed(
+    tmp_path, command, script
+):
+    if command.startswith("npm") and shutil.which("npm") is None:
+        pytest.skip("npm is not installed")
+    worktree, record, values, _ = set_up(tmp_path, command)
+    assert script in values["protected"]
+    listed = {p["path"]: p["source"] for p in record.measured["protected"]}
+    assert listed[script] in TRACED, listed
+    # The agents' tools refuse the edit; a command that makes it is caught and undone.
+    with pytest.raises(Refused, match="protected"):
+        Sandbox(worktree, values["protected"]).resolve(script, write=True)
+    before = (worktree / script).read_text()
+    (worktree / script).write_text("echo 1\n")
+    guard = Protection(record.base_commit, tuple(values["protected"]))
+    with pytest.raises(ProtectedChange):
+        guard.enforce(worktree)
+    assert (worktree / script).read_text() == before
+
+
+@needs_strace
+def test_code_the_measurement_imports_stays_editable_and_is_listed(tmp_path):
+    worktree, record, values, _ = set_up(tmp_path, "python3 -c 'import benchlib; benchlib.main()'")
+    assert "benchlib.py" in values["protected"] and "app.py" not in values["protected"]
+    editable = {w["path"]: w["source"] for w in record.measured["editable"]}
+    assert editable["app.py"] == measured.READ_EDITABLE
+    Sandbox(worktree, values["protected"]).resolve("app.py", write=True)  # not refused
+
+
+@needs_strace
+def test_a_file_the_measurement_reads_outside_the_scope_is_protected(tmp_path):
+    # A pipe hides the script from the shell that runs it; the read is what the trace sees.
+    _, record, values, _ = set_up(tmp_path, "cat bench/p99.sh | sh", {"include": ["src/**"]})
+    listed = {p["path"]: p["source"] for p in record.measured["protected"]}
+    assert listed["bench/p99.sh"] == measured.READ_FIXED
+
+
+@needs_strace
+@pytest.mark.parametrize(
+    "command", ["wc -l < app.py", "grep -c def app.py", "sh -c 'wc -c < app.py'"]
+)
+def test_a_file_the_measurement_only_reads_as_data_stays_editable(tmp_path, command):
+    _, record, values, _ = set_up(tmp_path, f"{command}; echo 5")
+    assert "app.py" not in values["protected"]
+    assert "app.py" in [w["path"] for w in record.measured["editable"]]
+
+
+def test_without_strace_setup_says_so_once_and_protects_what_the_text_names(tmp_path, monkeypatch):
+    monkeypatch.setattr(trace, "strace", lambda: None)
+    _, record, values, lines = set_up(tmp_path, "./bench/p99.sh")
+    listed = {p["path"]: p["source"] for p in record.measured["protected"]}
+    assert listed["bench/p99.sh"] == measured.NAMED
+    said = [w for w in record.warnings if "strace is not installed" in w]
+    assert len(said) == 1 and "from the command's text only" in said[0]
+    assert sum("strace is not installed" in line for line in lines) == 1
+    assert record.measured["traced"] is False
+
+
+@needs_strace
+def test_where_strace_cannot_start_the_command_still_runs_once_and_setup_says_so(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(trace, "wrapper", lambda folder: [shutil.which("false") or "false"])
+    counter = tmp_path / "runs"
+    result = commands.run(f"echo x >> {counter}; echo 5", tmp_path, trace_to=tmp_path / "t")
+    assert result.output == "5\n" and counter.read_text() == "x\n"  # ran once, untraced
+    assert measured.read_run(tmp_path / "t", tmp_path)[0] is None
+
+    _, record, values, _ = set_up(tmp_path / "s", "./bench/p99.sh")
+    assert "strace could not trace" in " ".join(record.warnings)
+    assert "bench/p99.sh" in values["protected"]  # from the text
+
+
+@needs_strace
+def test_the_listing_shows_each_protected_file_and_where_it_came_from(tmp_path):
+    _, record, _, _ = set_up(tmp_path, "make bench")
+    shown = measured.lines(record.measured)
+    assert shown[0].startswith("Protected")
+    row = next(line for line in shown if "bench/p99.sh" in line).split()
+    assert row == ["bench/p99.sh", "traced", "exec", "(goal.command)"]
+    assert any(line.split()[:2] == ["Makefile", "named"] for line in shown)
+    assert any(line.split()[:3] == ["tests", "test", "files"] for line in shown)
