@@ -222,3 +222,118 @@ def test_the_listing_shows_each_protected_file_and_where_it_came_from(tmp_path):
     assert row == ["bench/p99.sh", "traced", "exec", "(goal.command)"]
     assert any(line.split()[:2] == ["Makefile", "named"] for line in shown)
     assert any(line.split()[:3] == ["tests", "test", "files"] for line in shown)
+
+
+# --- experiment: the metric (or evaluator) and the guard -----------------------------------
+
+
+def set_up_experiment(tmp_path: Path, metric: str, guard: str):
+    from autoresearch.modes import get
+
+    mode = get("experiment")
+    layout = mode.layout(tmp_path / "sessions" / "e")
+    extra = {"bench/check.sh": "#!/bin/sh\nexit 0\n"}
+    repo = make_target(tmp_path / "target", extra)
+    (repo / "bench/check.sh").chmod(0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "check")
+    worktree = layout.worktree()
+    worktree.parent.mkdir(parents=True)
+    git(repo, "worktree", "add", "-q", "-b", "autoresearch/experiment/e", str(worktree))
+    record = SetupRecord(
+        name="e",
+        mode="experiment",
+        version="0",
+        target=str(repo),
+        stack=None,
+        test_command="true",
+        linter_command=None,
+        branch="autoresearch/experiment/e",
+        base_commit=git(repo, "rev-parse", "HEAD"),
+        baseline={"ok": True, "summary": "ok"},
+        date="today",
+        config_file=None,
+        conventions="",
+    )
+    values = {
+        "mode": "experiment",
+        "target": str(repo),
+        "experiment": {
+            "goal": "faster",
+            "scope": ["app.py"],
+            "metric": {"command": metric, "format": "last_line", "direction": "minimize"},
+            "guard": guard,
+            "max_iterations": 3,
+        },
+    }
+    mode.on_setup(layout, record, values, lambda line: None)
+    return worktree, record, values
+
+
+@needs_strace
+def test_experiment_protects_what_its_metric_and_guard_run(tmp_path):
+    _, record, values = set_up_experiment(tmp_path, "cd bench && ./p99.sh", "cd bench; ./check.sh")
+    listed = {p["path"]: (p["source"], p.get("command")) for p in record.measured["protected"]}
+    assert listed["bench/p99.sh"] == (measured.EXECUTED, "experiment.metric.command")
+    assert listed["bench/check.sh"] == (measured.EXECUTED, "experiment.guard")
+
+
+@needs_strace
+def test_experiment_protects_what_its_metric_reads_outside_the_scope(tmp_path):
+    # The scope is app.py (at any depth): the harness module the metric imports is not the
+    # agent's to change, the code it measures is.
+    command = "python3 -c 'import benchlib; benchlib.main()'"
+    _, record, values = set_up_experiment(tmp_path, command, "true")
+    listed = {p["path"]: p["source"] for p in record.measured["protected"]}
+    assert listed["benchlib.py"] == measured.MODULE
+    assert "app.py" not in values["protected"]
+    _, record, values = set_up_experiment(tmp_path / "2", "cat benchlib.py | wc -l", "true")
+    listed = {p["path"]: p["source"] for p in record.measured["protected"]}
+    assert listed["benchlib.py"] == measured.READ_FIXED
+
+
+# --- fix: the error commands and the guard ----------------------------------------------------
+
+
+@needs_strace
+def test_fix_protects_what_its_error_count_and_guard_run(tmp_path):
+    from autoresearch.modes import get
+
+    mode = get("fix")
+    layout = mode.layout(tmp_path / "sessions" / "f")
+    repo = make_target(tmp_path / "target", {"bench/check.sh": "#!/bin/sh\nexit 0\n"})
+    (repo / "bench/check.sh").chmod(0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "check")
+    worktree = layout.worktree()
+    worktree.parent.mkdir(parents=True)
+    git(repo, "worktree", "add", "-q", "-b", "autoresearch/fix/f", str(worktree))
+    record = SetupRecord(
+        name="f",
+        mode="fix",
+        version="0",
+        target=str(repo),
+        stack=None,
+        test_command="true",
+        linter_command=None,
+        branch="autoresearch/fix/f",
+        base_commit=git(repo, "rev-parse", "HEAD"),
+        baseline={"ok": True, "summary": "ok"},
+        date="today",
+        config_file=None,
+        conventions="",
+    )
+    values = {
+        "mode": "fix",
+        "target": str(repo),
+        "test_timeout_s": 60,
+        "fix": {
+            "errors": [{"command": "cd bench && ./p99.sh", "parser": "exit"}],
+            "guard": "(cd bench; ./check.sh)",
+        },
+    }
+    mode.recon(layout, record, values, lambda line: None, None)
+    listed = {p["path"]: (p["source"], p.get("command")) for p in record.measured["protected"]}
+    assert listed["bench/p99.sh"] == (measured.EXECUTED, "fix.errors.0.command")
+    assert listed["bench/check.sh"] == (measured.EXECUTED, "fix.guard")
+    assert {"bench/p99.sh", "bench/check.sh"} <= set(values["protected"])

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal, metrics, spec, tally
+from ... import git, journal, measured, metrics, spec, tally
 from ...commands import CommandResult
 from ...errors import SessionError, SpecError
 from ...files import write_json, write_text
@@ -26,6 +27,7 @@ from ...session_report import ReportStep
 from ...spec import SessionSpec
 from ...stage import StageEnv, jail_for
 from ..base import Mode, PlannedMetric
+from ..narrow.protect import measurement_scripts
 from . import log as logs
 from . import report, runs, show
 from .log import fmt
@@ -120,6 +122,15 @@ class Experiment(Mode):
         worktree = layout.worktree().resolve()
         secrets = values.get("secrets")
         box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
+        # What the metric (or evaluator) runs, watched in a run of its own (measured.py).
+        watcher = measured.Watcher(
+            worktree, record.base_commit, measured.scope_rule(cfg.scope), measurement_scripts
+        )
+        timeout = cfg.verify_timeout_s
+        for key, command in (("experiment.metric.command", cfg.command),
+                             ("experiment.baseline_command", cfg.baseline_command)):  # fmt: skip
+            if command:
+                watcher.run(key, command, timeout_s=timeout, secrets=secrets, jail=box)
         try:
             sample, m = _measure(cfg, worktree, secrets, cfg.baseline_command, box)
         except metrics.MetricError as err:
@@ -127,17 +138,32 @@ class Experiment(Mode):
                 f"experiment.metric.command cannot measure the base commit, so no experiment "
                 f"could ever be judged:\n{err}"
             ) from None
-        problem = base_guard_problem(cfg, _guard(cfg, worktree, secrets, box))
+        with tempfile.TemporaryDirectory(prefix="autoresearch-trace-") as traced:
+            # The guard's own check on the base commit is the run that is traced: whether
+            # it passes does not depend on how fast it runs.
+            guarded = _guard(cfg, worktree, secrets, box, trace_to=Path(traced))
+            if cfg.guard:
+                seen, note = measured.read_run(Path(traced), worktree)
+                watcher.saw("experiment.guard", cfg.guard, seen, note)
+        problem = base_guard_problem(cfg, guarded)
         if problem:
             raise SpecError(problem)
         git.reset_to(worktree, record.base_commit)  # the measurement may leave files behind
+        for note in watcher.watch.notes:
+            log(f"warning: {note}")
+            record.warnings.append(note)
         started = time.time()
         run_id = f"{layout.name}-{dt.datetime.fromtimestamp(started, dt.UTC):%Y%m%dT%H%M%SZ}"
         values["experiment"] = cfg.to_spec()
-        if cfg.human_files():
-            # program.md (or the mission's files) is the human's: the agent may read it
-            # but never change it.
-            values["protected"] = list(values.get("protected") or []) + cfg.human_files()
+        existing = list(values.get("protected") or [])
+        # program.md (or the mission's files) is the human's: the agent may read it but
+        # never change it. What the metric and guard run is the measurement.
+        values["protected"] = list(
+            dict.fromkeys([*existing, *cfg.human_files(), *watcher.watch.protected()])
+        )
+        labels = {p: "the human's program file" for p in cfg.human_files()}
+        labels |= {p: "spec key protected" for p in existing}
+        record.measured = watcher.watch.to_record(values["protected"], labels)
         if cfg.output and runs.unignored_in_checkout(
             runs.output_dir(cfg.output, Path(record.target)), Path(record.target)
         ):

@@ -103,12 +103,21 @@ def _measure(
 
 
 def _guard(
-    cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None = None
+    cfg: ExperimentConfig,
+    cwd: Path,
+    secrets,
+    jail: Jail | None = None,
+    trace_to: Path | None = None,
 ) -> commands.CommandResult | None:
     if not cfg.guard:
         return None
     return commands.run(
-        cfg.guard, cwd, timeout_s=cfg.guard_timeout, extra_secrets=secrets, jail=jail
+        cfg.guard,
+        cwd,
+        timeout_s=cfg.guard_timeout,
+        extra_secrets=secrets,
+        jail=jail,
+        trace_to=trace_to,
     )
 
 

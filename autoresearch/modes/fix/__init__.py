@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import tempfile
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ... import commands, git, journal, tally
+from ... import commands, git, journal, measured, tally
 from ...errors import SpecError
 from ...files import read_json
 from ...layout import SESSIONS, SessionLayout, rel
@@ -129,30 +130,55 @@ class Fix(Lens):
         )
         worktree = layout.worktree()
         keep = (record.base_commit,)
-        baseline = counting.count_all(cmds, worktree, values.get("secrets"), keep, handed, repro)
-        unrunnable = counting.unrunnable(cmds, baseline, where)
-        if unrunnable is not None:
-            raise unrunnable
+        scope = values.get("scope") or {}
+        real = worktree.resolve()  # where the traced processes stood
+        watcher = measured.Watcher(
+            real,
+            record.base_commit,
+            measured.scope_rule(scope.get("include") or (), scope.get("exclude") or ()),
+            measurement_scripts,
+        )
         guard = section.get("guard")
-        if guard:
-            result = commands.run(
-                guard,
-                worktree,
-                timeout_s=values["test_timeout_s"],
-                extra_secrets=values.get("secrets"),
+        with tempfile.TemporaryDirectory(prefix="autoresearch-trace-") as tmp:
+            # The baseline count and the guard's check are the runs traced: an error count
+            # and a pass do not depend on how fast they run.
+            traced = Path(tmp)
+            secrets = values.get("secrets")
+            baseline = counting.count_all(
+                cmds, worktree, secrets, keep, handed, repro, trace_to=traced / "errors"
             )
-            if not result.ok:
-                raise SpecError(
-                    f"{where}: key 'fix.guard': `{guard}` fails on the base commit, so no fix "
-                    f"could ever be kept; make it pass first.\n{result.tail(2000)}"
+            unrunnable = counting.unrunnable(cmds, baseline, where)
+            if unrunnable is not None:
+                raise unrunnable
+            for i, c in enumerate(cmds):
+                seen, note = measured.read_run(traced / "errors" / str(i), real)
+                watcher.saw(f"fix.errors.{i}.command", c.command, seen, note)
+            if guard:
+                result = commands.run(
+                    guard,
+                    worktree,
+                    timeout_s=values["test_timeout_s"],
+                    extra_secrets=secrets,
+                    trace_to=traced / "guard",
                 )
-        # The scripts that count and guard are the measurement: editing them is no fix.
-        scripts = [f for c in [*(c.command for c in cmds), guard or ""] for f in
-                   measurement_scripts(c, worktree)]  # fmt: skip
+                if not result.ok:
+                    raise SpecError(
+                        f"{where}: key 'fix.guard': `{guard}` fails on the base commit, so no "
+                        f"fix could ever be kept; make it pass first.\n{result.tail(2000)}"
+                    )
+                watcher.saw("fix.guard", guard, *measured.read_run(traced / "guard", real))
+        for note in watcher.watch.notes:
+            log(f"warning: {note}")
+            record.warnings.append(note)
+        # The files that count and guard are the measurement: editing them is no fix.
         tests = list(TEST_GLOBS) if section.get("protect_tests", True) else []
-        protected = list(dict.fromkeys(scripts + tests))
+        protected = list(dict.fromkeys(watcher.watch.protected() + tests))
         # The toolbox refuses edits to these; the frozen spec shows them.
-        values["protected"] = list(values.get("protected") or []) + protected
+        existing = list(values.get("protected") or [])
+        values["protected"] = existing + protected
+        labels = {p: "test files (fix.protect_tests)" for p in tests}
+        labels |= {p: "spec key protected" for p in existing}
+        record.measured = watcher.watch.to_record(values["protected"], labels)
         git.reset_to(worktree, record.base_commit)  # the counts may leave files behind
         existing = {r.run_id for r in self.read_log(layout)}
         started = dt.datetime.now(dt.UTC)

@@ -100,8 +100,14 @@ def resolve(
     return out
 
 
-def run(cmd: ErrorCommand, worktree: Path, secrets: list[str] | None = None) -> Count:
-    """One tool's count in `worktree`; a timeout is a build error (nothing else is known)."""
+def run(
+    cmd: ErrorCommand,
+    worktree: Path,
+    secrets: list[str] | None = None,
+    trace_to: Path | None = None,
+) -> Count:
+    """One tool's count in `worktree`; a timeout is a build error (nothing else is known).
+    With `trace_to`, the run is traced there (commands.run)."""
     name = cmd.parser.partition(":")[0]
     result = commands.run(
         cmd.command,
@@ -109,6 +115,7 @@ def run(cmd: ErrorCommand, worktree: Path, secrets: list[str] | None = None) -> 
         timeout_s=cmd.timeout_s,
         extra_secrets=secrets,
         stdout_only=name in JSON_PARSERS,
+        trace_to=trace_to,
     )
     if result.timed_out:
         error = Error(cmd.tool, "build", "timeout", "", None, f"timed out after {cmd.timeout_s:g}s")
@@ -148,9 +155,14 @@ def count_all(
     keep: tuple[str, ...],
     handed: list[HandedBug] | None = None,
     repro_command: str = "",
+    trace_to: Path | None = None,
 ) -> list[Count]:
-    """Every tool's count (and the handed bugs'), masked as it will be stored."""
-    counts = [run(c, worktree, secrets) for c in cmds]
+    """Every tool's count (and the handed bugs'), masked as it will be stored. With
+    `trace_to`, command i's run is traced to `trace_to/i` (the setup's baseline count)."""
+    counts = [
+        run(c, worktree, secrets, trace_to / str(i) if trace_to else None)
+        for i, c in enumerate(cmds)
+    ]
     if handed:
         counts.append(count_handed(handed, worktree, repro_command, secrets))
     return [from_json(to_json(c, keep)) for c in counts]
