@@ -81,10 +81,22 @@ class Watch:
     def editable(self) -> list[str]:
         return [w.path for w in self.files if not w.protected]
 
+    def rescoped(self, editable: Callable[[str], bool]) -> Watch:
+        """The same files with the reads judged against scope `editable` (`plan` learns
+        the scope after the dry runs)."""
+        files = []
+        for w in self.files:
+            if w.source in (READ_FIXED, READ_EDITABLE):
+                shut = not editable(w.path)
+                w = Watched(w.path, READ_FIXED if shut else READ_EDITABLE, w.command, shut)
+            files.append(w)
+        return Watch(files, list(self.notes))
+
     def to_record(self, patterns: list[str], labels: dict[str, str]) -> dict[str, Any]:
         """The record setup.json keeps: every protected path with its source (`labels` for
         those no command ran: the spec's list, test files), and the editable reads."""
         sources = {w.path: w for w in self.files if w.protected}
+        patterns = patterns or list(sources)
         protected = []
         for pattern in patterns:
             if pattern in sources:
@@ -321,7 +333,7 @@ class Watcher:
     editable: Callable[[str], bool]
     named: Callable[[str, Path], list[str]]
     watch: Watch = field(default_factory=Watch)
-    _tracked: set[str] | None = None
+    tracked: set[str] | None = None  # the files of `base`; None: read from the worktree
 
     def run(
         self,
@@ -342,10 +354,10 @@ class Watcher:
     def saw(self, key: str, command: str, seen: trace.Trace | None, note: str | None) -> None:
         """Add the files of a command whose run was traced (`seen`), or, with `note`
         saying why it was not, those its text names."""
-        if self._tracked is None:
-            self._tracked = tracked_files(self.worktree, self.base)
+        if self.tracked is None:
+            self.tracked = tracked_files(self.worktree, self.base)
         named = self.named(command, self.worktree)
-        self.watch.add(classify(seen, named, self.worktree, self._tracked, self.editable, key))
+        self.watch.add(classify(seen, named, self.worktree, self.tracked, self.editable, key))
         if note:
             told = (
                 f"{note}: the files the measurement runs are found from the command's text "

@@ -21,11 +21,12 @@ from typing import Any, Protocol
 
 import yaml
 
-from . import commands, git, modes, spec, stack
+from . import commands, git, measured, modes, spec, stack
 from .errors import SpecError
 from .lenses import command_checks
 from .lenses.command_checks import Run, Verdict
 from .modes.base import PlannedMetric
+from .modes.narrow.protect import measurement_scripts
 
 DRY_RUNS = 2
 # A run is stopped a little after the point where it is refused as too slow, so the verdict
@@ -204,15 +205,25 @@ class Check:
 
 
 def run_once(
-    command: str, cwd: Path, timeout_s: float, secrets: list[str] | None = None
+    command: str,
+    cwd: Path,
+    timeout_s: float,
+    secrets: list[str] | None = None,
+    trace_to: Path | None = None,
 ) -> tuple[Run, str]:
-    """One run: stdout is what counts; stderr is kept apart for the diagnostic."""
+    """One run: stdout is what counts; stderr is kept apart for the diagnostic. With
+    `trace_to`, the run is traced there (commands.run)."""
     with tempfile.TemporaryDirectory(prefix="autoresearch-plan-err-") as tmp:
         err = Path(tmp) / "stderr"
         # The newline ends a trailing `# comment` in the command (as in metrics.py).
         wrapped = f"(\n{command}\n) 2>{shlex.quote(str(err))}"
         result = commands.run(
-            wrapped, cwd, timeout_s=timeout_s, extra_secrets=secrets, stdout_only=True
+            wrapped,
+            cwd,
+            timeout_s=timeout_s,
+            extra_secrets=secrets,
+            stdout_only=True,
+            trace_to=trace_to,
         )
         stderr = err.read_text(errors="replace") if err.exists() else ""
     run = Run(result.exit_code, result.output, round(result.duration_s, 3), result.timed_out)
@@ -250,12 +261,14 @@ def dry_run(
     return Check(verdict(runs), stderr)
 
 
-def check_guard(command: str, cwd: Path, timeout_s: float) -> tuple[str | None, str]:
+def check_guard(
+    command: str, cwd: Path, timeout_s: float, trace_to: Path | None = None
+) -> tuple[str | None, str]:
     """(why the guard cannot be used or None, its diagnostic)."""
     refused = command_checks.dangers(command, cwd)
     if refused:
         return "refused: " + "; ".join(d.reason for d in refused), f"guard: {command}\n"
-    run, stderr = run_once(command, cwd, timeout_s)
+    run, stderr = run_once(command, cwd, timeout_s, trace_to=trace_to)
     tail = "\n".join((run.stdout + stderr).rstrip("\n").splitlines()[-command_checks.TAIL_LINES :])
     diagnostic = (
         f"guard:      {command}\nexit code:  {run.exit_code}\ntime (s):   {run.seconds:.2f}\n"
@@ -352,14 +365,15 @@ def plan(
         planned = ", ".join(m for m in modes.MODES if modes.get(m).plannable)
         raise SpecError(f"--mode: plan writes {planned} sessions, not {mode_name}")
     goal = req.goal.strip() or asker.ask("Goal, in one sentence", "improve the metric")
-    with scratch_checkout(target) as checkout:
+    with scratch_checkout(target) as checkout, tempfile.TemporaryDirectory() as traces:
         candidate, check = _choose_metric(req, goal, asker, checkout, out)
         direction = req.direction or asker.ask(
             "Direction (minimize or maximize)", candidate.direction
         )
         if direction not in ("minimize", "maximize"):
             raise SpecError(f"--direction: {direction!r}; expected minimize or maximize")
-        guard = _choose_guard(req, asker, checkout, out)
+        guard = _choose_guard(req, asker, checkout, out, Path(traces))
+        watch = _watch(candidate.command, guard, checkout, Path(traces), req.timeout_s)
     scope = req.scope or _split(
         asker.ask(
             "Files the agent may change (globs, comma-separated)", ",".join(default_scope(target))
@@ -390,7 +404,8 @@ def plan(
         "agent": {"backend": req.backend},
     }
     check_values(req.name, values, mode, root)
-    text = render_spec(req.name, values, planned, verdict, git.head(target))
+    listing = measured.lines(watch.rescoped(measured.scope_rule(scope)).to_record([], {}))
+    text = render_spec(req.name, values, planned, verdict, git.head(target), listing)
     out(text)
     where = f"config/sessions/{req.name}.yaml"
     return Outcome(values, text, asker.confirm(f"Write {where}?"))
@@ -456,15 +471,41 @@ def _ask_metric(
     raise SpecError(f"no metric command passed its dry run in {MAX_TRIES} tries; nothing written")
 
 
+def _watch(
+    metric: str, guard: str | None, checkout: Path, traces: Path, timeout_s: float
+) -> measured.Watch:
+    """What the metric and the guard run (measured.py), as a session start will protect it:
+    the metric in a traced run of its own (a traced run's timing is not the dry run's),
+    the guard from its traced check. The scope is applied later (Watch.rescoped)."""
+    head = git.git(checkout, "rev-parse", "HEAD")
+    # The scratch checkout is not a session worktree: its files are read with plain git.
+    files = git.git(checkout, "ls-tree", "-r", "-z", "--name-only", "--full-tree", head)
+    watcher = measured.Watcher(
+        checkout, head, lambda rel: True, measurement_scripts, tracked=set(files.split("\0"))
+    )
+    # Last in the checkout: nothing runs there after it, so what it leaves does not matter.
+    seen, note = measured.traced_run(metric, checkout, timeout_s=timeout_s)
+    watcher.saw("metric command", metric, seen, note)
+    if guard:
+        watcher.saw("guard", guard, *measured.read_run(traces / "guard", checkout))
+    return watcher.watch
+
+
 def _choose_guard(
-    req: Request, asker: Asker, checkout: Path, out: Callable[[str], None]
+    req: Request,
+    asker: Asker,
+    checkout: Path,
+    out: Callable[[str], None],
+    traces: Path | None = None,
 ) -> str | None:
     detected = stack.resolve_commands(req.target, None, None)[1]
     default = req.guard or detected or NO_GUARD
     guard = asker.ask("Guard: must pass for a change to be kept ('none' for no guard)", default)
     if not guard or guard == NO_GUARD:
         return None
-    problem, diagnostic = check_guard(guard, checkout, req.timeout_s)
+    problem, diagnostic = check_guard(
+        guard, checkout, req.timeout_s, traces / "guard" if traces else None
+    )
     out(diagnostic)
     if problem:
         raise SpecError(f"--guard: {problem}; make it pass first, or pass --guard none")
@@ -478,7 +519,12 @@ def check_values(name: str, values: dict[str, Any], mode: Any, root: Path | None
 
 
 def render_spec(
-    name: str, values: dict[str, Any], planned: PlannedMetric, verdict: Verdict, commit: str
+    name: str,
+    values: dict[str, Any],
+    planned: PlannedMetric,
+    verdict: Verdict,
+    commit: str,
+    protected: list[str] | None = None,
 ) -> str:
     measured = ", ".join(f"{v:g}" for v in verdict.values)
     times = ", ".join(f"{r.seconds:.2f}" for r in verdict.runs)
@@ -489,6 +535,10 @@ def render_spec(
         f"# Metric '{planned.label}' dry-run on {commit[:12]}: {measured} ({times} s per run)",
     ]
     lines += [f"# Warning: {w}" for w in verdict.warnings]
+    if protected:
+        # Found by tracing the dry run; the session's setup traces its own baseline again.
+        lines += ["# When the session starts, the measurement's files are protected:"]
+        lines += [f"#   {line.strip()}" for line in protected]
     body = yaml.safe_dump(values, sort_keys=False, allow_unicode=True, width=100)
     return "\n".join(lines) + "\n" + body
 

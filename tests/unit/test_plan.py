@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 import yaml
@@ -183,3 +184,23 @@ def test_on_a_terminal_declining_the_confirmation_writes_nothing(capsys, tmp_pat
     asker = answers("", PRINT_42, "", "", "none", "", "", "n")
     outcome = plan.plan(request(target), asker, lambda _: None)
     assert not outcome.approved
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_the_plan_lists_the_files_the_dry_run_ran_as_protected(capsys, tmp_path, target):
+    (target / "bench").mkdir()
+    (target / "bench/p99.sh").write_text("#!/bin/sh\necho 42\n")
+    (target / "bench/p99.sh").chmod(0o755)
+    git(target, "add", "-A")
+    git(target, "commit", "-q", "-m", "bench")
+    code, out, _ = run_plan(
+        capsys, target, "faster", "--metric-command", "cd bench && ./p99.sh",
+        "--direction", "minimize", "--guard", "python -m pytest -q", "--scope", "calc.py",
+        "--yes",
+    )  # fmt: skip
+    assert code == 0, out
+    text = written(tmp_path).read_text()
+    rows = [line.split() for line in text.splitlines() if line.startswith("#   ")]
+    assert ["#", "bench/p99.sh", "traced", "exec", "(metric", "command)"] in rows
+    # The guard's test file lies outside the scope: protected too, and said so.
+    assert any(r[1] == "tests/test_calc.py" and "outside" in r for r in rows), rows
