@@ -67,6 +67,7 @@ def test_show_prints_a_discarded_experiments_diff_and_verdict(workflow, tmp_path
         return subprocess.run(
             [sys.executable, "-m", "autoresearch.cli", "show", "s", *args],
             cwd=workflow.workdir,
+            env=workflow.env(),  # this checkout's package
             capture_output=True,
             text=True,
         )

@@ -55,7 +55,9 @@ def log_rows(session) -> list[dict]:
 
 def check_exit(workflow, name: str) -> int:
     cmd = [sys.executable, "-m", "autoresearch.cli", "check", name]
-    return subprocess.run(cmd, cwd=workflow.workdir, capture_output=True).returncode
+    return subprocess.run(
+        cmd, cwd=workflow.workdir, env=workflow.env(), capture_output=True
+    ).returncode
 
 
 def test_the_bundled_demo_is_audited_with_no_key(workflow):
@@ -80,7 +82,7 @@ def test_the_bundled_demo_is_audited_with_no_key(workflow):
     assert not any("hunter2-admin-2024" in p.read_text(errors="replace") for p in written)
     status = subprocess.run(
         [sys.executable, "-m", "autoresearch.cli", "status", "demo-security"],
-        cwd=workflow.workdir, capture_output=True, text=True,
+        cwd=workflow.workdir, env=workflow.env(), capture_output=True, text=True,
     ).stdout  # fmt: skip
     assert "Coverage: OWASP 10/10, STRIDE 6/6" in status and "Gate: FAILED" in status
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
-from conftest import script_spec
+from conftest import ROOT, script_spec
 
 FINDING = {"severity": "high", "title": "x", "location": "calc.py:1", "issue": "i.", "impact": "m."}
 
@@ -14,6 +15,9 @@ def status(workdir, *args):
     return subprocess.run(
         [sys.executable, "-m", "autoresearch.cli", "status", *args],
         cwd=workdir,
+        # This checkout's package, whichever checkout the environment's was installed from
+        # (the sessions' Snakemake runs import this one: conftest.Workflow.env).
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
     )
