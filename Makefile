@@ -13,14 +13,15 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $@
 
-# The target's commands run in a bubblewrap jail (docs/safety.md). Installed here when it is
-# missing and we can (root, apt); elsewhere sessions say that they run without one, and the
-# jail's tests skip, saying why.
+# The target's commands run in a bubblewrap jail, and setup traces what a measurement runs
+# with strace (docs/safety.md). Installed here when missing and we can (root, apt); elsewhere
+# sessions say that they run without them, and the tests that need them skip, saying why.
 sandbox:
-	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
-	  { export DEBIAN_FRONTEND=noninteractive; apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
-	    { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }; }; } || \
-	  echo "note: bubblewrap (bwrap) is not installed: commands run without a jail (docs/safety.md)"
+	@{ command -v bwrap && command -v strace; } >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  { export DEBIAN_FRONTEND=noninteractive; apt-get install -y -qq bubblewrap strace >/dev/null 2>&1 || \
+	    { apt-get update -qq && apt-get install -y -qq bubblewrap strace >/dev/null; }; }; } || \
+	  echo "note: bubblewrap (bwrap) or strace is not installed: commands run without a jail, or measurements are not traced (docs/safety.md)"
 
 demo: sandbox $(VENV)/.installed
 	$(BIN)/snakemake --cores 1 sessions/demo/done
