@@ -68,12 +68,16 @@ class Watch:
     notes: list[str] = field(default_factory=list)  # why a command was not traced
 
     def add(self, found: Iterable[Watched]) -> None:
+        """Add files; a path another command already listed keeps its first protected
+        entry (one that was only read is replaced by one that protects it)."""
+        at = {w.path: i for i, w in enumerate(self.files)}
         for item in found:
-            same = [w for w in self.files if w.path == item.path]
-            if not same:
+            i = at.get(item.path)
+            if i is None:
+                at[item.path] = len(self.files)
                 self.files.append(item)
-            elif item.protected and not any(w.protected for w in same):
-                self.files = [w for w in self.files if w.path != item.path] + [item]
+            elif item.protected and not self.files[i].protected:
+                self.files[i] = item
 
     def protected(self) -> list[str]:
         return list(dict.fromkeys(w.path for w in self.files if w.protected))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 # What is watched. `clone`, `fork` and `vfork` only to know which process made which;
 # `dup2`/`dup3` for the file a redirection puts on standard input (`sh < bench.sh`).
-SYSCALLS = "execve,execveat,open,openat,chdir,fchdir,fork,vfork,clone,clone3,dup2,dup3"
+SYSCALLS = "execve,execveat,open,openat,openat2,chdir,fchdir,fork,vfork,clone,clone3,dup2,dup3"
 PREFIX = "t"  # strace -ff writes <folder>/t.<pid>
 # Strings as long as a path may be: a cut argument would name the wrong file.
 STRING_LIMIT = 4096
@@ -161,7 +161,7 @@ class _Process:
                 self.seen.execs.append(Exec(path, tuple(strings[1:]), self.cwd, self.stdin))
                 self.end()
                 self.program = path
-        elif call in ("open", "openat"):
+        elif call in ("open", "openat", "openat2"):
             self._opened(call, args, ret, rest)
         elif call == "chdir":
             strings = _strings(args)
@@ -182,7 +182,7 @@ class _Process:
 
     def _opened(self, call: str, args: str, ret: str, rest: str) -> None:
         base = self.cwd
-        if call == "openat":
+        if call in ("openat", "openat2"):
             base, args = _dirfd(args, self.cwd)
         strings = _strings(args)
         if not strings or "O_WRONLY" in args or "O_DIRECTORY" in args:

@@ -74,9 +74,7 @@ def finish(*writes: tuple[str, str]) -> list[dict]:
     return steps + [{"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": "faster"}}]
 
 
-def test_green_rewriting_the_traced_script_is_refused_and_the_goal_is_not_met(
-    workflow, bench_repo
-):
+def test_green_rewriting_the_traced_script_is_refused_and_the_goal_is_not_met(workflow, bench_repo):
     workflow.run("m", narrow(workflow, bench_repo, finish(("bench/p99.sh", "echo 1\n"))))
 
     worktree = workflow.session("m") / "worktree"

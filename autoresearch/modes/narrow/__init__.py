@@ -137,6 +137,8 @@ class Narrow(Mode):
             },
         )
         log(f"baseline {goal.metric}: {baseline.value:g} (samples {baseline.samples})")
+        ran = watcher.watch.protected()
+        log(f"protected, as the measurement runs them: {', '.join(ran) or 'none found'}")
         progress.write_progress(layout, values, [])
         sections = progress.render_sections(layout, values, [])
         journal.write_summary(layout, record, SessionSpec(values), [], sections)
