@@ -577,3 +577,19 @@ def record_dirty_state(repo: Path, message: str) -> str | None:
         if entry not in stored.split():
             git(repo, "stash", "store", "-m", message, entry)
         return entry
+
+
+def ignored_paths(worktree: Path, paths: list[str]) -> set[str]:
+    """Which of `paths` (worktree-relative) git ignores in the session worktree."""
+    if not paths:
+        return set()
+    proc = _run(
+        worktree,
+        ("check-ignore", "-z", "--stdin"),
+        _bound(worktree),
+        check=False,
+        stdin="\0".join(paths) + "\0",
+    )
+    if proc.returncode not in (0, 1):
+        raise GitError(f"git check-ignore failed in {worktree}: {proc.stderr.strip()}")
+    return {p for p in proc.stdout.split("\0") if p}

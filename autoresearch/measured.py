@@ -10,7 +10,9 @@ The rule, for each command that decides what is kept (a metric, a guard, an eval
   protected (the text parsing of modes/narrow/protect.py, kept as a supplement);
 - a file the run only reads is protected when it lies outside the session's editable
   scope, and otherwise stays editable (the measurement imports the very code being
-  improved) but is listed, so a person sees what the number depends on.
+  improved) but is listed, so a person sees what the number depends on;
+- a path it looked for and did not find (a `$PATH` folder before the script's, a cache it
+  would trust) must stay absent: it is protected, so a new file there is never committed.
 Only files tracked at the base commit count: what a run creates is output, not code.
 """
 
@@ -34,6 +36,11 @@ MODULE = "module the command names"
 NAMED = "named by the command"
 READ_FIXED = "read by the measurement, outside the editable scope"
 READ_EDITABLE = "read by the measurement, editable"
+ABSENT = "looked for, absent: must stay absent"
+# Caches a run looks for and makes itself: never the measurement's to protect.
+CACHE_PARTS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+# sys.path entries that are not paths (an editable install's hook), stat'ed against the cwd.
+NOT_PATHS = ("__path_hook__",)
 
 # Programs that run the file (or code) they are given, and their options that take a value.
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"}
@@ -199,8 +206,10 @@ def classify(
     tracked: set[str],
     editable: Callable[[str], bool],
     key: str,
+    ignored: Callable[[list[str]], set[str]] = lambda paths: set(),
 ) -> list[Watched]:
-    """The files of one command (spec key `key`) by the rule in this module's docstring."""
+    """The files of one command (spec key `key`) by the rule in this module's docstring.
+    `ignored` tells which worktree paths git ignores (never committed, never measured)."""
     root = Path(worktree).absolute()
     real_root = root.resolve()
     found: list[Watched] = []
@@ -239,6 +248,16 @@ def classify(
                 fixed.add(rel)
                 shut = not editable(rel)
                 found.append(Watched(rel, READ_FIXED if shut else READ_EDITABLE, key, shut))
+    if seen is not None:
+        absent = []
+        for path in seen.missing:
+            for rel in _relatives(path, None, root, real_root):
+                parts = set(rel.split("/"))
+                junk = parts & CACHE_PARTS or any(n in rel for n in NOT_PATHS)
+                if rel not in tracked and not junk and rel not in absent:
+                    absent.append(rel)
+        skip = ignored(absent)
+        found += [Watched(rel, ABSENT, key) for rel in absent if rel not in skip]
     out: list[Watched] = []
     for w in found:
         if not any(o.path == w.path for o in out):
@@ -338,6 +357,11 @@ class Watcher:
     named: Callable[[str, Path], list[str]]
     watch: Watch = field(default_factory=Watch)
     tracked: set[str] | None = None  # the files of `base`; None: read from the worktree
+    ignored: Callable[[list[str]], set[str]] | None = None  # None: git check-ignore there
+
+    def __post_init__(self) -> None:
+        if self.ignored is None:
+            self.ignored = lambda paths: git.ignored_paths(self.worktree, paths)
 
     def run(
         self,
@@ -361,7 +385,9 @@ class Watcher:
         if self.tracked is None:
             self.tracked = tracked_files(self.worktree, self.base)
         named = self.named(command, self.worktree)
-        self.watch.add(classify(seen, named, self.worktree, self.tracked, self.editable, key))
+        self.watch.add(
+            classify(seen, named, self.worktree, self.tracked, self.editable, key, self.ignored)
+        )
         if note:
             told = (
                 f"{note}: the files the measurement runs are found from the command's text "

@@ -481,7 +481,12 @@ def _watch(
     # The scratch checkout is not a session worktree: its files are read with plain git.
     files = git.git(checkout, "ls-tree", "-r", "-z", "--name-only", "--full-tree", head)
     watcher = measured.Watcher(
-        checkout, head, lambda rel: True, measurement_scripts, tracked=set(files.split("\0"))
+        checkout,
+        head,
+        lambda rel: True,
+        measurement_scripts,
+        tracked=set(files.split("\0")),
+        ignored=lambda paths: set(),  # a preview: the session's setup asks git
     )
     # Last in the checkout: nothing runs there after it, so what it leaves does not matter.
     seen, note = measured.traced_run(metric, checkout, timeout_s=timeout_s)

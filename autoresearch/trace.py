@@ -19,6 +19,10 @@ from pathlib import Path
 # What is watched. `clone`, `fork` and `vfork` only to know which process made which;
 # `dup2`/`dup3` for the file a redirection puts on standard input (`sh < bench.sh`).
 SYSCALLS = "execve,execveat,open,openat,openat2,chdir,fchdir,fork,vfork,clone,clone3,dup2,dup3"
+# Only their failures count: a shell's $PATH search and a tool's look for its config file
+# (pytest.ini, pyproject.toml, conftest.py) are stat calls that find nothing.
+PROBES = ("stat", "lstat", "newfstatat", "statx", "access", "faccessat", "faccessat2")
+AT_CALLS = {"openat", "openat2", "newfstatat", "statx", "faccessat", "faccessat2"}
 PREFIX = "t"  # strace -ff writes <folder>/t.<pid>
 # Strings as long as a path may be: a cut argument would name the wrong file.
 STRING_LIMIT = 4096
@@ -44,7 +48,7 @@ def wrapper(folder: Path) -> list[str]:
     # --seccomp-bpf: only the watched calls stop the process, so a traced run is not much
     # slower than an untraced one. -qq and signal=none keep exits and signals out.
     flags = ["-f", "-ff", "-qq", "-y", "--seccomp-bpf", "-e", "signal=none"]
-    flags += ["-e", f"trace={SYSCALLS}", "-s", str(STRING_LIMIT)]
+    flags += ["-e", f"trace={SYSCALLS},{','.join(PROBES)}", "-s", str(STRING_LIMIT)]
     return [exe, *flags, "-o", str(Path(folder) / PREFIX), "--"]
 
 
@@ -77,6 +81,9 @@ class Trace:
     execs: tuple[Exec, ...] = ()
     opened: tuple[str, ...] = ()
     read_by: tuple[Read, ...] = ()
+    # Paths a process tried to execute or open for reading that did not exist: a file
+    # created there later (earlier on $PATH, a cache it trusts) changes what runs.
+    missing: tuple[str, ...] = ()
 
 
 def written(folder: Path) -> bool:
@@ -109,7 +116,12 @@ def read(folder: Path, cwd: Path) -> Trace:
             if child is not None and child in files:
                 todo.append((child, process.fork()))
         process.end()
-    return Trace(tuple(seen.execs), tuple(dict.fromkeys(seen.opened)), tuple(seen.reads))
+    return Trace(
+        tuple(seen.execs),
+        tuple(dict.fromkeys(seen.opened)),
+        tuple(seen.reads),
+        tuple(dict.fromkeys(seen.missing)),
+    )
 
 
 @dataclass
@@ -117,6 +129,7 @@ class _Seen:
     execs: list[Exec] = field(default_factory=list)
     opened: list[str] = field(default_factory=list)
     reads: list[Read] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -150,6 +163,10 @@ class _Process:
         if call in ("fork", "vfork", "clone", "clone3"):
             return None if failed else int(ret)
         if failed:
+            if "ENOENT" in rest and call in ("execve", "open", "openat", "openat2", *PROBES):
+                self._missing(call, args)
+            return None
+        if call in PROBES:
             return None
         if call in ("execve", "execveat"):
             base = self.cwd
@@ -180,9 +197,17 @@ class _Process:
                 self.stdin = source["path"] if source and source["path"] else None
         return None
 
+    def _missing(self, call: str, args: str) -> None:
+        base = self.cwd
+        if call in AT_CALLS:
+            base, args = _dirfd(args, self.cwd)
+        strings = _strings(args)
+        if strings and strings[0] and (call == "execve" or "O_WRONLY" not in args):
+            self.seen.missing.append(_join(base, strings[0]))
+
     def _opened(self, call: str, args: str, ret: str, rest: str) -> None:
         base = self.cwd
-        if call in ("openat", "openat2"):
+        if call in AT_CALLS:
             base, args = _dirfd(args, self.cwd)
         strings = _strings(args)
         if not strings or "O_WRONLY" in args or "O_DIRECTORY" in args:

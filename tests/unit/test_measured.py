@@ -59,10 +59,14 @@ def make_target(path: Path, extra: dict[str, str] | None = None) -> Path:
     return path
 
 
-def set_up(tmp_path: Path, command: str, scope: dict | None = None):
+def set_up_ignoring(tmp_path: Path, command: str):
+    return set_up(tmp_path, command, extra={".gitignore": "*.cache\n"})
+
+
+def set_up(tmp_path: Path, command: str, scope: dict | None = None, extra: dict | None = None):
     """Narrow's setup of a session whose goal.command is `command`."""
     layout = SessionLayout(tmp_path / "sessions" / "s")
-    repo = make_target(tmp_path / "target")
+    repo = make_target(tmp_path / "target", extra)
     worktree = layout.worktree()
     worktree.parent.mkdir(parents=True)
     git(repo, "worktree", "add", "-q", "-b", "autoresearch/narrow/s", str(worktree))
@@ -337,3 +341,37 @@ def test_fix_protects_what_its_error_count_and_guard_run(tmp_path):
     assert listed["bench/p99.sh"] == (measured.EXECUTED, "fix.errors.0.command")
     assert listed["bench/check.sh"] == (measured.EXECUTED, "fix.guard")
     assert {"bench/p99.sh", "bench/check.sh"} <= set(values["protected"])
+
+
+# --- what the measurement looked for and did not find ------------------------------------------
+
+
+@needs_strace
+@pytest.mark.parametrize(
+    "command,absent",
+    [
+        # A folder earlier on $PATH: a new bin/p99.sh would run instead of bench/p99.sh.
+        ('PATH="$PWD/bin:$PWD/bench:$PATH" p99.sh', "bin/p99.sh"),
+        # A cache the measurement trusts when it is there.
+        ("cat metric.cache 2>/dev/null || ./bench/p99.sh", "metric.cache"),
+    ],
+)
+def test_a_path_the_measurement_looked_for_must_stay_absent(tmp_path, command, absent):
+    worktree, record, values, _ = set_up(tmp_path, command)
+    listed = {p["path"]: p["source"] for p in record.measured["protected"]}
+    assert listed[absent] == measured.ABSENT
+    with pytest.raises(Refused, match="protected"):
+        Sandbox(worktree, values["protected"]).resolve(absent, write=True)
+    # Made by a command instead (code under test): removed, never committed.
+    (worktree / absent).parent.mkdir(exist_ok=True)
+    (worktree / absent).write_text("#!/bin/sh\necho 1\n")
+    Protection(record.base_commit, tuple(values["protected"])).commit(worktree, "try")
+    assert not (worktree / absent).exists()
+    assert git(worktree, "rev-parse", "HEAD") == record.base_commit
+
+
+@needs_strace
+def test_an_absent_path_git_ignores_is_not_listed(tmp_path):
+    # Git-ignored files never reach a commit or a measurement: nothing to protect.
+    _, record, _, _ = set_up_ignoring(tmp_path, "cat out.cache 2>/dev/null; ./bench/p99.sh")
+    assert "out.cache" not in [p["path"] for p in record.measured["protected"]]
