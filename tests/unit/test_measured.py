@@ -375,3 +375,33 @@ def test_an_absent_path_git_ignores_is_not_listed(tmp_path):
     # Git-ignored files never reach a commit or a measurement: nothing to protect.
     _, record, _, _ = set_up_ignoring(tmp_path, "cat out.cache 2>/dev/null; ./bench/p99.sh")
     assert "out.cache" not in [p["path"] for p in record.measured["protected"]]
+
+
+# --- the trace itself: calls no command form above makes ------------------------------------
+
+
+def test_the_trace_follows_fchdir_execveat_and_a_childs_inherited_cwd_and_stdin(tmp_path):
+    folder = tmp_path / "t"
+    folder.mkdir()
+    wt = "/w"
+    (folder / "t.1").write_text(
+        f'execve("/bin/sh", ["sh", "-c", "x"], 0x1 /* 3 vars */) = 0\n'
+        f"fchdir(3<{wt}/bench>)                   = 0\n"
+        f'openat(AT_FDCWD<{wt}/bench>, "in.sh", O_RDONLY) = 4<{wt}/bench/in.sh>\n'
+        f"dup2(4<{wt}/bench/in.sh>, 0)            = 0<{wt}/bench/in.sh>\n"
+        "clone(child_stack=NULL, flags=SIGCHLD) = 2\n"
+        f'execve("./gone.sh", ["./gone.sh"], 0x1 /* 3 vars */) = -1 ENOENT (No such file)\n'
+    )
+    (folder / "t.2").write_text(
+        f'execveat(5<{wt}/tools>, "run", ["run", "a b"], 0x1 /* 3 vars */, 0) = 0\n'
+        'openat(AT_FDCWD, "data\\"q.txt", O_RDONLY) = 3\n'
+    )
+    seen = trace.read(folder, Path(wt))
+    assert seen.execs[0].path == "/bin/sh"
+    child = seen.execs[1]
+    assert (child.path, child.argv) == (f"{wt}/tools/run", ("run", "a b"))
+    assert child.cwd == f"{wt}/bench" and child.stdin == f"{wt}/bench/in.sh"
+    assert f'{wt}/bench/data"q.txt' in seen.opened  # the child's cwd, an escaped quote
+    assert f"{wt}/bench/gone.sh" in seen.missing
+    # The redirected file was put on standard input: data to the shell, not its script.
+    assert all(r.path != f"{wt}/bench/in.sh" for r in seen.read_by)
