@@ -258,11 +258,10 @@ def classify(
                     absent.append(rel)
         skip = ignored(absent)
         found += [Watched(rel, ABSENT, key) for rel in absent if rel not in skip]
-    out: list[Watched] = []
+    first: dict[str, Watched] = {}
     for w in found:
-        if not any(o.path == w.path for o in out):
-            out.append(w)
-    return out
+        first.setdefault(w.path, w)  # the first source found names it
+    return list(first.values())
 
 
 def _relatives(path: str, base: str | None, root: Path, real_root: Path) -> list[str]:
