@@ -16,7 +16,7 @@ from autoresearch.jail import probe
 MATHS = "def mean(xs):\n    return sum(xs) / len(xs)\n"
 # The attack, as a test would carry it out: a git directory of its own with an fsmonitor that
 # leaves proof (and the environment it ran with), and `.git` pointed at it.
-FORGE = '''\
+FORGE = """\
 import os, pathlib, stat, subprocess
 
 from maths import mean
@@ -53,7 +53,7 @@ def test_forge():
         (here / ".git").write_text("gitdir: " + str(admin) + "\\n")
     except OSError:
         pass  # read-only in the jail
-'''
+"""
 
 
 def worktree_of(workflow, name: str):
