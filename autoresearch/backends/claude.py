@@ -260,7 +260,7 @@ class ClaudeBackend:
                 # SDK does not retry it. Asked again like an unreadable reply.
                 kind = _error_field(err.body, "type") or "error"
                 raise _Unreadable(f"the stream broke off with {kind}: {err}"[:300]) from err
-            raise self._status_failure(err) from err
+            raise self._status_failure(err, 0 if bounded else self.max_retries) from err
         except anthropic.APITimeoutError as err:
             if bounded:
                 raise _OutOfTime() from err
@@ -285,7 +285,7 @@ class ClaudeBackend:
         except anthropic.AnthropicError as err:
             raise StageFailed(f"the model API client failed: {err}; {_KEY_HINT}") from err
 
-    def _status_failure(self, err: anthropic.APIStatusError) -> Exception:
+    def _status_failure(self, err: anthropic.APIStatusError, retries: int) -> Exception:
         status = err.status_code
         request_id = err.request_id or err.response.headers.get("request-id") or "unknown"
         kind = getattr(err, "type", None) or _error_field(err.body, "type") or ""
@@ -306,11 +306,7 @@ class ClaudeBackend:
                 f"the conversation no longer fits the model's context window ({where}); lower "
                 "agent.max_turns or narrow scope.include, then rerun"
             )
-        retried = (
-            f" after {self.max_retries} retries"
-            if status in (408, 409, 429) or status >= 500
-            else ""
-        )
+        retried = f" after {retries} retries" if status in (408, 409, 429) or status >= 500 else ""
         return StageFailed(
             f"model API error{retried} ({where}, {kind or 'no error type'}): {message}. "
             "Rerun the same command to resume at this stage"

@@ -449,16 +449,16 @@ def test_a_slow_first_byte_past_the_stage_deadline_ends_the_stage_without_acting
         Reply(
             content=[tool_use("write_file", {"path": "late.py", "content": "x = 1\n"})],
             stop_reason="tool_use",
-            delay_s=8,
+            delay_s=20,
         )
     )
     started = time.monotonic()
-    run = stage.run(backend(request_timeout_s=60, max_retries=2), deadline_s=0.5)
+    run = stage.run(backend(request_timeout_s=60, max_retries=2), deadline_s=2)
     assert run.stop_reason == "deadline"
     assert "agent.stage_timeout_s" in run.detail
     assert not (tmp_path / "wt" / "late.py").exists()
     assert len(fake.requests) == 1  # no retry past the deadline
-    assert time.monotonic() - started < 6  # well before the reply would have come
+    assert time.monotonic() - started < 15  # well before the reply would have come
 
 
 def test_timeout_is_retried_then_succeeds(fake, tmp_path):
