@@ -308,8 +308,8 @@ class FakeAnthropic:
         received = time.monotonic()
         length = int(handler.headers.get("content-length") or 0)
         body = json.loads(handler.rfile.read(length) or b"{}")
-        refusal = self._refusal(body)
         with self.lock:
+            refusal = self._refusal(body)  # under the lock: it reads what replies issued
             # A refused request never reaches the model: the script is not used up.
             reply = refusal or (self.queue.pop(0) if self.queue else None)
             usage = self._usage(body) if reply is None or reply.status == 200 else {}
