@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -25,6 +26,13 @@ OUTPUT_LIMITS = {
     "claude-opus-5-5": 128_000,
     "claude-haiku-4-5": 64_000,
 }
+# The same pages' "Context window": a longer prompt is a 400 "prompt is too long".
+CONTEXT_WINDOWS = {
+    "claude-sonnet-5-5": 1_000_000,
+    "claude-opus-5-5": 1_000_000,
+    "claude-haiku-4-5": 200_000,
+}
+CHARS_PER_TOKEN = 4  # the fake's token estimate, the same as its usage accounting
 # https://platform.claude.com/docs/en/build-with-claude/prompt-caching: up to 4 breakpoints.
 MAX_BREAKPOINTS = 4
 # https://platform.claude.com/docs/en/agents-and-tools/tool-use/define-tools: tool names.
@@ -39,10 +47,18 @@ Block = dict[str, Any]
 
 def output_limit(model: str) -> int | None:
     """The model's max_tokens ceiling; a dated id (…-20260928) has its alias's."""
-    if model in OUTPUT_LIMITS:
-        return OUTPUT_LIMITS[model]
+    return _per_model(OUTPUT_LIMITS, model)
+
+
+def context_window(model: str) -> int | None:
+    return _per_model(CONTEXT_WINDOWS, model)
+
+
+def _per_model(table: Mapping[str, int], model: str) -> int | None:
+    if model in table:
+        return table[model]
     dated = _DATED.match(model)
-    return OUTPUT_LIMITS.get(dated["alias"]) if dated else None
+    return table.get(dated["alias"]) if dated else None
 
 
 def signature_for(thinking: str) -> str:
@@ -74,6 +90,7 @@ def problems(body: Mapping[str, Any], issued: Mapping[str, list[Block]] | None =
     found += _thinking(turns, issued or {})
     found += _thinking_config(body)
     found += _breakpoints(body)
+    found += _prompt_length(body)
     return found
 
 
@@ -92,6 +109,18 @@ def _max_tokens(body: Mapping[str, Any]) -> list[str]:
             f"max_tokens: {tokens} > {limit}, which is the maximum allowed number of output "
             f"tokens for {body.get('model')}"
         ]
+    return []
+
+
+def _prompt_length(body: Mapping[str, Any]) -> list[str]:
+    # https://platform.claude.com/docs/en/about-claude/models/overview (context window) and
+    # https://platform.claude.com/docs/en/api/errors: a prompt over it is refused.
+    window = context_window(str(body.get("model")))
+    keys = ("system", "tools", "messages")
+    chars = len(json.dumps({k: body.get(k) for k in keys}, ensure_ascii=False))
+    tokens = chars // CHARS_PER_TOKEN
+    if window is not None and tokens > window:
+        return [f"prompt is too long: {tokens} tokens > {window} maximum"]
     return []
 
 

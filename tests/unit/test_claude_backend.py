@@ -406,6 +406,22 @@ def test_client_errors_fail_the_stage_with_a_clear_reason(
     assert len(fake.requests) == 1  # 4xx other than 408/409/429 are not retried
 
 
+def test_a_prompt_the_api_finds_too_long_fails_the_stage_naming_the_context_window(
+    tmp_path, monkeypatch
+):
+    # The fake refuses this request itself, as the API would: the test expects that.
+    with FakeAnthropic(refusals_expected=True) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
+        stage = Stage(tmp_path / "wt")
+        brief = stage.brief()
+        brief.task += "\n" + "x" * (4 * 200_000)
+        server.push(message([text_block("never sent")]))
+        with pytest.raises(StageFailed, match="context window"):
+            backend().run(brief, stage.toolbox, stage.progress.append)
+        assert len(server.refused) == 1 and "prompt is too long" in server.refused[0]
+
+
 @pytest.mark.parametrize(
     ("status", "kind", "msg"),
     [

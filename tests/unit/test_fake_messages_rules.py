@@ -265,6 +265,14 @@ def test_an_unknown_model_is_not_found_and_a_dated_id_is_known():
     refused(body, "64001 > 64000")
 
 
+def test_a_prompt_longer_than_the_context_window_is_refused():
+    body = valid()
+    body["messages"][0]["content"][0]["text"] = "x" * (4 * 200_000)
+    refused(body, "prompt is too long", "> 200000 maximum")
+    body["model"] = "claude-sonnet-5-5"  # a 1M window
+    assert problems(body) == []
+
+
 # -- cache_control --------------------------------------------------------------------------------
 
 
