@@ -5,11 +5,21 @@ and may not search above that path, and the helpers that change a worktree first
 that it is a live worktree made by autoresearch and bind GIT_DIR/GIT_WORK_TREE to it. The
 user's checkout is only read (without git's optional index lock) and gets new refs under
 autoresearch/ and, for `on_dirty: stash`, one stash entry.
+
+The repository never runs code in the harness's git. A worktree's `.git` file lies in the
+worktree, where the target's commands and the agents write; a test can point it at a git
+directory of its own making, with hooks and an fsmonitor that git would run for us, with our
+environment. So the file is never taken on trust: when a worktree is made, its
+administrative and common directories are recorded beside it (`record_of`), out of the
+jail's reach; every call on the worktree names them, and one whose `.git` file no longer
+points there is refused. And every call runs with the settings in `LOCKDOWN`: no hook, no
+fsmonitor, no external diff or textconv, no submodule recursion (docs/safety.md).
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -19,7 +29,26 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .errors import UserError
+
 AUTHOR = ["-c", "user.name=autoresearch", "-c", "user.email=autoresearch@localhost"]
+# Settings that would let a repository run a program in the harness's git, switched off for
+# every call: the harness makes its commits and resets itself, and never needs one. (Filter
+# and merge drivers are defined in git config only, which the target cannot write: the
+# worktree's config is the recorded common directory's, read-only inside the jail.)
+LOCKDOWN = (
+    "core.hooksPath=/dev/null",  # no hook runs: /dev/null/<hook> never exists
+    "core.fsmonitor=false",  # a configured fsmonitor is a program git starts on status/add
+    "core.sshCommand=false",
+    "diff.external=",
+    "commit.gpgSign=false",  # gpg.program is a program too
+    "tag.gpgSign=false",
+    "submodule.recurse=false",  # a reset that updates submodules clones from any URL
+    "protocol.ext.allow=never",
+    "safe.bareRepository=explicit",  # a bare repository planted in a folder is never found
+)
+# Commands that could run a textconv filter or an external diff: told not to.
+DIFFING = {"diff": 1, "log": 1, "show": 1}
 # A file in a linked worktree's administrative directory (.git/worktrees/<id>/) that marks
 # the worktree as made by autoresearch: only such worktrees are reset, cleaned or removed.
 MARKER = "autoresearch-worktree"
@@ -36,6 +65,18 @@ REDIRECTS = (
     "GIT_PREFIX",
     "GIT_CEILING_DIRECTORIES",
     "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    # Variables that add configuration or name programs for git to run.
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_EXEC_PATH",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_PAGER",
 )
 # Lock files a killed git leaves behind in a worktree's administrative directory.
 WORKTREE_LOCKS = ("index.lock", "HEAD.lock")
@@ -49,10 +90,18 @@ class StaleWorktree(GitError):
     """A folder whose `.git` names a worktree git no longer has (its repository went)."""
 
 
+class ForgedGitLink(GitError, UserError):
+    """A worktree's `.git` file no longer names the git directory recorded when it was made."""
+
+
 def environment(bound_to: Path | None, *, git_dir: Path | None = None) -> dict[str, str]:
     """The environment for a git process that must act on `bound_to` and nothing else
     (None: discovery upwards is allowed, for finding the top of a checkout)."""
-    env = {k: v for k, v in os.environ.items() if k not in REDIRECTS}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in REDIRECTS and not k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))
+    }
     # Reads never take the index lock: a kill during `git status` in the user's checkout
     # must not leave .git/index.lock behind for their next commit.
     env["GIT_OPTIONAL_LOCKS"] = "0"
@@ -65,6 +114,14 @@ def environment(bound_to: Path | None, *, git_dir: Path | None = None) -> dict[s
     return env
 
 
+def argv(path: Path | str, *args: str) -> list[str]:
+    """The command line of a harness git call in `path`, with LOCKDOWN's settings."""
+    lockdown = [word for setting in LOCKDOWN for word in ("-c", setting)]
+    if args and args[0] in DIFFING:
+        args = (args[0], "--no-ext-diff", "--no-textconv", *args[1:])
+    return ["git", "-C", str(path), *AUTHOR, *lockdown, *args]
+
+
 def _run(
     path: Path | str,
     args: tuple[str, ...],
@@ -74,7 +131,7 @@ def _run(
     stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        ["git", "-C", str(path), *AUTHOR, *args],
+        argv(path, *args),
         capture_output=True,
         text=True,
         input=stdin,
@@ -88,8 +145,20 @@ def _run(
 
 def git(repo: Path | str, *args: str, check: bool = True) -> str:
     """Run git in `repo` itself: a directory without its own `.git` is an error, never a
-    reason to act on whatever repository encloses it."""
-    return _run(repo, args, environment(Path(repo)), check=check).stdout.strip()
+    reason to act on whatever repository encloses it. A worktree autoresearch made is named
+    by its recorded git directories, never by its `.git` file."""
+    env = _bound(Path(repo)) if record_of(Path(repo)).is_file() else environment(Path(repo))
+    return _run(repo, args, env, check=check).stdout.strip()
+
+
+def raw(path: Path | str, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """A harness git call whose bytes and exit code the caller reads itself (`-z` lists, a
+    yes/no answer); named and locked down like every other call, never checked."""
+    path = Path(path)
+    env = _bound(path) if record_of(path).is_file() else environment(path)
+    return subprocess.run(
+        argv(path, *args), capture_output=True, stdin=subprocess.DEVNULL, env=env, timeout=timeout
+    )
 
 
 def is_repo(path: Path) -> bool:
@@ -154,12 +223,75 @@ def repo_lock(repo: Path) -> Iterator[None]:
 # -- worktrees ---------------------------------------------------------------------------
 
 
+def record_of(worktree: Path) -> Path:
+    """Where the git directories of the worktree at `worktree` are recorded: beside it, in
+    its parent folder, which no command in the jail and no agent tool can write."""
+    worktree = Path(worktree).absolute()
+    return worktree.parent / f".{worktree.name}.git-dirs.json"
+
+
+def _record(worktree: Path, admin: Path) -> None:
+    common = (admin / (admin / "commondir").read_text().strip()).resolve()
+    data = {"worktree": str(Path(worktree).absolute()), "admin": str(admin), "common": str(common)}
+    path = record_of(worktree)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def _recorded_admin(worktree: Path) -> Path | None:
+    """The administrative directory recorded when the worktree was made; None when there is
+    no record (a worktree made by an older version, or by someone else)."""
+    try:
+        data = json.loads(record_of(worktree).read_text())
+        admin, common = Path(data["admin"]), Path(data["common"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    # The record was written by us, but check its shape anyway: <common>/worktrees/<id>.
+    if admin.parent != common / "worktrees":
+        return None
+    return admin
+
+
 def worktree_admin(worktree: Path) -> Path | None:
     """The administrative directory of a live linked worktree at `worktree`, else None.
 
     Live means: `worktree/.git` is a regular file naming a directory whose `gitdir` file
-    names `worktree/.git` back. A missing or foreign `.git` gives None.
+    names `worktree/.git` back. A missing or foreign `.git` gives None. Where the worktree's
+    git directories were recorded (every worktree made by autoresearch), the `.git` file must
+    name the recorded one while both exist: ForgedGitLink otherwise.
     """
+    admin = _linked_admin(worktree)
+    recorded = _recorded_admin(worktree)
+    if recorded is not None and admin != recorded:
+        if not Path(worktree).is_dir() or not recorded.is_dir():
+            return None  # the worktree or its repository is gone: stale, not forged
+        raise ForgedGitLink(
+            f"{worktree} is not a live git worktree any more: its .git file is missing or no "
+            f"longer points at the git directory recorded for it, {recorded} (something in the "
+            "worktree changed it); refusing to run git there. Put back the line "
+            f"'gitdir: {recorded}' in {Path(worktree) / '.git'}, then rerun"
+        )
+    if recorded is None and admin is not None and not _plausible(worktree, admin):
+        return None
+    return admin
+
+
+def _plausible(worktree: Path, admin: Path) -> bool:
+    """For a worktree with no record: its administrative directory lies where git makes one,
+    `<common>/worktrees/<id>` outside the worktree, with `commondir` naming that common."""
+    worktree = Path(worktree).resolve()
+    if admin == worktree or worktree in admin.parents or admin.parent.name != "worktrees":
+        return False
+    try:
+        common = (admin / (admin / "commondir").read_text().strip()).resolve()
+    except (OSError, UnicodeError):
+        return False
+    return common == admin.parent.parent and (common / "objects").is_dir()
+
+
+def _linked_admin(worktree: Path) -> Path | None:
+    """What the `.git` file of `worktree` names, when that names it back."""
     dot_git = Path(worktree) / ".git"
     try:
         if dot_git.is_symlink() or not dot_git.is_file():
@@ -190,8 +322,10 @@ def _is_ours(admin: Path) -> bool:
         return False
 
 
-def _mark_ours(admin: Path) -> None:
+def _mark_ours(admin: Path, worktree: Path) -> None:
     (admin / MARKER).write_text("made by autoresearch; it may reset, clean and remove it\n")
+    if not record_of(worktree).is_file():
+        _record(worktree, admin)
 
 
 def is_our_worktree(worktree: Path) -> bool:
@@ -256,6 +390,7 @@ def remove_worktree(repo: Path, worktree: Path) -> bool:
             "away and rerun"
         )
     git(repo, "worktree", "remove", "--force", "--force", str(worktree))
+    record_of(worktree).unlink(missing_ok=True)
     return True
 
 
@@ -299,10 +434,11 @@ def _create(repo: Path, worktree: Path, branch: str | None, start: str) -> None:
         git(repo, "worktree", "add", str(worktree), branch)
     else:
         git(repo, "worktree", "add", "-b", branch, str(worktree), start)
+    record_of(worktree).unlink(missing_ok=True)  # a record of an earlier worktree at this path
     admin = worktree_admin(worktree)
     if admin is None:  # git said yes but left no worktree: never act on a guess
         raise GitError(f"git worktree add did not create a live worktree at {worktree}")
-    _mark_ours(admin)
+    _mark_ours(admin, worktree)
 
 
 def add_worktree(repo: Path, worktree: Path, branch: str, start: str) -> None:
@@ -312,7 +448,7 @@ def add_worktree(repo: Path, worktree: Path, branch: str, start: str) -> None:
         if current is not None:
             if current != branch:
                 raise GitError(f"{worktree} exists but is not on branch {branch}")
-            _mark_ours(worktree_admin(worktree))  # type: ignore[arg-type]
+            _mark_ours(worktree_admin(worktree), worktree)  # type: ignore[arg-type]
             return
         _create(repo, worktree, branch, start)
 
@@ -327,7 +463,7 @@ def open_worktree(repo: Path, worktree: Path, wanted: str, start: str) -> str:
     with repo_lock(repo):
         current = _reuse(repo, worktree)
         if current is not None:
-            _mark_ours(worktree_admin(worktree))  # type: ignore[arg-type]
+            _mark_ours(worktree_admin(worktree), worktree)  # type: ignore[arg-type]
             return current
         branch = _registered_branch(repo, worktree) or free_branch_name(repo, wanted)
         _create(repo, worktree, branch, start)

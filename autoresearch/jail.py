@@ -138,8 +138,10 @@ class Jail:
         reveals = [(p, ["--ro-bind", str(p), str(p)]) for p in shown]
         reveals.append((self.worktree, ["--bind", str(self.worktree), str(self.worktree)]))
         reveals += [(p, ["--bind", str(p), str(p)]) for p in self.writable if p.exists()]
+        # The worktree's `.git` stays read-only: a linked worktree's file (pointed elsewhere,
+        # it would hand git a directory of the command's making) or a plain clone's folder.
         own_git = self.worktree / ".git"
-        if own_git.is_dir():  # a plain clone: its .git stays read-only (see docs/safety.md)
+        if own_git.exists() and not own_git.is_symlink():
             reveals.append((own_git, ["--ro-bind", str(own_git), str(own_git)]))
         # Shallow paths first, so a path shown again inside a covered one is mounted after it.
         # (The sort is stable: at equal depth a cover still comes before what it shows again.)

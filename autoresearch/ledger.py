@@ -60,8 +60,9 @@ def price(model: str, usage: Usage, prices: dict) -> float | None:
     entry = model_prices(model, prices)
     if not entry:
         return None
+    # A count below zero (a server's arithmetic, not usage) costs nothing, never a refund.
     total = sum(
-        getattr(usage, field) * float(entry.get(key, 0.0) or 0.0)
+        max(0, getattr(usage, field)) * float(entry.get(key, 0.0) or 0.0)
         for field, key in _PRICE_KEYS.items()
     )
     return total / 1_000_000

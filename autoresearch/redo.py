@@ -274,9 +274,7 @@ def branch_drift(layout: SessionLayout, record: SetupRecord, track: str = "") ->
         return f"branch of {track or layout.name} cannot be read in {target}"
     if not tip:
         return f"branch {branch} is gone from {target} (last recorded commit {end[:12]})"
-    ancestor = subprocess.run(
-        ["git", "merge-base", "--is-ancestor", end, tip], cwd=target, capture_output=True
-    )
+    ancestor = git.raw(target, "merge-base", "--is-ancestor", end, tip)
     finished = layout.done.exists()
     if ancestor.returncode != 0 or (finished and tip != end):
         return (

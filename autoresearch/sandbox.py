@@ -240,13 +240,7 @@ class Sandbox:
         checkout nothing is ignored; a checkout git cannot read counts as all ignored."""
         if not (self.root / ".git").exists():
             return False
-        proc = subprocess.run(
-            ["git", "-C", str(self.root), "check-ignore", "-q", "--", rel],
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            env=git.environment(self.root),
-            timeout=60,
-        )
+        proc = git.raw(self.root, "check-ignore", "-q", "--", rel, timeout=60)
         if proc.returncode not in (0, 1):
             raise Refused(f"cannot tell whether {rel!r} is ignored: {proc.stderr.decode().strip()}")
         return proc.returncode == 0
@@ -373,15 +367,10 @@ class Sandbox:
     def listing(self) -> list[tuple[str, Path]]:
         """`files()` with the path each name resolves to (a link inside: its target)."""
         try:
-            proc = subprocess.run(
-                ["git", "-C", str(self.root), "ls-files", "--cached", "--others"]
-                + ["--exclude-standard", "-z"],
-                capture_output=True,
-                check=True,
-                timeout=60,
-                stdin=subprocess.DEVNULL,
-                env=git.environment(self.root),
-            )
+            args = ("ls-files", "--cached", "--others", "--exclude-standard", "-z")
+            proc = git.raw(self.root, *args, timeout=60)
+            if proc.returncode != 0:
+                raise subprocess.CalledProcessError(proc.returncode, proc.args, proc.stdout)
             names = [n for n in proc.stdout.decode("utf-8", "replace").split("\0") if n]
         except (OSError, subprocess.SubprocessError):
             # Not a git checkout (a bare directory in tests or demos): walk it, minus .git.

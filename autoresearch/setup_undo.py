@@ -59,6 +59,7 @@ def undo(layout: SessionLayout, target: Path | None, log: Callable[[str], None])
                 if Path(path).exists():
                     git.git(repo, "worktree", "remove", "--force", path, check=False)
                 shutil.rmtree(path, ignore_errors=True)
+                git.record_of(Path(path)).unlink(missing_ok=True)
             git.git(repo, "worktree", "prune", check=False)
             for branch in data.get("branch", []):
                 if git.branch_exists(repo, branch):

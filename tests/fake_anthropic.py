@@ -13,6 +13,11 @@ is plain input.
 
 `GET /v1/models` and `GET /v1/models/{id}` answer from `models` (the ids the fake
 knows); `models=None` answers 404 on both, as a server without the Models API does.
+
+Strict by default: a request the real API would refuse (`fake_messages_rules.problems`) is
+answered 400 `invalid_request_error` (an unknown model 404 `not_found_error`) without using
+a scripted reply, and the fake fails the test when it closes. A test that sends such a
+request on purpose says so with `refusals_expected=True`; `strict=False` turns the rules off.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import fake_messages_rules as rules
+
 _ids = itertools.count(1)
 LOOKBACK = 20  # blocks the API searches back from a breakpoint for an earlier cache entry
 
@@ -36,6 +43,11 @@ def text_block(text: str) -> dict[str, Any]:
 
 def tool_use(name: str, input: Any, id: str | None = None) -> dict[str, Any]:  # noqa: A002
     return {"type": "tool_use", "id": id or f"toolu_{next(_ids):04d}", "name": name, "input": input}
+
+
+def thinking_block(thinking: str) -> dict[str, Any]:
+    """A thinking block signed the way the fake checks it when it comes back."""
+    return {"type": "thinking", "thinking": thinking, "signature": rules.signature_for(thinking)}
 
 
 @dataclass
@@ -53,7 +65,9 @@ class Reply:
     raw_json_input: str | None = None  # stream this text as the tool input (malformed JSON)
     usage: dict[str, int] | None = None  # override the computed usage
     stop_details: dict[str, Any] | None = None
-    stream_error: dict[str, Any] | None = None  # send this SSE error event after message_start
+    stream_error: dict[str, Any] | None = None  # send this SSE error event mid-stream...
+    stream_error_after: int = 1  # ...after this many events (1: right after message_start)
+    cut_after: int | None = None  # close the stream after this many events, no message_stop
 
 
 def message(content: list[dict[str, Any]], stop_reason: str = "end_turn", **kw: Any) -> Reply:
@@ -70,12 +84,24 @@ def error(status: int, error_type: str, msg: str = "scripted error", **kw: Any) 
     return Reply(status=status, error_type=error_type, error_message=msg, headers=headers, **kw)
 
 
+def rate_limited(retry_after_s: float) -> Reply:
+    """A 429 as the API sends it: `retry-after` in seconds, no millisecond hint."""
+    return Reply(
+        status=429,
+        error_type="rate_limit_error",
+        error_message="Number of request tokens has exceeded your per-minute rate limit",
+        headers={"request-id": f"req_fake_429_{next(_ids)}", "retry-after": f"{retry_after_s:g}"},
+    )
+
+
 @dataclass
 class Recorded:
     body: dict[str, Any]
     headers: dict[str, str]
     usage: dict[str, int]
     handled_s: float = 0.0
+    received_at: float = 0.0  # time.monotonic() when the request arrived
+    refused: str = ""  # the strict fake's error message, when it refused the request
 
 
 def _canonical(block: Any) -> str:
@@ -112,19 +138,32 @@ KNOWN_MODELS = ["claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-4-5"]
 
 
 def _model(model_id: str) -> dict[str, Any]:
-    return {
+    info: dict[str, Any] = {
         "type": "model",
         "id": model_id,
         "display_name": model_id,
         "created_at": "2026-01-01T00:00:00Z",
     }
+    limit = rules.output_limit(model_id)
+    if limit is not None:
+        info["max_tokens"] = limit  # as the Models API reports each model's output limit
+    return info
 
 
 class FakeAnthropic:
     """Start with `with FakeAnthropic() as fake:`; point ANTHROPIC_BASE_URL at `fake.url`."""
 
-    def __init__(self, models: list[str] | None = KNOWN_MODELS) -> None:
+    def __init__(
+        self,
+        models: list[str] | None = KNOWN_MODELS,
+        *,
+        strict: bool = True,
+        refusals_expected: bool = False,
+    ) -> None:
         self.models = models
+        self.strict = strict
+        self.refusals_expected = refusals_expected
+        self.issued_thinking: dict[str, list[dict[str, Any]]] = {}  # tool_use id -> its thinking
         self.model_requests: list[str] = []
         self.queue: list[Reply] = []
         self.requests: list[Recorded] = []
@@ -164,6 +203,15 @@ class FakeAnthropic:
     def __exit__(self, *exc: Any) -> None:
         self.server.shutdown()
         self.server.server_close()
+        if exc[0] is None and self.refused and not self.refusals_expected:
+            raise AssertionError(
+                "the fake Messages API refused requests the real one would refuse too:\n"
+                + "\n".join(self.refused)
+            )
+
+    @property
+    def refused(self) -> list[str]:
+        return [r.refused for r in self.requests if r.refused]
 
     def push(self, *replies: Reply) -> FakeAnthropic:
         with self.lock:
@@ -241,15 +289,43 @@ class FakeAnthropic:
             "cache_creation_input_tokens": tokens(write_chars),
         }
 
+    def _refusal(self, body: dict[str, Any]) -> Reply | None:
+        """The API's answer to a request it would not serve, or None."""
+        if not self.strict:
+            return None
+        missing = rules.unknown_model(body)
+        if missing:
+            return error(404, "not_found_error", missing, headers={"x-should-retry": "false"})
+        found = rules.problems(body, self.issued_thinking)
+        if found:
+            return error(
+                400, "invalid_request_error", "; ".join(found), headers={"x-should-retry": "false"}
+            )
+        return None
+
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         started = time.perf_counter()
+        received = time.monotonic()
         length = int(handler.headers.get("content-length") or 0)
         body = json.loads(handler.rfile.read(length) or b"{}")
         with self.lock:
-            reply = self.queue.pop(0) if self.queue else None
+            refusal = self._refusal(body)  # under the lock: it reads what replies issued
+            # A refused request never reaches the model: the script is not used up.
+            reply = refusal or (self.queue.pop(0) if self.queue else None)
             usage = self._usage(body) if reply is None or reply.status == 200 else {}
-            record = Recorded(body=body, headers=dict(handler.headers.items()), usage=usage)
+            record = Recorded(
+                body=body,
+                headers=dict(handler.headers.items()),
+                usage=usage,
+                received_at=received,
+                refused=f"{refusal.status} {refusal.error_message}" if refusal else "",
+            )
             self.requests.append(record)
+            if reply is not None and reply.status == 200:
+                thoughts = [b for b in reply.content if b.get("type") in rules.UNCACHEABLE]
+                for block in reply.content:
+                    if block.get("type") == "tool_use":
+                        self.issued_thinking[block["id"]] = thoughts
         if reply is None:
             self.unscripted += 1
             reply = error(
@@ -318,57 +394,7 @@ class FakeAnthropic:
             ("message_start", {"type": "message_start", "message": start})
         ]
         for index, block in enumerate(msg["content"]):
-            if block["type"] == "text":
-                events.append(
-                    (
-                        "content_block_start",
-                        {
-                            "type": "content_block_start",
-                            "index": index,
-                            "content_block": {"type": "text", "text": ""},
-                        },
-                    )
-                )
-                text = block["text"]
-                for piece in [text[i : i + 7] for i in range(0, len(text), 7)] or [""]:
-                    events.append(
-                        (
-                            "content_block_delta",
-                            {
-                                "type": "content_block_delta",
-                                "index": index,
-                                "delta": {"type": "text_delta", "text": piece},
-                            },
-                        )
-                    )
-            else:
-                head = {k: v for k, v in block.items() if k != "input"}
-                events.append(
-                    (
-                        "content_block_start",
-                        {
-                            "type": "content_block_start",
-                            "index": index,
-                            "content_block": {**head, "input": {}},
-                        },
-                    )
-                )
-                raw = (
-                    reply.raw_json_input
-                    if reply.raw_json_input is not None
-                    else json.dumps(block["input"])
-                )
-                for piece in [raw[i : i + 5] for i in range(0, len(raw), 5)]:
-                    events.append(
-                        (
-                            "content_block_delta",
-                            {
-                                "type": "content_block_delta",
-                                "index": index,
-                                "delta": {"type": "input_json_delta", "partial_json": piece},
-                            },
-                        )
-                    )
+            events += _block_events(index, block, reply)
             events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
         events.append(
             (
@@ -388,8 +414,52 @@ class FakeAnthropic:
         handler.send_header("request-id", f"req_fake_stream_{next(_ids)}")
         handler.end_headers()
         if reply.stream_error:
-            events = [events[0], ("error", {"type": "error", "error": reply.stream_error})]
+            cut = reply.stream_error_after
+            events = [*events[:cut], ("error", {"type": "error", "error": reply.stream_error})]
+        if reply.cut_after is not None:
+            events = events[: reply.cut_after]  # the connection just closes
         for name, data in events:
             handler.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
             handler.wfile.flush()
         handler.close_connection = True
+
+
+def _block_events(
+    index: int, block: dict[str, Any], reply: Reply
+) -> list[tuple[str, dict[str, Any]]]:
+    """content_block_start and the deltas of one block, as the API streams them."""
+
+    def start(content_block: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return (
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": content_block},
+        )
+
+    def delta(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": index, "delta": body},
+        )
+
+    if block["type"] == "text":
+        text = block["text"]
+        pieces = [text[i : i + 7] for i in range(0, len(text), 7)] or [""]
+        return [start({"type": "text", "text": ""})] + [
+            delta({"type": "text_delta", "text": piece}) for piece in pieces
+        ]
+    if block["type"] == "thinking":
+        text = block["thinking"]
+        pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+        return [
+            start({"type": "thinking", "thinking": "", "signature": ""}),
+            *[delta({"type": "thinking_delta", "thinking": piece}) for piece in pieces],
+            delta({"type": "signature_delta", "signature": block["signature"]}),
+        ]
+    if block["type"] != "tool_use":
+        return [start(block)]
+    head = {k: v for k, v in block.items() if k != "input"}
+    raw = reply.raw_json_input if reply.raw_json_input is not None else json.dumps(block["input"])
+    return [start({**head, "input": {}})] + [
+        delta({"type": "input_json_delta", "partial_json": raw[i : i + 5]})
+        for i in range(0, len(raw), 5)
+    ]

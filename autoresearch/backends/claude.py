@@ -39,7 +39,14 @@ _MAIN_ARG = ("path", "pattern", "finding_id", "id", "title", "summary", "hypothe
 
 
 class _Unreadable(Exception):
-    """A reply arrived but could not be parsed into a message."""
+    """A reply arrived but could not be parsed into a message (or broke off mid-stream)."""
+
+
+class _OutOfTime(Exception):
+    """The stage's deadline came before the model's answer."""
+
+
+_UNASKED = object()  # the model's output limit, before the Models API was asked
 
 
 class ClaudeBackend:
@@ -57,6 +64,7 @@ class ClaudeBackend:
         self.max_retries = int(spec_agent.get("max_retries", 4))
         self.request_timeout_s = float(spec_agent.get("request_timeout_s") or 600)
         self.prices = prices or {}
+        self._output_limit_cache: Any = _UNASKED
         if client is None:
             try:
                 # The SDK itself reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL.
@@ -85,6 +93,7 @@ class ClaudeBackend:
         usage = Usage()
         turns = 0
         started = time.monotonic()
+        deadline_at = None if limits.deadline_s is None else started + limits.deadline_s
         max_tokens = self.max_tokens
 
         def stop(reason: str, detail: str = "") -> StageRun:
@@ -105,9 +114,17 @@ class ClaudeBackend:
                     "(budget.max_cost_usd_per_stage)",
                 )
 
-            response, max_tokens = self._complete(
-                system, tools, messages, max_tokens, usage, brief.on_request
-            )
+            try:
+                response, max_tokens = self._complete(
+                    system, tools, messages, max_tokens, usage, brief.on_request, deadline_at
+                )
+            except _OutOfTime:
+                elapsed = time.monotonic() - started
+                return stop(
+                    "deadline",
+                    f"stopped after {elapsed:.0f}s (agent.stage_timeout_s) while waiting for the "
+                    "model's reply",
+                )
             turns += 1
             messages.append({"role": "assistant", "content": _assistant_content(response)})
             reason = response.stop_reason
@@ -139,16 +156,18 @@ class ClaudeBackend:
         max_tokens: int,
         usage: Usage,
         on_request: Callable[[Usage], None] | None = None,
+        deadline_at: float | None = None,
     ) -> tuple[Any, int]:
         """One turn, asked at most twice.
 
         A reply cut off by max_tokens is never acted on (its last tool call may be
-        incomplete): the turn is asked again with twice the room. A streamed reply the SDK
-        cannot assemble is asked again as it was. A second failure fails the stage.
+        incomplete): the turn is asked again with twice the room, up to the model's output
+        limit. A streamed reply the SDK cannot assemble, or that breaks off before its end,
+        is asked again as it was. A second failure fails the stage.
         """
         for attempt in (1, 2):
             try:
-                response = self._request(system, tools, messages, max_tokens)
+                response = self._request(system, tools, messages, max_tokens, deadline_at)
             except _Unreadable as err:
                 if attempt == 2:
                     raise StageFailed(
@@ -166,13 +185,39 @@ class ClaudeBackend:
                     "the conversation no longer fits the model's context window; lower "
                     "agent.max_turns or narrow scope.include, then rerun"
                 )
+            limit = self._output_limit()
+            if attempt == 2 and limit is not None and max_tokens >= limit:
+                raise StageFailed(
+                    f"the model's reply was cut off twice in a row at max_tokens={max_tokens}, "
+                    f"the model's output limit of {limit} ({response.stop_reason}); a larger "
+                    "agent.max_tokens cannot help: narrow the task (scope.include) and rerun"
+                )
             if attempt == 2:
                 raise StageFailed(
                     f"the model's reply was cut off at max_tokens={max_tokens} twice in a row "
                     f"({response.stop_reason}); raise the spec key agent.max_tokens and rerun"
                 )
-            max_tokens *= 2
+            # The API refuses a max_tokens above the model's limit: more room stops there.
+            max_tokens = (
+                max_tokens * 2 if limit is None else max(max_tokens, min(max_tokens * 2, limit))
+            )
         raise AssertionError("unreachable")
+
+    def _output_limit(self) -> int | None:
+        """The model's largest max_tokens, as the Models API reports it; asked once, and
+        None when the server does not say (older APIs, local servers)."""
+        if self._output_limit_cache is _UNASKED:
+            self._output_limit_cache = None
+            try:
+                quick = self.client.with_options(
+                    max_retries=0, timeout=min(30.0, self.request_timeout_s)
+                )
+                limit = getattr(quick.models.retrieve(self.model), "max_tokens", None)
+                if isinstance(limit, int) and limit > 0:
+                    self._output_limit_cache = limit
+            except anthropic.AnthropicError:
+                pass
+        return self._output_limit_cache
 
     def _request(
         self,
@@ -180,7 +225,18 @@ class ClaudeBackend:
         tools: list[dict[str, Any]],
         messages: list[dict[str, Any]],
         max_tokens: int,
+        deadline_at: float | None = None,
     ) -> Any:
+        client = self.client
+        bounded = False
+        if deadline_at is not None:
+            left = deadline_at - time.monotonic()
+            if left <= 0:
+                raise _OutOfTime()
+            if left < self.request_timeout_s:
+                # The stage's time runs out first: one attempt, waiting no longer than it.
+                client = self.client.with_options(timeout=left, max_retries=0)
+                bounded = True
         kwargs: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens,
@@ -191,12 +247,23 @@ class ClaudeBackend:
             kwargs["tools"] = tools
         try:
             if max_tokens > STREAM_ABOVE_TOKENS:
-                with self.client.messages.stream(**kwargs) as stream:
-                    return stream.get_final_message()
-            return self.client.messages.create(**kwargs)
+                with client.messages.stream(**kwargs) as stream:
+                    final = stream.get_final_message()
+                if final.stop_reason is None:
+                    # No message_delta came: the stream closed early, its last block may be cut.
+                    raise _Unreadable("the stream ended before the message did")
+                return final
+            return client.messages.create(**kwargs)
         except anthropic.APIStatusError as err:
-            raise self._status_failure(err) from err
+            if err.status_code == 200:
+                # An `error` event after the stream began: the reply is incomplete, and the
+                # SDK does not retry it. Asked again like an unreadable reply.
+                kind = _error_field(err.body, "type") or "error"
+                raise _Unreadable(f"the stream broke off with {kind}: {err}"[:300]) from err
+            raise self._status_failure(err, 0 if bounded else self.max_retries) from err
         except anthropic.APITimeoutError as err:
+            if bounded:
+                raise _OutOfTime() from err
             raise StageFailed(
                 f"the model API did not answer within {self.request_timeout_s:g}s, "
                 f"{self.max_retries} retries included; raise agent.request_timeout_s or rerun "
@@ -218,7 +285,7 @@ class ClaudeBackend:
         except anthropic.AnthropicError as err:
             raise StageFailed(f"the model API client failed: {err}; {_KEY_HINT}") from err
 
-    def _status_failure(self, err: anthropic.APIStatusError) -> Exception:
+    def _status_failure(self, err: anthropic.APIStatusError, retries: int) -> Exception:
         status = err.status_code
         request_id = err.request_id or err.response.headers.get("request-id") or "unknown"
         kind = getattr(err, "type", None) or _error_field(err.body, "type") or ""
@@ -239,11 +306,7 @@ class ClaudeBackend:
                 f"the conversation no longer fits the model's context window ({where}); lower "
                 "agent.max_turns or narrow scope.include, then rerun"
             )
-        retried = (
-            f" after {self.max_retries} retries"
-            if status in (408, 409, 429) or status >= 500
-            else ""
-        )
+        retried = f" after {retries} retries" if status in (408, 409, 429) or status >= 500 else ""
         return StageFailed(
             f"model API error{retried} ({where}, {kind or 'no error type'}): {message}. "
             "Rerun the same command to resume at this stage"
@@ -251,11 +314,13 @@ class ClaudeBackend:
 
     def _usage_of(self, response: Any) -> Usage:
         u = response.usage
+        # Never below zero: some proxies report input as prompt minus cache reads, which
+        # goes negative when they count more reads than prompt.
         one = Usage(
-            input_tokens=u.input_tokens or 0,
-            output_tokens=u.output_tokens or 0,
-            cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
-            cache_read_input_tokens=u.cache_read_input_tokens or 0,
+            input_tokens=max(0, u.input_tokens or 0),
+            output_tokens=max(0, u.output_tokens or 0),
+            cache_creation_input_tokens=max(0, u.cache_creation_input_tokens or 0),
+            cache_read_input_tokens=max(0, u.cache_read_input_tokens or 0),
             requests=1,
         )
         cost = ledger.price(self.model, one, self.prices)

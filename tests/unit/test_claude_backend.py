@@ -7,7 +7,18 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_anthropic import FakeAnthropic, Reply, error, message, text_block, tool_call, tool_use
+from fake_anthropic import (
+    FakeAnthropic,
+    Reply,
+    error,
+    message,
+    rate_limited,
+    text_block,
+    thinking_block,
+    tool_call,
+    tool_use,
+)
+from fake_messages_rules import problems
 
 from autoresearch import ledger
 from autoresearch.backends.base import SessionStop, StageBrief, StageFailed, StageLimits, ToolResult
@@ -217,6 +228,25 @@ def test_retry_after_truncation_may_switch_to_streaming(fake, tmp_path):
     assert fake.bodies[1].get("stream") is True
 
 
+def test_the_retry_after_truncation_stays_within_the_models_output_limit(fake, tmp_path):
+    stage = Stage(tmp_path / "wt")
+    fake.push(message([text_block("cut")], stop_reason="max_tokens"), message([text_block("ok")]))
+    run = stage.run(backend(max_tokens=40_000))  # twice that is above haiku's 64k
+    assert run.stop_reason == "end_turn"
+    assert [b["max_tokens"] for b in fake.bodies] == [40_000, 64_000]
+
+
+def test_truncation_at_the_models_output_limit_fails_the_stage_saying_so(fake, tmp_path):
+    stage = Stage(tmp_path / "wt")
+    fake.push(
+        message([text_block("cut")], stop_reason="max_tokens"),
+        message([text_block("cut")], stop_reason="max_tokens"),
+    )
+    with pytest.raises(StageFailed, match="output limit of 64000"):
+        stage.run(backend(max_tokens=64_000))
+    assert [b["max_tokens"] for b in fake.bodies] == [64_000, 64_000]
+
+
 def test_second_truncation_fails_the_stage_naming_agent_max_tokens(fake, tmp_path):
     stage = Stage(tmp_path / "wt")
     cut = Reply(
@@ -283,16 +313,62 @@ def test_unreadable_streamed_reply_is_asked_again_and_the_loop_goes_on(fake, tmp
     assert fake.bodies[0]["messages"] == fake.bodies[1]["messages"]
 
 
-def test_error_event_mid_stream_fails_the_stage_with_its_type(fake, tmp_path):
+def test_error_event_mid_stream_twice_fails_the_stage_with_its_type(fake, tmp_path):
+    stage = Stage(tmp_path / "wt")
+    for _ in range(2):
+        fake.push(
+            Reply(
+                content=[text_block("partial")],
+                stream_error={"type": "overloaded_error", "message": "Overloaded mid-stream"},
+            )
+        )
+    with pytest.raises(StageFailed, match="overloaded_error"):
+        stage.run(backend(max_tokens=STREAM_ABOVE_TOKENS * 2))
+    assert len(fake.requests) == 2
+
+
+def test_a_500_mid_stream_after_some_deltas_is_not_acted_on_and_the_turn_is_asked_again(
+    fake, tmp_path
+):
     stage = Stage(tmp_path / "wt")
     fake.push(
         Reply(
-            content=[text_block("partial")],
-            stream_error={"type": "overloaded_error", "message": "Overloaded mid-stream"},
-        )
+            content=[
+                text_block("I will write the file now, all of it."),
+                tool_use("write_file", {"path": "evil.py", "content": "half"}),
+            ],
+            stop_reason="tool_use",
+            stream_error={"type": "api_error", "message": "Internal server error"},
+            stream_error_after=5,  # message_start, a text block start and three deltas
+        ),
+        message([text_block("done")]),
     )
-    with pytest.raises(StageFailed, match="overloaded_error"):
-        stage.run(backend(max_tokens=STREAM_ABOVE_TOKENS * 2))
+    run = stage.run(backend(max_tokens=STREAM_ABOVE_TOKENS * 2))
+    assert run.stop_reason == "end_turn" and "done" in run.detail
+    assert not (tmp_path / "wt" / "evil.py").exists()
+    assert len(fake.requests) == 2
+    assert fake.bodies[0]["messages"] == fake.bodies[1]["messages"]
+
+
+@pytest.mark.parametrize("cut_after", [4, 9, 14])  # in the text, in the tool input, before the end
+def test_a_stream_that_stops_without_message_stop_is_asked_again(fake, tmp_path, cut_after):
+    stage = Stage(tmp_path / "wt")
+    fake.push(
+        Reply(
+            content=[
+                text_block("Writing it."),
+                tool_use("write_file", {"path": "evil.py", "content": "print('half a file')"}),
+            ],
+            stop_reason="tool_use",
+            cut_after=cut_after,
+        ),
+        message([text_block("done")]),
+    )
+    run = stage.run(backend(max_tokens=STREAM_ABOVE_TOKENS * 2))
+    assert not (tmp_path / "wt" / "evil.py").exists()
+    assert (run.stop_reason, run.detail) == ("end_turn", "done")
+    assert len(fake.requests) == 2
+    assert fake.bodies[0]["messages"] == fake.bodies[1]["messages"]
 
 
 def test_unreadable_reply_twice_fails_the_stage(fake, tmp_path):
@@ -330,6 +406,22 @@ def test_client_errors_fail_the_stage_with_a_clear_reason(
     assert len(fake.requests) == 1  # 4xx other than 408/409/429 are not retried
 
 
+def test_a_prompt_the_api_finds_too_long_fails_the_stage_naming_the_context_window(
+    tmp_path, monkeypatch
+):
+    # The fake refuses this request itself, as the API would: the test expects that.
+    with FakeAnthropic(refusals_expected=True) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
+        stage = Stage(tmp_path / "wt")
+        brief = stage.brief()
+        brief.task += "\n" + "x" * (4 * 200_000)
+        server.push(message([text_block("never sent")]))
+        with pytest.raises(StageFailed, match="context window"):
+            backend().run(brief, stage.toolbox, stage.progress.append)
+        assert len(server.refused) == 1 and "prompt is too long" in server.refused[0]
+
+
 @pytest.mark.parametrize(
     ("status", "kind", "msg"),
     [
@@ -343,6 +435,46 @@ def test_billing_errors_stop_the_session(fake, tmp_path, status, kind, msg):
     fake.push(error(status, kind, msg))
     with pytest.raises(SessionStop, match="billing"):
         stage.run(backend())
+
+
+def test_a_429_is_retried_after_the_seconds_its_retry_after_header_asks(fake, tmp_path):
+    stage = Stage(tmp_path / "wt")
+    fake.push(rate_limited(retry_after_s=1), message([text_block("ok")]))
+    run = stage.run(backend(max_retries=1))
+    assert run.stop_reason == "end_turn"
+    first, second = fake.requests
+    # A lower bound only: a loaded machine can make the gap longer, never shorter.
+    assert second.received_at - first.received_at >= 0.95
+    assert run.usage.requests == 1
+
+
+def test_a_429_that_outlasts_the_retries_fails_the_stage_naming_the_rate_limit(fake, tmp_path):
+    stage = Stage(tmp_path / "wt")
+    fake.push(rate_limited(retry_after_s=0.01), rate_limited(retry_after_s=0.01))
+    with pytest.raises(StageFailed, match="HTTP 429.*rate_limit_error"):
+        stage.run(backend(max_retries=1))
+    assert len(fake.requests) == 2
+
+
+def test_a_slow_first_byte_past_the_stage_deadline_ends_the_stage_without_acting_on_it(
+    fake, tmp_path
+):
+    stage = Stage(tmp_path / "wt")
+    # The reply would arrive long after the stage's time is up: it must not be acted on.
+    fake.push(
+        Reply(
+            content=[tool_use("write_file", {"path": "late.py", "content": "x = 1\n"})],
+            stop_reason="tool_use",
+            delay_s=20,
+        )
+    )
+    started = time.monotonic()
+    run = stage.run(backend(request_timeout_s=60, max_retries=2), deadline_s=2)
+    assert run.stop_reason == "deadline"
+    assert "agent.stage_timeout_s" in run.detail
+    assert not (tmp_path / "wt" / "late.py").exists()
+    assert len(fake.requests) == 1  # no retry past the deadline
+    assert time.monotonic() - started < 15  # well before the reply would have come
 
 
 def test_timeout_is_retried_then_succeeds(fake, tmp_path):
@@ -367,6 +499,24 @@ def test_unreachable_server_fails_the_stage_naming_the_base_url(fake, tmp_path, 
     stage = Stage(tmp_path / "wt")
     with pytest.raises(StageFailed, match="ANTHROPIC_BASE_URL"):
         stage.run(backend(max_retries=0))
+
+
+def test_cache_reads_larger_than_the_prompt_never_make_a_negative_cost(fake, tmp_path):
+    stage = Stage(tmp_path / "wt")
+    # A proxy that reports input as prompt minus cache reads, with reads above the prompt.
+    odd = {"input_tokens": -1500, "cache_read_input_tokens": 2000, "output_tokens": 10}
+    fake.push(
+        tool_call("read_file", {"path": "a.py"}, usage=odd), message([text_block("ok")], usage=odd)
+    )
+    seen = []
+    brief = stage.brief()
+    brief.on_request = seen.append
+    run = backend().run(brief, stage.toolbox, stage.progress.append)
+    assert run.usage.input_tokens == 0
+    assert run.usage.cache_read_input_tokens == 4000
+    assert run.usage.cost_usd >= 0 and all(one.cost_usd >= 0 for one in seen)
+    assert all(one.input_tokens >= 0 for one in seen)
+    assert run.usage.cost_usd == pytest.approx(ledger.price("claude-haiku-4-5", run.usage, PRICES))
 
 
 # -- malformed tool input -----------------------------------------------------------------------
@@ -408,6 +558,55 @@ def test_malformed_tool_input_gets_an_error_result_and_the_loop_continues(fake, 
     # The non-object input is echoed back as an object, so the request stays valid.
     echoed = fake.bodies[1]["messages"][-2]["content"]
     assert all(isinstance(b["input"], dict) for b in echoed)
+
+
+# -- what the strict fake checks, on the backend's own requests ---------------------------------
+
+
+def test_thinking_and_parallel_tool_calls_go_back_as_the_api_requires(fake, tmp_path):
+    stage = Stage(tmp_path / "wt")
+    fake.push(
+        Reply(
+            content=[
+                thinking_block("Read it, then look for callers."),
+                text_block("Two reads."),
+                tool_use("read_file", {"path": "a.py"}),
+                tool_use("search", {"pattern": "add"}),
+            ],
+            stop_reason="tool_use",
+        ),
+        Reply(
+            content=[thinking_block("Now fix it."), tool_use("list_files", {})],
+            stop_reason="tool_use",
+        ),
+        message([text_block("done")]),
+    )
+    run = stage.run(backend(max_tokens=STREAM_ABOVE_TOKENS * 2))  # streamed thinking too
+    assert run.stop_reason == "end_turn"
+    assert fake.refused == []
+    assert all(problems(body, fake.issued_thinking) == [] for body in fake.bodies)
+    echoed = fake.bodies[1]["messages"][1]["content"][0]
+    assert echoed == thinking_block("Read it, then look for callers.")
+
+
+def test_every_request_of_a_long_stage_passes_the_rules(fake, tmp_path):
+    stage = Stage(tmp_path / "wt", finish_on_fix=False)
+    fake.push(
+        message([text_block("Looking.")], stop_reason="pause_turn"),
+        Reply(
+            content=[text_block(""), tool_use("read_file", {"path": "a.py"})],
+            stop_reason="tool_use",
+        ),
+        message([], stop_reason="pause_turn"),
+        tool_call("read_file", {"path": 5}),  # an error result
+        tool_call("edit_file", {"path": "a.py", "old_str": "a - b", "new_str": "a + b"}),
+        tool_call("finish_fix", {"finding_id": "F-001", "summary": "add adds"}),
+        message([text_block("done")]),
+    )
+    run = stage.run(backend())
+    assert run.stop_reason == "end_turn"
+    assert len(fake.requests) == 7 and fake.refused == []
+    assert all(problems(body, fake.issued_thinking) == [] for body in fake.bodies)
 
 
 # -- limits ----------------------------------------------------------------------------------------

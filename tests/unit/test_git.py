@@ -161,7 +161,7 @@ def test_a_directory_that_lost_its_git_file_is_not_reused(target, tmp_path):
     worktree = tmp_path / "s" / "worktree"
     ar_git.open_worktree(target, worktree, "autoresearch/s", "HEAD")
     (worktree / ".git").unlink()
-    with pytest.raises(ar_git.GitError, match="missing or broken"):
+    with pytest.raises(ar_git.GitError, match="missing or no longer points"):
         ar_git.open_worktree(target, worktree, "autoresearch/s", "HEAD")
 
 

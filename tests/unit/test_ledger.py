@@ -56,6 +56,12 @@ def test_a_dated_model_id_uses_its_alias_price_and_the_longest_alias_wins():
     assert dated == pytest.approx(price("claude-sonnet-4-5", MILLION, PRICES))
 
 
+def test_a_negative_token_count_is_never_a_negative_cost():
+    # As a proxy reports input when it counts more cache reads than prompt tokens.
+    odd = Usage(input_tokens=-1_500_000, cache_read_input_tokens=2_000_000)
+    assert price("claude-sonnet-4-5", odd, PRICES) == pytest.approx(0.6)
+
+
 def test_record_stage_writes_the_documented_columns(tmp_path):
     record_stage(tmp_path, track="", cycle="001", team="red", model="m", run=run())
     with open(tmp_path / "usage.tsv", newline="") as handle:

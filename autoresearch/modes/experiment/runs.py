@@ -9,11 +9,11 @@ its own folder.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from ... import git
 from ...files import read_json, write_json
 from ...layout import SessionLayout
 
@@ -34,9 +34,7 @@ def unignored_in_checkout(folder: Path, target: Path) -> bool:
     except ValueError:
         return False
     probe = str(inside / "runs" / "run")
-    proc = subprocess.run(
-        ["git", "check-ignore", "-q", probe], cwd=target, capture_output=True, text=True
-    )
+    proc = git.raw(target, "check-ignore", "-q", probe)
     return proc.returncode != 0
 
 

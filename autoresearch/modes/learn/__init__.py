@@ -9,7 +9,8 @@
 - update: only the generated docs whose code changed since they were written, or that fail
   their checks.
 A doc without the marker in its front matter was written by a person: it is protected from
-the start and only ever reported on. Each doc is kept (`docs: …`) only when its score rose.
+the start and only ever reported on. Each doc is kept (`docs: …`) only when every reference
+it names holds and its score rose.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 The agent writes the iteration's doc and hands it in with finish_docs; the harness puts the
 marker in its front matter and checks it (lenses/doc_checks.py). Failures go back to the agent,
-at most ROUNDS times. Then the doc's score is compared with its score before the iteration:
-the doc is committed (`docs: <doc> — score a → b`) only when it rose. Nothing else the agent
-may have written is kept, and a doc a person wrote is protected from the start.
+at most ROUNDS times. Then the doc is committed (`docs: <doc> — score a → b`) only when every
+reference it names holds (files, symbols, config keys, links) and its score rose. Nothing else
+the agent may have written is kept, and a doc a person wrote is protected from the start.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from ..experiment.stages import ExperimentToolbox, changed_of
 from . import docs
 
 ROUNDS = 3  # validation rounds a doc gets before the iteration ends
+# Checks of what a doc says about the code; one that fails keeps the doc out, whatever its score.
+REFERENCES = frozenset({"path", "symbol", "config-key", "link"})
 
 
 def _text(path: Path) -> str | None:
@@ -80,7 +82,9 @@ def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
         after = docs.score(doc, text, env.worktree, rules, True if update else None)
     status, end = "not kept", start
     git.reset_to(env.worktree, start)  # only the doc itself may be kept
-    if changed and text is not None and after > before:
+    final = docs.report_of(doc, text, env.worktree, rules) if text is not None else None
+    keep, why = verdict(changed, final, before, after)
+    if keep and text is not None:
         (env.worktree / doc).parent.mkdir(parents=True, exist_ok=True)
         (env.worktree / doc).write_text(text)
         message = f"docs: {doc} — score {before:.2f} → {after:.2f}"
@@ -90,12 +94,11 @@ def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
         except ProtectedChange as err:
             status = f"not kept: {err.reason}"
             env.log(f"learn: {err.reason}")
-    final = docs.report_of(doc, text, env.worktree, rules) if text is not None else None
     decision = {
         "cycle": env.cycle,
         "doc": doc,
         "status": status,
-        "why": _why(changed, text, before, after),
+        "why": why,
         "before": round(before, 4),
         "after": round(after, 4),
         "rounds": rounds,
@@ -117,9 +120,19 @@ def _failure(check: doc_checks.Check) -> str:
     return f"{where}{check.kind} {check.subject}: {check.reason}"
 
 
-def _why(changed: bool, text: str | None, before: float, after: float) -> str:
-    if not changed or text is None:
-        return "the doc was not written"
+def verdict(
+    changed: bool, report: doc_checks.DocReport | None, before: float, after: float
+) -> tuple[bool, str]:
+    """Whether the doc is kept, and why. A higher score is not enough: a doc that names a
+    file, symbol, config key or link the code does not have tells its readers something
+    false, however many of its other checks pass, so every reference must hold."""
+    if not changed or report is None:
+        return False, "the doc was not written"
+    wrong = [c for c in report.failures if c.kind in REFERENCES]
+    if wrong:
+        named = ", ".join(f"{c.kind} {c.subject}" for c in wrong[:5])
+        more = f" and {len(wrong) - 5} more" if len(wrong) > 5 else ""
+        return False, f"it names what the code does not have: {named}{more}"
     if after > before:
-        return f"score rose from {before:.2f} to {after:.2f}"
-    return f"score did not rise ({before:.2f} → {after:.2f})"
+        return True, f"score rose from {before:.2f} to {after:.2f}"
+    return False, f"score did not rise ({before:.2f} → {after:.2f})"
