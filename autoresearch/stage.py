@@ -21,7 +21,7 @@ from .jail import Jail, build_jail
 from .layout import SessionLayout
 from .protect import Protection
 from .record import SetupRecord
-from .testrun import TestRun
+from .testrun import TestRun, Verdict
 
 
 @dataclass
@@ -101,6 +101,16 @@ class StageEnv:
         if prev and prev.get("tests"):
             return TestRun.from_record(prev["tests"])
         return TestRun.from_record(self.record.baseline)
+
+    def judge_tests(self, after: TestRun, reference: TestRun | None = None) -> Verdict:
+        """Whether a change whose run is `after` may stay, held to `reference` (default: the
+        run where this cycle started) under the spec's allow_* keys (testrun.acceptable)."""
+        return testrun.acceptable(
+            after,
+            self.reference_tests() if reference is None else reference,
+            self.spec.allow_failing_baseline,
+            self.spec.allow_test_removal,
+        )
 
     @property
     def protection(self) -> Protection:

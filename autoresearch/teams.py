@@ -271,6 +271,9 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
             "skipped": book.skipped,
             "tests_pass": final.ok,
             "test_summary": final.summary,
+            # Tests the stage's end no longer has, let go by allow_test_removal (else the
+            # gate took the change out): the ids, for the audit trail.
+            "tests_removed": list(env.judge_tests(final, gate.reference).removed),
             "tests": final.to_record(),
             "stop": stop_reason_of(run) if run else None,
             "usage": asdict(run.usage) if run else asdict(Usage()),
