@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import CALC, CALC_TESTS, git, script_spec
 
 BROKEN_MEAN = CALC.replace("/ len", "/ 2 / len")
@@ -41,14 +42,15 @@ def session(workflow, target, script: dict, **extra) -> None:
     workflow.run("s", spec | {"max_cycles": 1} | extra)
 
 
+@pytest.mark.parametrize("gate", ["batch", "per_fix"])
 def test_a_fix_that_hides_the_test_it_breaks_is_not_kept_and_evaluate_does_not_pass_it(
-    workflow, target
+    workflow, target, gate
 ):
     script = {
         "red": {1: [finding("mean is slow")]},
         "green": {1: [write("calc.py", BROKEN_MEAN), write("pytest.ini", HIDE_MEAN), finish("x")]},
     }
-    session(workflow, target, script)
+    session(workflow, target, script, test_gate=gate)
 
     decision = workflow.decision("s", 1)
     assert decision["fixed"] == []
