@@ -96,10 +96,16 @@ class StageEnv:
 
     def reference_tests(self) -> TestRun:
         """The test run this cycle is held to: where the previous cycle left the suite, or
-        the baseline. A change is kept only if it breaks no test that passed there."""
-        prev = self.previous_decision()
-        if prev and prev.get("tests"):
-            return TestRun.from_record(prev["tests"])
+        the baseline. A change is kept only if it keeps every test that passed there.
+
+        A run that never got to its tests (timed out, not run) names no test that passes,
+        and holding a cycle to it would let any test go: the latest earlier run that did
+        stands in, since every change kept after it was held to it."""
+        for cycle in range(self.cycle - 1, 0, -1):
+            path = self.layout.decision(cycle, self.track)
+            tests = json.loads(path.read_text()).get("tests") if path.exists() else None
+            if tests and tests.get("outcome") in (testrun.PASSED, testrun.FAILED):
+                return TestRun.from_record(tests)
         return TestRun.from_record(self.record.baseline)
 
     def judge_tests(self, after: TestRun, reference: TestRun | None = None) -> Verdict:
