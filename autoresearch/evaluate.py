@@ -17,7 +17,7 @@ from .backends.base import Usage
 from .files import write_json, write_text
 from .revert import undo_cycle
 from .stage import StageEnv
-from .testrun import TestRun, acceptable
+from .testrun import TestRun
 
 
 def full_test_run(env: StageEnv, *, reuse: bool = True) -> TestRun:
@@ -43,9 +43,8 @@ def assess(env: StageEnv) -> tuple[dict[str, Any], str]:
     env.pristine(start)
 
     reference = env.reference_tests()
-    allow = env.spec.allow_failing_baseline
     measured = after = full_test_run(env)
-    verdict = acceptable(after, reference, allow)
+    first = verdict = env.judge_tests(after, reference)
     reverted: list[dict[str, str]] = []
     if not verdict.ok:
         env.log(f"evaluate: {verdict.reason}; reverting in the documented order")
@@ -57,7 +56,7 @@ def assess(env: StageEnv) -> tuple[dict[str, Any], str]:
             # back is exactly what must be measured, now.
             nonlocal after, verdict
             after = full_test_run(env, reuse=False)
-            verdict = acceptable(after, reference, allow)
+            verdict = env.judge_tests(after, reference)
             return verdict.ok
 
         reverted = undo_cycle(
@@ -79,8 +78,11 @@ def assess(env: StageEnv) -> tuple[dict[str, Any], str]:
         "track": env.track,
         "start_commit": cycle_start,
         "end_commit": end,
-        "tests_pass": after.ok,
+        # The gate's word, not the exit code's: a run that passes with a test gone is no pass.
+        "tests_pass": after.ok and verdict.ok,
         "test_summary": after.summary if not reverted else f"after reverts: {after.summary}",
+        "test_verdict": verdict.reason,
+        "tests_removed": list(verdict.removed),
         "tests": after.to_record(),
         "broken": not verdict.ok,
         "reverted": reverted,
@@ -96,6 +98,8 @@ def assess(env: StageEnv) -> tuple[dict[str, Any], str]:
     }
     decision["open"], decision["open_rechecked"] = open_issues(env, green["skipped"], fixed)
     decision["open_issues"] = [f"{o['id']} {o['key']}: {o['reason']}" for o in decision["open"]]
+    if reverted:
+        decision["first_test_verdict"] = first.reason
     return decision, measured.summary
 
 
@@ -139,7 +143,14 @@ def render_results(env: StageEnv, d: dict[str, Any], summary: str) -> str:
     lines = [
         f"# Evaluation: {env.label}",
         "",
-        f"- Test status: {'pass' if d['tests_pass'] else 'FAIL'} ({summary})",
+        f"- Test status: {'pass' if d['tests_pass'] else 'FAIL'} ({d['test_summary']})",
+        *([f"- Test gate: {d['test_verdict']}"] if d.get("test_verdict") else []),
+        # What made evaluate revert: the cycle's own run, before anything was undone.
+        *(
+            [f"- Before reverts: {summary}; {d['first_test_verdict']}"]
+            if d.get("first_test_verdict")
+            else []
+        ),
         f"- Commits on the branch since base: {d['commits_total']}",
         f"- Ending commit: {d['end_commit']}",
         f"- Files changed this cycle: {', '.join(d['files_changed']) or 'none'}",

@@ -285,6 +285,12 @@ class SessionSpec(dict):
         return bool(self.get("allow_failing_baseline"))
 
     @property
+    def allow_test_removal(self) -> bool:
+        """`allow_test_removal`: a change may make a test that passed stop being reported
+        (deleted, renamed, skipped, deselected); the ids removed are recorded."""
+        return bool(self.get("allow_test_removal"))
+
+    @property
     def test_gate(self) -> str:
         """`test_gate`: per_fix (the suite runs on each change before it is committed) or
         batch (once at the stage's end, with a bisection when it fails)."""

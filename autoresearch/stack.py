@@ -54,6 +54,53 @@ _PYTHON_TEST_GLOBS = (
 )
 
 
+# What decides which tests run and how, for the runners of the table above: their config
+# files, the files that hook into a run, and the build files that pick flags, features and
+# tags. A change to one can skip, deselect or stop collecting a test as surely as an edit to
+# the test itself, so where the tests are protected these are too (narrow's goal.protect_tests,
+# the fix lens). Whole files: pyproject.toml and package.json hold the runner's own sections,
+# and an edit elsewhere in them is no test change, but telling the two apart would take a
+# parser per format that must never miss a section the runner reads.
+TEST_RUNNER_FILES: tuple[str, ...] = (
+    # Python: pytest reads the first config with a pytest section; every conftest.py (and a
+    # plugin it names) can skip, deselect or rewrite a test; tox picks the command.
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+    "conftest.py",
+    ".coveragerc",
+    # Go: the module and workspace files (go version, replace lines); build tags live in the
+    # _test.go files, which the test globs cover.
+    "go.mod",
+    "go.work",
+    # Node/TS: the test script and "jest" key of package.json, the runners' configs.
+    "package.json",
+    "jest.config.*",
+    "vitest.config.*",
+    "vitest.workspace.*",
+    "vite.config.*",
+    ".mocharc.*",
+    # Rust: features and test targets; .cargo/config.toml sets cfg flags.
+    "Cargo.toml",
+    ".cargo",
+    # Ruby, Java, Elixir, PHP, and `make test`.
+    ".rspec",
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+    "settings.gradle",
+    "settings.gradle.kts",
+    "mix.exs",
+    "phpunit.xml",
+    "phpunit.xml.dist",
+    "GNUmakefile",
+    "makefile",
+    "Makefile",
+)
+
+
 def detect(repo: Path) -> Stack | None:
     """The first row of the table whose build file exists at the repo root; else Python when
     the repository holds pytest-style test files."""

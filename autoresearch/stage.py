@@ -21,7 +21,7 @@ from .jail import Jail, build_jail
 from .layout import SessionLayout
 from .protect import Protection
 from .record import SetupRecord
-from .testrun import TestRun
+from .testrun import TestRun, Verdict
 
 
 @dataclass
@@ -96,11 +96,27 @@ class StageEnv:
 
     def reference_tests(self) -> TestRun:
         """The test run this cycle is held to: where the previous cycle left the suite, or
-        the baseline. A change is kept only if it breaks no test that passed there."""
-        prev = self.previous_decision()
-        if prev and prev.get("tests"):
-            return TestRun.from_record(prev["tests"])
+        the baseline. A change is kept only if it keeps every test that passed there.
+
+        A run that never got to its tests (timed out, not run) names no test that passes,
+        and holding a cycle to it would let any test go: the latest earlier run that did
+        stands in, since every change kept after it was held to it."""
+        for cycle in range(self.cycle - 1, 0, -1):
+            path = self.layout.decision(cycle, self.track)
+            tests = json.loads(path.read_text()).get("tests") if path.exists() else None
+            if tests and tests.get("outcome") in (testrun.PASSED, testrun.FAILED):
+                return TestRun.from_record(tests)
         return TestRun.from_record(self.record.baseline)
+
+    def judge_tests(self, after: TestRun, reference: TestRun | None = None) -> Verdict:
+        """Whether a change whose run is `after` may stay, held to `reference` (default: the
+        run where this cycle started) under the spec's allow_* keys (testrun.acceptable)."""
+        return testrun.acceptable(
+            after,
+            self.reference_tests() if reference is None else reference,
+            self.spec.allow_failing_baseline,
+            self.spec.allow_test_removal,
+        )
 
     @property
     def protection(self) -> Protection:

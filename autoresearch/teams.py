@@ -246,6 +246,7 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
             book.skipped.append({"id": fid, "key": finding.key(), "reason": reason})
     # The stage's full, uncached run: evaluate reuses it when Refactor changes nothing.
     final = env.measure_tests(uncached=True, reuse=True)
+    held = env.judge_tests(final, gate.reference)
     end = git.head(env.worktree)
     lines = [f"# Green team: {env.label}", "", f"Start commit: {start}", f"End commit: {end}", ""]
     lines += [
@@ -257,7 +258,7 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
     lines += ["", "## Skipped", *(f"- [{r['id']}] {r['reason']}" for r in book.skipped)]
     if not book.skipped:
         lines.append("(none)")
-    lines += ["", "## Final test status", final.summary]
+    lines += ["", "## Final test status", final.summary, "", held.reason]
     write_text(markdown_out, "\n".join(lines) + "\n")
     write_json(
         record_out,
@@ -269,8 +270,12 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
             "end_commit": end,
             "fixed": book.fixed,
             "skipped": book.skipped,
-            "tests_pass": final.ok,
+            "tests_pass": final.ok and held.ok,
             "test_summary": final.summary,
+            "test_verdict": held.reason,
+            # Tests the stage's end no longer has, let go by allow_test_removal (else the
+            # gate took the change out): the ids, for the audit trail.
+            "tests_removed": list(held.removed),
             "tests": final.to_record(),
             "stop": stop_reason_of(run) if run else None,
             "usage": asdict(run.usage) if run else asdict(Usage()),

@@ -11,7 +11,7 @@ from conftest import git, make_repo
 from autoresearch import git as ar_git
 from autoresearch.gate import BatchGate, Landed
 from autoresearch.protect import Protection
-from autoresearch.testrun import FAILED, PASSED, TestRun
+from autoresearch.testrun import FAILED, PASSED, TestRun, Verdict, acceptable
 
 
 def run_of(ok: bool) -> TestRun:
@@ -56,6 +56,9 @@ class Env:
 
     def log(self, line: str) -> None:
         self.lines.append(line)
+
+    def judge_tests(self, after: TestRun, reference: TestRun) -> Verdict:
+        return acceptable(after, reference, self.spec.allow_failing_baseline)
 
 
 def stage(tmp_path: Path, contents: list[tuple[str, str]]) -> tuple[Env, str, list[Landed]]:

@@ -10,6 +10,7 @@ import pytest
 from conftest import git, make_repo
 
 from autoresearch import git as ar_git
+from autoresearch.modes.narrow.protect import TEST_GLOBS
 from autoresearch.protect import ProtectedChange, Protection
 
 PACKAGE = Path(__file__).resolve().parents[2] / "autoresearch"
@@ -153,3 +154,51 @@ def test_the_harness_commits_agent_work_only_through_the_guard():
         if path not in allowed and COMMITS.search(path.read_text())
     ]
     assert offenders == []
+
+
+# --- what decides which tests run is protected with the tests ---
+
+PROJECT = "[project]\nname = 'x'\n"
+RUNNER_FILES = [
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+    "conftest.py",
+    "src/pkg/conftest.py",
+    "jest.config.js",
+    "vitest.config.ts",
+    "package.json",
+    "go.mod",
+    "Cargo.toml",
+    ".cargo/config.toml",
+]
+
+
+@pytest.mark.parametrize("path", RUNNER_FILES)
+def test_the_files_that_decide_which_tests_run_are_protected_with_the_tests(path):
+    assert Protection("base", tuple(TEST_GLOBS)).covers(path)
+
+
+def test_a_pytest_ini_that_deselects_a_test_never_reaches_a_commit(worktree):
+    """A new one is dropped as any new file under a protected path is; an edit is refused."""
+    protection = Protection(ar_git.head(worktree), tuple(TEST_GLOBS))
+    (worktree / "pytest.ini").write_text('[pytest]\naddopts = -k "not test_x"\n')
+    (worktree / "src.py").write_text("x = 2\n")
+    protection.commit(worktree, "fix: with a new pytest.ini")
+    assert ar_git.changed_files(worktree, "HEAD~1") == ["src.py"]
+    assert not (worktree / "pytest.ini").exists()
+
+
+def test_an_edit_to_pyproject_toml_is_refused_when_tests_are_protected(tmp_path):
+    repo = make_repo(tmp_path / "target", {"pyproject.toml": PROJECT})
+    wt = tmp_path / "wt"
+    ar_git.open_worktree(repo, wt, "autoresearch/improve", ar_git.head(repo))
+    protection = Protection(ar_git.head(wt), tuple(TEST_GLOBS))
+    deselect = '[tool.pytest.ini_options]\naddopts = "--deselect tests/test_x.py::test_x"\n'
+    (wt / "pyproject.toml").write_text(PROJECT + deselect)
+    with pytest.raises(ProtectedChange) as err:
+        protection.commit(wt, "fix: sneaky")
+    assert err.value.paths == ["pyproject.toml"]
+    assert (wt / "pyproject.toml").read_text() == PROJECT

@@ -357,6 +357,184 @@ def test_baseline_survives_a_round_trip_through_json(tmp_path):
     assert testrun.acceptable(run(PYTEST, repo), stored, allow_failing_baseline=True).ok
 
 
+# --- test identity: a test that passed where the change started must still pass ---
+
+BROKEN_MEAN = CALC.replace("/ len", "/ 2 / len")
+SKIP_MEAN = """\
+import pytest
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.name == "test_mean":
+            item.add_marker(pytest.mark.skip(reason="flaky"))
+"""
+PLUGIN = "[pytest]\naddopts = -p skipper\n"
+RENAMED = TESTS.replace(
+    "def test_mean():\n    assert mean([1, 2, 3]) == 2", "def test_mean_of_one():\n    assert 1\n"
+)
+HIDES = {
+    "-k in a new pytest.ini": {"pytest.ini": '[pytest]\naddopts = -k "not test_mean"\n'},
+    "--deselect in pyproject.toml": {
+        "pyproject.toml": '[tool.pytest.ini_options]\naddopts = "--deselect '
+        'tests/test_calc.py::test_mean"\n'
+    },
+    "a -p plugin that skips": {"skipper.py": SKIP_MEAN, "pytest.ini": PLUGIN},
+    "a conftest.py that skips": {"tests/conftest.py": SKIP_MEAN},
+    "an xfail marker": {
+        "tests/test_calc.py": TESTS.replace("def test_mean", "@pytest.mark.xfail\ndef test_mean")
+    },
+    "the test renamed": {"tests/test_calc.py": RENAMED},
+}
+FATE = {
+    "-k in a new pytest.ini": testrun.GONE,
+    "--deselect in pyproject.toml": testrun.GONE,
+    "a -p plugin that skips": testrun.SKIPPED_NOW,
+    "a conftest.py that skips": testrun.SKIPPED_NOW,
+    "an xfail marker": testrun.SKIPPED_NOW,
+    "the test renamed": testrun.GONE,
+}
+
+
+def hide_broken_mean(repo: Path, how: str) -> None:
+    """mean() broken, and test_mean, which would catch it, kept from failing."""
+    (repo / "calc.py").write_text(BROKEN_MEAN)
+    for name, text in HIDES[how].items():
+        (repo / name).write_text(text)
+
+
+@pytest.mark.parametrize("how", sorted(HIDES))
+def test_a_passing_test_hidden_from_the_run_is_not_a_pass(tmp_path, how):
+    repo = python_project(tmp_path)
+    start = run(PYTEST, repo)
+    hide_broken_mean(repo, how)
+    after = run(PYTEST, repo)
+    assert after.outcome == PASSED  # the exit code and counts alone would have kept it
+    verdict = testrun.acceptable(after, start)
+    assert not verdict.ok
+    assert verdict.reason.startswith("tests that passed where the change started do not pass")
+    assert f"{FATE[how]}: tests/test_calc.py::test_mean" in verdict.reason
+    assert "allow_test_removal" in verdict.reason
+
+
+def test_a_hidden_test_is_refused_even_with_a_failing_baseline(tmp_path):
+    repo = failing_baseline_project(tmp_path)
+    start = run(PYTEST, repo)
+    (repo / "pytest.ini").write_text('[pytest]\naddopts = -k "not test_add"\n')
+    after = run(PYTEST, repo)
+    assert testrun.regressions(start, after) == set()  # no new failure: by failures, a keep
+    verdict = testrun.acceptable(after, start, allow_failing_baseline=True)
+    assert not verdict.ok
+    assert f"{testrun.GONE}: tests/test_calc.py::test_add" in verdict.reason
+
+
+def test_a_known_failing_test_deleted_is_a_removal_not_a_fix(tmp_path):
+    repo = failing_baseline_project(tmp_path)
+    start = run(PYTEST, repo)
+    (repo / "tests/test_more.py").unlink()
+    (repo / "calc.py").write_text(CALC)
+    after = run(PYTEST, repo)
+    assert after.outcome == PASSED
+    verdict = testrun.acceptable(after, start, allow_failing_baseline=True)
+    assert not verdict.ok
+    assert f"{testrun.GONE}: tests/test_more.py::test_known_bad" in verdict.reason
+
+
+def test_new_parametrize_ids_are_a_removal_of_the_old_ones(tmp_path):
+    repo = python_project(tmp_path)
+    start = run(PYTEST, repo)
+    (repo / "tests/test_calc.py").write_text(TESTS.replace("[1, 2]", "[1, 3]"))
+    verdict = testrun.acceptable(run(PYTEST, repo), start)
+    assert not verdict.ok
+    assert "tests/test_calc.py::TestNames::test_param[2]" in verdict.reason
+    assert "parametrize id changed" in verdict.reason
+
+
+def test_allow_test_removal_lets_a_deleted_test_go_and_names_it(tmp_path):
+    repo = python_project(tmp_path)
+    start = run(PYTEST, repo)
+    (repo / "tests/test_calc.py").write_text(TESTS.replace("def test_mean", "def _unused"))
+    verdict = testrun.acceptable(run(PYTEST, repo), start, allow_test_removal=True)
+    assert verdict.ok
+    assert verdict.removed == ("tests/test_calc.py::test_mean",)
+    assert "1 test(s) removed, allowed by allow_test_removal" in verdict.reason
+    assert "tests/test_calc.py::test_mean" in verdict.reason
+
+
+def test_allow_test_removal_never_lets_a_failing_test_through(tmp_path):
+    repo = failing_baseline_project(tmp_path)
+    start = run(PYTEST, repo)
+    (repo / "calc.py").write_text(BROKEN_MEAN.replace("a + b", "a - b"))
+    after = run(PYTEST, repo)
+    verdict = testrun.acceptable(after, start, allow_failing_baseline=True, allow_test_removal=True)
+    assert not verdict.ok and verdict.removed == ()
+
+
+def test_a_test_added_since_the_baseline_is_held_through_the_record(tmp_path):
+    """A later cycle is held to the run recorded where it starts (decision.json): the ids of
+    tests that passed there survive the round trip, so a test added by a kept change counts."""
+    repo = python_project(tmp_path)
+    (repo / "tests/test_new.py").write_text("def test_added():\n    pass\n")
+    recorded = TestRun.from_record(json.loads(json.dumps(run(PYTEST, repo).to_record())))
+    assert "tests/test_new.py::test_added" in recorded.passing_ids
+    (repo / "tests/test_new.py").unlink()
+    verdict = testrun.acceptable(run(PYTEST, repo), recorded)
+    assert not verdict.ok
+    assert "tests/test_new.py::test_added" in verdict.reason
+
+
+def counted(passed: int | None, ids: frozenset[str] | None = None) -> TestRun:
+    """A passing run as a runner without ids (regex counts) or without counts gives it."""
+    source = "junit" if ids is not None else "regex" if passed is not None else "exit-code-only"
+    return TestRun(
+        command="t",
+        ran="t",
+        outcome=PASSED,
+        cause="all tests passed",
+        passed=passed,
+        failed=None if passed is None else 0,
+        skipped=None,
+        errors=None,
+        failing_ids=None if ids is None else frozenset(),
+        passing_ids=ids,
+        exit_code=0,
+        duration_s=1.0,
+        tail="",
+        source=source,
+    )
+
+
+def test_without_ids_fewer_passing_tests_is_not_a_pass():
+    verdict = testrun.acceptable(counted(1), counted(2))
+    assert not verdict.ok
+    assert "1 tests pass where 2 passed" in verdict.reason
+
+
+def test_without_ids_allow_test_removal_lets_the_count_drop_and_says_so():
+    verdict = testrun.acceptable(counted(1), counted(2), allow_test_removal=True)
+    assert verdict.ok
+    assert "1 fewer passing tests" in verdict.reason
+
+
+def test_without_ids_the_same_count_passes_compared_by_count_only():
+    verdict = testrun.acceptable(counted(2), counted(2))
+    assert verdict.ok and "compared by count only" in verdict.reason
+
+
+def test_without_ids_or_counts_a_pass_says_it_is_unchecked():
+    verdict = testrun.acceptable(counted(None), counted(None))
+    assert verdict.ok
+    assert "unchecked" in verdict.reason and "would go unseen" in verdict.reason
+
+
+def test_a_run_that_stops_naming_its_tests_is_refused():
+    """A change that turns the runner's report off (junitxml disabled in addopts) must not
+    hide which tests are gone: the start named them, the run after the change must too."""
+    start = counted(2, frozenset({"t::a", "t::b"}))
+    assert not testrun.acceptable(counted(2), start).ok
+    assert not testrun.acceptable(counted(None), counted(2)).ok
+
+
 # --- the uncached command ---
 
 

@@ -25,7 +25,7 @@ from ...layout import SessionLayout
 from ...lenses.reproduction import judge_reproduction
 from ...protect import ProtectedChange
 from ...stage import StageEnv
-from ...testrun import TestRun, acceptable
+from ...testrun import TestRun
 from .count import HandedBug
 
 
@@ -91,7 +91,7 @@ def add(
         result.added.append({"id": bug.id, "title": bug.title, "path": path})
     if result.added:  # the whole suite with them, judged as any change is
         baseline = TestRun.from_record(env.record.baseline)
-        verdict = acceptable(env.run_tests(), baseline, env.spec.allow_failing_baseline)
+        verdict = env.judge_tests(env.run_tests(), baseline)
         if not verdict.ok:
             result.left_out += [
                 f"{a['id']}: with the regression tests added, {verdict.reason}"

@@ -316,4 +316,5 @@ def revert_cycle(env: StageEnv, decision: dict[str, Any], goal: Goal, value: flo
     decision["tests_pass"] = reference.ok
     decision["tests"] = reference.to_record()
     decision["test_summary"] = f"after reverts: {reference.summary}"
+    decision["tests_removed"] = []  # the cycle's start has every test it started with
     return True

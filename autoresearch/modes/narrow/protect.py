@@ -11,11 +11,13 @@ import os
 import shlex
 from pathlib import Path
 
+from ...stack import TEST_RUNNER_FILES
 from .goal import Goal
 
 # What counts as a test file when `goal.protect_tests` is on (an agent must not
-# make the goal "met" by weakening them).
+# make the goal "met" by weakening them), with what decides which tests run.
 TEST_GLOBS = [
+    *TEST_RUNNER_FILES,
     "tests",
     "test",
     "spec",
