@@ -195,7 +195,7 @@ def test_protected_paths_cover_tests_by_default_and_keep_the_spec_list(tree):
 
 
 def test_protected_tests_bring_the_files_that_decide_which_tests_run(tree):
-    box = Sandbox(tree, protected_paths(goal_of(spec()), tree, []))
+    box = Sandbox(tree, protected_paths(goal_of(spec()), [], []))
     for rel in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg", "pkg/conftest.py"):
         assert box.is_protected(rel), rel
 
