@@ -16,10 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .base import StageBrief, StageFailed, StageRun, Toolbox, Usage
+from .base import StageBrief, StageFailed, StageRun, Toolbox, ToolResult, Usage
 
 LOCATION = re.compile(r"^(?P<path>.+?):(?P<line>\d+)")
 CODE = re.compile(r"^(?P<code>[A-Z]+[0-9]+)\b")
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
 CRITICAL = re.compile(r"^(E9|F63|F7|F82)")
 HIGH = re.compile(r"^(B\d|E711|E712|E721|E722|F811|PLE|S\d)")
 MEDIUM = re.compile(r"^(F|SIM|C4|PERF|RET)")
@@ -31,11 +32,10 @@ IMPACT = {
 }
 
 
-def ruff(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
+def ruff(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "ruff", *args],
         cwd=str(cwd),
-        input=stdin,
         capture_output=True,
         text=True,
     )
@@ -82,20 +82,54 @@ def severity_of(code: str) -> str:
 
 
 def apply_edits(text: str, edits: list[dict[str, Any]]) -> str:
-    """Apply ruff's fix edits (1-based rows and columns) from the end backwards."""
-    lines = text.splitlines(keepends=True)
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line))
+    """Apply ruff's fix edits (1-based rows, columns in characters) from the end backwards.
+
+    Everything outside the edits comes back exactly: line endings, a byte-order mark (ruff
+    counts columns after it), a missing final newline. Rows are ruff's, which only \n, \r\n
+    and \r end (str.splitlines also splits at a form feed and would shift every row below).
+    """
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    text = text[len(bom) :]
+    starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
 
     def offset(loc: dict[str, int]) -> int:
         row = loc["row"] - 1
-        return offsets[min(row, len(lines))] + loc["column"] - 1
+        base = starts[row] if row < len(starts) else len(text)
+        return min(base + loc["column"] - 1, len(text))
 
     for edit in sorted(edits, key=lambda e: offset(e["location"]), reverse=True):
         start, end = offset(edit["location"]), offset(edit["end_location"])
         text = text[:start] + (edit.get("content") or "") + text[end:]
-    return text
+    return bom + text
+
+
+def read_source(worktree: Path, path: str) -> str:
+    """A file's exact text (the backend's one read of a worktree file). UTF-8, ruff's only
+    encoding, decoded strictly: a file that is not is refused, never rewritten lossily."""
+    return (Path(worktree) / path).read_bytes().decode("utf-8")
+
+
+def write_source(toolbox: Toolbox, path: str, text: str) -> ToolResult:
+    """The backend's one write: through the toolbox, which writes the text's UTF-8 bytes
+    as they are (no newline translation)."""
+    return toolbox.call("write_file", {"path": path, "content": text})
+
+
+def formatted(worktree: Path, path: str, text: str) -> str | None:
+    """`ruff format` of the file's text under the target's config, or None when it fails.
+    Bytes in and out: text-mode pipes would turn \r\n into \n."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--stdin-filename", path, "-"],
+        cwd=str(worktree),
+        input=text.encode("utf-8"),
+        capture_output=True,
+    )
+    if proc.returncode != 0:
+        return None
+    try:
+        return proc.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def issue_of(diag: dict[str, Any], code: str) -> str:
@@ -194,7 +228,10 @@ class RuffBackend:
             title = f"{code} {diag['message']}"
             if f"{title} ({path}:{row})" in reported:
                 continue
-            lines = (worktree / path).read_text(errors="replace").splitlines()
+            try:
+                lines = LINE_BREAK.split(read_source(worktree, path))
+            except UnicodeDecodeError:
+                lines = []
             evidence = lines[row - 1].strip() if 0 < row <= len(lines) else diag["message"]
             turns += 1
             result = toolbox.call(
@@ -253,10 +290,11 @@ class RuffBackend:
         read = toolbox.call("read_file", {"path": path})
         if read.is_error:
             return "skip_finding", {"finding_id": fid, "reason": read.content}
-        original = (worktree / path).read_text()
-        written = toolbox.call(
-            "write_file", {"path": path, "content": apply_edits(original, fix["edits"])}
-        )
+        try:
+            original = read_source(worktree, path)
+        except UnicodeDecodeError:
+            return "skip_finding", {"finding_id": fid, "reason": f"{path} is not UTF-8"}
+        written = write_source(toolbox, path, apply_edits(original, fix["edits"]))
         if written.is_error:
             return "skip_finding", {"finding_id": fid, "reason": written.content}
         if tidy:
@@ -274,9 +312,8 @@ class RuffBackend:
             ]
             if not fresh:
                 return
-            text = (worktree / path).read_text()
-            edited = apply_edits(text, fresh[0]["fix"]["edits"])
-            if toolbox.call("write_file", {"path": path, "content": edited}).is_error:
+            edited = apply_edits(read_source(worktree, path), fresh[0]["fix"]["edits"])
+            if write_source(toolbox, path, edited).is_error:
                 return
 
     def _refactor(self, worktree, brief, toolbox, progress) -> int:
@@ -284,12 +321,15 @@ class RuffBackend:
         for path in brief.data.get("changed_files", []):
             if not path.endswith(".py") or not (worktree / path).is_file():
                 continue
-            source = (worktree / path).read_text()
-            formatted = ruff("format", "--stdin-filename", path, "-", cwd=worktree, stdin=source)
-            if formatted.returncode != 0 or formatted.stdout == source:
+            try:
+                source = read_source(worktree, path)
+            except UnicodeDecodeError:
+                continue  # ruff reads UTF-8 only; Green cannot have fixed it either
+            new = formatted(worktree, path, source)
+            if new is None or new == source:
                 continue
             turns += 1
-            written = toolbox.call("write_file", {"path": path, "content": formatted.stdout})
+            written = write_source(toolbox, path, new)
             if written.is_error:
                 progress(f"turn {turns}: write_file {path} refused: {written.content}")
                 continue
