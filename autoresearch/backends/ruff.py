@@ -21,6 +21,9 @@ from .base import StageBrief, StageFailed, StageRun, Toolbox, ToolResult, Usage
 LOCATION = re.compile(r"^(?P<path>.+?):(?P<line>\d+)")
 CODE = re.compile(r"^(?P<code>[A-Z]+[0-9]+)\b")
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# RUF100's message: "Unused `noqa` directive (unused: `F401`; non-enabled: `E501`, `A003`)"
+NOQA_GROUP = re.compile(r"(unused|non-enabled|unknown|duplicated): ((?:`[^`]+`(?:, )?)+)")
+NOQA_CODE = re.compile(r"[A-Z]+[0-9]+")
 CRITICAL = re.compile(r"^(E9|F63|F7|F82)")
 HIGH = re.compile(r"^(B\d|E711|E712|E721|E722|F811|PLE|S\d)")
 MEDIUM = re.compile(r"^(F|SIM|C4|PERF|RET)")
@@ -42,13 +45,14 @@ def ruff(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def diagnostics(
-    worktree: Path, *paths: str, select: list[str] | None = None
+    worktree: Path, *paths: str, extend: list[str] | None = None
 ) -> list[dict[str, Any]]:
-    """ruff's findings, never fixed in place (`--no-fix`, whatever the target's config says):
-    reporting must not change a file. A ruff that fails is an error, not "no findings".
-    `select` checks those rules whatever the project selects (a finding may come from a
-    count run with other rules than the project's)."""
-    rules = ["--select", ",".join(select)] if select else []
+    """ruff's findings under the target's own config, never fixed in place (`--no-fix`,
+    whatever that config says): reporting must not change a file. A ruff that fails is an
+    error, not "no findings". `extend` adds rules to the target's selection (a finding may
+    come from a count run with other rules than the project's); it never replaces it, so
+    what ruff calls enabled stays what the target enables."""
+    rules = ["--extend-select", ",".join(extend)] if extend else []
     proc = ruff(
         "check",
         "--output-format=json",
@@ -72,6 +76,10 @@ def diagnostics(
             "the target's ruff config"
         )
     return found
+
+
+def unused_imports(worktree: Path, path: str) -> list[dict[str, Any]]:
+    return [d for d in diagnostics(worktree, path, extend=["F401"]) if d.get("code") == "F401"]
 
 
 def severity_of(code: str) -> str:
@@ -101,6 +109,56 @@ def apply_edits(text: str, edits: list[dict[str, Any]]) -> str:
         start, end = offset(edit["location"]), offset(edit["end_location"])
         text = text[:start] + (edit.get("content") or "") + text[end:]
     return bom + text
+
+
+def fix_edits(diag: dict[str, Any], text: str) -> tuple[list[dict[str, Any]], str]:
+    """The edits that fix `diag` in `text`, or none and why not."""
+    code = diag.get("code") or "syntax"
+    edits = (diag.get("fix") or {}).get("edits") or []
+    if not edits:
+        return [], f"ruff has no automatic fix for {code}"
+    if code == "RUF100":
+        return noqa_edits(diag, text, edits)
+    return edits, ""
+
+
+def noqa_edits(
+    diag: dict[str, Any], text: str, edits: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], str]:
+    """RUF100's fix without removing another linter's suppression.
+
+    ruff drops every code of a `# noqa` it does not itself need, also those of rules the
+    target's ruff does not enable ("non-enabled", e.g. E501 left to flake8) or does not know
+    ("unknown", a plugin's code). Only the codes it calls unused (an enabled rule that
+    reports nothing there) or duplicated go; a blanket `# noqa` silences every linter and
+    stays."""
+    message = diag["message"]
+    if "blanket" in message:
+        return [], "a blanket `noqa` also silences the target's other linters; it stays"
+    listed = {label: NOQA_CODE.findall(codes) for label, codes in NOQA_GROUP.findall(message)}
+    others = listed.get("non-enabled", []) + listed.get("unknown", [])
+    if not others:
+        return edits, ""  # every code is one the target's ruff enables: ruff's own fix
+    start, end = diag["location"], diag["end_location"]
+    lines = LINE_BREAK.split(text.removeprefix("\ufeff"))
+    if start["row"] != end["row"] or start["row"] > len(lines):
+        return [], f"cannot read the `noqa` directive on line {start['row']}"
+    directive = lines[start["row"] - 1][start["column"] - 1 : end["column"] - 1]
+    head, colon, codes = directive.partition(":")
+    if not colon or not head.lstrip("#").strip().lower() == "noqa":
+        return [], f"cannot read the `noqa` directive on line {start['row']}"
+    drop, seen, kept = set(listed.get("unused", [])), set(), []
+    for item in NOQA_CODE.findall(codes):
+        if item not in seen and item not in drop:
+            kept.append(item)
+        seen.add(item)
+    if kept == NOQA_CODE.findall(codes):
+        return [], (
+            f"the `noqa` is for rules the target's ruff does not enable ({', '.join(others)}): "
+            "another linter's suppression; it stays"
+        )
+    content = "# noqa: " + ", ".join(kept)
+    return [{"content": content, "location": start, "end_location": end}], ""
 
 
 def read_source(worktree: Path, path: str) -> str:
@@ -144,8 +202,8 @@ class RuffBackend:
     name = "ruff"
 
     def __init__(self, settings: dict[str, Any] | None = None) -> None:
-        # agent.ruff.select: the rules Red reports (default: the target's own ruff config).
-        self.select = list((settings or {}).get("select") or [])
+        # agent.ruff.select: rules Red reports on top of the target's own ruff config.
+        self.extra_rules = list((settings or {}).get("select") or [])
 
     def still_reported(self, worktree: Path, keys: list[str]) -> set[str]:
         """Which of these findings (`CODE message (path:line)`) ruff still reports on the
@@ -160,7 +218,10 @@ class RuffBackend:
         for path, items in wanted.items():
             if not (Path(worktree) / path).is_file():
                 continue
-            now = {f"{d.get('code')} {d['message']}" for d in diagnostics(worktree, path)}
+            now = {
+                f"{d.get('code')} {d['message']}"
+                for d in diagnostics(worktree, path, extend=self.extra_rules)
+            }
             present |= {key for key, title in items if title in now}
         return present
 
@@ -182,7 +243,7 @@ class RuffBackend:
     def _red(self, worktree, brief, toolbox, progress) -> int:
         tried = " ".join(brief.data.get("tried", []))
         turns = 0
-        for diag in diagnostics(worktree, select=self.select):
+        for diag in diagnostics(worktree, extend=self.extra_rules):
             path = Path(diag["filename"]).resolve().relative_to(worktree.resolve()).as_posix()
             code = diag.get("code") or "syntax"
             title = f"{code} {diag['message']}"
@@ -272,21 +333,12 @@ class RuffBackend:
         message = finding["title"][len(code["code"]) :].strip()
         candidates = [
             d
-            for d in diagnostics(worktree, path, select=[code["code"]])
+            for d in diagnostics(worktree, path, extend=[code["code"]])
             if d.get("code") == code["code"] and d["message"] == message
         ]
         if not candidates:
             return "skip_finding", {"finding_id": fid, "reason": "ruff no longer reports it"}
         diag = min(candidates, key=lambda d: abs(d["location"]["row"] - line))
-        fix = diag.get("fix")
-        if not fix or not fix.get("edits"):
-            return "skip_finding", {
-                "finding_id": fid,
-                "reason": f"ruff has no automatic fix for {code['code']}",
-            }
-        unused_before = (
-            {d["message"] for d in diagnostics(worktree, path, select=["F401"])} if tidy else set()
-        )
         read = toolbox.call("read_file", {"path": path})
         if read.is_error:
             return "skip_finding", {"finding_id": fid, "reason": read.content}
@@ -294,12 +346,17 @@ class RuffBackend:
             original = read_source(worktree, path)
         except UnicodeDecodeError:
             return "skip_finding", {"finding_id": fid, "reason": f"{path} is not UTF-8"}
-        written = write_source(toolbox, path, apply_edits(original, fix["edits"]))
+        edits, why_not = fix_edits(diag, original)
+        if not edits:
+            return "skip_finding", {"finding_id": fid, "reason": why_not}
+        unused_before = {d["message"] for d in unused_imports(worktree, path)} if tidy else set()
+        written = write_source(toolbox, path, apply_edits(original, edits))
         if written.is_error:
             return "skip_finding", {"finding_id": fid, "reason": written.content}
+        summary = (diag.get("fix") or {}).get("message") or diag["message"]
         if tidy:
             self._drop_imports_left_unused(worktree, path, unused_before, toolbox)
-        return "finish_fix", {"finding_id": fid, "summary": fix.get("message") or diag["message"]}
+        return "finish_fix", {"finding_id": fid, "summary": summary}
 
     def _drop_imports_left_unused(self, worktree, path, before: set[str], toolbox) -> None:
         """Apply ruff's F401 fix to each import the change left unused, one at a time (two
@@ -307,7 +364,7 @@ class RuffBackend:
         for _ in range(10):
             fresh = [
                 d
-                for d in diagnostics(worktree, path, select=["F401"])
+                for d in unused_imports(worktree, path)
                 if d["message"] not in before and (d.get("fix") or {}).get("edits")
             ]
             if not fresh:

@@ -90,3 +90,60 @@ def test_refactor_formats_a_crlf_file_as_ruff_format_would_in_place(tmp_path):
     subprocess.run(["python", "-m", "ruff", "format", "same.py"], cwd=repo, check=True)
     assert (repo / "app.py").read_bytes() == (repo / "same.py").read_bytes()
     assert b"\r\n" in (repo / "app.py").read_bytes()
+
+
+# --- suppressions that belong to the target's other linters -----------------------------------
+
+RUFF_WITH_RUF100 = b'[tool.ruff.lint]\nselect = ["F", "RUF100"]\n'
+
+
+def fix_all(repo: Path) -> list[tuple]:
+    """Red's findings, then Green on all of them."""
+    reports = red(repo)
+    return green(repo, [finding(f"F-{n:03d}", r) for n, r in enumerate(reports, 1)])
+
+
+def test_a_noqa_for_a_rule_the_target_ruff_does_not_enable_is_kept(tmp_path):
+    source = b"import os  # noqa: E501\n\nprint(os)\nX = 1  # noqa: E501\n"
+    repo = repo_with(tmp_path, {"app.py": source, "pyproject.toml": RUFF_WITH_RUF100})
+    calls = fix_all(repo)
+    assert [name for name, _ in calls] == ["skip_finding", "skip_finding"]
+    assert "E501" in calls[0][1]["reason"] and "another linter" in calls[0][1]["reason"]
+    assert (repo / "app.py").read_bytes() == source
+
+
+def test_of_a_mixed_noqa_only_the_codes_ruff_calls_unused_go(tmp_path):
+    source = b"X = 1  # noqa: F841, A003, WPS110 reason\n"
+    repo = repo_with(tmp_path, {"app.py": source, "pyproject.toml": RUFF_WITH_RUF100})
+    assert [name for name, _ in fix_all(repo)] == ["finish_fix"]
+    assert (repo / "app.py").read_bytes() == b"X = 1  # noqa: A003, WPS110 reason\n"
+
+
+def test_a_noqa_the_target_ruff_needs_is_kept_whatever_rules_the_finding_came_from(tmp_path):
+    # A count run with `--select RUF100` alone calls this F401 "non-enabled"; under the
+    # target's config it suppresses a real unused import.
+    source = b"import os  # noqa: F401\n"
+    repo = repo_with(
+        tmp_path, {"app.py": source, "pyproject.toml": b'[tool.ruff.lint]\nselect = ["F"]\n'}
+    )
+    report = {
+        "severity": "low",
+        "title": "RUF100 Unused `noqa` directive (non-enabled: `F401`)",
+        "location": "app.py:1",
+        "issue": "",
+        "impact": "",
+    }
+    calls = green(repo, [finding("E-001", report)], team="fix")
+    assert calls[-1][0] == "skip_finding"
+    assert (repo / "app.py").read_bytes() == source
+
+
+# --- which rules: the target's own, plus what the spec adds ----------------------------------
+
+
+def test_red_reports_the_target_ruff_rules_and_agent_ruff_select_adds_to_them(tmp_path):
+    source = b"import os\n\n\ndef f(x=[]):\n    return f'{x}' + f'y'\n"
+    config = b'[tool.ruff.lint]\nselect = ["B"]\n'
+    repo = repo_with(tmp_path, {"app.py": source, "pyproject.toml": config})
+    assert {r["title"].split()[0] for r in red(repo)} == {"B006"}
+    assert {r["title"].split()[0] for r in red(repo, {"select": ["F541"]})} == {"B006", "F541"}
