@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # RUF100's message: "Unused `noqa` directive (unused: `F401`; non-enabled: `E501`, `A003`)"
 NOQA_GROUP = re.compile(r"(unused|non-enabled|unknown|duplicated): ((?:`[^`]+`(?:, )?)+)")
 NOQA_CODE = re.compile(r"[A-Z]+[0-9]+")
+SNIPPET = 60  # characters of the flagged line a finding's title quotes
 CRITICAL = re.compile(r"^(E9|F63|F7|F82)")
 HIGH = re.compile(r"^(B\d|E711|E712|E721|E722|F811|PLE|S\d)")
 MEDIUM = re.compile(r"^(F|SIM|C4|PERF|RET)")
@@ -80,6 +82,46 @@ def diagnostics(
 
 def unused_imports(worktree: Path, path: str) -> list[dict[str, Any]]:
     return [d for d in diagnostics(worktree, path, extend=["F401"]) if d.get("code") == "F401"]
+
+
+def titles_of(diags: list[dict[str, Any]], text: str) -> list[str]:
+    """Each diagnostic of one file as a finding's title: the rule and message, the source
+    line it is on and, when several alike share that line's text, which of them.
+
+    This is a diagnostic's identity across cycles: it survives lines moving above it (a
+    removed import), keeps twins apart (two `f""` on one line, the same call on two lines)
+    and changes when its own line does (a twin on it was fixed)."""
+    lines = LINE_BREAK.split(text.removeprefix("\ufeff"))
+    keys = []
+    for d in diags:
+        row, column = d["location"]["row"], d["location"]["column"]
+        line = lines[row - 1] if 0 < row <= len(lines) else ""
+        keys.append((f"{d.get('code') or 'syntax'} {d['message']}", snippet(line, column)))
+    total = Counter(keys)
+    seen: Counter[tuple[str, str]] = Counter()
+    order = sorted(
+        range(len(diags)),
+        key=lambda i: (diags[i]["location"]["row"], diags[i]["location"]["column"]),
+    )
+    titles = [""] * len(diags)
+    for i in order:
+        base, where = keys[i]
+        seen[keys[i]] += 1
+        titles[i] = base + (f" in `{where}`" if where else "")
+        if total[keys[i]] > 1:
+            titles[i] += f" ({seen[keys[i]]} of {total[keys[i]]})"
+    return titles
+
+
+def snippet(line: str, column: int, width: int = SNIPPET) -> str:
+    """The line without its indentation, cut to `width` characters around `column`."""
+    text = line.strip()
+    if len(text) <= width:
+        return text
+    at = column - 1 - (len(line) - len(line.lstrip()))
+    start = max(0, min(at - width // 3, len(text) - width))
+    cut = text[start : start + width]
+    return ("…" if start else "") + cut + ("…" if start + width < len(text) else "")
 
 
 def severity_of(code: str) -> str:
@@ -206,24 +248,27 @@ class RuffBackend:
         self.extra_rules = list((settings or {}).get("select") or [])
 
     def still_reported(self, worktree: Path, keys: list[str]) -> set[str]:
-        """Which of these findings (`CODE message (path:line)`) ruff still reports on the
-        tree as it is now; a line number may have moved."""
+        """Which of these findings (`title (path:line)`) ruff still reports on the tree as
+        it is now; a line number may have moved."""
         wanted: dict[str, list[tuple[str, str]]] = {}
         for key in keys:
             title, _, rest = key.rpartition(" (")
-            code, _, message = title.partition(" ")
             path = rest.rstrip(")").rsplit(":", 1)[0]
-            wanted.setdefault(path, []).append((key, f"{code} {message}"))
+            wanted.setdefault(path, []).append((key, title))
         present: set[str] = set()
         for path, items in wanted.items():
-            if not (Path(worktree) / path).is_file():
-                continue
-            now = {
-                f"{d.get('code')} {d['message']}"
-                for d in diagnostics(worktree, path, extend=self.extra_rules)
-            }
+            now = set(self._titles(worktree, path))
             present |= {key for key, title in items if title in now}
         return present
+
+    def _titles(self, worktree: Path, path: str) -> dict[str, dict[str, Any]]:
+        """The file's diagnostics by title (a file that is gone has none)."""
+        try:
+            text = read_source(worktree, path)
+        except (OSError, UnicodeDecodeError):
+            return {}
+        found = diagnostics(worktree, path, extend=self.extra_rules)
+        return dict(zip(titles_of(found, text), found, strict=True))
 
     def run(self, brief: StageBrief, toolbox: Toolbox, progress: Callable[[str], None]) -> StageRun:
         worktree = Path(brief.data["worktree"])
@@ -241,26 +286,36 @@ class RuffBackend:
         return StageRun(Usage(), turns, "finished")
 
     def _red(self, worktree, brief, toolbox, progress) -> int:
-        tried = " ".join(brief.data.get("tried", []))
-        turns = 0
+        # The tried list's lines read `F-001 <title> (<path>:<line>) (fixed)`: a title is a
+        # diagnostic's exact identity, so one in it was fixed or given up on, and its twins
+        # and other diagnostics of its rule in the file are new.
+        tried = "\n".join(brief.data.get("tried", []))
+        by_file: dict[str, list[dict[str, Any]]] = {}
         for diag in diagnostics(worktree, extend=self.extra_rules):
             path = Path(diag["filename"]).resolve().relative_to(worktree.resolve()).as_posix()
-            code = diag.get("code") or "syntax"
-            title = f"{code} {diag['message']}"
-            if f"{title} ({path}:" in tried:
-                continue  # reported before: fixed or given up on
-            turns += 1
-            result = toolbox.call(
-                "report_finding",
-                {
-                    "severity": severity_of(code),
-                    "title": title,
-                    "location": f"{path}:{diag['location']['row']}",
-                    "issue": issue_of(diag, code),
-                    "impact": IMPACT[severity_of(code)],
-                },
-            )
-            progress(f"turn {turns}: report_finding {title} -> {result.content}")
+            by_file.setdefault(path, []).append(diag)
+        turns = 0
+        for path, diags in by_file.items():
+            try:
+                text = read_source(worktree, path)
+            except UnicodeDecodeError:
+                text = ""
+            for diag, title in zip(diags, titles_of(diags, text), strict=True):
+                if f" {title} ({path}:" in tried:
+                    continue
+                code = diag.get("code") or "syntax"
+                turns += 1
+                result = toolbox.call(
+                    "report_finding",
+                    {
+                        "severity": severity_of(code),
+                        "title": title,
+                        "location": f"{path}:{diag['location']['row']}",
+                        "issue": issue_of(diag, code),
+                        "impact": IMPACT[severity_of(code)],
+                    },
+                )
+                progress(f"turn {turns}: report_finding {title} -> {result.content}")
         return turns
 
     def _security(self, worktree, brief, toolbox, progress) -> int:
@@ -315,30 +370,29 @@ class RuffBackend:
 
     def _green(self, worktree, brief, toolbox, progress) -> int:
         turns = 0
-        for finding in brief.data.get("findings", []):
+        batch = brief.data.get("findings", [])
+        for finding in batch:
             turns += 1
             fid = finding["id"]
+            others = {f["title"] for f in batch if f is not finding}
             # fix: a change must lower the count, so imports it leaves unused go with it.
-            action, args = self._fix_one(worktree, finding, toolbox, tidy=brief.team == "fix")
+            action, args = self._fix_one(
+                worktree, finding, toolbox, others, tidy=brief.team == "fix"
+            )
             result = toolbox.call(action, args)
             progress(f"turn {turns}: {action} {fid} -> {result.content.splitlines()[0]}")
         return turns
 
-    def _fix_one(self, worktree, finding, toolbox, tidy=False) -> tuple[str, dict[str, str]]:
+    def _fix_one(
+        self, worktree, finding, toolbox, others: set[str], tidy=False
+    ) -> tuple[str, dict[str, str]]:
+        """The tool call that settles `finding`: its exact diagnostic fixed, or a skip with
+        why. `others`: the titles of the batch's other findings, which are theirs to fix."""
         fid = finding["id"]
         where, code = LOCATION.match(finding["location"]), CODE.match(finding["title"])
         if not where or not code:
             return "skip_finding", {"finding_id": fid, "reason": "not a ruff finding"}
         path, line = where["path"], int(where["line"])
-        message = finding["title"][len(code["code"]) :].strip()
-        candidates = [
-            d
-            for d in diagnostics(worktree, path, extend=[code["code"]])
-            if d.get("code") == code["code"] and d["message"] == message
-        ]
-        if not candidates:
-            return "skip_finding", {"finding_id": fid, "reason": "ruff no longer reports it"}
-        diag = min(candidates, key=lambda d: abs(d["location"]["row"] - line))
         read = toolbox.call("read_file", {"path": path})
         if read.is_error:
             return "skip_finding", {"finding_id": fid, "reason": read.content}
@@ -346,6 +400,28 @@ class RuffBackend:
             original = read_source(worktree, path)
         except UnicodeDecodeError:
             return "skip_finding", {"finding_id": fid, "reason": f"{path} is not UTF-8"}
+        found = [
+            d
+            for d in diagnostics(worktree, path, extend=[code["code"]])
+            if d.get("code") == code["code"]
+        ]
+        titles = titles_of(found, original)
+        title = finding["title"]
+        pairs = list(zip(found, titles, strict=True))
+        candidates = [d for d, t in pairs if t == title] or [
+            # The same rule and message whose line changed since Red saw it (a twin on it
+            # was fixed), or a title without the line (a count run's).
+            d
+            for d, t in pairs
+            if t not in others
+            and (
+                title == (base := f"{code['code']} {d['message']}")
+                or title.startswith(base + " in `")
+            )
+        ]
+        if not candidates:
+            return "skip_finding", {"finding_id": fid, "reason": "ruff no longer reports it"}
+        diag = min(candidates, key=lambda d: abs(d["location"]["row"] - line))
         edits, why_not = fix_edits(diag, original)
         if not edits:
             return "skip_finding", {"finding_id": fid, "reason": why_not}

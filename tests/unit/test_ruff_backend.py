@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from autoresearch import findings
 from autoresearch.backends.base import StageBrief
 from autoresearch.backends.ruff import RuffBackend, apply_edits
 from autoresearch.tools import Toolbox
@@ -147,3 +148,37 @@ def test_red_reports_the_target_ruff_rules_and_agent_ruff_select_adds_to_them(tm
     repo = repo_with(tmp_path, {"app.py": source, "pyproject.toml": config})
     assert {r["title"].split()[0] for r in red(repo)} == {"B006"}
     assert {r["title"].split()[0] for r in red(repo, {"select": ["F541"]})} == {"B006", "F541"}
+
+
+# --- a diagnostic's identity across cycles ----------------------------------------------------
+
+
+def tried_line(fid: str, report: dict, outcome: str) -> str:
+    """A finding as the tried list shows Red the next cycle (journal.tried_line)."""
+    return f"{fid} {report['title']} ({report['location']}) ({outcome})"
+
+
+def test_after_one_of_a_rule_in_a_file_was_fixed_the_others_are_still_reported(tmp_path):
+    source = b"import os\n\nl = 1\nA = f'a'\nB = f'b'\n"
+    repo = repo_with(tmp_path, {"app.py": source})
+    first = {r["title"].split()[0] + r["location"]: r for r in red(repo)}
+    fixed, given_up = first["F541app.py:4"], first["E741app.py:3"]
+    # Cycle 1 fixed A and the unused import (every line moved up) and gave up on `l`.
+    (repo / "app.py").write_bytes(b"\nl = 1\nA = 'a'\nB = f'b'\n")
+    tried = [
+        tried_line("F-001", first["F401app.py:1"], "fixed"),
+        tried_line("F-002", given_up, "skipped: ruff has no automatic fix for E741"),
+        tried_line("F-003", fixed, "fixed"),
+    ]
+    again = red(repo, tried=tried)
+    assert [(r["title"].split()[0], r["location"]) for r in again] == [("F541", "app.py:4")]
+
+
+def test_twins_on_one_line_are_two_findings(tmp_path):
+    repo = repo_with(tmp_path, {"app.py": b"X = f'a' + f'a'\n"})
+    reports = red(repo)
+    # The harness refuses a second finding with the same title and location.
+    assert len({findings.identity(r["title"], r["location"]) for r in reports}) == 2
+    calls = green(repo, [finding(f"F-{n}", r) for n, r in enumerate(reports, 1)])
+    assert [name for name, _ in calls] == ["finish_fix", "finish_fix"]
+    assert (repo / "app.py").read_bytes() == b"X = 'a' + 'a'\n"
