@@ -14,6 +14,10 @@ BACKEND_TEAMS: dict[str, frozenset[str]] = {
     "script": frozenset(TEAMS),
 }
 
+# Backends whose every answer follows from the tree alone (no model, no sampling): when one
+# says it cannot fix something, asking again gives the same answer.
+DETERMINISTIC: frozenset[str] = frozenset({"ruff"})
+
 
 def get_backend(spec: dict[str, Any]) -> Backend:
     name = spec["agent"]["backend"]

@@ -169,6 +169,34 @@ def test_the_ruff_backend_drives_lint_errors_to_zero(workflow, tmp_path):
     assert git(worktree, "log", "--format=%s", "-1") == "fix: lint — calc.py:1"
 
 
+def test_the_ruff_backend_blocks_an_error_it_has_no_fix_for_at_its_first_try(workflow, tmp_path):
+    repo = make_repo(
+        tmp_path / "lint",
+        {
+            "calc.py": "import os\n\nl = 1\n\n\n" + CALC_LINT.split("\n\n\n", 1)[1],
+            "tests/test_calc.py": CALC_TEST,
+            "pyproject.toml": '[project]\nname = "calc"\nversion = "0.1"\n',
+        },
+    )
+    spec = {
+        "mode": "fix",
+        "target": str(repo),
+        "test_command": "python -m pytest -q",
+        "agent": {"backend": "ruff"},
+    }
+    workflow.run("r", spec)
+    session = workflow.session("r")
+    decisions = [json.loads(p.read_text()) for p in sorted(session.glob("fixes/*/decision.json"))]
+    # E741 (ambiguous name `l`) has no ruff fix: one attempt, not three; F401 is fixed.
+    assert [(d["error"]["code"], d["status"]) for d in decisions] == [
+        ("F401", "kept"),
+        ("E741", "skipped"),
+    ]
+    blocked = (session / "blocked.md").read_text()
+    assert "E741" in blocked and "ruff has no automatic fix for E741" in blocked
+    assert "every remaining error is blocked" in (session / "done").read_text()
+
+
 HANDOFF = {
     "lens": "debug",
     "findings": [
