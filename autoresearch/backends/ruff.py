@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -153,12 +154,25 @@ def apply_edits(text: str, edits: list[dict[str, Any]]) -> str:
     return bom + text
 
 
-def fix_edits(diag: dict[str, Any], text: str) -> tuple[list[dict[str, Any]], str]:
-    """The edits that fix `diag` in `text`, or none and why not."""
+def fix_edits(
+    diag: dict[str, Any], text: str, unsafe_allowed: Callable[[], bool]
+) -> tuple[list[dict[str, Any]], str]:
+    """The edits that fix `diag` in `text`, or none and why not: what the target's own
+    `ruff check --fix` would apply (its `unfixable` and safe-fix tables are already in the
+    diagnostic; an unsafe fix only where its config enables `unsafe-fixes`)."""
     code = diag.get("code") or "syntax"
-    edits = (diag.get("fix") or {}).get("edits") or []
+    fix = diag.get("fix") or {}
+    edits = fix.get("edits") or []
     if not edits:
         return [], f"ruff has no automatic fix for {code}"
+    applicability = fix.get("applicability", "safe")
+    if applicability == "display-only":
+        return [], f"ruff only shows its fix for {code}; it never applies it"
+    if applicability != "safe" and not unsafe_allowed():
+        return [], (
+            f"ruff's fix for {code} is unsafe (it may change what the code does); the "
+            "target's ruff applies it only with unsafe-fixes enabled"
+        )
     if code == "RUF100":
         return noqa_edits(diag, text, edits)
     return edits, ""
@@ -201,6 +215,14 @@ def noqa_edits(
         )
     content = "# noqa: " + ", ".join(kept)
     return [{"content": content, "location": start, "end_location": end}], ""
+
+
+def unsafe_fixes_enabled(worktree: Path, path: str) -> bool:
+    """Whether the target's ruff config for `path` applies unsafe fixes (`unsafe-fixes`)."""
+    proc = ruff("check", "--show-settings", path, cwd=worktree)
+    return proc.returncode == 0 and bool(
+        re.search(r"^unsafe_fixes = enabled$", proc.stdout, re.MULTILINE)
+    )
 
 
 def read_source(worktree: Path, path: str) -> str:
@@ -422,7 +444,7 @@ class RuffBackend:
         if not candidates:
             return "skip_finding", {"finding_id": fid, "reason": "ruff no longer reports it"}
         diag = min(candidates, key=lambda d: abs(d["location"]["row"] - line))
-        edits, why_not = fix_edits(diag, original)
+        edits, why_not = fix_edits(diag, original, partial(unsafe_fixes_enabled, worktree, path))
         if not edits:
             return "skip_finding", {"finding_id": fid, "reason": why_not}
         unused_before = {d["message"] for d in unused_imports(worktree, path)} if tidy else set()
@@ -437,16 +459,19 @@ class RuffBackend:
     def _drop_imports_left_unused(self, worktree, path, before: set[str], toolbox) -> None:
         """Apply ruff's F401 fix to each import the change left unused, one at a time (two
         names of one import line have overlapping edits)."""
+        unsafe = partial(unsafe_fixes_enabled, worktree, path)  # asked only if a fix is unsafe
         for _ in range(10):
+            text = read_source(worktree, path)
             fresh = [
-                d
+                edits
                 for d in unused_imports(worktree, path)
-                if d["message"] not in before and (d.get("fix") or {}).get("edits")
+                if d["message"] not in before
+                for edits in [fix_edits(d, text, unsafe)[0]]
+                if edits
             ]
             if not fresh:
                 return
-            edited = apply_edits(read_source(worktree, path), fresh[0]["fix"]["edits"])
-            if write_source(toolbox, path, edited).is_error:
+            if write_source(toolbox, path, apply_edits(text, fresh[0])).is_error:
                 return
 
     def _refactor(self, worktree, brief, toolbox, progress) -> int:

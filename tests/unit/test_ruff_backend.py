@@ -182,3 +182,19 @@ def test_twins_on_one_line_are_two_findings(tmp_path):
     calls = green(repo, [finding(f"F-{n}", r) for n, r in enumerate(reports, 1)])
     assert [name for name, _ in calls] == ["finish_fix", "finish_fix"]
     assert (repo / "app.py").read_bytes() == b"X = 'a' + 'a'\n"
+
+
+# --- only the fixes the target's own `ruff check --fix` applies --------------------------------
+
+NONE_COMPARISON = b"def f(a):\n    return a == None\n"  # E711's fix is unsafe: __eq__ may differ
+
+
+def test_an_unsafe_fix_is_applied_only_where_the_target_enables_unsafe_fixes(tmp_path):
+    plain = repo_with(tmp_path / "plain", {"app.py": NONE_COMPARISON})
+    [(name, args)] = fix_all(plain)
+    assert name == "skip_finding" and "unsafe" in args["reason"]
+    assert (plain / "app.py").read_bytes() == NONE_COMPARISON
+    config = b"[tool.ruff]\nunsafe-fixes = true\n"
+    opted = repo_with(tmp_path / "opted", {"app.py": NONE_COMPARISON, "pyproject.toml": config})
+    assert [name for name, _ in fix_all(opted)] == ["finish_fix"]
+    assert (opted / "app.py").read_bytes() == b"def f(a):\n    return a is None\n"
