@@ -1,8 +1,9 @@
 """The `ruff` backend: a mechanical team that needs no model and no key.
 
-Red reports `ruff check` diagnostics, Green applies ruff's own fix for one
-finding at a time, Refactor runs `ruff format` on the files Green changed. It
-works only through the toolbox, so every change is sandboxed, test-gated and
+Red reports `ruff check` diagnostics under the target's own config (plus
+`agent.ruff.select`), Green applies for one finding at a time the fix the target's
+own `ruff check --fix` would, Refactor runs `ruff format` on the files Green changed.
+It works only through the toolbox, so every change is sandboxed, test-gated and
 committed by the harness exactly as a model's would be.
 """
 
