@@ -169,12 +169,14 @@ def test_the_ruff_backend_drives_lint_errors_to_zero(workflow, tmp_path):
     assert git(worktree, "log", "--format=%s", "-1") == "fix: lint — calc.py:1"
 
 
-def test_the_ruff_backend_blocks_an_error_it_has_no_fix_for_at_its_first_try(workflow, tmp_path):
+def test_the_ruff_backend_blocks_an_error_at_its_first_failed_attempt(workflow, tmp_path):
     repo = make_repo(
         tmp_path / "lint",
         {
-            "calc.py": "import os\n\nl = 1\n\n\n" + CALC_LINT.split("\n\n\n", 1)[1],
-            "tests/test_calc.py": CALC_TEST,
+            # sys is unused here but the tests import it from calc: its fix fails the guard.
+            "calc.py": CALC_LINT.replace("\n\n\n", "\n\nl = 1\n\n\n", 1),
+            "tests/test_calc.py": CALC_TEST.replace("import add", "import add, sys")
+            + "\n\ndef test_sys():\n    assert sys.version\n",
             "pyproject.toml": '[project]\nname = "calc"\nversion = "0.1"\n',
         },
     )
@@ -187,13 +189,14 @@ def test_the_ruff_backend_blocks_an_error_it_has_no_fix_for_at_its_first_try(wor
     workflow.run("r", spec)
     session = workflow.session("r")
     decisions = [json.loads(p.read_text()) for p in sorted(session.glob("fixes/*/decision.json"))]
-    # E741 (ambiguous name `l`) has no ruff fix: one attempt, not three; F401 is fixed.
-    assert [(d["error"]["code"], d["status"]) for d in decisions] == [
-        ("F401", "kept"),
-        ("E741", "skipped"),
+    # A retry would start from the same commit and make the same change: one try each.
+    assert [(d["error"]["message"], d["status"]) for d in decisions] == [
+        ("`os` imported but unused", "kept"),
+        ("`sys` imported but unused", "reverted"),  # a test fails: the count rose
+        ("Ambiguous variable name: `l`", "skipped"),  # E741: ruff has no fix
     ]
     blocked = (session / "blocked.md").read_text()
-    assert "E741" in blocked and "ruff has no automatic fix for E741" in blocked
+    assert "ruff has no automatic fix for E741" in blocked and "`sys` imported" in blocked
     assert "every remaining error is blocked" in (session / "done").read_text()
 
 

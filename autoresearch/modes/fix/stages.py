@@ -7,8 +7,9 @@
   a weakened or deleted test, a protected file: `rejected: suppression`), the errors are
   counted again and the guard run; the change is committed (`fix: <category> — file:line`)
   only when the count fell and the guard passes, else reset. Errors a fix newly reveals are
-  queued, not counted against it. Three failed attempts put an error in blocked.md; a skip
-  by a deterministic backend (ruff: no fix for it) at once, with its reason.
+  queued, not counted against it. Three failed attempts put an error in blocked.md; one
+  failed attempt by a deterministic backend (ruff: no fix for it, a fix the guard fails)
+  does, with its reason.
 
 Both reset to their start commit first, and decide caches its count by patch hash, so kill -9
 and a plain rerun give the same history.
@@ -63,8 +64,8 @@ def failed_attempts(decisions: list[dict[str, Any]]) -> Counter[str]:
 
 
 def blocked_of(decisions: list[dict[str, Any]]) -> set[str]:
-    """Errors given up on: after MAX_ATTEMPTS failed attempts, or at once when a
-    deterministic backend skipped it (`final`: a retry would skip it again)."""
+    """Errors given up on: after MAX_ATTEMPTS failed attempts, or at the first when a
+    deterministic backend failed on it (`final`: a retry would do the same again)."""
     tries = failed_attempts(decisions)
     final = {d["error"]["identity"] for d in decisions if d.get("error") and d.get("final")}
     return final | {k for k, n in tries.items() if error_counts.is_blocked(n)}
@@ -110,7 +111,7 @@ def attempt(env: StageEnv, mode: Any, markdown_out: Path, record_out: Path, patc
         "reason": "",
         "files": [],
         "patch_sha256": "",
-        "final": False,
+        "deterministic": False,
         "stop": None,
         "usage": asdict(Usage()),
     }
@@ -186,7 +187,7 @@ def _run_agent(env, mode, error: Error, decisions, record) -> str:
         outcome=outcome,
         summary=state.get("summary", ""),
         reason=state.get("reason", ""),
-        final=outcome == SKIPPED and env.spec.agent["backend"] in DETERMINISTIC,
+        deterministic=env.spec.agent["backend"] in DETERMINISTIC,
         files=files,
         stop=stop_reason_of(run),
         usage=asdict(run.usage),
@@ -254,7 +255,6 @@ def decide(env: StageEnv, mode: Any) -> dict[str, Any]:
         "fixed": [],
         "revealed": 0,
         "verdict": "",
-        "final": bool(proposal.get("final")),
     }
     status = proposal["outcome"]
     if status == "proposed":
@@ -283,6 +283,9 @@ def decide(env: StageEnv, mode: Any) -> dict[str, Any]:
         session_stop=proposal.get("stop"),
         broken=False,
     )
+    # A deterministic backend's retry starts from the same commit (a failed attempt moves
+    # nothing) and so makes the same change, with the same verdict: one try is all.
+    rec["final"] = status != KEPT and bool(proposal.get("deterministic"))
     blocked = blocked_of(env.decisions_before() + [rec])
     rec["blocked"] = sorted(blocked)
     return rec
