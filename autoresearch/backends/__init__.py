@@ -19,6 +19,16 @@ BACKEND_TEAMS: dict[str, frozenset[str]] = {
 DETERMINISTIC: frozenset[str] = frozenset({"ruff"})
 
 
+def security_reach(backend: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The OWASP ids and STRIDE letters a backend's security auditor has a check for; None:
+    every category (a model reads the code for any of them)."""
+    if backend == "ruff":
+        from .ruff_security import reach
+
+        return reach()
+    return None
+
+
 def get_backend(spec: dict[str, Any]) -> Backend:
     name = spec["agent"]["backend"]
     if name == "ruff":
