@@ -202,7 +202,7 @@ def noqa_edits(
         return [], f"cannot read the `noqa` directive on line {start['row']}"
     directive = lines[start["row"] - 1][start["column"] - 1 : end["column"] - 1]
     head, colon, codes = directive.partition(":")
-    if not colon or not head.lstrip("#").strip().lower() == "noqa":
+    if not colon or head.lstrip("#").strip().lower() != "noqa":
         return [], f"cannot read the `noqa` directive on line {start['row']}"
     drop, seen, kept = set(listed.get("unused", [])), set(), []
     for item in NOQA_CODE.findall(codes):
@@ -259,7 +259,12 @@ def issue_of(diag: dict[str, Any], code: str) -> str:
     """What the rule says about this line, without repeating the title."""
     name = (diag.get("url") or "").rstrip("/").rsplit("/", 1)[-1]
     rule = f"ruff rule {code}" + (f" ({name})" if name else "")
-    fixable = "ruff has an automatic fix" if diag.get("fix") else "ruff has no automatic fix"
+    applicability = (diag.get("fix") or {}).get("applicability")
+    fixable = {
+        "safe": "ruff has an automatic fix",
+        "unsafe": "ruff's fix is unsafe (it may change behaviour)",
+        "display-only": "ruff only suggests a fix",
+    }.get(applicability, "ruff has no automatic fix")
     return f"Flagged by {rule}; {fixable}."
 
 
@@ -280,18 +285,17 @@ class RuffBackend:
             wanted.setdefault(path, []).append((key, title))
         present: set[str] = set()
         for path, items in wanted.items():
-            now = set(self._titles(worktree, path))
+            now = self._titles(worktree, path)
             present |= {key for key, title in items if title in now}
         return present
 
-    def _titles(self, worktree: Path, path: str) -> dict[str, dict[str, Any]]:
-        """The file's diagnostics by title (a file that is gone has none)."""
+    def _titles(self, worktree: Path, path: str) -> set[str]:
+        """The titles of the file's diagnostics now (a file that is gone has none)."""
         try:
             text = read_source(worktree, path)
         except (OSError, UnicodeDecodeError):
-            return {}
-        found = diagnostics(worktree, path, extend=self.extra_rules)
-        return dict(zip(titles_of(found, text), found, strict=True))
+            return set()
+        return set(titles_of(diagnostics(worktree, path, extend=self.extra_rules), text))
 
     def run(self, brief: StageBrief, toolbox: Toolbox, progress: Callable[[str], None]) -> StageRun:
         worktree = Path(brief.data["worktree"])
