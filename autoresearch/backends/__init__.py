@@ -14,6 +14,20 @@ BACKEND_TEAMS: dict[str, frozenset[str]] = {
     "script": frozenset(TEAMS),
 }
 
+# Backends whose every answer follows from the tree alone (no model, no sampling): when one
+# says it cannot fix something, asking again gives the same answer.
+DETERMINISTIC: frozenset[str] = frozenset({"ruff"})
+
+
+def security_reach(backend: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The OWASP ids and STRIDE letters a backend's security auditor has a check for; None:
+    every category (a model reads the code for any of them)."""
+    if backend == "ruff":
+        from .ruff_security import reach
+
+        return reach()
+    return None
+
 
 def get_backend(spec: dict[str, Any]) -> Backend:
     name = spec["agent"]["backend"]

@@ -194,6 +194,13 @@ for _n in (*range(401, 414), 415):
     RULES.setdefault(f"S{_n}", _IMPORT)
 
 
+def reach() -> tuple[frozenset[str], frozenset[str]]:
+    """The OWASP ids and STRIDE letters some rule maps to: all this auditor can check. An
+    iteration on any other category (A04 insecure design) looks at nothing."""
+    rules = [*RULES.values(), FALLBACK]
+    return frozenset(r.owasp for r in rules), frozenset(r.stride for r in rules)
+
+
 def rule_for(code: str) -> SecurityRule:
     return RULES.get(code, FALLBACK)
 

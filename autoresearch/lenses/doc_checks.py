@@ -3,7 +3,10 @@ tells a generated doc from one a person wrote, and the staleness measure of `lea
 
 Checks, one per reference (fenced code is not read, except Mermaid blocks):
 - path: an inline-code path (`src/app.py`, `docs/x.md:12`, `Makefile`) exists in the worktree
-  (from its root or the doc's folder; a bare file name anywhere in it);
+  (from its root or the doc's folder; a bare file name, or a path's tail like `lens/loop.py`,
+  anywhere in it), or the program's code (not its tests) names it: a file the program makes,
+  such as a session's `goal-progress.md`, exists in no checkout (`NNN`, `cK` stand for any
+  value);
 - symbol: an inline-code dotted name whose first part is a module of the worktree
   (`pkg.mod.func`, `pkg.mod.Class.method`) resolves, through `ast`, to a module, function,
   class, attribute or imported name;
@@ -27,6 +30,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from .suppressions import is_test_file
 
 MARKER = "generated-by: autoresearch"
 MAX_LINES = 800
@@ -209,6 +214,8 @@ def _looks_like_path(span: str) -> bool:
     if "/" in path:
         return True
     suffix = name.rsplit(".", 1)[-1] if "." in name else ""
+    if name == f".{suffix}":
+        return False  # `.json`: a kind of file, not a file
     return name in FILE_NAMES or (suffix in FILE_EXTENSIONS and name.count(".") == 1)
 
 
@@ -308,7 +315,7 @@ class _Resolver:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
         self._trees: dict[Path, ast.Module | None] = {}
-        self._names: set[str] | None = None
+        self._project: tuple[set[str], set[str], set[str]] | None = None
 
     def inside(self, relative: str) -> Path | None:
         path = (self.root / relative).resolve()
@@ -319,8 +326,10 @@ class _Resolver:
         found = next((c for c in candidates if c is not None and c.exists()), None)
         if found is None and "/" not in path and path in self._file_names():
             return None
+        if found is None and (self._is_path_tail(path) or self._code_names(path)):
+            return None
         if found is None:
-            return f"no file {path} in the worktree"
+            return f"no file {path} in the worktree, and no code names it"
         if line is not None and found.is_file():
             count = len(found.read_text(errors="replace").splitlines())
             if not 1 <= line <= count:
@@ -328,13 +337,60 @@ class _Resolver:
         return None
 
     def _file_names(self) -> set[str]:
-        if self._names is None:
-            self._names = set()
-            for _folder, dirs, files in os.walk(self.root):
-                # Hidden folders (.git, .venv) and installed packages are not the project's files.
+        return self._walk()[0]
+
+    def _is_path_tail(self, path: str) -> bool:
+        """`modes/lens/loop.py` for autoresearch/modes/lens/loop.py: a path inside a package
+        the doc's context names (a file's or folder's, as written, without `./`)."""
+        tail = "/" + path.removeprefix("./")
+        return any(p.endswith(tail) for p in self._walk()[1])
+
+    def _code_names(self, path: str) -> bool:
+        """Whether the program's code names the path's last part in a string (a path
+        component of one: "sessions/{name}/goal-progress.md"): a file the program makes,
+        which a doc describes but no checkout holds, or its end (f"{lens}-results.tsv"
+        makes `security-results.tsv`). Placeholders (`NNN`, `cK`, `hN`) stand
+        for any value: `iterations/NNN/` names `iterations`, `iteration-NNNN.json` needs
+        `iteration-` and `.json` in the code."""
+        parts = [p for p in PurePosixPath(path).parts if not PLACEHOLDER.fullmatch(p)]
+        if not parts:
+            return True  # `002/`: only a stand-in, nothing to look for
+        if parts[-1].startswith("."):
+            return False
+        name, strings = parts[-1], self._walk()[2]
+        pieces = [p for p in PLACEHOLDER.split(name) if p]
+        if len(pieces) > 1 or pieces != [name]:
+            return all(any(piece in s for s in strings) for piece in pieces)
+        component = re.compile(rf"(?:^|/){re.escape(name)}(?:/|$)")
+        # f"{lens}-results.tsv": the code's end of the name, from a separator on.
+        return any(
+            component.search(s) or (_NAME_END.fullmatch(s) and name.endswith(s)) for s in strings
+        )
+
+    def _walk(self) -> tuple[set[str], set[str], set[str]]:
+        """The project's file names, its relative file and folder paths, and the strings
+        of its code outside the tests (hidden folders and installed packages are not the
+        project)."""
+        if self._project is None:
+            names: set[str] = set()
+            paths: set[str] = set()
+            code: list[Path] = []
+            for folder, dirs, files in os.walk(self.root):
                 dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _NOT_PROJECT]
-                self._names.update(files)
-        return self._names
+                here = Path(folder).relative_to(self.root).as_posix()
+                prefix = "" if here == "." else here + "/"
+                paths.add("/" + here)
+                paths.update("/" + prefix + f for f in files)
+                names.update(files)
+                # A test's strings are its fixtures, not what the program makes.
+                code += [
+                    Path(folder) / f
+                    for f in files
+                    if (f.endswith((".py", ".smk")) or f == "Snakefile")
+                    and not is_test_file(prefix + f)
+                ]
+            self._project = (names, paths, _code_strings(code))
+        return self._project
 
     def module_file(self, parts: list[str]) -> Path | None:
         for base in (self.root, self.root / "src"):
@@ -368,6 +424,48 @@ class _Resolver:
             except SyntaxError:
                 self._trees[path] = None
         return self._trees[path]
+
+
+# Each code file's strings, by path, size and modification time: every doc of a learn run
+# asks about the same code, and parsing all of it takes seconds.
+_STRINGS_OF: dict[tuple[str, int, int], frozenset[str]] = {}
+
+
+def _code_strings(files: list[Path]) -> set[str]:
+    strings: set[str] = set()
+    for path in files:
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        key = (str(path), stat.st_size, stat.st_mtime_ns)
+        if key not in _STRINGS_OF:
+            text = path.read_text(errors="replace")
+            if path.suffix == ".py":
+                try:
+                    found = _strings(ast.parse(text))
+                except SyntaxError:
+                    found = set()
+            else:  # Snakemake's syntax is not Python's: its quoted strings will do
+                found = {m.group(2) for m in _QUOTED.finditer(text)}
+            _STRINGS_OF[key] = frozenset(found)
+        strings |= _STRINGS_OF[key]
+    return strings
+
+
+_NAME_END = re.compile(r"[-_][\w.-]*\w\.\w+")
+_QUOTED = re.compile(r"([\"'])([^\"'\n]{1,199})\1")
+# `NNN`, `NNNN`, `cK`, `hN`, `002`: a doc's stand-in (or an example) for a number or an id.
+PLACEHOLDER = re.compile(r"(?<![A-Za-z])(?:[a-z]?(?:N+|K)|\d+)(?![A-Za-z])")
+
+
+def _strings(tree: ast.Module) -> set[str]:
+    """Every string constant of a module, f-strings' literal parts included."""
+    return {
+        n.value.strip()
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) < 200
+    }
 
 
 def _attribute_problem(tree: ast.Module, rest: list[str], module: str) -> str | None:

@@ -161,11 +161,16 @@ class SecurityCoverage:
         return f"OWASP {len(self.owasp)}/{len(OWASP_2021)}, STRIDE {len(self.stride)}/{len(STRIDE)}"
 
 
-def security_coverage(log: Sequence[Iteration]) -> SecurityCoverage:
-    """Categories tried, read from the vectors in the log (what was worked on, found or not)."""
+def security_coverage(
+    log: Sequence[Iteration], reach: tuple[frozenset[str], frozenset[str]] | None = None
+) -> SecurityCoverage:
+    """Categories tried, read from the vectors in the log (what was worked on, found or not).
+    `reach`: the OWASP ids and STRIDE letters the auditor has any check for (None: all, a
+    model reads the code); a category it cannot check is not covered by trying it."""
     keys = {i.category for i in log}
-    owasp = tuple(o for o in OWASP_2021 if f"owasp:{o}" in keys)
-    letters = {k.rsplit(":", 1)[1] for k in keys if k.startswith("stride:")}
+    owasp_reach, stride_reach = reach or (frozenset(OWASP_2021), frozenset(STRIDE))
+    owasp = tuple(o for o in OWASP_2021 if f"owasp:{o}" in keys and o in owasp_reach)
+    letters = {k.rsplit(":", 1)[1] for k in keys if k.startswith("stride:")} & stride_reach
     return SecurityCoverage(owasp, tuple(s for s in STRIDE if s in letters))
 
 

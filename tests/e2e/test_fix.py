@@ -169,6 +169,37 @@ def test_the_ruff_backend_drives_lint_errors_to_zero(workflow, tmp_path):
     assert git(worktree, "log", "--format=%s", "-1") == "fix: lint — calc.py:1"
 
 
+def test_the_ruff_backend_blocks_an_error_at_its_first_failed_attempt(workflow, tmp_path):
+    repo = make_repo(
+        tmp_path / "lint",
+        {
+            # sys is unused here but the tests import it from calc: its fix fails the guard.
+            "calc.py": CALC_LINT.replace("\n\n\n", "\n\nl = 1\n\n\n", 1),
+            "tests/test_calc.py": CALC_TEST.replace("import add", "import add, sys")
+            + "\n\ndef test_sys():\n    assert sys.version\n",
+            "pyproject.toml": '[project]\nname = "calc"\nversion = "0.1"\n',
+        },
+    )
+    spec = {
+        "mode": "fix",
+        "target": str(repo),
+        "test_command": "python -m pytest -q",
+        "agent": {"backend": "ruff"},
+    }
+    workflow.run("r", spec)
+    session = workflow.session("r")
+    decisions = [json.loads(p.read_text()) for p in sorted(session.glob("fixes/*/decision.json"))]
+    # A retry would start from the same commit and make the same change: one try each.
+    assert [(d["error"]["message"], d["status"]) for d in decisions] == [
+        ("`os` imported but unused", "kept"),
+        ("`sys` imported but unused", "reverted"),  # a test fails: the count rose
+        ("Ambiguous variable name: `l`", "skipped"),  # E741: ruff has no fix
+    ]
+    blocked = (session / "blocked.md").read_text()
+    assert "ruff has no automatic fix for E741" in blocked and "`sys` imported" in blocked
+    assert "every remaining error is blocked" in (session / "done").read_text()
+
+
 HANDOFF = {
     "lens": "debug",
     "findings": [

@@ -115,3 +115,19 @@ def test_without_approve_manual_the_shipping_step_is_refused(workflow, tmp_path)
     proc = workflow.run("n", None, target="sessions/n/shipped", check=False)
     assert proc.returncode != 0 and "only with approve: manual" in proc.stderr
     assert not spy.exists()
+
+
+def test_ship_runs_without_a_key_and_leaves_each_failing_gate_to_a_person(workflow, tmp_path):
+    todo = CALC + "\n\n# TODO handle empty input\n"
+    repo = feature_repo(tmp_path, {"config.py": SECRET, "calc.py": todo})
+    spec = {**ship_spec(repo, workflow), "agent": {"backend": "ruff"}}
+    workflow.run("s", spec)
+    session = workflow.session("s")
+    decisions = sorted(session.glob("ship/*/decision.json"))
+    # One try per failing gate: the ruff backend would skip it again from the same commit.
+    assert [json.loads(p.read_text())["status"] for p in decisions] == ["skipped", "skipped"]
+    done = (session / "done").read_text()
+    assert "score: 2/4 gates pass" in done and "gate: FAILED" in done
+    assert "every failing gate is blocked or needs a person" in done
+    assert "    git push origin autoresearch/ship/s" in done  # written, not run
+    assert git(session / "worktree", "log", "--format=%s", "-1") == "feature"

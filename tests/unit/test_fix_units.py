@@ -88,6 +88,13 @@ def test_three_failed_attempts_block_an_error_and_a_kept_one_does_not_count():
     assert blocked_of(decisions) == {"e1"}
 
 
+def test_a_final_skip_blocks_an_error_at_its_first_attempt():
+    # A deterministic backend's skip (ruff has no fix): a retry would skip it again.
+    skipped = {"error": {"identity": "e1"}, "status": "skipped"}
+    assert blocked_of([skipped]) == set()
+    assert blocked_of([{**skipped, "final": True}]) == {"e1"}
+
+
 def test_a_bad_parser_or_category_names_its_key():
     where = "config/sessions/f.yaml"
     with pytest.raises(SpecError, match=r"f\.yaml: key 'fix\.errors\.0\.parser': 'eslint'"):

@@ -3,7 +3,10 @@ generated docs carry a marker, and staleness is measured from commit dates."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +23,7 @@ from autoresearch.lenses.doc_checks import (
     staleness_days,
     with_marker,
 )
+from autoresearch.modes.learn.docs import docs_of
 
 PACKAGE = '''\
 """The shop."""
@@ -89,6 +93,24 @@ def test_a_missing_method_names_its_class(worktree):
 def test_a_missing_file_fails(worktree):
     report = check_doc("docs/a.md", "See `shop/tax.py` and `setup.cfg`.\n", worktree)
     assert [f[1] for f in failures(report)] == ["shop/tax.py", "setup.cfg"]
+
+
+def test_a_file_the_code_makes_is_named_by_the_code_and_passes(worktree):
+    # A session's files exist in no checkout: the code that writes them is the reference.
+    code = 'OUT = "sessions/{name}/summary.md"\n\n\ndef path(n):\n    return f"{n:03d}/plan.json"\n'
+    (worktree / "shop" / "out.py").write_text(code)
+    text = "It writes `summary.md`, `cycles/NNN/plan.json` and `tally.md`.\n"
+    report = check_doc("docs/a.md", text, worktree)
+    assert [f[1] for f in failures(report)] == ["tally.md"]
+    assert "no code names it" in failures(report)[0][2]
+
+
+def test_a_path_inside_a_package_and_a_kind_of_file_are_not_missing(worktree):
+    (worktree / "shop" / "lens").mkdir()
+    (worktree / "shop" / "lens" / "loop.py").write_text("")
+    text = "The loop is `lens/loop.py` (in `shop/`); each run writes a `.json`.\n"
+    assert failures(check_doc("docs/a.md", text, worktree)) == []
+    assert failures(check_doc("docs/a.md", "See `lens/step.py`.\n", worktree))
 
 
 def test_a_path_with_a_line_past_the_end_fails(worktree):
@@ -222,3 +244,31 @@ def test_staleness_days_run_from_the_doc_to_the_latest_code_change():
 )
 def test_freshness_bands(days, label):
     assert freshness(days) == label
+
+
+ROOT = Path(__file__).resolve().parents[2]
+# References of our own docs that no checker can confirm: a user's spec and script named
+# as examples, and a class written as a path.
+OWN_DOCS_KNOWN = {
+    ("docs/architecture.md", "modes/lens/output.Writer"),
+    ("docs/experiment.md", "config/sessions/opt.yaml"),
+    ("docs/narrow.md", "config/sessions/latency.yaml"),
+    ("docs/narrow.md", "./bench.sh"),
+}
+
+
+def test_this_repositorys_own_docs_pass_every_check_but_the_known_examples(tmp_path):
+    # As a learn session sees the checkout: its tracked files, none of a run's sessions/.
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, text=True
+    ).stdout.split("\0")
+    for name in filter(None, tracked):
+        if (ROOT / name).is_file():
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ROOT / name, tmp_path / name)
+    found = set()
+    for doc in docs_of(tmp_path, "docs"):
+        report = check_doc(doc, (tmp_path / doc).read_text(), tmp_path)
+        found |= {(doc, c.subject) for c in report.failures}
+    assert found == OWN_DOCS_KNOWN

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from autoresearch.backends import ruff_security
 from autoresearch.lenses.finding_schema import OWASP_2021, SCENARIO_DIMENSIONS, STRIDE
 from autoresearch.lenses.saturation import (
     Iteration,
@@ -162,3 +163,11 @@ def test_next_dimension_skips_a_saturated_dimension():
 def test_next_dimension_is_none_when_every_dimension_is_saturated():
     log = [Iteration(d, 0) for _ in range(3) for d in SCENARIO_DIMENSIONS]
     assert next_dimension(log) is None
+
+
+def test_a_category_the_auditor_has_no_check_for_is_not_covered_by_trying_it():
+    # The ruff backend's S rules map to no OWASP A04 (insecure design) at all.
+    log = log_of(("owasp:A03", 0), ("owasp:A04", 0), ("stride:db:S", 0))
+    measured = security_coverage(log, ruff_security.reach())
+    assert measured.owasp == ("A03",) and measured.stride == ("S",)
+    assert security_coverage(log).owasp == ("A03", "A04")  # a model reads the code for any

@@ -7,7 +7,9 @@
   a weakened or deleted test, a protected file: `rejected: suppression`), the errors are
   counted again and the guard run; the change is committed (`fix: <category> — file:line`)
   only when the count fell and the guard passes, else reset. Errors a fix newly reveals are
-  queued, not counted against it. Three failed attempts put an error in blocked.md.
+  queued, not counted against it. Three failed attempts put an error in blocked.md; one
+  failed attempt by a deterministic backend (ruff: no fix for it, a fix the guard fails)
+  does, with its reason.
 
 Both reset to their start commit first, and decide caches its count by patch hash, so kill -9
 and a plain rerun give the same history.
@@ -24,6 +26,7 @@ from typing import Any
 
 from ... import commands, git, journal
 from ...agent_run import run_agent, stop_reason_of
+from ...backends import DETERMINISTIC
 from ...backends.base import ToolResult, Usage
 from ...files import write_json
 from ...lenses import error_counts, suppressions
@@ -61,7 +64,11 @@ def failed_attempts(decisions: list[dict[str, Any]]) -> Counter[str]:
 
 
 def blocked_of(decisions: list[dict[str, Any]]) -> set[str]:
-    return {k for k, n in failed_attempts(decisions).items() if error_counts.is_blocked(n)}
+    """Errors given up on: after MAX_ATTEMPTS failed attempts, or at the first when a
+    deterministic backend failed on it (`final`: a retry would do the same again)."""
+    tries = failed_attempts(decisions)
+    final = {d["error"]["identity"] for d in decisions if d.get("error") and d.get("final")}
+    return final | {k for k, n in tries.items() if error_counts.is_blocked(n)}
 
 
 def error_record(error: Error) -> dict[str, Any]:
@@ -104,6 +111,7 @@ def attempt(env: StageEnv, mode: Any, markdown_out: Path, record_out: Path, patc
         "reason": "",
         "files": [],
         "patch_sha256": "",
+        "deterministic": False,
         "stop": None,
         "usage": asdict(Usage()),
     }
@@ -174,10 +182,12 @@ def _run_agent(env, mode, error: Error, decisions, record) -> str:
     }
     run = run_agent(env, mode.team, ctx, toolbox)
     files = changed_of(env.worktree, toolbox.written) if state.get("outcome") == "proposed" else []
+    outcome = state.get("outcome", NO_CHANGE)
     record.update(
-        outcome=state.get("outcome", NO_CHANGE),
+        outcome=outcome,
         summary=state.get("summary", ""),
         reason=state.get("reason", ""),
+        deterministic=env.spec.agent["backend"] in DETERMINISTIC,
         files=files,
         stop=stop_reason_of(run),
         usage=asdict(run.usage),
@@ -273,6 +283,9 @@ def decide(env: StageEnv, mode: Any) -> dict[str, Any]:
         session_stop=proposal.get("stop"),
         broken=False,
     )
+    # A deterministic backend's retry starts from the same commit (a failed attempt moves
+    # nothing) and so makes the same change, with the same verdict: one try is all.
+    rec["final"] = status != KEPT and bool(proposal.get("deterministic"))
     blocked = blocked_of(env.decisions_before() + [rec])
     rec["blocked"] = sorted(blocked)
     return rec

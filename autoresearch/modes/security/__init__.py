@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import git
+from ...backends import security_reach
 from ...errors import SpecError
 from ...files import read_json
 from ...layout import SessionLayout, rel
@@ -220,7 +221,8 @@ class Security(LoopLens):
         root = env.layout.root
         runs = list(dict.fromkeys(r.run_id for r in rows))
         log = lens_log.iterations(rows, runs[-1]) if runs else []
-        writer.text(root / "owasp-coverage.md", coverage_md(log, findings))
+        reach = security_reach(env.spec.agent["backend"])
+        writer.text(root / "owasp-coverage.md", coverage_md(log, findings, reach))
         writer.text(root / "recommendations.md", recommendations_md(findings))
         by = {s: sum(1 for f in findings if f["severity"] == s) for s in SEVERITIES}
         gate = self.handoff(env, findings)["gate"]
@@ -228,7 +230,7 @@ class Security(LoopLens):
             f"# Security audit: {env.layout.name}",
             "",
             f"- Target: {env.record.target} at {env.record.base_commit[:12]} (unchanged)",
-            f"- Coverage: {security_coverage(log)}",
+            f"- Coverage: {security_coverage(log, reach)}" + reach_note(reach),
             f"- Iterations: {len(log)} in this run ({len(runs)} run(s) in the log)",
             f"- Findings: {len(findings)} ("
             + ", ".join(f"{n} {s}" for s, n in by.items() if n)
@@ -244,19 +246,41 @@ class Security(LoopLens):
     def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
         run = decisions[-1]["run_id"] if decisions else None
         log = lens_log.iterations(self.read_log(env.layout), run) if run else []
-        return f"## Security\n- Iterations: {len(decisions)}\n- Coverage: {security_coverage(log)}"
+        reach = security_reach(env.spec.agent["backend"])
+        return (
+            f"## Security\n- Iterations: {len(decisions)}\n"
+            f"- Coverage: {security_coverage(log, reach)}{reach_note(reach)}"
+        )
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         rows = self.read_log(layout)
         runs = list(dict.fromkeys(r.run_id for r in rows))
         log = lens_log.iterations(rows, runs[-1]) if runs else []
-        return [f"Coverage: {security_coverage(log)}", *super().status_lines(layout, spec)]
+        coverage = security_coverage(log, security_reach(spec.agent["backend"]))
+        return [f"Coverage: {coverage}", *super().status_lines(layout, spec)]
 
 
-def coverage_md(log: list[Iteration], findings: list[dict[str, Any]]) -> str:
+def reach_note(reach: tuple[frozenset[str], frozenset[str]] | None) -> str:
+    """What a coverage count means for an auditor with a fixed set of checks (the ruff
+    backend's pattern rules): only the categories it has a check for count."""
+    if reach is None:
+        return ""
+    missing = [o for o in OWASP_2021 if o not in reach[0]]
+    missing += [s for s in STRIDE if s not in reach[1]]
+    return " (categories the auditor has a pattern check for" + (
+        f"; it has none for {', '.join(missing)})" if missing else ")"
+    )
+
+
+def coverage_md(
+    log: list[Iteration],
+    findings: list[dict[str, Any]],
+    reach: tuple[frozenset[str], frozenset[str]] | None = None,
+) -> str:
     counts = coverage(log, [])
-    tried = security_coverage(log)
-    lines = ["# OWASP and STRIDE coverage", "", f"{tried}", "", "## OWASP Top 10 2021", ""]
+    tried = security_coverage(log, reach)
+    lines = ["# OWASP and STRIDE coverage", "", f"{tried}{reach_note(reach)}"]
+    lines += ["", "## OWASP Top 10 2021", ""]
     lines += ["| id | category | iterations | findings |", "|---|---|---|---|"]
     for oid, title in OWASP_2021.items():
         its = counts.get(f"owasp:{oid}")

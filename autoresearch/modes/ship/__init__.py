@@ -50,6 +50,7 @@ class Ship(Lens):
     default_cycle_cap = 15
     gate_label = "failing gates"
     spec_example = SPEC_EXAMPLE
+    ruff_plays = True  # the gates are commands: keyless, each failing gate is left for a person
 
     # --- the spec and setup --------------------------------------------------------------
 

@@ -3,7 +3,8 @@ shipping commands, only when a person approved; a dry run unless told otherwise)
 
 prepare: the highest-priority failing gate that is not blocked goes to the agent; afterwards
 every gate runs again, and the change is committed (`ship: <gate> — summary`) only when more
-gates pass and none that passed before fails. Three failed attempts block a gate.
+gates pass and none that passed before fails. Three failed attempts block a gate, one of a
+deterministic backend (ruff, which leaves every failing gate for a person) does.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from ... import commands, git, journal
 from ...agent_run import run_agent, stop_reason_of
+from ...backends import DETERMINISTIC
 from ...backends.base import ToolResult
 from ...lenses import error_counts
 from ...protect import ProtectedChange
@@ -33,8 +35,11 @@ def results_at_start(env: StageEnv, mode: Any) -> list[gating.Result]:
 
 
 def blocked_of(decisions: list[dict[str, Any]]) -> set[str]:
+    """Gates given up on: after three failed attempts, or at the first of a deterministic
+    backend (`final`: from the same commit it would do the same again)."""
     tries = Counter(d["gate"] for d in decisions if d.get("gate") and d["status"] != KEPT)
-    return {g for g, n in tries.items() if error_counts.is_blocked(n)}
+    final = {d["gate"] for d in decisions if d.get("gate") and d.get("final")}
+    return final | {g for g, n in tries.items() if error_counts.is_blocked(n)}
 
 
 def next_gate(results: list[gating.Result], blocked: set[str]) -> gating.Result | None:
@@ -115,6 +120,9 @@ def prepare(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
                 rec["results_after"] = [asdict(r) for r in before]
     git.reset_to(env.worktree, end)
     rec.update(status=status, end_commit=end)
+    rec["final"] = (
+        target is not None and status != KEPT and env.spec.agent["backend"] in DETERMINISTIC
+    )
     rec["passing_after"] = gating.passing([gating.Result(**r) for r in rec["results_after"]])
     rec["score"] = round(gating.score([gating.Result(**r) for r in rec["results_after"]]), 4)
     rec["blocked"] = sorted(blocked_of(decisions + [rec]))
