@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import worktree_files
 from .base import StageBrief, StageFailed, StageRun, Toolbox, Usage
 
 LOCATION = re.compile(r"^(?P<path>.+?):(?P<line>\d+)")
@@ -71,7 +72,23 @@ def diagnostics(
             f"ruff check failed in {worktree} ({detail[0]}); check agent.ruff.select and "
             "the target's ruff config"
         )
-    return found
+    return readable_only(worktree, found)
+
+
+def readable_only(worktree: Path, diags: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """ruff follows links: drop what it says about a file the worktree reader refuses (a link
+    out of the worktree), whose messages would carry names from outside into the findings."""
+    root = Path(worktree).resolve()
+    kept = []
+    for diag in diags:
+        name = Path(diag.get("filename") or "")
+        for base in (Path(worktree).absolute(), root):
+            if name.is_relative_to(base):
+                rel = name.relative_to(base).as_posix()
+                if worktree_files.why_unreadable(worktree, rel) is None:
+                    kept.append(diag)
+                break
+    return kept
 
 
 def severity_of(code: str) -> str:
@@ -180,7 +197,7 @@ class RuffBackend:
             "--ignore", ",".join(IGNORED), *(files or ["."]), cwd=worktree,
         )  # fmt: skip
         try:
-            diags = json.loads(proc.stdout or "[]")
+            diags = readable_only(worktree, json.loads(proc.stdout or "[]"))
         except json.JSONDecodeError:
             diags = []
         turns = 0
@@ -194,7 +211,7 @@ class RuffBackend:
             title = f"{code} {diag['message']}"
             if f"{title} ({path}:{row})" in reported:
                 continue
-            lines = (worktree / path).read_text(errors="replace").splitlines()
+            lines = (worktree_files.read_if_any(worktree, path) or "").splitlines()
             evidence = lines[row - 1].strip() if 0 < row <= len(lines) else diag["message"]
             turns += 1
             result = toolbox.call(
@@ -253,7 +270,10 @@ class RuffBackend:
         read = toolbox.call("read_file", {"path": path})
         if read.is_error:
             return "skip_finding", {"finding_id": fid, "reason": read.content}
-        original = (worktree / path).read_text()
+        try:
+            original = worktree_files.read_text(worktree, path, errors="strict")
+        except worktree_files.Refused as err:
+            return "skip_finding", {"finding_id": fid, "reason": str(err)}
         written = toolbox.call(
             "write_file", {"path": path, "content": apply_edits(original, fix["edits"])}
         )
@@ -274,7 +294,10 @@ class RuffBackend:
             ]
             if not fresh:
                 return
-            text = (worktree / path).read_text()
+            try:
+                text = worktree_files.read_text(worktree, path, errors="strict")
+            except worktree_files.Refused:
+                return
             edited = apply_edits(text, fresh[0]["fix"]["edits"])
             if toolbox.call("write_file", {"path": path, "content": edited}).is_error:
                 return
@@ -282,9 +305,14 @@ class RuffBackend:
     def _refactor(self, worktree, brief, toolbox, progress) -> int:
         turns = 0
         for path in brief.data.get("changed_files", []):
-            if not path.endswith(".py") or not (worktree / path).is_file():
+            if not path.endswith(".py"):
                 continue
-            source = (worktree / path).read_text()
+            try:
+                source = worktree_files.read_text(worktree, path, errors="strict")
+            except worktree_files.Refused as err:
+                if not isinstance(err, worktree_files.Missing):
+                    progress(f"{path}: not read: {err}")
+                continue
             formatted = ruff("format", "--stdin-filename", path, "-", cwd=worktree, stdin=source)
             if formatted.returncode != 0 or formatted.stdout == source:
                 continue

@@ -28,6 +28,9 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from .. import worktree_files
+from ..worktree_files import Refused
+
 MARKER = "generated-by: autoresearch"
 MAX_LINES = 800
 FRESH_DAYS = 7
@@ -234,7 +237,10 @@ def _check_link(target: str, doc: str, text: str, resolver: _Resolver) -> Check 
     if file is None or not file.exists():
         return Check("link", target, False, f"link target {path} does not exist")
     if anchor and file.suffix == ".md" and file.is_file():
-        if anchor not in heading_slugs(file.read_text(errors="replace")):
+        linked = resolver.read(file)
+        if isinstance(linked, Refused):
+            return Check("link", target, False, f"{path}: not read: {linked}")
+        if anchor not in heading_slugs(linked):
             return Check("link", target, False, f"no heading #{anchor} in {path}")
     return Check("link", target, True)
 
@@ -322,10 +328,20 @@ class _Resolver:
         if found is None:
             return f"no file {path} in the worktree"
         if line is not None and found.is_file():
-            count = len(found.read_text(errors="replace").splitlines())
+            text = self.read(found)
+            if isinstance(text, Refused):
+                return f"{path}: not read: {text}"
+            count = len(text.splitlines())
             if not 1 <= line <= count:
                 return f"{path} has {count} lines, not line {line}"
         return None
+
+    def read(self, path: Path) -> str | Refused:
+        """A file's text through the worktree reader, or why it was refused."""
+        try:
+            return worktree_files.read_text(self.root, path.relative_to(self.root).as_posix())
+        except Refused as err:
+            return err
 
     def _file_names(self) -> set[str]:
         if self._names is None:
@@ -363,8 +379,9 @@ class _Resolver:
 
     def _tree(self, path: Path) -> ast.Module | None:
         if path not in self._trees:
+            text = self.read(path)
             try:
-                self._trees[path] = ast.parse(path.read_text(errors="replace"))
+                self._trees[path] = None if isinstance(text, Refused) else ast.parse(text)
             except SyntaxError:
                 self._trees[path] = None
         return self._trees[path]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal
+from ... import git, journal, worktree_files
 from ...agent_run import run_agent, stop_reason_of
 from ...backends.base import ToolResult
 from ...lenses import doc_checks
@@ -27,8 +27,9 @@ ROUNDS = 3  # validation rounds a doc gets before the iteration ends
 REFERENCES = frozenset({"path", "symbol", "config-key", "link"})
 
 
-def _text(path: Path) -> str | None:
-    return path.read_text(errors="replace") if path.is_file() else None
+def _text(worktree: Path, doc: str) -> str | None:
+    """A doc's text; None when it does not exist or the reader refuses it (a link out)."""
+    return worktree_files.read_if_any(worktree, doc)
 
 
 def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
@@ -42,17 +43,17 @@ def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
     rules = mode.rules(env.layout)
     update = setup["mode"] == "update"
     before = docs.score(
-        doc, _text(env.worktree / doc), env.worktree, rules, False if update else None
+        doc, _text(env.worktree, doc), env.worktree, rules, False if update else None
     )
     rounds: list[list[str]] = []
     toolbox = ExperimentToolbox(mode.team, env.worktree, **env.toolbox_options())
 
     def finish_docs(summary: str) -> ToolResult:
-        text = _text(env.worktree / doc)
+        text = _text(env.worktree, doc)
         if text is None:
             return ToolResult(f"{doc} does not exist yet; write it first", is_error=True)
         (env.worktree / doc).write_text(doc_checks.with_marker(text))
-        report = docs.report_of(doc, _text(env.worktree / doc) or "", env.worktree, rules)
+        report = docs.report_of(doc, _text(env.worktree, doc) or "", env.worktree, rules)
         failures = [_failure(c) for c in report.failures]
         rounds.append(failures)
         if not failures:
@@ -74,7 +75,7 @@ def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
     run = run_agent(env, mode.team, ctx, toolbox)
 
     others = [f for f in changed_of(env.worktree, toolbox.written) if f != doc]
-    text = _text(env.worktree / doc)
+    text = _text(env.worktree, doc)
     changed = doc in changed_of(env.worktree, toolbox.written)
     after = before
     if changed and text is not None:

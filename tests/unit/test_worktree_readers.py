@@ -1,0 +1,194 @@
+"""Every harness reader of a target's files refuses a committed link out of the worktree:
+the linked file's content shows up in none of its outputs, and the refusal is said plainly
+where it matters."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from conftest import git, make_repo
+
+SECRET = "SECRETKEYdeadbeef"
+
+
+@pytest.fixture
+def secret(tmp_path: Path) -> Path:
+    """A key file outside any worktree; every line of it carries SECRET."""
+    path = tmp_path / "outside" / "secret.key"
+    path.parent.mkdir()
+    path.write_text(
+        f"{SECRET}==1.0\n"
+        f'[project]\nname = "{SECRET}"\nversion = "{SECRET}"\n'
+        f'dependencies = ["{SECRET}"]\n'
+        f"password = {SECRET}\n"
+        f"# {SECRET}\n"
+    )
+    return path
+
+
+def repo_with_links(tmp_path: Path, files: dict[str, str], links: dict[str, Path]) -> Path:
+    """A git repo with `files` and committed symlinks `name -> target` (the user's report)."""
+    repo = make_repo(tmp_path / "repo", files)
+    for name, target in links.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).symlink_to(target)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "links")
+    return repo
+
+
+# --- the security lens's recon ---------------------------------------------------------------
+
+
+def test_recon_reads_no_linked_file_and_notes_each_one(tmp_path, secret):
+    from autoresearch.modes.security import recon
+
+    repo = repo_with_links(
+        tmp_path,
+        {"app.py": "import os\nTOKEN = os.environ['T']\n"},
+        {"requirements.txt": secret, "pyproject.toml": secret, "settings.py": secret},
+    )
+    found = recon.scan(repo)
+    surface = recon.attack_surface_md(found)
+    setup = json.dumps(found.to_dict())
+    assert SECRET not in surface and SECRET not in setup
+    assert SECRET not in " ".join(found.dependencies + found.entry_points)
+    notes = "\n".join(found.unread)
+    for name in ("requirements.txt", "pyproject.toml", "settings.py"):
+        assert f"{name}: not read: '{name}' leads outside the repository" in notes
+    assert "Files not read" in surface and "requirements.txt: not read" in surface
+    assert "app.py:2" in found.secret_handling  # the repository's own files are still read
+
+
+def test_recon_notes_a_fifo_named_like_a_dependency_file_without_blocking(tmp_path):
+    from autoresearch.modes.security import recon
+
+    repo = make_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    os.mkfifo(repo / "requirements.txt")
+    found = recon.scan(repo)
+    assert found.dependencies == []
+    assert any("requirements.txt: not read" in n and "FIFO" in n for n in found.unread)
+
+
+# --- the ship gates ---------------------------------------------------------------------------
+
+
+def _ship_context(repo: Path):
+    from autoresearch.modes.ship.gates import Context
+
+    return Context(repo, git(repo, "rev-parse", "HEAD~1"), 60, [], ())
+
+
+def test_the_version_gate_fails_on_a_linked_pyproject_without_reading_it(tmp_path, secret):
+    from autoresearch.modes.ship import gates
+
+    repo = repo_with_links(tmp_path, {"a.py": "x = 1\n"}, {"pyproject.toml": secret})
+    result = gates.run_one(gates.Gate("version", "builtin", ""), _ship_context(repo))
+    assert result.status == gates.FAIL
+    assert "pyproject.toml: not read" in result.detail and "leads outside" in result.detail
+    assert SECRET not in result.detail
+    assert gates.version_of(repo) is None
+
+
+def test_the_changelog_gate_fails_on_a_linked_changelog_even_if_it_names_the_version(
+    tmp_path, secret
+):
+    from autoresearch.modes.ship import gates
+
+    # The secret names the version: read through the link, the gate would pass.
+    repo = repo_with_links(
+        tmp_path,
+        {"pyproject.toml": f'[project]\nname = "x"\nversion = "{SECRET}"\n'},
+        {"CHANGELOG.md": secret},
+    )
+    result = gates.run_one(gates.Gate("changelog", "builtin", ""), _ship_context(repo))
+    assert result.status == gates.FAIL
+    assert result.detail.startswith("CHANGELOG.md: not read: 'CHANGELOG.md' leads outside")
+
+
+# --- the learn lens's docs reader -------------------------------------------------------------
+
+
+def test_learn_config_keys_skip_and_note_a_linked_config(tmp_path, secret):
+    from autoresearch.modes.learn import docs
+
+    (tmp_path / "outside" / "conf.json").write_text(json.dumps({SECRET: 1}))
+    repo = repo_with_links(
+        tmp_path, {"own.json": '{"port": 1}'}, {"conf.json": tmp_path / "outside" / "conf.json"}
+    )
+    unread: list[str] = []
+    keys = docs.config_keys(repo, ["own.json", "conf.json"], unread)
+    assert keys == {"port"}
+    assert unread and unread[0].startswith("conf.json: not read")
+
+
+def test_learn_health_of_a_linked_doc_is_a_failed_read_check(tmp_path, secret):
+    from autoresearch.modes.learn import docs
+
+    repo = repo_with_links(tmp_path, {"a.py": "x = 1\n"}, {"README.md": secret})
+    health = docs.health("README.md", repo, docs.Rules())
+    assert health.lines == 0 and health.score == 0.0
+    assert [(c.kind, c.ok) for c in health.report.checks] == [("read", False)]
+    assert "leads outside" in health.report.checks[0].reason
+    assert SECRET not in json.dumps([c.reason + c.subject for c in health.report.checks])
+
+
+def test_learn_stage_sees_a_linked_doc_as_absent(tmp_path, secret):
+    from autoresearch.modes.learn import stages
+
+    repo = repo_with_links(tmp_path, {"a.py": "x = 1\n"}, {"docs/overview.md": secret})
+    assert stages._text(repo, "docs/overview.md") is None
+    assert stages._text(repo, "a.py") == "x = 1\n"
+
+
+def test_doc_checks_do_not_read_a_hard_link_to_a_file_outside(tmp_path):
+    from autoresearch.lenses import doc_checks
+
+    outside = tmp_path / "outside.md"
+    outside.write_text(f"# {SECRET}\nline 2\nline 3\n")
+    repo = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
+    os.link(outside, repo / "notes.md")  # what a target's command could leave behind
+    doc = f"See [notes](notes.md#{SECRET.lower()}) and `notes.md:3`.\n"
+    report = doc_checks.check_doc("README.md", doc, repo, None)
+    failed = {c.kind: c.reason for c in report.failures}
+    # Read through the link, the anchor and the line number would both check out.
+    assert "not read" in failed["link"] and "hard link" in failed["link"]
+    assert "not read" in failed["path"]
+
+
+# --- the ruff backend -------------------------------------------------------------------------
+
+
+def test_ruff_diagnostics_say_nothing_about_a_linked_file(tmp_path):
+    from autoresearch.backends.ruff import diagnostics
+
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "keys.py").write_text(f"import {SECRET}\n")
+    repo = repo_with_links(
+        tmp_path, {"own.py": "import os\n"}, {"linked.py": tmp_path / "outside" / "keys.py"}
+    )
+    found = diagnostics(repo, select=["F401"])
+    assert [Path(d["filename"]).name for d in found] == ["own.py"]
+    assert SECRET not in json.dumps(found)
+
+
+def test_ruff_refactor_does_not_read_a_linked_file(tmp_path):
+    from autoresearch.backends.ruff import RuffBackend
+
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "keys.py").write_text(f"x=  '{SECRET}'\n")
+    repo = repo_with_links(
+        tmp_path, {"own.py": "x = 1\n"}, {"linked.py": tmp_path / "outside" / "keys.py"}
+    )
+    calls, notes = [], []
+    toolbox = SimpleNamespace(call=lambda name, args: calls.append((name, args)))
+    brief = SimpleNamespace(data={"changed_files": ["linked.py"]})
+    assert RuffBackend()._refactor(repo, brief, toolbox, notes.append) == 0
+    assert calls == []
+    assert notes == [
+        "linked.py: not read: 'linked.py' leads outside the repository (through a symlink)"
+    ]
