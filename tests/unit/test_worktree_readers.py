@@ -192,3 +192,159 @@ def test_ruff_refactor_does_not_read_a_linked_file(tmp_path):
     assert notes == [
         "linked.py: not read: 'linked.py' leads outside the repository (through a symlink)"
     ]
+
+
+# --- the agents' conventions, the spec and stack detection ------------------------------------
+
+
+def test_conventions_for_the_agents_leave_out_a_linked_claude_md(tmp_path, secret):
+    from autoresearch.session import read_conventions
+
+    repo = repo_with_links(tmp_path, {"README.md": "# Calc\n"}, {"CLAUDE.md": secret})
+    notes: list[str] = []
+    text = read_conventions(repo, notes.append)
+    assert SECRET not in text
+    assert text == "--- README.md ---\n# Calc"
+    assert notes == [
+        "conventions: CLAUDE.md: not read: 'CLAUDE.md' leads outside the repository "
+        "(through a symlink)"
+    ]
+
+
+def test_a_linked_target_config_is_a_spec_error_naming_the_file(tmp_path, secret):
+    from autoresearch import spec
+    from autoresearch.errors import SpecError
+
+    (tmp_path / "outside" / "conf.yml").write_text(f"{SECRET}: 1\ntest_command: x\n")
+    repo = repo_with_links(
+        tmp_path, {"a.py": "x = 1\n"}, {".autoresearch.yml": tmp_path / "outside" / "conf.yml"}
+    )
+    found = spec.Spec(values={})
+    with pytest.raises(SpecError) as err:
+        spec._target_layer(repo, found)
+    assert str(err.value) == (
+        f"{repo / '.autoresearch.yml'}: the target's config is not read: '.autoresearch.yml' "
+        "leads outside the repository (through a symlink)"
+    )
+    assert SECRET not in " ".join(found.warnings)
+
+
+def test_stack_detection_reads_no_linked_pytest_or_package_config(tmp_path):
+    from autoresearch import stack
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n'
+    )
+    (outside / "package.json").write_text('{"scripts": {"test": "jest"}}')
+    repo = repo_with_links(
+        tmp_path,
+        {"a.py": "x = 1\n"},
+        {"pyproject.toml": outside / "pyproject.toml", "package.json": outside / "package.json"},
+    )
+    # Read through the links, both answers would come from the files outside.
+    assert stack.pytest_addopts(repo) == ""
+    assert stack.package_test_script_is_jest(repo) is False
+
+
+def test_plan_reads_no_linked_package_json(tmp_path):
+    from autoresearch import plan
+
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "package.json").write_text('{"scripts": {"bench": "x"}}')
+    repo = repo_with_links(
+        tmp_path, {"a.py": "x = 1\n"}, {"package.json": tmp_path / "outside" / "package.json"}
+    )
+    assert plan._npm_script(repo, "bench") is False
+
+
+# --- metrics, findings' locations, test reports -----------------------------------------------
+
+
+def test_a_json_file_metric_linked_out_is_not_read(tmp_path):
+    from autoresearch import metrics
+
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "score.json").write_text('{"score": 42}')
+    repo = repo_with_links(
+        tmp_path, {"a.py": "x = 1\n"}, {"out.json": tmp_path / "outside" / "score.json"}
+    )
+    with pytest.raises(metrics.MetricError, match="json_file out.json: not read: .* leads outside"):
+        metrics.parse_value("", "json_file:out.json", "score", repo)
+
+
+def test_a_finding_location_in_a_hard_link_out_is_not_counted(tmp_path):
+    from autoresearch import findings
+    from autoresearch.lenses.finding_schema import _Places
+
+    outside = tmp_path / "outside.py"
+    outside.write_text("1\n2\n3\n4\n5\n")
+    repo = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
+    os.link(outside, repo / "b.py")
+    # Counted through the link, line 5 would exist: an oracle on the file outside.
+    assert "not read" in findings.location_problem("b.py:5", repo)
+    assert "not read" in (_Places(repo).resolve("b.py:5")[2] or "")
+    assert findings.location_problem("a.py:1", repo) is None
+    assert _Places(repo).resolve("a.py:1") == ("a.py", 1, None)
+
+
+JUNIT = (
+    '<?xml version="1.0"?><testsuites><testsuite name="s">'
+    f'<testcase classname="tests.test_x" name="test_{SECRET}" file="tests/test_x.py"/>'
+    "</testsuite></testsuites>"
+)
+
+
+def test_test_reports_left_as_links_out_are_not_read(tmp_path):
+    from autoresearch import testrun
+
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "junit.xml").write_text(JUNIT)
+    repo = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    plan = testrun.instrument("pytest --junitxml=own.xml", repo, None, folder)
+    # The jailed command may write both places: ours, and the report it names itself.
+    (folder / "junit-0.xml").symlink_to(tmp_path / "outside" / "junit.xml")
+    (repo / "own.xml").symlink_to(tmp_path / "outside" / "junit.xml")
+    assert testrun._read(plan, None, repo, 0.0) is None
+
+
+# --- experiment and fix -----------------------------------------------------------------------
+
+
+def test_a_linked_program_md_is_neither_config_nor_research(tmp_path, secret):
+    from autoresearch.errors import SpecError
+    from autoresearch.modes.experiment import program
+
+    repo = repo_with_links(tmp_path, {"a.py": "x = 1\n"}, {"program.md": secret})
+    values = {"experiment": {"program": "program.md"}}
+    with pytest.raises(SpecError, match="'experiment.program': not read: .* leads outside"):
+        program.resolve(values, repo, "session.yaml")
+    assert program.research_text(repo / "program.md", "fallback", repo) == "fallback"
+
+
+def test_syntax_check_names_a_linked_file_as_not_read(tmp_path):
+    from autoresearch.modes.experiment.policy import syntax_problems
+
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "ok.py").write_text("x = 1\n")
+    repo = repo_with_links(tmp_path, {"a.py": "x = 1\n"}, {"b.py": tmp_path / "outside" / "ok.py"})
+    # Parsed through the link, b.py would pass as good Python.
+    assert syntax_problems(repo, ["a.py", "b.py"]) == [
+        "b.py: not read: 'b.py' leads outside the repository (through a symlink)"
+    ]
+
+
+def test_a_bug_whose_file_became_a_link_out_is_still_present(tmp_path):
+    from autoresearch.modes.fix.count import HandedBug, count_handed
+
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "clean.py").write_text("x = 1\n")
+    repo = repo_with_links(
+        tmp_path, {"a.py": "x = 1\n"}, {"b.py": tmp_path / "outside" / "clean.py"}
+    )
+    bug = HandedBug("F-1", "eval on input", "high", "b.py", 1, evidence="eval(data)")
+    # Read through the link, the quoted code is gone and the bug would count as fixed.
+    assert [e.file for e in count_handed([bug], repo, "true", None).errors] == ["b.py"]

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import commands
+from ... import commands, worktree_files
 from ...errors import SpecError
 from ...lenses import error_counts
 from ...lenses.error_counts import Count, Error
@@ -233,8 +233,13 @@ def count_handed(
                 if verdict.verdict != "not-reproduced":  # fixed only when it runs and passes
                     present.append(bug.error())
             else:
-                source = worktree / bug.file
-                text = source.read_text(errors="replace") if source.is_file() else ""
+                try:
+                    text = worktree_files.read_text(worktree, bug.file)
+                except worktree_files.Missing:
+                    text = ""
+                except worktree_files.Refused:
+                    present.append(bug.error())  # unread (a link out) is never "fixed"
+                    continue
                 if _squash(bug.evidence) in _squash(text):
                     present.append(bug.error())
     finally:
