@@ -348,3 +348,17 @@ def test_a_bug_whose_file_became_a_link_out_is_still_present(tmp_path):
     bug = HandedBug("F-1", "eval on input", "high", "b.py", 1, evidence="eval(data)")
     # Read through the link, the quoted code is gone and the bug would count as fixed.
     assert [e.file for e in count_handed([bug], repo, "true", None).errors] == ["b.py"]
+
+
+def test_fix_reproductions_never_write_or_delete_through_a_linked_scratch_folder(tmp_path):
+    from autoresearch.modes.fix.count import SCRATCH, HandedBug, count_handed
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("a file of the user's\n")
+    repo = repo_with_links(tmp_path, {"a.py": "x = 1\n"}, {SCRATCH: outside})
+    bug = HandedBug("F-1", "t", "high", "a.py", 1, reproduction="def test_x():\n    pass\n")
+    count_handed([bug], repo, "true {file}", None)
+    # Through the link, the reproduction went outside and the clean-up emptied the folder.
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+    assert not (repo / SCRATCH).exists() and not (repo / SCRATCH).is_symlink()

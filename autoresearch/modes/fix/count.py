@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
+import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -222,7 +223,7 @@ def count_handed(
     try:
         for bug in bugs:
             if bug.reproduction:
-                scratch.mkdir(exist_ok=True)
+                _fresh_scratch(scratch)
                 path = f"{SCRATCH}/test_fix_{hashlib.sha256(bug.id.encode()).hexdigest()[:8]}.py"
                 (worktree / path).write_text(bug.reproduction)
                 command = repro_command.replace("{file}", shlex.quote(path))
@@ -243,11 +244,24 @@ def count_handed(
                 if _squash(bug.evidence) in _squash(text):
                     present.append(bug.error())
     finally:
-        if scratch.exists():
-            for child in scratch.iterdir():
-                child.unlink()
-            scratch.rmdir()
+        _remove(scratch)
     return Count(HANDED_TOOL, present)
+
+
+def _remove(path: Path) -> None:
+    """Remove whatever is at `path`, never through a link: the target (a committed link) or a
+    reproduction that ran there may have put a link to a folder outside in its place."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)  # does not follow the links inside it
+
+
+def _fresh_scratch(scratch: Path) -> None:
+    """An empty real folder for one reproduction, made anew before each: writing into a
+    folder the last one could swap for a link would write outside the worktree."""
+    _remove(scratch)
+    scratch.mkdir()
 
 
 # --- the JSON form ----------------------------------------------------------------------------
