@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import socket
@@ -205,3 +206,74 @@ def test_read_if_any_reports_a_refusal_and_is_silent_about_a_missing_file(tree):
         "(through a symlink)"
     ]
     assert SECRET not in " ".join(refused)
+
+
+# --- the class: no harness code reads a target's file but through the reader ------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+# Names that hold a target's worktree or checkout (or a path under one) in harness code.
+TARGET_NAMES = {"worktree", "target", "repo", "checkout", "cwd"}
+RAW_READS = {"read_text", "read_bytes", "open", "fromfile", "read"}
+PARSERS = {"os", "worktree_files", "json", "yaml", "tomllib"}  # their .open/.read are not files
+# Raw reads under a target's name that are meant: (module, the call) -> why.
+ALLOWED = {
+    ("autoresearch/git.py", "open(common_dir(repo)"): "the harness's own lock, in git's dir",
+    ("autoresearch/git.py", "dot_git.read_text()"): "`.git` itself, lstat-checked before",
+    ("autoresearch/git.py", "(admin / "): "git's admin directory, not the worktree",
+    ("autoresearch/jail.py", "dot_git.read_text()"): "`.git`, which the reader refuses by design",
+    ("autoresearch/jail.py", "(own / 'commondir')"): "git's admin directory, not the worktree",
+    ("autoresearch/metrics.py", "path.read_text("): "an absolute json_file the spec names",
+    ("autoresearch/modes/experiment/program.py", "(folder / MISSION_FILE)"): "the spec's mission",
+}
+
+
+def _names(node: ast.AST) -> set[str]:
+    found = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            found.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            found.add(n.attr)
+    return found
+
+
+def _raw_reads_of_target_paths(tree: ast.Module) -> list[str]:
+    """Calls like `(worktree / name).read_text()` or `open(path)` where `path` came from a
+    target's name, followed through assignments and loops within each function."""
+    out = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        bad = set(TARGET_NAMES)
+        for _ in range(3):  # a few rounds reach a fixpoint for straight-line flows
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Assign) and _names(n.value) & bad:
+                    bad |= {t for target in n.targets for t in _names(target)}
+                elif isinstance(n, (ast.For, ast.comprehension)) and _names(n.iter) & bad:
+                    bad |= _names(n.target)
+                elif isinstance(n, ast.NamedExpr) and _names(n.value) & bad:
+                    bad.add(n.target.id)
+        for n in ast.walk(fn):
+            if not isinstance(n, ast.Call):
+                continue
+            f = n.func
+            if isinstance(f, ast.Attribute) and f.attr in RAW_READS:
+                if isinstance(f.value, ast.Name) and f.value.id in PARSERS:
+                    continue
+                if _names(f.value) & bad:
+                    out.append(ast.unparse(n))
+            elif isinstance(f, ast.Name) and f.id == "open" and n.args and _names(n.args[0]) & bad:
+                out.append(ast.unparse(n))
+    return out
+
+
+def test_harness_code_reads_no_target_file_but_through_the_reader():
+    unexpected = []
+    for path in sorted((ROOT / "autoresearch").rglob("*.py")):
+        module = path.relative_to(ROOT).as_posix()
+        if module == "autoresearch/worktree_files.py":
+            continue
+        for call in _raw_reads_of_target_paths(ast.parse(path.read_text())):
+            if not any(module == m and call.startswith(c) for m, c in ALLOWED):
+                unexpected.append(f"{module}: {call}")
+    assert unexpected == [], "read these through autoresearch.worktree_files"
