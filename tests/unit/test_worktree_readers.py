@@ -64,6 +64,18 @@ def test_recon_reads_no_linked_file_and_notes_each_one(tmp_path, secret):
     assert "app.py:2" in found.secret_handling  # the repository's own files are still read
 
 
+def test_the_auditors_brief_names_the_files_recon_did_not_read(tmp_path, secret):
+    from autoresearch.modes.lens.loop import Focus
+    from autoresearch.modes.security import Security, recon
+
+    repo = repo_with_links(tmp_path, {"app.py": "x = 1\n"}, {"requirements.txt": secret})
+    setup = {"recon": recon.scan(repo).to_dict(), "critical_assets": ["credentials"]}
+    env = SimpleNamespace(cycle=1, layout=SimpleNamespace(completed_cycles=lambda: []))
+    brief = json.dumps(Security().brief(env, Focus("S", "spoofing", {}), setup))
+    assert SECRET not in brief
+    assert "requirements.txt: not read: 'requirements.txt' leads outside" in brief
+
+
 def test_recon_notes_a_fifo_named_like_a_dependency_file_without_blocking(tmp_path):
     from autoresearch.modes.security import recon
 
