@@ -374,3 +374,16 @@ def test_fix_reproductions_never_write_or_delete_through_a_linked_scratch_folder
     # Through the link, the reproduction went outside and the clean-up emptied the folder.
     assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
     assert not (repo / SCRATCH).exists() and not (repo / SCRATCH).is_symlink()
+
+
+def test_learn_writes_no_doc_through_a_linked_docs_folder(tmp_path):
+    from autoresearch.modes.learn import stages
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = repo_with_links(tmp_path, {"a.py": "x = 1\n"}, {"docs": outside})
+    refusal = stages.write_doc(repo, "docs/overview.md", "# Overview\n")
+    assert refusal == "'docs/overview.md' leads outside the repository (through a symlink)"
+    assert list(outside.iterdir()) == []
+    assert stages.write_doc(repo, "README.md", "# Calc\n") is None
+    assert (repo / "README.md").read_text() == "# Calc\n"
