@@ -6,6 +6,7 @@ import ast
 import os
 import shutil
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -277,3 +278,16 @@ def test_harness_code_reads_no_target_file_but_through_the_reader():
             if not any(module == m and call.startswith(c) for m, c in ALLOWED):
                 unexpected.append(f"{module}: {call}")
     assert unexpected == [], "read these through autoresearch.worktree_files"
+
+
+def test_a_bind_mount_inside_the_worktree_is_refused(tree):
+    """A bind mount keeps the filesystem's st_dev: the mount id of the opened file tells."""
+    (tree / "bind").mkdir()
+    if subprocess.run(["mount", "--bind", str(tree.parent / "outside"), str(tree / "bind")],
+                      capture_output=True).returncode != 0:  # fmt: skip
+        pytest.skip("cannot mount here (needs root with CAP_SYS_ADMIN)")
+    try:
+        with pytest.raises(Refused, match="mounted inside the repository"):
+            read_text(tree, "bind/secret.key")
+    finally:
+        subprocess.run(["umount", str(tree / "bind")], capture_output=True)
