@@ -92,6 +92,13 @@ def _mount_id(fd: int) -> str | None:
     return None
 
 
+def _is_plain_file(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
 def _open_checked(root: Path, name: str, rel: str, names: NamesInside) -> int:
     """An fd of the regular file `name` (resolved, relative to `root`), reached without
     following any link: `resolve` already followed them, so meeting one now means the tree
@@ -108,6 +115,9 @@ def _open_checked(root: Path, name: str, rel: str, names: NamesInside) -> int:
             except FileNotFoundError:
                 raise Missing(f"{rel!r} does not exist") from None
             except OSError:
+                # ENOTDIR for a file on the way (no such path) and for a link swapped in.
+                if _is_plain_file(part, fd):
+                    raise Missing(f"{rel!r} does not exist") from None
                 raise Refused(f"{rel!r} changed while it was being opened") from None
             if fd != root_fd:
                 os.close(fd)

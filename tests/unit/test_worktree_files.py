@@ -165,6 +165,8 @@ def test_a_missing_file_is_missing_not_refused(tree):
         read_text(tree, "nope.txt")
     with pytest.raises(Missing):
         read_text(tree, "nodir/nope.txt")
+    with pytest.raises(Missing):
+        read_text(tree, "src/app.py/nope.txt")  # a file where a folder would be
 
 
 def test_a_directory_swapped_for_a_link_after_the_check_is_refused(tree, monkeypatch):
