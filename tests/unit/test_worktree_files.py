@@ -223,6 +223,7 @@ ALLOWED = {
     ("autoresearch/git.py", "open(common_dir(repo)"): "the harness's own lock, in git's dir",
     ("autoresearch/git.py", "dot_git.read_text()"): "`.git` itself, lstat-checked before",
     ("autoresearch/git.py", "(admin / "): "git's admin directory, not the worktree",
+    ("autoresearch/git.py", "record_of(worktree)"): "the harness's record beside the worktree",
     ("autoresearch/jail.py", "dot_git.read_text()"): "`.git`, which the reader refuses by design",
     ("autoresearch/jail.py", "(own / 'commondir')"): "git's admin directory, not the worktree",
     ("autoresearch/metrics.py", "path.read_text("): "an absolute json_file the spec names",
