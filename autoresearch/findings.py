@@ -11,6 +11,10 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from autoresearch import worktree_files
+
+MAX_LOCATED_BYTES = 10_000_000  # as the agents' read_file: a file they could not have read
+
 SEVERITIES = ("critical", "high", "medium", "low", "test-gap")
 HEADINGS = {
     "critical": "Critical",
@@ -126,8 +130,12 @@ def location_problem(location: str, worktree: Path) -> str | None:
         return f"location {location!r}: there is no file {match['path'].strip()!r} in the target"
     if match["line"]:
         line = int(match["line"])
-        with path.open("rb") as handle:
-            count = sum(1 for _ in handle)
+        try:  # the worktree reader: no FIFO, no hard link out, no unbounded read
+            data = worktree_files.read_bytes(root, path.relative_to(root).as_posix(),
+                                             max_bytes=MAX_LOCATED_BYTES)  # fmt: skip
+        except worktree_files.Refused as err:
+            return f"location {location!r}: not read: {err}"
+        count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
         if not 1 <= line <= max(count, 1):
             return f"location {location!r}: the file has {count} lines"
     return None

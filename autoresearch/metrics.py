@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autoresearch import commands
+from autoresearch import commands, worktree_files
 from autoresearch.jail import Jail
 
 FORMATS = ("last_line", "json_stdout", "json_file:<path>", "metric", "regex:<pattern>", "evaluator")
@@ -105,7 +105,15 @@ def _read_json_file(relative: str, cwd: Path | None) -> str:
     if not path.is_absolute():
         if cwd is None:
             raise MetricError(f"json_file {relative}: no working directory to resolve it against")
-        path = Path(cwd) / path
+        # The command wrote it in the worktree, which the target controls: the worktree
+        # reader's rules (no link out, no FIFO, a size cap).
+        try:
+            return worktree_files.read_text(Path(cwd), relative)
+        except worktree_files.Missing:
+            path = Path(cwd) / path
+            raise MetricError(f"json_file {relative}: the command did not write {path}") from None
+        except worktree_files.Refused as err:
+            raise MetricError(f"json_file {relative}: not read: {err}") from None
     try:
         return path.read_text(errors="replace")
     except FileNotFoundError:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from . import commands, git, measured, modes, spec, stack
+from . import commands, git, measured, modes, spec, stack, worktree_files
 from .errors import SpecError
 from .lenses import command_checks
 from .lenses.command_checks import Run, Verdict
@@ -149,8 +149,8 @@ def rank(candidates: list[Candidate], goal: str) -> list[Candidate]:
 
 def _npm_script(target: Path, name: str) -> bool:
     try:
-        scripts = json.loads((target / "package.json").read_text()).get("scripts") or {}
-    except (OSError, ValueError, AttributeError):
+        scripts = json.loads(worktree_files.read_text(target, "package.json")).get("scripts") or {}
+    except (worktree_files.Refused, ValueError, AttributeError):
         return False
     return isinstance(scripts, dict) and name in scripts
 

@@ -24,13 +24,12 @@ from urllib.parse import unquote
 
 import regex
 
-from autoresearch import git
+from autoresearch import git, worktree_files
+from autoresearch.worktree_files import Refused
 
 MAX_PATH_CHARS = 4096  # PATH_MAX: anything longer names no file
 
-
-class Refused(Exception):
-    """A path or action the sandbox will not allow; the message goes back to the agent."""
+__all__ = ["Refused", "Sandbox", "glob_match"]
 
 
 def _set_member(char: str) -> str:
@@ -286,40 +285,18 @@ class Sandbox:
         return self._links[key]
 
     def _check_file(self, st: os.stat_result, rel: str, *, write: bool = False) -> None:
-        """Refuse anything but a regular file of this worktree's own; for a write, also
-        one with other names (a change through one name would show under the others)."""
-        if stat.S_ISDIR(st.st_mode):
-            raise Refused(f"{rel!r} is a directory")
-        if not stat.S_ISREG(st.st_mode):
-            raise Refused(f"{rel!r} is not a regular file (a FIFO, socket or device)")
-        if st.st_dev != os.stat(self.root).st_dev:
-            raise Refused(f"{rel!r} is on another filesystem mounted inside the repository")
-        if st.st_nlink > 1 and self._names_inside((st.st_dev, st.st_ino)) < st.st_nlink:
-            raise Refused(f"{rel!r} is a hard link to a file outside the repository")
+        """The reader's rules (a regular file of this worktree's own); for a write, also no
+        other names (a change through one name would show under the others)."""
+        worktree_files.check_file(st, rel, self.root, self._names)
         if write and st.st_nlink > 1:
             raise Refused(f"{rel!r} has other names (hard links) and cannot be changed")
 
-    def read_bytes(self, target: Path, rel: str, limit: int) -> bytes:
+    def _names(self, root: Path, key: tuple[int, int]) -> int:
+        return self._names_inside(key)
+
+    def read_bytes(self, rel: str, limit: int) -> bytes:
         """The content of a regular file of the worktree, at most `limit` bytes or Refused."""
-        try:
-            before = os.lstat(target)
-        except FileNotFoundError:
-            raise Refused(f"{rel!r} does not exist") from None
-        self._check_file(before, rel)  # before opening: opening a FIFO or device can block
-        if before.st_size > limit:
-            raise Refused(f"{rel!r} is larger than {limit} bytes")
-        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            st = os.fstat(fd)
-            if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
-                raise Refused(f"{rel!r} changed while it was being opened")
-            with os.fdopen(fd, "rb", closefd=False) as handle:
-                data = handle.read(limit + 1)
-        finally:
-            os.close(fd)
-        if len(data) > limit:
-            raise Refused(f"{rel!r} is larger than {limit} bytes")
-        return data
+        return worktree_files.read_bytes(self.root, rel, max_bytes=limit, names=self._names)
 
     def write_bytes(self, target: Path, rel: str, data: bytes) -> bool:
         """Replace or create a worktree file atomically: a failure leaves the old content.

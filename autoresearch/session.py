@@ -25,6 +25,7 @@ from . import (
     spec,
     stack,
     testrun,
+    worktree_files,
     worktrees,
 )
 from .errors import SessionError
@@ -193,13 +194,17 @@ def check_agent(values: dict[str, Any], merged: spec.Spec | None = None) -> None
         raise spec.SpecError("key 'agent.script': the script backend needs a YAML file to replay")
 
 
-def read_conventions(worktree: Path) -> str:
-    parts = []
+def read_conventions(worktree: Path, log=None) -> str:
+    """The target's own agent notes, for every agent's brief. A file the worktree reader
+    refuses (a link out of the worktree) is left out and said so in the log: it would
+    otherwise land in every prompt sent to the model."""
+    parts, refused = [], []
     for file_name in CONTEXT_FILES:
-        path = worktree / file_name
-        if path.is_file():
-            text = path.read_text(errors="replace")[:CONTEXT_CHARS]
-            parts.append(f"--- {file_name} ---\n{text.strip()}")
+        text = worktree_files.read_if_any(worktree, file_name, refused)
+        if text is not None:
+            parts.append(f"--- {file_name} ---\n{text[:CONTEXT_CHARS].strip()}")
+    for note in refused if log is not None else []:
+        log(f"conventions: {note}")
     return "\n\n".join(parts)
 
 
@@ -284,7 +289,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         baseline=run.to_record(),
         date=dt.date.today().isoformat(),
         config_file=str(config_file) if config_file.is_file() else None,
-        conventions=read_conventions(checkout),
+        conventions=read_conventions(checkout, log),
         warnings=warnings,
         stashed=stashed,
         worktrees=str(store),

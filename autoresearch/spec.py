@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from . import worktree_files
 from .errors import SpecError
 from .files import write_text
 
@@ -68,8 +69,12 @@ def check_session_name(name: str) -> None:
 
 
 def read_yaml(path: Path, what: str) -> dict[str, Any]:
+    return parse_yaml(path.read_text(), path, what)
+
+
+def parse_yaml(text: str, path: Path, what: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.safe_load(text) or {}
     except yaml.YAMLError as err:
         raise SpecError(f"{path}: {what} is not valid YAML: {err}") from None
     if not isinstance(data, dict):
@@ -89,9 +94,16 @@ def _merge_into(base: dict, layer: dict, sources: dict, origin: str, prefix: str
 
 def _target_layer(target: Path, spec: Spec) -> dict[str, Any]:
     path = target / TARGET_CONFIG
-    if not path.is_file():
+    # The target's file, read by the worktree reader's rules: a link out is not followed.
+    try:
+        text = worktree_files.read_text(target, TARGET_CONFIG, errors="strict")
+    except worktree_files.Missing:
         return {}
-    layer = read_yaml(path, "the target's config")
+    except worktree_files.Refused as err:
+        raise SpecError(f"{path}: the target's config is not read: {err}") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"{path}: the target's config is not UTF-8 text") from None
+    layer = parse_yaml(text, path, "the target's config")
     unknown = set(layer) - TARGET_KEYS
     if unknown:
         spec.warnings.append(f"{path}: ignoring unknown keys {sorted(unknown)}")

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import worktree_files
+
 
 @dataclass(frozen=True)
 class Stack:
@@ -194,12 +196,13 @@ _PYTEST_CONFIGS = (
 def pytest_addopts(repo: Path) -> str:
     """The `addopts` of the pytest config pytest would pick in `repo`, or "" when there is none."""
     for name, section in _PYTEST_CONFIGS:
-        path = Path(repo) / name
-        if not path.is_file():
+        # Read by the worktree reader's rules: a link out or a FIFO counts as no file.
+        text = worktree_files.read_if_any(Path(repo), name)
+        if text is None:
             continue
         try:
             if section is None:
-                table = tomllib.loads(path.read_text()).get("tool", {}).get("pytest")
+                table = tomllib.loads(text).get("tool", {}).get("pytest")
                 if not isinstance(table, dict):
                     continue
                 # pytest 9's native [tool.pytest] table, or the classic ini_options one.
@@ -207,7 +210,7 @@ def pytest_addopts(repo: Path) -> str:
                 addopts = options.get("addopts", "") if isinstance(options, dict) else ""
                 return " ".join(addopts) if isinstance(addopts, list) else str(addopts)
             parser = configparser.ConfigParser(interpolation=None)
-            parser.read(path)
+            parser.read_string(text, name)
         except (OSError, ValueError, tomllib.TOMLDecodeError, configparser.Error):
             continue
         if parser.has_section(section):
@@ -220,8 +223,9 @@ def pytest_addopts(repo: Path) -> str:
 def package_test_script_is_jest(repo: Path) -> bool:
     """Whether package.json's test script is Jest alone, so flags after `npm test --` reach it."""
     try:
-        scripts = json.loads((repo / "package.json").read_text()).get("scripts") or {}
-    except (OSError, ValueError, AttributeError):
+        text = worktree_files.read_text(Path(repo), "package.json")
+        scripts = json.loads(text).get("scripts") or {}
+    except (worktree_files.Refused, ValueError, AttributeError):
         return False
     test = scripts.get("test") if isinstance(scripts, dict) else None
     # npm appends extra arguments to the end of the script: they reach Jest only if Jest is all

@@ -15,7 +15,7 @@ from typing import Any
 
 from junitparser import Attr, Error, Failure, JUnitXml, JUnitXmlError, TestCase, TestSuite
 
-from . import commands
+from . import commands, worktree_files
 from .jail import Jail
 from .stack import (
     package_test_script_is_jest,
@@ -31,6 +31,7 @@ TIMED_OUT = "timed_out"
 
 IDS_SHOWN = 10  # failing ids named in a reason before "and N more"
 TAIL_CHARS = 3000
+MAX_REPORT_BYTES = 200_000_000  # a JUnit or Jest report; a big suite's stays far below
 
 
 @dataclass(frozen=True)
@@ -620,16 +621,28 @@ class _Tally:
 
 
 def _read(plan: _Plan, result: commands.CommandResult, cwd: Path, started: float) -> _Tally | None:
+    # The command may write where its reports go: each is read by the worktree reader's rules
+    # (a link it left there to a file outside, or a FIFO, is not read).
+    ours = [_report(p, p.parent) for p in plan.files]
     if plan.runner == "pytest":
-        fresh = [p for p in plan.theirs if _written_since(p, started)]
-        return read_junit([p for p in plan.files if p.is_file()] + fresh)
+        theirs = [_report(p, cwd) for p in plan.theirs if _written_since(p, started)]
+        return read_junit([data for data in ours + theirs if data is not None])
     if plan.runner == "go":
         return read_go_json(result.output)
     if plan.runner == "cargo":
         return read_cargo(result.output)
     if plan.runner == "jest":
-        return read_jest_json([p for p in plan.files if p.is_file()], cwd)
+        return read_jest_json([data for data in ours if data is not None], cwd)
     return None
+
+
+def _report(path: Path, root: Path) -> bytes | None:
+    """A report file under `root`, through the worktree reader; None when absent or refused."""
+    try:
+        rel = os.path.relpath(path, root)
+        return worktree_files.read_bytes(root, rel, max_bytes=MAX_REPORT_BYTES)
+    except (worktree_files.Refused, ValueError):
+        return None
 
 
 def _written_since(path: Path, started: float) -> bool:
@@ -645,13 +658,17 @@ class _PytestCase(TestCase):
     file = Attr()
 
 
-def read_junit(paths: list[Path]) -> _Tally | None:
-    """pytest's JUnit XML files; ids as pytest's node ids (`tests/test_x.py::TestK::test_y[1]`)."""
+def read_junit(paths: list[Path] | list[bytes]) -> _Tally | None:
+    """pytest's JUnit XML files (or their contents); ids as pytest's node ids
+    (`tests/test_x.py::TestK::test_y[1]`)."""
     tally = _Tally("junit")
     read_any = False
     for path in paths:
         try:
-            xml = JUnitXml.fromfile(str(path))
+            if isinstance(path, bytes):
+                xml = JUnitXml.fromstring(path)
+            else:
+                xml = JUnitXml.fromfile(str(path))
         except (JUnitXmlError, SyntaxError, OSError, ValueError):
             continue  # killed mid-write, or not ours: the text fallback still has the summary
         read_any = True
@@ -820,14 +837,14 @@ def _cargo_id(label: str, test: str) -> str:
     return f"{label}::{_DOCTEST_LINE.sub('', test)}"
 
 
-def read_jest_json(paths: list[Path], cwd: Path) -> _Tally | None:
-    """Jest's `--json` report; ids are `file > describe > test`, a suite that failed to load is
-    `file [suite failed to run]`."""
+def read_jest_json(paths: list[Path] | list[bytes], cwd: Path) -> _Tally | None:
+    """Jest's `--json` report (files or their contents); ids are `file > describe > test`, a
+    suite that failed to load is `file [suite failed to run]`."""
     tally = _Tally("jest-json")
     read_any = False
     for path in paths:
         try:
-            report = json.loads(path.read_text())
+            report = json.loads(path if isinstance(path, bytes) else path.read_text())
         except (OSError, ValueError):
             continue
         if not isinstance(report, dict):

@@ -613,7 +613,7 @@ class Toolbox:
 
     def _read_text(self, path: str) -> tuple[Path, str, str]:
         target, rel = self.sandbox.resolve(path)
-        data = self.sandbox.read_bytes(target, rel or ".", MAX_READ_BYTES)
+        data = self.sandbox.read_bytes(rel or ".", MAX_READ_BYTES)
         if _is_binary(data):
             raise Refused(f"{path!r} is a binary file")
         return target, rel, data.decode("utf-8", errors="replace")
@@ -655,19 +655,18 @@ class Toolbox:
         single = not target.is_dir()
         if single:
             # One named file: refusals (a FIFO, a hard link out) go back to the agent.
-            self.sandbox.read_bytes(target, base, MAX_SEARCH_FILE_BYTES)
+            self.sandbox.read_bytes(base, MAX_SEARCH_FILE_BYTES)
             listing = [(base, target)] if self.sandbox.in_scope(base) else []
         else:
             prefix = f"{base}/" if base else ""
             listing = [(n, t) for n, t in self.sandbox.listing() if n.startswith(prefix)]
-        targets = dict(listing)
         candidates = self._matching([n for n, _ in listing], glob, deadline)
         whole = None if _LINE_BY_LINE_ONLY.search(pattern) else regex.compile(pattern, regex.M)
         hits: list[str] = []
         more = skipped = 0
         for rel in candidates:
             try:
-                data = self.sandbox.read_bytes(targets[rel], rel, MAX_SEARCH_FILE_BYTES)
+                data = self.sandbox.read_bytes(rel, MAX_SEARCH_FILE_BYTES)
             except (Refused, OSError):
                 if single:
                     raise
@@ -727,7 +726,7 @@ class Toolbox:
             return _error(f"{rel!r} does not exist; use write_file to create a file")
         if max(len(old_str), len(new_str)) > MAX_EDIT_BYTES:
             return _error(f"old_str and new_str may have at most {MAX_EDIT_BYTES} characters")
-        data = self.sandbox.read_bytes(target, rel, MAX_EDIT_BYTES)
+        data = self.sandbox.read_bytes(rel, MAX_EDIT_BYTES)
         if _is_binary(data):
             return _error(f"{rel!r} is a binary file")
         text = data.decode("utf-8")  # edits must round-trip exactly: no lossy decoding

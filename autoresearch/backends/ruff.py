@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from .. import worktree_files
 from .base import StageBrief, StageFailed, StageRun, Toolbox, ToolResult, Usage
 
 LOCATION = re.compile(r"^(?P<path>.+?):(?P<line>\d+)")
@@ -79,7 +80,23 @@ def diagnostics(
             f"ruff check failed in {worktree} ({detail[0]}); check agent.ruff.select and "
             "the target's ruff config"
         )
-    return found
+    return readable_only(worktree, found)
+
+
+def readable_only(worktree: Path, diags: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """ruff follows links: drop what it says about a file the worktree reader refuses (a link
+    out of the worktree), whose messages would carry names from outside into the findings."""
+    root = Path(worktree).resolve()
+    kept = []
+    for diag in diags:
+        name = Path(diag.get("filename") or "")
+        for base in (Path(worktree).absolute(), root):
+            if name.is_relative_to(base):
+                rel = name.relative_to(base).as_posix()
+                if worktree_files.why_unreadable(worktree, rel) is None:
+                    kept.append(diag)
+                break
+    return kept
 
 
 def unused_imports(worktree: Path, path: str) -> list[dict[str, Any]]:
@@ -226,10 +243,15 @@ def unsafe_fixes_enabled(worktree: Path, path: str) -> bool:
     )
 
 
+# What `read_source` raises for a file the backend leaves alone.
+UNREADABLE = (UnicodeDecodeError, worktree_files.Refused)
+
+
 def read_source(worktree: Path, path: str) -> str:
-    """A file's exact text (the backend's one read of a worktree file). UTF-8, ruff's only
-    encoding, decoded strictly: a file that is not is refused, never rewritten lossily."""
-    return (Path(worktree) / path).read_bytes().decode("utf-8")
+    """A file's exact text (the backend's one read of a worktree file), through the worktree
+    reader (no link out, no FIFO, a size cap). UTF-8, ruff's only encoding, decoded
+    strictly: a file that is not is refused, never rewritten lossily."""
+    return worktree_files.read_bytes(worktree, path).decode("utf-8")
 
 
 def write_source(toolbox: Toolbox, path: str, text: str) -> ToolResult:
@@ -293,7 +315,7 @@ class RuffBackend:
         """The titles of the file's diagnostics now (a file that is gone has none)."""
         try:
             text = read_source(worktree, path)
-        except (OSError, UnicodeDecodeError):
+        except (OSError, *UNREADABLE):
             return set()
         return set(titles_of(diagnostics(worktree, path, extend=self.extra_rules), text))
 
@@ -327,7 +349,7 @@ class RuffBackend:
         for path, diags in by_file.items():
             try:
                 text = read_source(worktree, path)
-            except UnicodeDecodeError:
+            except UNREADABLE:
                 text = ""
             for diag, title in zip(diags, titles_of(diags, text), strict=True):
                 if f" {title} ({path}:" in tried:
@@ -385,7 +407,7 @@ class RuffBackend:
                 continue
             try:
                 lines = LINE_BREAK.split(read_source(worktree, path))
-            except UnicodeDecodeError:
+            except UNREADABLE:
                 lines = []
             evidence = lines[row - 1].strip() if 0 < row <= len(lines) else diag["message"]
             turns += 1
@@ -439,6 +461,8 @@ class RuffBackend:
             original = read_source(worktree, path)
         except UnicodeDecodeError:
             return "skip_finding", {"finding_id": fid, "reason": f"{path} is not UTF-8"}
+        except worktree_files.Refused as err:
+            return "skip_finding", {"finding_id": fid, "reason": str(err)}
         found = [
             d
             for d in diagnostics(worktree, path, extend=[code["code"]])
@@ -478,7 +502,10 @@ class RuffBackend:
         names of one import line have overlapping edits)."""
         unsafe = partial(unsafe_fixes_enabled, worktree, path)  # asked only if a fix is unsafe
         for _ in range(10):
-            text = read_source(worktree, path)
+            try:
+                text = read_source(worktree, path)
+            except UNREADABLE:
+                return
             fresh = [
                 edits
                 for d in unused_imports(worktree, path)
@@ -498,7 +525,7 @@ class RuffBackend:
                 continue
             try:
                 source = read_source(worktree, path)
-            except UnicodeDecodeError:
+            except UNREADABLE:
                 continue  # ruff reads UTF-8 only; Green cannot have fixed it either
             new = formatted(worktree, path, source)
             if new is None or new == source:

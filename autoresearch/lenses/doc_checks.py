@@ -31,6 +31,8 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from .. import worktree_files
+from ..worktree_files import Refused
 from .suppressions import is_test_file
 
 MARKER = "generated-by: autoresearch"
@@ -241,7 +243,10 @@ def _check_link(target: str, doc: str, text: str, resolver: _Resolver) -> Check 
     if file is None or not file.exists():
         return Check("link", target, False, f"link target {path} does not exist")
     if anchor and file.suffix == ".md" and file.is_file():
-        if anchor not in heading_slugs(file.read_text(errors="replace")):
+        linked = resolver.read(file)
+        if isinstance(linked, Refused):
+            return Check("link", target, False, f"{path}: not read: {linked}")
+        if anchor not in heading_slugs(linked):
             return Check("link", target, False, f"no heading #{anchor} in {path}")
     return Check("link", target, True)
 
@@ -331,10 +336,20 @@ class _Resolver:
         if found is None:
             return f"no file {path} in the worktree, and no code names it"
         if line is not None and found.is_file():
-            count = len(found.read_text(errors="replace").splitlines())
+            text = self.read(found)
+            if isinstance(text, Refused):
+                return f"{path}: not read: {text}"
+            count = len(text.splitlines())
             if not 1 <= line <= count:
                 return f"{path} has {count} lines, not line {line}"
         return None
+
+    def read(self, path: Path) -> str | Refused:
+        """A file's text through the worktree reader, or why it was refused."""
+        try:
+            return worktree_files.read_text(self.root, path.relative_to(self.root).as_posix())
+        except Refused as err:
+            return err
 
     def _file_names(self) -> set[str]:
         return self._walk()[0]
@@ -389,7 +404,7 @@ class _Resolver:
                     if (f.endswith((".py", ".smk")) or f == "Snakefile")
                     and not is_test_file(prefix + f)
                 ]
-            self._project = (names, paths, _code_strings(code))
+            self._project = (names, paths, _code_strings(self.root, code))
         return self._project
 
     def module_file(self, parts: list[str]) -> Path | None:
@@ -419,19 +434,21 @@ class _Resolver:
 
     def _tree(self, path: Path) -> ast.Module | None:
         if path not in self._trees:
+            text = self.read(path)
             try:
-                self._trees[path] = ast.parse(path.read_text(errors="replace"))
+                self._trees[path] = None if isinstance(text, Refused) else ast.parse(text)
             except SyntaxError:
                 self._trees[path] = None
         return self._trees[path]
 
 
 # Each code file's strings, by path, size and modification time: every doc of a learn run
-# asks about the same code, and parsing all of it takes seconds.
+# asks about the same code, and parsing all of it takes seconds. Shared by the jobs of one
+# process, but never stale: an entry is only ever the strings of that exact file version.
 _STRINGS_OF: dict[tuple[str, int, int], frozenset[str]] = {}
 
 
-def _code_strings(files: list[Path]) -> set[str]:
+def _code_strings(root: Path, files: list[Path]) -> set[str]:
     strings: set[str] = set()
     for path in files:
         try:
@@ -440,7 +457,10 @@ def _code_strings(files: list[Path]) -> set[str]:
             continue
         key = (str(path), stat.st_size, stat.st_mtime_ns)
         if key not in _STRINGS_OF:
-            text = path.read_text(errors="replace")
+            try:
+                text = worktree_files.read_text(root, path.relative_to(root).as_posix())
+            except (Refused, ValueError):
+                continue  # a link out, a FIFO, a file too large: it names nothing
             if path.suffix == ".py":
                 try:
                     found = _strings(ast.parse(text))

@@ -19,7 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from autoresearch import worktree_files
 from autoresearch.lenses.severity import SEVERITIES, at_or_above
+
+MAX_LOCATED_BYTES = 10_000_000  # as the agents' read_file: a file they could not have read
 
 HASH_LENGTH = 12
 
@@ -387,15 +390,17 @@ class _Places:
         relative = path.relative_to(self.root).as_posix()
         if relative.split("/", 1)[0] == ".git":
             return f"location does not exist: {file} is inside .git"
-        return relative, _count_lines(path)
-
-
-def _count_lines(path: Path) -> int | None:
-    if not path.is_file():
-        return None
-    with path.open("rb") as handle:
-        data = handle.read()
-    return data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        # Through the worktree reader: a FIFO, a hard link out or a huge file is not read
+        # (its line count would say something about a file outside).
+        try:
+            data = worktree_files.read_bytes(self.root, relative, max_bytes=MAX_LOCATED_BYTES)
+        except worktree_files.Missing:
+            return relative, None
+        except worktree_files.Refused as err:
+            if not path.is_file():
+                return relative, None  # a directory: no file there
+            return f"location does not exist: {file} is not read ({err})"
+        return relative, data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
 
 
 # --- after the check ---

@@ -261,3 +261,18 @@ def test_fix_true_fixes_only_confirmed_critical_and_high_findings_each_rechecked
     findings = (session / "findings.md").read_text()
     assert "[fixed]" in findings and "[not fixed]" in findings
     assert "fixes kept: 1" in (session / "done").read_text()
+
+
+def test_a_committed_link_to_a_key_file_reaches_no_session_file(workflow, target, tmp_path):
+    """The user's report: requirements.txt committed as a link to a key outside the repo."""
+    key = tmp_path / "deploy.key"
+    key.write_text("KEYLINE-0xfeedface\n")
+    (target / "requirements.txt").symlink_to(key)
+    git(target, "add", "requirements.txt")
+    git(target, "commit", "-qm", "requirements")
+    workflow.run("link", security_spec(workflow, target, {"auditor": {1: []}}, max_cycles=1))
+    session = workflow.session("link")
+    written = [p for p in session.rglob("*") if p.is_file() and "worktree" not in p.parts]
+    assert not [p.name for p in written if "KEYLINE" in p.read_text(errors="replace")]
+    surface = (session / "attack-surface.md").read_text()
+    assert "requirements.txt: not read: 'requirements.txt' leads outside" in surface

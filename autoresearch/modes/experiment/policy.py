@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import metrics
+from ... import metrics, worktree_files
 from .program import ExperimentConfig
 
 # Iteration outcomes. Only `kept` changes the branch.
@@ -256,7 +256,11 @@ def syntax_problems(worktree: Path, files: list[str]) -> list[str]:
             continue
         if rel.endswith(".py"):
             try:
-                ast.parse(path.read_text(errors="replace"), filename=rel)
+                ast.parse(worktree_files.read_text(worktree, rel), filename=rel)
+            except worktree_files.Missing:
+                continue
+            except worktree_files.Refused as err:
+                problems.append(f"{rel}: not read: {err}")
             except SyntaxError as err:
                 problems.append(f"{rel}:{err.lineno}: {err.msg}")
         elif rel.endswith(JS_SUFFIXES) and node:

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from ... import metrics
+from ... import metrics, worktree_files
 from ...errors import SpecError
 from . import sequential
 
@@ -221,9 +221,15 @@ def split_program(text: str) -> tuple[dict[str, Any], str, str]:
     return config, "\n".join(lines).strip(), title
 
 
-def research_text(program_path: Path | None, fallback: str = "") -> str:
-    """The prose of program.md as it is now (re-read every iteration)."""
-    if program_path is not None and program_path.is_file():
+def research_text(program_path: Path | None, fallback: str = "", root: Path | None = None) -> str:
+    """The prose of program.md as it is now (re-read every iteration). A file under `root` (a
+    checkout or worktree) is read by the worktree reader's rules: a link out is not followed."""
+    if program_path is None:
+        return fallback
+    if root is not None and program_path.is_relative_to(root):
+        text = worktree_files.read_if_any(root, program_path.relative_to(root).as_posix())
+        return split_program(text)[1] if text is not None else fallback
+    if program_path.is_file():
         return split_program(program_path.read_text(errors="replace"))[1]
     return fallback
 
@@ -317,12 +323,16 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
                 "inside the target"
             )
         path = target / program
-        if not path.is_file():
+        try:
+            text = worktree_files.read_text(target, program)
+        except worktree_files.Missing:
             raise SpecError(
                 f"{spec_file}: key 'experiment.program': {path} does not exist; write it "
                 "(see docs/experiment.md) or remove the key and set the experiment keys directly"
-            )
-        config, _, title = split_program(path.read_text(errors="replace"))
+            ) from None
+        except worktree_files.Refused as err:
+            raise SpecError(f"{spec_file}: key 'experiment.program': not read: {err}") from None
+        config, _, title = split_program(text)
         low = _normalise(config, f"{path} (```yaml block)", warnings)
         low.pop("program", None)
     if mission:

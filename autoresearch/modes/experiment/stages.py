@@ -262,9 +262,11 @@ def retry_rows(offers: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
 
 def research_now(env: StageEnv, cfg: ExperimentConfig) -> str:
     """The research prose as it is now: the human's checkout first, then the worktree's copy."""
-    checkout = cfg.research_file(Path(env.record.target))
-    worktree = cfg.research_file(env.worktree)
-    return research_text(checkout, "") or research_text(worktree, cfg.research)
+    target = Path(env.record.target)
+    checkout, worktree = cfg.research_file(target), cfg.research_file(env.worktree)
+    return research_text(checkout, "", target) or research_text(
+        worktree, cfg.research, env.worktree
+    )
 
 
 def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path) -> dict:

@@ -16,11 +16,12 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
+import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import commands
+from ... import commands, worktree_files
 from ...errors import SpecError
 from ...lenses import error_counts
 from ...lenses.error_counts import Count, Error
@@ -222,7 +223,7 @@ def count_handed(
     try:
         for bug in bugs:
             if bug.reproduction:
-                scratch.mkdir(exist_ok=True)
+                _fresh_scratch(scratch)
                 path = f"{SCRATCH}/test_fix_{hashlib.sha256(bug.id.encode()).hexdigest()[:8]}.py"
                 (worktree / path).write_text(bug.reproduction)
                 command = repro_command.replace("{file}", shlex.quote(path))
@@ -233,16 +234,34 @@ def count_handed(
                 if verdict.verdict != "not-reproduced":  # fixed only when it runs and passes
                     present.append(bug.error())
             else:
-                source = worktree / bug.file
-                text = source.read_text(errors="replace") if source.is_file() else ""
+                try:
+                    text = worktree_files.read_text(worktree, bug.file)
+                except worktree_files.Missing:
+                    text = ""
+                except worktree_files.Refused:
+                    present.append(bug.error())  # unread (a link out) is never "fixed"
+                    continue
                 if _squash(bug.evidence) in _squash(text):
                     present.append(bug.error())
     finally:
-        if scratch.exists():
-            for child in scratch.iterdir():
-                child.unlink()
-            scratch.rmdir()
+        _remove(scratch)
     return Count(HANDED_TOOL, present)
+
+
+def _remove(path: Path) -> None:
+    """Remove whatever is at `path`, never through a link: the target (a committed link) or a
+    reproduction that ran there may have put a link to a folder outside in its place."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)  # does not follow the links inside it
+
+
+def _fresh_scratch(scratch: Path) -> None:
+    """An empty real folder for one reproduction, made anew before each: writing into a
+    folder the last one could swap for a link would write outside the worktree."""
+    _remove(scratch)
+    scratch.mkdir()
 
 
 # --- the JSON form ----------------------------------------------------------------------------

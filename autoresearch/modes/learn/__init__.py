@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ... import journal, tally
+from ... import journal, tally, worktree_files
 from ...errors import SpecError
 from ...layout import SessionLayout, rel
 from ...lenses import doc_checks
@@ -92,16 +92,22 @@ class Learn(Lens):
         mode = learn_mode(values)
         worktree = layout.worktree()
         docs_dir = str(section.get("docs_dir") or "docs")
-        keys = docs.config_keys(worktree, list(section.get("config") or []))
+        unread: list[str] = []
+        keys = docs.config_keys(worktree, list(section.get("config") or []), unread)
         rules = docs.Rules(
             int(section.get("max_lines") or doc_checks.MAX_LINES),
             tuple(section.get("ignore") or ()),
             frozenset(keys) if keys is not None else None,
         )
         existing = docs.docs_of(worktree, docs_dir)
+        # A doc the reader refuses (a link out) counts as a person's: never rewritten.
         people = [
-            d for d in existing if not doc_checks.is_generated((worktree / d).read_text("utf-8"))
+            d
+            for d in existing
+            if not doc_checks.is_generated(worktree_files.read_if_any(worktree, d, unread) or "")
         ]
+        for note in unread:
+            log(f"learn: {note}")
         # The sandbox refuses every edit to a doc a person wrote.
         values["protected"] = list(values.get("protected") or []) + people
         targets = self.targets(mode, existing, people, docs_dir, worktree, rules)

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from ... import git
+from ... import git, worktree_files
 from ...lenses import doc_checks
 from ...lenses.doc_checks import Check, DocReport
 
@@ -49,16 +49,19 @@ def docs_of(worktree: Path, docs_dir: str) -> list[str]:
     return found
 
 
-def config_keys(worktree: Path, paths: list[str]) -> set[str] | None:
-    """The dotted keys of the target's config files a doc may name; None: none given."""
+def config_keys(
+    worktree: Path, paths: list[str], unread: list[str] | None = None
+) -> set[str] | None:
+    """The dotted keys of the target's config files a doc may name; None: none given. A
+    file the reader refuses (a link out, a FIFO) is noted in `unread`."""
     if not paths:
         return None
     keys: set[str] = set()
     for relative in paths:
         path = worktree / relative
-        if not path.is_file():
+        text = worktree_files.read_if_any(worktree, relative, unread)
+        if text is None:
             continue
-        text = path.read_text(errors="replace")
         if path.suffix == ".toml":
             data: Any = tomllib.loads(text)
         elif path.suffix == ".json":
@@ -111,7 +114,11 @@ def report_of(doc: str, text: str, worktree: Path, rules: Rules) -> DocReport:
 
 
 def health(doc: str, worktree: Path, rules: Rules) -> Health:
-    text = (worktree / doc).read_text(errors="replace")
+    refused: list[str] = []
+    text = worktree_files.read_if_any(worktree, doc, refused) or ""
+    if refused:  # a link out or a FIFO named like a doc: a failed check, never its content
+        report = DocReport(doc, [Check("read", doc, False, refused[0])])
+        return Health(doc, False, 0, report)
     code = doc_checks.referenced_files(text, worktree)
     changed = last_change(worktree, doc)
     days = 0.0

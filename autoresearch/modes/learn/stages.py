@@ -12,11 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal
+from ... import git, journal, worktree_files
 from ...agent_run import run_agent, stop_reason_of
 from ...backends.base import ToolResult
 from ...lenses import doc_checks
 from ...protect import ProtectedChange
+from ...sandbox import Refused, Sandbox
 from ...stage import StageEnv
 from ...teams import base_context
 from ..experiment.stages import ExperimentToolbox, changed_of
@@ -27,8 +28,21 @@ ROUNDS = 3  # validation rounds a doc gets before the iteration ends
 REFERENCES = frozenset({"path", "symbol", "config-key", "link"})
 
 
-def _text(path: Path) -> str | None:
-    return path.read_text(errors="replace") if path.is_file() else None
+def _text(worktree: Path, doc: str) -> str | None:
+    """A doc's text; None when it does not exist or the reader refuses it (a link out)."""
+    return worktree_files.read_if_any(worktree, doc)
+
+
+def write_doc(worktree: Path, doc: str, text: str) -> str | None:
+    """Write a doc by the agents' rules (no link out of the worktree, atomic); why not, or
+    None. The tree at the iteration's start is the target's: `docs/` may be a link."""
+    box = Sandbox(worktree, allow_ignored_writes=True)
+    try:
+        target, rel = box.resolve(doc, write=True)
+        box.write_bytes(target, rel, text.encode("utf-8"))
+    except Refused as err:
+        return str(err)
+    return None
 
 
 def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
@@ -42,17 +56,19 @@ def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
     rules = mode.rules(env.layout)
     update = setup["mode"] == "update"
     before = docs.score(
-        doc, _text(env.worktree / doc), env.worktree, rules, False if update else None
+        doc, _text(env.worktree, doc), env.worktree, rules, False if update else None
     )
     rounds: list[list[str]] = []
     toolbox = ExperimentToolbox(mode.team, env.worktree, **env.toolbox_options())
 
     def finish_docs(summary: str) -> ToolResult:
-        text = _text(env.worktree / doc)
+        text = _text(env.worktree, doc)
         if text is None:
             return ToolResult(f"{doc} does not exist yet; write it first", is_error=True)
-        (env.worktree / doc).write_text(doc_checks.with_marker(text))
-        report = docs.report_of(doc, _text(env.worktree / doc) or "", env.worktree, rules)
+        refusal = write_doc(env.worktree, doc, doc_checks.with_marker(text))
+        if refusal:
+            return ToolResult(refusal, is_error=True)
+        report = docs.report_of(doc, _text(env.worktree, doc) or "", env.worktree, rules)
         failures = [_failure(c) for c in report.failures]
         rounds.append(failures)
         if not failures:
@@ -74,7 +90,7 @@ def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
     run = run_agent(env, mode.team, ctx, toolbox)
 
     others = [f for f in changed_of(env.worktree, toolbox.written) if f != doc]
-    text = _text(env.worktree / doc)
+    text = _text(env.worktree, doc)
     changed = doc in changed_of(env.worktree, toolbox.written)
     after = before
     if changed and text is not None:
@@ -85,15 +101,18 @@ def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
     final = docs.report_of(doc, text, env.worktree, rules) if text is not None else None
     keep, why = verdict(changed, final, before, after)
     if keep and text is not None:
-        (env.worktree / doc).parent.mkdir(parents=True, exist_ok=True)
-        (env.worktree / doc).write_text(text)
-        message = f"docs: {doc} — score {before:.2f} → {after:.2f}"
-        try:
-            end = env.protection.commit(env.worktree, message) or start
-            status = "kept"
-        except ProtectedChange as err:
-            status = f"not kept: {err.reason}"
-            env.log(f"learn: {err.reason}")
+        refusal = write_doc(env.worktree, doc, text)
+        if refusal:
+            status, why = f"not kept: {refusal}", refusal
+            env.log(f"learn: {refusal}")
+        else:
+            message = f"docs: {doc} — score {before:.2f} → {after:.2f}"
+            try:
+                end = env.protection.commit(env.worktree, message) or start
+                status = "kept"
+            except ProtectedChange as err:
+                status = f"not kept: {err.reason}"
+                env.log(f"learn: {err.reason}")
     decision = {
         "cycle": env.cycle,
         "doc": doc,

@@ -128,6 +128,8 @@ class Security(LoopLens):
         ]
         if scope is not None:
             context.insert(0, ("Files in this audit (changed since diff_base)", scope))
+        if recon.get("unread"):
+            context.append(("Files recon did not read (links out, special files)", recon["unread"]))
         return {
             "heading": f"Security audit: iteration {env.cycle}",
             "focus": f"Work this vector only: {focus.text}. Find where it applies to the code.",

@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ... import git
+from ... import git, worktree_files
 from ...lenses.finding_schema import STRIDE
 
 ENTRY = (
@@ -54,6 +54,8 @@ class Recon:
     ci: list[str] = field(default_factory=list)
     assets: list[str] = field(default_factory=list)
     scanners: dict[str, str] = field(default_factory=dict)  # name -> result or why skipped
+    # "path: not read: why": links out of the worktree, FIFOs, oversized files
+    unread: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -75,7 +77,7 @@ def scan(worktree: Path, scope: list[str] | None = None) -> Recon:
     for path in files:
         if not path.endswith(".py") or _is_test(path):
             continue
-        text = (worktree / path).read_text(errors="replace")
+        text = worktree_files.read_if_any(worktree, path, recon.unread) or ""
         for number, line in enumerate(text.splitlines(), 1):
             for kind, pattern in ENTRY:
                 if pattern.search(line.strip()):
@@ -86,7 +88,7 @@ def scan(worktree: Path, scope: list[str] | None = None) -> Recon:
                 recon.data_stores.append(f"{path}:{number}")
     recon.config_files = [f for f in files if CONFIG_NAME.search(f)]
     recon.ci = [f for f in tracked if f.startswith(CI_FILES)]
-    recon.dependencies = dependencies(worktree)
+    recon.dependencies = dependencies(worktree, recon.unread)
     recon.entry_points += scripts_of(worktree)
     for name in ("entry_points", "secret_handling", "data_stores"):
         setattr(recon, name, getattr(recon, name)[:MAX_HITS])
@@ -94,38 +96,32 @@ def scan(worktree: Path, scope: list[str] | None = None) -> Recon:
     return recon
 
 
-def dependencies(worktree: Path) -> list[str]:
+def dependencies(worktree: Path, unread: list[str] | None = None) -> list[str]:
     out: list[str] = []
-    pyproject = worktree / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text())
-        except tomllib.TOMLDecodeError:
-            data = {}
-        out += list(data.get("project", {}).get("dependencies", []))
+    try:
+        data = tomllib.loads(worktree_files.read_if_any(worktree, "pyproject.toml", unread) or "")
+    except tomllib.TOMLDecodeError:
+        data = {}
+    out += list(data.get("project", {}).get("dependencies", []))
     for req in sorted(worktree.glob("requirements*.txt")):
-        out += [
-            ln.strip()
-            for ln in req.read_text().splitlines()
-            if ln.strip() and not ln.startswith("#")
-        ]
-    package = worktree / "package.json"
-    if package.is_file():
+        text = worktree_files.read_if_any(worktree, req.name, unread) or ""
+        out += [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+    package = worktree_files.read_if_any(worktree, "package.json", unread)
+    if package:
         try:
-            out += sorted(json.loads(package.read_text()).get("dependencies", {}))
-        except json.JSONDecodeError:
+            out += sorted(json.loads(package).get("dependencies", {}))
+        except (json.JSONDecodeError, AttributeError):
             pass
     return out
 
 
 def scripts_of(worktree: Path) -> list[str]:
-    pyproject = worktree / "pyproject.toml"
-    if not pyproject.is_file():
-        return []
+    # A refusal is noted once, by `dependencies`, which reads the same file.
     try:
-        scripts = tomllib.loads(pyproject.read_text()).get("project", {}).get("scripts", {})
+        data = tomllib.loads(worktree_files.read_if_any(worktree, "pyproject.toml") or "")
     except tomllib.TOMLDecodeError:
         return []
+    scripts = data.get("project", {}).get("scripts", {})
     return [f"pyproject.toml console script {name} = {target}" for name, target in scripts.items()]
 
 
@@ -192,4 +188,7 @@ def attack_surface_md(recon: Recon) -> str:
     lines += block("Data stores", recon.data_stores)
     lines += block("CI", recon.ci)
     lines += block("Baseline scanners", [f"{k}: {v}" for k, v in recon.scanners.items()])
+    if recon.unread:
+        lines += block("Files not read (links out of the worktree, special or huge files)",
+                       recon.unread)  # fmt: skip
     return "\n".join(lines)

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import commands, git
+from ... import commands, git, worktree_files
 from ...lenses.masking import scan
 from ...lenses.suppressions import is_test_file, parse_diff
 
@@ -159,13 +159,15 @@ def _todo(ctx: Context) -> str | None:
     return f"TODO/FIXME added at {', '.join(hits)}" if hits else None
 
 
-def version_of(worktree: Path, commit: str | None = None) -> str | None:
-    """The project's version in pyproject.toml or package.json (at `commit`, or on disk)."""
+def version_of(
+    worktree: Path, commit: str | None = None, unread: list[str] | None = None
+) -> str | None:
+    """The project's version in pyproject.toml or package.json (at `commit`, or on disk);
+    a file on disk the reader refuses (a link out, a FIFO) is noted in `unread`."""
 
     def read(name: str) -> str | None:
         if commit is None:
-            path = worktree / name
-            return path.read_text() if path.is_file() else None
+            return worktree_files.read_if_any(worktree, name, unread)
         text = git.git(worktree, "show", f"{commit}:{name}", check=False)
         return text or None
 
@@ -187,7 +189,10 @@ def version_of(worktree: Path, commit: str | None = None) -> str | None:
 
 
 def _version(ctx: Context) -> str | None:
-    now, then = version_of(ctx.worktree), version_of(ctx.worktree, ctx.base)
+    unread: list[str] = []
+    now, then = version_of(ctx.worktree, unread=unread), version_of(ctx.worktree, ctx.base)
+    if unread:
+        return "; ".join(unread)
     if now is None:
         return "no version found in pyproject.toml or package.json"
     if now == then:
@@ -195,15 +200,25 @@ def _version(ctx: Context) -> str | None:
     return None
 
 
-def _changelog_text(worktree: Path) -> str | None:
+def _changelog_text(worktree: Path, unread: list[str]) -> str | None:
+    """The first changelog there is; None when there is none or it is refused (noted in
+    `unread`: a gate must not pass on a file it could not read)."""
     for name in CHANGELOGS:
-        if (worktree / name).is_file():
-            return (worktree / name).read_text(errors="replace")
+        try:
+            return worktree_files.read_text(worktree, name)
+        except worktree_files.Missing:
+            continue
+        except worktree_files.Refused as err:
+            unread.append(f"{name}: not read: {err}")
+            return None
     return None
 
 
 def _changelog(ctx: Context) -> str | None:
-    text = _changelog_text(ctx.worktree)
+    unread: list[str] = []
+    text = _changelog_text(ctx.worktree, unread)
+    if unread:
+        return "; ".join(unread)
     if text is None:
         return f"no {CHANGELOGS[0]}"
     version = version_of(ctx.worktree)
@@ -222,7 +237,10 @@ def _breaking(ctx: Context) -> str | None:
     gone = sorted(removed - added)
     if not gone:
         return None
-    text = (_changelog_text(ctx.worktree) or "").lower()
+    unread: list[str] = []
+    text = (_changelog_text(ctx.worktree, unread) or "").lower()
+    if unread:
+        return f"removed {', '.join(gone)}, and " + "; ".join(unread)
     if "breaking" in text and all(name.lower() in text for name in gone):
         return None
     return f"removed without a breaking-change note in {CHANGELOGS[0]}: {', '.join(gone)}"
