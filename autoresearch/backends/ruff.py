@@ -521,12 +521,16 @@ class RuffBackend:
     def _refactor(self, worktree, brief, toolbox, progress) -> int:
         turns = 0
         for path in brief.data.get("changed_files", []):
-            if not path.endswith(".py") or not (worktree / path).is_file():
+            if not path.endswith(".py"):
                 continue
             try:
                 source = read_source(worktree, path)
-            except UNREADABLE:
+            except UnicodeDecodeError:
                 continue  # ruff reads UTF-8 only; Green cannot have fixed it either
+            except worktree_files.Refused as err:
+                if not isinstance(err, worktree_files.Missing):
+                    progress(f"{path}: not read: {err}")
+                continue
             new = formatted(worktree, path, source)
             if new is None or new == source:
                 continue

@@ -183,7 +183,7 @@ def test_ruff_diagnostics_say_nothing_about_a_linked_file(tmp_path):
     repo = repo_with_links(
         tmp_path, {"own.py": "import os\n"}, {"linked.py": tmp_path / "outside" / "keys.py"}
     )
-    found = diagnostics(repo, select=["F401"])
+    found = diagnostics(repo, extend=["F401"])
     assert [Path(d["filename"]).name for d in found] == ["own.py"]
     assert SECRET not in json.dumps(found)
 
