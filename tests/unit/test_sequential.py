@@ -54,7 +54,7 @@ def test_no_pairs_yet_asks_for_the_screen():
 
 
 def test_looks_go_in_batches_and_end_at_the_cap():
-    assert Design().looks == (5, 10, 15, 20, 25, 30)
+    assert Design().looks == (5, 10, 15, 20, 25, 30, 35, 40)
     assert Design(screen=5, max_samples=22, batch=5).looks == (5, 10, 15, 20, 22)
     assert Design(screen=5, max_samples=30, batch=25).looks == (5, 30)
 
@@ -111,7 +111,7 @@ def test_p_value_is_the_one_sided_paired_t_test():
 
 
 def test_at_the_cap_a_p_between_the_final_level_and_alpha_is_discarded():
-    design = Design()
+    design = Design(max_samples=30)
     t = stats.t.isf(0.045, 29)  # p = 0.045: a fixed 5% test would keep it
     gains = [t / math.sqrt(30) + r for r in standardised(30, seed=3)]
     step = next_step(design, *pairs_with_gains(gains))
@@ -122,18 +122,22 @@ def test_at_the_cap_a_p_between_the_final_level_and_alpha_is_discarded():
 def test_at_the_cap_a_p_below_the_final_level_is_kept():
     t = stats.t.isf(0.03, 29)
     gains = [t / math.sqrt(30) + r for r in standardised(30, seed=3)]
-    step = next_step(Design(), *pairs_with_gains(gains))
+    step = next_step(Design(max_samples=30), *pairs_with_gains(gains))
     assert (step.action, step.looks) == (KEEP, 6) and "at the cap" in step.reason
 
 
 def test_kept_interval_clears_min_effect_and_a_discarded_one_does_not():
     t_keep, t_drop = stats.t.isf(0.03, 29), stats.t.isf(0.045, 29)
     noise = standardised(30, seed=3)
-    kept = next_step(Design(), *pairs_with_gains([t_keep / math.sqrt(30) + r for r in noise]))
-    dropped = next_step(Design(), *pairs_with_gains([t_drop / math.sqrt(30) + r for r in noise]))
+    kept = next_step(
+        Design(max_samples=30), *pairs_with_gains([t_keep / math.sqrt(30) + r for r in noise])
+    )
+    dropped = next_step(
+        Design(max_samples=30), *pairs_with_gains([t_drop / math.sqrt(30) + r for r in noise])
+    )
     assert kept.ci[0] > 0 >= dropped.ci[0]
     assert kept.ci[0] < kept.effect < kept.ci[1]
-    assert kept.ci_level == pytest.approx(1 - 2 * Design().final_level)
+    assert kept.ci_level == pytest.approx(1 - 2 * Design(max_samples=30).final_level)
 
 
 def test_maximize_counts_a_higher_candidate_as_the_gain():
@@ -207,7 +211,7 @@ def test_pairs_between_looks_are_completed_to_the_next_look():
 
 def test_resumed_comparison_measures_only_the_missing_pairs_and_decides_the_same():
     source = noise_source(seed=11, gain=0.03)
-    drawn = [source(i) for i in range(30)]
+    drawn = [source(i) for i in range(40)]
     whole = compare(Design(), lambda i: drawn[i])
     asked: list[int] = []
 
@@ -254,10 +258,12 @@ def test_sequential_true_takes_the_default_design_and_survives_freezing(tmp_path
     cfg = resolve({"experiment": BASE | {"sequential": True, "min_effect": "1%"}}, tmp_path, "s")
     assert cfg.sequential == {
         "screen": 5,
-        "max_samples": 30,
+        "max_samples": 40,
         "alpha": 0.05,
         "batch": 5,
         "futility_p": 0.5,
+        "pool": True,
+        "drift_alpha": 0.01,
     }
     thawed = from_frozen(json.loads(json.dumps(cfg.to_spec())))
     assert thawed.sequential_design() == cfg.sequential_design() == Design(min_effect="1%")

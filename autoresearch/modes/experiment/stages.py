@@ -31,7 +31,7 @@ from ...protect import ProtectedChange
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox
-from . import candidates, paired
+from . import candidates, paired, pool
 from . import log as logs
 from .log import fmt
 from .policy import (
@@ -527,12 +527,16 @@ def measure_paired(env: StageEnv, cfg: ExperimentConfig, start: str) -> dict[str
     left = time_left(env.layout, cfg)
     deadline = None if left is None else time.time() + left
     secrets = env.spec.secrets
+    machine = pool.machine_class()
+    earlier = pool.earlier_runs(records(env.layout, upto=env.cycle)[1:], start, machine)
     try:
         return paired.compare(
             design,
             lambda: _guard_record(cfg, env.worktree, secrets, env.jail),
             paired.metric_run(cfg, env.worktree, secrets, env.jail, deadline),
             paired.metric_run(cfg, inc.worktree, secrets, inc.jail, deadline),
+            earlier,
+            machine,
         )
     finally:
         inc.begin(start)  # the runs may leave files behind
