@@ -218,9 +218,8 @@ def sequential_figures(trials: int) -> None:
     rng = random.Random(20260320)
     default = Design()
     rows = [
-        ("default: pooled, cap 40, drift p<0.01", default),
-        ("no pool (paired only), cap 40", Design(pool=False)),
-        ("no pool, cap 30 (the design before)", Design(pool=False, max_samples=30)),
+        ("default: pooled, cap 40, drop p>0.5", default),
+        ("no pool (fresh pairs only), cap 40", Design(pool=False)),
     ]
     loops = max(1, trials // ITERATIONS)
     n = loops * ITERATIONS

@@ -23,21 +23,24 @@ The method — a two-look group-sequential one-sided test on paired differences:
   the machine's state; the step says so. Without earlier runs the paired test decides too.
 * At every look the test's one-sided p-value is compared with that look's nominal level (the
   significance-level approach for an unknown variance).
-* Two looks may keep: the screen (``screen`` pairs) and the cap (``max_samples`` pairs).
-  Their levels come from Lan and DeMets' error spending with the Pocock-type function
-  ``alpha(t) = alpha * ln(1 + (e - 1) t)``: the screen spends ``alpha(screen / max_samples)``,
-  and the final level solves ``P0(Z1 > z_screen or Z2 > z_final) = alpha`` for the joint normal
-  law of the two z-statistics (correlation ``sqrt(screen / max_samples)``).
-* Between them the confirm stage takes ``batch`` pairs at a time. At every look before the cap
-  a candidate whose p-value is above ``futility_p`` is dropped (the default 0.5: it is not
-  ahead). The drops are non-binding: the bound above ignores them, so they only lower the
-  false-keep rate.
+* Every look may keep: the screen (``screen`` pairs), each confirm look ``batch`` pairs
+  later, and the cap (``max_samples`` pairs). Their levels come from Lan and DeMets' error
+  spending with the Pocock-type function ``alpha(t) = alpha * ln(1 + (e - 1) t)``,
+  ``t = pairs / max_samples``: look k's boundary solves ``P0(no earlier keep, Z_k > c_k) =
+  alpha(t_k) - alpha(t_(k-1))`` for the z-statistics of the looks, a Brownian motion sampled
+  at the information fractions, by recursive numerical integration (Armitage, McPherson and
+  Rowe): the chance of a keep at any look under no effect is exactly ``alpha``.
+* At every look before the cap a candidate whose p-value is above ``futility_p`` is dropped
+  (the default 0.5: it is not ahead). The drops are non-binding: the bound above ignores
+  them, so they only lower the false-keep rate.
 * The interval reported with a decision is the repeated confidence interval for the mean gain
   at the look's level (two-sided, ``1 - 2 * level``): at a look that may keep, its lower end
   clears ``min_effect`` exactly when the candidate is kept.
 
 References: K. K. G. Lan and D. L. DeMets (1983), "Discrete sequential boundaries for clinical
-trials", Biometrika 70(3):659-663; C. Jennison and B. W. Turnbull (2000), "Group Sequential
+trials", Biometrika 70(3):659-663; P. Armitage, C. K. McPherson and B. C. Rowe (1969),
+"Repeated significance tests on accumulating data", J. R. Stat. Soc. A 132(2):235-244;
+C. Jennison and B. W. Turnbull (2000), "Group Sequential
 Methods with Applications to Clinical Trials", Chapman & Hall/CRC (error spending, repeated
 confidence intervals, unknown variance); K. K. Yuen (1974), "The two-sample trimmed t for
 unequal population variances", Biometrika 61(1):165-170.
@@ -151,19 +154,21 @@ class Design:
 
     @property
     def screen_level(self) -> float:
-        return _levels(self.alpha, self.screen, self.max_samples)[0]
+        return self.levels[0]
 
     @property
     def final_level(self) -> float:
-        return _levels(self.alpha, self.screen, self.max_samples)[1]
+        return self.levels[-1]
+
+    @property
+    def levels(self) -> tuple[float, ...]:
+        """The one-sided level each look's p-value must beat to keep, in look order."""
+        return _levels(self.alpha, self.looks)
 
     def level_at(self, pairs: int) -> float | None:
-        """The one-sided level a look's p-value must beat to keep; None where it cannot keep."""
-        if pairs == self.screen:
-            return self.screen_level
-        if pairs == self.max_samples:
-            return self.final_level
-        return None
+        """The one-sided level a look's p-value must beat to keep; None between looks."""
+        looks = self.looks
+        return self.levels[looks.index(pairs)] if pairs in looks else None
 
     def margin(self, incumbent_mean: float) -> float:
         """min_effect in metric units: "2%" is 2% of the incumbent's mean."""
@@ -300,7 +305,9 @@ def next_step(
             f"with it (drift test p={drift_p:.3g} < {design.drift_alpha:g}): fresh pairs decide"
         )
     if level is not None and p < level:
-        stage = "at the screen" if n == design.screen else "at the cap"
+        stage = {design.screen: "at the screen", design.max_samples: "at the cap"}.get(
+            n, f"at look {look} ({n} pairs)"
+        )
         return Step(KEEP, 0, reason=f"{what}; kept {stage}: p={p:.4g} < {level:.4g}", **common)
     if n == design.max_samples:
         return Step(
@@ -435,22 +442,37 @@ def _describe(effect: float, base: float, margin: float) -> str:
 
 
 @lru_cache(maxsize=64)
-def _levels(alpha: float, screen: int, cap: int) -> tuple[float, float]:
-    """Nominal one-sided levels (screen, final) of the two looks that may keep."""
+def _levels(alpha: float, looks: tuple[int, ...]) -> tuple[float, ...]:
+    """Nominal one-sided levels of the looks: Lan-DeMets Pocock-type spending, each boundary
+    solved on the density of the score S(t) = Z(t) sqrt(t) over the region not yet kept."""
+    import numpy as np
     from scipy import integrate, optimize, stats
 
-    t = screen / cap
-    spent = alpha * math.log(1 + (math.e - 1) * t)  # Lan-DeMets, Pocock-type
-    c1 = float(stats.norm.isf(spent))
-    rho = math.sqrt(t)
-    scale = math.sqrt(1 - rho * rho)
+    cap = looks[-1]
+    levels: list[float] = []
+    grid = density = None
+    before_t = before_spent = 0.0
+    for n in looks:
+        t = n / cap
+        spent = alpha * math.log(1 + (math.e - 1) * t)
+        share, step = spent - before_spent, math.sqrt(t - before_t)
+        if density is None:
+            bound = float(stats.norm.isf(share)) * math.sqrt(t)
+        else:
 
-    def total(c2: float) -> float:
-        # P0(Z1 > c1) + P0(Z1 <= c1, Z2 > c2), integrating Z2's conditional law given Z1.
-        later, _ = integrate.quad(
-            lambda z: stats.norm.pdf(z) * stats.norm.sf((c2 - rho * z) / scale), -math.inf, c1
-        )
-        return spent + later
+            def crossing(b: float, g=grid, f=density, sd=step) -> float:
+                return float(integrate.trapezoid(f * stats.norm.sf((b - g) / sd), g))
 
-    c2 = optimize.brentq(lambda c: total(c) - alpha, 0.0, 10.0, xtol=1e-10)
-    return spent, float(stats.norm.sf(c2))
+            bound = optimize.brentq(
+                lambda b, want=share: crossing(b) - want, -20.0, 20.0, xtol=1e-12
+            )
+        levels.append(float(stats.norm.sf(bound / math.sqrt(t))))
+        # The score's density where no look has kept yet: (nearly) all of the mass below.
+        below = np.linspace(-10.0 * math.sqrt(t), bound, 501)
+        if density is None:
+            density = stats.norm.pdf(below / math.sqrt(t)) / math.sqrt(t)
+        else:
+            kernel = stats.norm.pdf((below[:, None] - grid[None, :]) / step) / step
+            density = integrate.trapezoid(density[None, :] * kernel, grid, axis=1)
+        grid, before_t, before_spent = below, t, spent
+    return tuple(levels)
