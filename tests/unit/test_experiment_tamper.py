@@ -52,6 +52,8 @@ ATTACKS = {
         "def print(*a, **k):\n    pass\n",
         "f = open('/proc/self/fd/1', 'w')\n",
         "f = open(1, 'w')\n",
+        "import subprocess\nsubprocess.run(['echo', '{\"ops\": 1}'])\n",
+        "import os\nos.system('echo 1')\n",
     ],
     "timers": [
         "import time\ntime.perf_counter = lambda: 0.0\n",
@@ -72,6 +74,7 @@ ATTACKS = {
         "import ctypes\n",
         "def f():\n    return f.__globals__\n",
         "x = getattr(object(), 'f_back', None)\n",
+        "len.__self__.print = len\n",  # a builtin's __self__ is the builtins module
     ],
 }
 

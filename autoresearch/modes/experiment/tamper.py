@@ -56,6 +56,11 @@ IMPORT_CHECKS = {
     "inspect": "frames",
     "atexit": "output",
     "faulthandler": "output",
+    # A child process shares the measuring process's output (fd 1) and can write to it.
+    "subprocess": "output",
+    "pty": "output",
+    "multiprocessing": "output",
+    "signal": "frames",
 }
 # Names and attributes whose mere use is a flag (qualified, aliases resolved).
 REFERENCE_CHECKS = {
@@ -79,6 +84,12 @@ REFERENCE_CHECKS = {
     "os.dup2": "output",
     "os.dup": "output",
     "os.fdopen": "output",
+    **{
+        f"os.{name}": "output"
+        for name in "system popen fork forkpty posix_spawn posix_spawnp execv execve execvp "
+        "execvpe execl execle execlp execlpe spawnv spawnve spawnvp spawnvpe spawnl spawnle "
+        "spawnlp spawnlpe".split()
+    },
     "os.putenv": "environment",
     "os.unsetenv": "environment",
     "sys._getframe": "frames",
@@ -89,14 +100,14 @@ REFERENCE_CHECKS = {
 # Attributes that lead into another piece of code's frames or globals, whatever the object.
 FRAME_ATTRIBUTES = frozenset(
     "f_back f_globals f_locals f_builtins tb_frame gi_frame cr_frame __globals__ __code__ "
-    "__subclasses__ __closure__".split()
+    "__subclasses__ __closure__ __self__ __builtins__".split()
 )
 # Names that, written as text, reach what the checks above guard (getattr, globals()[...]).
 NAMED_CHECKS = {
+    **{name: "frames" for name in FRAME_ATTRIBUTES},
     "__builtins__": "builtins",
     "builtins": "builtins",
     "__import__": "modules",
-    **{name: "frames" for name in FRAME_ATTRIBUTES},
 }
 ENVIRON_WRITES = frozenset("update setdefault pop popitem clear __setitem__ __delitem__".split())
 OUTPUT_PATHS = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd")
