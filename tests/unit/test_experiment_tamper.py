@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from autoresearch.modes.experiment.tamper import CHECKS, Flag, check_file, summary
+from autoresearch.modes.experiment.program import from_frozen, resolve
+from autoresearch.modes.experiment.stages import check_flags
+from autoresearch.modes.experiment.tamper import CHECKS, Flag, check_file, refusal, summary
+from autoresearch.spec import SpecError
 
 BEFORE = (
     "def steps():\n    total = 0\n    for i in range(1000):\n        total += i\n    return 1000\n"
@@ -166,3 +169,68 @@ def test_flags_name_the_file_the_line_and_the_check():
     assert Flag("timers", "fast.py", 7, "rebinds time.perf_counter") in flags
     assert "fast.py:7: rebinds time.perf_counter (timers)" in summary(flags)
     assert all(f.check in CHECKS for f in flags)
+
+
+# --- the spec keys and the keep rule ---
+
+BASE = {
+    "goal": "g",
+    "scope": ["a.py"],
+    "metric": {"command": "m", "direction": "minimize"},
+    "max_iterations": 3,
+}
+
+
+def config(tmp_path, **keys):
+    return resolve({"experiment": BASE | keys}, tmp_path, "s.yaml")
+
+
+@pytest.mark.parametrize(
+    "keys,key",
+    [({"allow_flagged": "yes"}, "allow_flagged"), ({"max_gain": 0.5}, "max_gain")]
+    + [({"max_gain": "half"}, "max_gain")],
+)
+def test_a_bad_flag_key_names_the_file_and_the_key(tmp_path, keys, key):
+    with pytest.raises(SpecError, match=rf"s\.yaml: key 'experiment\.{key}'"):
+        config(tmp_path, **keys)
+
+
+def test_the_flag_keys_survive_the_frozen_spec(tmp_path):
+    cfg = config(tmp_path, allow_flagged=True, max_gain=" 50% ")
+    assert (cfg.allow_flagged, cfg.max_gain, cfg.max_gain_share()) == (True, "50%", 0.5)
+    assert from_frozen(cfg.to_spec()) == cfg
+
+
+def kept(value: float, baseline: float = 100.0) -> dict:
+    return {"metric_value": value, "baseline_value": baseline}
+
+
+FLAG = {"check": "builtins", "path": "a.py", "line": 3, "detail": "rebinds builtins.print"}
+
+
+def test_a_kept_change_beyond_max_gain_is_discarded_and_says_what_the_metric_said(tmp_path):
+    cfg = config(tmp_path, max_gain="50%")
+    rec = kept(40.0)  # 60% better
+    status, verdict = check_flags(cfg, rec, {}, "kept", "40 beats 100")
+    assert status == "discarded" and verdict.startswith("flagged, not kept: ")
+    assert "improves by 60.0%, more than max_gain 50%" in verdict
+    assert verdict.endswith("the metric said: 40 beats 100")
+    assert [f["check"] for f in rec["flags"]] == ["gain"]
+
+
+def test_a_gain_within_max_gain_and_without_flags_is_kept(tmp_path):
+    cfg = config(tmp_path, max_gain="50%")
+    assert check_flags(cfg, kept(60.0), {}, "kept", "ok") == ("kept", "ok")
+
+
+def test_allow_flagged_keeps_a_flagged_change_and_names_its_flags(tmp_path):
+    cfg = config(tmp_path, allow_flagged=True)
+    status, verdict = check_flags(cfg, kept(1.0), {"flags": [FLAG]}, "kept", "1 beats 100")
+    assert status == "kept"
+    assert "kept although flagged (allow_flagged): a.py:3: rebinds builtins.print" in verdict
+
+
+def test_a_flagged_change_is_refused_before_it_is_measured():
+    assert refusal([FLAG], allowed=False).startswith("flagged, not kept: a.py:3: ")
+    assert refusal([FLAG], allowed=True) is None
+    assert refusal([], allowed=False) is None
