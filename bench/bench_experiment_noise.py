@@ -219,6 +219,7 @@ def sequential_figures(trials: int) -> None:
     default = Design()
     rows = [
         ("default: pooled, cap 40, drop p>0.5", default),
+        ("pooled, cap 40, drop p>0.4", Design(futility_p=0.4)),
         ("no pool (fresh pairs only), cap 40", Design(pool=False)),
     ]
     loops = max(1, trials // ITERATIONS)
