@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from conftest import git
+from conftest import ROOT, git
 from test_experiment import change, finish, jsonl, make_target, spec_for
 
 SCRIPT = {
@@ -67,6 +67,7 @@ def test_show_prints_a_discarded_experiments_diff_and_verdict(workflow, tmp_path
         return subprocess.run(
             [sys.executable, "-m", "autoresearch.cli", "show", "s", *args],
             cwd=workflow.workdir,
+            env=workflow.env() | {"PYTHONPATH": str(ROOT)},  # this checkout's package
             capture_output=True,
             text=True,
         )
