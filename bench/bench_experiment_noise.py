@@ -5,14 +5,15 @@
 (b) A true 3% gain: the share of single comparisons that keep it (the detection rate).
 (c) Orchestration overhead per iteration through Snakemake, with an instant scripted agent
     and an instant metric.
-(d) The sequential keep test (experiment.sequential): false keeps and pairs taken on pure
-    noise, detection and pairs under a true 3% gain, each with its standard error; the same
-    under a drifting machine; and two computed bounds that no design can beat.
+(d) The sequential keep test (experiment.sequential) under three noise models (independent
+    5% noise, a drifting machine, load spikes): false keeps and candidate runs on no effect,
+    detection and candidate runs under a true 3% gain, each with its standard error; the
+    design before the pool beside it; and the computed bounds no design can beat.
 
 Noise: each sample is the true value times (1 + e), e ~ Normal(0, 0.05). Lower is better.
 (a) and (b) call the pure decision function, policy.judge, directly; (d) calls
 paired.compare, the decide stage's own comparison (guard, then pairs alternating which
-side runs first), with runs drawn from the noise model.
+side runs first, the incumbent's earlier runs pooled), with runs drawn from the noise model.
 
     .venv/bin/python bench/bench_experiment_noise.py [--trials 2000] [--skip-snakemake]
         [--skip-fixed] [--skip-sequential]
@@ -21,7 +22,6 @@ side runs first), with runs drawn from the noise model.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import math
 import os
@@ -42,7 +42,7 @@ from autoresearch.metrics import median  # noqa: E402
 from autoresearch.modes.experiment import paired  # noqa: E402
 from autoresearch.modes.experiment.policy import Sample, judge  # noqa: E402
 from autoresearch.modes.experiment.program import ExperimentConfig  # noqa: E402
-from autoresearch.modes.experiment.sequential import Design, Step, compare  # noqa: E402
+from autoresearch.modes.experiment.sequential import Design, Step  # noqa: E402
 
 NOISE = 0.05
 GAIN = 0.03
@@ -120,36 +120,59 @@ def decision_figures(trials: int) -> None:
     )
 
 
-def sequential_trial(
-    design: Design, rng: random.Random, gain: float, drift: float = 0.0, order: str = "alternate"
-) -> Step:
-    """One comparison: pairs are taken one run after the other on a clock that drifts by
-    `drift` of the value per run; `order` says which side runs first in each pair."""
-    clock = itertools.count()
+class Machine:
+    """A noise model: what one run of a side whose true value is `true` measures.
 
-    def run(true: float) -> float:
-        return true * (1 + drift * next(clock)) * (1 + rng.gauss(0, NOISE))
+    independent: each run is true * (1 + e), e ~ Normal(0, 5%).
+    drift: as independent, on a machine whose speed is a random walk that moves by 5% (sd)
+        over an iteration: a step after each of the iteration's 2 * cap run slots, the slots
+        it leaves unused passing while the agent works (`between`).
+    spikes: as independent, and 3% of the runs are hit by load, 2-5x slower.
+    """
 
-    if order == "alternate":
-        # What the decide stage runs (paired.compare): the guard, then pairs whose first
-        # side alternates, incumbent first.
+    def __init__(self, model: str, rng: random.Random, slots: int) -> None:
+        self.model, self.rng, self.slots = model, rng, slots
+        self.level, self.used = 1.0, 0
+
+    def run(self, true: float) -> float:
+        value = true * self.level * (1 + self.rng.gauss(0, NOISE))
+        if self.model == "drift":
+            self.used += 1
+            self.level *= 1 + self.rng.gauss(0, NOISE / math.sqrt(self.slots))
+        elif self.model == "spikes" and self.rng.random() < SPIKE_RATE:
+            value *= self.rng.uniform(2, 5)
+        return value
+
+    def between(self) -> None:
+        """The rest of the iteration: its unused run slots (the agent's turn)."""
+        if self.model == "drift":
+            for _ in range(max(0, self.slots - self.used)):
+                self.level *= 1 + self.rng.gauss(0, NOISE / math.sqrt(self.slots))
+        self.used = 0
+
+
+def sequential_loop(design: Design, machine: Machine, gain: float, iterations: int) -> list[Step]:
+    """One incumbent compared with `iterations` candidates in turn, as the decide stage does
+    (paired.compare: the guard, then pairs whose first side alternates), each comparison
+    pooling the incumbent's runs from the earlier ones, and restarting the pool where the
+    drift test dropped it (pool.earlier_runs). The incumbent stays: the figures are those of
+    the decision rule, one comparison at a time, with the pool a loop would have."""
+    earlier: list[float] = []
+    steps = []
+    for _ in range(iterations):
         measured = paired.compare(
             design,
             lambda: {"ok": True},
-            lambda: (run(100.0 * (1 - gain)), None),
-            lambda: (run(100.0), None),
+            lambda: (machine.run(100.0 * (1 - gain)), None),
+            lambda: (machine.run(100.0), None),
+            earlier=earlier,
         )
         step = measured["sequential"]
-        return Step(**(step | {"ci": tuple(step["ci"]) if step["ci"] else None}))
-
-    def take(i: int) -> tuple[float, float]:
-        if order == "candidate_first":
-            candidate = run(100.0 * (1 - gain))
-            return candidate, run(100.0)
-        incumbent = run(100.0)
-        return run(100.0 * (1 - gain)), incumbent
-
-    return compare(design, take).step
+        steps.append(Step(**(step | {"ci": tuple(step["ci"]) if step["ci"] else None})))
+        fresh = measured["incumbent_samples"]
+        earlier = list(fresh) if step["pool_dropped"] else earlier + list(fresh)
+        machine.between()
+    return steps
 
 
 def share(hits: int, n: int) -> str:
@@ -161,69 +184,96 @@ def mean_se(xs: list[int]) -> str:
     return f"{statistics.fmean(xs):5.1f} ± {statistics.stdev(xs) / math.sqrt(len(xs)):.1f}"
 
 
-def sequential_cell(design: Design, rng: random.Random, trials: int, gain: float, **kw):
-    steps = [sequential_trial(design, rng, gain, **kw) for _ in range(trials)]
-    return sum(s.kept for s in steps), [s.samples for s in steps]
+def sequential_cell(
+    design: Design, model: str, rng: random.Random, loops: int, gain: float, iterations: int
+) -> list[Step]:
+    steps: list[Step] = []
+    for _ in range(loops):
+        machine = Machine(model, rng, 2 * design.max_samples)
+        steps += sequential_loop(design, machine, gain, iterations)
+    return steps
 
 
-def bounds(alpha: float, power: float, pairs: int) -> tuple[float, float]:
-    """(best detection of any level-alpha test on `pairs` pairs, least mean pairs under no
-    effect of any test with that alpha and `power`), both for a known noise sd: the one-sided
-    z-test (Neyman-Pearson) and Wald's bound E0[N] >= d(1-alpha || beta) / KL(P0 || P1)."""
+def bounds(alpha: float, power: float, runs: int, sd: float) -> tuple[float, float]:
+    """(best detection of any level-alpha test on `runs` candidate runs, least mean candidate
+    runs under no effect of any test with that alpha and `power`), both for a known noise sd
+    `sd` of one comparison unit: the one-sided z-test (Neyman-Pearson) and Wald's bound
+    E0[N] >= d(1-alpha || beta) / KL(P0 || P1)."""
     from scipy import stats
 
-    sd = math.hypot(100 * NOISE, 100 * (1 - GAIN) * NOISE)  # one pair's gain
     delta = 100 * GAIN
-    best = float(stats.norm.sf(stats.norm.isf(alpha) - delta / sd * math.sqrt(pairs)))
+    best = float(stats.norm.sf(stats.norm.isf(alpha) - delta / sd * math.sqrt(runs)))
     beta = 1 - power
     kl = delta**2 / (2 * sd**2)
     least = ((1 - alpha) * math.log((1 - alpha) / beta) + alpha * math.log(alpha / power)) / kl
     return best, least
 
 
+MODELS = ("independent", "drift", "spikes")
+SPIKE_RATE = 0.03
+ITERATIONS = 10  # comparisons per incumbent in one simulated loop
+
+
 def sequential_figures(trials: int) -> None:
     rng = random.Random(20260320)
     default = Design()
     rows = [
-        ("default: screen 5, cap 30, drop p>0.5", default),
-        ("screen 5, cap 30, drop p>0.4", Design(futility_p=0.4)),
-        ("screen 5, cap 30, drop p>0.7", Design(futility_p=0.7)),
-        ("two looks only: 5 then 30", Design(batch=25)),
-        ("screen 5, cap 60, drop p>0.7", Design(max_samples=60, futility_p=0.7)),
+        ("default: pooled, cap 40, drop p>0.5", default),
+        ("pooled, cap 40, drop p>0.4", Design(futility_p=0.4)),
+        ("no pool (fresh pairs only), cap 40", Design(pool=False)),
     ]
-    print(f"\n(d) sequential keep test, alpha {default.alpha}; {trials} comparisons per cell")
-    print("    (± one standard error; pairs = runs per side, the candidate's samples)\n")
-    head = f"{'design':<38} {'no effect kept':>15} {'pairs':>11} {'3% gain kept':>15} {'pairs':>11}"
-    print(head)
+    loops = max(1, trials // ITERATIONS)
+    n = loops * ITERATIONS
+    print(
+        f"\n(d) sequential keep test, alpha {default.alpha}; {loops} loops x {ITERATIONS} "
+        f"comparisons against one incumbent = {n} comparisons per cell"
+    )
+    print("    (± one standard error; runs = the candidate's runs per comparison)")
+    print(
+        "    noise models: independent 5%; drift (a random walk of 5% sd per iteration);"
+        f"\n    spikes ({SPIKE_RATE:.0%} of runs 2-5x slower)\n"
+    )
+    head = f"{'design':<38} {'noise':<12} {'no effect kept':>15} {'runs':>11}"
+    print(head + f" {'3% gain kept':>15} {'runs':>11} {'pool dropped':>13}")
     measured = {}
     for label, design in rows:
-        k0, n0 = sequential_cell(design, rng, trials, 0.0)
-        k1, n1 = sequential_cell(design, rng, trials, GAIN)
-        measured[label] = (k0 / trials, statistics.fmean(n0), k1 / trials)
-        print(
-            f"{label:<38} {share(k0, trials):>15} {mean_se(n0):>11} "
-            f"{share(k1, trials):>15} {mean_se(n1):>11}"
-        )
-    false_keep, pairs, found = measured[rows[0][0]]
+        for model in MODELS:
+            null = sequential_cell(design, model, rng, loops, 0.0, ITERATIONS)
+            real = sequential_cell(design, model, rng, loops, GAIN, ITERATIONS)
+            k0, k1 = sum(s.kept for s in null), sum(s.kept for s in real)
+            n0, n1 = [s.samples for s in null], [s.samples for s in real]
+            dropped = sum(s.pool_dropped for s in null) / n
+            measured[label, model] = (k0 / n, statistics.fmean(n0), k1 / n, statistics.fmean(n1))
+            print(
+                f"{label:<38} {model:<12} {share(k0, n):>15} {mean_se(n0):>11} "
+                f"{share(k1, n):>15} {mean_se(n1):>11} {dropped:>13.1%}"
+            )
 
     def verdict(ok: bool) -> str:
         return "met" if ok else "MISSED"
 
+    label = rows[0][0]
     print("\ntargets, default design:")
-    print(f"    false keeps on pure noise <= 5%:  {false_keep:6.1%}  {verdict(false_keep <= 0.05)}")
-    print(f"    true 3% gain kept >= 80%:         {found:6.1%}  {verdict(found >= 0.8)}")
-    print(f"    mean pairs on pure noise <= 12:   {pairs:6.1f}  {verdict(pairs <= 12)}")
-    best, least = bounds(default.alpha, 0.8, default.max_samples)
+    for model in MODELS:
+        false_keep, runs0, found, runs1 = measured[label, model]
+        print(f"  {model}:")
+        print(
+            f"    false keeps on no effect <= 5%:  {false_keep:6.1%}  {verdict(false_keep <= 0.05)}"
+        )
+        detect = verdict(found >= 0.8) if model == "independent" else "(reported)"
+        print(f"    true 3% gain kept >= 80%:        {found:6.1%}  {detect}")
+        print(f"    mean candidate runs, no effect <= 12: {runs0:5.1f}  {verdict(runs0 <= 12)}")
+        print(f"    mean candidate runs, 3% gain <= 20:   {runs1:5.1f}  {verdict(runs1 <= 20)}")
+    cap = default.max_samples
+    known = bounds(default.alpha, 0.8, cap, 100 * NOISE)
+    pairs = bounds(default.alpha, 0.8, cap, math.hypot(100 * NOISE, 100 * (1 - GAIN) * NOISE))
     print(
-        "bounds (computed for a known noise sd, not measured): any test at 5% on 30 pairs "
-        f"finds a 3% gain at most {best:.0%} of the time;\n"
-        f"    any test with 5% false keeps that finds it 80% of the time needs {least:.1f} "
-        "pairs on average under no effect"
+        "bounds for the same design (computed for independent noise of known sd, not measured):"
+        f"\n    incumbent known exactly (an infinite pool): any test at 5% on {cap} candidate "
+        f"runs finds a 3% gain at most {known[0]:.0%} of the time, and one that finds it 80% "
+        f"of the time\n    needs {known[1]:.1f} candidate runs on average under no effect;"
+        f"\n    fresh pairs only (no pool): at most {pairs[0]:.0%}, and {pairs[1]:.1f} runs."
     )
-    print("\ndrift: every run is 0.5% slower than the one before; no effect; default design")
-    for order in ("alternate", "incumbent_first", "candidate_first"):
-        k, n = sequential_cell(default, rng, trials, 0.0, drift=0.005, order=order)
-        print(f"    {order + ':':<17} kept {share(k, trials)}, pairs {mean_se(n)}")
 
 
 FAST = "def steps():\n    return {n}\n"

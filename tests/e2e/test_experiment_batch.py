@@ -130,6 +130,7 @@ def test_show_prints_a_discarded_candidates_hypothesis_verdict_and_diff(batch_ru
     proc = subprocess.run(
         [sys.executable, "-m", "autoresearch.cli", "show", "b", "2", "--candidate", "c3"],
         cwd=workflow.workdir,
+        env=workflow.env() | {"PYTHONPATH": str(ROOT)},  # this checkout's package
         capture_output=True,
         text=True,
     )
@@ -141,6 +142,7 @@ def test_show_prints_a_discarded_candidates_hypothesis_verdict_and_diff(batch_ru
     missing = subprocess.run(
         [sys.executable, "-m", "autoresearch.cli", "show", "b", "2", "--candidate", "c9"],
         cwd=workflow.workdir,
+        env=workflow.env() | {"PYTHONPATH": str(ROOT)},  # this checkout's package
         capture_output=True,
         text=True,
     )

@@ -54,7 +54,7 @@ def test_no_pairs_yet_asks_for_the_screen():
 
 
 def test_looks_go_in_batches_and_end_at_the_cap():
-    assert Design().looks == (5, 10, 15, 20, 25, 30)
+    assert Design().looks == (5, 10, 15, 20, 25, 30, 35, 40)
     assert Design(screen=5, max_samples=22, batch=5).looks == (5, 10, 15, 20, 22)
     assert Design(screen=5, max_samples=30, batch=25).looks == (5, 30)
 
@@ -65,15 +65,22 @@ def test_screen_spends_the_pocock_type_share_of_alpha():
     assert design.screen_level < design.final_level < design.alpha
 
 
-def test_the_two_keep_looks_together_spend_exactly_alpha():
-    design = Design(screen=5, max_samples=30, alpha=0.05)
+@pytest.mark.parametrize("design", [Design(screen=5, max_samples=30, batch=25), Design()])
+def test_the_keep_looks_together_spend_exactly_alpha(design):
     rng = np.random.default_rng(7)
-    steps = rng.standard_normal((400_000, 30))
-    z_screen = steps[:, :5].sum(1) / math.sqrt(5)
-    z_final = steps.sum(1) / math.sqrt(30)
-    c1, c2 = stats.norm.isf(design.screen_level), stats.norm.isf(design.final_level)
-    rate = np.mean((z_screen > c1) | (z_final > c2))
-    assert rate == pytest.approx(0.05, abs=0.0015)  # 4 standard errors
+    steps = rng.standard_normal((400_000, design.max_samples))
+    sums = steps.cumsum(1)
+    kept = np.zeros(len(steps), dtype=bool)
+    for n, level in zip(design.looks, design.levels, strict=True):
+        kept |= sums[:, n - 1] / math.sqrt(n) > stats.norm.isf(level)
+    assert kept.mean() == pytest.approx(0.05, abs=0.0015)  # 4 standard errors
+
+
+def test_each_look_spends_its_pocock_type_share():
+    design = Design()  # looks at 5, 10, ..., 40 pairs
+    assert design.levels[0] == pytest.approx(0.05 * math.log(1 + (math.e - 1) * 5 / 40))
+    assert list(design.levels) == sorted(design.levels)  # later looks ask less, as Pocock's
+    assert design.final_level < design.alpha
 
 
 # --- decisions at a look ---
@@ -97,11 +104,12 @@ def test_promising_candidate_is_confirmed_with_another_batch():
     assert Design().screen_level < step.p_value < 0.5
 
 
-def test_a_confirm_look_never_keeps():
+def test_a_confirm_look_keeps_at_its_own_level():
     gains = [5 + 0.1 * g for g in standardised(10, seed=1)]
     step = next_step(Design(), *pairs_with_gains(gains))
     assert step.p_value < 1e-6
-    assert (step.action, step.pairs, step.level) == (MEASURE_MORE, 5, None)
+    assert (step.action, step.looks, step.level) == (KEEP, 2, Design().levels[1])
+    assert "at look 2 (10 pairs)" in step.reason
 
 
 def test_p_value_is_the_one_sided_paired_t_test():
@@ -111,7 +119,7 @@ def test_p_value_is_the_one_sided_paired_t_test():
 
 
 def test_at_the_cap_a_p_between_the_final_level_and_alpha_is_discarded():
-    design = Design()
+    design = Design(max_samples=30, batch=25)
     t = stats.t.isf(0.045, 29)  # p = 0.045: a fixed 5% test would keep it
     gains = [t / math.sqrt(30) + r for r in standardised(30, seed=3)]
     step = next_step(design, *pairs_with_gains(gains))
@@ -122,18 +130,24 @@ def test_at_the_cap_a_p_between_the_final_level_and_alpha_is_discarded():
 def test_at_the_cap_a_p_below_the_final_level_is_kept():
     t = stats.t.isf(0.03, 29)
     gains = [t / math.sqrt(30) + r for r in standardised(30, seed=3)]
-    step = next_step(Design(), *pairs_with_gains(gains))
-    assert (step.action, step.looks) == (KEEP, 6) and "at the cap" in step.reason
+    step = next_step(Design(max_samples=30, batch=25), *pairs_with_gains(gains))
+    assert (step.action, step.looks) == (KEEP, 2) and "at the cap" in step.reason
 
 
 def test_kept_interval_clears_min_effect_and_a_discarded_one_does_not():
     t_keep, t_drop = stats.t.isf(0.03, 29), stats.t.isf(0.045, 29)
     noise = standardised(30, seed=3)
-    kept = next_step(Design(), *pairs_with_gains([t_keep / math.sqrt(30) + r for r in noise]))
-    dropped = next_step(Design(), *pairs_with_gains([t_drop / math.sqrt(30) + r for r in noise]))
+    kept = next_step(
+        Design(max_samples=30, batch=25),
+        *pairs_with_gains([t_keep / math.sqrt(30) + r for r in noise]),
+    )
+    dropped = next_step(
+        Design(max_samples=30, batch=25),
+        *pairs_with_gains([t_drop / math.sqrt(30) + r for r in noise]),
+    )
     assert kept.ci[0] > 0 >= dropped.ci[0]
     assert kept.ci[0] < kept.effect < kept.ci[1]
-    assert kept.ci_level == pytest.approx(1 - 2 * Design().final_level)
+    assert kept.ci_level == pytest.approx(1 - 2 * Design(max_samples=30, batch=25).final_level)
 
 
 def test_maximize_counts_a_higher_candidate_as_the_gain():
@@ -207,7 +221,7 @@ def test_pairs_between_looks_are_completed_to_the_next_look():
 
 def test_resumed_comparison_measures_only_the_missing_pairs_and_decides_the_same():
     source = noise_source(seed=11, gain=0.03)
-    drawn = [source(i) for i in range(30)]
+    drawn = [source(i) for i in range(40)]
     whole = compare(Design(), lambda i: drawn[i])
     asked: list[int] = []
 
@@ -254,10 +268,12 @@ def test_sequential_true_takes_the_default_design_and_survives_freezing(tmp_path
     cfg = resolve({"experiment": BASE | {"sequential": True, "min_effect": "1%"}}, tmp_path, "s")
     assert cfg.sequential == {
         "screen": 5,
-        "max_samples": 30,
+        "max_samples": 40,
         "alpha": 0.05,
         "batch": 5,
         "futility_p": 0.5,
+        "pool": True,
+        "drift_alpha": 0.01,
     }
     thawed = from_frozen(json.loads(json.dumps(cfg.to_spec())))
     assert thawed.sequential_design() == cfg.sequential_design() == Design(min_effect="1%")

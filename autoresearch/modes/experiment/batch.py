@@ -19,7 +19,7 @@ from ...backends.base import StageFailed
 from ...files import read_json, write_json
 from ...protect import ProtectedChange
 from ...stage import StageEnv
-from . import paired, stages
+from . import paired, stages, tamper
 from .candidates import CandidateEnv, candidate_ids, ensure_worktree
 from .log import fmt
 from .policy import (
@@ -51,7 +51,9 @@ def measure(env: CandidateEnv, out: Path) -> dict[str, Any]:
         "candidate": env.candidate,
         "start_commit": start,
         "patch_sha256": proposal["patch_sha256"],
-        "measured": proposal["outcome"] == "proposed",
+        # A flagged change the spec does not allow is refused unmeasured (tamper.py).
+        "measured": proposal["outcome"] == "proposed"
+        and not tamper.refusal(proposal.get("flags") or [], cfg.allow_flagged),
     }
     if result["measured"]:
         ensure_worktree(env, start)
@@ -172,6 +174,9 @@ def judge_candidate(
         rec["error"] = (
             f"proposed from {proposal['start_commit'][:12]}, but the incumbent is {start[:12]}"
         )
+    elif refused := tamper.refusal(proposal.get("flags") or [], cfg.allow_flagged):
+        status, verdict = DISCARDED, refused
+        rec["flags"] = proposal["flags"]
     else:
         measured = read_json(folder / "measurement.json")
         if cfg.sequential is not None:
@@ -179,6 +184,8 @@ def judge_candidate(
         else:
             status, verdict = stages.judge_measured(cfg, measured, best, rec, compare)
         rec["duration_seconds"] = measured.get("duration_seconds", 0)
+        rec["baseline_value"] = rec.get("incumbent_value", best["value"])
+        status, verdict = stages.check_flags(cfg, rec, proposal, status, verdict)
     patch = folder / "proposal.patch"
     rec.update(status=status, verdict=verdict, patch=str(patch.relative_to(env.layout.root)))
     rec.setdefault("duration_seconds", 0)

@@ -35,8 +35,12 @@ def compare(
     guard: Callable[[], dict[str, Any]],
     run_candidate: Run,
     run_incumbent: Run,
+    earlier: list[float] | None = None,
+    machine: str | None = None,
 ) -> dict[str, Any]:
     """The guard, then paired runs until the design decides: the measurement record.
+    `earlier` are the incumbent's runs from earlier comparisons on this `machine` class
+    (pool.py): the design pools them with the fresh ones.
 
     Without a passing guard no metric run is taken. A metric run that fails ends the
     comparison with `error` (and the pairs taken so far)."""
@@ -59,13 +63,20 @@ def compare(
         return x, y
 
     try:
-        result = sequential.compare(design, take)
+        result = sequential.compare(design, take, earlier=earlier or ())
     except metrics.MetricError as err:
         return record | {"error": str(err), "samples": xs, "incumbent_samples": ys}
+    step = result.step
     return record | {
         "value": statistics.fmean(result.candidate),
         "samples": result.candidate,
-        "incumbent_value": statistics.fmean(result.incumbent),
+        # Of what the candidate was compared with: the pool, or the fresh runs alone.
+        "incumbent_value": (
+            step.incumbent_mean
+            if step.incumbent_mean is not None
+            else statistics.fmean(result.incumbent)
+        ),
+        "machine": machine,
         "incumbent_samples": result.incumbent,
         "passed": None,
         "notes": None,
@@ -142,6 +153,7 @@ def judge(measured: dict[str, Any], rec: dict[str, Any], guard_cmd: str | None) 
         ci_level=step["ci_level"],
         pairs=step["samples"],
         sequential=step,
+        machine=measured.get("machine"),
         improved=step["action"] == sequential.KEEP,
     )
     kept = step["action"] == sequential.KEEP

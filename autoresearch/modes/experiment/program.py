@@ -74,6 +74,8 @@ TOP_KEYS = {
     "resources",
     "mission",
     "output",
+    "allow_flagged",
+    "max_gain",
 }
 MAX_PARALLEL = 64
 # The resources a measurement job may ask for: fixed names, because Snakemake needs them
@@ -139,6 +141,10 @@ class ExperimentConfig:
     resources: dict[str, Any] = field(default_factory=dict)  # of the measuring job
     mission: str | None = None  # a mission folder (mission.md, evaluator.json)
     output: str | None = None  # mirror the run into <output>/runs/<run-id>/ at the end
+    # A change that reaches into the measuring process (tamper.py) is not kept unless this
+    # is true; an improvement beyond max_gain ("50%") is such a flag too.
+    allow_flagged: bool = False
+    max_gain: str | None = None
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -167,6 +173,10 @@ class ExperimentConfig:
         if isinstance(self.min_effect, str):
             return abs(incumbent) * float(self.min_effect.rstrip("% ")) / 100
         return float(self.min_effect)
+
+    def max_gain_share(self) -> float | None:
+        """max_gain as a share of the incumbent ("50%" -> 0.5), or None without one."""
+        return None if self.max_gain is None else float(self.max_gain.rstrip("% ")) / 100
 
     def sequential_design(self) -> sequential.Design | None:
         """The sequential keep test's design, or None when the spec does not ask for one."""
@@ -458,6 +468,20 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
     output = merged.get("output")
     if output is not None and (not isinstance(output, str) or not output.strip()):
         raise SpecError(f"{spec_file}: key 'experiment.output': write a folder path")
+    allow_flagged = merged.get("allow_flagged", False)
+    if not isinstance(allow_flagged, bool):
+        raise SpecError(
+            f"{spec_file}: key 'experiment.allow_flagged': write true or false, "
+            f"got {allow_flagged!r}"
+        )
+    max_gain = merged.get("max_gain")
+    if max_gain is not None and not (
+        isinstance(max_gain, str) and re.fullmatch(r"\s*\d+(\.\d+)?\s*%\s*", max_gain)
+    ):
+        raise SpecError(
+            f"{spec_file}: key 'experiment.max_gain': {max_gain!r}; write a percentage of the "
+            "incumbent such as '50%'"
+        )
     return ExperimentConfig(
         goal=str(goal).strip(),
         scope=[str(s) for s in scope],
@@ -480,6 +504,8 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         resources=resources,
         mission=str(mission) if mission else None,
         output=output,
+        allow_flagged=allow_flagged,
+        max_gain=max_gain.strip() if max_gain is not None else None,
         warnings=warnings,
         **numbers,
     )

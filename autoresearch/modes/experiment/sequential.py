@@ -10,26 +10,40 @@ The method — a two-look group-sequential one-sided test on paired differences:
   interleaves them and alternates which goes first, so drift and warm-up hit both sides).
   The gain of a pair is ``incumbent - candidate`` for a metric to minimise (the other way for
   one to maximise); the test asks whether the mean gain exceeds ``min_effect``.
-* At every look the one-sample t-test on the gains (``scipy.stats.ttest_1samp``, i.e. the
-  paired t-test, one-sided) gives a p-value, compared with that look's nominal level (the
+* The incumbent was measured in earlier comparisons too. With ``pool`` (the default) those
+  earlier runs (``earlier``: the same commit, the same machine class) join this comparison's
+  fresh incumbent runs, and the candidate is compared with the pool by Yuen's trimmed-mean
+  Welch test (``scipy.stats.ttest_ind(equal_var=False, trim=TRIM)``, one-sided): against a
+  well-known incumbent the comparison's noise shrinks toward the candidate's alone, and the
+  trimming keeps a few load spikes in the pool from flattering every later candidate.
+* The drift test guards the pool: at every look the fresh incumbent runs are compared with
+  the earlier ones by the same trimmed test, two-sided, at the strict ``drift_alpha``. When
+  they disagree, the pool is dropped for the rest of the comparison and the fresh pairs alone
+  decide, by the paired t-test on the gains (``scipy.stats.ttest_1samp``), whose pairs share
+  the machine's state; the step says so. Without earlier runs the paired test decides too.
+* At every look the test's one-sided p-value is compared with that look's nominal level (the
   significance-level approach for an unknown variance).
-* Two looks may keep: the screen (``screen`` pairs) and the cap (``max_samples`` pairs).
-  Their levels come from Lan and DeMets' error spending with the Pocock-type function
-  ``alpha(t) = alpha * ln(1 + (e - 1) t)``: the screen spends ``alpha(screen / max_samples)``,
-  and the final level solves ``P0(Z1 > z_screen or Z2 > z_final) = alpha`` for the joint normal
-  law of the two z-statistics (correlation ``sqrt(screen / max_samples)``).
-* Between them the confirm stage takes ``batch`` pairs at a time. At every look before the cap
-  a candidate whose p-value is above ``futility_p`` is dropped (the default 0.5: it is not
-  ahead). The drops are non-binding: the bound above ignores them, so they only lower the
-  false-keep rate.
+* Every look may keep: the screen (``screen`` pairs), each confirm look ``batch`` pairs
+  later, and the cap (``max_samples`` pairs). Their levels come from Lan and DeMets' error
+  spending with the Pocock-type function ``alpha(t) = alpha * ln(1 + (e - 1) t)``,
+  ``t = pairs / max_samples``: look k's boundary solves ``P0(no earlier keep, Z_k > c_k) =
+  alpha(t_k) - alpha(t_(k-1))`` for the z-statistics of the looks, a Brownian motion sampled
+  at the information fractions, by recursive numerical integration (Armitage, McPherson and
+  Rowe): the chance of a keep at any look under no effect is exactly ``alpha``.
+* At every look before the cap a candidate whose p-value is above ``futility_p`` is dropped
+  (the default 0.5: it is not ahead). The drops are non-binding: the bound above ignores
+  them, so they only lower the false-keep rate.
 * The interval reported with a decision is the repeated confidence interval for the mean gain
   at the look's level (two-sided, ``1 - 2 * level``): at a look that may keep, its lower end
   clears ``min_effect`` exactly when the candidate is kept.
 
 References: K. K. G. Lan and D. L. DeMets (1983), "Discrete sequential boundaries for clinical
-trials", Biometrika 70(3):659-663; C. Jennison and B. W. Turnbull (2000), "Group Sequential
+trials", Biometrika 70(3):659-663; P. Armitage, C. K. McPherson and B. C. Rowe (1969),
+"Repeated significance tests on accumulating data", J. R. Stat. Soc. A 132(2):235-244;
+C. Jennison and B. W. Turnbull (2000), "Group Sequential
 Methods with Applications to Clinical Trials", Chapman & Hall/CRC (error spending, repeated
-confidence intervals, unknown variance).
+confidence intervals, unknown variance); K. K. Yuen (1974), "The two-sample trimmed t for
+unequal population variances", Biometrika 61(1):165-170.
 """
 
 from __future__ import annotations
@@ -45,7 +59,12 @@ MEASURE_MORE = "measure_more"
 KEEP = "keep"
 DISCARD = "discard"
 DIRECTIONS = ("minimize", "maximize")
-SPEC_KEYS = ("screen", "max_samples", "alpha", "batch", "futility_p")
+SPEC_KEYS = ("screen", "max_samples", "alpha", "batch", "futility_p", "pool", "drift_alpha")
+# The share trimmed from each end of a side in the pooled and the drift test: a pool of 40
+# runs sheds its 4 slowest and 4 fastest, so a few load spikes cannot move its mean.
+TRIM = 0.1
+PAIRED_TEST = "paired t-test"
+POOLED_TEST = "Yuen-Welch trimmed t-test against the pooled incumbent"
 
 
 class DesignError(ValueError):
@@ -62,10 +81,12 @@ class Design:
     """How a candidate is compared: the looks, their levels, and what counts as a gain."""
 
     screen: int = 5  # pairs at the first look
-    max_samples: int = 30  # pairs at the last look (samples per side)
+    max_samples: int = 40  # pairs at the last look (candidate runs at most)
     alpha: float = 0.05  # one-sided false-keep rate over all looks
     batch: int | None = None  # pairs per confirm look; None takes the screen's size
     futility_p: float = 0.5  # drop before the cap when p > this; 1 never drops
+    pool: bool = True  # compare with the incumbent's earlier runs as well as the fresh ones
+    drift_alpha: float = 0.01  # two-sided level at which fresh runs disagree with the pool
     direction: str = "minimize"
     min_effect: float | str = 0.0  # metric units, or "2%" of the incumbent's mean
 
@@ -91,6 +112,12 @@ class Design:
             raise DesignError(
                 "futility_p",
                 f"must be a number in (0, 1] (1 = never drop), got {self.futility_p!r}",
+            )
+        if not isinstance(self.pool, bool):
+            raise DesignError("pool", f"must be true or false, got {self.pool!r}")
+        if not _number(self.drift_alpha) or not 0 < self.drift_alpha < 0.5:
+            raise DesignError(
+                "drift_alpha", f"must be a number in (0, 0.5), got {self.drift_alpha!r}"
             )
         if self.direction not in DIRECTIONS:
             raise DesignError("direction", f"expected minimize or maximize, got {self.direction!r}")
@@ -127,19 +154,21 @@ class Design:
 
     @property
     def screen_level(self) -> float:
-        return _levels(self.alpha, self.screen, self.max_samples)[0]
+        return self.levels[0]
 
     @property
     def final_level(self) -> float:
-        return _levels(self.alpha, self.screen, self.max_samples)[1]
+        return self.levels[-1]
+
+    @property
+    def levels(self) -> tuple[float, ...]:
+        """The one-sided level each look's p-value must beat to keep, in look order."""
+        return _levels(self.alpha, self.looks)
 
     def level_at(self, pairs: int) -> float | None:
-        """The one-sided level a look's p-value must beat to keep; None where it cannot keep."""
-        if pairs == self.screen:
-            return self.screen_level
-        if pairs == self.max_samples:
-            return self.final_level
-        return None
+        """The one-sided level a look's p-value must beat to keep; None between looks."""
+        looks = self.looks
+        return self.levels[looks.index(pairs)] if pairs in looks else None
 
     def margin(self, incumbent_mean: float) -> float:
         """min_effect in metric units: "2%" is 2% of the incumbent's mean."""
@@ -161,6 +190,11 @@ class Step:
     relative_effect: float | None = None  # effect / |incumbent mean|
     ci: tuple[float, float] | None = None  # for the mean gain, at confidence ci_level
     ci_level: float | None = None
+    test: str = PAIRED_TEST  # what decided: the paired test or the pooled one
+    pooled: int = 0  # earlier incumbent runs the candidate was compared with (0: none)
+    drift_p: float | None = None  # the drift test's p-value (fresh runs against the pool)
+    pool_dropped: bool = False  # the drift test dropped the pool: the fresh pairs decided
+    incumbent_mean: float | None = None  # of the incumbent runs the test compared with
 
     @property
     def done(self) -> bool:
@@ -175,9 +209,17 @@ class Step:
         if self.ci is None or self.ci_level is None:
             return self.reason
         low, high = self.ci
+        looks = f"{self.looks} look{'s' * (self.looks != 1)}"
+        if self.pooled:
+            runs = (
+                f"{self.samples} candidate runs against {self.samples + self.pooled} of the "
+                f"incumbent ({self.pooled} pooled from earlier comparisons) over {looks}"
+            )
+        else:
+            runs = f"{self.samples} samples per side over {looks}"
         return (
             f"{self.reason}; {self.ci_level:.1%} interval for the gain [{low:.4g}, {high:.4g}]; "
-            f"{self.samples} samples per side over {self.looks} look{'s' * (self.looks != 1)}"
+            + runs
         )
 
     def to_record(self) -> dict[str, Any]:
@@ -196,8 +238,14 @@ class Comparison:
     incumbent: list[float] = field(default_factory=list)
 
 
-def next_step(design: Design, candidate: Sequence[float], incumbent: Sequence[float]) -> Step:
-    """The decision after the pairs so far: candidate[i] and incumbent[i] were taken together.
+def next_step(
+    design: Design,
+    candidate: Sequence[float],
+    incumbent: Sequence[float],
+    earlier: Sequence[float] = (),
+) -> Step:
+    """The decision after the pairs so far: candidate[i] and incumbent[i] were taken together;
+    `earlier` holds the incumbent's runs from earlier comparisons (pooled with `design.pool`).
 
     Before the first look it asks for the screen; between looks (a resumed run) for the rest
     of the batch; at a look it keeps, discards, or asks for the next batch.
@@ -210,7 +258,8 @@ def next_step(design: Design, candidate: Sequence[float], incumbent: Sequence[fl
     if n > design.max_samples:
         raise ValueError(f"{n} pairs is more than the design's max_samples {design.max_samples}")
     xs, ys = [float(x) for x in candidate], [float(y) for y in incumbent]
-    if not all(math.isfinite(v) for v in xs + ys):
+    old = [float(v) for v in earlier] if design.pool else []
+    if not all(math.isfinite(v) for v in xs + ys + old):
         raise ValueError("a sample is not a finite number")
     looks = design.looks
     done = sum(1 for look in looks if look < n)
@@ -219,12 +268,22 @@ def next_step(design: Design, candidate: Sequence[float], incumbent: Sequence[fl
         return Step(MEASURE_MORE, upcoming - n, n, done, "not at a look yet")
     look = done + 1
     sign = 1.0 if design.direction == "minimize" else -1.0
-    gains = [sign * (y - x) for x, y in zip(xs, ys, strict=True)]
-    base = statistics.fmean(ys)
-    margin = design.margin(base)
     level = design.level_at(n)
-    p, ci = _test(gains, margin, level if level is not None else design.final_level)
-    effect = statistics.fmean(gains)
+    at = level if level is not None else design.final_level
+    drift_p, dropped = _drift(design, ys, old)
+    if old and not dropped:
+        pool = old + ys
+        base = _trim_mean(pool)
+        margin = design.margin(base)
+        p, ci, effect = _pooled_test(xs, pool, sign, margin, at)
+        basis = dict(test=POOLED_TEST, pooled=len(old))
+    else:
+        gains = [sign * (y - x) for x, y in zip(xs, ys, strict=True)]
+        base = statistics.fmean(ys)
+        margin = design.margin(base)
+        p, ci = _test(gains, margin, at)
+        effect = statistics.fmean(gains)
+        basis = dict(test=PAIRED_TEST, pooled=0)
     common = dict(
         samples=n,
         looks=look,
@@ -233,11 +292,22 @@ def next_step(design: Design, candidate: Sequence[float], incumbent: Sequence[fl
         effect=effect,
         relative_effect=effect / abs(base) if base else None,
         ci=ci,
-        ci_level=1 - 2 * (level if level is not None else design.final_level),
+        ci_level=1 - 2 * at,
+        drift_p=drift_p,
+        pool_dropped=dropped,
+        incumbent_mean=base,
+        **basis,
     )
     what = _describe(effect, base, margin)
+    if dropped:
+        what += (
+            f"; pool of {len(old)} earlier incumbent runs dropped, the fresh runs disagree "
+            f"with it (drift test p={drift_p:.3g} < {design.drift_alpha:g}): fresh pairs decide"
+        )
     if level is not None and p < level:
-        stage = "at the screen" if n == design.screen else "at the cap"
+        stage = {design.screen: "at the screen", design.max_samples: "at the cap"}.get(
+            n, f"at look {look} ({n} pairs)"
+        )
         return Step(KEEP, 0, reason=f"{what}; kept {stage}: p={p:.4g} < {level:.4g}", **common)
     if n == design.max_samples:
         return Step(
@@ -261,12 +331,14 @@ def compare(
     take_pair: Callable[[int], tuple[float, float]],
     candidate: Sequence[float] = (),
     incumbent: Sequence[float] = (),
+    earlier: Sequence[float] = (),
 ) -> Comparison:
     """Take pairs until the design decides. `take_pair(i)` measures pair i (0-based) and returns
     (candidate value, incumbent value); it should alternate which side runs first. Pairs
-    already taken (a resumed run) are passed in and not measured again."""
+    already taken (a resumed run) are passed in and not measured again; `earlier` are the
+    incumbent's runs from earlier comparisons, for the pool."""
     xs, ys = list(candidate), list(incumbent)
-    while not (step := next_step(design, xs, ys)).done:
+    while not (step := next_step(design, xs, ys, earlier)).done:
         for _ in range(step.pairs):
             x, y = take_pair(len(xs))
             xs.append(x)
@@ -311,6 +383,58 @@ def _test(gains: list[float], margin: float, level: float) -> tuple[float, tuple
     return float(result.pvalue), (low, 2 * mean - low)
 
 
+def _drift(design: Design, fresh: list[float], old: list[float]) -> tuple[float | None, bool]:
+    """(the drift test's p-value at the latest look, whether it dropped the pool at any look
+    so far). Checked look by look, as it was when those looks were taken: once dropped, the
+    pool stays dropped, whatever later runs say."""
+    if not old:
+        return None, False
+    p = None
+    for look in design.looks:
+        if look > len(fresh):
+            break
+        p = _two_sided(fresh[:look], old)
+        if p < design.drift_alpha:
+            return p, True
+    return p, False
+
+
+def _two_sided(a: list[float], b: list[float]) -> float:
+    """Yuen's trimmed test that a and b have the same (trimmed) mean: the drift test."""
+    if max(a) == min(a) and max(b) == min(b):
+        return 1.0 if a[0] == b[0] else 0.0  # deterministic: equal or not
+    from scipy import stats
+
+    p = float(stats.ttest_ind(a, b, equal_var=False, trim=TRIM).pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
+def _pooled_test(
+    candidate: list[float], pool: list[float], sign: float, margin: float, level: float
+) -> tuple[float, tuple[float, float], float]:
+    """One-sided p for (trimmed) gain > margin of the candidate over the pool, the two-sided
+    1 - 2*level interval for the gain, and the gain (pool minus candidate when minimising)."""
+    good_c = [-sign * x for x in candidate]  # larger is better on this scale
+    good_i = [-sign * y for y in pool]
+    effect = _trim_mean(good_c) - _trim_mean(good_i)
+    if max(good_c) == min(good_c) and max(good_i) == min(good_i):
+        return (0.0 if effect > margin else 1.0), (effect, effect), effect
+    from scipy import stats
+
+    shifted = [g - margin for g in good_c]
+    result = stats.ttest_ind(shifted, good_i, equal_var=False, trim=TRIM, alternative="greater")
+    # The interval is for the shifted difference: margin puts it back in metric units.
+    low = float(result.confidence_interval(1 - level).low) + margin
+    return float(result.pvalue), (low, 2 * effect - low), effect
+
+
+def _trim_mean(values: list[float]) -> float:
+    """The mean without the TRIM share at each end, as Yuen's test trims it."""
+    cut = int(TRIM * len(values))
+    kept = sorted(values)[cut : len(values) - cut]
+    return statistics.fmean(kept)
+
+
 def _describe(effect: float, base: float, margin: float) -> str:
     rel = f" ({effect / abs(base):+.2%})" if base else ""
     bar = f" (needed more than {margin:g})" if margin else ""
@@ -318,22 +442,37 @@ def _describe(effect: float, base: float, margin: float) -> str:
 
 
 @lru_cache(maxsize=64)
-def _levels(alpha: float, screen: int, cap: int) -> tuple[float, float]:
-    """Nominal one-sided levels (screen, final) of the two looks that may keep."""
+def _levels(alpha: float, looks: tuple[int, ...]) -> tuple[float, ...]:
+    """Nominal one-sided levels of the looks: Lan-DeMets Pocock-type spending, each boundary
+    solved on the density of the score S(t) = Z(t) sqrt(t) over the region not yet kept."""
+    import numpy as np
     from scipy import integrate, optimize, stats
 
-    t = screen / cap
-    spent = alpha * math.log(1 + (math.e - 1) * t)  # Lan-DeMets, Pocock-type
-    c1 = float(stats.norm.isf(spent))
-    rho = math.sqrt(t)
-    scale = math.sqrt(1 - rho * rho)
+    cap = looks[-1]
+    levels: list[float] = []
+    grid = density = None
+    before_t = before_spent = 0.0
+    for n in looks:
+        t = n / cap
+        spent = alpha * math.log(1 + (math.e - 1) * t)
+        share, step = spent - before_spent, math.sqrt(t - before_t)
+        if density is None:
+            bound = float(stats.norm.isf(share)) * math.sqrt(t)
+        else:
 
-    def total(c2: float) -> float:
-        # P0(Z1 > c1) + P0(Z1 <= c1, Z2 > c2), integrating Z2's conditional law given Z1.
-        later, _ = integrate.quad(
-            lambda z: stats.norm.pdf(z) * stats.norm.sf((c2 - rho * z) / scale), -math.inf, c1
-        )
-        return spent + later
+            def crossing(b: float, g=grid, f=density, sd=step) -> float:
+                return float(integrate.trapezoid(f * stats.norm.sf((b - g) / sd), g))
 
-    c2 = optimize.brentq(lambda c: total(c) - alpha, 0.0, 10.0, xtol=1e-10)
-    return spent, float(stats.norm.sf(c2))
+            bound = optimize.brentq(
+                lambda b, want=share: crossing(b) - want, -20.0, 20.0, xtol=1e-12
+            )
+        levels.append(float(stats.norm.sf(bound / math.sqrt(t))))
+        # The score's density where no look has kept yet: (nearly) all of the mass below.
+        below = np.linspace(-10.0 * math.sqrt(t), bound, 501)
+        if density is None:
+            density = stats.norm.pdf(below / math.sqrt(t)) / math.sqrt(t)
+        else:
+            kernel = stats.norm.pdf((below[:, None] - grid[None, :]) / step) / step
+            density = integrate.trapezoid(density[None, :] * kernel, grid, axis=1)
+        grid, before_t, before_spent = below, t, spent
+    return tuple(levels)

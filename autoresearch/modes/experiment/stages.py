@@ -31,7 +31,7 @@ from ...protect import ProtectedChange
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox
-from . import candidates, paired
+from . import candidates, paired, pool, tamper
 from . import log as logs
 from .log import fmt
 from .policy import (
@@ -44,6 +44,7 @@ from .policy import (
     Compare,
     Sample,
     find_duplicate,
+    improvement,
     judge,
     ref,
     retry_offers,
@@ -293,7 +294,18 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
     # The prose is re-read every iteration, so the human can steer a running session by
     # editing program.md (or mission.md) in their checkout (read only, never written).
     research = research_now(env, cfg)
-    state: dict[str, Any] = {"syntax_errors": [], "refused": [], "outcome": NO_CHANGE}
+    state: dict[str, Any] = {
+        "syntax_errors": [],
+        "refused": [],
+        "outcome": NO_CHANGE,
+        "flags": [],
+    }
+    # What the evaluator runs or names, for the flags (tamper.py): read at the start commit.
+    evaluator = tamper.evaluator_files(
+        env.worktree,
+        [cfg.command, cfg.guard, cfg.baseline_command],
+        list(env.protection.patterns),
+    )
     options = env.toolbox_options()
     options["include"] = list(cfg.scope)
     toolbox = ExperimentToolbox("experiment", env.worktree, **options)
@@ -350,6 +362,8 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
             )
         toolbox.mark_finished()
         state["patch"] = make_patch(env.worktree, files)  # kept whatever becomes of it
+        flags = tamper.scan(env.worktree, files, start, evaluator)
+        state["flags"] = [f.to_record() for f in flags]
         if problems:
             state["syntax_errors"].append(problems)
             state["outcome"] = SYNTAX_ERROR
@@ -408,6 +422,7 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
         "patch_sha256": hashlib.sha256(patch.encode()).hexdigest(),
         "syntax_errors": state["syntax_errors"],
         "refused_duplicates": state["refused"],
+        "flags": state["flags"],
         "research_sha256": hashlib.sha256(research.encode()).hexdigest(),
         "stop": stop_reason_of(run),
         "usage": run.usage.__dict__,
@@ -429,6 +444,8 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
         lines.append(f"- Refused as {whose} of #{refused['matches']}: {refused['hypothesis']}")
     for problems in state["syntax_errors"]:
         lines.append("- Syntax check failed: " + "; ".join(problems))
+    for flag in state["flags"]:
+        lines.append("- Flagged: " + tamper.Flag(**flag).describe())
     if patch:
         lines += ["", "```diff", patch.rstrip("\n"), "```"]
     write_text(markdown_out, "\n".join(lines) + "\n")
@@ -497,6 +514,8 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
         rec["error"] = "syntax_error: " + "; ".join(proposal["syntax_errors"][-1])
     elif status == NO_CHANGE:
         verdict = "the agent handed in no change"
+    elif refused := tamper.refusal(proposal.get("flags") or [], cfg.allow_flagged):
+        status, verdict = DISCARDED, refused  # no metric run spent on it
     elif cfg.sequential is not None:
         measured = apply_and_measure(
             cfg,
@@ -517,6 +536,7 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
         status, verdict = judge_measured(cfg, measured, best, rec, compare)
     # Against the incumbent as measured in this comparison (the paired runs), if it was.
     rec["baseline_value"] = rec.get("incumbent_value", best["value"])
+    status, verdict = check_flags(cfg, rec, proposal, status, verdict)
     end = start
     if status == KEPT:
         try:
@@ -529,6 +549,26 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
     return close_record(rec, end, best, proposal.get("stop"), began)
 
 
+def check_flags(
+    cfg: ExperimentConfig, rec: dict[str, Any], proposal: dict[str, Any], status: str, verdict: str
+) -> tuple[str, str]:
+    """A change about to be kept, checked against its flags (tamper.py) and max_gain: not
+    kept when flagged, unless experiment.allow_flagged. Fills `rec["flags"]`."""
+    flags = list(proposal.get("flags") or [])
+    limit = cfg.max_gain_share()
+    if status == KEPT and limit is not None and rec.get("metric_value") is not None:
+        gain = improvement(rec["baseline_value"], rec["metric_value"], cfg.direction)
+        if gain > limit:
+            flags.append(tamper.gain_flag(gain, str(cfg.max_gain), key_of(cfg)).to_record())
+    rec["flags"] = flags
+    if status != KEPT or not flags:
+        return status, verdict
+    refused = tamper.refusal(flags, cfg.allow_flagged)
+    if refused:
+        return DISCARDED, f"{refused}; the metric said: {verdict}"
+    return status, f"{verdict}; kept although flagged (allow_flagged): {tamper.summary(flags)}"
+
+
 def measure_paired(env: StageEnv, cfg: ExperimentConfig, start: str) -> dict[str, Any]:
     """The sequential comparison of the change applied in `env`'s worktree against the
     incumbent commit `start`, measured in a worktree of its own (paired.py)."""
@@ -538,12 +578,16 @@ def measure_paired(env: StageEnv, cfg: ExperimentConfig, start: str) -> dict[str
     left = time_left(env.layout, cfg)
     deadline = None if left is None else time.time() + left
     secrets = env.spec.secrets
+    machine = pool.machine_class()
+    earlier = pool.earlier_runs(records(env.layout, upto=env.cycle)[1:], start, machine)
     try:
         return paired.compare(
             design,
             lambda: _guard_record(cfg, env.worktree, secrets, env.jail),
             paired.metric_run(cfg, env.worktree, secrets, env.jail, deadline),
             paired.metric_run(cfg, inc.worktree, secrets, inc.jail, deadline),
+            earlier,
+            machine,
         )
     finally:
         inc.begin(start)  # the runs may leave files behind

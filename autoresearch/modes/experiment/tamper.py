@@ -1,0 +1,489 @@
+"""What a candidate's change may not reach for without being flagged: the process its
+measurement runs in, and the evaluator's own files.
+
+No harness can stop code under test from changing the process it runs in: a change that
+rebinds `print`, `json.dumps` or `time.perf_counter` when the metric script imports it
+rewrites what a byte-identical, protected script reports. What can be done is done here:
+each changed file is read before and after, and what the change *adds* from the checked
+list below (CHECKS) is a flag. A flagged change is not kept unless the spec says
+`experiment.allow_flagged: true`; an improvement beyond `experiment.max_gain` is a flag
+too. The sure defence is an evaluator that runs the code under test in a process of its
+own and reads its result from a file or a pipe the code cannot reach (docs/experiment.md).
+
+The Python checks read the syntax tree (aliases resolved: `import builtins as b;
+b.print = f` is `builtins.print`); other files are read line by line for the same things in
+JavaScript. The list errs on the side of flagging: a flag costs an iteration, a false keep
+costs the user's trust in every result.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ... import git
+
+# The classes of tampering, each with what it means; a Flag names one.
+CHECKS = {
+    "builtins": "rebinds or reaches into builtins (print, open, ...)",
+    "modules": "rebinds an imported module's attribute or changes the import system "
+    "(sys.modules, sys.path, importlib, __import__, exec)",
+    "output": "writes or redirects the interpreter's output (print, sys.stdout, fd 1 and 2, "
+    "atexit), which the metric parses",
+    "timers": "rebinds a clock (time, datetime)",
+    "environment": "changes the environment the evaluator reads (os.environ, putenv)",
+    "frames": "reaches into other code's frames or objects (sys._getframe, inspect, gc, ctypes)",
+    "evaluator": "changes a file the evaluator runs or names",
+    "startup": "adds or changes a file the interpreter or a test runner loads by itself "
+    "(sitecustomize, usercustomize, .pth, conftest.py, runner configs)",
+    "shadowing": "adds a module that shadows the standard library or one the evaluator imports",
+    "gain": "improves the metric by more than experiment.max_gain",
+}
+
+# Modules whose import alone reaches into the process.
+IMPORT_CHECKS = {
+    "builtins": "builtins",
+    "importlib": "modules",
+    "imp": "modules",
+    "site": "modules",
+    "ctypes": "frames",
+    "gc": "frames",
+    "inspect": "frames",
+    "atexit": "output",
+    "faulthandler": "output",
+    # A child process shares the measuring process's output (fd 1) and can write to it.
+    "subprocess": "output",
+    "pty": "output",
+    "multiprocessing": "output",
+    "signal": "frames",
+}
+# Names and attributes whose mere use is a flag (qualified, aliases resolved).
+REFERENCE_CHECKS = {
+    "__builtins__": "builtins",
+    "__import__": "modules",
+    "exec": "modules",
+    "eval": "modules",
+    "compile": "modules",
+    "sys.modules": "modules",
+    "sys.path": "modules",
+    "sys.meta_path": "modules",
+    "sys.path_hooks": "modules",
+    "sys.path_importer_cache": "modules",
+    "sys.stdout": "output",
+    "sys.stderr": "output",
+    "sys.__stdout__": "output",
+    "sys.__stderr__": "output",
+    "sys.displayhook": "output",
+    "sys.excepthook": "output",
+    "os.write": "output",
+    "os.dup2": "output",
+    "os.dup": "output",
+    "os.fdopen": "output",
+    **{
+        f"os.{name}": "output"
+        for name in "system popen fork forkpty posix_spawn posix_spawnp execv execve execvp "
+        "execvpe execl execle execlp execlpe spawnv spawnve spawnvp spawnvpe spawnl spawnle "
+        "spawnlp spawnlpe".split()
+    },
+    "os.putenv": "environment",
+    "os.unsetenv": "environment",
+    "sys._getframe": "frames",
+    "sys.settrace": "frames",
+    "sys.setprofile": "frames",
+    "sys.addaudithook": "frames",
+}
+# Attributes that lead into another piece of code's frames or globals, whatever the object.
+FRAME_ATTRIBUTES = frozenset(
+    "f_back f_globals f_locals f_builtins tb_frame gi_frame cr_frame __globals__ __code__ "
+    "__subclasses__ __closure__ __self__ __builtins__".split()
+)
+# Names that, written as text, reach what the checks above guard (getattr, globals()[...]).
+NAMED_CHECKS = {
+    **{name: "frames" for name in FRAME_ATTRIBUTES},
+    "__builtins__": "builtins",
+    "builtins": "builtins",
+    "__import__": "modules",
+}
+ENVIRON_WRITES = frozenset("update setdefault pop popitem clear __setitem__ __delitem__".split())
+OUTPUT_PATHS = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd")
+# Files an interpreter or a test runner loads without being asked to.
+STARTUP_NAMES = frozenset(
+    "sitecustomize.py usercustomize.py conftest.py pytest.ini tox.ini setup.cfg pyproject.toml "
+    ".pythonrc.py pyvenv.cfg .env .envrc package.json .npmrc".split()
+)
+STARTUP_SUFFIXES = (".pth",)
+# Compiled or native modules the import system prefers to a source file beside them.
+SHADOW_SUFFIXES = (".pyc", ".pyo", ".so", ".pyd")
+SCRIPT_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".jsx", ".tsx")
+# Line checks for files that are not Python (JavaScript and friends): what each adds.
+LINE_CHECKS = (
+    (
+        re.compile(r"\b(globalThis|global)\s*\.|\bObject\.defineProperty\s*\(\s*globalThis"),
+        "builtins",
+    ),
+    (re.compile(r"\bconsole\.\w+\s*=(?!=)|process\.(stdout|stderr)"), "output"),
+    (re.compile(r"\b(Date|performance|process\.hrtime)(\.\w+)?\s*=(?!=)|\.now\s*=(?!=)"), "timers"),
+    (re.compile(r"\bprocess\.env\b[^=\n]*=(?!=)|\bdelete\s+process\.env"), "environment"),
+    (re.compile(r"\brequire\.cache\b|\bModule\._|\beval\s*\(|new\s+Function\s*\("), "modules"),
+)
+MAX_BYTES = 1_000_000  # a file larger than this is not parsed; it is flagged as unreadable
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One thing a change reaches for: the check it fails, where, and what it is."""
+
+    check: str  # a key of CHECKS
+    path: str
+    line: int | None
+    detail: str
+
+    def describe(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.detail} ({self.check})"
+
+    def to_record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def summary(flags: list[dict[str, Any]] | list[Flag], limit: int = 3) -> str:
+    """One line for a verdict: the first few flags and how many more."""
+    items = [f if isinstance(f, Flag) else Flag(**f) for f in flags]
+    shown = "; ".join(f.describe() for f in items[:limit])
+    return shown + (f"; and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def refusal(flags: list[dict[str, Any]], allowed: bool) -> str | None:
+    """Why a flagged change is not measured or kept; None when it has no flag or the spec
+    allows flagged changes."""
+    if not flags or allowed:
+        return None
+    return (
+        f"flagged, not kept: {summary(flags)} (a change that reaches into the measuring "
+        "process can move the metric without being better; experiment.allow_flagged: true "
+        "keeps such changes)"
+    )
+
+
+def gain_flag(gain: float, max_gain: str, key: str) -> Flag:
+    """The flag of an improvement larger than the spec's plausibility bound."""
+    return Flag("gain", key, None, f"improves by {gain:.1%}, more than max_gain {max_gain}")
+
+
+def scan(
+    worktree: Path, files: list[str], start: str, evaluator: list[str] | None = None
+) -> list[Flag]:
+    """The flags of the change to `files` in `worktree` against commit `start`, read from
+    git (the index after staging the files, and the commit), never from the live files."""
+    evaluator = sorted(set(evaluator or []))
+    imported = evaluator_imports(worktree, start, evaluator)
+    git.worktree_git(worktree, "add", "-A", "--", *files)
+    try:
+        flags: list[Flag] = []
+        for path in files:
+            old = _blob(worktree, f"{start}:{path}")
+            new = _blob(worktree, f":{path}")
+            flags += check_file(path, old, new, evaluator, imported)
+        return flags
+    finally:
+        git.worktree_git(worktree, "reset", "-q")
+
+
+def check_file(
+    path: str,
+    old: str | None,
+    new: str | None,
+    evaluator: list[str] = (),  # type: ignore[assignment]
+    evaluator_imports: set[str] = frozenset(),  # type: ignore[assignment]
+) -> list[Flag]:
+    """The flags of one file's change from `old` to `new` (None: absent on that side)."""
+    flags: list[Flag] = []
+    name = PurePosixPath(path).name
+    if path in evaluator:
+        flags.append(Flag("evaluator", path, None, "changes a file the evaluator runs"))
+    if name in STARTUP_NAMES or name.endswith(STARTUP_SUFFIXES):
+        flags.append(Flag("startup", path, None, f"{name} is loaded without being imported"))
+    if old is None and (name.endswith(SHADOW_SUFFIXES) or "__pycache__" in path.split("/")):
+        flags.append(Flag("shadowing", path, None, "adds a compiled module, preferred to source"))
+    elif old is None and path.endswith(".py"):
+        top = _module_top(path)
+        if top in sys.stdlib_module_names:
+            flags.append(Flag("shadowing", path, None, f"adds {top!r}, a standard module"))
+        elif top in evaluator_imports:
+            flags.append(
+                Flag("shadowing", path, None, f"adds {top!r}, which the evaluator imports")
+            )
+    if new is None:
+        return flags
+    if path.endswith((".py", ".pyw", ".pyi")):
+        before = python_uses(old or "")
+        after = python_uses(new)
+    elif path.endswith(SCRIPT_SUFFIXES):
+        before = line_uses(old or "")
+        after = line_uses(new)
+    else:
+        return flags  # data and prose: what runs is checked above, by path
+    if before is None:
+        before = []
+    if after is None:  # unreadable after the change: cannot be checked, so it is a flag
+        return flags + [Flag("modules", path, None, "cannot be read as Python to check it")]
+    seen = Counter((check, detail) for check, detail, _ in before)
+    for check, detail, line in after:
+        if seen[(check, detail)] > 0:
+            seen[(check, detail)] -= 1  # there before the change
+            continue
+        flags.append(Flag(check, path, line, detail))
+    return flags
+
+
+def evaluator_imports(worktree: Path, start: str, evaluator: list[str]) -> set[str]:
+    """Top-level module names the evaluator's Python files import (at `start`)."""
+    names: set[str] = set()
+    for path in evaluator:
+        text = _blob(worktree, f"{start}:{path}") if path.endswith(".py") else None
+        try:
+            tree = ast.parse(text or "")
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def evaluator_files(worktree: Path, commands: list[str | None], protected: list[str]) -> list[str]:
+    """The files the evaluator runs or names: each word of its commands that is a tracked
+    file of the worktree, and the protected literal paths."""
+    words = {w.strip("'\"") for c in commands if c for w in re.split(r"[\s=:;|&<>()]+", c)}
+    tracked = set(git.worktree_git(worktree, "ls-files", "-z").split("\0"))
+    found = {w[2:] if w.startswith("./") else w for w in words} & tracked
+    return sorted(found | {p for p in protected if p in tracked})
+
+
+# --- reading one version of a file ---------------------------------------------------------
+
+Use = tuple[str, str, int | None]  # (check, detail, line)
+
+
+def python_uses(source: str) -> list[Use] | None:
+    """Every checked thing a Python source reaches for; None when it does not parse."""
+    if len(source) > MAX_BYTES:
+        return None
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    finder = _Finder()
+    finder.visit(tree)
+    return finder.uses
+
+
+def line_uses(source: str) -> list[Use] | None:
+    if len(source) > MAX_BYTES:
+        return None
+    uses: list[Use] = []
+    for number, text in enumerate(source.splitlines(), 1):
+        for pattern, check in LINE_CHECKS:
+            for match in pattern.finditer(text):
+                uses.append((check, f"uses {match.group(0).strip()}", number))
+    return uses
+
+
+class _Finder(ast.NodeVisitor):
+    """Collects the checked uses of one module, its import aliases resolved."""
+
+    def __init__(self) -> None:
+        self.uses: list[Use] = []
+        self.aliases: dict[str, str] = {}  # local name -> qualified name
+        self.modules: set[str] = set()  # local names bound to an imported module
+
+    def use(self, check: str, detail: str, node: ast.AST) -> None:
+        self.uses.append((check, detail, getattr(node, "lineno", None)))
+
+    # imports
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            local = alias.asname or alias.name.split(".")[0]
+            self.aliases[local] = alias.name if alias.asname else local
+            self.modules.add(local)
+            self._imported(alias.name, node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        self._imported(module, node)
+        for alias in node.names:
+            qual = f"{module}.{alias.name}" if module else alias.name
+            local = alias.asname or alias.name
+            self.aliases[local] = qual
+            if qual in REFERENCE_CHECKS:
+                self.use(REFERENCE_CHECKS[qual], f"imports {qual}", node)
+            if alias.name == "*":
+                self.use("modules", f"imports * from {module}", node)
+                continue
+            self.modules.add(local)  # from package import name: may be a module or a class
+
+    def _imported(self, module: str, node: ast.AST) -> None:
+        top = module.split(".")[0]
+        if top in IMPORT_CHECKS:
+            self.use(IMPORT_CHECKS[top], f"imports {module}", node)
+
+    # names and attributes
+
+    def qual(self, node: ast.AST) -> str | None:
+        """The dotted name an expression stands for (`b.print` -> `builtins.print`)."""
+        if isinstance(node, ast.Name):
+            return self.aliases.get(node.id, node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.qual(node.value)
+            return f"{base}.{node.attr}" if base else None
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = self.qual(node.func)
+            if func in ("__import__", "importlib.import_module"):
+                return str(node.args[0].value)
+        return None
+
+    def visit_Name(self, node: ast.Name) -> None:
+        qual = self.aliases.get(node.id, node.id)
+        if qual in REFERENCE_CHECKS:  # exec, __import__, or an alias of sys.modules ...
+            self.use(REFERENCE_CHECKS[qual], f"uses {qual}", node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        qual = self.qual(node)
+        if node.attr in FRAME_ATTRIBUTES:
+            self.use("frames", f"uses .{node.attr}", node)
+        if qual in REFERENCE_CHECKS:
+            self.use(REFERENCE_CHECKS[qual], f"uses {qual}", node)
+        elif qual and qual.startswith("builtins."):
+            self.use("builtins", f"uses {qual}", node)
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if not isinstance(node.value, str):
+            return
+        if any(p in node.value for p in OUTPUT_PATHS):
+            self.use("output", f"names {node.value[:40]!r}", node)
+        elif node.value in NAMED_CHECKS:  # globals()["__builtins__"], getattr(x, "f_back")
+            self.use(NAMED_CHECKS[node.value], f"names {node.value!r}", node)
+
+    # changes
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._target(target)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._target(node.target)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._target(node.target)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            self._target(target)
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if node.name == "print":
+            self.use("output", "defines print", node)
+        self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def _target(self, target: ast.AST) -> None:
+        if isinstance(target, ast.Tuple | ast.List):
+            for element in target.elts:
+                self._target(element)
+            return
+        if isinstance(target, ast.Starred):
+            self._target(target.value)
+            return
+        if isinstance(target, ast.Name):
+            if target.id == "print":
+                self.use("output", "rebinds print", target)
+            return
+        if isinstance(target, ast.Attribute):
+            qual = self.qual(target)
+            base = target.value
+            root = base
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            on_module = isinstance(root, ast.Name) and root.id in self.modules
+            if isinstance(base, ast.Call) and self.qual(base):  # __import__('x').y = ...
+                on_module = True
+            if qual and on_module:
+                self.use(_rebind_check(qual), f"rebinds {qual}", target)
+            return
+        if isinstance(target, ast.Subscript):
+            qual = self.qual(target.value) or ""
+            if qual in ("os.environ", "os.environb"):
+                self.use("environment", f"changes {qual}", target)
+            elif qual in ("__builtins__", "builtins.__dict__", "sys.modules"):
+                self.use("builtins" if "builtins" in qual else "modules", f"changes {qual}", target)
+            elif isinstance(target.value, ast.Call) and self.qual(target.value.func) in (
+                "vars",
+                "globals",
+            ):
+                self.use("modules", f"changes {self.qual(target.value.func)}()", target)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = self.qual(node.func)
+        if func in ("setattr", "delattr") and node.args:
+            obj = node.args[0]
+            if not (isinstance(obj, ast.Name) and obj.id in ("self", "cls")):
+                what = self.qual(obj) or ast.unparse(obj)[:40]
+                self.use(_rebind_check(what), f"{func} on {what}", node)
+        elif func == "print":
+            self.use("output", "prints", node)
+        elif func in ("open", "io.open") and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and first.value in (1, 2):
+                self.use("output", f"opens file descriptor {first.value}", node)
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in ENVIRON_WRITES:
+            if self.qual(node.func.value) in ("os.environ", "os.environb"):
+                self.use("environment", f"calls os.environ.{node.func.attr}", node)
+        self.generic_visit(node)
+
+
+def _rebind_check(qual: str) -> str:
+    """Which check rebinding `qual` fails."""
+    top = qual.split(".")[0]
+    if top in ("builtins", "__builtins__"):
+        return "builtins"
+    if top in ("time", "datetime"):
+        return "timers"
+    if qual.startswith(("sys.std", "sys.__std", "sys.displayhook", "os.write")):
+        return "output"
+    if qual.startswith("os.environ"):
+        return "environment"
+    return "modules"
+
+
+def _module_top(path: str) -> str:
+    parts = PurePosixPath(path).parts
+    first = parts[0]
+    return first[:-3] if len(parts) == 1 and first.endswith(".py") else first
+
+
+def _blob(worktree: Path, spec: str) -> str | None:
+    """One version of a file from git (`commit:path` or `:path` for the index), or None."""
+    proc = git.worktree_proc(worktree, "cat-file", "-s", spec)
+    if proc.returncode != 0:
+        return None
+    if int(proc.stdout.strip() or 0) > MAX_BYTES:
+        return "\0" * (MAX_BYTES + 1)  # too large to check: python_uses says unreadable
+    try:
+        shown = git.worktree_proc(worktree, "show", spec)
+    except UnicodeDecodeError:  # not text: nothing here parses it as code
+        return ""
+    return shown.stdout if shown.returncode == 0 else None
