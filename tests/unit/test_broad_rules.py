@@ -283,7 +283,8 @@ def test_comparison_decided_by_proposal_order_names_every_tied_criterion():
     _, text = comparison_text(
         [full_result("h1", "bold", 2, 5, "t1"), full_result("h2", "bold", 2, 5, "t2")]
     )
-    assert "tie on fixes kept, category and diff size, decided by proposal order (h1 over h2)" in text
+    expected = "tie on fixes kept, category and diff size, decided by proposal order (h1 over h2)"
+    assert expected in text
 
 
 def test_comparison_reports_tracks_that_ended_on_the_same_tree():
