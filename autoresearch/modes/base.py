@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import findings, journal, ledger, tally
+from ..changesets import ReviewLoop
 from ..errors import SessionError, SpecError
 from ..files import write_text
 from ..findings import Finding
@@ -336,6 +337,51 @@ class Mode:
         from ..backends import BACKEND_TEAMS
 
         return self.teams_needed(values) <= BACKEND_TEAMS["ruff"]
+
+    # --- autoresearch finalize -------------------------------------------------------------
+
+    def review_loops(
+        self, layout: SessionLayout, record: SetupRecord, spec: SessionSpec
+    ) -> list[ReviewLoop]:
+        """The branches whose kept commits `finalize` splits into review sets."""
+        return [ReviewLoop("", record.branch, record.base_commit)]
+
+    def change_notes(
+        self, layout: SessionLayout, track: str, spec: SessionSpec
+    ) -> dict[str, list[str]]:
+        """Why each kept commit was made, by commit: for a fix, the finding as sanitize
+        passed it to Green (sanitized.md: never Red's own report, whose narrative and fix
+        hints the team that made the change never saw); for a refactor, its cycle; and the
+        cycle's metric line where the mode measures one."""
+        notes: dict[str, list[str]] = {}
+        for d in journal.load_decisions(layout, track):
+            folder = layout.cycle(d["cycle"], track)
+            sanitized = folder / "sanitized.md"
+            passed = (
+                {f.id: f for f in findings.parse(sanitized.read_text())}
+                if sanitized.exists()
+                else {}
+            )
+            metric = [f"Cycle {d['cycle']}'s measurement: {d['metric']}"] if d.get("metric") else []
+            for fix in d.get("fixed", []):
+                f = passed.get(fix["id"])
+                lines = [f"Fixes {fix['id']} (cycle {d['cycle']}): {fix['summary']}"]
+                if f is not None:
+                    lines += [
+                        f"Finding {f.id} ({f.severity}): {f.title}",
+                        f"Location: {f.location}",
+                        f"Issue: {f.issue}",
+                        f"Impact: {f.impact}",
+                    ]
+                notes[fix["commit"]] = lines + metric
+            refactor = folder / "refactor.json"
+            done = json.loads(refactor.read_text()) if refactor.exists() else {}
+            for change in done.get("commits", []):
+                notes[change["commit"]] = [
+                    f"Refactor (cycle {d['cycle']}) of the files the cycle's fixes changed: "
+                    f"{change['summary']}"
+                ] + metric
+        return notes
 
     # --- autoresearch status ---------------------------------------------------------------
 
