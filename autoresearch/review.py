@@ -51,6 +51,7 @@ class ReviewSet:
     run: TestRun | None = None
     verdict: testrun.Verdict | None = None
     joined: list[str] = field(default_factory=list)  # why sets were joined into this one
+    tree: str = ""  # the tree the set's replay on the base ends at
     needs: list[int] = field(default_factory=list)  # only valid together with these sets
 
     @property
@@ -359,13 +360,20 @@ def finalize(
         for members in applicable_sets(place, loop.base, commits):
             chosen = [commits[i] for i in members]
             replay(place, loop.base, chosen)
-            if git.git(place, "rev-parse", "HEAD^{tree}") == git.git(
-                place, "rev-parse", f"{loop.base}^{{tree}}"
-            ):
-                title = set_title(ReviewSet(loop, chosen))
+            tree = git.git(place, "rev-parse", "HEAD^{tree}")
+            title = set_title(ReviewSet(loop, chosen))
+            if tree == git.git(place, "rev-parse", f"{loop.base}^{{tree}}"):
                 log(f"skipped {len(chosen)} commits that cancel out: {title}")
                 continue
-            sets.append(ReviewSet(loop, chosen))
+            same = next((s for s in sets if s.tree == tree and s.loop.base == loop.base), None)
+            if same is not None:
+                # Broad's tracks can make the same change: one branch for it, not one per track.
+                where = f"track {loop.track}" if loop.track else loop.branch
+                shas = ", ".join(c.sha[:12] for c in chosen)
+                same.joined.append(f"The same change was made by {where} too ({shas}).")
+                log(f"the change of {where} ({title}) is one already found: not a set of its own")
+                continue
+            sets.append(ReviewSet(loop, chosen, tree=tree))
         git.remove_worktree(session.target, place)
     session.order = order
     for n, review in enumerate(sets, 1):

@@ -36,6 +36,7 @@ from .stages import (
     _measure,
     baseline_record,
     config_of,
+    experiments,
     key_of,
     records,
     setup_state,
@@ -364,6 +365,24 @@ class Experiment(Mode):
             lines += ["", "Recent experiments:"]
             lines += [f"  {logs.status_line(r, key)}" for r in reversed(recent)]
         return lines
+
+    def change_notes(
+        self, layout: SessionLayout, track: str, spec: SessionSpec
+    ) -> dict[str, list[str]]:
+        """Each kept experiment's hypothesis (the agent's own, which made the change) and
+        the metric as the session measured it against the incumbent."""
+        key = key_of(config_of(spec))
+        notes = {}
+        for rec in experiments(layout):
+            if rec.get("status") != KEPT:
+                continue
+            name = f"#{rec['iteration']}" + (f"/{rec['candidate']}" if rec.get("candidate") else "")
+            notes[rec["end_commit"]] = [
+                f"Experiment {name}: {' '.join(rec['hypothesis'].split())}",
+                f"{key}: {fmt(rec.get('baseline_value'))} → {fmt(rec.get('metric_value'))} "
+                "(the session's measurement, against the best before it)",
+            ]
+        return notes
 
     def show(self, layout: SessionLayout, spec: SessionSpec, iteration: int, candidate) -> str:
         """One experiment's hypothesis, measurements, verdict and diff."""

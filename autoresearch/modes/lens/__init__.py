@@ -39,6 +39,21 @@ class Lens(Mode):
     ruff_plays = False  # whether the model-free ruff backend can play this lens
     gate_label = "findings"  # what the gate counts, for `done`
 
+    # --- autoresearch finalize ---------------------------------------------------------------
+
+    def change_notes(
+        self, layout: SessionLayout, track: str, spec: SessionSpec
+    ) -> dict[str, list[str]]:
+        """A lens that commits keeps one commit per kept step: the step's own lines."""
+        return {
+            d["end_commit"]: self.change_lines(d)
+            for d in journal.load_decisions(layout, track)
+            if d.get("status") == "kept" and d.get("end_commit") != d.get("start_commit")
+        }
+
+    def change_lines(self, decision: dict[str, Any]) -> list[str]:
+        return [f"Step {decision['cycle']}: {decision.get('summary') or decision.get('why')}"]
+
     # --- paths ---------------------------------------------------------------------------
 
     def setup_path(self, layout: SessionLayout) -> Path:
