@@ -1,8 +1,9 @@
 """`autoresearch finalize`: a finished session's kept commits as tested review branches.
 
-One sweep session (script backend) keeps five fixes: two that build on each other in
-calc.py, one in text.py, a new util.py, and a change of calc.py's `add` that imports
-util.py (so it fails alone). The narrow demo with the ruff backend is finalized too.
+One sweep session (script backend) keeps six fixes: two that build on each other in
+calc.py, one in text.py, a new util.py, a change of calc.py's `add` that imports util.py
+(so it fails alone), and a new test that needs util.py and text.py's change both. The
+narrow demo with the ruff backend is finalized too.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ UTIL = "def clamp(x, lo, hi):\n    return max(lo, min(x, hi))\n"
 CLAMPED = "from util import clamp\n" + REWORDED.replace(
     "return a + b", "return clamp(a + b, -(10**9), 10**9)"
 )
+# Needs util.py (set 3) and whisper's new ending (set 2): valid only with both.
+BOTH = (
+    "from text import whisper\nfrom util import clamp\n\n\ndef test_both():\n"
+    "    assert clamp(5, 0, 1) == 1 and whisper('A') == 'a...'\n"
+)
 NARRATIVE = "I read calc.py line by line and noticed this while tracing mean()."
 HINT = "You should add a guard that raises ValueError."
 
@@ -61,6 +67,7 @@ SCRIPT = {
             finding("mean's error is vague", "calc.py:5", "The message says too little."),
             finding("no clamp helper", "calc.py:1", "Bounds are checked by hand."),
             finding("add overflows", "calc.py:1", "add has no bound."),
+            finding("nothing tests the pair", "text.py:1", "clamp and whisper are not tested."),
         ]
     },
     "green": {
@@ -69,6 +76,7 @@ SCRIPT = {
         + fix("F-003", "calc.py", REWORDED, "say what is empty")
         + fix("F-004", "util.py", UTIL, "add clamp")
         + fix("F-005", "calc.py", CLAMPED, "bound add")
+        + fix("F-006", "tests/test_both.py", BOTH, "test the pair")
     },
 }
 
@@ -129,16 +137,20 @@ def base_of(wf: Workflow, name: str = "s") -> str:
     return json.loads((wf.session(name) / "setup.json").read_text())["base_commit"]
 
 
+PASSING = [
+    "autoresearch/s/review/1-guard-empty-mean",
+    "autoresearch/s/review/2-soften-whisper",
+    "autoresearch/s/review/3-add-clamp",
+]
+ONLY_TOGETHER = "autoresearch/s/review/5-test-the-pair"
+
+
 def test_finalize_splits_independent_fixes_and_keeps_dependent_ones_together(swept):
     wf, target, _, _, proc = swept
-    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert proc.returncode == 1, proc.stderr + proc.stdout  # one set is not valid alone
     base = base_of(wf)
     branches = sorted(review_branches(target))
-    assert branches == [
-        "autoresearch/s/review/1-guard-empty-mean",
-        "autoresearch/s/review/2-soften-whisper",
-        "autoresearch/s/review/3-add-clamp",
-    ]
+    assert branches == PASSING + [ONLY_TOGETHER]
     assert subjects(target, base, branches[0]) == [
         "fix: [F-001] guard empty mean",
         "fix: [F-003] say what is empty",
@@ -165,12 +177,24 @@ def test_each_review_branch_is_tested_on_its_tip(swept):
     wf, target, _, _, _ = swept
     record = json.loads((wf.session("s") / "review" / "branches.json").read_text())
     tips = review_branches(target)
+    assert [e["tests_ok"] for e in record["sets"]] == [True, True, True, False]
     for entry in record["sets"]:
-        assert entry["tests_ok"] is True
         assert tips[entry["branch"]] == entry["tip"]
         md = (wf.session("s") / "review" / f"{entry['number']}.md").read_text()
         assert f"run on this branch's tip {entry['tip'][:12]}" in md
-        assert "- On this branch: 3 passed" in md
+        if entry["tests_ok"]:
+            assert "- On this branch: 3 passed" in md
+
+
+def test_a_set_valid_only_with_others_is_reported_and_offered_for_no_pr(swept):
+    wf, _, _, _, proc = swept
+    record = json.loads((wf.session("s") / "review" / "branches.json").read_text())
+    assert record["sets"][-1]["only_valid_with"] == [1, 2, 3]
+    text = (wf.session("s") / "review" / "5.md").read_text()
+    assert "- Verdict: FAILS ALONE: no test ran: collection error" in text
+    assert "- Only valid together with sets 1, 2, 3:" in text
+    assert "5. test the pair [tests FAIL alone]" in proc.stdout
+    assert f"push origin {ONLY_TOGETHER}" not in proc.stdout
 
 
 def test_descriptions_come_from_what_green_was_given_never_from_red(swept):
@@ -200,9 +224,9 @@ def test_finalize_leaves_the_users_checkout_alone(swept):
 def test_push_runs_the_push_for_each_set(swept, tmp_path):
     wf, target, remote, before, _ = swept
     proc = finalize(wf, "s", "--push")
-    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert proc.returncode == 1, proc.stderr + proc.stdout
     pushed = git(remote, "for-each-ref", "--format=%(refname:short)").split()
-    assert sorted(pushed) == sorted(review_branches(target))
+    assert sorted(pushed) == PASSING  # the set that fails alone is not pushed
     if shutil.which("gh") is None:
         assert "not run: gh is not installed" in proc.stdout
     assert harness_git.snapshot(target) == before
@@ -216,7 +240,7 @@ def test_a_rerun_replaces_its_own_branches_and_no_other(swept):
     moved = "autoresearch/s/review/2-soften-whisper"
     git(target, "branch", "-f", moved, base)  # one of ours the user moved since
     proc = finalize(wf, "s")
-    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert proc.returncode == 1, proc.stderr + proc.stdout
     branches = review_branches(target)
     assert branches[mine] == base and branches[moved] == base
     assert f"left {moved} alone" in proc.stdout
@@ -226,6 +250,7 @@ def test_a_rerun_replaces_its_own_branches_and_no_other(swept):
             moved,
             moved + "-2",
             "autoresearch/s/review/3-add-clamp",
+            ONLY_TOGETHER,
             mine,
         ]
     )
@@ -235,6 +260,7 @@ def test_a_rerun_replaces_its_own_branches_and_no_other(swept):
         "autoresearch/s/review/1-guard-empty-mean",
         moved + "-2",
         "autoresearch/s/review/3-add-clamp",
+        ONLY_TOGETHER,
     ]
     assert harness_git.snapshot(target) == before
 
