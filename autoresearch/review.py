@@ -72,6 +72,9 @@ class Session:
     spec: SessionSpec
     mode: Any  # modes.Mode (not imported: the modes import this package's modules)
     order: dict[str, int] = field(default_factory=dict)  # each commit's place on its branch
+    # The base's test run, made now in a worktree like the sets' (same machine, same
+    # tools), by base commit: what each set is judged against.
+    base_runs: dict[str, TestRun] = field(default_factory=dict)
 
     @property
     def target(self) -> Path:
@@ -168,13 +171,12 @@ def build(session: Session, review: ReviewSet) -> None:
     if replay(place, base, review.commits) is not None:
         raise SessionError(f"set {review.number} no longer applies on {base[:12]}")
     review.tip = git.head(place)
-    review.run, review.verdict = test(session, place)
+    review.run, review.verdict = test(session, place, base)
 
 
-def test(session: Session, place: Path) -> tuple[TestRun, testrun.Verdict]:
-    """The target's test command on the tree in `place`, in the session's jail, judged
-    against the base's run as the session's own changes were."""
-    run = testrun.run_tests(
+def run_suite(session: Session, place: Path) -> TestRun:
+    """The target's test command on the tree in `place`, uncached, in the session's jail."""
+    return testrun.run_tests(
         session.record.test_command,
         place,
         stack=session.record.stack,
@@ -185,9 +187,14 @@ def test(session: Session, place: Path) -> tuple[TestRun, testrun.Verdict]:
             session.layout, session.record.worktrees, session.spec.get("commands"), place
         ),
     )
-    baseline = TestRun.from_record(session.record.baseline)
+
+
+def test(session: Session, place: Path, base: str) -> tuple[TestRun, testrun.Verdict]:
+    """The tests on `place`, judged against the base's run as the session's own changes
+    were: no test that passed on the base may fail."""
+    run = run_suite(session, place)
     verdict = testrun.acceptable(
-        run, baseline, allow_failing_baseline=session.spec.allow_failing_baseline
+        run, session.base_runs[base], allow_failing_baseline=session.spec.allow_failing_baseline
     )
     return run, verdict
 
@@ -204,7 +211,7 @@ def join_failing(session: Session, sets: list[ReviewSet], log: Callable[[str], N
             merged = sorted(other.commits + review.commits, key=lambda c: session.order[c.sha])
             if replay(trial, base, merged) is not None:
                 continue
-            run, verdict = test(session, trial)
+            run, verdict = test(session, trial, base)
             if not verdict.ok:
                 continue
             log(f"set {review.number} fails alone and passes with set {other.number}: joined")
@@ -234,8 +241,18 @@ def discard(session: Session, review: ReviewSet) -> None:
         delete_branch(session.target, review.branch, review.tip or None)
 
 
+def checked_out(target: Path) -> set[str]:
+    """Every branch some worktree of the repository has checked out (the user's own too)."""
+    out = git.git(target, "worktree", "list", "--porcelain")
+    prefix = "branch refs/heads/"
+    return {line[len(prefix) :] for line in out.splitlines() if line.startswith(prefix)}
+
+
 def delete_branch(target: Path, branch: str, expected: str | None) -> bool:
-    """Delete our branch, only while it still points at `expected` (what we left there)."""
+    """Delete our branch, only while it still points at `expected` (what we left there)
+    and no worktree has it checked out (the user may have checked a review branch out)."""
+    if branch in checked_out(target):
+        return False
     ref = f"refs/heads/{branch}"
     args = ["update-ref", "-d", ref] + ([expected] if expected else [])
     return git.raw(target, *args).returncode == 0
@@ -258,7 +275,10 @@ def clear_previous(session: Session, log: Callable[[str], None]) -> None:
             git.remove_worktree(session.target, place)
         if not delete_branch(session.target, entry["branch"], entry["tip"]):
             if git.branch_exists(session.target, entry["branch"]):
-                log(f"left {entry['branch']} alone: it moved since the last finalize")
+                log(
+                    f"left {entry['branch']} alone: it moved since the last finalize, or "
+                    "a worktree has it checked out"
+                )
     for old in session.folder.glob("*.md") if session.folder.is_dir() else []:
         old.unlink()
 
@@ -285,11 +305,11 @@ def describe(session: Session, review: ReviewSet, notes: dict[str, list[str]]) -
         lines.append(f"- `{commit.sha[:12]}` {commit.subject}")
         lines += [f"  - {line}" for line in notes.get(commit.sha, [])]
     lines += [*(f"\n{j}" for j in review.joined), "", "## Tests", ""]
-    baseline = TestRun.from_record(session.record.baseline)
+    baseline = session.base_runs[base]
     lines += [
         f"- Command: `{session.record.test_command}`, run on this branch's tip "
         f"{review.tip[:12]}" + (" in the session's jail" if session.record.sandbox else ""),
-        f"- On the base: {baseline.summary}",
+        f"- On the base {base[:12]}, run the same way: {baseline.summary}",
         f"- On this branch: {run.summary if run else 'not run'}",
         f"- Verdict: {'kept' if review.ok else 'FAILS ALONE'}: "
         f"{verdict.reason if verdict else 'not judged'}",
@@ -357,6 +377,10 @@ def finalize(
         place = scratch(session, loop.base)
         commits = session_commits(place, loop.base, loop.branch)
         order |= {c.sha: i for i, c in enumerate(commits)}
+        if commits and loop.base not in session.base_runs:
+            git.reset_to(place, loop.base)
+            session.base_runs[loop.base] = run_suite(session, place)
+            log(f"tests on the base {loop.base[:12]}: {session.base_runs[loop.base].summary}")
         for members in applicable_sets(place, loop.base, commits):
             chosen = [commits[i] for i in members]
             replay(place, loop.base, chosen)

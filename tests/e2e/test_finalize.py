@@ -265,6 +265,24 @@ def test_a_rerun_replaces_its_own_branches_and_no_other(swept):
     assert harness_git.snapshot(target) == before
 
 
+def test_a_rerun_never_deletes_a_review_branch_the_user_has_checked_out(swept):
+    wf, target, _, _, _ = swept
+    first = "autoresearch/s/review/1-guard-empty-mean"
+    git(target, "checkout", "-q", first)  # the user looks at a review branch
+    try:
+        tip = review_branches(target)[first]
+        before = harness_git.snapshot(target)
+        proc = finalize(wf, "s")
+        assert proc.returncode == 1, proc.stderr + proc.stdout
+        assert f"left {first} alone" in proc.stdout
+        assert review_branches(target)[first] == tip
+        assert harness_git.snapshot(target) == before
+        record = json.loads((wf.session("s") / "review" / "branches.json").read_text())
+        assert record["sets"][0]["branch"] == first + "-2"
+    finally:
+        git(target, "checkout", "-q", "main")
+
+
 def test_finalize_names_a_session_that_does_not_exist(swept):
     wf, _, _, _, _ = swept
     proc = finalize(wf, "nosuch")
