@@ -24,11 +24,21 @@ BLAMED = re.compile(r"^([0-9a-f]{40}) \d+ \d+")
 
 
 @dataclass(frozen=True)
+class ChangeNote:
+    """Why one kept commit was made, as its mode recorded it: a short title for the set it
+    opens, and the lines of its description."""
+
+    title: str
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Commit:
     sha: str
     subject: str
     message: str
     files: tuple[str, ...]
+    note: ChangeNote | None = None  # the mode's record of why it was made
 
 
 def session_commits(worktree: Path, base: str, tip: str) -> list[Commit]:

@@ -13,6 +13,7 @@ where that run left them), never any other.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 import shutil
@@ -23,7 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from . import git, testrun
-from .changesets import Commit, Groups, ReviewLoop, collided_with, group, session_commits
+from .changesets import (
+    Commit,
+    Groups,
+    ReviewLoop,
+    collided_with,
+    group,
+    session_commits,
+)
 from .errors import SessionError
 from .files import read_json, write_json, write_text
 from .layout import SessionLayout
@@ -91,7 +99,10 @@ class Session:
 
 
 def title_of(commit: Commit) -> str:
-    """A commit's subject without the harness's `fix: [F-001]` prefix."""
+    """The title the mode gave the change, else the commit's subject without the
+    harness's `fix: [F-001]` prefix."""
+    if commit.note is not None and commit.note.title.strip():
+        return " ".join(commit.note.title.split())
     return SUBJECT_PREFIX.sub("", commit.subject).strip() or commit.subject
 
 
@@ -286,7 +297,7 @@ def clear_previous(session: Session, log: Callable[[str], None]) -> None:
 # --- what the reviewer reads -----------------------------------------------------------------
 
 
-def describe(session: Session, review: ReviewSet, notes: dict[str, list[str]]) -> str:
+def describe(session: Session, review: ReviewSet) -> str:
     base = review.loop.base
     diffstat = git.git(review.worktree, "diff", "--numstat", base, review.tip)
     run, verdict = review.run, review.verdict
@@ -303,7 +314,7 @@ def describe(session: Session, review: ReviewSet, notes: dict[str, list[str]]) -
     lines += ["## What changed and why", ""]
     for commit in review.commits:
         lines.append(f"- `{commit.sha[:12]}` {commit.subject}")
-        lines += [f"  - {line}" for line in notes.get(commit.sha, [])]
+        lines += [f"  - {line}" for line in (commit.note.lines if commit.note else ())]
     lines += [*(f"\n{j}" for j in review.joined), "", "## Tests", ""]
     baseline = session.base_runs[base]
     lines += [
@@ -375,7 +386,11 @@ def finalize(
             log(f"no branch {loop.branch} in {session.target}: nothing of it to review")
             continue
         place = scratch(session, loop.base)
-        commits = session_commits(place, loop.base, loop.branch)
+        notes = session.mode.change_notes(layout, loop.track, session.spec)
+        commits = [
+            dataclasses.replace(c, note=notes.get(c.sha))
+            for c in session_commits(place, loop.base, loop.branch)
+        ]
         order |= {c.sha: i for i, c in enumerate(commits)}
         if commits and loop.base not in session.base_runs:
             git.reset_to(place, loop.base)
@@ -409,12 +424,8 @@ def finalize(
     join_failing(session, sets, log)
     if (session.store / "scratch").exists():
         git.remove_worktree(session.target, session.store / "scratch")
-    notes: dict[str, dict[str, list[str]]] = {}
     for review in sets:
-        track = review.loop.track
-        if track not in notes:
-            notes[track] = session.mode.change_notes(layout, track, session.spec)
-        write_text(session.folder / f"{review.number}.md", describe(session, review, notes[track]))
+        write_text(session.folder / f"{review.number}.md", describe(session, review))
     write_json(branches_file(session), {"sets": [entry(r) for r in sets]})
     for review in sets:
         # The branches stay; their worktrees go, so the user can check a branch out.

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import findings, journal, ledger, tally
-from ..changesets import ReviewLoop
+from ..changesets import ChangeNote, ReviewLoop
 from ..errors import SessionError, SpecError
 from ..files import write_text
 from ..findings import Finding
@@ -348,12 +348,12 @@ class Mode:
 
     def change_notes(
         self, layout: SessionLayout, track: str, spec: SessionSpec
-    ) -> dict[str, list[str]]:
+    ) -> dict[str, ChangeNote]:
         """Why each kept commit was made, by commit: for a fix, the finding as sanitize
         passed it to Green (sanitized.md: never Red's own report, whose narrative and fix
         hints the team that made the change never saw); for a refactor, its cycle; and the
         cycle's metric line where the mode measures one."""
-        notes: dict[str, list[str]] = {}
+        notes: dict[str, ChangeNote] = {}
         for d in journal.load_decisions(layout, track):
             folder = layout.cycle(d["cycle"], track)
             sanitized = folder / "sanitized.md"
@@ -373,14 +373,15 @@ class Mode:
                         f"Issue: {f.issue}",
                         f"Impact: {f.impact}",
                     ]
-                notes[fix["commit"]] = lines + metric
+                notes[fix["commit"]] = ChangeNote(fix["summary"], tuple(lines + metric))
             refactor = folder / "refactor.json"
             done = json.loads(refactor.read_text()) if refactor.exists() else {}
             for change in done.get("commits", []):
-                notes[change["commit"]] = [
+                why = (
                     f"Refactor (cycle {d['cycle']}) of the files the cycle's fixes changed: "
                     f"{change['summary']}"
-                ] + metric
+                )
+                notes[change["commit"]] = ChangeNote(change["summary"], (why, *metric))
         return notes
 
     # --- autoresearch status ---------------------------------------------------------------

@@ -334,3 +334,66 @@ def test_finalize_on_a_narrow_session_tests_each_set_and_names_the_metric(narrow
         assert "measurement: lint warnings:" in md
         assert "- On this branch: 7 passed" in md
     assert harness_git.snapshot(target) == before
+
+
+EXPERIMENT_PROGRAM = """# Fewer steps
+
+```yaml
+target_file: fast.py
+eval_command: python measure.py
+metric_key: ops
+direction: minimize
+max_experiments: 2
+experiment_timeout: 60
+```
+
+## Research Direction
+
+Reduce the number of steps without breaking the tests.
+"""
+
+
+def test_finalize_on_an_experiment_session_describes_each_kept_hypothesis(tmp_path):
+    fast = "def steps():\n    return {n}\n"
+    target = make_repo(
+        tmp_path / "target",
+        {
+            "fast.py": fast.format(n=1000),
+            "measure.py": "import json\nimport fast\n\nprint(json.dumps({'ops': fast.steps()}))\n",
+            "tests/test_fast.py": "from fast import steps\n\n\ndef test_steps():\n"
+            "    assert steps() > 0\n",
+            "program.md": EXPERIMENT_PROGRAM,
+        },
+    )
+
+    def change(n: int, hypothesis: str) -> list[dict]:
+        return [
+            {"tool": "write_file", "args": {"path": "fast.py", "content": fast.format(n=n)}},
+            {
+                "tool": "finish_experiment",
+                "args": {"hypothesis": hypothesis, "change_summary": f"steps() returns {n}"},
+            },
+        ]
+
+    wf = Workflow(tmp_path / "work")
+    script = {"experiment": {1: change(800, "Halve the inner loop"), 2: change(700, "Memoize")}}
+    spec = {
+        "mode": "experiment",
+        "target": str(target),
+        "test_command": "python -m pytest -q",
+        "experiment": {"program": "program.md"},
+        "agent": {"backend": "script", "script": str(wf.script(script))},
+    }
+    wf.run("e", spec)
+    proc = finalize(wf, "e")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    # Both experiments rewrote the same line: one set, both commits, tested on its tip.
+    record = json.loads((wf.session("e") / "review" / "branches.json").read_text())
+    assert [len(e["commits"]) for e in record["sets"]] == [2]
+    assert record["sets"][0]["branch"] == "autoresearch/e/review/1-halve-the-inner-loop"
+    assert record["sets"][0]["tests_ok"] is True
+    text = (wf.session("e") / "review" / "1.md").read_text()
+    assert text.startswith("# Halve the inner loop (+1 more commit)\n")
+    assert "Experiment #1: Halve the inner loop" in text
+    assert "ops: 1000 → 800" in text
+    assert "Experiment #2: Memoize" in text

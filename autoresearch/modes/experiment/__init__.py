@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import git, journal, metrics, spec, tally
+from ...changesets import ChangeNote
 from ...commands import CommandResult
 from ...errors import SessionError, SpecError
 from ...files import write_json, write_text
@@ -368,7 +369,7 @@ class Experiment(Mode):
 
     def change_notes(
         self, layout: SessionLayout, track: str, spec: SessionSpec
-    ) -> dict[str, list[str]]:
+    ) -> dict[str, ChangeNote]:
         """Each kept experiment's hypothesis (the agent's own, which made the change) and
         the metric as the session measured it against the incumbent."""
         key = key_of(config_of(spec))
@@ -377,11 +378,15 @@ class Experiment(Mode):
             if rec.get("status") != KEPT:
                 continue
             name = f"#{rec['iteration']}" + (f"/{rec['candidate']}" if rec.get("candidate") else "")
-            notes[rec["end_commit"]] = [
-                f"Experiment {name}: {' '.join(rec['hypothesis'].split())}",
-                f"{key}: {fmt(rec.get('baseline_value'))} → {fmt(rec.get('metric_value'))} "
-                "(the session's measurement, against the best before it)",
-            ]
+            hypothesis = " ".join(rec["hypothesis"].split())
+            notes[rec["end_commit"]] = ChangeNote(
+                hypothesis,
+                (
+                    f"Experiment {name}: {hypothesis}",
+                    f"{key}: {fmt(rec.get('baseline_value'))} → {fmt(rec.get('metric_value'))} "
+                    "(the session's measurement, against the best before it)",
+                ),
+            )
         return notes
 
     def show(self, layout: SessionLayout, spec: SessionSpec, iteration: int, candidate) -> str:

@@ -62,6 +62,9 @@ class Learn(Lens):
     gate_label = "doc problems"
     spec_example = SPEC_EXAMPLE
 
+    def change_title(self, decision: dict[str, Any]) -> str:
+        return f"Document {decision['doc']}"
+
     def change_lines(self, decision: dict[str, Any]) -> list[str]:
         """The doc the step wrote, why it was kept, and its reference score."""
         return [

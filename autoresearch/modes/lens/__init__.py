@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import journal
+from ...changesets import ChangeNote
 from ...errors import SpecError
 from ...files import locked, read_json, write_text
 from ...layout import SessionLayout, rel
@@ -43,16 +44,19 @@ class Lens(Mode):
 
     def change_notes(
         self, layout: SessionLayout, track: str, spec: SessionSpec
-    ) -> dict[str, list[str]]:
+    ) -> dict[str, ChangeNote]:
         """A lens that commits keeps one commit per kept step: the step's own lines."""
         return {
-            d["end_commit"]: self.change_lines(d)
+            d["end_commit"]: ChangeNote(self.change_title(d), tuple(self.change_lines(d)))
             for d in journal.load_decisions(layout, track)
             if d.get("status") == "kept" and d.get("end_commit") != d.get("start_commit")
         }
 
+    def change_title(self, decision: dict[str, Any]) -> str:
+        return str(decision.get("summary") or decision.get("why") or f"step {decision['cycle']}")
+
     def change_lines(self, decision: dict[str, Any]) -> list[str]:
-        return [f"Step {decision['cycle']}: {decision.get('summary') or decision.get('why')}"]
+        return [f"Step {decision['cycle']}: {self.change_title(decision)}"]
 
     # --- paths ---------------------------------------------------------------------------
 
