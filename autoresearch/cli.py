@@ -231,14 +231,16 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """One experiment's hypothesis, measurements, verdict and diff (experiment sessions)."""
+    """One cycle's findings, kept commits and diffs (sweep, narrow, broad), or one
+    experiment's hypothesis, measurements, verdict and diff (experiment sessions)."""
     root = (sessions_root(args.directory) / "sessions" / args.name).absolute()
     if not (root / "setup.json").exists():
         print(f"no set-up session {args.name!r} under {root.parent}/", file=sys.stderr)
         return 1
     mode, layout = status.mode_of(root)
     try:
-        text = mode.show(layout, spec.load_frozen(layout.spec), args.iteration, args.candidate)
+        frozen = spec.load_frozen(layout.spec)
+        text = mode.show(layout, frozen, args.iteration, args.candidate, track=args.track or "")
     except UserError as err:
         print(f"autoresearch: {err}", file=sys.stderr)
         return 1
@@ -364,10 +366,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     redo.set_defaults(func=cmd_redo)
 
-    show = sub.add_parser("show", help="what one experiment changed, and how it was judged")
-    show.add_argument("name", help="an experiment session's name")
-    show.add_argument("iteration", type=int, help="the iteration's number (1, 2, ...)")
-    show.add_argument("--candidate", help="cK: one candidate of a batch (default: all)")
+    show = sub.add_parser(
+        "show", help="what one cycle or experiment changed, and how it was judged"
+    )
+    show.add_argument("name", help="a sweep, narrow, broad or experiment session's name")
+    show.add_argument("iteration", type=int, help="the cycle's or iteration's number (1, 2, ...)")
+    show.add_argument("--candidate", help="experiment: cK, one candidate of a batch (default: all)")
+    show.add_argument("--track", help="broad: the track whose cycle to show (h1, h2, ...)")
     show.set_defaults(func=cmd_show)
     final = sub.add_parser(
         "finalize",

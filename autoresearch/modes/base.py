@@ -410,13 +410,25 @@ class Mode:
         return []
 
     def show(
-        self, layout: SessionLayout, spec: SessionSpec, iteration: int, candidate: str | None
+        self,
+        layout: SessionLayout,
+        spec: SessionSpec,
+        iteration: int,
+        candidate: str | None,
+        track: str = "",
     ) -> str:
-        """`autoresearch show NAME ITERATION`: one iteration's change and how it was judged."""
-        raise SessionError(
-            f"session {layout.name!r} is a {self.name} session: `autoresearch show` prints "
-            "the experiments of experiment sessions; read its cycles/NNN/ files instead"
-        )
+        """`autoresearch show NAME N`: one cycle's findings, kept commits with their diffs,
+        and what was skipped and why (`track`: a broad track's cycle)."""
+        from . import cycle_view
+
+        if candidate is not None:
+            raise SessionError(f"session {layout.name!r} has no candidates: drop --candidate")
+        tracks = self.tracks(layout)
+        if track not in tracks:
+            have = ", ".join(t for t in tracks if t) or "none: drop --track"
+            wanted = f"no track {track!r}" if track else "tracks: pass --track"
+            raise SessionError(f"session {layout.name!r} has {wanted} (tracks: {have})")
+        return cycle_view.render(layout, iteration, track)
 
 
 # --- stop 7's spec keys ----------------------------------------------------------------------

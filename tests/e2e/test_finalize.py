@@ -68,6 +68,7 @@ SCRIPT = {
             finding("no clamp helper", "calc.py:1", "Bounds are checked by hand."),
             finding("add overflows", "calc.py:1", "add has no bound."),
             finding("nothing tests the pair", "text.py:1", "clamp and whisper are not tested."),
+            finding("text.py has no docstring", "text.py:1", "Readers must guess."),
         ]
     },
     "green": {
@@ -77,6 +78,7 @@ SCRIPT = {
         + fix("F-004", "util.py", UTIL, "add clamp")
         + fix("F-005", "calc.py", CLAMPED, "bound add")
         + fix("F-006", "tests/test_both.py", BOTH, "test the pair")
+        + [{"tool": "skip_finding", "args": {"finding_id": "F-007", "reason": "cosmetic"}}]
     },
 }
 

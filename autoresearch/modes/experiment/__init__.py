@@ -389,7 +389,9 @@ class Experiment(Mode):
             )
         return notes
 
-    def show(self, layout: SessionLayout, spec: SessionSpec, iteration: int, candidate) -> str:
+    def show(
+        self, layout: SessionLayout, spec: SessionSpec, iteration: int, candidate, track=""
+    ) -> str:
         """One experiment's hypothesis, measurements, verdict and diff."""
         if not layout.experiment_setup.exists():
             raise SessionError(f"session {layout.name!r} is not set up yet: nothing to show")

@@ -13,7 +13,7 @@ from typing import Any
 
 from ... import journal
 from ...changesets import ChangeNote
-from ...errors import SpecError
+from ...errors import SessionError, SpecError
 from ...files import locked, read_json, write_text
 from ...layout import SessionLayout, rel
 from ...lenses import lens_log
@@ -39,6 +39,20 @@ class Lens(Mode):
     lists_cycles = False  # the lens's own section summarises its iterations
     ruff_plays = False  # whether the model-free ruff backend can play this lens
     gate_label = "findings"  # what the gate counts, for `done`
+
+    def show(
+        self,
+        layout: SessionLayout,
+        spec: SessionSpec,
+        iteration: int,
+        candidate: str | None,
+        track: str = "",
+    ) -> str:
+        raise SessionError(
+            f"session {layout.name!r} is a {self.name} session: `autoresearch show` prints the "
+            f"cycles of sweep, narrow and broad sessions and the experiments of experiment "
+            f"sessions; read its {self.loop}/NNN/ files instead"
+        )
 
     # --- autoresearch finalize ---------------------------------------------------------------
 
