@@ -33,7 +33,7 @@ from .changesets import (
     session_commits,
 )
 from .errors import SessionError
-from .files import read_json, write_json, write_text
+from .files import locked, read_json, write_json, write_text
 from .layout import SessionLayout
 from .record import SetupRecord
 from .spec import SessionSpec
@@ -83,6 +83,7 @@ class Session:
     # The base's test run, made now in a worktree like the sets' (same machine, same
     # tools), by base commit: what each set is judged against.
     base_runs: dict[str, TestRun] = field(default_factory=dict)
+    jail: str = ""  # how the tests were confined: "bwrap", or "none" and why
 
     @property
     def target(self) -> Path:
@@ -377,6 +378,19 @@ def finalize(
             f"session {layout.name!r} has not finished (no {layout.done}): run it to its end "
             "first, then finalize it"
         )
+    if not git.is_repo(session.target):
+        raise SessionError(
+            f"{layout.setup}: key 'target': {session.target} is not a git repository any more"
+        )
+    # Two finalize runs of one session would replay into the same worktrees: one at a time.
+    with locked(layout.root / ".finalize.lock"):
+        return _finalize(session, do_push, remote, log)
+
+
+def _finalize(
+    session: Session, do_push: bool, remote: str, log: Callable[[str], None]
+) -> list[ReviewSet]:
+    layout = session.layout
     clear_previous(session, log)
     session.folder.mkdir(parents=True, exist_ok=True)
     sets: list[ReviewSet] = []
