@@ -188,6 +188,8 @@ def build(session: Session, review: ReviewSet) -> None:
 
 def run_suite(session: Session, place: Path) -> TestRun:
     """The target's test command on the tree in `place`, uncached, in the session's jail."""
+    jail = jail_for(session.layout, session.record.worktrees, session.spec.get("commands"), place)
+    session.jail = "in a bwrap jail" if jail.mode == "bwrap" else f"without a jail ({jail.note})"
     return testrun.run_tests(
         session.record.test_command,
         place,
@@ -195,9 +197,7 @@ def run_suite(session: Session, place: Path) -> TestRun:
         timeout_s=session.spec.test_timeout_s,
         secrets=session.spec.secrets,
         uncached=True,
-        jail=jail_for(
-            session.layout, session.record.worktrees, session.spec.get("commands"), place
-        ),
+        jail=jail,
     )
 
 
@@ -320,7 +320,7 @@ def describe(session: Session, review: ReviewSet) -> str:
     baseline = session.base_runs[base]
     lines += [
         f"- Command: `{session.record.test_command}`, run on this branch's tip "
-        f"{review.tip[:12]}" + (" in the session's jail" if session.record.sandbox else ""),
+        f"{review.tip[:12]}, {session.jail}",
         f"- On the base {base[:12]}, run the same way: {baseline.summary}",
         f"- On this branch: {run.summary if run else 'not run'}",
         f"- Verdict: {'kept' if review.ok else 'FAILS ALONE'}: "
