@@ -264,7 +264,7 @@ def test_comparison_calls_a_tie_break_a_tie_and_names_the_criterion():
         [full_result("h1", "obvious", 2, 5, "t1"), full_result("h2", "bold", 2, 9, "t2")]
     )
     assert data["decided_by"]["tie"] is True
-    assert "Winner tie on fixes kept, decided by category (h2 over h1)." in text
+    assert "Chosen by: tie on fixes kept, decided by category (h2 over h1)." in text
 
 
 def test_comparison_says_a_real_lead_is_no_tie():

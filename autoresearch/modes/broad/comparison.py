@@ -166,7 +166,7 @@ def render_comparison(
         decided = data.get("decided_by") or {}
         lines += [f"**{winner['id']}** on branch `{winner['branch']}`.", ""]
         if decided:
-            lines += [f"Winner {decided['text']}.", ""]
+            lines += [f"Chosen by: {decided['text']}.", ""]
         lines.append(data["why"])
         if data["runner_up"]:
             lines += ["", f"Runner-up: {data['runner_up']}."]
