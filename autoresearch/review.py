@@ -130,14 +130,16 @@ def scratch(session: Session, base: str) -> Path:
     """A detached worktree of ours at `base`, to read and try replays in."""
     place = session.store / "scratch"
     git.add_detached_worktree(session.target, place, base)
-    git.reset_to(place, base)
+    git.reset_to(place, base, ignored=True)
     return place
 
 
 def replay(worktree: Path, base: str, commits: list[Commit]) -> int | None:
     """Rebuild `commits` in order on `base` in `worktree`, each as a commit with its own
     message; the index of the first that does not apply, or None when all did."""
-    git.reset_to(worktree, base)
+    # Ignored files too: what a test run in this worktree left (a build, a generated module)
+    # must not reach the next tree tested here.
+    git.reset_to(worktree, base, ignored=True)
     for i, commit in enumerate(commits):
         if not git.apply_commit(worktree, commit.sha):
             return i
@@ -407,7 +409,7 @@ def _finalize(
         ]
         order |= {c.sha: i for i, c in enumerate(commits)}
         if commits and loop.base not in session.base_runs:
-            git.reset_to(place, loop.base)
+            git.reset_to(place, loop.base, ignored=True)
             session.base_runs[loop.base] = run_suite(session, place)
             log(f"tests on the base {loop.base[:12]}: {session.base_runs[loop.base].summary}")
         for members in applicable_sets(place, loop.base, commits):
