@@ -244,7 +244,8 @@ def join_failing(session: Session, sets: list[ReviewSet], log: Callable[[str], N
             discard(session, review)
             sets.remove(review)
             break
-        else:
+    for review in sets:  # after every join, so no number named here has gone since
+        if not review.ok:
             review.needs = [s.number for s in sets if s is not review and s.loop == review.loop]
 
 
