@@ -1,5 +1,5 @@
-"""The `autoresearch` command: new, plan, status, show, check, redo, version. Running a
-session is Snakemake's job.
+"""The `autoresearch` command: new, plan, status, show, check, redo, finalize, version.
+Running a session is Snakemake's job.
 
 Every command works on a workflow folder: the checkout holding the Snakefile (where
 `snakemake` runs and `sessions/` lives), found from the working directory upwards.
@@ -231,14 +231,16 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """One experiment's hypothesis, measurements, verdict and diff (experiment sessions)."""
+    """One cycle's findings, kept commits and diffs (sweep, narrow, broad), or one
+    experiment's hypothesis, measurements, verdict and diff (experiment sessions)."""
     root = (sessions_root(args.directory) / "sessions" / args.name).absolute()
     if not (root / "setup.json").exists():
         print(f"no set-up session {args.name!r} under {root.parent}/", file=sys.stderr)
         return 1
     mode, layout = status.mode_of(root)
     try:
-        text = mode.show(layout, spec.load_frozen(layout.spec), args.iteration, args.candidate)
+        frozen = spec.load_frozen(layout.spec)
+        text = mode.show(layout, frozen, args.iteration, args.candidate, track=args.track or "")
     except UserError as err:
         print(f"autoresearch: {err}", file=sys.stderr)
         return 1
@@ -278,6 +280,20 @@ def cmd_redo(args: argparse.Namespace) -> int:
         return 0
     print("running: " + " ".join(command), flush=True)
     return redo.run_snakemake(root, command)
+
+
+def cmd_finalize(args: argparse.Namespace) -> int:
+    """A finished session's kept commits as tested review branches (docs/finalize.md)."""
+    from . import review
+    from .record import load_record
+
+    root = (sessions_root(args.directory) / "sessions" / args.name).absolute()
+    if not (root / "setup.json").exists():
+        raise UserError(f"no set-up session {args.name!r} under {root.parent}/")
+    mode, layout = status.mode_of(root)
+    session = review.Session(layout, load_record(layout), spec.load_frozen(layout.spec), mode)
+    sets = review.finalize(session, do_push=args.push, remote=args.remote)
+    return 0 if all(s.ok for s in sets) else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -350,11 +366,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     redo.set_defaults(func=cmd_redo)
 
-    show = sub.add_parser("show", help="what one experiment changed, and how it was judged")
-    show.add_argument("name", help="an experiment session's name")
-    show.add_argument("iteration", type=int, help="the iteration's number (1, 2, ...)")
-    show.add_argument("--candidate", help="cK: one candidate of a batch (default: all)")
+    show = sub.add_parser(
+        "show", help="what one cycle or experiment changed, and how it was judged"
+    )
+    show.add_argument("name", help="a sweep, narrow, broad or experiment session's name")
+    show.add_argument("iteration", type=int, help="the cycle's or iteration's number (1, 2, ...)")
+    show.add_argument("--candidate", help="experiment: cK, one candidate of a batch (default: all)")
+    show.add_argument("--track", help="broad: the track whose cycle to show (h1, h2, ...)")
     show.set_defaults(func=cmd_show)
+    final = sub.add_parser(
+        "finalize",
+        help="a finished session's kept changes as independent, tested review branches",
+        description="Group the session's kept commits into independent change sets, replay "
+        "each onto the session's base as autoresearch/NAME/review/<n>-<slug>, run the "
+        "target's tests on each, and write sessions/NAME/review/<n>.md. Prints the push and "
+        "pull-request commands; runs them only with --push. A rerun replaces the branches "
+        "of its previous run, never others.",
+    )
+    final.add_argument("name", help="a finished session's name")
+    final.add_argument("--push", action="store_true", help="run the printed push and gh commands")
+    final.add_argument("--remote", default="origin", help="the remote to push to (default origin)")
+    final.set_defaults(func=cmd_finalize)
     check = sub.add_parser("check", help="a lens session's gate: exit 1 when it FAILED")
     check.add_argument("name", help="a finished lens session's name")
     check.set_defaults(func=cmd_check)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import findings, journal, ledger, tally
+from ..changesets import ChangeNote, ReviewLoop
 from ..errors import SessionError, SpecError
 from ..files import write_text
 from ..findings import Finding
@@ -337,6 +338,52 @@ class Mode:
 
         return self.teams_needed(values) <= BACKEND_TEAMS["ruff"]
 
+    # --- autoresearch finalize -------------------------------------------------------------
+
+    def review_loops(
+        self, layout: SessionLayout, record: SetupRecord, spec: SessionSpec
+    ) -> list[ReviewLoop]:
+        """The branches whose kept commits `finalize` splits into review sets."""
+        return [ReviewLoop("", record.branch, record.base_commit)]
+
+    def change_notes(
+        self, layout: SessionLayout, track: str, spec: SessionSpec
+    ) -> dict[str, ChangeNote]:
+        """Why each kept commit was made, by commit: for a fix, the finding as sanitize
+        passed it to Green (sanitized.md: never Red's own report, whose narrative and fix
+        hints the team that made the change never saw); for a refactor, its cycle; and the
+        cycle's metric line where the mode measures one."""
+        notes: dict[str, ChangeNote] = {}
+        for d in journal.load_decisions(layout, track):
+            folder = layout.cycle(d["cycle"], track)
+            sanitized = folder / "sanitized.md"
+            passed = (
+                {f.id: f for f in findings.parse(sanitized.read_text())}
+                if sanitized.exists()
+                else {}
+            )
+            metric = [f"Cycle {d['cycle']}'s measurement: {d['metric']}"] if d.get("metric") else []
+            for fix in d.get("fixed", []):
+                f = passed.get(fix["id"])
+                lines = [f"Fixes {fix['id']} (cycle {d['cycle']}): {fix['summary']}"]
+                if f is not None:
+                    lines += [
+                        f"Finding {f.id} ({f.severity}): {f.title}",
+                        f"Location: {f.location}",
+                        f"Issue: {f.issue}",
+                        f"Impact: {f.impact}",
+                    ]
+                notes[fix["commit"]] = ChangeNote(fix["summary"], tuple(lines + metric))
+            refactor = folder / "refactor.json"
+            done = json.loads(refactor.read_text()) if refactor.exists() else {}
+            for change in done.get("commits", []):
+                why = (
+                    f"Refactor (cycle {d['cycle']}) of the files the cycle's fixes changed: "
+                    f"{change['summary']}"
+                )
+                notes[change["commit"]] = ChangeNote(change["summary"], (why, *metric))
+        return notes
+
     # --- autoresearch status ---------------------------------------------------------------
 
     def kept_count(self, layout: SessionLayout) -> int | str:
@@ -363,13 +410,25 @@ class Mode:
         return []
 
     def show(
-        self, layout: SessionLayout, spec: SessionSpec, iteration: int, candidate: str | None
+        self,
+        layout: SessionLayout,
+        spec: SessionSpec,
+        iteration: int,
+        candidate: str | None,
+        track: str = "",
     ) -> str:
-        """`autoresearch show NAME ITERATION`: one iteration's change and how it was judged."""
-        raise SessionError(
-            f"session {layout.name!r} is a {self.name} session: `autoresearch show` prints "
-            "the experiments of experiment sessions; read its cycles/NNN/ files instead"
-        )
+        """`autoresearch show NAME N`: one cycle's findings, kept commits with their diffs,
+        and what was skipped and why (`track`: a broad track's cycle)."""
+        from . import cycle_view
+
+        if candidate is not None:
+            raise SessionError(f"session {layout.name!r} has no candidates: drop --candidate")
+        tracks = self.tracks(layout)
+        if track not in tracks:
+            have = ", ".join(t for t in tracks if t) or "none: drop --track"
+            wanted = f"no track {track!r}" if track else "tracks: pass --track"
+            raise SessionError(f"session {layout.name!r} has {wanted} (tracks: {have})")
+        return cycle_view.render(layout, iteration, track)
 
 
 # --- stop 7's spec keys ----------------------------------------------------------------------

@@ -228,3 +228,73 @@ def test_status_lines_show_tracks_and_pending_approval(tmp_path, monkeypatch):
     assert any("awaiting approval" in line for line in lines)
     assert lines[-1].startswith("waiting for approval: edit sessions/s/hypotheses.md")
     assert "create sessions/s/approved" in lines[-1]
+
+
+def full_result(hid: str, category: str, fixes: int, lines: int, tree: str) -> dict:
+    """A track's result.json as end_track writes it, enough for comparison.md."""
+    return result(hid, category, fixes, lines) | {
+        "name": f"name {hid}",
+        "statement": f"statement {hid}.",
+        "branch": f"autoresearch/broad/s/{hid}",
+        "status": "complete",
+        "reason": "cap reached",
+        "cycles": 1,
+        "commits": fixes,
+        "files_changed": ["calc.py"],
+        "refactor_changes": 0,
+        "reverted": 0,
+        "skipped": 0,
+        "findings": fixes,
+        "fixed": [],
+        "test_summary": "2 passed",
+        "tree": tree,
+    }
+
+
+def comparison_text(tracks: list[dict]) -> tuple[dict, str]:
+    from autoresearch.modes.broad.comparison import ranking, render_comparison
+
+    data = ranking(tracks, "/repo")
+    ranked = [data["tracks"][hid] for hid in data["ranking"]]
+    return data, render_comparison("s", "x", "abc", "/repo", ranked, data)
+
+
+def test_comparison_calls_a_tie_break_a_tie_and_names_the_criterion():
+    data, text = comparison_text(
+        [full_result("h1", "obvious", 2, 5, "t1"), full_result("h2", "bold", 2, 9, "t2")]
+    )
+    assert data["decided_by"]["tie"] is True
+    assert "Chosen by: tie on fixes kept, decided by category (h2 over h1)." in text
+
+
+def test_comparison_says_a_real_lead_is_no_tie():
+    data, text = comparison_text(
+        [full_result("h1", "obvious", 3, 5, "t1"), full_result("h2", "bold", 2, 9, "t2")]
+    )
+    assert data["decided_by"] == {
+        "criterion": "fixes kept",
+        "tie": False,
+        "text": "decided by fixes kept (h1 over h2)",
+    }
+    assert "tie" not in text.split("## Winner")[1].split("## Merge")[0]
+
+
+def test_comparison_decided_by_proposal_order_names_every_tied_criterion():
+    _, text = comparison_text(
+        [full_result("h1", "bold", 2, 5, "t1"), full_result("h2", "bold", 2, 5, "t2")]
+    )
+    expected = "tie on fixes kept, category and diff size, decided by proposal order (h1 over h2)"
+    assert expected in text
+
+
+def test_comparison_reports_tracks_that_ended_on_the_same_tree():
+    data, text = comparison_text(
+        [
+            full_result("h1", "obvious", 2, 5, "same"),
+            full_result("h2", "bold", 2, 5, "same"),
+            full_result("h3", "creative", 1, 5, "other"),
+        ]
+    )
+    assert data["same_trees"] == [["h2", "h1"]]
+    assert "h2 and h1 ended on the same tree" in text
+    assert "h3 ended on the same tree" not in text

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from ... import journal, tally
+from ...changesets import ReviewLoop
 from ...errors import SpecError
 from ...files import read_json, write_text
 from ...layout import SessionLayout, rel
+from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..base import Mode
@@ -154,6 +156,20 @@ class Broad(Mode):
         lines.append(f"details: {rel(env.layout.comparison_md)}")
         write_text(out, "\n".join(lines) + "\n")
         env.log(json.dumps({"done": env.layout.name, "winner": winner["id"] if winner else None}))
+
+    def review_loops(
+        self, layout: SessionLayout, record: SetupRecord, spec: SessionSpec
+    ) -> list[ReviewLoop]:
+        """Every track that started: its own branch from the base, its hypothesis."""
+        loops = []
+        for hid in self.tracks(layout):
+            meta = read_json(layout.track_meta(hid))
+            if meta is None:
+                continue
+            h = meta["hypothesis"]
+            context = (f"Track {hid}'s hypothesis [{h['category']}] {h['name']}: {h['statement']}",)
+            loops.append(ReviewLoop(hid, meta["branch"], meta["base_commit"], context))
+        return loops
 
     def kept_count(self, layout: SessionLayout) -> int | str:
         """Per track (`h1 3, h2 5`): the tracks compete, so their fixes are never added up."""

@@ -1,7 +1,9 @@
 """Broad mode's comparison: ranking the tracks, naming the winner, comparison.md.
 
 Best first: a green suite with a kept change, most fixes kept, the less obvious category
-on a tie, then the smaller diff, then proposal order.
+on a tie, then the smaller diff, then proposal order. comparison.md says which of these
+decided between the winner and the runner-up, calls the last three a tie-break, and names
+the tracks that ended on the same tree (their changes are the same, whoever "won").
 """
 
 from __future__ import annotations
@@ -10,6 +12,15 @@ from typing import Any
 
 # Ties go to the less obvious idea: that is the result only the experiment could give.
 CATEGORY_PREFERENCE = {"bold": 0, "creative": 0, "wildcard": 1, "adjacent": 1, "obvious": 2}
+# rank_key's criteria in its order; from the third on, the tracks tied on what counts.
+CRITERIA = (
+    "a green suite with a kept change",
+    "fixes kept",
+    "category",
+    "diff size",
+    "proposal order",
+)
+FIRST_TIE_BREAK = 2
 
 
 def ranking(results: list[dict[str, Any]], target: str) -> dict[str, Any]:
@@ -24,8 +35,41 @@ def ranking(results: list[dict[str, Any]], target: str) -> dict[str, Any]:
         "runner_up": ranked[1]["id"] if winner and len(ranked) > 1 else None,
         "why": why(winner, ranked) if winner else no_winner_reason(ranked),
         "merge_command": f"git -C {target} merge {winner['branch']}" if winner else None,
+        "decided_by": decided_by(ranked) if winner else None,
+        "same_trees": same_trees(ranked),
         "tracks": {r["id"]: r for r in results},
     }
+
+
+def decided_by(ranked: list[dict[str, Any]]) -> dict[str, Any]:
+    """Which criterion put the first track ahead of the second: the first element of
+    rank_key where they differ. `tie` when it is a tie-break (category, diff size, order)."""
+    if len(ranked) < 2:
+        return {"criterion": "the only track", "tie": False, "text": "the only track that ran"}
+    first, second = rank_key(ranked[0]), rank_key(ranked[1])
+    index = next(i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a != b)
+    criterion = CRITERIA[index]
+    tie = index >= FIRST_TIE_BREAK
+    if not tie:
+        text = f"decided by {criterion}"
+    else:
+        tied_on = name_list(list(CRITERIA[1:index]))
+        text = f"tie on {tied_on}, decided by {criterion}"
+    text += f" ({ranked[0]['id']} over {ranked[1]['id']})"
+    return {"criterion": criterion, "tie": tie, "text": text}
+
+
+def same_trees(ranked: list[dict[str, Any]]) -> list[list[str]]:
+    """Groups of tracks, in rank order, whose branches ended on the same tree."""
+    groups: dict[str, list[str]] = {}
+    for r in ranked:
+        if r.get("tree"):
+            groups.setdefault(r["tree"], []).append(r["id"])
+    return [ids for ids in groups.values() if len(ids) > 1]
+
+
+def name_list(ids: list[str]) -> str:
+    return ids[0] if len(ids) == 1 else ", ".join(ids[:-1]) + f" and {ids[-1]}"
 
 
 def rank_key(r: dict[str, Any]) -> tuple:
@@ -119,7 +163,11 @@ def render_comparison(
     winner = data["winner"]
     lines += ["", "## Winner", ""]
     if winner:
-        lines += [f"**{winner['id']}** on branch `{winner['branch']}`.", "", data["why"]]
+        decided = data.get("decided_by") or {}
+        lines += [f"**{winner['id']}** on branch `{winner['branch']}`.", ""]
+        if decided:
+            lines += [f"Chosen by: {decided['text']}.", ""]
+        lines.append(data["why"])
         if data["runner_up"]:
             lines += ["", f"Runner-up: {data['runner_up']}."]
         lines += [
@@ -135,6 +183,12 @@ def render_comparison(
         ]
     else:
         lines += ["No winner.", "", data["why"]]
+    for ids in data.get("same_trees") or []:
+        lines += [
+            "",
+            f"{name_list(ids)} ended on the same tree: their branches hold the same code, so "
+            "which of them ranks first changes nothing in what would be merged.",
+        ]
     lines += ["", "## Tracks", ""]
     winner_files = set(data["tracks"][winner["id"]]["files_changed"]) if winner else set()
     for r in ranked:

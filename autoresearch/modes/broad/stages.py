@@ -258,6 +258,7 @@ def end_track(env: StageEnv, out: Path) -> None:
         "branch": meta["branch"],
         "base_commit": base,
         "end_commit": end,
+        "tree": git.git(worktree, "rev-parse", f"{end}^{{tree}}"),
         "status": last.get("track_status") or "complete",
         "reason": last.get("reason"),
         "cycles": len(decisions),
@@ -286,6 +287,11 @@ def compare(env: StageEnv, md_out: Path, json_out: Path) -> None:
     results = [
         json.loads(layout.track_result(h.id).read_text()) for h in approved_hypotheses(layout)
     ]
+    for r in results:  # a track ended before results named their tree
+        if "tree" not in r:
+            r["tree"] = git.git(
+                layout.worktree(r["id"]), "rev-parse", f"{r['end_commit']}^{{tree}}"
+            )
     data = ranking(results, env.record.target)
     ranked = [data["tracks"][hid] for hid in data["ranking"]]
     aspiration = load_approved(layout).get("aspiration")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import git, journal, measured, metrics, spec, tally
+from ...changesets import ChangeNote
 from ...commands import CommandResult
 from ...errors import SessionError, SpecError
 from ...files import write_json, write_text
@@ -38,6 +39,7 @@ from .stages import (
     _measure,
     baseline_record,
     config_of,
+    experiments,
     key_of,
     records,
     setup_state,
@@ -391,7 +393,31 @@ class Experiment(Mode):
             lines += [f"  {logs.status_line(r, key)}" for r in reversed(recent)]
         return lines
 
-    def show(self, layout: SessionLayout, spec: SessionSpec, iteration: int, candidate) -> str:
+    def change_notes(
+        self, layout: SessionLayout, track: str, spec: SessionSpec
+    ) -> dict[str, ChangeNote]:
+        """Each kept experiment's hypothesis (the agent's own, which made the change) and
+        the metric as the session measured it against the incumbent."""
+        key = key_of(config_of(spec))
+        notes = {}
+        for rec in experiments(layout):
+            if rec.get("status") != KEPT:
+                continue
+            name = f"#{rec['iteration']}" + (f"/{rec['candidate']}" if rec.get("candidate") else "")
+            hypothesis = " ".join(rec["hypothesis"].split())
+            notes[rec["end_commit"]] = ChangeNote(
+                hypothesis,
+                (
+                    f"Experiment {name}: {hypothesis}",
+                    f"{key}: {fmt(rec.get('baseline_value'))} → {fmt(rec.get('metric_value'))} "
+                    "(the session's measurement, against the best before it)",
+                ),
+            )
+        return notes
+
+    def show(
+        self, layout: SessionLayout, spec: SessionSpec, iteration: int, candidate, track=""
+    ) -> str:
         """One experiment's hypothesis, measurements, verdict and diff."""
         if not layout.experiment_setup.exists():
             raise SessionError(f"session {layout.name!r} is not set up yet: nothing to show")

@@ -68,6 +68,18 @@ class Fix(Lens):
     gate_label = "errors left"
     spec_example = SPEC_EXAMPLE
 
+    def change_lines(self, decision: dict[str, Any]) -> list[str]:
+        """The error the step was given, and the session's count before and after it."""
+        error = decision.get("error") or {}
+        where = f"{error.get('file')}:{error.get('line')}" if error.get("file") else ""
+        return [
+            f"Fix step {decision['cycle']}: {decision.get('summary')}",
+            f"Error: {error.get('category', '')} {error.get('code', '')} {where} "
+            f"{error.get('message', '')}".strip(),
+            f"{self.gate_label}: {decision.get('before')} → {decision.get('after')} "
+            "(the session's count)",
+        ]
+
     # --- the spec and setup ----------------------------------------------------------------
 
     def check_lens_spec(self, values: dict[str, Any], where: str) -> None:

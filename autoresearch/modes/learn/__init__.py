@@ -62,6 +62,17 @@ class Learn(Lens):
     gate_label = "doc problems"
     spec_example = SPEC_EXAMPLE
 
+    def change_title(self, decision: dict[str, Any]) -> str:
+        return f"Document {decision['doc']}"
+
+    def change_lines(self, decision: dict[str, Any]) -> list[str]:
+        """The doc the step wrote, why it was kept, and its reference score."""
+        return [
+            f"Docs step {decision['cycle']}: {decision['doc']}: {decision.get('why')}",
+            f"score {decision.get('before')} → {decision.get('after')} (every reference checked "
+            "against the code)",
+        ]
+
     def plays_with_ruff(self, values: dict[str, Any]) -> bool:
         # check runs no agent, so any backend does; init and update need a model.
         return learn_mode(values) == "check"

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ... import journal
-from ...errors import SpecError
+from ...changesets import ChangeNote
+from ...errors import SessionError, SpecError
 from ...files import locked, read_json, write_text
 from ...layout import SessionLayout, rel
 from ...lenses import lens_log
@@ -38,6 +39,38 @@ class Lens(Mode):
     lists_cycles = False  # the lens's own section summarises its iterations
     ruff_plays = False  # whether the model-free ruff backend can play this lens
     gate_label = "findings"  # what the gate counts, for `done`
+
+    def show(
+        self,
+        layout: SessionLayout,
+        spec: SessionSpec,
+        iteration: int,
+        candidate: str | None,
+        track: str = "",
+    ) -> str:
+        raise SessionError(
+            f"session {layout.name!r} is a {self.name} session: `autoresearch show` prints the "
+            f"cycles of sweep, narrow and broad sessions and the experiments of experiment "
+            f"sessions; read its {self.loop}/NNN/ files instead"
+        )
+
+    # --- autoresearch finalize ---------------------------------------------------------------
+
+    def change_notes(
+        self, layout: SessionLayout, track: str, spec: SessionSpec
+    ) -> dict[str, ChangeNote]:
+        """A lens that commits keeps one commit per kept step: the step's own lines."""
+        return {
+            d["end_commit"]: ChangeNote(self.change_title(d), tuple(self.change_lines(d)))
+            for d in journal.load_decisions(layout, track)
+            if d.get("status") == "kept" and d.get("end_commit") != d.get("start_commit")
+        }
+
+    def change_title(self, decision: dict[str, Any]) -> str:
+        return str(decision.get("summary") or decision.get("why") or f"step {decision['cycle']}")
+
+    def change_lines(self, decision: dict[str, Any]) -> list[str]:
+        return [f"Step {decision['cycle']}: {self.change_title(decision)}"]
 
     # --- paths ---------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import git, journal, measured, metrics
+from ...changesets import ReviewLoop
 from ...errors import SpecError
 from ...files import write_json
 from ...findings import Finding
@@ -160,6 +161,17 @@ class Narrow(Mode):
                 "target": str(goal.target),
             }
         }
+
+    def review_loops(
+        self, layout: SessionLayout, record: SetupRecord, spec: SessionSpec
+    ) -> list[ReviewLoop]:
+        """The session branch, its goal opening every set's description."""
+        goal = goal_of(spec, layout.name)
+        context = (
+            f"Goal of the session: {goal.metric} {goal.target_text}. The measurements below "
+            "are the session's, of each whole cycle, not of this set alone.",
+        )
+        return [ReviewLoop("", record.branch, record.base_commit, context)]
 
     def held_back(self, env: StageEnv, findings: list[Finding]) -> list[Finding]:
         """What lies off the current angle (its `match` and `paths`) waits in ideas.md: the

@@ -1,0 +1,131 @@
+"""The grouping rule of `autoresearch finalize`: which kept commits stay together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import git, make_repo
+
+from autoresearch.changesets import collided_with, group, session_commits
+
+LINES = "".join(f"line {n}\n" for n in range(1, 21))
+
+
+def commit(repo: Path, files: dict[str, str], message: str) -> str:
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def edit(repo: Path, name: str, number: int, text: str) -> str:
+    lines = (repo / name).read_text().splitlines(keepends=True)
+    lines[number - 1] = text + "\n"
+    return "".join(lines)
+
+
+def sets_of(repo: Path, base: str) -> list[list[str]]:
+    commits = session_commits(repo, base, "HEAD")
+    return [[commits[i].subject for i in members] for members in group(repo, commits).sets()]
+
+
+def repo_with(tmp_path: Path) -> tuple[Path, str]:
+    repo = make_repo(tmp_path / "r", {"a.txt": LINES, "b.txt": LINES})
+    return repo, git(repo, "rev-parse", "HEAD")
+
+
+def test_commits_in_different_files_are_separate_sets(tmp_path):
+    repo, base = repo_with(tmp_path)
+    commit(repo, {"a.txt": edit(repo, "a.txt", 3, "A")}, "one")
+    commit(repo, {"b.txt": edit(repo, "b.txt", 3, "B")}, "two")
+    assert sets_of(repo, base) == [["one"], ["two"]]
+
+
+def test_far_apart_lines_of_one_file_are_separate_sets(tmp_path):
+    repo, base = repo_with(tmp_path)
+    commit(repo, {"a.txt": edit(repo, "a.txt", 3, "top")}, "one")
+    commit(repo, {"a.txt": edit(repo, "a.txt", 15, "bottom")}, "two")
+    assert sets_of(repo, base) == [["one"], ["two"]]
+
+
+def test_a_commit_changing_a_line_an_earlier_one_wrote_joins_its_set(tmp_path):
+    repo, base = repo_with(tmp_path)
+    commit(repo, {"a.txt": edit(repo, "a.txt", 3, "first")}, "one")
+    commit(repo, {"b.txt": edit(repo, "b.txt", 3, "B")}, "two")
+    commit(repo, {"a.txt": edit(repo, "a.txt", 3, "second")}, "three")
+    assert sets_of(repo, base) == [["one", "three"], ["two"]]
+
+
+def test_a_change_next_to_an_earlier_one_joins_its_set(tmp_path):
+    # A 3-way merge treats neighbouring lines as one change: neither applies alone.
+    repo, base = repo_with(tmp_path)
+    commit(repo, {"a.txt": edit(repo, "a.txt", 3, "first")}, "one")
+    commit(repo, {"a.txt": edit(repo, "a.txt", 4, "next")}, "two")
+    assert sets_of(repo, base) == [["one", "two"]]
+
+
+def test_a_pure_insertion_after_an_earlier_change_joins_its_set(tmp_path):
+    repo, base = repo_with(tmp_path)
+    commit(repo, {"a.txt": edit(repo, "a.txt", 3, "first")}, "one")
+    lines = (repo / "a.txt").read_text().splitlines(keepends=True)
+    commit(repo, {"a.txt": "".join(lines[:3] + ["inserted\n"] + lines[3:])}, "two")
+    assert sets_of(repo, base) == [["one", "two"]]
+
+
+def test_an_edit_of_a_file_an_earlier_commit_created_joins_its_set(tmp_path):
+    repo, base = repo_with(tmp_path)
+    commit(repo, {"new.txt": LINES}, "create")
+    commit(repo, {"a.txt": edit(repo, "a.txt", 3, "A")}, "other")
+    commit(repo, {"new.txt": edit(repo, "new.txt", 18, "edited")}, "edit")
+    assert sets_of(repo, base) == [["create", "edit"], ["other"]]
+
+
+def test_dependence_is_transitive(tmp_path):
+    repo, base = repo_with(tmp_path)
+    commit(repo, {"a.txt": edit(repo, "a.txt", 3, "x")}, "one")
+    commit(repo, {"b.txt": edit(repo, "b.txt", 10, "y")}, "two")
+    # Touches a line "one" wrote and a line "two" wrote: all three are one set.
+    commit(
+        repo,
+        {"a.txt": edit(repo, "a.txt", 3, "x2"), "b.txt": edit(repo, "b.txt", 10, "y2")},
+        "three",
+    )
+    assert sets_of(repo, base) == [["one", "two", "three"]]
+
+
+def test_a_binary_change_joins_every_earlier_commit_of_its_file(tmp_path):
+    repo, base = repo_with(tmp_path)
+    (repo / "blob.bin").write_bytes(b"\0\1\2")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "add blob")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "blob.bin").write_bytes(b"\0\1\3")
+    git(repo, "commit", "-qam", "blob one")
+    commit(repo, {"a.txt": edit(repo, "a.txt", 3, "A")}, "text")
+    (repo / "blob.bin").write_bytes(b"\0\1\4")
+    git(repo, "commit", "-qam", "blob two")
+    assert sets_of(repo, base) == [["blob one", "blob two"], ["text"]]
+
+
+def test_the_grouping_is_the_same_on_every_run(tmp_path):
+    repo, base = repo_with(tmp_path)
+    for n in range(1, 6):
+        commit(repo, {"a.txt": edit(repo, "a.txt", 4 * n - 3, f"c{n}")}, f"c{n}")
+    commit(repo, {"a.txt": edit(repo, "a.txt", 5, "again")}, "again")
+    first = sets_of(repo, base)
+    assert first == sets_of(repo, base)
+    assert ["c2", "again"] in first
+
+
+def test_a_commit_that_does_not_apply_is_joined_with_the_latest_one_of_its_files():
+    from autoresearch.changesets import Commit
+
+    commits = [
+        Commit("a", "a", "a", ("x.py",)),
+        Commit("b", "b", "b", ("y.py",)),
+        Commit("c", "c", "c", ("x.py", "z.py")),
+    ]
+    assert collided_with(commits, 2, [2]) == 0  # the last earlier commit touching x.py
+    assert collided_with(commits, 1, [1]) == 0  # nothing shares y.py: the one before
+    assert collided_with(commits, 1, [0, 1]) is None
