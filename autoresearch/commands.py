@@ -68,9 +68,16 @@ class CommandResult:
         return "[... output cut ...]\n" + self.output[-chars:]
 
 
+# Variables a `make` that started us hands its children: a target's own `make bench` would
+# join our make's job server, print "make[1]: Leaving directory" as its last line (read as
+# the metric) and take our make's flags. The target's commands get a make of their own.
+INVOKER_MAKE = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "MAKE_TERMOUT", "MAKE_TERMERR")
+
+
 def scrubbed_env(extra_secrets: list[str] | None = None) -> dict[str, str]:
-    """The current environment less ANTHROPIC_* and any variable the spec names."""
-    drop = set(extra_secrets or [])
+    """The current environment less ANTHROPIC_*, any variable the spec names, and what a
+    `make` that started us passes to its children."""
+    drop = set(extra_secrets or []) | set(INVOKER_MAKE)
     return {
         key: value
         for key, value in os.environ.items()

@@ -45,7 +45,6 @@ LOCKDOWN = (
     "tag.gpgSign=false",
     "submodule.recurse=false",  # a reset that updates submodules clones from any URL
     "protocol.ext.allow=never",
-    "safe.bareRepository=explicit",  # a bare repository planted in a folder is never found
 )
 # Commands that could run a textconv filter or an external diff: told not to.
 DIFFING = {"diff": 1, "log": 1, "show": 1}

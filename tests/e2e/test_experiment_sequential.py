@@ -100,8 +100,10 @@ def test_a_guard_failure_discards_without_a_metric_run(seq_run):
     _, session, counters = seq_run
     d = decision(session, 3)
     assert d["status"] == "guard_failed" and d["pairs"] == 0 and d["samples"] == []
-    # Every metric run: the baseline, then two per pair of iterations 1 and 2, none for 3.
-    runs = 1 + 2 * (decision(session, 1)["pairs"] + decision(session, 2)["pairs"])
+    # Every metric run: the run setup traces (measured.py: untimed, apart from the baseline),
+    # the baseline, then two per pair of iterations 1 and 2, none for 3.
+    traced = json.loads((session / "setup.json").read_text())["measured"]["traced"]
+    runs = int(traced) + 1 + 2 * (decision(session, 1)["pairs"] + decision(session, 2)["pairs"])
     assert sum(int(f.read_text()) for f in counters.iterdir()) == runs
 
 

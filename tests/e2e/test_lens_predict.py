@@ -156,7 +156,14 @@ def test_a_kill_during_the_analyses_then_a_rerun_finishes_without_duplicate_rows
 
     from conftest import wait_for
 
-    slow = {**SCRIPT, "persona": {**SCRIPT["persona"], "security/0": [{"sleep": 60}]}}
+    # Each analysis waits for its own go-ahead, so whichever runs first (Snakemake picks the
+    # order) can be let through while the next one is held: the kill lands during it.
+    go = workflow.workdir / "go"
+    held = {
+        f"{p}/0": [{"wait_for": str(go / p), "timeout": 600}, *SCRIPT["persona"].get(f"{p}/0", [])]
+        for p in PERSONAS
+    }
+    slow = {**SCRIPT, "persona": {**SCRIPT["persona"], **held}}
     spec = {
         "mode": "predict",
         "target": str(target),
@@ -166,15 +173,24 @@ def test_a_kill_during_the_analyses_then_a_rerun_finishes_without_duplicate_rows
     }
     proc = workflow.start("pk", spec)
     session = workflow.session("pk")
-    wait_for(lambda: (session / "predict/architecture/round-0.json").exists())
-    wait_for(lambda: (session / "logs/predict/security/round-0.log").exists())
+
+    def started() -> list[str]:
+        return [p for p in PERSONAS if (session / f"logs/predict/{p}/round-0.log").exists()]
+
+    wait_for(lambda: len(started()) == 1)
+    done = started()[0]
+    go.mkdir()
+    (go / done).touch()
+    wait_for(lambda: (session / f"predict/{done}/round-0.json").exists())
+    wait_for(lambda: len(started()) == 2)
+    running = next(p for p in started() if p != done)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert not (session / "predict/security/round-0.json").exists()
-    first = (session / "predict/architecture/round-0.json").stat().st_mtime_ns
+    assert not (session / f"predict/{running}/round-0.json").exists()
+    first = (session / f"predict/{done}/round-0.json").stat().st_mtime_ns
     workflow.script(SCRIPT, "kill.yaml")  # the rerun replays the quick script
     workflow.run("pk", spec)
-    assert (session / "predict/architecture/round-0.json").stat().st_mtime_ns == first
+    assert (session / f"predict/{done}/round-0.json").stat().st_mtime_ns == first
     with (session / "predict-results.tsv").open() as handle:
         rows = list(csv.DictReader(handle, delimiter="\t"))
     assert [r["iteration"] for r in rows] == ["0", "1"] and len({r["run_id"] for r in rows}) == 1

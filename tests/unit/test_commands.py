@@ -201,3 +201,13 @@ def test_ctrl_c_ends_running_commands_and_refuses_new_ones(session_dirs, mode):
         assert live_processes("301.5") == []
     finally:
         kill_all("301.5")
+
+
+def test_a_make_that_started_us_does_not_reach_the_targets_make(tmp_path, monkeypatch):
+    """Run under `make` (as `make demo` does), a target's `make bench` must not join our make:
+    it would print "make[1]: Leaving directory" last, which a metric reads as the value 1."""
+    (tmp_path / "Makefile").write_text("bench:\n\t@echo 42\n")
+    monkeypatch.setenv("MAKEFLAGS", "w")
+    monkeypatch.setenv("MAKELEVEL", "1")
+    result = commands.run("make -s -C . bench", tmp_path)
+    assert result.output.strip().splitlines()[-1] == "42", result.output
