@@ -12,13 +12,13 @@ from __future__ import annotations
 import functools
 import os
 import pwd
-import shlex
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from . import words as shell_words
 from .errors import SpecError
 
 SANDBOX_MODES = ("auto", "bwrap", "none")
@@ -216,7 +216,7 @@ class Jail:
         """Programs the command names by absolute path inside a covered place, with their
         installation: `/home/u/proj/.venv/bin/python -m pytest` needs that .venv."""
         try:
-            words = shlex.split(command)
+            words = shell_words.split(command)
         except ValueError:
             return []
         home, others = _homes(env)

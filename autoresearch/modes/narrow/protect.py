@@ -6,9 +6,9 @@ runs, the Makefile of `make bench`, and (by default) the target's tests are prot
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
+from ... import words as shell_words
 from .goal import Goal
 
 # What counts as a test file when `goal.protect_tests` is on (an agent must not
@@ -50,10 +50,10 @@ MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
 
 
 def _words(command: str) -> list[str]:
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
     try:
-        return list(lexer)
+        return shell_words.split(command, punctuation=True)
+    except shell_words.TooLong:
+        return []  # refused at the spec check; never split
     except ValueError:  # unbalanced quotes: the shell will complain; protect what we can
         return command.split()
 
