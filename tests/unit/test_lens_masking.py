@@ -169,7 +169,7 @@ def test_a_bare_value_quoted_after_setup_is_masked_in_every_later_file(tmp_path)
 
     root = session_folder(tmp_path)
     Writer().text(root / "lens-setup.md", 'db.py: password = "Tr0ub4dor-and-3"\n')
-    quoted = "The agent says Tr0ub4dor-and-3 is the admin's password."
+    quoted = "The agent says Tr0ub4dor-and-3 is the admin's password (`Tr0ub4dor-and-3`)."
     # A later stage (a new writer), the harness's own writers, and a log.
     Writer().text(root / "cycles/001/findings.md", quoted)
     files.write_text(root / "session.md", quoted)
@@ -183,7 +183,7 @@ def test_a_bare_value_quoted_after_setup_is_masked_in_every_later_file(tmp_path)
     assert (root / "session.md").read_text() == quoted.replace("Tr0ub4dor-and-3", "<REDACTED>")
 
 
-def test_the_seen_values_are_private_and_kept_out_of_the_report(tmp_path):
+def test_the_seen_values_are_kept_as_private_digests(tmp_path):
     from autoresearch import seen
     from autoresearch.modes.lens.output import Writer
 
@@ -191,6 +191,7 @@ def test_the_seen_values_are_private_and_kept_out_of_the_report(tmp_path):
     Writer().text(root / "lens-setup.md", 'API_KEY = "sk-live-0123456789abcdef"\n')
     store = root / seen.STORE
     assert store.stat().st_mode & 0o777 == 0o600
+    assert "sk-live-0123456789abcdef" not in store.read_text()  # digests only
     assert store.name.startswith(".")  # not an output any rule or report names
 
 
