@@ -16,10 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from . import seen
+
 
 def write_text(path: Path, text: str) -> None:
-    """A crash leaves the old file or the new one, never half of one."""
-    _replace(Path(path), "w", text)
+    """A crash leaves the old file or the new one, never half of one. Every value the
+    session's masker has seen is masked first (seen.py)."""
+    _replace(Path(path), "w", seen.scrub_for(Path(path), text))
 
 
 def write_bytes(path: Path, data: bytes) -> None:
@@ -54,13 +57,13 @@ def append_line(path: Path, line: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as handle:
-        handle.write(line.rstrip("\n") + "\n")
+        handle.write(seen.scrub_for(path, line.rstrip("\n")) + "\n")
 
 
 def append_text(path: Path, text: str) -> None:
     """Append whole lines in a single write."""
     with open(path, "a") as handle:
-        handle.write(text)
+        handle.write(seen.scrub_for(Path(path), text))
 
 
 @contextmanager

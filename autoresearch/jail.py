@@ -2,28 +2,35 @@
 
 What each level protects, and what it does not, is in docs/safety.md. In short, inside a
 `bwrap` jail a command sees the host's files read-only, may change only the session's
-worktree, gets an empty $HOME and /tmp of its own, cannot see the user's checkout, the
-`sessions/` folder or our process's environment, and has no network unless the spec asks.
+worktree, gets an empty home and /tmp of its own (every other home is hidden, whatever
+$HOME says), cannot see the user's checkout, the `sessions/` folder or our process's
+environment, and has no network unless the spec asks.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import shlex
+import pwd
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from . import words as shell_words
 from .errors import SpecError
 
 SANDBOX_MODES = ("auto", "bwrap", "none")
 SPEC_FILE_HINT = "config/sessions/<name>.yaml"
 
 # Replaced inside the jail by a private, writable folder that is thrown away afterwards.
-SCRATCH_DIRS = {"tmp": Path("/tmp"), "vartmp": Path("/var/tmp"), "home": None}  # None: $HOME
+SCRATCH_DIRS = {"tmp": Path("/tmp"), "vartmp": Path("/var/tmp"), "home": None}  # None: the home
+# Where people's homes are: every folder in these is someone's, whether passwd lists it or not.
+HOME_ROOTS = (Path("/home"),)
+FIRST_USER_UID = 1000  # below it, passwd's homes are system folders (/bin, /var/mail, /var/www)
+# Never hidden as a home, nor a home around them: a system account's "home" is often one.
+SYSTEM_DIRS = tuple(Path(p) for p in ("/bin", "/sbin", "/usr", "/lib", "/lib64", "/etc", "/dev"))
 # Replaced by an empty folder: /run holds the host's daemon sockets (docker.sock, the user's
 # session bus), and a unix socket can be connected to through a read-only mount.
 EMPTIED_DIRS = (Path("/run"),)
@@ -117,7 +124,7 @@ class Jail:
             argv += ["--info-fd", str(info_fd)]
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc"]
 
-        home = _home(env)
+        home, others = _homes(env)
         covers: list[tuple[Path, list[str]]] = []
         for name, where in SCRATCH_DIRS.items():
             where = where or home
@@ -129,7 +136,7 @@ class Jail:
         covers += [(p, ["--tmpfs", str(p)]) for p in emptied]
         covered = [where for where, _ in covers]
         shown = self._shown(env, covered, self._dns(emptied) + self._named(command, env, covered))
-        hidden = [p for p in self.hide if p.exists()]
+        hidden = [p for p in _unique([*self.hide, *others]) if p.exists()]
         for path in hidden:
             # An empty, read-only folder (or an empty file) in its place.
             how = ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
@@ -177,10 +184,11 @@ class Jail:
     def _shown(self, env: Mapping[str, str], covered: list[Path], extra: list[Path]) -> list[Path]:
         """Paths shown read-only inside covered folders: the git metadata and the toolchain."""
         wanted = [*self.read_only, *extra]
-        places = [*covered, *self.hide]
+        home, others = _homes(env)
+        places = [*covered, *self.hide, *others]
         # Where toolchains live (pyenv, cargo, a checkout's .venv), a PATH entry's whole tool
         # folder is shown: ~/.pyenv/shims needs ~/.pyenv/libexec and ~/.pyenv/versions.
-        homes = [p for p in [_home(env), *self.hide] if p is not None]
+        homes = [p for p in [home, *others, *self.hide] if p is not None]
         entries = []
         for entry in env.get("PATH", "").split(os.pathsep):
             if entry and os.path.isabs(entry) and Path(entry).is_dir():
@@ -212,11 +220,11 @@ class Jail:
         """Programs the command names by absolute path inside a covered place, with their
         installation: `/home/u/proj/.venv/bin/python -m pytest` needs that .venv."""
         try:
-            words = shlex.split(command)
+            words = shell_words.split(command)
         except ValueError:
             return []
-        home = _home(env)
-        places = [*covered, *self.hide]
+        home, others = _homes(env)
+        places = [*covered, *self.hide, *others]
         found = []
         for word in words:
             if word.startswith("~/") and home is not None:
@@ -225,10 +233,11 @@ class Jail:
                 continue
             path = Path(os.path.normpath(word))
             inside = any(_within(path, p) for p in places) and not _within(path, self.worktree)
-            if not inside or not path.exists():
+            # Programs only: naming `~/.ssh/id_rsa` (or its folder) must not show it.
+            if not inside or not path.is_file() or not os.access(path, os.X_OK):
                 continue
             for where in _unique([path, path.resolve()]):
-                found.append(self._prefix(where if where.is_dir() else where.parent, places))
+                found.append(self._prefix(where.parent, places))
         return found
 
     def _prefix(self, path: Path, places: list[Path]) -> Path:
@@ -315,6 +324,42 @@ def _home(env: Mapping[str, str]) -> Path | None:
     if not home or not os.path.isabs(home) or Path(home) == Path("/"):
         return None
     return Path(os.path.normpath(home))
+
+
+def _homes(env: Mapping[str, str]) -> tuple[Path | None, list[Path]]:
+    """The command's home (given a private scratch folder) and every other home (hidden).
+
+    Whatever $HOME says: unset or `/` under cron, systemd or `env -i`, the passwd entry's
+    home is still ours, and other users' homes are never the target's business either.
+    """
+    try:
+        own = _as_home(pwd.getpwuid(os.getuid()).pw_dir)
+    except KeyError:  # a uid without a passwd entry (a container's)
+        own = None
+    home = _home(env) or own
+    found = [own] if own is not None else []
+    try:
+        entries = pwd.getpwall()
+    except OSError:
+        entries = []
+    found += [_as_home(e.pw_dir) for e in entries if e.pw_uid == 0 or e.pw_uid >= FIRST_USER_UID]
+    for root in HOME_ROOTS:
+        try:
+            found += [_as_home(str(p)) for p in root.iterdir() if p.is_dir()]
+        except OSError:
+            continue
+    others = [p for p in _unique(found) if p is not None and p != home and p.is_dir()]
+    return home, others
+
+
+def _as_home(path: str) -> Path | None:
+    """`path` as a home to hide, or None for one that must stay (`/`, a system folder)."""
+    if not path or not os.path.isabs(path):
+        return None
+    home = Path(os.path.normpath(path))
+    if any(_within(system, home) for system in SYSTEM_DIRS) or home == Path("/"):
+        return None
+    return home
 
 
 def _companions(tool: Path, env: Mapping[str, str]) -> list[Path]:

@@ -10,6 +10,8 @@ and before anything is measured (`pristine`).
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +28,31 @@ class ProtectedChange(Exception):
         noun = "file" if len(paths) == 1 else "files"
         self.reason = f"protected {noun} {shown} changed: restored, change rejected"
         super().__init__(self.reason)
+
+
+class AlteredWrite(ProtectedChange):
+    """A file the agent wrote was changed by a command afterwards (rewritten, deleted, made
+    a link): what would be committed is not what the agent wrote."""
+
+    def __init__(self, paths: list[str]) -> None:
+        super().__init__(paths)
+        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        self.reason = f"{shown} changed by a command after the agent wrote it: change rejected"
+        self.args = (self.reason,)
+
+
+def _digest(worktree: Path, rel: str) -> str | None:
+    """sha256 of the regular file at `rel`, None when it or a folder on the way is a link
+    or it is not a file."""
+    path = Path(worktree)
+    for part in Path(rel).parts:
+        path = path / part
+        if path.is_symlink():
+            return None
+    if not path.is_file():
+        return None
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _literal(path: str) -> str:
@@ -102,6 +129,28 @@ class Protection:
             return None
         git.worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
         return git.head(worktree)
+
+    def keep_written(self, worktree: Path, written: Mapping[str, str]) -> list[str]:
+        """Leave only the agent's own writes in the worktree, staged: every other change
+        and new file is removed, so what a command left behind (a link a test made, a file
+        it rewrote) never reaches a commit. `written`: path -> sha256 of what the agent's
+        tools wrote (Toolbox.written). Returns the paths changed; AlteredWrite (after
+        restoring HEAD) when a command changed one of them after the agent wrote it."""
+        git.worktree_git(worktree, "reset", "-q")
+        files: list[str] = []
+        if written:
+            args = ("status", "--porcelain", "-z", "-uall", "--")
+            out = git.worktree_proc(worktree, *args, *map(_literal, sorted(written))).stdout
+            files = sorted({e[3:] for e in out.split("\0") if len(e) > 3 and e[3:] in written})
+        altered = [p for p in files if _digest(worktree, p) != written[p]]
+        if altered:
+            git.restore(worktree)
+            raise AlteredWrite(altered)
+        if files:
+            git.worktree_git(worktree, "add", "-A", "--", *map(_literal, files))
+        git.worktree_git(worktree, "checkout", "--", ".", check=False)  # none tracked: fine
+        git.worktree_git(worktree, "clean", "-fdq")
+        return files
 
     def commit_added(self, worktree: Path, paths: list[str], message: str) -> str:
         """The harness's own new files (the fix lens's regression tests), committed alone,

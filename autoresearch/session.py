@@ -334,6 +334,7 @@ def start(
         # A failed setup leaves nothing behind: no branch, no worktree, no session
         # files (the log keeps the reason), so a corrected rerun starts fresh.
         setup_undo.undo(layout, pre.target, log)
+        setup_undo.leave_only(layout, Path(log_path))
         raise
 
 

@@ -9,6 +9,7 @@ once the session's spec is frozen (setup succeeded).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -60,6 +61,7 @@ def undo(layout: SessionLayout, target: Path | None, log: Callable[[str], None])
                     git.git(repo, "worktree", "remove", "--force", path, check=False)
                 shutil.rmtree(path, ignore_errors=True)
                 git.record_of(Path(path)).unlink(missing_ok=True)
+                _remove_if_empty(Path(path).parent)  # the session's folder in the store
             git.git(repo, "worktree", "prune", check=False)
             for branch in data.get("branch", []):
                 if git.branch_exists(repo, branch):
@@ -75,6 +77,29 @@ def undo(layout: SessionLayout, target: Path | None, log: Callable[[str], None])
             child.unlink(missing_ok=True)
     ledger_path(layout).unlink(missing_ok=True)
     log(f"setup undone: removed what it had created for session {layout.name!r}")
+
+
+def leave_only(layout: SessionLayout, log_file: Path) -> None:
+    """After a failed setup (once undone): the session folder keeps only `log_file`, the
+    log the error points to. The run lock goes too: the run is ending, and a rerun makes
+    a new one. (Not after a killed setup is undone: the setup that follows holds it.)"""
+    keep = Path(log_file).absolute()
+    if not layout.root.is_dir():
+        return
+    # Bottom up, never into a link (os.walk does not follow them).
+    for folder, dirs, names in os.walk(layout.root.absolute(), topdown=False):
+        for name in names + [d for d in dirs if (Path(folder) / d).is_symlink()]:
+            if Path(folder) / name != keep:
+                (Path(folder) / name).unlink(missing_ok=True)
+        if Path(folder) != layout.root.absolute() and Path(folder) not in keep.parents:
+            _remove_if_empty(Path(folder))
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:  # not empty, or already gone
+        pass
 
 
 def _drop_stash(repo: Path, commit: str) -> None:

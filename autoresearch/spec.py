@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,10 @@ TARGET_KEYS = {
     "mode",
     "protected",
 }
+# Bounds on what a spec file may hold (a target's .autoresearch.yml is not ours): a 5 MB
+# command took setup minutes to split into words, and no shell takes an argument that long.
+MAX_SPEC_FILE_BYTES = 8 << 20  # a few seconds of YAML parsing
+MAX_STRING_CHARS = 64 << 10
 
 
 @dataclass
@@ -69,6 +74,11 @@ def check_session_name(name: str) -> None:
 
 
 def read_yaml(path: Path, what: str) -> dict[str, Any]:
+    size = path.stat().st_size
+    if size > MAX_SPEC_FILE_BYTES:
+        raise SpecError(
+            f"{path}: {what} is {size} bytes; a spec file may hold at most {MAX_SPEC_FILE_BYTES}"
+        )
     return parse_yaml(path.read_text(), path, what)
 
 
@@ -96,7 +106,9 @@ def _target_layer(target: Path, spec: Spec) -> dict[str, Any]:
     path = target / TARGET_CONFIG
     # The target's file, read by the worktree reader's rules: a link out is not followed.
     try:
-        text = worktree_files.read_text(target, TARGET_CONFIG, errors="strict")
+        text = worktree_files.read_text(
+            target, TARGET_CONFIG, max_bytes=MAX_SPEC_FILE_BYTES, errors="strict"
+        )
     except worktree_files.Missing:
         return {}
     except worktree_files.Refused as err:
@@ -172,11 +184,13 @@ def resolve_target(value: str) -> Path:
 def validate(spec: Spec, root: Path, default_file: str) -> None:
     import jsonschema  # costly to import; only a session that starts needs it
 
+    check_lengths(spec, spec.values)  # first: the schema's patterns would scan a huge value
     schema = yaml.safe_load((root / "config" / "schema.yaml").read_text())
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(spec.values), key=lambda e: list(e.absolute_path))
     if not errors:
         check_values(spec)
+        check_places(spec, root)
         return
     err = errors[0]
     dotted = ".".join(str(p) for p in err.absolute_path)
@@ -194,6 +208,44 @@ def validate(spec: Spec, root: Path, default_file: str) -> None:
         raise SpecError(f"{origin}: unknown key '{key}'{maybe}")
     origin = spec.source_of(dotted)
     raise SpecError(f"{origin}: key '{dotted}': {err.message}")
+
+
+def check_lengths(spec: Spec, value: Any, dotted: str = "") -> None:
+    """Every string of the spec (keys too, and items of lists) is at most MAX_STRING_CHARS."""
+    if isinstance(value, str) and len(value) > MAX_STRING_CHARS:
+        raise SpecError(
+            f"{spec.source_of(dotted)}: key '{dotted}' is {len(value)} characters long; "
+            f"at most {MAX_STRING_CHARS} are allowed"
+        )
+    if isinstance(value, dict):
+        for key, item in value.items():
+            name = f"{dotted}.{key}" if dotted else str(key)
+            if len(str(key)) > MAX_STRING_CHARS:
+                raise SpecError(f"{spec.source_of(dotted)}: a key under '{dotted}' is too long")
+            check_lengths(spec, item, name)
+    elif isinstance(value, list):
+        for item in value:
+            check_lengths(spec, item, dotted)
+
+
+def check_places(spec: Spec, root: Path) -> None:
+    """`worktree_root` lies outside the target, this workflow's checkout and `sessions/`: in
+    the target, the user's checkout would show the worktrees as untracked files; in ours (or
+    under sessions/), our configs would lie above them, and the jail hides sessions/."""
+    setting, target = spec.values.get("worktree_root"), spec.values.get("target")
+    if not setting:
+        return
+    store = Path(os.path.normpath(Path(setting).expanduser().absolute())).resolve()
+    around = [(Path(root).resolve(), "this workflow's checkout")]
+    around.append(((Path.cwd() / "sessions").resolve(), "the sessions/ folder"))
+    if target:
+        around.insert(0, (resolve_target(str(target)).resolve(), f"the target {target}"))
+    for place, what in around:
+        if store == place or place in store.parents:
+            raise SpecError(
+                f"{spec.source_of('worktree_root')}: key 'worktree_root': {setting} is inside "
+                f"{what}; choose a folder outside it (or null for the default)"
+            )
 
 
 def check_values(spec: Spec) -> None:

@@ -6,13 +6,13 @@ import configparser
 import json
 import os
 import re
-import shlex
 import shutil
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import words as shell_words
 from . import worktree_files
 
 
@@ -252,7 +252,7 @@ def command_exists(command: str, cwd: Path) -> bool:
     working command would stop a session that would have run.
     """
     try:
-        words = shlex.split(command, comments=True)
+        words = shell_words.split(command, comments=True)
     except ValueError:
         return True
     while words and _ENV_ASSIGNMENT.match(words[0]):

@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from . import git, journal, spec, testrun
+from . import git, journal, seen, spec, testrun
 from .backends.base import StageLimits
 from .files import append_line, locked
 from .jail import Jail, build_jail
@@ -54,7 +54,9 @@ class StageEnv:
         return f"{self.track + ' ' if self.track else ''}cycle {self.cycle:03d}"
 
     def log(self, line: str) -> None:
-        """One line to the rule's log and to the terminal running Snakemake."""
+        """One line to the rule's log and to the terminal running Snakemake (each value
+        the session's masker has seen masked)."""
+        line = seen.scrub_for(self.layout.root / seen.STORE, line)
         print(line, file=sys.stderr, flush=True)
         if self.log_file:
             with self.log_file.open("a") as handle:

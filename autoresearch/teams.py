@@ -176,6 +176,9 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
         if toolbox is not None and all(book.handled(fid) for fid in todo):
             toolbox.mark_finished()
 
+    def keep_written() -> list[str]:
+        return env.protection.keep_written(env.worktree, toolbox.written if toolbox else {})
+
     def finish_fix(finding_id: str, summary: str) -> ToolResult:
         problem = check_id(finding_id)
         if problem:
@@ -184,10 +187,17 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
             refusals[finding_id] = "finish_fix was called with no change in the worktree"
             return ToolResult("there is no change in the worktree to commit", is_error=True)
         finding = todo[finding_id]
+        try:  # the tests run on the agent's change alone, and only it is committed
+            if not keep_written():
+                refusals[finding_id] = "finish_fix was called with no change the agent made"
+                return ToolResult("there is no change of yours in the worktree", is_error=True)
+        except ProtectedChange as err:
+            return reject(finding_id, err.reason)
         if gate.check().ok:
             message = f"fix: [{finding_id}] {' '.join(summary.split())[:120]}"
             try:
-                sha = env.protection.commit(env.worktree, message)
+                keep_written()
+                sha = env.protection.commit(env.worktree, message, staged=True)
             except ProtectedChange as err:
                 return reject(finding_id, err.reason)
             book.fixed.append(
@@ -316,13 +326,25 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
     reverted: list[str] = []
     toolbox: Toolbox | None = None
 
+    def keep_written() -> list[str]:
+        return env.protection.keep_written(env.worktree, toolbox.written if toolbox else {})
+
     def finish_refactor(summary: str) -> ToolResult:
         if not git.is_dirty(env.worktree):
             return ToolResult("there is no change in the worktree to commit", is_error=True)
-        if gate.check().ok:
+        try:  # the tests run on the agent's change alone, and only it is committed
+            if not keep_written():
+                return ToolResult("there is no change of yours in the worktree", is_error=True)
+            passed = gate.check().ok
+        except ProtectedChange as err:
+            passed, reason = False, err.reason
+        else:
+            reason = ""
+        if passed:
             message = f"refactor: {' '.join(summary.split())[:120]}"
             try:
-                sha = env.protection.commit(env.worktree, message)
+                keep_written()
+                sha = env.protection.commit(env.worktree, message, staged=True)
             except ProtectedChange as err:
                 git.restore(env.worktree)
                 env.log(f"refactor: {err.reason}")
@@ -335,8 +357,8 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
                 toolbox.mark_finished()
             return ToolResult(f"{gate.kept_message()}; committed {sha[:10]}: {message}")
         git.restore(env.worktree)
-        reverted.append(summary)
-        return ToolResult(f"not kept, so the change was reverted: {gate.refused()}")
+        reverted.append(f"{summary} ({reason})" if reason else summary)
+        return ToolResult(f"not kept, so the change was reverted: {reason or gate.refused()}")
 
     run = None
     if changed:

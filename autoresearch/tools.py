@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import hashlib
 import itertools
 import json
 import time
@@ -505,6 +506,9 @@ class Toolbox:
         self.secrets = list(secrets or [])
         self.jail = jail
         self.hooks = dict(hooks or {})
+        # What the agent wrote through edit_file and write_file: path -> sha256 of the bytes.
+        # Only these make up a change; what a command leaves behind is not the agent's.
+        self.written: dict[str, str] = {}
         self.tool_names = TEAM_TOOLS[team]
         # Built once: the same objects, in the same order, for every request of the stage.
         self._definitions = [
@@ -751,6 +755,7 @@ class Toolbox:
         if len(new) > MAX_WRITE_BYTES:
             return _error(f"the edited file would be larger than {MAX_WRITE_BYTES} bytes")
         self.sandbox.write_bytes(target, rel, new)
+        self.written[rel] = hashlib.sha256(new).hexdigest()
         return ToolResult(f"edited {rel}")
 
     def _tool_write_file(self, path: str, content: str) -> ToolResult:
@@ -768,6 +773,7 @@ class Toolbox:
         if len(data) > MAX_WRITE_BYTES:
             return _error(f"content is larger than {MAX_WRITE_BYTES} bytes as UTF-8")
         existed = self.sandbox.write_bytes(target, rel, data)
+        self.written[rel] = hashlib.sha256(data).hexdigest()
         return ToolResult(
             f"{'overwrote' if existed else 'created'} {rel} ({len(content)} characters)"
         )

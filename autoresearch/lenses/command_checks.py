@@ -12,13 +12,14 @@ differ by more than the accepted noise (→ set `repeats:`); a run took over SLO
 
 from __future__ import annotations
 
+import bisect
 import posixpath
 import re
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoresearch import metrics
+from autoresearch import words as shell_words
 
 DEFAULT_TOLERANCE = 0.05  # relative difference two runs may show
 SLOW_S = 120.0  # refused above this per run
@@ -28,11 +29,17 @@ _SAFE_SINKS = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
 _SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "()", "{", "}", "\n", ";;", "|&"}
 _REDIRECTS = {">", ">>", "&>", "&>>", ">|", ">&"}
 _SHELLS = r"(?:ba|z|da|k|fi|c|tc)?sh|python[\d.]*|perl|ruby|node|php"
-_DOWNLOAD_TO_SHELL = re.compile(
-    rf"\b(?:curl|wget|fetch)\b[^|;&\n]*\|\s*(?:sudo\s+)?(?:{_SHELLS})\b|"
-    rf"\b(?:{_SHELLS})\b[^|;&\n]*(?:<\(|\$\(|`)\s*(?:curl|wget|fetch)\b"
+# Matched piece by piece, in linear time: one pattern spanning a whole segment was
+# retried from every `sh` or `curl` of a long command (seconds at 60,000 characters).
+_PIPE_TO_SHELL = re.compile(rf"\|\s*(?:sudo\s+)?(?:{_SHELLS})\b")
+_SUBSTITUTED_DOWNLOAD = re.compile(r"(?:<\(|\$\(|`)\s*(?:curl|wget|fetch)\b")
+_DOWNLOADER = re.compile(r"\b(?:curl|wget|fetch)\b")
+_SHELL_WORD = re.compile(rf"\b(?:{_SHELLS})\b")
+_SEGMENT_END = re.compile(r"[|;&\n]")
+# A name starts after a non-name character (else every position of a long word is a start).
+_FORK_BOMB = re.compile(
+    r"(?<![^\s(){}|;&])(?P<f>[^\s(){}|;&]++)\s*\(\s*\)\s*\{[^}]*(?P=f)\s*\|\s*(?P=f)\s*&"
 )
-_FORK_BOMB = re.compile(r"(?P<f>[^\s(){}|;&]+)\s*\(\s*\)\s*\{[^}]*(?P=f)\s*\|\s*(?P=f)\s*&")
 _HOME = ("~", "$HOME", "${HOME}")
 
 
@@ -44,15 +51,15 @@ class Danger:
 
 def dangers(command: str, target: Path | None = None) -> list[Danger]:
     """Every reason to refuse running `command` at all (empty: it may be dry-run)."""
+    if len(command) > shell_words.MAX_COMMAND_CHARS:  # the patterns below backtrack on it
+        return [Danger("too long", f"is {len(command)} characters long; cannot be read")]
     found: list[Danger] = []
-    if _DOWNLOAD_TO_SHELL.search(command):
+    if _downloads_to_shell(command):
         found.append(Danger("download to shell", "runs a downloaded script (curl … | sh)"))
     if _FORK_BOMB.search(command):
         found.append(Danger("fork bomb", "defines a function that spawns itself without end"))
     try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        tokens = list(lexer)
+        tokens = shell_words.split(command, punctuation=True)
     except ValueError as e:
         return found + [Danger("unreadable", f"cannot read the command's quoting: {e}")]
     for words, redirects in _simple_commands(tokens):
@@ -61,6 +68,26 @@ def dangers(command: str, target: Path | None = None) -> list[Danger]:
             if _outside(sink, target):
                 found.append(Danger("write outside target", f"redirects output to {sink}"))
     return list(dict.fromkeys(found))
+
+
+def _downloads_to_shell(command: str) -> bool:
+    """`curl … | sh` (a downloader, then a pipe into a shell, in one segment) or
+    `sh <(curl …)` (a shell, then a download substituted into the same segment)."""
+    ends = [m.start() for m in _SEGMENT_END.finditer(command)]
+
+    def segment_start(pos: int) -> int:
+        i = bisect.bisect_left(ends, pos)
+        return ends[i - 1] + 1 if i else 0
+
+    for pipe in _PIPE_TO_SHELL.finditer(command):
+        if _DOWNLOADER.search(command, segment_start(pipe.start()), pipe.start()):
+            return True
+    shells = [m.start() for m in _SHELL_WORD.finditer(command)]
+    for sub in _SUBSTITUTED_DOWNLOAD.finditer(command):
+        i = bisect.bisect_left(shells, segment_start(sub.start()))
+        if i < len(shells) and shells[i] < sub.start():
+            return True
+    return False
 
 
 def _simple_commands(tokens: list[str]) -> list[tuple[list[str], list[str]]]:

@@ -161,6 +161,13 @@ def mask(text: str, keep: Iterable[str] = ()) -> tuple[str, int]:
     `keep`: strings the caller knows are not secrets (the session's commit ids), left as they are.
     Masking is idempotent: masking masked text changes nothing and counts 0.
     """
+    masked, values = redact(text, keep)
+    return masked, len(values)
+
+
+def redact(text: str, keep: Iterable[str] = ()) -> tuple[str, list[str]]:
+    """(text masked as `mask` masks it, the values it replaced): the session keeps those
+    (seen.remember), so a bare value quoted later is masked too."""
     secrets = scan(text, keep)
     out: list[str] = []
     position = 0
@@ -169,7 +176,7 @@ def mask(text: str, keep: Iterable[str] = ()) -> tuple[str, int]:
         out.append(REDACTED)
         position = secret.end
     out.append(text[position:])
-    return "".join(out), len(secrets)
+    return "".join(out), [text[s.start : s.end] for s in secrets]
 
 
 def mask_file(path: Path, keep: Iterable[str] = ()) -> int:

@@ -197,6 +197,17 @@ def test_a_failing_baseline_command_leaves_nothing_and_a_rerun_starts_fresh(work
     assert setup["branch"] == "autoresearch/narrow/s"
 
 
+def test_a_failed_baseline_leaves_only_the_log_the_error_points_to(workflow, todo_repo, tmp_path):
+    store = tmp_path / "store"
+    values = narrow(todo_repo, command="sh nowhere.sh") | {"worktree_root": str(store)}
+    proc = setup_only(workflow, values)
+    assert proc.returncode != 0 and "logs/session.log" in proc.stderr, proc.stderr[-3000:]
+    root = workflow.session("s")
+    left = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+    assert left == ["logs", "logs/session.log"]
+    assert not store.exists() or list(store.iterdir()) == []  # no empty folder of ours
+
+
 def test_a_baseline_that_already_meets_the_target_leaves_nothing(workflow, todo_repo):
     before = gitops.snapshot(todo_repo), git(todo_repo, "branch", "--list")
     proc = setup_only(workflow, narrow(todo_repo, target="<= 5"))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import socket
 import subprocess
 import sys
@@ -197,6 +198,96 @@ def test_home_is_an_empty_folder_whose_writes_are_thrown_away(session_dirs, tmp_
     assert "PRIVATE KEY" not in result.output
     assert result.output.splitlines()[-1] == "w"  # writing works: tools may keep caches there
     assert sorted(p.name for p in home.iterdir()) == [".ssh"]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("named", ["~/.ssh/id_ed25519", "{home}/.ssh/id_ed25519", "{home}/.ssh"])
+def test_naming_a_file_in_the_home_does_not_show_it(session_dirs, tmp_path, monkeypatch, named):
+    # Only programs named by absolute path are shown again (with their installation).
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    monkeypatch.setenv("HOME", str(home))
+    path = named.format(home=home)
+    result = run_in(session_dirs, f"ls -A {path}; cat {path}")
+    assert "PRIVATE KEY" not in result.output
+    assert "id_ed25519" not in result.output.split()  # the folder's listing
+
+
+def fake_passwd(monkeypatch, tmp_path) -> tuple[Path, Path]:
+    """Our passwd home and another user's, each holding a key; HOME is then set apart."""
+    ours, theirs = tmp_path / "passwd-home", tmp_path / "home" / "other"
+    for home in (ours, theirs):
+        (home / ".ssh").mkdir(parents=True)
+        (home / ".ssh" / "id_ed25519").write_text(f"PRIVATE KEY of {home.name}\n")
+    me = pwd.struct_passwd(("me", "x", os.getuid(), os.getgid(), "", str(ours), "/bin/sh"))
+    other = pwd.struct_passwd(("other", "x", 1234, 1234, "", str(theirs), "/bin/sh"))
+    system = pwd.struct_passwd(("bin", "x", 2, 2, "", "/bin", "/usr/sbin/nologin"))
+    monkeypatch.setattr(jail.pwd, "getpwuid", lambda uid: me)
+    monkeypatch.setattr(jail.pwd, "getpwall", lambda: [me, other, system])
+    return ours, theirs
+
+
+@needs_bwrap
+@pytest.mark.parametrize("home", [None, "/"], ids=["HOME unset", "HOME is /"])
+def test_the_passwd_home_is_hidden_whatever_home_says(session_dirs, tmp_path, monkeypatch, home):
+    ours, theirs = fake_passwd(monkeypatch, tmp_path)
+    if home is None:
+        monkeypatch.delenv("HOME", raising=False)
+    else:
+        monkeypatch.setenv("HOME", home)
+    result = run_in(
+        session_dirs,
+        f"cat {ours}/.ssh/id_ed25519 {theirs}/.ssh/id_ed25519; ls -A {ours} {theirs}; "
+        f"echo x > {ours}/.cache && echo w",
+    )
+    assert "PRIVATE KEY" not in result.output
+    assert ".ssh" not in result.output.splitlines()  # both homes are empty inside
+    assert result.output.splitlines()[-1] == "w"  # our home is a writable scratch folder
+    assert sorted(p.name for p in ours.iterdir()) == [".ssh"]
+    assert ls_in_jail(session_dirs, "/bin")  # a system account's "home" stays
+
+
+def ls_in_jail(dirs, folder: str) -> list[str]:
+    return run_in(dirs, f"ls -A {folder}").output.split()
+
+
+@needs_bwrap
+def test_every_other_home_is_hidden_and_read_only(session_dirs, tmp_path, monkeypatch):
+    ours, theirs = fake_passwd(monkeypatch, tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "elsewhere"))
+    (tmp_path / "elsewhere").mkdir()
+    stray = tmp_path / "home" / "not-in-passwd"  # a folder of /home that passwd does not list
+    stray.mkdir()
+    (stray / "notes").write_text("a former user's notes\n")
+    monkeypatch.setattr(jail, "HOME_ROOTS", (tmp_path / "home",))
+    result = run_in(
+        session_dirs,
+        f"cat {ours}/.ssh/id_ed25519 {theirs}/.ssh/id_ed25519 {stray}/notes; "
+        f"ls -A {ours} {theirs} {stray}; touch {theirs}/planted",
+    )
+    assert "PRIVATE KEY" not in result.output
+    assert "former user" not in result.output
+    assert not {".ssh", "notes"} & set(result.output.splitlines())
+    assert "Read-only file system" in result.output
+    assert not (theirs / "planted").exists()
+
+
+@needs_bwrap
+def test_a_toolchain_in_the_passwd_home_works_with_home_unset(session_dirs, tmp_path, monkeypatch):
+    ours, _ = fake_passwd(monkeypatch, tmp_path)
+    venv = ours / ".venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+        check=True,
+    )
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.setenv("PATH", f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    result = run_in(
+        session_dirs, f"python -c 'import sys; print(sys.prefix)'; cat {ours}/.ssh/id_ed25519"
+    )
+    assert result.output.splitlines()[0] == str(venv)
+    assert "PRIVATE KEY" not in result.output
 
 
 @needs_bwrap

@@ -151,3 +151,59 @@ def test_mask_file_rewrites_only_a_file_that_held_a_secret(tmp_path):
 def test_entropy_is_higher_for_random_text_than_for_words():
     assert entropy(BASE64_SECRET) > entropy("the_quick_brown_fox_jumps_over_the")
     assert entropy("") == 0.0
+
+
+# --- a value masked once is masked everywhere afterwards ---------------------------------
+
+
+def session_folder(tmp_path):
+    root = tmp_path / "sessions" / "s"
+    root.mkdir(parents=True)
+    (root / "session.yaml").write_text("mode: security\n")
+    return root
+
+
+def test_a_bare_value_quoted_after_setup_is_masked_in_every_later_file(tmp_path):
+    from autoresearch import files, seen
+    from autoresearch.modes.lens.output import Writer, masked_log
+
+    root = session_folder(tmp_path)
+    Writer().text(root / "lens-setup.md", 'db.py: password = "Tr0ub4dor-and-3"\n')
+    quoted = "The agent says Tr0ub4dor-and-3 is the admin's password (`Tr0ub4dor-and-3`)."
+    # A later stage (a new writer), the harness's own writers, and a log.
+    Writer().text(root / "cycles/001/findings.md", quoted)
+    files.write_text(root / "session.md", quoted)
+    files.write_json(root / "decision.json", {"reason": quoted})
+    files.append_line(root / "results.tsv", quoted)
+    lines: list[str] = []
+    masked_log(lines.append, root=root)(quoted)
+    written = [p for p in root.rglob("*") if p.is_file() and p.name != seen.STORE]
+    assert all("Tr0ub4dor-and-3" not in p.read_text() for p in written)
+    assert "Tr0ub4dor-and-3" not in lines[0] and "<REDACTED>" in lines[0]
+    assert (root / "session.md").read_text() == quoted.replace("Tr0ub4dor-and-3", "<REDACTED>")
+
+
+def test_the_seen_values_are_kept_as_private_digests(tmp_path):
+    from autoresearch import seen
+    from autoresearch.modes.lens.output import Writer
+
+    root = session_folder(tmp_path)
+    Writer().text(root / "lens-setup.md", 'API_KEY = "sk-live-0123456789abcdef"\n')
+    store = root / seen.STORE
+    assert store.stat().st_mode & 0o777 == 0o600
+    assert "sk-live-0123456789abcdef" not in store.read_text()  # digests only
+    assert store.name.startswith(".")  # not an output any rule or report names
+
+
+def test_a_log_line_masks_what_the_stages_writer_saw(tmp_path):
+    from autoresearch.modes.lens.output import Writer
+    from autoresearch.stage import StageEnv
+
+    root = session_folder(tmp_path)
+    Writer().text(root / "a.md", 'secret: "correct-horse-battery"\n')
+    log = root / "logs" / "red.log"
+    log.parent.mkdir()
+    env = StageEnv.__new__(StageEnv)
+    env.layout, env.log_file = type("L", (), {"root": root})(), log
+    env.log("read_file config.py: value correct-horse-battery")
+    assert "correct-horse-battery" not in log.read_text()

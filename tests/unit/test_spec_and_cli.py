@@ -169,3 +169,65 @@ def test_a_key_to_set_is_blamed_on_the_session_spec_when_only_the_defaults_set_i
     merged = Spec(values={}, sources={"test_command": "/t/.autoresearch.yml"})
     assert spec_file_of(merged, "test_command", "foo") == "/t/.autoresearch.yml"
     assert spec_file_of(merged, "allow_failing_baseline", "foo") == "config/sessions/foo.yaml"
+
+
+# --- bounds and places ----------------------------------------------------------------------
+
+
+def test_a_huge_command_in_the_targets_config_is_refused_naming_the_key(tmp_path):
+    root, repo = write_layers(tmp_path, {"test_command": "a" * 5_000_000}, {"target": "P"})
+    with pytest.raises(specs.SpecError) as err:
+        specs.load("x", root, {"target": str(repo)})
+    message = str(err.value)
+    assert message.startswith(f"{repo / '.autoresearch.yml'}: key 'test_command' is 5000000")
+    assert len(message.splitlines()) == 1
+
+
+@pytest.mark.parametrize("key", ["linter_command", "scope.include", "agent.model"])
+def test_every_long_spec_string_is_refused_naming_its_key(tmp_path, key):
+    value = "x" * (specs.MAX_STRING_CHARS + 1)
+    section, _, leaf = key.rpartition(".")
+    layer = {section: {leaf: [value] if leaf == "include" else value}} if section else {key: value}
+    root, repo = write_layers(tmp_path, {}, {"target": "P"})
+    with pytest.raises(specs.SpecError, match=rf"--config: key '{key}' is \d+ characters long"):
+        specs.load("x", root, {"target": str(repo), **layer})
+
+
+def test_a_huge_spec_file_is_refused_before_it_is_parsed(tmp_path):
+    root, repo = write_layers(tmp_path, {}, {"target": "P"})
+    (repo / ".autoresearch.yml").write_text("# padding\n" * (specs.MAX_SPEC_FILE_BYTES // 10 + 1))
+    with pytest.raises(specs.SpecError, match=r"\.autoresearch\.yml: the target's config is \d+"):
+        specs.load("x", root, {"target": str(repo)})
+
+
+def test_splitting_a_huge_command_returns_at_once(tmp_path):
+    from autoresearch import jail, stack, words
+    from autoresearch.lenses import command_checks
+
+    huge = "a" * 5_000_000
+    with pytest.raises(words.TooLong):
+        words.split(huge)
+    assert stack.command_exists(huge, tmp_path)  # unreadable counts as existing: the spec refuses
+    assert [d.kind for d in command_checks.dangers(huge)] == ["too long"]
+    # Within the bound, the lens's checks stay linear too (these took minutes before).
+    for long in ("a" * 60_000, "sh " * 20_000, "curl " * 12_000):
+        assert command_checks.dangers(long) == []
+    box = jail.Jail("bwrap", tmp_path)
+    assert box._named(huge, {}, []) == []
+
+
+@pytest.mark.parametrize("inside", ["target", "target/sub", "wf", "wf/sessions", "sessions"])
+def test_worktree_root_inside_the_target_or_the_workflow_is_refused(tmp_path, monkeypatch, inside):
+    root, repo = write_layers(tmp_path, {}, {"target": "P"})
+    monkeypatch.chdir(tmp_path)
+    place = {"target": repo, "wf": root, "sessions": tmp_path / "sessions"}[inside.split("/")[0]]
+    setting = place.joinpath(*inside.split("/")[1:])
+    with pytest.raises(specs.SpecError, match=r"--config: key 'worktree_root': .* is inside"):
+        specs.load("x", root, {"target": str(repo), "worktree_root": str(setting)})
+
+
+def test_worktree_root_beside_the_target_is_accepted(tmp_path, monkeypatch):
+    root, repo = write_layers(tmp_path, {}, {"target": "P"})
+    monkeypatch.chdir(tmp_path)
+    merged = specs.load("x", root, {"target": str(repo), "worktree_root": str(tmp_path / "wt")})
+    assert merged.values["worktree_root"] == str(tmp_path / "wt")

@@ -17,7 +17,7 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -189,27 +189,12 @@ def incumbent_before(env: StageEnv) -> dict[str, Any]:
 
 
 class ExperimentToolbox(Toolbox):
-    """The experiment team's tools, remembering which files the agent wrote: only those
-    make up the change (the tests or the measurement may leave other files behind)."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.written: set[str] = set()
-
-    def _tool_edit_file(self, path: str, old_str: str, new_str: str) -> ToolResult:
-        result = super()._tool_edit_file(path, old_str, new_str)
-        if not result.is_error:
-            self.written.add(self.sandbox.resolve(path, write=True)[1])
-        return result
-
-    def _tool_write_file(self, path: str, content: str) -> ToolResult:
-        result = super()._tool_write_file(path, content)
-        if not result.is_error:
-            self.written.add(self.sandbox.resolve(path, write=True)[1])
-        return result
+    """The experiment team's tools. Every toolbox remembers which files the agent wrote
+    (`written`): only those make up the change (the tests or the measurement may leave
+    other files behind)."""
 
 
-def changed_of(worktree: Path, written: set[str]) -> list[str]:
+def changed_of(worktree: Path, written: Iterable[str]) -> list[str]:
     """Written files that differ from HEAD (an edit undone by a later one is no change)."""
     if not written:
         return []

@@ -182,6 +182,7 @@ class Lens(Mode):
     ) -> None:
         """Mask what setup copied from the target, then the lens's own setup (lens-setup.json)."""
         writer = self.writer(record)
+        writer.root = layout.root
         record.conventions = writer.line(record.conventions)
         data = self.recon(layout, record, values, log, writer) or {}
         handoff = values.get("handoff")

@@ -32,7 +32,7 @@ from .output import masked_log
 
 def _quiet(env: StageEnv, mode: LoopLens) -> None:
     """Every log line of a lens stage is masked (progress lines quote what tools read)."""
-    env.log = masked_log(env.log, (env.record.base_commit,))  # type: ignore[method-assign]
+    env.log = masked_log(env.log, (env.record.base_commit,), env.layout.root)  # type: ignore[method-assign]
 
 
 def run_of(env: StageEnv, mode: LoopLens) -> tuple[str, int]:

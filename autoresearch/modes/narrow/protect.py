@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 from pathlib import Path
 
+from ... import words as shell_words
 from ...stack import TEST_RUNNER_FILES
 from .goal import Goal
 
@@ -56,10 +56,10 @@ MAX_DEPTH = 3  # a recipe that runs make that runs npm ...: far enough
 
 
 def _words(command: str) -> list[str]:
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
     try:
-        return list(lexer)
+        return shell_words.split(command, punctuation=True)
+    except shell_words.TooLong:
+        return []  # refused at the spec check; never split
     except ValueError:  # unbalanced quotes: the shell will complain; protect what we can
         return command.split()
 

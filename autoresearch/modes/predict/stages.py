@@ -21,7 +21,7 @@ from . import Predict, charge
 
 
 def _quiet(env: StageEnv) -> None:
-    env.log = masked_log(env.log, (env.record.base_commit,))  # type: ignore[method-assign]
+    env.log = masked_log(env.log, (env.record.base_commit,), env.layout.root)  # type: ignore[method-assign]
 
 
 def analysis(env: StageEnv, mode: Predict, persona: str, out: Path) -> None:

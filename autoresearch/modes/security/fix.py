@@ -63,6 +63,12 @@ def _green(env: StageEnv, gate: TestGate, finding: dict, attempt: int) -> tuple[
     def finish_fix(finding_id: str, summary: str) -> ToolResult:
         if not git.is_dirty(env.worktree):
             return ToolResult("there is no change in the worktree to commit", is_error=True)
+        try:  # the tests run on the agent's change alone, and only it is committed
+            if not env.protection.keep_written(env.worktree, toolbox.written):
+                return ToolResult("there is no change of yours in the worktree", is_error=True)
+        except ProtectedChange as err:
+            outcome["reason"] = err.reason
+            return ToolResult(f"not kept, so the worktree was restored: {err.reason}", True)
         if not gate.check().ok:
             git.restore(env.worktree)
             reason = gate.verdict.reason if gate.verdict else "the tests did not run"
@@ -70,7 +76,9 @@ def _green(env: StageEnv, gate: TestGate, finding: dict, attempt: int) -> tuple[
             return ToolResult(f"not kept, the worktree was restored: {gate.refused()}")
         message = f"fix: [{finding['id']}] {' '.join(summary.split())[:120]}"
         try:
-            outcome.update(sha=env.protection.commit(env.worktree, message), reason="committed")
+            env.protection.keep_written(env.worktree, toolbox.written)
+            sha = env.protection.commit(env.worktree, message, staged=True)
+            outcome.update(sha=sha, reason="committed")
         except ProtectedChange as err:
             git.restore(env.worktree)
             outcome["reason"] = err.reason

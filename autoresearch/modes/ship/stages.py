@@ -95,11 +95,13 @@ def prepare(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
         rec["session_stop"] = stop_reason_of(run)
         rec["summary"] = state.get("summary", "")
         files = changed_of(env.worktree, toolbox.written)
+        try:
+            files = files and env.protection.keep_written(env.worktree, toolbox.written)
+        except ProtectedChange as err:  # a command changed what the agent wrote
+            files, status, rec["rejected"] = [], "reverted", err.reason
         if state.get("outcome") == "skipped":
             status = "skipped"
         elif files:
-            git.git(env.worktree, "add", "--", *files)
-            git.git(env.worktree, "checkout", "--", ".", check=False)  # only what it wrote
             after = gating.run_all(checklist, mode.gate_context(env))
             rec["results_after"] = [asdict(r) for r in after]
             was = {r.name for r in before if r.status == gating.PASS}
@@ -109,8 +111,9 @@ def prepare(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
             if gating.passing(after) > gating.passing(before) and not rec["broke"]:
                 status = KEPT
                 message = f"ship: {gate.name} — {' '.join(rec['summary'].split())[:100]}"
-                try:
-                    end = env.protection.commit(env.worktree, message) or start
+                try:  # what the gates' commands left behind is not the agent's
+                    env.protection.keep_written(env.worktree, toolbox.written)
+                    end = env.protection.commit(env.worktree, message, staged=True) or start
                 except ProtectedChange as err:
                     status, rec["rejected"] = "reverted", err.reason
                     rec["results_after"] = [asdict(r) for r in before]
