@@ -218,9 +218,9 @@ def sequential_figures(trials: int) -> None:
     rng = random.Random(20260320)
     default = Design()
     rows = [
-        ("default: pooled, cap 40, drop p>0.5", default),
-        ("pooled, cap 40, drop p>0.4", Design(futility_p=0.4)),
-        ("no pool (fresh pairs only), cap 40", Design(pool=False)),
+        ("default: no pool (fresh pairs only), cap 40, drop p>0.5", default),
+        ("pooled, cap 40, drop p>0.5", Design(pool=True)),
+        ("pooled, cap 40, drop p>0.4", Design(pool=True, futility_p=0.4)),
     ]
     loops = max(1, trials // ITERATIONS)
     n = loops * ITERATIONS

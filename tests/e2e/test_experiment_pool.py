@@ -42,7 +42,7 @@ def test_the_second_comparison_pools_the_incumbents_runs_from_the_first(tmp_path
         goal="fewer steps",
         scope=["fast.py"],
         metric={"command": "python measure.py", "key": "ops", "direction": "minimize"},
-        sequential=True,
+        sequential={"pool": True},
         max_iterations=2,
     )
     spec["commands"] = {"sandbox": "none"}  # the counter lives outside the worktrees

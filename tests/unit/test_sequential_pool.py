@@ -23,6 +23,10 @@ from autoresearch.modes.experiment.sequential import (
 NOISE = 0.05
 
 
+# Pooling is off by default (a drifting machine); these tests are about the pool.
+POOLED = Design(pool=True)
+
+
 def noisy(rng: random.Random, true: float, n: int) -> list[float]:
     return [true * (1 + rng.gauss(0, NOISE)) for _ in range(n)]
 
@@ -39,13 +43,20 @@ def no_effect(seed: int, true: float = 100.0):
 def test_earlier_incumbent_runs_are_pooled_and_narrow_the_interval():
     rng = random.Random(1)
     candidate, fresh, earlier = noisy(rng, 97, 10), noisy(rng, 100, 10), noisy(rng, 100, 60)
-    alone = next_step(Design(), candidate, fresh)
-    pooled = next_step(Design(), candidate, fresh, earlier)
+    alone = next_step(POOLED, candidate, fresh)
+    pooled = next_step(POOLED, candidate, fresh, earlier)
     assert (alone.test, alone.pooled) == (PAIRED_TEST, 0)
     assert (pooled.test, pooled.pooled) == (POOLED_TEST, 60)
     width = lambda s: s.ci[1] - s.ci[0]  # noqa: E731
     assert width(pooled) < 0.8 * width(alone)
     assert "70 of the incumbent (60 pooled from earlier comparisons)" in pooled.describe()
+
+
+def test_by_default_the_earlier_runs_are_not_pooled():
+    """Pooling raised false keeps to 9% under drift (bench_experiment_noise): opt in."""
+    rng = random.Random(2)
+    candidate, fresh, earlier = noisy(rng, 97, 10), noisy(rng, 100, 10), noisy(rng, 100, 60)
+    assert next_step(Design(), candidate, fresh, earlier) == next_step(Design(), candidate, fresh)
 
 
 def test_pool_false_ignores_the_earlier_runs():
@@ -58,7 +69,7 @@ def test_pool_false_ignores_the_earlier_runs():
 
 def test_pooled_incumbent_mean_is_what_the_candidate_was_compared_with():
     step = next_step(
-        Design(), [95.0, 96, 94, 95, 95.5], [100.0, 99, 101, 100, 100.5], [99.5, 100, 100.5] * 7
+        POOLED, [95.0, 96, 94, 95, 95.5], [100.0, 99, 101, 100, 100.5], [99.5, 100, 100.5] * 7
     )
     assert step.incumbent_mean == pytest.approx(100.0, abs=0.3)
     assert step.kept
@@ -72,9 +83,9 @@ def test_a_machine_that_got_faster_drops_the_pool_and_the_fresh_pairs_decide():
     # effect would look 10% faster. The fresh incumbent runs show the machine moved.
     rng = random.Random(3)
     earlier = noisy(rng, 110, 40)
-    result = compare(Design(), no_effect(4), earlier=earlier)
+    result = compare(POOLED, no_effect(4), earlier=earlier)
     step = result.step
-    assert step.pool_dropped and step.drift_p < Design().drift_alpha
+    assert step.pool_dropped and step.drift_p < POOLED.drift_alpha
     assert step.test == PAIRED_TEST and step.pooled == 0
     assert step.action == DISCARD
     assert "pool of 40 earlier incumbent runs dropped" in step.reason
@@ -85,7 +96,7 @@ def test_without_the_drift_test_the_same_runs_would_be_a_false_keep():
     # What the drift test prevents (the same runs, the pool trusted whatever the fresh runs say).
     rng = random.Random(3)
     earlier = noisy(rng, 110, 40)
-    trusting = compare(Design(drift_alpha=1e-300), no_effect(4), earlier=earlier).step
+    trusting = compare(Design(pool=True, drift_alpha=1e-300), no_effect(4), earlier=earlier).step
     assert trusting.test == POOLED_TEST and trusting.action == KEEP
 
 
@@ -94,7 +105,7 @@ def test_once_dropped_the_pool_stays_dropped_at_later_looks():
     fresh = [100.0, 101, 99, 100.5, 99.5]  # far from the pool at the screen
     fresh += [112.0, 111, 110, 113, 109]  # back in line with it at the next look
     candidate = [c + 1 for c in fresh]
-    step = next_step(Design(futility_p=1.0), candidate, fresh, earlier)
+    step = next_step(Design(pool=True, futility_p=1.0), candidate, fresh, earlier)
     assert step.samples == 10 and step.pool_dropped and step.test == PAIRED_TEST
 
 
@@ -105,7 +116,7 @@ def test_a_random_walk_drift_is_caught_more_often_the_further_it_went():
         rng = random.Random(seed)
         earlier = noisy(rng, 100, 20)
         xs, ys = noisy(rng, 100 * (1 + shift), 10), noisy(rng, 100 * (1 + shift), 10)
-        return next_step(Design(futility_p=1.0), xs, ys, earlier).pool_dropped
+        return next_step(Design(pool=True, futility_p=1.0), xs, ys, earlier).pool_dropped
 
     assert sum(dropped(0.0, s) for s in range(200)) <= 8  # drift_alpha 0.01, some looks
     assert sum(dropped(0.15, s) for s in range(200)) >= 190
@@ -119,7 +130,7 @@ def test_load_spikes_in_the_pool_do_not_make_a_change_with_no_effect_look_better
     earlier = noisy(rng, 100, 40)
     for i in (3, 17, 29):
         earlier[i] *= 4  # three runs hit by load, 4x slower
-    result = compare(Design(), no_effect(6), earlier=earlier)
+    result = compare(POOLED, no_effect(6), earlier=earlier)
     assert result.step.test == POOLED_TEST and not result.step.kept
     assert result.step.incumbent_mean == pytest.approx(100, abs=2.5)  # trimmed: no spike in it
 
@@ -151,7 +162,7 @@ def spiky_comparisons(design: Design, seed: int, gain: float, loops: int) -> lis
 
 
 def test_false_keeps_under_load_spikes_stay_at_alpha():
-    steps = spiky_comparisons(Design(), seed=7, gain=0.0, loops=60)
+    steps = spiky_comparisons(POOLED, seed=7, gain=0.0, loops=60)
     rate = sum(s["action"] == KEEP for s in steps) / len(steps)
     assert rate <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / len(steps))
 

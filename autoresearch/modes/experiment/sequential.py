@@ -10,7 +10,7 @@ The method — a two-look group-sequential one-sided test on paired differences:
   interleaves them and alternates which goes first, so drift and warm-up hit both sides).
   The gain of a pair is ``incumbent - candidate`` for a metric to minimise (the other way for
   one to maximise); the test asks whether the mean gain exceeds ``min_effect``.
-* The incumbent was measured in earlier comparisons too. With ``pool`` (the default) those
+* The incumbent was measured in earlier comparisons too. With ``pool`` (off by default) those
   earlier runs (``earlier``: the same commit, the same machine class) join this comparison's
   fresh incumbent runs, and the candidate is compared with the pool by Yuen's trimmed-mean
   Welch test (``scipy.stats.ttest_ind(equal_var=False, trim=TRIM)``, one-sided): against a
@@ -85,7 +85,9 @@ class Design:
     alpha: float = 0.05  # one-sided false-keep rate over all looks
     batch: int | None = None  # pairs per confirm look; None takes the screen's size
     futility_p: float = 0.5  # drop before the cap when p > this; 1 never drops
-    pool: bool = True  # compare with the incumbent's earlier runs as well as the fresh ones
+    # Compare with the incumbent's earlier runs as well as the fresh ones. Off by default: on a
+    # machine that drifts it keeps 9% of the changes that do nothing (bench_experiment_noise).
+    pool: bool = False
     drift_alpha: float = 0.01  # two-sided level at which fresh runs disagree with the pool
     direction: str = "minimize"
     min_effect: float | str = 0.0  # metric units, or "2%" of the incumbent's mean
