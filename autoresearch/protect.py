@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import git
+from . import git, worktree_files
 from .sandbox import glob_match
+from .tools import MAX_WRITE_BYTES
 
 
 class ProtectedChange(Exception):
@@ -42,17 +43,13 @@ class AlteredWrite(ProtectedChange):
 
 
 def _digest(worktree: Path, rel: str) -> str | None:
-    """sha256 of the regular file at `rel`, None when it or a folder on the way is a link
-    or it is not a file."""
-    path = Path(worktree)
-    for part in Path(rel).parts:
-        path = path / part
-        if path.is_symlink():
-            return None
-    if not path.is_file():
+    """sha256 of the worktree's file `rel` as the worktree reader reads it; None when it
+    refuses it (a link out, not a regular file, larger than the agent could have written)."""
+    try:
+        data = worktree_files.read_bytes(worktree, rel, max_bytes=MAX_WRITE_BYTES)
+    except worktree_files.Refused:
         return None
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+    return hashlib.sha256(data).hexdigest()
 
 
 def _literal(path: str) -> str:
