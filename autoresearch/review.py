@@ -474,7 +474,10 @@ def report(
         return
     for review in sets:
         where = session.folder / f"{review.number}.md"
-        state = "tests pass" if review.ok else "tests FAIL alone"
+        # "tests pass" only when they ran and passed: a set kept against a failing base
+        # breaks nothing, but its tests do not pass.
+        passed = review.run is not None and review.run.ok
+        state = ("tests pass" if passed else "no new failures") if review.ok else "tests FAIL alone"
         log(f"\n{review.number}. {set_title(review)} [{state}]\n   {review.branch}\n   {where}")
         if not review.ok:
             log(
