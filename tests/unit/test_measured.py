@@ -63,28 +63,40 @@ def set_up_ignoring(tmp_path: Path, command: str):
     return set_up(tmp_path, command, extra={".gitignore": "*.cache\n"})
 
 
-def set_up(tmp_path: Path, command: str, scope: dict | None = None, extra: dict | None = None):
-    """Narrow's setup of a session whose goal.command is `command`."""
-    layout = SessionLayout(tmp_path / "sessions" / "s")
+def session_of(tmp_path: Path, layout: SessionLayout, mode: str, extra: dict | None = None):
+    """A target, its worktree at `layout` on the mode's branch, and the setup record."""
     repo = make_target(tmp_path / "target", extra)
+    scripts = [rel for rel in extra or () if rel.endswith(".sh") and rel not in EXECUTABLE]
+    for rel in scripts:
+        (repo / rel).chmod(0o755)
+    if scripts:
+        git(repo, "commit", "-q", "-am", "scripts run as programs")
+    branch = f"autoresearch/{mode}/{layout.name}"
     worktree = layout.worktree()
     worktree.parent.mkdir(parents=True)
-    git(repo, "worktree", "add", "-q", "-b", "autoresearch/narrow/s", str(worktree))
+    git(repo, "worktree", "add", "-q", "-b", branch, str(worktree))
     record = SetupRecord(
-        name="s",
-        mode="narrow",
+        name=layout.name,
+        mode=mode,
         version="0",
         target=str(repo),
         stack=None,
         test_command="true",
         linter_command=None,
-        branch="autoresearch/narrow/s",
+        branch=branch,
         base_commit=git(worktree, "rev-parse", "HEAD"),
         baseline={"ok": True, "summary": "ok"},
         date="today",
         config_file=None,
         conventions="",
     )
+    return repo, worktree, record
+
+
+def set_up(tmp_path: Path, command: str, scope: dict | None = None, extra: dict | None = None):
+    """Narrow's setup of a session whose goal.command is `command`."""
+    layout = SessionLayout(tmp_path / "sessions" / "s")
+    repo, worktree, record = session_of(tmp_path, layout, "narrow", extra)
     values = {
         "mode": "narrow",
         "goal": {"metric": "p99", "command": command, "target": "<= 1"},
@@ -237,28 +249,7 @@ def set_up_experiment(tmp_path: Path, metric: str, guard: str):
     mode = get("experiment")
     layout = mode.layout(tmp_path / "sessions" / "e")
     extra = {"bench/check.sh": "#!/bin/sh\nexit 0\n"}
-    repo = make_target(tmp_path / "target", extra)
-    (repo / "bench/check.sh").chmod(0o755)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "check")
-    worktree = layout.worktree()
-    worktree.parent.mkdir(parents=True)
-    git(repo, "worktree", "add", "-q", "-b", "autoresearch/experiment/e", str(worktree))
-    record = SetupRecord(
-        name="e",
-        mode="experiment",
-        version="0",
-        target=str(repo),
-        stack=None,
-        test_command="true",
-        linter_command=None,
-        branch="autoresearch/experiment/e",
-        base_commit=git(repo, "rev-parse", "HEAD"),
-        baseline={"ok": True, "summary": "ok"},
-        date="today",
-        config_file=None,
-        conventions="",
-    )
+    repo, worktree, record = session_of(tmp_path, layout, "experiment", extra)
     values = {
         "mode": "experiment",
         "target": str(repo),
@@ -305,28 +296,8 @@ def test_fix_protects_what_its_error_count_and_guard_run(tmp_path):
 
     mode = get("fix")
     layout = mode.layout(tmp_path / "sessions" / "f")
-    repo = make_target(tmp_path / "target", {"bench/check.sh": "#!/bin/sh\nexit 0\n"})
-    (repo / "bench/check.sh").chmod(0o755)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "check")
-    worktree = layout.worktree()
-    worktree.parent.mkdir(parents=True)
-    git(repo, "worktree", "add", "-q", "-b", "autoresearch/fix/f", str(worktree))
-    record = SetupRecord(
-        name="f",
-        mode="fix",
-        version="0",
-        target=str(repo),
-        stack=None,
-        test_command="true",
-        linter_command=None,
-        branch="autoresearch/fix/f",
-        base_commit=git(repo, "rev-parse", "HEAD"),
-        baseline={"ok": True, "summary": "ok"},
-        date="today",
-        config_file=None,
-        conventions="",
-    )
+    extra = {"bench/check.sh": "#!/bin/sh\nexit 0\n"}
+    repo, worktree, record = session_of(tmp_path, layout, "fix", extra)
     values = {
         "mode": "fix",
         "target": str(repo),
