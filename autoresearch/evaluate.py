@@ -14,7 +14,8 @@ from typing import Any
 from . import git, journal
 from .backends import get_backend
 from .backends.base import Usage
-from .files import write_json, write_text
+from .files import write_text
+from .loop import write_decision
 from .revert import undo_cycle
 from .stage import StageEnv
 from .testrun import TestRun
@@ -111,7 +112,7 @@ def write_results(env: StageEnv, decision: dict[str, Any], summary: str, out: Pa
 
 def finish(env: StageEnv, decision: dict[str, Any], out: Path) -> None:
     """decision.json, written last: its presence means the cycle is complete."""
-    write_json(out, decision)
+    write_decision(out, decision)
     env.log(
         f"{env.label}: {len(decision['fixed'])} fixes kept, tests "
         f"{'pass' if decision['tests_pass'] else 'FAIL'}"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ import orjson
 from . import findings
 from .files import append_line, append_text, locked, write_text
 from .layout import SessionLayout
+from .loop import Decision, read_decision
 from .record import SetupRecord
 from .spec import SessionSpec
 
@@ -131,7 +131,7 @@ def record_ideas(
         write_text(layout.ideas, text)
 
 
-def load_decisions(layout: SessionLayout, track: str = "") -> list[dict[str, Any]]:
+def load_decisions(layout: SessionLayout, track: str = "") -> list[Decision]:
     """Every decision of the loop (of `track`), oldest first.
 
     Read from the loop's decisions index, one file however long the session (stages, status
@@ -151,11 +151,11 @@ def load_decisions(layout: SessionLayout, track: str = "") -> list[dict[str, Any
                 continue  # a line a crash cut short: its decision is rewritten on the rerun
             logged[int(decision["cycle"])] = decision
     if _index_matches(layout, track, logged):
-        return [logged[n] for n in sorted(logged)]
+        return [Decision.from_json(logged[n], index) for n in sorted(logged)]
     # No lock: the rebuild is atomic, and one that races a new decision's line is found
     # out of date at the next read and rebuilt again.
     decisions = [
-        _logged_form(json.loads(layout.decision(n, track).read_text()))
+        _logged_form(read_decision(layout.decision(n, track)))
         for n in layout.completed_cycles(track)
     ]
     if decisions or index.exists():
@@ -163,13 +163,13 @@ def load_decisions(layout: SessionLayout, track: str = "") -> list[dict[str, Any
             write_text(index, "".join(orjson.dumps(d).decode() + "\n" for d in decisions))
         except OSError:
             pass  # a reader that may not write (status on a session it does not own)
-    return decisions
+    return [Decision.from_json(d, index) for d in decisions]
 
 
 def note_decision(layout: SessionLayout, cycle: int, track: str = "") -> None:
     """Add the cycle's decision, just written, to the loop's decisions index (a rewrite of
     the same cycle, on a rerun, is a later line: the last one stands)."""
-    decision = json.loads(layout.decision(cycle, track).read_text())
+    decision = read_decision(layout.decision(cycle, track))
     append_line(layout.decisions_index(track), orjson.dumps(_logged_form(decision)).decode())
 
 
@@ -178,11 +178,13 @@ def note_decision(layout: SessionLayout, cycle: int, track: str = "") -> None:
 _TEST_COUNTS = ("outcome", "ok", "summary", "passed", "failed", "skipped", "errors")
 
 
-def _logged_form(decision: dict[str, Any]) -> dict[str, Any]:
-    tests = decision.get("tests")
+def _logged_form(decision: Decision) -> dict[str, Any]:
+    """The decision's line in the index: its JSON, of its test run the counts."""
+    logged = decision.to_json()
+    tests = logged.get("tests")
     if isinstance(tests, dict):
-        return {**decision, "tests": {k: tests[k] for k in _TEST_COUNTS if k in tests}}
-    return decision
+        logged["tests"] = {k: tests[k] for k in _TEST_COUNTS if k in tests}
+    return logged
 
 
 def _index_matches(layout: SessionLayout, track: str, logged: dict[int, dict[str, Any]]) -> bool:

@@ -30,6 +30,7 @@ from . import (
 )
 from .errors import SessionError
 from .layout import SessionLayout
+from .loop import read_decision
 from .record import SetupRecord
 from .stage import jail_for
 
@@ -396,9 +397,7 @@ def check_checkouts(layout: SessionLayout) -> None:
             loops.append((hid, meta["branch"], meta["base_commit"]))
     for track, branch, base in loops:
         done = layout.completed_cycles(track)
-        last = (
-            json.loads(layout.decision(done[-1], track).read_text())["end_commit"] if done else base
-        )
+        last = read_decision(layout.decision(done[-1], track)).end_commit if done else base
         worktree = layout.worktree(track)
         # The session's link points into the worktree store: git must add it there.
         recreate = f"git -C {target} worktree add {worktree.resolve()} {branch}"

@@ -19,6 +19,7 @@ from .backends.base import StageLimits
 from .files import append_line, locked
 from .jail import Jail, build_jail
 from .layout import SessionLayout
+from .loop import Decision, maybe_decision
 from .protect import Protection
 from .record import SetupRecord
 from .testrun import TestRun, Verdict
@@ -62,13 +63,12 @@ class StageEnv:
             with self.log_file.open("a") as handle:
                 handle.write(line + "\n")
 
-    def previous_decision(self) -> dict[str, Any] | None:
+    def previous_decision(self) -> Decision | None:
         if self.cycle <= 1:
             return None
-        path = self.layout.decision(self.cycle - 1, self.track)
-        return json.loads(path.read_text()) if path.exists() else None
+        return maybe_decision(self.layout.decision(self.cycle - 1, self.track))
 
-    def decisions_before(self) -> list[dict[str, Any]]:
+    def decisions_before(self) -> list[Decision]:
         """Every completed decision of this loop (this track) before the current cycle."""
         return [
             d for d in journal.load_decisions(self.layout, self.track) if d["cycle"] < self.cycle
@@ -104,8 +104,8 @@ class StageEnv:
         and holding a cycle to it would let any test go: the latest earlier run that did
         stands in, since every change kept after it was held to it."""
         for cycle in range(self.cycle - 1, 0, -1):
-            path = self.layout.decision(cycle, self.track)
-            tests = json.loads(path.read_text()).get("tests") if path.exists() else None
+            earlier = maybe_decision(self.layout.decision(cycle, self.track))
+            tests = earlier.tests if earlier else None
             if tests and tests.get("outcome") in (testrun.PASSED, testrun.FAILED):
                 return TestRun.from_record(tests)
         return TestRun.from_record(self.record.baseline)

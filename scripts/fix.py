@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.jobs import run_stage
+from autoresearch.loop import write_decision
 
 from . import cycle
 
@@ -43,7 +44,7 @@ def decide(wildcards: Any, output: Any, log: Any) -> None:
         writer = mode.writer(env.record)
         writer.text(Path(output.results), report.evaluation_md(rec))
         mode.write_summary(env, rec)
-        writer.json(Path(output.decision), rec)
+        write_decision(Path(output.decision), rec, writer)
         env.log(
             f"fix {env.cycle}: {rec['status']} ({rec['before']} → {rec['after']})"
             + (f"; stopping: {rec['reason']}" if rec["stop"] else "")

@@ -7,6 +7,7 @@ from typing import Any
 
 from autoresearch import journal
 from autoresearch.jobs import run_stage
+from autoresearch.loop import write_decision
 
 from . import cycle
 
@@ -36,7 +37,7 @@ def write(wildcards: Any, output: Any, log: Any) -> None:
         }
         journal.upsert_results(env.layout, "", f"{env.cycle:03d}", [row])
         mode.write_summary(env, decision)
-        writer.json(Path(output.decision), decision)
+        write_decision(Path(output.decision), decision, writer)
         env.log(f"learn {env.cycle}: {decision['doc']}: {decision['status']} ({decision['why']})")
 
     run_stage(wildcards, log, body)

@@ -8,6 +8,7 @@ from typing import Any
 from autoresearch import modes, spec
 from autoresearch.jobs import run_stage
 from autoresearch.layout import session_layout
+from autoresearch.loop import write_decision
 
 from . import cycle
 
@@ -34,7 +35,7 @@ def prepare(wildcards: Any, output: Any, log: Any) -> None:
         mode.apply_policy(env, rec)
         mode.log_iteration(env, rec, env.stage_record("prepare")["usage"])
         mode.write_summary(env, rec)
-        mode.writer(env.record).json(Path(output.decision), rec)
+        write_decision(Path(output.decision), rec, mode.writer(env.record))
         env.log(
             f"ship {env.cycle}: {rec['gate']}: {rec['status']} "
             f"({rec['passing_before']} → {rec['passing_after']} passing)"

@@ -9,14 +9,14 @@ from typing import Any
 
 from .. import findings, git
 from ..errors import SessionError
-from ..files import read_json
 from ..layout import SessionLayout
+from ..loop import maybe_decision
 from ..record import load_record
 
 
 def render(layout: SessionLayout, cycle: int, track: str = "") -> str:
     folder = layout.cycle(cycle, track)
-    decision = read_json(layout.decision(cycle, track))
+    decision = maybe_decision(layout.decision(cycle, track))
     where = f"track {track} " if track else ""
     if decision is None:
         done = layout.completed_cycles(track)

@@ -88,7 +88,7 @@ def test_a_change_is_kept_only_when_the_count_fell(history):
         "kept",
         "reverted",
         "rejected: suppression",
-        "guard failed",
+        "guard_failed",
     ]
     subjects = git(session / "worktree", "log", "--format=%s").splitlines()
     assert subjects[0] == "fix: lint — app.py:2"

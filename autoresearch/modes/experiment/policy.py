@@ -17,15 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from ... import metrics, worktree_files
+from ...loop import Status
 from .program import ExperimentConfig
 
 # Iteration outcomes. Only `kept` changes the branch.
-KEPT = "kept"
-DISCARDED = "discarded"  # measured, not strictly better
-GUARD_FAILED = "guard_failed"
-CRASH = "crash"  # the metric or the guard could not run (failed, timed out, unparsable)
-SYNTAX_ERROR = "syntax_error"
-NO_CHANGE = "no_change"  # the agent ended without handing in a change
+KEPT = Status.KEPT
+DISCARDED = Status.DISCARDED  # measured, not strictly better
+GUARD_FAILED = Status.GUARD_FAILED
+CRASH = Status.CRASH  # the metric or the guard could not run (failed, timed out, unparsable)
+SYNTAX_ERROR = Status.SYNTAX_ERROR
+NO_CHANGE = Status.NO_CHANGE  # the agent ended without handing in a change
 # Failed iterations: nothing was measured against the incumbent (a propose stage whose
 # agent errored hands in no change). A run of them is a crash loop.
 ERRORS = (CRASH, SYNTAX_ERROR, NO_CHANGE)

@@ -14,6 +14,7 @@ from typing import Any
 from ...errors import SessionError
 from ...files import read_json
 from ...layout import SessionLayout
+from ...loop import maybe_decision
 from .log import fmt
 from .policy import KEPT
 from .stages import experiment_lines, records
@@ -28,7 +29,7 @@ def render(layout: SessionLayout, key: str, iteration: int, candidate: str | Non
             f"- Commit: {base['end_commit']}\n"
         )
     folder = layout.cycle(iteration)
-    decision = read_json(layout.decision(iteration))
+    decision = maybe_decision(layout.decision(iteration))
     if decision is None and not folder.is_dir():
         done = layout.completed_cycles()
         have = f"iterations 1 to {done[-1]}" if done else "no iteration yet"

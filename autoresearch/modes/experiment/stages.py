@@ -27,6 +27,7 @@ from ...backends.base import StageRun, ToolResult, Usage
 from ...files import read_json, write_json, write_text
 from ...jail import Jail
 from ...layout import SessionLayout
+from ...loop import write_decision
 from ...protect import ProtectedChange
 from ...stage import StageEnv
 from ...teams import base_context
@@ -686,7 +687,7 @@ def write_iteration(env: StageEnv, rec: dict[str, Any], results_out: Path) -> No
 
 def finish(env: StageEnv, rec: dict[str, Any], decision_out: Path) -> None:
     """decision.json, written last: its presence means the iteration is complete."""
-    write_json(decision_out, rec)
+    write_decision(decision_out, rec)
     env.log(
         f"iteration {env.cycle}: {rec['status']} ({rec['verdict'] or rec['error'] or ''})"
         + (f"; stopping: {rec['reason']}" if rec["stop"] else "")

@@ -31,6 +31,7 @@ from ...backends.base import ToolResult, Usage
 from ...files import write_json
 from ...lenses import error_counts, suppressions
 from ...lenses.error_counts import Count, Error
+from ...loop import Status
 from ...protect import ProtectedChange
 from ...sandbox import glob_match
 from ...stage import StageEnv
@@ -38,13 +39,13 @@ from ...teams import base_context
 from ..experiment.stages import ExperimentToolbox, changed_of, make_patch
 from . import count as counting
 
-KEPT = "kept"
-SUPPRESSION = "rejected: suppression"
-GUARD_FAILED = "guard failed"
-REVERTED = "reverted"
-NO_CHANGE = "no change"
-SKIPPED = "skipped"
-CRASH = "crash"
+KEPT = Status.KEPT
+SUPPRESSION = f"{Status.REJECTED}: suppression"
+GUARD_FAILED = Status.GUARD_FAILED
+REVERTED = Status.REVERTED
+NO_CHANGE = Status.NO_CHANGE
+SKIPPED = Status.SKIPPED
+CRASH = Status.CRASH
 TAIL = 1500
 
 

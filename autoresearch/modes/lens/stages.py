@@ -23,6 +23,7 @@ from ...lenses import lens_log
 from ...lenses.finding_schema import check as check_findings
 from ...lenses.finding_schema import drop_counts, title_key
 from ...lenses.saturation import stop_reason as saturation_stop
+from ...loop import write_decision
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox
@@ -170,7 +171,7 @@ def check(env: StageEnv, mode: LoopLens, checked_out: Path, decision_out: Path) 
         f"{mode.name} {env.label}: {raw['focus']['key']}: {len(items)} accepted "
         f"({new} new), {len(dropped)} dropped" + (f"; stop: {reason}" if reason else "")
     )
-    writer.json(decision_out, decision)
+    write_decision(decision_out, decision, writer)
 
 
 def _budget(env: StageEnv) -> str | None:

@@ -19,13 +19,14 @@ from ...agent_run import run_agent, stop_reason_of
 from ...backends import DETERMINISTIC
 from ...backends.base import ToolResult
 from ...lenses import error_counts
+from ...loop import Status
 from ...protect import ProtectedChange
 from ...stage import StageEnv
 from ...teams import base_context
 from ..experiment.stages import ExperimentToolbox, changed_of
 from . import gates as gating
 
-KEPT = "kept"
+KEPT = Status.KEPT
 
 
 def results_at_start(env: StageEnv, mode: Any) -> list[gating.Result]:
@@ -69,7 +70,7 @@ def prepare(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
         "broken": False,
         "session_stop": None,
     }
-    status, end, usage = "no change", start, {}
+    status, end, usage = Status.NO_CHANGE, start, {}
     if target is not None:
         gate = next(g for g in checklist if g.name == target.name)
         state: dict[str, str] = {}
@@ -98,9 +99,9 @@ def prepare(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
         try:
             files = files and env.protection.keep_written(env.worktree, toolbox.written)
         except ProtectedChange as err:  # a command changed what the agent wrote
-            files, status, rec["rejected"] = [], "reverted", err.reason
+            files, status, rec["rejected"] = [], Status.REVERTED, err.reason
         if state.get("outcome") == "skipped":
-            status = "skipped"
+            status = Status.SKIPPED
         elif files:
             after = gating.run_all(checklist, mode.gate_context(env))
             rec["results_after"] = [asdict(r) for r in after]
@@ -115,11 +116,11 @@ def prepare(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
                     env.protection.keep_written(env.worktree, toolbox.written)
                     end = env.protection.commit(env.worktree, message, staged=True) or start
                 except ProtectedChange as err:
-                    status, rec["rejected"] = "reverted", err.reason
+                    status, rec["rejected"] = Status.REVERTED, err.reason
                     rec["results_after"] = [asdict(r) for r in before]
                     env.log(f"ship: {err.reason}")
             else:
-                status = "reverted"
+                status = Status.REVERTED
                 rec["results_after"] = [asdict(r) for r in before]
     git.reset_to(env.worktree, end)
     rec.update(status=status, end_commit=end)

@@ -1,0 +1,191 @@
+"""The loop's protocol: the status words, the `Decision` every cycle ends with, and the
+one writer and one reader of its `decision.json`.
+
+Every mode's loop step ends the same way: a decision, written last (its presence marks
+the cycle complete). The file keeps the keys each mode writes today; this module is the
+only place that turns it into a record and back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Protocol
+
+from . import files
+from .errors import SessionError
+
+
+class Status(StrEnum):
+    """How a loop step ended. Only `kept` leaves a change on the branch."""
+
+    BASELINE = "baseline"  # experiment 0: the base commit as measured at setup
+    KEPT = "kept"
+    DISCARDED = "discarded"  # measured, not strictly better
+    GUARD_FAILED = "guard_failed"
+    REVERTED = "reverted"  # kept by its check, undone by the protection or a gate
+    REJECTED = "rejected"  # "rejected: suppression": the change hid the problem
+    NOT_KEPT = "not kept"  # learn: "not kept: <why>"
+    SKIPPED = "skipped"
+    CRASH = "crash"
+    SYNTAX_ERROR = "syntax_error"
+    NO_CHANGE = "no_change"  # the agent ended without handing in a change
+
+    @classmethod
+    def read(cls, text: str) -> tuple[Status, str]:
+        """The status and its detail from a decision's `status` text ("rejected:
+        suppression" → REJECTED, "suppression"). Sessions written before the one spelling
+        said "guard failed" and "no change": a resumed one reads them as today's words."""
+        word, _, detail = text.partition(": ")
+        word = _OLD_SPELLINGS.get(word, word)
+        try:
+            return cls(word), detail
+        except ValueError:
+            known = ", ".join(s.value for s in cls)
+            raise ValueError(f"status {text!r} is not one of: {known}") from None
+
+
+_OLD_SPELLINGS = {"guard failed": Status.GUARD_FAILED.value, "no change": Status.NO_CHANGE.value}
+
+# The keys of a decision.json that every loop means the same by; the rest is the mode's.
+_COMMON = ("cycle", "track", "start_commit", "end_commit", "status", "tests", "metric")
+_COMMON += ("stop", "reason", "usage")
+
+
+# eq=False: a decision equals the mapping it reads as (Mapping.__eq__), file or dict.
+@dataclass(frozen=True, eq=False)
+class Decision(Mapping[str, Any]):
+    """How one cycle (or iteration) of a loop ended. Read-only; it reads like the JSON it
+    is written as (`decision["end_commit"]`), so a reader needs no mode's key list."""
+
+    cycle: int  # the cycle's or iteration's number
+    track: str = ""
+    start_commit: str | None = None
+    end_commit: str | None = None
+    status: Status | None = None  # None: the loop has no status word (sweep's cycles)
+    status_detail: str = ""  # "suppression" of "rejected: suppression"
+    tests: dict[str, Any] | None = None  # the test run the step was judged on
+    metric: Any = None
+    stop: bool = False
+    reason: str | None = None  # why the loop stops (None: it goes on)
+    usage: dict[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)  # what the mode adds
+    # The on-disk keys in their order: a decision read and written again is the same file.
+    keys_order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+        object.__setattr__(self, "_json", MappingProxyType(self._build_json()))
+
+    # --- the JSON form ---------------------------------------------------------------
+
+    @property
+    def status_text(self) -> str | None:
+        if self.status is None:
+            return None
+        word = self.status.value
+        return f"{word}: {self.status_detail}" if self.status_detail else word
+
+    def _build_json(self) -> dict[str, Any]:
+        common = {
+            "cycle": self.cycle,
+            "track": self.track,
+            "start_commit": self.start_commit,
+            "end_commit": self.end_commit,
+            "status": self.status_text,
+            "tests": self.tests,
+            "metric": self.metric,
+            "stop": self.stop,
+            "reason": self.reason,
+            "usage": self.usage,
+        }
+        order = self.keys_order or (*_COMMON, *self.extra)
+        out = {}
+        for key in order:
+            if key in common:
+                out[key] = common[key]
+            elif key in self.extra:
+                out[key] = self.extra[key]
+        out.update((k, v) for k, v in self.extra.items() if k not in out)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The decision as decision.json holds it (a fresh dict)."""
+        return json.loads(json.dumps(dict(self._json)))
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], source: str | Path = "decision") -> Decision:
+        """The record of a decision.json's (or a mode's decision dict's) keys. A status word
+        outside the vocabulary is an error naming the file."""
+        cycle = data.get("cycle", data.get("iteration"))  # an experiment's says both
+        if not isinstance(cycle, int):
+            raise SessionError(f"{source}: key 'cycle' must be a cycle number")
+        status, detail = None, ""
+        if data.get("status") is not None:
+            try:
+                status, detail = Status.read(str(data["status"]))
+            except ValueError as err:
+                raise SessionError(f"{source}: key 'status': {err}") from None
+        return cls(
+            cycle=cycle,
+            track=data.get("track", ""),
+            start_commit=data.get("start_commit"),
+            end_commit=data.get("end_commit"),
+            status=status,
+            status_detail=detail,
+            tests=data.get("tests"),
+            metric=data.get("metric"),
+            stop=bool(data.get("stop", False)),
+            reason=data.get("reason"),
+            usage=data.get("usage"),
+            extra={k: v for k, v in data.items() if k not in _COMMON},
+            keys_order=tuple(data),
+        )
+
+    # --- reading it like the file ------------------------------------------------------
+
+    def __getitem__(self, key: str) -> Any:
+        return self._json[key]  # type: ignore[attr-defined]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._json)  # type: ignore[attr-defined]
+
+    def __len__(self) -> int:
+        return len(self._json)  # type: ignore[attr-defined]
+
+    @property
+    def kept(self) -> bool:
+        return self.status is Status.KEPT
+
+
+class JsonWriter(Protocol):
+    """What writes a decision's JSON: a lens's masking writer (lens/output.py)."""
+
+    def json(self, path: Path, data: Any) -> None: ...
+
+
+def write_decision(
+    path: Path, decision: Decision | Mapping[str, Any], writer: JsonWriter | None = None
+) -> Decision:
+    """decision.json, atomically, and last of a cycle's files: its presence means the cycle
+    is complete. `writer`: the mode's masking writer, when the mode masks what it writes."""
+    record = decision if isinstance(decision, Decision) else Decision.from_json(decision, path)
+    if writer is not None:
+        writer.json(Path(path), record.to_json())
+    else:
+        files.write_json(Path(path), record.to_json())
+    return record
+
+
+def read_decision(path: Path) -> Decision:
+    """The decision a cycle's decision.json holds."""
+    return Decision.from_json(json.loads(Path(path).read_text()), path)
+
+
+def maybe_decision(path: Path) -> Decision | None:
+    """The decision at `path`, or None when the cycle has none yet."""
+    return read_decision(path) if Path(path).exists() else None

@@ -1,0 +1,110 @@
+"""The loop's protocol: one status vocabulary, one decision record, one writer, one reader."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autoresearch import journal, loop
+from autoresearch.errors import SessionError
+from autoresearch.files import write_json
+from autoresearch.layout import SessionLayout
+from autoresearch.loop import Decision, Status
+from autoresearch.modes.experiment import policy
+from autoresearch.modes.fix import stages as fix_stages
+from autoresearch.modes.lens.output import Writer
+from autoresearch.modes.ship import stages as ship_stages
+from autoresearch.stage import StageEnv
+
+
+def sweep_decision(cycle: int) -> dict:
+    """A decision as the sweep loop writes it: no status word, its own keys between ours."""
+    return {
+        "cycle": cycle,
+        "track": "",
+        "start_commit": "a" * 40,
+        "end_commit": "b" * 40,
+        "tests_pass": True,
+        "tests": {"outcome": "passed", "ok": True, "passed": ["t::a"], "output": "1 passed"},
+        "fixed": [{"id": "F-001", "key": "bug at a.py:1"}],
+        "stop": False,
+        "reason": None,
+        "session_stop": None,
+    }
+
+
+def test_the_modes_share_one_spelling_of_each_status_word():
+    # fix wrote "guard failed" / "no change", experiment "guard_failed" / "no_change".
+    assert fix_stages.GUARD_FAILED == policy.GUARD_FAILED == "guard_failed"
+    assert fix_stages.NO_CHANGE == policy.NO_CHANGE == "no_change"
+    assert ship_stages.KEPT == fix_stages.KEPT == policy.KEPT == Status.KEPT
+
+
+def test_a_resumed_session_reads_the_old_spelling_as_todays_word(tmp_path):
+    layout = SessionLayout(tmp_path / "s", "fixes")
+    write_json(layout.decision(1), {"cycle": 1, "status": "guard failed", "stop": False})
+    write_json(layout.decision(2), {"cycle": 2, "status": "no change", "stop": False})
+    assert [d["status"] for d in journal.load_decisions(layout)] == ["guard_failed", "no_change"]
+    assert loop.read_decision(layout.decision(1)).status is Status.GUARD_FAILED
+
+
+def test_a_status_with_a_detail_keeps_it(tmp_path):
+    decision = Decision.from_json({"cycle": 3, "status": "rejected: suppression"})
+    assert decision.status is Status.REJECTED and decision.status_detail == "suppression"
+    assert decision["status"] == "rejected: suppression"
+    learn = Decision.from_json({"cycle": 1, "status": "not kept: names `gone()`"})
+    assert learn.status is Status.NOT_KEPT and learn["status"] == "not kept: names `gone()`"
+
+
+def test_a_status_word_outside_the_vocabulary_is_an_error_naming_the_file(tmp_path):
+    layout = SessionLayout(tmp_path / "s", "fixes")
+    write_json(layout.decision(1), {"cycle": 1, "status": "kpet"})
+    with pytest.raises(SessionError, match=r"fixes/001/decision\.json: key 'status'.*'kpet'"):
+        journal.load_decisions(layout)
+
+
+def test_a_decision_without_a_cycle_number_is_an_error_naming_the_file(tmp_path):
+    path = tmp_path / "decision.json"
+    write_json(path, {"status": "kept"})
+    with pytest.raises(SessionError, match=r"decision\.json: key 'cycle'"):
+        loop.read_decision(path)
+
+
+def test_a_decision_read_and_written_again_is_the_same_file(tmp_path):
+    first, second = tmp_path / "1.json", tmp_path / "2.json"
+    write_json(first, sweep_decision(1))
+    loop.write_decision(second, loop.read_decision(first))
+    assert second.read_bytes() == first.read_bytes()
+
+
+def test_the_common_fields_are_typed_and_the_modes_keys_are_its_extra():
+    decision = Decision.from_json(sweep_decision(2) | {"status": "kept"})
+    assert (decision.cycle, decision.end_commit, decision.stop) == (2, "b" * 40, False)
+    assert decision.tests["passed"] == ["t::a"] and decision.kept
+    assert set(decision.extra) == {"tests_pass", "fixed", "session_stop"}
+    with pytest.raises(AttributeError):
+        decision.stop = True  # frozen: a reader cannot change what a cycle decided
+
+
+def test_the_writer_masks_through_the_modes_writer(tmp_path):
+    path = tmp_path / "sessions" / "s" / "learn" / "001" / "decision.json"
+    secret = "sk-ant-" + "x" * 40
+    loop.write_decision(path, {"cycle": 1, "status": "kept", "why": f"key {secret}"}, Writer())
+    text = path.read_text()
+    assert secret not in text and json.loads(text)["status"] == "kept"
+
+
+def test_a_mode_status_enum_value_is_written_as_its_word(tmp_path):
+    path = tmp_path / "decision.json"
+    loop.write_decision(path, {"cycle": 1, "status": Status.GUARD_FAILED})
+    assert json.loads(path.read_text())["status"] == "guard_failed"
+
+
+def test_the_previous_decision_is_read_back_into_the_record(tmp_path):
+    layout = SessionLayout(tmp_path / "s")
+    write_json(layout.decision(1), sweep_decision(1))
+    env = StageEnv(layout=layout, spec=None, record=None, cycle=2)  # type: ignore[arg-type]
+    previous = env.previous_decision()
+    assert isinstance(previous, Decision) and previous.end_commit == "b" * 40
+    assert previous["fixed"][0]["id"] == "F-001"  # and reads like the file
