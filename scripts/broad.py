@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from autoresearch import tally
+from autoresearch import modes
 from autoresearch.jobs import run_stage
 from autoresearch.layout import rel, session_layout
 from autoresearch.modes.broad.tracks import track_ids
@@ -44,9 +44,7 @@ def red_inputs(name: str, hid: str, cycle_number: int) -> list[str]:
 
 def track_end_inputs(name: str, hid: str, checkpoints: Any) -> str:
     """The decision that ended the track; `.get()` is asked of the next open cycle only."""
-    number = tally.next_open_cycle(session_layout(name), hid)
-    job = checkpoints.broad_evaluate.get(name=name, hid=hid, cycle=f"{number:03d}")
-    return job.output.decision
+    return modes.get("broad").final_decision(session_layout(name), checkpoints, hid)
 
 
 def track_results(name: str, checkpoints: Any) -> list[str]:

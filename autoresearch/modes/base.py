@@ -79,6 +79,7 @@ class Mode:
         "evaluate": ("eval-results.md", "decision.json"),
     }
     stage_rules: dict[str, str] = {}  # stage -> its rule's log folder, when not the stage name
+    decide_checkpoint = "evaluate"  # the checkpoint whose job writes a cycle's decision.json
 
     # --- files ------------------------------------------------------------------------
 
@@ -260,14 +261,23 @@ class Mode:
 
     # --- the end -------------------------------------------------------------------------
 
-    def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
-        """The decision of the first open cycle, or of the one that stopped the loop.
+    def next_open_cycle(self, layout: SessionLayout, track: str = "") -> int:
+        """The first cycle with no decision yet, or the one whose decision stopped the loop."""
+        return tally.next_open_cycle(layout, track)
+
+    def final_decision(self, layout: SessionLayout, checkpoints: Any, track: str = "") -> str:
+        """The decision of the first open cycle, or of the one that stopped the loop (of
+        `track`), from the mode's `decide_checkpoint`.
 
         Completed decisions are read from disk and only the next open cycle is asked of the
         checkpoint: asking every cycle's makes a no-op rerun quadratic.
         """
-        cycle = tally.next_open_cycle(layout)
-        return checkpoints.evaluate.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
+        cycle = self.next_open_cycle(layout, track)
+        wildcards = {"name": layout.name, "cycle": f"{cycle:03d}"} | (
+            {"hid": track} if track else {}
+        )
+        job = getattr(checkpoints, self.decide_checkpoint).get(**wildcards)
+        return job.output.decision
 
     def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
         """What `done` and the session report wait for: by default, the loop's final decision."""

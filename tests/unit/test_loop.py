@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
-from autoresearch import journal, loop
+from autoresearch import journal, loop, modes
 from autoresearch.errors import SessionError
 from autoresearch.files import write_json
 from autoresearch.layout import SessionLayout
 from autoresearch.loop import Decision, Status
+from autoresearch.modes.base import Mode
 from autoresearch.modes.experiment import policy
 from autoresearch.modes.fix import stages as fix_stages
 from autoresearch.modes.lens.output import Writer
@@ -108,3 +110,66 @@ def test_the_previous_decision_is_read_back_into_the_record(tmp_path):
     previous = env.previous_decision()
     assert isinstance(previous, Decision) and previous.end_commit == "b" * 40
     assert previous["fixed"][0]["id"] == "F-001"  # and reads like the file
+
+
+# --- the loop's final decision --------------------------------------------------------
+
+
+class Checkpoints:
+    """Snakemake's `checkpoints` as an input function sees them: what was asked of which."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, dict]] = []
+
+    def __getattr__(self, rule: str):
+        outer = self
+
+        class Rule:
+            def get(self, **wildcards):
+                outer.asked.append((rule, wildcards))
+                return SimpleNamespace(output=SimpleNamespace(decision=f"{rule}.json"))
+
+        return Rule()
+
+
+LOOP_MODES = {
+    "sweep": "evaluate",
+    "narrow": "evaluate",
+    "experiment": "experiment_decide",
+    "fix": "fix_decide",
+    "learn": "learn_write",
+    "ship": "ship_prepare",
+    "security": "lens_check",
+    "debug": "lens_check",
+    "scenario": "lens_check",
+}
+
+
+def test_the_final_decision_is_written_once_for_every_mode():
+    for name in modes.MODES:
+        assert type(modes.get(name)).final_decision is Mode.final_decision, name
+
+
+@pytest.mark.parametrize("name", sorted(LOOP_MODES))
+def test_the_final_decision_asks_the_modes_checkpoint_for_the_next_open_cycle(tmp_path, name):
+    mode = modes.get(name)
+    assert mode.decide_checkpoint == LOOP_MODES[name]
+    layout = mode.layout(tmp_path / "sessions" / "s")
+    for n in (1, 2):
+        write_json(layout.decision(n), {"cycle": n, "stop": False})
+    checkpoints = Checkpoints()
+    assert mode.final_decision(layout, checkpoints) == f"{LOOP_MODES[name]}.json"
+    assert checkpoints.asked == [(LOOP_MODES[name], {"name": "s", "cycle": "003"})]
+
+
+def test_a_broad_tracks_final_decision_is_of_its_own_loop(tmp_path):
+    import scripts.broad
+
+    assert modes.get("broad").decide_checkpoint == "broad_evaluate"
+    layout = SessionLayout(tmp_path / "sessions" / "b")
+    write_json(layout.decision(1, "h2"), {"cycle": 1, "track": "h2", "stop": True})
+    checkpoints = Checkpoints()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scripts.broad, "session_layout", lambda name: layout)
+        scripts.broad.track_end_inputs("b", "h2", checkpoints)
+    assert checkpoints.asked == [("broad_evaluate", {"name": "b", "cycle": "001", "hid": "h2"})]

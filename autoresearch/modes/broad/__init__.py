@@ -38,6 +38,7 @@ approve: auto                              # manual: stop after hypotheses.md fo
 
 class Broad(Mode):
     name = "broad"
+    decide_checkpoint = "broad_evaluate"  # a track's cycle (wildcard hid)
     spec_example = SPEC_EXAMPLE
     branch = "see tracks"  # each track has its own: autoresearch/broad/<name>/<hid>
     has_worktree = False

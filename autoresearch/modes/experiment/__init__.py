@@ -60,6 +60,7 @@ class Experiment(Mode):
     name = "experiment"
     spec_example = SPEC_EXAMPLE
     loop = "iterations"
+    decide_checkpoint = "experiment_decide"
     branch = "autoresearch/experiment/{name}"
     lists_cycles = False  # the Experiment section summarises the iterations
     loop_stages = ("propose", "decide")
@@ -284,11 +285,6 @@ class Experiment(Mode):
             )
             for r in records(layout)[1:]
         ]
-
-    def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
-        cycle = tally.next_open_cycle(layout)
-        job = checkpoints.experiment_decide.get(name=layout.name, cycle=f"{cycle:03d}")
-        return job.output.decision
 
     def write_report(self, env: StageEnv, out: Path) -> None:
         cfg = config_of(env.spec)

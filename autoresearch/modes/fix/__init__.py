@@ -62,6 +62,7 @@ class Fix(Lens):
     name = "fix"
     team = "fix"
     loop = "fixes"
+    decide_checkpoint = "fix_decide"
     branch = "autoresearch/fix/{name}"
     ruff_plays = True  # ruff's own fixes, one diagnostic at a time
     default_cycle_cap = 30
@@ -212,10 +213,6 @@ class Fix(Lens):
         return lens_log.parse(path.read_text()) if path.exists() else []
 
     # --- the loop --------------------------------------------------------------------------
-
-    def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
-        cycle = tally.next_open_cycle(layout)
-        return checkpoints.fix_decide.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
 
     def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
         return [self.final_decision(layout, checkpoints)]

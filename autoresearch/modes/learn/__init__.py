@@ -58,6 +58,7 @@ class Learn(Lens):
     name = "learn"
     team = "learn"
     loop = "learn"
+    decide_checkpoint = "learn_write"
     branch = "autoresearch/learn/{name}"
     gate_label = "doc problems"
     spec_example = SPEC_EXAMPLE
@@ -204,10 +205,6 @@ class Learn(Lens):
     @staticmethod
     def decisions_before(env: StageEnv) -> list[dict[str, Any]]:
         return env.decisions_before()
-
-    def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
-        cycle = tally.next_open_cycle(layout)
-        return checkpoints.learn_write.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
 
     def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
         if not self.targets_of(layout):

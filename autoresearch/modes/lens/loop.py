@@ -42,6 +42,7 @@ class LoopLens(Lens):
     report_tool = ""  # the team's report tool (tools.TOOL_SPECS)
     id_prefix = "L"  # finding ids: <prefix>-001, ...
     stop_when_all_tested = False
+    decide_checkpoint = "lens_check"
 
     # --- runs ----------------------------------------------------------------------------
 
@@ -52,7 +53,7 @@ class LoopLens(Lens):
         """The cycles whose stop ended a run that `done` has closed."""
         return set((read_json(self.runs_path(layout)) or {}).get("closed", []))
 
-    def next_open_cycle(self, layout: SessionLayout) -> int:
+    def next_open_cycle(self, layout: SessionLayout, track: str = "") -> int:
         """The first cycle with no decision, or the one that stopped the open run. A run
         `done` closed counts as over only once `done` is gone (a new run is wanted)."""
         closed = set() if layout.done.exists() else self.closed_runs(layout)
@@ -61,10 +62,6 @@ class LoopLens(Lens):
             (d["cycle"] for d in decisions if d.get("stop") and d["cycle"] not in closed),
             len(decisions) + 1,
         )
-
-    def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
-        cycle = self.next_open_cycle(layout)
-        return checkpoints.lens_check.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
 
     def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
         return [self.final_decision(layout, checkpoints)]

@@ -46,6 +46,7 @@ class Ship(Lens):
     name = "ship"
     team = "ship"
     loop = "ship"
+    decide_checkpoint = "ship_prepare"
     branch = "autoresearch/ship/{name}"
     default_cycle_cap = 15
     gate_label = "failing gates"
@@ -156,10 +157,6 @@ class Ship(Lens):
 
     def cap_reason(self, spec: SessionSpec, cap: int) -> str:
         return f"cap of {cap} iterations reached"
-
-    def final_decision(self, layout: SessionLayout, checkpoints: Any) -> str:
-        cycle = tally.next_open_cycle(layout)
-        return checkpoints.ship_prepare.get(name=layout.name, cycle=f"{cycle:03d}").output.decision
 
     def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
         baseline = [gating.Result(**r) for r in self.setup_data(layout)["baseline"]]
