@@ -17,7 +17,7 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from ...files import read_json, write_json, write_text
 from ...jail import Jail
 from ...layout import SessionLayout
 from ...loop import write_decision
+from ...patch import changed_of, make_patch
 from ...protect import ProtectedChange
 from ...stage import StageEnv
 from ...teams import base_context
@@ -189,29 +190,6 @@ def incumbent_before(env: StageEnv) -> dict[str, Any]:
 # --- propose ------------------------------------------------------------------------------
 
 
-class ExperimentToolbox(Toolbox):
-    """The experiment team's tools. Every toolbox remembers which files the agent wrote
-    (`written`): only those make up the change (the tests or the measurement may leave
-    other files behind)."""
-
-
-def changed_of(worktree: Path, written: Iterable[str]) -> list[str]:
-    """Written files that differ from HEAD (an edit undone by a later one is no change)."""
-    if not written:
-        return []
-    out = git.worktree_proc(
-        worktree, "status", "--porcelain", "-z", "-uall", "--", *sorted(written)
-    ).stdout
-    return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
-
-
-def make_patch(worktree: Path, files: list[str]) -> str:
-    git.worktree_git(worktree, "add", "-A", "--", *files)
-    patch = git.worktree_proc(worktree, "diff", "--cached", "--binary", "--", *files).stdout
-    git.worktree_git(worktree, "reset", "-q")
-    return patch
-
-
 def history_rows(recs: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
     rows = []
     for r in recs[-HISTORY_SHOWN:]:
@@ -294,7 +272,7 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
     )
     options = env.toolbox_options()
     options["include"] = list(cfg.scope)
-    toolbox = ExperimentToolbox("experiment", env.worktree, **options)
+    toolbox = Toolbox("experiment", env.worktree, **options)
 
     def refuse(hypothesis: str, matches: int | str, text: str, sibling: bool) -> ToolResult:
         git.restore(env.worktree)

@@ -32,11 +32,12 @@ from ...files import write_json
 from ...lenses import error_counts, suppressions
 from ...lenses.error_counts import Count, Error
 from ...loop import Status
+from ...patch import changed_of, make_patch
 from ...protect import ProtectedChange
 from ...sandbox import glob_match
 from ...stage import StageEnv
 from ...teams import base_context
-from ..experiment.stages import ExperimentToolbox, changed_of, make_patch
+from ...tools import Toolbox
 from . import count as counting
 
 KEPT = Status.KEPT
@@ -150,7 +151,7 @@ def _run_agent(env, mode, error: Error, decisions, record) -> str:
     eid = counting.error_id(error)
     earlier = [d for d in decisions if d.get("error") and d["error"]["identity"] == error.identity]
     state: dict[str, Any] = {}
-    toolbox = ExperimentToolbox(mode.team, env.worktree, **env.toolbox_options())
+    toolbox = Toolbox(mode.team, env.worktree, **env.toolbox_options())
 
     def check_id(finding_id: str) -> None:
         if finding_id != eid:

@@ -16,11 +16,12 @@ from ... import git, journal, worktree_files
 from ...agent_run import run_agent, stop_reason_of
 from ...backends.base import ToolResult
 from ...lenses import doc_checks
+from ...patch import changed_of
 from ...protect import ProtectedChange
 from ...sandbox import Refused, Sandbox
 from ...stage import StageEnv
 from ...teams import base_context
-from ..experiment.stages import ExperimentToolbox, changed_of
+from ...tools import Toolbox
 from . import docs
 
 ROUNDS = 3  # validation rounds a doc gets before the iteration ends
@@ -59,7 +60,7 @@ def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
         doc, _text(env.worktree, doc), env.worktree, rules, False if update else None
     )
     rounds: list[list[str]] = []
-    toolbox = ExperimentToolbox(mode.team, env.worktree, **env.toolbox_options())
+    toolbox = Toolbox(mode.team, env.worktree, **env.toolbox_options())
 
     def finish_docs(summary: str) -> ToolResult:
         text = _text(env.worktree, doc)

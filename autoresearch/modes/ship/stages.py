@@ -20,10 +20,11 @@ from ...backends import DETERMINISTIC
 from ...backends.base import ToolResult
 from ...lenses import error_counts
 from ...loop import Status
+from ...patch import changed_of
 from ...protect import ProtectedChange
 from ...stage import StageEnv
 from ...teams import base_context
-from ..experiment.stages import ExperimentToolbox, changed_of
+from ...tools import Toolbox
 from . import gates as gating
 
 KEPT = Status.KEPT
@@ -74,7 +75,7 @@ def prepare(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
     if target is not None:
         gate = next(g for g in checklist if g.name == target.name)
         state: dict[str, str] = {}
-        toolbox = ExperimentToolbox(mode.team, env.worktree, **env.toolbox_options())
+        toolbox = Toolbox(mode.team, env.worktree, **env.toolbox_options())
 
         def finish_fix(finding_id: str, summary: str) -> ToolResult:
             if finding_id != gate.name:
