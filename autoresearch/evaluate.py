@@ -2,8 +2,8 @@
 
 `assess` measures and undoes what broke the tests (revert.py's order, stopping as soon
 as they pass again); the mode then adds its policy to the decision; `write_results`
-writes eval-results.md and the journal rows, and `finish` writes `decision.json` last:
-its presence marks the cycle complete.
+writes eval-results.md and the journal rows; `judge` hands both to loop.decide, which
+writes `decision.json` last: its presence marks the cycle complete.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from . import git, journal
 from .backends import get_backend
 from .backends.base import Usage
 from .files import write_text
-from .loop import write_decision
+from .loop import Judged
 from .revert import undo_cycle
 from .stage import StageEnv
 from .testrun import TestRun
@@ -110,14 +110,11 @@ def write_results(env: StageEnv, decision: dict[str, Any], summary: str, out: Pa
     log_rows(env, decision)
 
 
-def finish(env: StageEnv, decision: dict[str, Any], out: Path) -> None:
-    """decision.json, written last: its presence means the cycle is complete."""
-    write_decision(out, decision)
-    env.log(
-        f"{env.label}: {len(decision['fixed'])} fixes kept, tests "
-        f"{'pass' if decision['tests_pass'] else 'FAIL'}"
-        + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
-    )
+def judge(env: StageEnv, results_out: Path) -> Judged:
+    """The cycle's decision before the mode's stop rules; eval-results.md and the journal
+    rows once they have spoken (loop.decide)."""
+    decision, summary = assess(env)
+    return Judged(decision, lambda d: write_results(env, d, summary, results_out))
 
 
 def open_issues(env: StageEnv, skipped: list[dict], fixed: list[dict]) -> tuple[list[dict], bool]:

@@ -1,7 +1,9 @@
-"""The loop's protocol: the status words, the `Decision` every cycle ends with, and the
-one writer and one reader of its `decision.json`.
+"""The loop's protocol: the status words, the `Decision` every cycle ends with, the one
+writer and one reader of its `decision.json`, and `decide`, the one order a step ends in.
 
-Every mode's loop step ends the same way: a decision, written last (its presence marks
+Every mode's loop step ends the same way: the mode's judge (start at the loop's commit,
+apply the change, judge it, commit through the protection check or reset), then the stop
+rules, the step's results, session.md, and the decision written last (its presence marks
 the cycle complete). The file keeps the keys each mode writes today; this module is the
 only place that turns it into a record and back.
 """
@@ -9,7 +11,7 @@ only place that turns it into a record and back.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -179,6 +181,40 @@ def write_decision(
     else:
         files.write_json(Path(path), record.to_json())
     return record
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What a mode's judge hands the loop: the step's decision before the stop rules, and
+    what writes the step's results (its rows, its evaluation file) once they have spoken."""
+
+    record: dict[str, Any]
+    results: Callable[[dict[str, Any]], None] = lambda record: None
+
+
+class Strategy(Protocol):
+    """What `decide` asks of a mode (modes/base.py has the defaults)."""
+
+    def apply_policy(self, env: Any, decision: dict[str, Any]) -> None: ...
+
+    def write_summary(self, env: Any, pending: dict[str, Any] | None = None) -> None: ...
+
+    def log_line(self, env: Any, decision: Decision) -> str: ...
+
+    def decision_writer(self, env: Any) -> JsonWriter | None: ...
+
+
+def decide(env: Any, mode: Strategy, judge: Callable[[], Judged], decision_out: Path) -> Decision:
+    """A loop step's end, in one order for every loop: the mode's judge, its stop rules
+    (`apply_policy` sets stop and reason), the results, session.md, decision.json last, and
+    the step's line in the log."""
+    judged = judge()
+    mode.apply_policy(env, judged.record)
+    judged.results(judged.record)
+    mode.write_summary(env, judged.record)
+    decision = write_decision(decision_out, judged.record, mode.decision_writer(env))
+    env.log(mode.log_line(env, decision))
+    return decision
 
 
 def read_decision(path: Path) -> Decision:

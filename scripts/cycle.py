@@ -89,12 +89,15 @@ def refactor(wildcards: Any, output: Any, log: Any) -> None:
 def evaluate(wildcards: Any, output: Any, log: Any) -> None:
     """Tests and reverts; the mode's policy; the files; decision.json last."""
     from autoresearch import evaluate as evaluation
+    from autoresearch import loop
 
-    def body(env, mode) -> None:
-        decision, summary = evaluation.assess(env)
-        mode.apply_policy(env, decision)
-        evaluation.write_results(env, decision, summary, Path(output.results))
-        mode.write_summary(env, decision)
-        evaluation.finish(env, decision, Path(output.decision))
-
-    run_stage(wildcards, log, body)
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: loop.decide(
+            env,
+            mode,
+            lambda: evaluation.judge(env, Path(output.results)),
+            Path(output.decision),
+        ),
+    )

@@ -145,16 +145,18 @@ def measure(wildcards: Any, output: Any, log: Any) -> None:
 def decide(wildcards: Any, output: Any, log: Any) -> None:
     """Measure (or read a batch's measurements) and keep or reset; the stop rules; the
     logs; decision.json last."""
+    from autoresearch import loop
     from autoresearch.modes.experiment import batch, stages
 
-    def body(env, mode) -> None:
+    def judge(env) -> loop.Judged:
         rec = batch.decide(env)
-        mode.apply_policy(env, rec)
-        stages.write_iteration(env, rec, Path(output.results))
-        mode.write_summary(env, rec)
-        stages.finish(env, rec, Path(output.decision))
+        return loop.Judged(rec, lambda r: stages.write_iteration(env, r, Path(output.results)))
 
-    run_stage(wildcards, log, body)
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: loop.decide(env, mode, lambda: judge(env), Path(output.decision)),
+    )
 
 
 def report(wildcards: Any, output: Any, log: Any) -> None:

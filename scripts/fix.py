@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.jobs import run_stage
-from autoresearch.loop import write_decision
 
 from . import cycle
 
@@ -35,19 +34,18 @@ def attempt(wildcards: Any, output: Any, log: Any) -> None:
 
 def decide(wildcards: Any, output: Any, log: Any) -> None:
     """Check, count, keep or reset; the stop rules; the logs; decision.json last."""
+    from autoresearch import loop
     from autoresearch.modes.fix import report, stages
 
-    def body(env, mode) -> None:
-        rec = stages.decide(env, mode)
-        mode.apply_policy(env, rec)
-        mode.log_iteration(env, rec, env.stage_record("attempt")["usage"])
-        writer = mode.writer(env.record)
-        writer.text(Path(output.results), report.evaluation_md(rec))
-        mode.write_summary(env, rec)
-        write_decision(Path(output.decision), rec, writer)
-        env.log(
-            f"fix {env.cycle}: {rec['status']} ({rec['before']} → {rec['after']})"
-            + (f"; stopping: {rec['reason']}" if rec["stop"] else "")
-        )
+    def judge(env, mode) -> loop.Judged:
+        def results(rec) -> None:
+            mode.log_iteration(env, rec, env.stage_record("attempt")["usage"])
+            mode.writer(env.record).text(Path(output.results), report.evaluation_md(rec))
 
-    run_stage(wildcards, log, body)
+        return loop.Judged(stages.decide(env, mode), results)
+
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: loop.decide(env, mode, lambda: judge(env, mode), Path(output.decision)),
+    )

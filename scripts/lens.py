@@ -38,12 +38,15 @@ def red(wildcards: Any, output: Any, log: Any) -> None:
 
 
 def check(wildcards: Any, output: Any, log: Any) -> None:
+    from autoresearch import loop
     from autoresearch.modes.lens import stages
 
     run_stage(
         wildcards,
         log,
-        lambda env, mode: stages.check(env, mode, Path(output.checked), Path(output.decision)),
+        lambda env, mode: loop.decide(
+            env, mode, lambda: stages.check(env, mode, Path(output.checked)), Path(output.decision)
+        ),
     )
 
 

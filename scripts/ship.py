@@ -8,7 +8,6 @@ from typing import Any
 from autoresearch import modes, spec
 from autoresearch.jobs import run_stage
 from autoresearch.layout import session_layout
-from autoresearch.loop import write_decision
 
 from . import cycle
 
@@ -28,21 +27,19 @@ def execute_inputs(name: str) -> list[str]:
 
 
 def prepare(wildcards: Any, output: Any, log: Any) -> None:
+    from autoresearch import loop
     from autoresearch.modes.ship import stages
 
-    def body(env, mode) -> None:
+    def judge(env, mode) -> loop.Judged:
         rec = stages.prepare(env, mode, Path(output.record))
-        mode.apply_policy(env, rec)
-        mode.log_iteration(env, rec, env.stage_record("prepare")["usage"])
-        mode.write_summary(env, rec)
-        write_decision(Path(output.decision), rec, mode.writer(env.record))
-        env.log(
-            f"ship {env.cycle}: {rec['gate']}: {rec['status']} "
-            f"({rec['passing_before']} → {rec['passing_after']} passing)"
-            + (f"; stopping: {rec['reason']}" if rec["stop"] else "")
-        )
+        usage = env.stage_record("prepare")["usage"]
+        return loop.Judged(rec, lambda r: mode.log_iteration(env, r, usage))
 
-    run_stage(wildcards, log, body)
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: loop.decide(env, mode, lambda: judge(env, mode), Path(output.decision)),
+    )
 
 
 def execute(wildcards: Any, output: Any, log: Any) -> None:

@@ -22,6 +22,7 @@ from ..files import write_text
 from ..findings import Finding
 from ..layout import SessionLayout
 from ..lenses import judge
+from ..loop import Decision, JsonWriter
 from ..record import SetupRecord
 from ..session_report import ReportStep
 from ..spec import SessionSpec
@@ -214,6 +215,18 @@ class Mode:
         reason = self.stop_reason(env, decision)
         decision["stop"] = reason is not None
         decision["reason"] = reason
+
+    def log_line(self, env: StageEnv, decision: Decision) -> str:
+        """The step's line in the log, once decided (loop.decide)."""
+        return (
+            f"{env.label}: {len(decision['fixed'])} fixes kept, tests "
+            f"{'pass' if decision['tests_pass'] else 'FAIL'}"
+            + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
+        )
+
+    def decision_writer(self, env: StageEnv) -> JsonWriter | None:
+        """What writes decision.json when the mode masks what it writes (None: plain)."""
+        return None
 
     # --- session.md ----------------------------------------------------------------------
 

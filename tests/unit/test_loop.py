@@ -173,3 +173,91 @@ def test_a_broad_tracks_final_decision_is_of_its_own_loop(tmp_path):
         patch.setattr(scripts.broad, "session_layout", lambda name: layout)
         scripts.broad.track_end_inputs("b", "h2", checkpoints)
     assert checkpoints.asked == [("broad_evaluate", {"name": "b", "cycle": "001", "hid": "h2"})]
+
+
+# --- the one order a step ends in -----------------------------------------------------
+
+
+class Recorder:
+    """A mode as loop.decide sees it, noting each hook it is asked, in order."""
+
+    def __init__(self, out, calls: list[str]) -> None:
+        self.out, self.calls = out, calls
+
+    def apply_policy(self, env, decision) -> None:
+        self.calls.append("stop rules")
+        decision.update(stop=True, reason="cap of 1 cycles reached")
+
+    def write_summary(self, env, pending=None) -> None:
+        assert not self.out.exists(), "session.md is written before the decision"
+        self.calls.append("summary")
+
+    def log_line(self, env, decision) -> str:
+        self.calls.append("log")
+        return f"cycle {decision.cycle}: {decision.reason}"
+
+    def decision_writer(self, env):
+        return None
+
+
+def test_a_step_ends_in_one_order_and_its_decision_is_written_last(tmp_path):
+    out, calls, logged = tmp_path / "001" / "decision.json", [], []
+    env = SimpleNamespace(log=logged.append)
+
+    def judge() -> loop.Judged:
+        calls.append("judge")
+
+        def results(record) -> None:
+            assert record["stop"] is True  # the stop rules have spoken
+            assert not out.exists()
+            calls.append("results")
+
+        return loop.Judged({"cycle": 1, "status": "kept"}, results)
+
+    decision = loop.decide(env, Recorder(out, calls), judge, out)
+    assert calls == ["judge", "stop rules", "results", "summary", "log"]
+    assert json.loads(out.read_text()) == {
+        "cycle": 1,
+        "status": "kept",
+        "stop": True,
+        "reason": "cap of 1 cycles reached",
+    }
+    assert decision.stop and logged == ["cycle 1: cap of 1 cycles reached"]
+
+
+def test_a_judge_that_fails_leaves_no_decision(tmp_path):
+    out, calls = tmp_path / "001" / "decision.json", []
+
+    def judge() -> loop.Judged:
+        raise RuntimeError("the measurement crashed")
+
+    with pytest.raises(RuntimeError):
+        loop.decide(SimpleNamespace(log=print), Recorder(out, calls), judge, out)
+    assert calls == [] and not out.exists()  # the rerun makes the step again
+
+
+DECIDE_JOBS = {
+    "cycle": "evaluate",
+    "experiment": "decide",
+    "fix": "decide",
+    "learn": "write",
+    "ship": "prepare",
+    "lens": "check",
+}
+
+
+@pytest.mark.parametrize("script", sorted(DECIDE_JOBS))
+def test_every_loops_deciding_job_ends_through_the_one_decide(script):
+    import ast
+    import importlib
+    import inspect
+
+    module = importlib.import_module(f"scripts.{script}")
+    job = getattr(module, DECIDE_JOBS[script])
+    calls = {
+        ast.unparse(node.func)
+        for node in ast.walk(ast.parse(inspect.getsource(job).strip()))
+        if isinstance(node, ast.Call)
+    }
+    assert "loop.decide" in calls
+    assert not {c for c in calls if c.endswith(("write_decision", "write_json", ".json"))}

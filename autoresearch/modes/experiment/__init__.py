@@ -23,6 +23,7 @@ from ...commands import CommandResult
 from ...errors import SessionError, SpecError
 from ...files import write_json, write_text
 from ...layout import SessionLayout, rel
+from ...loop import Decision
 from ...record import SetupRecord
 from ...session_report import ReportStep
 from ...spec import SessionSpec
@@ -285,6 +286,13 @@ class Experiment(Mode):
             )
             for r in records(layout)[1:]
         ]
+
+    def log_line(self, env: StageEnv, decision: Decision) -> str:
+        return (
+            f"iteration {env.cycle}: {decision['status']} "
+            f"({decision['verdict'] or decision['error'] or ''})"
+            + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
+        )
 
     def write_report(self, env: StageEnv, out: Path) -> None:
         cfg = config_of(env.spec)

@@ -27,7 +27,6 @@ from ...backends.base import StageRun, ToolResult, Usage
 from ...files import read_json, write_json, write_text
 from ...jail import Jail
 from ...layout import SessionLayout
-from ...loop import write_decision
 from ...patch import changed_of, make_patch
 from ...protect import ProtectedChange
 from ...stage import StageEnv
@@ -661,15 +660,6 @@ def write_iteration(env: StageEnv, rec: dict[str, Any], results_out: Path) -> No
         rows = [results_row(rec, env.stage_record("proposal"), key)]
     journal.upsert_results(env.layout, "", f"{env.cycle:03d}", rows)
     write_text(results_out, render_evaluation(rec, key))
-
-
-def finish(env: StageEnv, rec: dict[str, Any], decision_out: Path) -> None:
-    """decision.json, written last: its presence means the iteration is complete."""
-    write_decision(decision_out, rec)
-    env.log(
-        f"iteration {env.cycle}: {rec['status']} ({rec['verdict'] or rec['error'] or ''})"
-        + (f"; stopping: {rec['reason']}" if rec["stop"] else "")
-    )
 
 
 def apply_and_measure(

@@ -25,6 +25,7 @@ from ...files import read_json
 from ...layout import SESSIONS, SessionLayout, rel
 from ...lenses import error_counts, lens_log
 from ...lenses.error_counts import Error
+from ...loop import Decision
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
@@ -259,6 +260,12 @@ class Fix(Lens):
         )
 
     # --- session.md ------------------------------------------------------------------------
+
+    def log_line(self, env: StageEnv, decision: Decision) -> str:
+        return (
+            f"fix {env.cycle}: {decision['status']} ({decision['before']} → {decision['after']})"
+            + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
+        )
 
     def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
         baseline = [counting.from_json(c) for c in self.setup_data(env.layout)["baseline"]]

@@ -23,6 +23,7 @@ from ... import journal, tally, worktree_files
 from ...errors import SpecError
 from ...layout import SessionLayout, rel
 from ...lenses import doc_checks
+from ...loop import Decision
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
@@ -194,6 +195,9 @@ class Learn(Lens):
 
     def cycle_cap(self, spec: SessionSpec) -> int | None:
         return None  # one iteration per planned doc: loop_stop ends the loop
+
+    def log_line(self, env: StageEnv, decision: Decision) -> str:
+        return f"learn {env.cycle}: {decision['doc']}: {decision['status']} ({decision['why']})"
 
     def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
         if env.cycle >= len(self.targets_of(env.layout)):

@@ -156,3 +156,16 @@ def verdict(
     if after > before:
         return True, f"score rose from {before:.2f} to {after:.2f}"
     return False, f"score did not rise ({before:.2f} → {after:.2f})"
+
+
+def log_row(env: StageEnv, mode: Any, decision: dict[str, Any]) -> None:
+    """The doc's row in results.tsv (its description masked as the lens's files are)."""
+    row = {
+        "team": mode.team,
+        "status": decision["status"],
+        "tests_pass": "",
+        "description": mode.writer(env.record).line(f"{decision['doc']}: {decision['why']}"),
+        "files_changed": 1 if decision["status"] == "kept" else 0,
+        "timestamp": decision["timestamp"],
+    }
+    journal.upsert_results(env.layout, "", f"{env.cycle:03d}", [row])

@@ -177,6 +177,9 @@ class Lens(Mode):
         """The masked writer for this session: its commit ids are never masked."""
         return Writer(keep=(record.base_commit,))
 
+    def decision_writer(self, env: StageEnv) -> Writer:
+        return self.writer(env.record)  # a lens's decision is masked as its other files
+
     def on_setup(
         self, layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
     ) -> None:

@@ -23,6 +23,7 @@ from ...layout import SessionLayout, rel
 from ...lenses import lens_log
 from ...lenses.finding_schema import Schema
 from ...lenses.saturation import Iteration
+from ...loop import Decision
 from ...spec import SessionSpec
 from ...stage import StageEnv
 from . import Lens
@@ -70,6 +71,18 @@ class LoopLens(Lens):
         # The final decision too: once `done` is removed it names the next run's first
         # iteration, which a report that already exists would not ask for.
         return [self.final_decision(layout, checkpoints), *super().done_inputs(layout, checkpoints)]
+
+    def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
+        """None here: the check decides stop and reason with the iteration, since its
+        saturation rule reads the log row the check has just written (stages.check)."""
+
+    def log_line(self, env: StageEnv, decision: Decision) -> str:
+        d = decision
+        return (
+            f"{self.name} {env.label}: {d['focus']}: {d['accepted']} accepted "
+            f"({d['new']} new), {d['dropped']} dropped"
+            + (f"; stop: {d['reason']}" if d["reason"] else "")
+        )
 
     def red_inputs(self, layout: SessionLayout, cycle: int) -> list[str]:
         inputs = [rel(layout.spec)]

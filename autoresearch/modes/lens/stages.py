@@ -23,7 +23,7 @@ from ...lenses import lens_log
 from ...lenses.finding_schema import check as check_findings
 from ...lenses.finding_schema import drop_counts, title_key
 from ...lenses.saturation import stop_reason as saturation_stop
-from ...loop import write_decision
+from ...loop import Judged
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox
@@ -87,8 +87,9 @@ def red(env: StageEnv, mode: LoopLens, raw_out: Path) -> None:
     )
 
 
-def check(env: StageEnv, mode: LoopLens, checked_out: Path, decision_out: Path) -> None:
-    """The deterministic check, the log row, the stop rules; decision.json last."""
+def check(env: StageEnv, mode: LoopLens, checked_out: Path) -> Judged:
+    """The deterministic check, the log row and the stop rules (saturation reads the row
+    just logged): the iteration's decision, which loop.decide writes last."""
     _quiet(env, mode)
     raw = json.loads((env.cycle_dir / "raw.json").read_text())
     setup = mode.setup_data(env.layout)
@@ -166,12 +167,7 @@ def check(env: StageEnv, mode: LoopLens, checked_out: Path, decision_out: Path) 
         "end_commit": env.record.base_commit,
         "tests_pass": None,
     }
-    mode.write_summary(env, decision)
-    env.log(
-        f"{mode.name} {env.label}: {raw['focus']['key']}: {len(items)} accepted "
-        f"({new} new), {len(dropped)} dropped" + (f"; stop: {reason}" if reason else "")
-    )
-    write_decision(decision_out, decision, writer)
+    return Judged(decision)
 
 
 def _budget(env: StageEnv) -> str | None:

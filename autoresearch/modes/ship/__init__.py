@@ -22,6 +22,7 @@ from ... import git, journal, tally
 from ...errors import SessionError, SpecError
 from ...layout import SessionLayout, rel
 from ...lenses import lens_log
+from ...loop import Decision
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
@@ -163,6 +164,13 @@ class Ship(Lens):
         if not any(r.status == gating.FAIL for r in baseline):
             return [rel(self.setup_path(layout))]  # ready already: nothing to prepare
         return [self.final_decision(layout, checkpoints)]
+
+    def log_line(self, env: StageEnv, decision: Decision) -> str:
+        return (
+            f"ship {env.cycle}: {decision['gate']}: {decision['status']} "
+            f"({decision['passing_before']} → {decision['passing_after']} passing)"
+            + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
+        )
 
     def log_iteration(self, env: StageEnv, rec: dict[str, Any], usage: dict[str, Any]) -> None:
         setup = self.setup_data(env.layout)
