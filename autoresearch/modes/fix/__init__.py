@@ -215,9 +215,6 @@ class Fix(Lens):
 
     # --- the loop --------------------------------------------------------------------------
 
-    def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
-        return [self.final_decision(layout, checkpoints)]
-
     def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
         """Zero errors left, or every error left is blocked."""
         left = counting.errors_of([counting.from_json(c) for c in decision["counts_after"]])

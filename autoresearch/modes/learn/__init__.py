@@ -201,14 +201,10 @@ class Learn(Lens):
 
     def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
         if env.cycle >= len(self.targets_of(env.layout)):
-            kept = sum(1 for d in self.decisions_before(env) if d["status"] == "kept")
+            kept = sum(1 for d in env.decisions_before() if d["status"] == "kept")
             kept += decision["status"] == "kept"
             return f"every planned doc was worked ({kept} of {env.cycle} kept)"
         return None
-
-    @staticmethod
-    def decisions_before(env: StageEnv) -> list[dict[str, Any]]:
-        return env.decisions_before()
 
     def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
         if not self.targets_of(layout):

@@ -214,8 +214,8 @@ class Lens(Mode):
     # --- the end -------------------------------------------------------------------------
 
     def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
-        """What the report waits for (the loop's final decision, predict's last round)."""
-        raise NotImplementedError
+        """What the report waits for: the loop's final decision (predict: its last round)."""
+        return [self.final_decision(layout, checkpoints)]
 
     def write_report(self, env: StageEnv, findings_out: Path, handoff_out: Path) -> None:
         raise NotImplementedError

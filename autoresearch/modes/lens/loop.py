@@ -64,9 +64,6 @@ class LoopLens(Lens):
             len(decisions) + 1,
         )
 
-    def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
-        return [self.final_decision(layout, checkpoints)]
-
     def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
         # The final decision too: once `done` is removed it names the next run's first
         # iteration, which a report that already exists would not ask for.
