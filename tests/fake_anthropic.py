@@ -289,14 +289,15 @@ class FakeAnthropic:
             "cache_creation_input_tokens": tokens(write_chars),
         }
 
-    def _refusal(self, body: dict[str, Any]) -> Reply | None:
+    def _refusal(self, body: dict[str, Any], beta_header: str) -> Reply | None:
         """The API's answer to a request it would not serve, or None."""
         if not self.strict:
             return None
         missing = rules.unknown_model(body)
         if missing:
             return error(404, "not_found_error", missing, headers={"x-should-retry": "false"})
-        found = rules.problems(body, self.issued_thinking)
+        betas = frozenset(b.strip() for b in beta_header.split(",") if b.strip())
+        found = rules.problems(body, self.issued_thinking, betas)
         if found:
             return error(
                 400, "invalid_request_error", "; ".join(found), headers={"x-should-retry": "false"}
@@ -309,7 +310,8 @@ class FakeAnthropic:
         length = int(handler.headers.get("content-length") or 0)
         body = json.loads(handler.rfile.read(length) or b"{}")
         with self.lock:
-            refusal = self._refusal(body)  # under the lock: it reads what replies issued
+            # Under the lock: it reads what replies issued.
+            refusal = self._refusal(body, handler.headers.get("anthropic-beta") or "")
             # A refused request never reaches the model: the script is not used up.
             reply = refusal or (self.queue.pop(0) if self.queue else None)
             usage = self._usage(body) if reply is None or reply.status == 200 else {}
