@@ -27,6 +27,7 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -68,6 +69,10 @@ class Reply:
     stream_error: dict[str, Any] | None = None  # send this SSE error event mid-stream...
     stream_error_after: int = 1  # ...after this many events (1: right after message_start)
     cut_after: int | None = None  # close the stream after this many events, no message_stop
+    # Answer only once this holds (something the client started in the background got
+    # somewhere), or after hold_timeout_s: a wait on the real condition, not a sleep.
+    hold_until: Callable[[], bool] | None = None
+    hold_timeout_s: float = 120.0
 
 
 def message(content: list[dict[str, Any]], stop_reason: str = "end_turn", **kw: Any) -> Reply:
@@ -338,6 +343,10 @@ class FakeAnthropic:
             )
         if reply.delay_s:
             time.sleep(reply.delay_s)
+        if reply.hold_until is not None:
+            deadline = time.monotonic() + reply.hold_timeout_s
+            while not reply.hold_until() and time.monotonic() < deadline:
+                time.sleep(0.05)
         try:
             if reply.status != 200:
                 self._send_error(handler, reply)

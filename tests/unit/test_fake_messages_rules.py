@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 import urllib.error
 import urllib.request
 
 import pytest
-from fake_anthropic import FakeAnthropic, message, text_block, thinking_block
+from conftest import wait_for
+from fake_anthropic import FakeAnthropic, Reply, message, text_block, thinking_block
 from fake_messages_rules import problems, signature_for, unknown_model
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -462,3 +464,17 @@ def test_a_fake_told_not_to_be_strict_accepts_anything():
     with FakeAnthropic(strict=False) as fake:
         fake.push(message([text_block("ok")]))
         assert post(fake.url, {"model": "nope", "messages": []})[0] == 200
+
+
+def test_a_held_reply_is_sent_only_once_its_condition_holds():
+    ready = threading.Event()
+    with FakeAnthropic() as fake:
+        fake.push(Reply(content=[text_block("ok")], hold_until=ready.is_set))
+        answer: list[int] = []
+        client = threading.Thread(target=lambda: answer.append(post(fake.url, valid())[0]))
+        client.start()
+        wait_for(lambda: len(fake.requests) == 1)
+        assert client.is_alive() and answer == []  # received, not answered
+        ready.set()
+        client.join(timeout=30)
+    assert answer == [200]
