@@ -24,6 +24,7 @@ from fake_anthropic import FakeAnthropic, Reply, message, text_block, tool_call
 pytestmark = pytest.mark.claude_code
 
 MODEL = "claude-sonnet-5-5"  # one the fake serves
+COMMANDS = ("new", "plan", "run", "status", "show", "finalize")
 CLAUDE = os.environ.get("CLAUDE") or str(ROOT / ".claude-code/node_modules/.bin/claude")
 VENV_BIN = str(Path(sys.executable).parent)  # where `autoresearch` and `snakemake` are
 
@@ -142,17 +143,53 @@ def test_a_slash_command_reaches_the_model_with_its_prompt_and_runs_our_cli(home
     assert result["result"] == "No sessions yet."
 
 
-def test_a_command_refuses_a_bash_call_outside_its_allowed_tools(home, tmp_path):
+def test_the_model_is_offered_the_six_commands_and_the_skill(home, tmp_path):
+    folder = workflow_folder(tmp_path / "workflow")
+    with FakeAnthropic() as fake:
+        fake.push(message([text_block("Hello.")]))
+        slash(home, fake, "hello", folder)
+    offered = "\n".join(texts(m["content"]) for m in fake.bodies[0]["messages"])
+    names = [*COMMANDS, "choosing-a-mode"]
+    assert [n for n in names if f"- autoresearch:{n}: " not in offered] == []
+
+
+def test_new_writes_the_spec_in_the_workflow_folder_through_our_cli(home, tmp_path):
+    folder = workflow_folder(tmp_path / "workflow")
+    target = tmp_path / "target"
+    target.mkdir()
+    subprocess.run(["git", "init", "-q", str(target)], check=True)
+    line = f"autoresearch new demo --target {target} --mode sweep"
+    call = tool_call("Bash", {"command": line, "description": "new"})
+    with FakeAnthropic() as fake:
+        fake.push(call, message([text_block("Wrote it.")]))
+        result = slash(home, fake, f"/autoresearch:new demo --target {target} --mode sweep", folder)
+    assert result["permission_denials"] == []
+    output = texts(tool_result(fake, call.content[0]["id"])["content"])
+    assert "wrote config/sessions/demo.yaml" in output
+    spec = (folder / "config/sessions/demo.yaml").read_text()
+    assert "mode: sweep" in spec and f"target: {target}" in spec
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "autoresearch redo demo --cycle 1 --stage red --no-run",  # another subcommand
+        "autoresearch status && touch sessions/pwned",  # chained after the allowed prefix
+        "autoresearch status; touch sessions/pwned",
+        "autoresearch status $(touch sessions/pwned)",  # a substitution inside it
+        "autoresearch status > sessions/pwned",  # a write the command has no rule for
+    ],
+)
+def test_a_command_refuses_a_bash_call_outside_its_allowed_tools(home, tmp_path, line):
     folder = workflow_folder(tmp_path / "workflow")
     (folder / "sessions").mkdir()
-    redo = "autoresearch redo demo --cycle 1 --stage red --no-run"
-    call = tool_call("Bash", {"command": redo, "description": "redo"})
+    call = tool_call("Bash", {"command": line, "description": "status"})
     with FakeAnthropic() as fake:
         fake.push(call, message([text_block("Refused.")]))
         result = slash(home, fake, "/autoresearch:status demo", folder)
     answered = tool_result(fake, call.content[0]["id"])
     assert answered.get("is_error") is True
-    assert [d["tool_input"]["command"] for d in result["permission_denials"]] == [redo]
+    assert [d["tool_input"]["command"] for d in result["permission_denials"]] == [line]
     assert list((folder / "sessions").iterdir()) == []
 
 
