@@ -211,6 +211,19 @@ def test_the_skill_frontmatter_parses_and_names_its_folder():
     assert missing == []
 
 
+def test_the_skill_names_the_modes_that_play_without_a_key_as_new_picks_them():
+    from autoresearch import cli, modes
+
+    body = " ".join(frontmatter(plugin_dir() / "skills/choosing-a-mode/SKILL.md")[1].split())
+    keyless = re.search(r"picks it where it can play the mode: ([a-z, ]+)\.", body)
+    keyed = re.search(r"login\)\. ([a-z, ]+) and ([a-z]+) need it\.", body)
+    assert keyless and keyed, "the skill no longer says which modes need a key"
+    said_ruff = set(keyless[1].replace(" ", "").split(","))
+    said_claude = set(keyed[1].replace(" ", "").split(",")) | {keyed[2]}
+    ruff = {m for m in modes.MODES if cli.default_backend(modes.get(m)) == "ruff"}
+    assert (said_ruff, said_claude) == (ruff, set(modes.MODES) - ruff)
+
+
 @pytest.mark.parametrize("name", COMMANDS)
 def test_each_command_runs_its_own_autoresearch_subcommand_or_snakemake(name):
     meta, body = frontmatter(plugin_dir() / "commands" / f"{name}.md")
