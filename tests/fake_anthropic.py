@@ -27,6 +27,7 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -68,6 +69,10 @@ class Reply:
     stream_error: dict[str, Any] | None = None  # send this SSE error event mid-stream...
     stream_error_after: int = 1  # ...after this many events (1: right after message_start)
     cut_after: int | None = None  # close the stream after this many events, no message_stop
+    # Answer only once this holds (something the client started in the background got
+    # somewhere), or after hold_timeout_s: a wait on the real condition, not a sleep.
+    hold_until: Callable[[], bool] | None = None
+    hold_timeout_s: float = 120.0
 
 
 def message(content: list[dict[str, Any]], stop_reason: str = "end_turn", **kw: Any) -> Reply:
@@ -289,14 +294,15 @@ class FakeAnthropic:
             "cache_creation_input_tokens": tokens(write_chars),
         }
 
-    def _refusal(self, body: dict[str, Any]) -> Reply | None:
+    def _refusal(self, body: dict[str, Any], beta_header: str) -> Reply | None:
         """The API's answer to a request it would not serve, or None."""
         if not self.strict:
             return None
         missing = rules.unknown_model(body)
         if missing:
             return error(404, "not_found_error", missing, headers={"x-should-retry": "false"})
-        found = rules.problems(body, self.issued_thinking)
+        betas = frozenset(b.strip() for b in beta_header.split(",") if b.strip())
+        found = rules.problems(body, self.issued_thinking, betas)
         if found:
             return error(
                 400, "invalid_request_error", "; ".join(found), headers={"x-should-retry": "false"}
@@ -309,7 +315,8 @@ class FakeAnthropic:
         length = int(handler.headers.get("content-length") or 0)
         body = json.loads(handler.rfile.read(length) or b"{}")
         with self.lock:
-            refusal = self._refusal(body)  # under the lock: it reads what replies issued
+            # Under the lock: it reads what replies issued.
+            refusal = self._refusal(body, handler.headers.get("anthropic-beta") or "")
             # A refused request never reaches the model: the script is not used up.
             reply = refusal or (self.queue.pop(0) if self.queue else None)
             usage = self._usage(body) if reply is None or reply.status == 200 else {}
@@ -336,6 +343,10 @@ class FakeAnthropic:
             )
         if reply.delay_s:
             time.sleep(reply.delay_s)
+        if reply.hold_until is not None:
+            deadline = time.monotonic() + reply.hold_timeout_s
+            while not reply.hold_until() and time.monotonic() < deadline:
+                time.sleep(0.05)
         try:
             if reply.status != 200:
                 self._send_error(handler, reply)

@@ -41,6 +41,10 @@ TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # cached"): thinking blocks cannot carry cache_control themselves.
 UNCACHEABLE = {"thinking", "redacted_thinking"}
 _DATED = re.compile(r"^(?P<alias>.+)-\d{8}$")
+# Claude Code (2.1.197) puts a `system` turn inside `messages` and names this beta in its
+# `anthropic-beta` header; no public page describes it. Without the header the API refuses
+# such a turn, so the fake accepts one only when the request names the beta.
+MID_CONVERSATION_SYSTEM = "mid-conversation-system-2026-04-07"
 
 Block = dict[str, Any]
 
@@ -74,17 +78,22 @@ def unknown_model(body: Mapping[str, Any]) -> str | None:
     return f"model: {model}"
 
 
-def problems(body: Mapping[str, Any], issued: Mapping[str, list[Block]] | None = None) -> list[str]:
+def problems(
+    body: Mapping[str, Any],
+    issued: Mapping[str, list[Block]] | None = None,
+    betas: frozenset[str] = frozenset(),
+) -> list[str]:
     """Every reason the API would refuse `body` with a 400 (empty: it would accept it).
 
     `issued` maps each tool_use id the server sent to the thinking blocks sent with it in
-    the same reply, so a conversation that drops or reorders them is refused.
+    the same reply, so a conversation that drops or reorders them is refused. `betas` are
+    the names of the request's `anthropic-beta` header: only a beta widens what is accepted.
     """
     found: list[str] = []
     found += _max_tokens(body)
     found += _system(body.get("system"))
     found += _tools(body.get("tools"))
-    turns, more = _turns(body.get("messages"))
+    turns, more = _turns(body.get("messages"), MID_CONVERSATION_SYSTEM in betas)
     found += more
     found += _pairing(turns)
     found += _thinking(turns, issued or {})
@@ -196,7 +205,7 @@ class _Turn:
         self.blocks: list[tuple[str, Block]] = []  # (where, block)
 
 
-def _turns(messages: Any) -> tuple[list[_Turn], list[str]]:
+def _turns(messages: Any, system_turns: bool = False) -> tuple[list[_Turn], list[str]]:
     # https://platform.claude.com/docs/en/api/messages/create (messages): roles are user and
     # assistant; "consecutive user or assistant turns in your request will be combined into
     # a single turn"; content is a string or a list of blocks; the first turn is the user's.
@@ -206,6 +215,11 @@ def _turns(messages: Any) -> tuple[list[_Turn], list[str]]:
     turns: list[_Turn] = []
     for i, msg in enumerate(messages):
         role = msg.get("role") if isinstance(msg, dict) else None
+        if role == "system" and system_turns and i > 0:
+            # Under the beta: text only, never first, and no turn of the conversation
+            # (user and assistant turns around it still pair and merge as without it).
+            found += _system_turn(i, msg.get("content"))
+            continue
         if role not in ("user", "assistant"):
             found.append(f"messages.{i}.role: must be 'user' or 'assistant', got {role!r}")
             continue
@@ -243,6 +257,20 @@ def _turns(messages: Any) -> tuple[list[_Turn], list[str]]:
     if turns and turns[0].role != "user":
         found.append('messages: first message must use the "user" role')
     return turns, found
+
+
+def _system_turn(i: int, content: Any) -> list[str]:
+    if isinstance(content, str):
+        return _text(f"messages.{i}.content", {"text": content})
+    if not isinstance(content, list) or not content:
+        return [f"messages.{i}.content: a system message holds text"]
+    found = []
+    for j, block in enumerate(content):
+        if not isinstance(block, dict) or block.get("type") != "text":
+            found.append(f"messages.{i}.content.{j}: only text blocks are allowed in system")
+        else:
+            found += _text(f"messages.{i}.content.{j}", block)
+    return found
 
 
 def _tool_result(where: str, block: Block) -> list[str]:
