@@ -173,17 +173,27 @@ def kept_html(step: ReportStep) -> str:
     head = "\n<h2>Kept on the branch</h2>\n"
     span = f"<code>git log -p {html.escape(start[:12])}..{html.escape(end[:12])}</code>"
     try:
-        log = git.git(step.repo, "log", "--reverse", "--format=%H %s", f"{start}..{end}")
-        commits = [line.split(" ", 1) + [""] for line in log.splitlines()]
-        diffs = [
-            git.git(step.repo, "show", "--format=", "--stat", "--patch", c[0]) for c in commits
-        ]
+        # One git call per step, not one per commit: a long session keeps hundreds.
+        log = git.git(
+            step.repo,
+            "log",
+            "--reverse",
+            "--stat",
+            "--patch",
+            "--format=%x00%H %s",
+            f"{start}..{end}",
+        )
     except (git.GitError, UserError, OSError) as e:
         return f"{head}<p>The commits of {span} cannot be read: {html.escape(str(e))}</p>\n"
+    commits = []
+    for chunk in log.split("\0")[1:]:
+        first, _, diff = chunk.partition("\n")
+        sha, _, subject = first.partition(" ")
+        commits.append((sha, subject, diff.strip("\n")))
     if not commits:
         return f"{head}<p>Nothing: the branch is where the step started ({span} is empty).</p>\n"
     parts = [f"{head}<p>{len(commits)} commit(s), oldest first ({span}).</p>"]
-    for (sha, subject, *_), diff in zip(commits, diffs, strict=True):
+    for sha, subject, diff in commits:
         lines = diff.splitlines()
         if len(lines) > DIFF_LINES:
             more = len(lines) - DIFF_LINES

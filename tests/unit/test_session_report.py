@@ -503,7 +503,9 @@ def test_a_cycles_page_holds_the_diff_of_each_commit_it_kept(layout, tmp_path):
     repo = make_repo(tmp_path / "target", {"app.py": "import os\nimport sys\nX = 1\n"})
     start = git(repo, "rev-parse", "HEAD")
     commit(repo, "app.py", "import sys\nX = 1\n", "fix: [F-001] drop os")
-    end = commit(repo, "app.py", "X = 1\n", "fix: [F-002] drop sys <b>")
+    end = commit(
+        repo, "app.py", "X = 1  # <script>alert(1)</script>\n", "fix: [F-002] drop sys <b>"
+    )
     commit(repo, "app.py", "X = 2\n", "fix: [F-003] a later cycle's")
     evaluation = layout.cycle(1) / "eval-results.md"
     evaluation.parent.mkdir(parents=True)
@@ -515,6 +517,7 @@ def test_a_cycles_page_holds_the_diff_of_each_commit_it_kept(layout, tmp_path):
     assert "2 commit(s), oldest first" in page
     assert page.index("drop os</h3>") < page.index("drop sys &lt;b&gt;</h3>")
     assert "-import os" in page and "-import sys" in page
+    assert "<script" not in page and "+X = 1  # &lt;script&gt;" in page  # the diff is text
     assert "F-003" not in page and "X = 2" not in page  # after the cycle's end: not its own
 
 
