@@ -134,13 +134,14 @@ def view(report: Path, chromium: str) -> BrowserView:
 def demo_report(workdir: Path) -> Path:
     """The bundled demo, run, finalized and reported in `workdir`."""
     (workdir / "examples").symlink_to(ROOT / "examples")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # The session's worktrees go to the temporary directory too, and go with it.
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_DATA_HOME=str(workdir / "data"))
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     snakemake = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
     report = workdir / "report.html"
     for args in (
         [*snakemake, "--cores", "1", "sessions/demo/done"],
-        [sys.executable, "-c", "from autoresearch.cli import main; main()", "finalize", "demo"],
+        [sys.executable, "-m", "autoresearch.cli", "finalize", "demo"],
         [*snakemake, "--cores", "1", "--report", str(report), "sessions/demo/done"],
     ):
         subprocess.run(args, cwd=workdir, env=env, check=True, capture_output=True)
