@@ -558,6 +558,8 @@ def cycle_figure(table: pd.DataFrame, kept_label: str, name: str, spend: Spend) 
     else:
         tests_ax.set_yticks([])
         legend = [_patch("tab:green", "suite passed"), _patch("tab:red", "suite failed")]
+        if table["tests_pass"].isna().any():
+            legend.append(_patch("tab:gray", "no test ran"))
     tests_ax.legend(handles=legend, fontsize="small", **OUTSIDE)
     if spent_ax is not None and spent == "cost_usd":
         spent_ax.set_ylabel("cost (USD)")

@@ -245,6 +245,8 @@ def test_plot_without_test_counts_colours_each_step_by_its_verdict(layout):
     tests_ax = cycle_figure(table, "changes kept", "s", spend_of(layout.usage)).axes[1]
     colours = [to_hex(c) for c in tests_ax.collections[0].get_facecolors()]
     assert colours == [to_hex("tab:green"), to_hex("tab:red"), to_hex("tab:gray")]
+    labels = [t.get_text() for t in tests_ax.get_legend().get_texts()]
+    assert labels == ["suite passed", "suite failed", "no test ran"]  # every colour named
 
 
 # --- the modes' steps ----------------------------------------------------------------------
