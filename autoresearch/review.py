@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import git, testrun
+from . import git, session_report, testrun
 from .changesets import (
     Commit,
     Groups,
@@ -444,6 +444,7 @@ def _finalize(
     for review in sets:
         write_text(session.folder / f"{review.number}.md", describe(session, review))
     write_json(branches_file(session), {"sets": [entry(r) for r in sets]})
+    session_report.add_review_sets(layout)  # the report's landing page links them
     for review in sets:
         # The branches stay; their worktrees go, so the user can check a branch out.
         git.remove_worktree(session.target, review.worktree)

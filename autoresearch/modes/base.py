@@ -23,9 +23,10 @@ from ..findings import Finding
 from ..layout import SessionLayout
 from ..lenses import judge
 from ..record import SetupRecord
-from ..session_report import ReportStep
+from ..session_report import MetricChange, ReportStep
 from ..spec import SessionSpec
 from ..stage import StageEnv
+from . import cycle_view
 
 BROKEN = "tests broke in this cycle and reverting did not bring them back"
 # Stop 7's question when the spec's goal is not given in words.
@@ -275,11 +276,16 @@ class Mode:
 
     def report_steps(self, layout: SessionLayout) -> list[ReportStep]:
         """Every finished cycle of every track, for the session report: its evaluation
-        (eval-results.md), the fixes it kept and its test run."""
+        (eval-results.md), the fixes it kept, its test run, the commits it left on the
+        branch and why the loop stopped there."""
         steps = []
         for track in self.tracks(layout):
-            for d in journal.load_decisions(layout, track):
+            decisions = journal.load_decisions(layout, track)
+            ranged = any(d.get("end_commit") for d in decisions)
+            repo = cycle_view.repo_of(layout, track) if ranged else None
+            for d in decisions:
                 tests = d.get("tests") or {}
+                span = (d.get("start_commit"), d.get("end_commit"))
                 steps.append(
                     ReportStep(
                         track=track,
@@ -289,9 +295,16 @@ class Mode:
                         tests_pass=bool(d.get("tests_pass")),
                         tests_passed=tests.get("passed"),
                         tests_failed=tests.get("failed"),
+                        stopped=d.get("reason") or None,
+                        commits=span if all(span) else None,  # type: ignore[arg-type]
+                        repo=repo,
                     )
                 )
         return steps
+
+    def report_metric(self, env: StageEnv) -> MetricChange | None:
+        """The session's metric before and after, for the report's outcome (none here)."""
+        return None
 
     def write_done(self, env: StageEnv, out: Path) -> None:
         decisions = journal.load_decisions(env.layout)

@@ -21,6 +21,7 @@ from ...findings import Finding
 from ...layout import SessionLayout, rel
 from ...record import SetupRecord
 from ...revert import undo_cycle
+from ...session_report import MetricChange
 from ...spec import SessionSpec
 from ...stage import StageEnv, jail_for
 from ..base import Mode, PlannedMetric
@@ -161,6 +162,14 @@ class Narrow(Mode):
                 "target": str(goal.target),
             }
         }
+
+    def report_metric(self, env: StageEnv) -> MetricChange:
+        """The goal metric at the baseline and as kept on the branch after the last cycle."""
+        goal = goal_of(env.spec, env.layout.name)
+        baseline = progress.load_baseline(env.layout)["value"]
+        kept = progress.records(journal.load_decisions(env.layout))
+        after = kept[-1]["current"] if kept else baseline
+        return MetricChange(goal.metric, baseline, after, f"target {goal.target}")
 
     def review_loops(
         self, layout: SessionLayout, record: SetupRecord, spec: SessionSpec
