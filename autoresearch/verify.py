@@ -1,0 +1,574 @@
+"""The audit of a session (`autoresearch verify NAME`): every claim its files make, checked
+again against git and the recorded test runs. Reads only: nothing is written anywhere.
+
+A cycle is trusted to nothing but its records: its stage files must all be there, its
+decision must start where the one before it ended and end on the loop's branch, the commits
+it says it kept must be that stretch of the branch, its test run must be a run recorded for
+its end commit's tree, and its rows in results.tsv must say what its decision says.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import git, modes
+from .errors import UserError
+from .layout import LOOP_DIR, SessionLayout
+from .modes.base import Mode
+from .record import SetupRecord, load_record
+
+SHOWN = 5  # differences printed; the rest are counted
+# What of a test run decides a verdict: a decision's run must match a run of its tree in these.
+RUN_FIELDS = (
+    "outcome",
+    "summary",
+    "passed",
+    "failed",
+    "skipped",
+    "errors",
+    "passing_ids",
+    "failing_ids",
+    "skipped_ids",
+)
+FIXED_ROW = re.compile(r"^(\d+) fixed, \d+ skipped$")  # the description a green row gives
+FINDINGS_ROW = re.compile(r"^(\d+) findings$")  # a red row's
+
+
+class NoSession(UserError):
+    """There is no set-up session of that name to verify."""
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One claim of one file that git or the recorded runs contradict."""
+
+    path: str  # the file making the claim, relative to the sessions/ folder's parent
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.what}"
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    tree: str
+    parent: str | None  # the first parent: the harness's commits are a line
+    subject: str
+
+
+@dataclass
+class Branch:
+    """One loop's branch as git has it now: its tip and every commit since the base."""
+
+    name: str
+    base: str
+    tip: str | None  # None: the branch is gone
+    commits: dict[str, Commit] = field(default_factory=dict)  # base..tip
+    base_tree: str | None = None
+
+    def holds(self, sha: str) -> bool:
+        return sha == self.base or sha in self.commits
+
+    def tree(self, sha: str) -> str | None:
+        return self.base_tree if sha == self.base else getattr(self.commits.get(sha), "tree", None)
+
+    def stretch(self, start: str, end: str) -> list[Commit] | None:
+        """The commits from `start` (excluded) to `end`, oldest first; None when `end` does
+        not descend from `start` along first parents."""
+        line: list[Commit] = []
+        sha: str | None = end
+        while sha != start:
+            commit = self.commits.get(sha or "")
+            if commit is None:
+                return None
+            line.append(commit)
+            sha = commit.parent
+        return line[::-1]
+
+    def with_subject(self, subject: str) -> list[str]:
+        return [c.sha for c in self.commits.values() if c.subject == subject]
+
+
+@dataclass
+class Audit:
+    """What `verify` found: the counts it checked and every difference."""
+
+    name: str
+    cycles: int = 0
+    commits: int = 0
+    trees: int = 0  # decisions whose test run was found recorded for their end tree
+    differences: list[Difference] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)  # claims no record lets us check
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+    def differ(self, path: str, what: str) -> None:
+        self.differences.append(Difference(path, what))
+
+    def summary(self) -> str:
+        """The one line of a session that verifies."""
+        line = f"verified: {self.cycles} cycles, {self.commits} commits"
+        if self.trees:
+            line += f", {self.trees} test runs matched to their trees"
+        return line + "".join(f"; not checked: {u}" for u in self.unchecked)
+
+    def report(self, shown: int = SHOWN) -> str:
+        """The first `shown` differences, one line each, and how many more there are."""
+        lines = [str(d) for d in self.differences[:shown]]
+        if len(self.differences) > shown:
+            lines.append(f"... and {len(self.differences) - shown} more")
+        return "\n".join(lines)
+
+
+def audit(root: Path) -> Audit:
+    """Check session `root` (sessions/<name>); raises NoSession when it never set up."""
+    root = Path(root).absolute()
+    if not (root / "setup.json").is_file():
+        raise NoSession(f"no set-up session {root.name!r} under {root.parent}/ (no setup.json)")
+    try:
+        record = load_record(SessionLayout(root))
+        mode = modes.get(record.mode)
+    except (ValueError, TypeError, KeyError) as err:
+        raise NoSession(
+            f"{root / 'setup.json'}: not a setup record this version reads ({err})"
+        ) from None
+    layout = mode.layout(root)
+    result = Audit(layout.name)
+    rows = _results(layout)
+    runs = _test_runs(layout)
+    untested = 0
+    for track in mode.tracks(layout):
+        untested += Loop(layout, mode, record, track, rows, runs, result).check()
+    _check_rows_have_loops(layout, mode, rows, result)
+    if not mode.loop_stages:
+        result.unchecked.append(f"stage files ({mode.name} names no stages; decisions only)")
+    if untested:
+        result.unchecked.append(
+            f"the test runs of {untested} cycles (their records name no run of a tree)"
+        )
+    return result
+
+
+def status_line(root: Path) -> str | None:
+    """`autoresearch status`: one line when verify would fail, else None."""
+    try:
+        found = audit(root)
+    except (UserError, git.GitError, OSError):
+        return None
+    if found.ok:
+        return None
+    more = len(found.differences) - 1
+    also = f" (and {more} more)" if more else ""
+    return (
+        f"Verify: would fail: {found.differences[0]}{also}; run `autoresearch verify {found.name}`"
+    )
+
+
+# --- one loop ------------------------------------------------------------------------
+
+
+@dataclass
+class Loop:
+    """One loop of a session (its only one, or a broad track) checked against its branch."""
+
+    layout: SessionLayout
+    mode: Mode
+    record: SetupRecord
+    track: str
+    rows: list[dict[str, str]]
+    runs: dict[tuple[str, str], list[dict[str, Any]]]
+    audit: Audit
+
+    def rel(self, path: Path) -> str:
+        return str(path.relative_to(self.layout.root.parent.parent))
+
+    def check(self) -> int:
+        """Run every check of this loop; returns how many decisions had no test run to
+        match against their tree."""
+        decisions = self.decisions()
+        self.audit.cycles += len(decisions)
+        self.check_stage_files(decisions)
+        branch = self.branch()
+        if branch is None:
+            return 0
+        self.check_commits(decisions, branch)
+        untested = self.check_test_runs(decisions, branch)
+        self.check_rows(decisions)
+        return untested
+
+    # --- files -------------------------------------------------------------------------
+
+    def decisions(self) -> dict[int, dict[str, Any]]:
+        decided: dict[int, dict[str, Any]] = {}
+        for number in self.layout.completed_cycles(self.track):
+            path = self.layout.decision(number, self.track)
+            try:
+                decided[number] = json.loads(path.read_text())
+            except (OSError, ValueError) as err:
+                self.audit.differ(self.rel(path), f"cannot be read ({err})")
+        return decided
+
+    def indexed(self) -> set[int]:
+        """The cycles the decisions index lists (read as it is: never rebuilt here)."""
+        index = self.layout.decisions_index(self.track)
+        found = set()
+        if index.exists():
+            for line in index.read_text().splitlines():
+                try:
+                    found.add(int(json.loads(line)["cycle"]))
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line a crash cut short
+        return found
+
+    def row_cycles(self) -> set[int]:
+        return {int(r["cycle"]) for r in self.rows if r["track"] == self.track and _num(r)}
+
+    def check_stage_files(self, decided: dict[int, dict[str, Any]]) -> None:
+        """Every stage file of every decided cycle, and a decision for every cycle that
+        something says has finished (the index, a later cycle, `done`)."""
+        base = self.layout.cycles(self.track)
+        folders = (
+            {int(p.name) for p in base.iterdir() if LOOP_DIR.match(p.name)}
+            if (base.is_dir())
+            else set()
+        )
+        indexed = self.indexed()
+        last = max(folders | set(decided) | indexed | self.row_cycles(), default=0)
+        finished = self.layout.done.exists()
+        for number in range(1, last + 1):
+            folder = self.layout.cycle(number, self.track)
+            if number in decided:
+                self.check_cycle_files(number, folder, decided[number])
+                continue
+            decision = self.rel(self.layout.decision(number, self.track))
+            if number in indexed:
+                self.audit.differ(decision, f"missing, though {self.index_name()} lists it")
+            elif number < last:
+                self.audit.differ(decision, f"missing, though cycle {last} after it ran")
+            elif finished:
+                self.audit.differ(decision, "missing, though the session is done")
+
+    def index_name(self) -> str:
+        return self.rel(self.layout.decisions_index(self.track))
+
+    def check_cycle_files(self, number: int, folder: Path, decision: dict[str, Any]) -> None:
+        candidates = [c["candidate"] for c in decision.get("candidates") or [] if "candidate" in c]
+        for stage in self.mode.loop_stages:
+            for name in self.mode.stage_files[stage]:
+                if (folder / name).exists():
+                    continue
+                # A batch's proposals are made one per candidate, in its own folder.
+                places = [folder / c / name for c in candidates]
+                if places and all(p.exists() for p in places):
+                    continue
+                self.audit.differ(
+                    self.rel(folder / name),
+                    f"missing, though the {self.mode.loop[:-1]} is decided; a cycle with a "
+                    f"missing stage file is rerun: {self.redo(number)}",
+                )
+
+    def redo(self, number: int) -> str:
+        """The command that reruns cycle `number` from its first stage (the resume rule)."""
+        flag = "--iteration" if self.mode.loop == "iterations" else "--cycle"
+        track = f" --track {self.track}" if self.track else ""
+        stage = self.mode.loop_stages[0]
+        return f"`autoresearch redo {self.layout.name} {flag} {number}{track} --stage {stage}`"
+
+    # --- git ---------------------------------------------------------------------------
+
+    def branch(self) -> Branch | None:
+        """The loop's branch and its commits since the base, in one `git log`."""
+        where = self.rel(self.layout.setup)
+        name, base = self.record.branch, self.record.base_commit
+        if self.track:
+            meta = self.layout.track_meta(self.track)
+            where = self.rel(meta)
+            try:
+                data = json.loads(meta.read_text())
+                name, base = data["branch"], data["base_commit"]
+            except (OSError, ValueError, KeyError) as err:
+                self.audit.differ(where, f"cannot be read ({err})")
+                return None
+        target = Path(self.record.target)
+        tip = git.raw(target, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}^{{commit}}")
+        if tip.returncode != 0:
+            self.audit.differ(where, f"branch {name} is not in {target}")
+            return None
+        branch = Branch(name, base, tip.stdout.decode().strip())
+        base_tree = git.raw(target, "rev-parse", "--verify", "--quiet", f"{base}^{{tree}}")
+        if base_tree.returncode != 0:
+            self.audit.differ(where, f"base commit {base[:12]} is not in {target}")
+            return None
+        branch.base_tree = base_tree.stdout.decode().strip()
+        log = git.raw(target, "log", "--format=%H%x1f%T%x1f%P%x1f%s%x1e", f"{base}..{branch.tip}")
+        for entry in log.stdout.decode(errors="replace").split("\x1e"):
+            cells = entry.strip("\n").split("\x1f")
+            if len(cells) == 4:
+                sha, tree, parents, subject = cells
+                branch.commits[sha] = Commit(sha, tree, (parents.split() or [None])[0], subject)
+        ancestor = git.raw(target, "merge-base", "--is-ancestor", base, branch.tip)
+        if ancestor.returncode != 0:
+            self.audit.differ(where, f"branch {name} no longer grows from base {base[:12]}")
+        return branch
+
+    def check_commits(self, decided: dict[int, dict[str, Any]], branch: Branch) -> None:
+        """The decisions chain from the base along the branch; each names the commits of its
+        stretch; a finished loop's branch ends where its last decision does."""
+        expected = branch.base
+        total = 0
+        last_end = branch.base
+        for number in sorted(decided):
+            d = decided[number]
+            path = self.rel(self.layout.decision(number, self.track))
+            start, end = d.get("start_commit"), d.get("end_commit")
+            if not (isinstance(start, str) and isinstance(end, str)):
+                self.audit.differ(path, "names no start and end commit")
+                continue
+            if start != expected:
+                self.audit.differ(
+                    path,
+                    f"starts at {start[:12]}, but the cycle before it ended at {expected[:12]}",
+                )
+            expected = last_end = end
+            if not branch.holds(end):
+                self.audit.differ(path, self.not_on_branch("end commit", end, branch, d))
+                continue
+            stretch = branch.stretch(start, end) if branch.holds(start) else None
+            if stretch is None:
+                self.audit.differ(
+                    path, f"end commit {end[:12]} does not descend from its start {start[:12]}"
+                )
+                continue
+            total += len(stretch)
+            self.audit.commits += len(stretch)
+            claimed = d.get("commits_total")
+            if isinstance(claimed, int) and not self.track_is_partial(decided) and claimed != total:
+                self.audit.differ(
+                    path, f"says {claimed} commits on {branch.name}, git has {total} to its end"
+                )
+            self.check_kept(number, d, stretch, branch)
+        if self.layout.done.exists() and branch.tip != last_end:
+            self.audit.differ(
+                self.rel(self.layout.done),
+                f"the session is done, but {branch.name} is at {(branch.tip or '')[:12]}, "
+                f"not at the last recorded commit {last_end[:12]}",
+            )
+
+    def track_is_partial(self, decided: dict[int, dict[str, Any]]) -> bool:
+        """Whether an earlier decision is missing (its commits are then not counted here)."""
+        return bool(decided) and len(decided) != max(decided)
+
+    def not_on_branch(self, what: str, sha: str, branch: Branch, record: dict[str, Any]) -> str:
+        line = f"{what} {sha[:12]} is not on {branch.name}"
+        target = Path(self.record.target)
+        behind = git.raw(target, "merge-base", "--is-ancestor", branch.tip or "", sha)
+        if branch.tip and behind.returncode == 0:
+            return line + f" (the branch, at {branch.tip[:12]}, was moved back behind it)"
+        return line + self.amended_hint(sha, branch)
+
+    def amended_hint(self, sha: str, branch: Branch) -> str:
+        """When the branch has another commit with the recorded one's subject: amended?"""
+        subject = git.raw(Path(self.record.target), "log", "-1", "--format=%s", sha)
+        if subject.returncode != 0:
+            return " (and not in the repository)"
+        twins = branch.with_subject(subject.stdout.decode().strip())
+        if twins:
+            return f" (the branch has {twins[0][:12]} with its message: amended after the fact?)"
+        return ""
+
+    def check_kept(
+        self, number: int, d: dict[str, Any], stretch: list[Commit], branch: Branch
+    ) -> None:
+        """Each commit a record of the cycle says it kept is in the cycle's stretch, with
+        the message recorded; each commit of the stretch is one a record names."""
+        path = self.rel(self.layout.decision(number, self.track))
+        on_stretch = {c.sha: c for c in stretch}
+        undone = d.get("reverted") or []
+        # A reset took the stage records' commits off the branch: only the decision stands.
+        reset = any(r.get("how") == "reset" for r in undone)
+        named = {r.get("commit") for r in undone}
+        reverts = {f'Revert "{r.get("subject")}"' for r in undone if r.get("how") == "revert"}
+        if d.get("status"):  # one step, one commit: its end
+            named.add(d.get("end_commit"))
+        for source, kept in self.kept_claims(number, d):
+            if reset and source != path:
+                continue
+            for item in kept:
+                sha = item.get("commit") if isinstance(item, dict) else None
+                if not isinstance(sha, str):
+                    continue
+                named.add(sha)
+                commit = on_stretch.get(sha)
+                if commit is None:
+                    where = f"cycle {number}'s commits" if branch.holds(sha) else branch.name
+                    hint = "" if branch.holds(sha) else self.amended_hint(sha, branch)
+                    self.audit.differ(source, f"kept commit {sha[:12]} is not on {where}{hint}")
+                    continue
+                message = item.get("message")
+                if isinstance(message, str) and message.splitlines()[:1] != [commit.subject]:
+                    self.audit.differ(
+                        source,
+                        f"kept commit {sha[:12]} is recorded as {message.splitlines()[0]!r}, "
+                        f"git says {commit.subject!r}",
+                    )
+        for commit in stretch:
+            if commit.sha not in named and commit.subject not in reverts:
+                self.audit.differ(
+                    path, f"commit {commit.sha[:12]} {commit.subject!r} is named by no record"
+                )
+
+    def kept_claims(self, number: int, d: dict[str, Any]) -> list[tuple[str, list[Any]]]:
+        """(file, the commits it says it made) for the decision and each stage record."""
+        folder = self.layout.cycle(number, self.track)
+        claims = [(self.rel(self.layout.decision(number, self.track)), d.get("fixed") or [])]
+        for stage in self.mode.loop_stages:
+            for name in self.mode.stage_files[stage]:
+                path = folder / name
+                if not name.endswith(".json") or name == "decision.json" or not path.exists():
+                    continue
+                try:
+                    data = json.loads(path.read_text())
+                except ValueError:
+                    self.audit.differ(self.rel(path), "cannot be read")
+                    continue
+                for key in ("fixed", "commits"):
+                    made = data.get(key) if isinstance(data, dict) else None
+                    if isinstance(made, list):
+                        claims.append((self.rel(path), made))
+        return claims
+
+    # --- test runs ---------------------------------------------------------------------
+
+    def check_test_runs(self, decided: dict[int, dict[str, Any]], branch: Branch) -> int:
+        """A decision's test run must be one recorded for its end commit's tree (the harness
+        records each run of a committed tree in test-runs.jsonl). Returns how many
+        decisions hold no run to check."""
+        untested = 0
+        for number in sorted(decided):
+            d = decided[number]
+            tests, end = d.get("tests"), d.get("end_commit")
+            if not isinstance(tests, dict) or not isinstance(end, str):
+                untested += 1
+                continue
+            tree = branch.tree(end)
+            if tree is None:
+                continue  # not on the branch: said already
+            path = self.rel(self.layout.decision(number, self.track))
+            recorded = self.runs.get((tree, self.track), [])
+            if not recorded:
+                self.audit.differ(
+                    path,
+                    f"its test run ({tests.get('summary')}) is no run of its end commit's "
+                    f"tree {tree[:12]}: test-runs.jsonl records none of that tree",
+                )
+            elif not any(_same_run(tests, run) for run in recorded):
+                self.audit.differ(
+                    path,
+                    f"its test run says {tests.get('summary')!r}, but the runs recorded for "
+                    f"tree {tree[:12]} say {recorded[-1].get('summary')!r}",
+                )
+            else:
+                self.audit.trees += 1
+        return untested
+
+    # --- results.tsv ---------------------------------------------------------------------
+
+    def check_rows(self, decided: dict[int, dict[str, Any]]) -> None:
+        """Each decided cycle has its rows, and they say what its decision says."""
+        rows: dict[int, list[dict[str, str]]] = {}
+        for row in self.rows:
+            if row["track"] == self.track and _num(row):
+                rows.setdefault(int(row["cycle"]), []).append(row)
+        for number in sorted(decided):
+            d = decided[number]
+            mine = rows.get(number, [])
+            where = f"cycle {number}" + (f" of track {self.track}" if self.track else "")
+            if not mine:
+                self.audit.differ(RESULTS, f"no row for {where}")
+                continue
+            for row in mine:
+                for problem in _row_problems(row, d):
+                    self.audit.differ(RESULTS, f"{where}, {row['team']} row: {problem}")
+            if "reverted" in d and any(r["status"] == "reverted" for r in mine) != bool(
+                d["reverted"]
+            ):
+                said = "reverted" if d["reverted"] else "nothing reverted"
+                self.audit.differ(RESULTS, f"{where}: its rows disagree with its decision ({said})")
+
+
+RESULTS = "results.tsv"
+
+
+def _row_problems(row: dict[str, str], d: dict[str, Any]) -> list[str]:
+    """What a results row says that its cycle's decision does not."""
+    problems = []
+    passes = {str(bool(d["tests_pass"]))} if "tests_pass" in d else set()
+    statuses = {d["status"]} if d.get("status") else set()
+    for c in d.get("candidates") or []:  # a batch has a row per candidate
+        passes.add(str(bool(c.get("tests_pass"))))
+        statuses.add(c.get("status"))
+    if passes and row.get("tests_pass") not in ("", None, *passes):
+        problems.append(f"tests_pass {row['tests_pass']}, the decision says {' or '.join(passes)}")
+    if statuses and row.get("status") not in statuses:
+        problems.append(f"status {row['status']}, the decision says {' or '.join(statuses)}")
+    description = row.get("description") or ""
+    fixed = FIXED_ROW.match(description)
+    if fixed and "fixed" in d and int(fixed.group(1)) != len(d["fixed"]):
+        problems.append(f"{fixed.group(1)} fixed, the decision keeps {len(d['fixed'])}")
+    found = FINDINGS_ROW.match(description)
+    if found and isinstance(d.get("findings"), int) and int(found.group(1)) != d["findings"]:
+        problems.append(f"{found.group(1)} findings, the decision says {d['findings']}")
+    return problems
+
+
+def _same_run(tests: dict[str, Any], run: dict[str, Any]) -> bool:
+    return all(tests.get(k) == run.get(k) for k in RUN_FIELDS)
+
+
+def _num(row: dict[str, str]) -> bool:
+    return bool(row.get("cycle")) and row["cycle"].isdigit()
+
+
+def _check_rows_have_loops(
+    layout: SessionLayout, mode: Mode, rows: list[dict[str, str]], audit: Audit
+) -> None:
+    """A row of a cycle that has no folder, or of a track the session does not have."""
+    tracks = set(mode.tracks(layout))
+    for row in rows:
+        track = row.get("track") or ""
+        if track not in tracks:
+            audit.differ(RESULTS, f"a row of track {track!r}, which the session does not have")
+        elif _num(row) and not layout.cycle(int(row["cycle"]), track).is_dir():
+            audit.differ(RESULTS, f"a row of cycle {row['cycle']}, which has no folder")
+
+
+def _results(layout: SessionLayout) -> list[dict[str, str]]:
+    if not layout.results.exists():
+        return []
+    with layout.results.open(newline="") as handle:
+        return [
+            {k: v or "" for k, v in row.items() if k is not None}
+            for row in csv.DictReader(handle, delimiter="\t")
+        ]
+
+
+def _test_runs(layout: SessionLayout) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Every recorded run of a committed tree, by (tree, track)."""
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    if not layout.test_runs.exists():
+        return runs
+    for line in layout.test_runs.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+            runs.setdefault((entry["tree"], entry.get("track") or ""), []).append(entry["run"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return runs
