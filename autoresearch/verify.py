@@ -144,10 +144,14 @@ def audit(root: Path) -> Audit:
     result = Audit(layout.name)
     rows = _results(layout)
     runs = _test_runs(layout)
-    untested = 0
+    untested = uncommitted = 0
     for track in mode.tracks(layout):
-        untested += Loop(layout, mode, record, track, rows, runs, result).check()
+        loop = Loop(layout, mode, record, track, rows, runs, result)
+        untested += loop.check()
+        uncommitted += loop.uncommitted
     _check_rows_have_loops(layout, mode, rows, result)
+    if uncommitted:
+        result.unchecked.append(f"the commits of {uncommitted} cycles (their decisions name none)")
     if not mode.loop_stages:
         result.unchecked.append(f"stage files ({mode.name} names no stages; decisions only)")
     if untested:
@@ -186,6 +190,7 @@ class Loop:
     rows: list[dict[str, str]]
     runs: dict[tuple[str, str], list[dict[str, Any]]]
     audit: Audit
+    uncommitted: int = 0  # decisions that name no commit to check
 
     def rel(self, path: Path) -> str:
         return str(path.relative_to(self.layout.root.parent.parent))
@@ -271,13 +276,17 @@ class Loop:
                     continue
                 self.audit.differ(
                     self.rel(folder / name),
-                    f"missing, though the {self.mode.loop[:-1]} is decided; a cycle with a "
-                    f"missing stage file is rerun: {self.redo(number)}",
+                    f"missing, though {self.step()} {number} is decided; rerun it whole, "
+                    f"as the resume rule does a cycle without its eval-results.md: "
+                    f"{self.redo(number)} (later ones are set aside too)",
                 )
+
+    def step(self) -> str:
+        return "iteration" if self.mode.loop == "iterations" else "cycle"
 
     def redo(self, number: int) -> str:
         """The command that reruns cycle `number` from its first stage (the resume rule)."""
-        flag = "--iteration" if self.mode.loop == "iterations" else "--cycle"
+        flag = f"--{self.step()}"
         track = f" --track {self.track}" if self.track else ""
         stage = self.mode.loop_stages[0]
         return f"`autoresearch redo {self.layout.name} {flag} {number}{track} --stage {stage}`"
@@ -328,9 +337,10 @@ class Loop:
         for number in sorted(decided):
             d = decided[number]
             path = self.rel(self.layout.decision(number, self.track))
-            start, end = d.get("start_commit"), d.get("end_commit")
+            # A step that records only its end (an audit lens's) starts where the last ended.
+            start, end = d.get("start_commit", expected), d.get("end_commit")
             if not (isinstance(start, str) and isinstance(end, str)):
-                self.audit.differ(path, "names no start and end commit")
+                self.uncommitted += 1
                 continue
             if start != expected:
                 self.audit.differ(
@@ -462,7 +472,12 @@ class Loop:
             if tree is None:
                 continue  # not on the branch: said already
             path = self.rel(self.layout.decision(number, self.track))
-            recorded = self.runs.get((tree, self.track), [])
+            recorded = self.runs_of(tree, branch)
+            if d.get("reverted") and not any(_same_run(tests, run) for run in recorded):
+                # A cycle undone for its metric (narrow) keeps the run that passed the gate:
+                # the run of its change, on a tree of its stretch.
+                stretch = branch.stretch(d.get("start_commit") or "", end) or []
+                recorded += [r for c in stretch for r in self.runs_of(c.tree, branch)]
             if not recorded:
                 self.audit.differ(
                     path,
@@ -478,6 +493,12 @@ class Loop:
             else:
                 self.audit.trees += 1
         return untested
+
+    def runs_of(self, tree: str, branch: Branch) -> list[dict[str, Any]]:
+        """The runs recorded for `tree`: test-runs.jsonl's, and setup's baseline run of the
+        base commit's tree."""
+        runs = list(self.runs.get((tree, self.track), []))
+        return runs + ([self.record.baseline] if tree == branch.base_tree else [])
 
     # --- results.tsv ---------------------------------------------------------------------
 
@@ -510,7 +531,7 @@ RESULTS = "results.tsv"
 def _row_problems(row: dict[str, str], d: dict[str, Any]) -> list[str]:
     """What a results row says that its cycle's decision does not."""
     problems = []
-    passes = {str(bool(d["tests_pass"]))} if "tests_pass" in d else set()
+    passes = {str(bool(d["tests_pass"]))} if d.get("tests_pass") is not None else set()
     statuses = {d["status"]} if d.get("status") else set()
     for c in d.get("candidates") or []:  # a batch has a row per candidate
         passes.add(str(bool(c.get("tests_pass"))))
