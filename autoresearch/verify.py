@@ -100,6 +100,7 @@ class Audit:
     """What `verify` found: the counts it checked and every difference."""
 
     name: str
+    step: str = "cycle"  # what the loop calls one turn: cycle, iteration
     cycles: int = 0
     commits: int = 0
     trees: int = 0  # decisions whose test run was found recorded for their end tree
@@ -115,7 +116,7 @@ class Audit:
 
     def summary(self) -> str:
         """The one line of a session that verifies."""
-        line = f"verified: {self.cycles} cycles, {self.commits} commits"
+        line = f"verified: {self.cycles} {self.step}s, {self.commits} commits"
         if self.trees:
             line += f", {self.trees} test runs matched to their trees"
         return line + "".join(f"; not checked: {u}" for u in self.unchecked)
@@ -141,7 +142,7 @@ def audit(root: Path) -> Audit:
             f"{root / 'setup.json'}: not a setup record this version reads ({err})"
         ) from None
     layout = mode.layout(root)
-    result = Audit(layout.name)
+    result = Audit(layout.name, step_of(mode))
     rows = _results(layout)
     runs = _test_runs(layout)
     untested = uncommitted = 0
@@ -151,14 +152,21 @@ def audit(root: Path) -> Audit:
         uncommitted += loop.uncommitted
     _check_rows_have_loops(layout, mode, rows, result)
     if uncommitted:
-        result.unchecked.append(f"the commits of {uncommitted} cycles (their decisions name none)")
+        result.unchecked.append(
+            f"the commits of {uncommitted} {result.step}s (their decisions name none)"
+        )
     if not mode.loop_stages:
         result.unchecked.append(f"stage files ({mode.name} names no stages; decisions only)")
     if untested:
         result.unchecked.append(
-            f"the test runs of {untested} cycles (their records name no run of a tree)"
+            f"the test runs of {untested} {result.step}s (their records name no run of a tree)"
         )
     return result
+
+
+def step_of(mode: Mode) -> str:
+    """What the mode's loop calls one turn, as `redo` names it."""
+    return "iteration" if mode.loop == "iterations" else "cycle"
 
 
 def status_line(root: Path) -> str | None:
@@ -282,7 +290,7 @@ class Loop:
                 )
 
     def step(self) -> str:
-        return "iteration" if self.mode.loop == "iterations" else "cycle"
+        return step_of(self.mode)
 
     def redo(self, number: int) -> str:
         """The command that reruns cycle `number` from its first stage (the resume rule)."""
