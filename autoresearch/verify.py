@@ -10,17 +10,23 @@ its end commit's tree, and its rows in results.tsv must say what its decision sa
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import git, modes
+import yaml
+
+from . import git, modes, spec, testrun
+from .backends.base import Usage
 from .errors import UserError
 from .layout import LOOP_DIR, SessionLayout
 from .modes.base import Mode
 from .record import SetupRecord, load_record
+from .spec import SessionSpec
+from .testrun import TestRun
 
 SHOWN = 5  # differences printed; the rest are counted
 # What of a test run decides a verdict: a decision's run must match a run of its tree in these.
@@ -116,7 +122,7 @@ class Audit:
 
     def summary(self) -> str:
         """The one line of a session that verifies."""
-        line = f"verified: {self.cycles} {self.step}s, {self.commits} commits"
+        line = f"verified: {_count(self.cycles, self.step)}, {_count(self.commits, 'commit')}"
         if self.trees:
             line += f", {self.trees} test runs matched to their trees"
         return line + "".join(f"; not checked: {u}" for u in self.unchecked)
@@ -143,11 +149,12 @@ def audit(root: Path) -> Audit:
         ) from None
     layout = mode.layout(root)
     result = Audit(layout.name, step_of(mode))
-    rows = _results(layout)
-    runs = _test_runs(layout)
+    rows = _results(_text(layout.results, result))
+    runs = _test_runs(_text(layout.test_runs, result))
+    frozen = _frozen(layout, result)
     untested = uncommitted = 0
     for track in mode.tracks(layout):
-        loop = Loop(layout, mode, record, track, rows, runs, result)
+        loop = Loop(layout, mode, record, frozen, track, rows, runs, result)
         untested += loop.check()
         uncommitted += loop.uncommitted
     _check_rows_have_loops(layout, mode, rows, result)
@@ -165,8 +172,9 @@ def audit(root: Path) -> Audit:
 
 
 def step_of(mode: Mode) -> str:
-    """What the mode's loop calls one turn, as `redo` names it."""
-    return "iteration" if mode.loop == "iterations" else "cycle"
+    """What the mode's loop calls one turn, as `redo` names it: the cycles of sweep, narrow
+    and broad; the iterations of experiment and the lenses."""
+    return "cycle" if mode.loop == "cycles" else "iteration"
 
 
 def status_line(root: Path) -> str | None:
@@ -194,6 +202,7 @@ class Loop:
     layout: SessionLayout
     mode: Mode
     record: SetupRecord
+    spec: SessionSpec | None  # the frozen spec: the gate's allow_* keys
     track: str
     rows: list[dict[str, str]]
     runs: dict[tuple[str, str], list[dict[str, Any]]]
@@ -223,22 +232,46 @@ class Loop:
         decided: dict[int, dict[str, Any]] = {}
         for number in self.layout.completed_cycles(self.track):
             path = self.layout.decision(number, self.track)
-            try:
-                decided[number] = json.loads(path.read_text())
-            except (OSError, ValueError) as err:
-                self.audit.differ(self.rel(path), f"cannot be read ({err})")
+            data = self.read_record(path)
+            if data is None:
+                continue
+            said = (data.get("cycle"), data.get("track") or "")
+            if said != (number, self.track):
+                self.audit.differ(
+                    self.rel(path),
+                    f"is the decision of {self.step()} {said[0]}"
+                    + (f" of track {said[1]}" if said[1] else "")
+                    + ", not of its folder's",
+                )
+                continue
+            decided[number] = data
         return decided
+
+    def read_record(self, path: Path) -> dict[str, Any] | None:
+        """A JSON record the harness wrote: a regular file (never a link to another's, never
+        a FIFO that would hang the audit) holding an object; else a difference and None."""
+        problem = _not_written(path)
+        if problem is None:
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, ValueError) as err:
+                problem = f"cannot be read ({err})"
+            else:
+                if isinstance(data, dict):
+                    return data
+                problem = "holds no record"
+        self.audit.differ(self.rel(path), problem)
+        return None
 
     def indexed(self) -> set[int]:
         """The cycles the decisions index lists (read as it is: never rebuilt here)."""
         index = self.layout.decisions_index(self.track)
         found = set()
-        if index.exists():
-            for line in index.read_text().splitlines():
-                try:
-                    found.add(int(json.loads(line)["cycle"]))
-                except (ValueError, KeyError, TypeError):
-                    continue  # a line a crash cut short
+        for line in _text(index, self.audit).splitlines():
+            try:
+                found.add(int(json.loads(line)["cycle"]))
+            except (ValueError, KeyError, TypeError):
+                continue  # a line a crash cut short
         return found
 
     def row_cycles(self) -> set[int]:
@@ -248,26 +281,42 @@ class Loop:
         """Every stage file of every decided cycle, and a decision for every cycle that
         something says has finished (the index, a later cycle, `done`)."""
         base = self.layout.cycles(self.track)
-        folders = (
-            {int(p.name) for p in base.iterdir() if LOOP_DIR.match(p.name)}
-            if (base.is_dir())
-            else set()
-        )
+        folders = _numbered(base.iterdir() if base.is_dir() else [], LOOP_DIR)
         indexed = self.indexed()
-        last = max(folders | set(decided) | indexed | self.row_cycles(), default=0)
+        logged = self.logged()
+        last = max(folders | set(decided) | indexed | set(logged) | self.row_cycles(), default=0)
         finished = self.layout.done.exists()
         for number in range(1, last + 1):
             folder = self.layout.cycle(number, self.track)
             if number in decided:
                 self.check_cycle_files(number, folder, decided[number])
                 continue
-            decision = self.rel(self.layout.decision(number, self.track))
+            path = self.layout.decision(number, self.track)
+            if path.exists() or path.is_symlink():
+                continue  # there but unreadable: said already
+            decision = self.rel(path)
             if number in indexed:
                 self.audit.differ(decision, f"missing, though {self.index_name()} lists it")
+            elif number not in folders and number in logged:
+                self.audit.differ(
+                    decision, f"missing with its folder, though {self.rel(logged[number])} ran"
+                )
             elif number < last:
-                self.audit.differ(decision, f"missing, though cycle {last} after it ran")
+                self.audit.differ(decision, f"missing, though {self.step()} {last} after it ran")
             elif finished:
                 self.audit.differ(decision, "missing, though the session is done")
+
+    def logged(self) -> dict[int, Path]:
+        """The cycles whose stages left a log (logs/<rule>/[track/]NNN.log): witnesses of a
+        cycle that ran, whatever became of its folder. (`redo` moves them with the folder.)"""
+        found: dict[int, Path] = {}
+        for stage in self.mode.loop_stages:
+            folder = self.layout.logs / self.mode.stage_rules.get(stage, stage) / self.track
+            if folder.is_dir():
+                for log in sorted(folder.glob("*.log")):
+                    if LOOP_DIR.match(log.stem):
+                        found.setdefault(int(log.stem), log)
+        return found
 
     def index_name(self) -> str:
         return self.rel(self.layout.decisions_index(self.track))
@@ -276,11 +325,14 @@ class Loop:
         candidates = [c["candidate"] for c in decision.get("candidates") or [] if "candidate" in c]
         for stage in self.mode.loop_stages:
             for name in self.mode.stage_files[stage]:
-                if (folder / name).exists():
+                if _not_written(folder / name) is None:
                     continue
                 # A batch's proposals are made one per candidate, in its own folder.
                 places = [folder / c / name for c in candidates]
-                if places and all(p.exists() for p in places):
+                if places and all(_not_written(p) is None for p in places):
+                    continue
+                if (folder / name).is_symlink() or (folder / name).exists():
+                    self.audit.differ(self.rel(folder / name), str(_not_written(folder / name)))
                     continue
                 self.audit.differ(
                     self.rel(folder / name),
@@ -308,11 +360,12 @@ class Loop:
         if self.track:
             meta = self.layout.track_meta(self.track)
             where = self.rel(meta)
-            try:
-                data = json.loads(meta.read_text())
-                name, base = data["branch"], data["base_commit"]
-            except (OSError, ValueError, KeyError) as err:
-                self.audit.differ(where, f"cannot be read ({err})")
+            data = self.read_record(meta)
+            if data is None:
+                return None
+            name, base = data.get("branch"), data.get("base_commit")
+            if not (isinstance(name, str) and isinstance(base, str)):
+                self.audit.differ(where, "names no branch and base commit")
                 return None
         target = Path(self.record.target)
         tip = git.raw(target, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}^{{commit}}")
@@ -378,6 +431,26 @@ class Loop:
                 self.rel(self.layout.done),
                 f"the session is done, but {branch.name} is at {(branch.tip or '')[:12]}, "
                 f"not at the last recorded commit {last_end[:12]}",
+            )
+        if not self.track:
+            self.check_done(len(decided), last_end)
+
+    def check_done(self, count: int, last_end: str) -> None:
+        """`done`'s own count of the loop's turns and its final commit, where it gives them."""
+        done = self.layout.done
+        if _not_written(done) is not None:
+            return
+        said = dict(line.split(": ", 1) for line in done.read_text().splitlines() if ": " in line)
+        turns = said.get(f"{self.step()}s", "")
+        if turns.isdigit() and int(turns) != count:
+            self.audit.differ(
+                self.rel(done), f"says {turns} {self.step()}s, the session decided {count}"
+            )
+        final = said.get("final commit")
+        if final and final != last_end:
+            self.audit.differ(
+                self.rel(done),
+                f"says the final commit is {final[:12]}, the decisions end at {last_end[:12]}",
             )
 
     def track_is_partial(self, decided: dict[int, dict[str, Any]]) -> bool:
@@ -452,13 +525,9 @@ class Loop:
                 path = folder / name
                 if not name.endswith(".json") or name == "decision.json" or not path.exists():
                     continue
-                try:
-                    data = json.loads(path.read_text())
-                except ValueError:
-                    self.audit.differ(self.rel(path), "cannot be read")
-                    continue
+                data = self.read_record(path)
                 for key in ("fixed", "commits"):
-                    made = data.get(key) if isinstance(data, dict) else None
+                    made = data.get(key) if data is not None else None
                     if isinstance(made, list):
                         claims.append((self.rel(path), made))
         return claims
@@ -500,13 +569,54 @@ class Loop:
                 )
             else:
                 self.audit.trees += 1
+            if d.get("tests_pass") is True:
+                self.check_gate(path, tests, self.reference(decided, number))
         return untested
+
+    def reference(self, decided: dict[int, dict[str, Any]], number: int) -> dict[str, Any]:
+        """The run cycle `number` was held to: the last earlier one that got to its tests,
+        else setup's baseline (as StageEnv.reference_tests picks it)."""
+        for earlier in range(number - 1, 0, -1):
+            tests = (decided.get(earlier) or {}).get("tests")
+            if isinstance(tests, dict) and tests.get("outcome") in (testrun.PASSED, testrun.FAILED):
+                return tests
+        return self.record.baseline
+
+    def check_gate(self, path: str, tests: dict[str, Any], reference: dict[str, Any]) -> None:
+        """A decision that says its tests pass: the gate, asked again of its recorded run
+        against the run it was held to, must agree."""
+        if self.spec is None:
+            return
+        verdict = testrun.acceptable(
+            TestRun.from_record(tests),
+            TestRun.from_record(reference),
+            self.spec.allow_failing_baseline,
+            self.spec.allow_test_removal,
+        )
+        if not verdict.ok:
+            self.audit.differ(
+                path, f"says its tests pass, but the gate, asked again, says: {verdict.reason}"
+            )
 
     def runs_of(self, tree: str, branch: Branch) -> list[dict[str, Any]]:
         """The runs recorded for `tree`: test-runs.jsonl's, and setup's baseline run of the
         base commit's tree."""
         runs = list(self.runs.get((tree, self.track), []))
         return runs + ([self.record.baseline] if tree == branch.base_tree else [])
+
+    def usage_problems(self, number: int, row: dict[str, str]) -> list[str]:
+        """A row of a team that is also a stage with a record (sweep's red, green and
+        refactor): its tokens and cost are that record's."""
+        names = self.mode.stage_files.get(row.get("team") or "", ())
+        record = next((n for n in names if n.endswith(".json") and n != "decision.json"), None)
+        path = self.layout.cycle(number, self.track) / record if record else None
+        if path is None or _not_written(path) is not None:
+            return []
+        try:
+            usage = json.loads(path.read_text()).get("usage")
+        except (ValueError, AttributeError):
+            return []  # an unreadable record: said with its commits
+        return _usage_problems(row, usage) if isinstance(usage, dict) else []
 
     # --- results.tsv ---------------------------------------------------------------------
 
@@ -524,7 +634,8 @@ class Loop:
                 self.audit.differ(RESULTS, f"no row for {where}")
                 continue
             for row in mine:
-                for problem in _row_problems(row, d):
+                problems = _row_problems(row, d) + self.usage_problems(number, row)
+                for problem in problems:
                     self.audit.differ(RESULTS, f"{where}, {row['team']} row: {problem}")
             if "reverted" in d and any(r["status"] == "reverted" for r in mine) != bool(
                 d["reverted"]
@@ -534,6 +645,21 @@ class Loop:
 
 
 RESULTS = "results.tsv"
+
+
+def _usage_problems(row: dict[str, str], usage: dict[str, Any]) -> list[str]:
+    """A row's tokens and cost against the usage its stage recorded."""
+    try:
+        used = Usage(**usage)
+        tokens, cost = int(row.get("tokens") or 0), float(row.get("cost_usd") or 0)
+    except (TypeError, ValueError):
+        return ["its tokens and cost cannot be read"]
+    problems = []
+    if tokens != used.tokens:
+        problems.append(f"{tokens} tokens, its stage recorded {used.tokens}")
+    if abs(cost - round(used.cost_usd, 6)) > 1e-9:
+        problems.append(f"cost_usd {cost}, its stage recorded {round(used.cost_usd, 6)}")
+    return problems
 
 
 def _row_problems(row: dict[str, str], d: dict[str, Any]) -> list[str]:
@@ -558,6 +684,25 @@ def _row_problems(row: dict[str, str], d: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _numbered(paths: Any, pattern: re.Pattern[str]) -> set[int]:
+    return {int(p.name) for p in paths if pattern.match(p.name)}
+
+
+def _not_written(path: Path) -> str | None:
+    """Why `path` is not a file as the harness writes them (None: it is one)."""
+    if path.is_symlink():
+        return "is a link, not the file the stage wrote"
+    if not path.exists():
+        return "missing"
+    if not path.is_file():
+        return "is not a regular file"
+    return None
+
+
 def _same_run(tests: dict[str, Any], run: dict[str, Any]) -> bool:
     return all(tests.get(k) == run.get(k) for k in RUN_FIELDS)
 
@@ -579,22 +724,41 @@ def _check_rows_have_loops(
             audit.differ(RESULTS, f"a row of cycle {row['cycle']}, which has no folder")
 
 
-def _results(layout: SessionLayout) -> list[dict[str, str]]:
-    if not layout.results.exists():
-        return []
-    with layout.results.open(newline="") as handle:
-        return [
-            {k: v or "" for k, v in row.items() if k is not None}
-            for row in csv.DictReader(handle, delimiter="\t")
-        ]
+def _frozen(layout: SessionLayout, audit: Audit) -> SessionSpec | None:
+    """The session's frozen spec, or None (said in the summary) when it cannot be read."""
+    problem = _not_written(layout.spec)
+    if problem is None:
+        try:
+            return spec.load_frozen(layout.spec)
+        except (OSError, ValueError, yaml.YAMLError) as err:
+            problem = f"cannot be read ({err})"
+    audit.unchecked.append(f"the test gate's verdicts (session.yaml {problem})")
+    return None
 
 
-def _test_runs(layout: SessionLayout) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def _text(path: Path, audit: Audit) -> str:
+    """A session-wide file's text ("" when it does not exist); a link or a FIFO in its
+    place is a difference, and is not read."""
+    problem = _not_written(path)
+    if problem == "missing":
+        return ""
+    if problem is not None:
+        audit.differ(path.name, problem)
+        return ""
+    return path.read_text()
+
+
+def _results(text: str) -> list[dict[str, str]]:
+    return [
+        {k: v or "" for k, v in row.items() if k is not None}
+        for row in csv.DictReader(io.StringIO(text), delimiter="\t")
+    ]
+
+
+def _test_runs(text: str) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """Every recorded run of a committed tree, by (tree, track)."""
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    if not layout.test_runs.exists():
-        return runs
-    for line in layout.test_runs.read_text().splitlines():
+    for line in text.splitlines():
         try:
             entry = json.loads(line)
             runs.setdefault((entry["tree"], entry.get("track") or ""), []).append(entry["run"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from autoresearch.record import SetupRecord
 
 BRANCH = "autoresearch/improve"
 IDS = ["tests/test_calc.py::test_add", "tests/test_calc.py::test_mean"]
+USAGE = {"input_tokens": 1000, "output_tokens": 200, "cost_usd": 0.25, "requests": 2}
 
 
 def run(summary: str = "2 passed", failing: tuple[str, ...] = ()) -> dict:
@@ -83,7 +85,7 @@ class Session:
         (folder / "eval-results.md").write_text(f"# Evaluation: cycle {n}\n")
         stage = {"cycle": n, "track": "", "start_commit": start, "end_commit": start}
         (folder / "red.json").write_text(json.dumps({**stage, "findings": len(fixes)}))
-        green = {**stage, "end_commit": end, "fixed": fixed, "skipped": []}
+        green = {**stage, "end_commit": end, "fixed": fixed, "skipped": [], "usage": USAGE}
         (folder / "green.json").write_text(json.dumps(green))
         refactor = {**stage, "start_commit": end, "end_commit": end, "changes": 0, "commits": []}
         (folder / "refactor.json").write_text(json.dumps(refactor))
@@ -112,12 +114,22 @@ class Session:
             f"{n:03d}",
             [
                 {**team, "team": "red", "description": f"{len(fixes)} findings"},
-                {**team, "team": "green", "description": f"{len(fixes)} fixed, 0 skipped"},
+                {
+                    **team,
+                    "team": "green",
+                    "description": f"{len(fixes)} fixed, 0 skipped",
+                    "tokens": 1200,
+                    "cost_usd": 0.25,
+                },
                 {**team, "team": "refactor", "description": "0 changes"},
             ],
         )
         entry = {"tree": self.tree(end), "command": "pytest", "uncached": True, "track": ""}
         append_line(self.layout.test_runs, json.dumps(entry | {"run": tests}))
+        for stage in ("red", "sanitize", "green", "refactor", "evaluate"):
+            log = self.root / "logs" / stage / f"{n:03d}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text(f"{stage} of cycle {n}\n")
         return decision
 
     def edit(self, path: str, change) -> None:
@@ -163,9 +175,13 @@ def session(tmp_path) -> Session:
         conventions="",
     ).save(s.layout)
     (root / "results.tsv").write_text("\t".join(journal.RESULTS_COLUMNS) + "\n")
+    (root / "session.yaml").write_text(f"mode: sweep\ntarget: {target}\n")
     first = s.cycle(1, base, [("F-001", "guard mean"), ("F-002", "check add")])
-    s.cycle(2, first["end_commit"], [("F-003", "name the module")])
-    (root / "done").write_text("session: s\nstopped: max_cycles reached (2)\n")
+    last = s.cycle(2, first["end_commit"], [("F-003", "name the module")])
+    (root / "done").write_text(
+        "session: s\nstopped: max_cycles reached (2)\ncycles: 2\n"
+        f"final commit: {last['end_commit']}\n"
+    )
     return s
 
 
@@ -211,6 +227,56 @@ def test_a_cycle_still_running_is_not_a_difference(session):
     assert session.lines() == []
 
 
+def test_a_stage_file_linked_to_another_cycles_is_reported(session):
+    eval_results = session.root / "cycles/002/eval-results.md"
+    eval_results.unlink()
+    eval_results.symlink_to(session.root / "cycles/001/eval-results.md")
+    assert session.lines() == [
+        "sessions/s/cycles/002/eval-results.md: is a link, not the file the stage wrote"
+    ]
+
+
+def test_a_decision_copied_from_another_cycle_is_reported(session):
+    first = (session.root / "cycles/001/decision.json").read_text()
+    (session.root / "cycles/002/decision.json").write_text(first)
+    assert (
+        "sessions/s/cycles/002/decision.json: is the decision of cycle 1, not of its folder's"
+        in session.lines()
+    )
+
+
+def test_a_fifo_in_place_of_a_decision_is_reported_and_never_read(session):
+    decision = session.root / "cycles/002/decision.json"
+    decision.unlink()
+    os.mkfifo(decision)
+    proc = cli(session.root.parent.parent, "verify", "s")  # a read would block: a timeout
+    assert proc.returncode == 1
+    assert "sessions/s/cycles/002/decision.json: is not a regular file" in proc.stdout
+
+
+def test_a_last_cycle_removed_whole_is_found_by_the_logs_it_left(session):
+    first = json.loads((session.root / "cycles/001/decision.json").read_text())
+    shutil.rmtree(session.root / "cycles/002")
+    (session.root / "cycles/decisions.jsonl").unlink()
+    rows = (session.root / "results.tsv").read_text().splitlines(keepends=True)
+    (session.root / "results.tsv").write_text("".join(r for r in rows if not r.startswith("002")))
+    session.move_branch(first["end_commit"])
+    (session.root / "done").write_text(f"cycles: 1\nfinal commit: {first['end_commit']}\n")
+    assert session.lines() == [
+        "sessions/s/cycles/002/decision.json: missing with its folder, though "
+        "sessions/s/logs/red/002.log ran"
+    ]
+
+
+def test_done_counting_other_cycles_or_another_final_commit_is_reported(session):
+    done = session.root / "done"
+    done.write_text(done.read_text().replace("cycles: 2", "cycles: 3"))
+    done.write_text(done.read_text().replace("final commit: ", "final commit: 0"))
+    lines = session.lines()
+    assert "sessions/s/done: says 3 cycles, the session decided 2" in lines
+    assert any(line.startswith("sessions/s/done: says the final commit is 0") for line in lines)
+
+
 # --- commits --------------------------------------------------------------------------------
 
 
@@ -243,7 +309,7 @@ def test_an_amended_commit_whose_records_were_rewritten_too_fails_on_its_unteste
     (session.worktree / "calc.py").write_text(CALC + "# something else\n")
     git(session.worktree, "commit", "-q", "-a", "--amend", "--no-edit")
     new = git(session.worktree, "rev-parse", "HEAD")
-    for path in session.root.rglob("*.json*"):
+    for path in [*session.root.rglob("*.json*"), session.root / "done"]:
         path.write_text(path.read_text().replace(old, new))
     (line,) = session.lines()
     assert line.startswith("sessions/s/cycles/002/decision.json: its test run (2 passed) is no run")
@@ -319,6 +385,20 @@ def test_a_session_that_records_no_run_by_tree_says_so_instead_of_claiming_it(se
     assert "not checked: the test runs of 2 cycles" in found.summary()
 
 
+def test_a_decision_that_says_pass_of_a_run_the_gate_refuses_is_reported(session):
+    # The cycle's run failed, and is recorded for its tree as it was; only tests_pass lies.
+    failing = run("FAILED: 1 failed, 1 ok", failing=(IDS[0],))
+    session.edit("cycles/002/decision.json", lambda d: d.update(tests=failing))
+    path = session.layout.test_runs
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines[:-1], json.dumps({**json.loads(lines[-1]), "run": failing})]))
+    (line,) = session.lines()
+    assert line.startswith(
+        "sessions/s/cycles/002/decision.json: says its tests pass, but the gate, asked again, "
+        "says: tests fail"
+    )
+
+
 # --- results.tsv ----------------------------------------------------------------------------
 
 
@@ -346,6 +426,17 @@ def test_a_results_row_that_says_pass_for_a_cycle_that_failed_is_reported(sessio
     assert "results.tsv: cycle 2, red row: tests_pass True, the decision says False" in (
         session.lines()
     )
+
+
+def test_a_results_row_that_lowers_its_cost_is_reported(session):
+    def cheaper(row):
+        if row["cycle"] == "001" and row["team"] == "green":
+            row["cost_usd"] = "0.01"
+
+    rewrite_rows(session, cheaper)
+    assert session.lines() == [
+        "results.tsv: cycle 1, green row: cost_usd 0.01, its stage recorded 0.25"
+    ]
 
 
 def test_a_kept_commit_without_its_row_is_reported(session):
@@ -395,6 +486,7 @@ def cli(workdir: Path, *args: str) -> subprocess.CompletedProcess:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
+        timeout=120,
     )
 
 
