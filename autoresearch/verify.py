@@ -22,6 +22,7 @@ import yaml
 from . import git, modes, spec, testrun
 from .backends.base import Usage
 from .errors import UserError
+from .journal import RESULTS_COLUMNS
 from .layout import LOOP_DIR, SessionLayout
 from .modes.base import Mode
 from .record import SetupRecord, load_record
@@ -149,15 +150,20 @@ def audit(root: Path) -> Audit:
         ) from None
     layout = mode.layout(root)
     result = Audit(layout.name, step_of(mode))
-    rows = _results(_text(layout.results, result))
+    rows = _results(_text(layout.results, result), result)
     runs = _test_runs(_text(layout.test_runs, result))
-    frozen = _frozen(layout, result)
+    frozen, spec_problem = _frozen(layout)
     untested = uncommitted = 0
     for track in mode.tracks(layout):
         loop = Loop(layout, mode, record, frozen, track, rows, runs, result)
         untested += loop.check()
         uncommitted += loop.uncommitted
     _check_rows_have_loops(layout, mode, rows, result)
+    if spec_problem and result.cycles:
+        result.differ(
+            str(layout.spec.relative_to(root.parent.parent)),
+            f"{spec_problem}: the frozen spec, which the test gate's verdicts are checked with",
+        )
     if uncommitted:
         result.unchecked.append(
             f"the commits of {uncommitted} {result.step}s (their decisions name none)"
@@ -183,6 +189,8 @@ def status_line(root: Path) -> str | None:
         found = audit(root)
     except (UserError, git.GitError, OSError):
         return None
+    except Exception as err:  # status must print whatever a broken record does to the audit
+        return f"Verify: could not check ({type(err).__name__}: {err}); run `autoresearch verify`"
     if found.ok:
         return None
     more = len(found.differences) - 1
@@ -218,6 +226,8 @@ class Loop:
         decisions = self.decisions()
         self.audit.cycles += len(decisions)
         self.check_stage_files(decisions)
+        if not decisions and not self.layout.done.exists():
+            return 0  # nothing claimed yet (a broad track may not even have its branch)
         branch = self.branch()
         if branch is None:
             return 0
@@ -322,7 +332,9 @@ class Loop:
         return self.rel(self.layout.decisions_index(self.track))
 
     def check_cycle_files(self, number: int, folder: Path, decision: dict[str, Any]) -> None:
-        candidates = [c["candidate"] for c in decision.get("candidates") or [] if "candidate" in c]
+        candidates = [
+            c["candidate"] for c in _records(decision.get("candidates")) if "candidate" in c
+        ]
         for stage in self.mode.loop_stages:
             for name in self.mode.stage_files[stage]:
                 if _not_written(folder / name) is None:
@@ -400,8 +412,11 @@ class Loop:
             path = self.rel(self.layout.decision(number, self.track))
             # A step that records only its end (an audit lens's) starts where the last ended.
             start, end = d.get("start_commit", expected), d.get("end_commit")
-            if not (isinstance(start, str) and isinstance(end, str)):
+            if end is None and "start_commit" not in d:
                 self.uncommitted += 1
+                continue
+            if not (isinstance(start, str) and isinstance(end, str)):
+                self.audit.differ(path, "its start and end commits are not commit ids")
                 continue
             if start != expected:
                 self.audit.differ(
@@ -482,7 +497,7 @@ class Loop:
         the message recorded; each commit of the stretch is one a record names."""
         path = self.rel(self.layout.decision(number, self.track))
         on_stretch = {c.sha: c for c in stretch}
-        undone = d.get("reverted") or []
+        undone = _records(d.get("reverted"))
         # A reset took the stage records' commits off the branch: only the decision stands.
         reset = any(r.get("how") == "reset" for r in undone)
         named = {r.get("commit") for r in undone}
@@ -519,7 +534,7 @@ class Loop:
     def kept_claims(self, number: int, d: dict[str, Any]) -> list[tuple[str, list[Any]]]:
         """(file, the commits it says it made) for the decision and each stage record."""
         folder = self.layout.cycle(number, self.track)
-        claims = [(self.rel(self.layout.decision(number, self.track)), d.get("fixed") or [])]
+        claims = [(self.rel(self.layout.decision(number, self.track)), _records(d.get("fixed")))]
         for stage in self.mode.loop_stages:
             for name in self.mode.stage_files[stage]:
                 path = folder / name
@@ -529,7 +544,7 @@ class Loop:
                 for key in ("fixed", "commits"):
                     made = data.get(key) if data is not None else None
                     if isinstance(made, list):
-                        claims.append((self.rel(path), made))
+                        claims.append((self.rel(path), _records(made)))
         return claims
 
     # --- test runs ---------------------------------------------------------------------
@@ -667,7 +682,7 @@ def _row_problems(row: dict[str, str], d: dict[str, Any]) -> list[str]:
     problems = []
     passes = {str(bool(d["tests_pass"]))} if d.get("tests_pass") is not None else set()
     statuses = {d["status"]} if d.get("status") else set()
-    for c in d.get("candidates") or []:  # a batch has a row per candidate
+    for c in _records(d.get("candidates")):  # a batch has a row per candidate
         passes.add(str(bool(c.get("tests_pass"))))
         statuses.add(c.get("status"))
     if passes and row.get("tests_pass") not in ("", None, *passes):
@@ -682,6 +697,11 @@ def _row_problems(row: dict[str, str], d: dict[str, Any]) -> list[str]:
     if found and isinstance(d.get("findings"), int) and int(found.group(1)) != d["findings"]:
         problems.append(f"{found.group(1)} findings, the decision says {d['findings']}")
     return problems
+
+
+def _records(value: Any) -> list[dict[str, Any]]:
+    """The records of a list a file holds (anything else in it is not a claim to check)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def _count(n: int, word: str) -> str:
@@ -724,16 +744,15 @@ def _check_rows_have_loops(
             audit.differ(RESULTS, f"a row of cycle {row['cycle']}, which has no folder")
 
 
-def _frozen(layout: SessionLayout, audit: Audit) -> SessionSpec | None:
-    """The session's frozen spec, or None (said in the summary) when it cannot be read."""
+def _frozen(layout: SessionLayout) -> tuple[SessionSpec | None, str | None]:
+    """The session's frozen spec, or None and why it cannot be read."""
     problem = _not_written(layout.spec)
     if problem is None:
         try:
-            return spec.load_frozen(layout.spec)
-        except (OSError, ValueError, yaml.YAMLError) as err:
+            return spec.load_frozen(layout.spec), None
+        except (OSError, ValueError, TypeError, yaml.YAMLError) as err:
             problem = f"cannot be read ({err})"
-    audit.unchecked.append(f"the test gate's verdicts (session.yaml {problem})")
-    return None
+    return None, problem
 
 
 def _text(path: Path, audit: Audit) -> str:
@@ -748,11 +767,12 @@ def _text(path: Path, audit: Audit) -> str:
     return path.read_text()
 
 
-def _results(text: str) -> list[dict[str, str]]:
-    return [
-        {k: v or "" for k, v in row.items() if k is not None}
-        for row in csv.DictReader(io.StringIO(text), delimiter="\t")
-    ]
+def _results(text: str, audit: Audit) -> list[dict[str, str]]:
+    """results.tsv's rows, every column present ("" where a row has none)."""
+    reader = csv.DictReader(io.StringIO(text), delimiter="\t")
+    if text and reader.fieldnames != RESULTS_COLUMNS:
+        audit.differ(RESULTS, f"its header is not the writer's ({' '.join(RESULTS_COLUMNS)})")
+    return [{k: str(row.get(k) or "") for k in RESULTS_COLUMNS} for row in reader]
 
 
 def _test_runs(text: str) -> dict[tuple[str, str], list[dict[str, Any]]]:

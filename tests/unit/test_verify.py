@@ -399,6 +399,22 @@ def test_a_decision_that_says_pass_of_a_run_the_gate_refuses_is_reported(session
     )
 
 
+def test_a_deleted_frozen_spec_is_a_difference_not_a_skipped_check(session):
+    # Without session.yaml the gate's allow_* keys are unknown: the verdicts cannot be re-asked.
+    (session.root / "session.yaml").unlink()
+    assert session.lines() == [
+        "sessions/s/session.yaml: missing: the frozen spec, which the test gate's verdicts "
+        "are checked with"
+    ]
+
+
+def test_a_decision_whose_commits_are_not_ids_is_reported(session):
+    session.edit("cycles/002/decision.json", lambda d: d.update(end_commit=["HEAD"]))
+    assert "sessions/s/cycles/002/decision.json: its start and end commits are not commit ids" in (
+        session.lines()
+    )
+
+
 # --- results.tsv ----------------------------------------------------------------------------
 
 
