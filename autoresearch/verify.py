@@ -736,6 +736,15 @@ def _check_rows_have_loops(
 ) -> None:
     """A row of a cycle that has no folder, or of a track the session does not have."""
     tracks = set(mode.tracks(layout))
+    loops = layout.cycles()
+    for folder in sorted(loops.iterdir()) if loops.is_dir() else []:
+        if folder.is_dir() and not LOOP_DIR.match(folder.name) and folder.name not in tracks:
+            audit.differ(
+                str(folder.relative_to(layout.root.parent.parent)),
+                "a loop the session does not have (its tracks: "
+                + (", ".join(sorted(t for t in tracks if t)) or "none")
+                + ")",
+            )
     for row in rows:
         track = row.get("track") or ""
         if track not in tracks:

@@ -14,6 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 from conftest import CALC, CALC_TESTS, Workflow, git, make_repo, script_spec
+from test_broad import FILES as BROAD_FILES
+from test_broad import broad_spec
 from test_experiment import MAIN_SCRIPT, make_target, spec_for
 from test_sweep import SCRIPT
 
@@ -200,3 +202,30 @@ def test_an_experiment_iteration_without_its_patch_is_reported_with_its_own_redo
     assert proc.returncode == 1
     assert line.startswith("sessions/e/iterations/001/proposal.patch: missing, though iteration 1")
     assert "`autoresearch redo e --iteration 1 --stage propose`" in line
+
+
+def test_each_broad_track_is_held_to_its_own_branch_and_named_in_the_redo(tmp_path):
+    target = make_repo(tmp_path / "target", BROAD_FILES)
+    wf = Workflow(tmp_path / "work")
+    (tmp_path / "breaks").mkdir()
+    wf.extra_env["BREAK_DIR"] = str(tmp_path / "breaks")
+    wf.run("b", broad_spec(target, wf.workdir, commands={"sandbox": "none"}), cores=2)
+    ok = cli(wf, "verify", "b")
+    assert ok.returncode == 0 and ok.stdout.startswith("verified: 5 cycles, 3 commits"), ok.stdout
+    session = wf.session("b")
+    h1 = session / "tracks/h1/worktree"
+    first = json.loads((session / "cycles/h1/001/decision.json").read_text())
+    git(h1, "reset", "-q", "--hard", first["end_commit"])  # h1's second cycle, gone
+    (session / "cycles/h2/001/eval-results.md").unlink()
+    lines = cli(wf, "verify", "b").stdout.splitlines()
+    assert any(
+        ln.startswith("sessions/b/cycles/h1/002/decision.json: end commit")
+        and "autoresearch/broad/b/h1" in ln
+        for ln in lines
+    ), lines
+    assert any(
+        ln.startswith("sessions/b/cycles/h2/001/eval-results.md: missing")
+        and "`autoresearch redo b --cycle 1 --track h2 --stage red`" in ln
+        for ln in lines
+    ), lines
+    assert not any("/h3/" in ln for ln in lines)  # the other tracks are as they were

@@ -277,6 +277,14 @@ def test_done_counting_other_cycles_or_another_final_commit_is_reported(session)
     assert any(line.startswith("sessions/s/done: says the final commit is 0") for line in lines)
 
 
+def test_a_loop_folder_the_session_does_not_have_is_reported(session):
+    # A sweep has one loop; a folder beside its cycles is no track of it.
+    (session.root / "cycles/h9/001").mkdir(parents=True)
+    assert session.lines() == [
+        "sessions/s/cycles/h9: a loop the session does not have (its tracks: none)"
+    ]
+
+
 # --- commits --------------------------------------------------------------------------------
 
 
