@@ -166,13 +166,14 @@ def audit(root: Path) -> Audit:
         )
     if uncommitted:
         result.unchecked.append(
-            f"the commits of {uncommitted} {result.step}s (their decisions name none)"
+            f"the commits of {_count(uncommitted, result.step)} (their decisions name none)"
         )
     if not mode.loop_stages:
         result.unchecked.append(f"stage files ({mode.name} names no stages; decisions only)")
     if untested:
         result.unchecked.append(
-            f"the test runs of {untested} {result.step}s (their records name no run of a tree)"
+            f"the test runs of {_count(untested, result.step)} "
+            "(their records name no run of a tree)"
         )
     return result
 
