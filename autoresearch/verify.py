@@ -44,6 +44,7 @@ RUN_FIELDS = (
 )
 FIXED_ROW = re.compile(r"^(\d+) fixed, \d+ skipped$")  # the description a green row gives
 FINDINGS_ROW = re.compile(r"^(\d+) findings$")  # a red row's
+SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
 class NoSession(UserError):
@@ -227,15 +228,14 @@ class Loop:
         decisions = self.decisions()
         self.audit.cycles += len(decisions)
         self.check_stage_files(decisions)
+        self.check_rows(decisions)
         if not decisions and not self.layout.done.exists():
             return 0  # nothing claimed yet (a broad track may not even have its branch)
         branch = self.branch()
         if branch is None:
             return 0
         self.check_commits(decisions, branch)
-        untested = self.check_test_runs(decisions, branch)
-        self.check_rows(decisions)
-        return untested
+        return self.check_test_runs(decisions, branch)
 
     # --- files -------------------------------------------------------------------------
 
@@ -377,9 +377,12 @@ class Loop:
             if data is None:
                 return None
             name, base = data.get("branch"), data.get("base_commit")
-            if not (isinstance(name, str) and isinstance(base, str)):
-                self.audit.differ(where, "names no branch and base commit")
+            if not isinstance(name, str):
+                self.audit.differ(where, "names no branch")
                 return None
+        if not _is_sha(base):
+            self.audit.differ(where, f"its base commit {base!r:.60} is not a commit id")
+            return None
         target = Path(self.record.target)
         tip = git.raw(target, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}^{{commit}}")
         if tip.returncode != 0:
@@ -416,7 +419,8 @@ class Loop:
             if end is None and "start_commit" not in d:
                 self.uncommitted += 1
                 continue
-            if not (isinstance(start, str) and isinstance(end, str)):
+            # Never handed to git unchecked: a "commit" like --output=FILE is an option.
+            if not (_is_sha(start) and _is_sha(end)):
                 self.audit.differ(path, "its start and end commits are not commit ids")
                 continue
             if start != expected:
@@ -426,7 +430,7 @@ class Loop:
                 )
             expected = last_end = end
             if not branch.holds(end):
-                self.audit.differ(path, self.not_on_branch("end commit", end, branch, d))
+                self.audit.differ(path, self.not_on_branch("end commit", end, branch))
                 continue
             stretch = branch.stretch(start, end) if branch.holds(start) else None
             if stretch is None:
@@ -473,7 +477,7 @@ class Loop:
         """Whether an earlier decision is missing (its commits are then not counted here)."""
         return bool(decided) and len(decided) != max(decided)
 
-    def not_on_branch(self, what: str, sha: str, branch: Branch, record: dict[str, Any]) -> str:
+    def not_on_branch(self, what: str, sha: str, branch: Branch) -> str:
         line = f"{what} {sha[:12]} is not on {branch.name}"
         target = Path(self.record.target)
         behind = git.raw(target, "merge-base", "--is-ancestor", branch.tip or "", sha)
@@ -483,6 +487,8 @@ class Loop:
 
     def amended_hint(self, sha: str, branch: Branch) -> str:
         """When the branch has another commit with the recorded one's subject: amended?"""
+        if not _is_sha(sha):
+            return " (and not a commit id)"
         subject = git.raw(Path(self.record.target), "log", "-1", "--format=%s", sha)
         if subject.returncode != 0:
             return " (and not in the repository)"
@@ -698,6 +704,11 @@ def _row_problems(row: dict[str, str], d: dict[str, Any]) -> list[str]:
     if found and isinstance(d.get("findings"), int) and int(found.group(1)) != d["findings"]:
         problems.append(f"{found.group(1)} findings, the decision says {d['findings']}")
     return problems
+
+
+def _is_sha(value: Any) -> bool:
+    """A full commit id (SHA-1 or SHA-256), the only form the harness records."""
+    return isinstance(value, str) and SHA.fullmatch(value) is not None
 
 
 def _records(value: Any) -> list[dict[str, Any]]:

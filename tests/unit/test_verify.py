@@ -298,6 +298,19 @@ def test_a_decision_whose_end_commit_is_not_on_the_branch_is_reported(session):
     )
 
 
+def test_a_commit_id_that_is_a_git_option_is_reported_and_never_given_to_git(session, tmp_path):
+    written = tmp_path / "written-by-git"
+    option = f"--output={written}"
+    session.edit("cycles/002/decision.json", lambda d: d.update(end_commit=option))
+    session.edit("cycles/001/decision.json", lambda d: d["fixed"][0].update(commit=option))
+    lines = session.lines()
+    assert "sessions/s/cycles/002/decision.json: its start and end commits are not commit ids" in (
+        lines
+    )
+    assert any("kept commit --output=" in line and "not a commit id" in line for line in lines)
+    assert not written.exists()
+
+
 def test_a_commit_amended_after_the_fact_is_reported_as_amended(session):
     last = json.loads((session.root / "cycles/002/decision.json").read_text())["end_commit"]
     (session.worktree / "calc.py").write_text(CALC + "# something else\n")
