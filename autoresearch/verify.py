@@ -19,10 +19,9 @@ from typing import Any
 
 import yaml
 
-from . import git, modes, spec, testrun
+from . import git, journal, modes, spec, testrun
 from .backends.base import Usage
 from .errors import UserError
-from .journal import RESULTS_COLUMNS
 from .layout import LOOP_DIR, SessionLayout
 from .modes.base import Mode
 from .record import SetupRecord, load_record
@@ -44,6 +43,8 @@ RUN_FIELDS = (
 )
 FIXED_ROW = re.compile(r"^(\d+) fixed, \d+ skipped$")  # the description a green row gives
 FINDINGS_ROW = re.compile(r"^(\d+) findings$")  # a red row's
+ENDING = "- Ending commit: "  # a cycle page's line (evaluate.render_results and experiment's)
+TEST_STATUS = "- Test status: "
 SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
@@ -155,10 +156,14 @@ def audit(root: Path) -> Audit:
     runs = _test_runs(_text(layout.test_runs, result))
     frozen, spec_problem = _frozen(layout)
     untested = uncommitted = 0
+    decided: list[dict[str, Any]] = []
     for track in mode.tracks(layout):
         loop = Loop(layout, mode, record, frozen, track, rows, runs, result)
         untested += loop.check()
         uncommitted += loop.uncommitted
+        decided += loop.decided.values()
+    if mode.lists_cycles:
+        _check_summary(layout, decided, result)
     _check_rows_have_loops(layout, mode, rows, result)
     if spec_problem and result.cycles:
         result.differ(
@@ -218,6 +223,7 @@ class Loop:
     runs: dict[tuple[str, str], list[dict[str, Any]]]
     audit: Audit
     uncommitted: int = 0  # decisions that name no commit to check
+    decided: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def rel(self, path: Path) -> str:
         return str(path.relative_to(self.layout.root.parent.parent))
@@ -225,7 +231,7 @@ class Loop:
     def check(self) -> int:
         """Run every check of this loop; returns how many decisions had no test run to
         match against their tree."""
-        decisions = self.decisions()
+        decisions = self.decided = self.decisions()
         self.audit.cycles += len(decisions)
         self.check_stage_files(decisions)
         self.check_rows(decisions)
@@ -333,6 +339,31 @@ class Loop:
         return self.rel(self.layout.decisions_index(self.track))
 
     def check_cycle_files(self, number: int, folder: Path, decision: dict[str, Any]) -> None:
+        self.check_stage_files_there(number, folder, decision)
+        for stage in self.mode.loop_stages:
+            for name in self.mode.stage_files[stage]:
+                if name.endswith(".md") and _not_written(folder / name) is None:
+                    self.check_page(folder / name, decision)
+
+    def check_page(self, page: Path, d: dict[str, Any]) -> None:
+        """A cycle's page (eval-results.md, evaluation.md) says what its decision says of
+        the commit it ended at and of its tests."""
+        for line in page.read_text(errors="replace").splitlines():
+            if line.startswith(ENDING) and line[len(ENDING) :].strip() != d.get("end_commit"):
+                self.audit.differ(
+                    self.rel(page),
+                    f"says it ended at {line[len(ENDING) :].strip()[:12]}, its decision at "
+                    f"{str(d.get('end_commit'))[:12]}",
+                )
+            said = line[len(TEST_STATUS) :].split(" ", 1)[0] if line.startswith(TEST_STATUS) else ""
+            if said in ("pass", "FAIL") and (said == "pass") != bool(d.get("tests_pass")):
+                self.audit.differ(
+                    self.rel(page),
+                    f"says the tests {said}, its decision says "
+                    + ("pass" if d.get("tests_pass") else "FAIL"),
+                )
+
+    def check_stage_files_there(self, number: int, folder: Path, decision: dict[str, Any]) -> None:
         candidates = [
             c["candidate"] for c in _records(decision.get("candidates")) if "candidate" in c
         ]
@@ -743,6 +774,27 @@ def _num(row: dict[str, str]) -> bool:
     return bool(row.get("cycle")) and row["cycle"].isdigit()
 
 
+def _check_summary(layout: SessionLayout, decided: list[dict[str, Any]], audit: Audit) -> None:
+    """session.md lists each decided cycle as its decision renders (journal.cycle_line)."""
+    page = layout.summary
+    if _not_written(page) is not None:
+        return
+    listed = set(page.read_text(errors="replace").splitlines())
+    if "## Cycles completed" not in listed:
+        return
+    for d in decided:
+        try:
+            line = journal.cycle_line(d)
+        except (KeyError, TypeError, ValueError):
+            continue  # a malformed decision: said where it is checked
+        if line not in listed:
+            audit.differ(
+                str(page.relative_to(layout.root.parent.parent)),
+                f"does not list {line[2:].split(':', 1)[0].lower()} as its decision says "
+                f"({line[2:]!r})",
+            )
+
+
 def _check_rows_have_loops(
     layout: SessionLayout, mode: Mode, rows: list[dict[str, str]], audit: Audit
 ) -> None:
@@ -791,9 +843,11 @@ def _text(path: Path, audit: Audit) -> str:
 def _results(text: str, audit: Audit) -> list[dict[str, str]]:
     """results.tsv's rows, every column present ("" where a row has none)."""
     reader = csv.DictReader(io.StringIO(text), delimiter="\t")
-    if text and reader.fieldnames != RESULTS_COLUMNS:
-        audit.differ(RESULTS, f"its header is not the writer's ({' '.join(RESULTS_COLUMNS)})")
-    return [{k: str(row.get(k) or "") for k in RESULTS_COLUMNS} for row in reader]
+    if text and reader.fieldnames != journal.RESULTS_COLUMNS:
+        audit.differ(
+            RESULTS, f"its header is not the writer's ({' '.join(journal.RESULTS_COLUMNS)})"
+        )
+    return [{k: str(row.get(k) or "") for k in journal.RESULTS_COLUMNS} for row in reader]
 
 
 def _test_runs(text: str) -> dict[tuple[str, str], list[dict[str, Any]]]:

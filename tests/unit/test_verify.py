@@ -82,7 +82,9 @@ class Session:
         end = git(self.worktree, "rev-parse", "HEAD")
         for name in ("red-findings.md", "sanitized.md", "green-patch.md", "refactor-patch.md"):
             (folder / name).write_text(f"# {name}\n")
-        (folder / "eval-results.md").write_text(f"# Evaluation: cycle {n}\n")
+        (folder / "eval-results.md").write_text(
+            f"# Evaluation: cycle {n}\n\n- Test status: pass (2 passed)\n- Ending commit: {end}\n"
+        )
         stage = {"cycle": n, "track": "", "start_commit": start, "end_commit": start}
         (folder / "red.json").write_text(json.dumps({**stage, "findings": len(fixes)}))
         green = {**stage, "end_commit": end, "fixed": fixed, "skipped": [], "usage": USAGE}
@@ -178,6 +180,8 @@ def session(tmp_path) -> Session:
     (root / "session.yaml").write_text(f"mode: sweep\ntarget: {target}\n")
     first = s.cycle(1, base, [("F-001", "guard mean"), ("F-002", "check add")])
     last = s.cycle(2, first["end_commit"], [("F-003", "name the module")])
+    cycles = [journal.cycle_line(d) for d in (first, last)]
+    (root / "session.md").write_text("# s\n\n## Cycles completed\n" + "\n".join(cycles) + "\n")
     (root / "done").write_text(
         "session: s\nstopped: max_cycles reached (2)\ncycles: 2\n"
         f"final commit: {last['end_commit']}\n"
@@ -285,6 +289,27 @@ def test_a_loop_folder_the_session_does_not_have_is_reported(session):
     ]
 
 
+def test_a_cycle_page_that_says_pass_for_a_failed_cycle_is_reported(session):
+    session.edit("cycles/002/decision.json", lambda d: d.update(tests_pass=False))
+    assert "sessions/s/cycles/002/eval-results.md: says the tests pass, its decision says FAIL" in (
+        session.lines()
+    )
+
+
+def test_a_cycle_page_naming_another_ending_commit_is_reported(session):
+    page = session.root / "cycles/001/eval-results.md"
+    page.write_text(page.read_text().replace("- Ending commit: ", "- Ending commit: 0"))
+    (line,) = session.lines()
+    assert line.startswith("sessions/s/cycles/001/eval-results.md: says it ended at 0")
+
+
+def test_a_session_md_that_lists_a_cycle_otherwise_than_its_decision_is_reported(session):
+    summary = session.root / "session.md"
+    summary.write_text(summary.read_text().replace("- Cycle 2: 1 fixed", "- Cycle 2: 3 fixed"))
+    (line,) = session.lines()
+    assert line.startswith("sessions/s/session.md: does not list cycle 2 as its decision says")
+
+
 # --- commits --------------------------------------------------------------------------------
 
 
@@ -330,8 +355,9 @@ def test_an_amended_commit_whose_records_were_rewritten_too_fails_on_its_unteste
     (session.worktree / "calc.py").write_text(CALC + "# something else\n")
     git(session.worktree, "commit", "-q", "-a", "--amend", "--no-edit")
     new = git(session.worktree, "rev-parse", "HEAD")
-    for path in [*session.root.rglob("*.json*"), session.root / "done"]:
-        path.write_text(path.read_text().replace(old, new))
+    for path in session.root.rglob("*"):  # every record, page and count, consistently
+        if path.is_file() and "worktree" not in path.relative_to(session.root).parts:
+            path.write_text(path.read_text().replace(old, new).replace(old[:12], new[:12]))
     (line,) = session.lines()
     assert line.startswith("sessions/s/cycles/002/decision.json: its test run (2 passed) is no run")
     assert session.tree(new)[:12] in line
