@@ -1,4 +1,5 @@
-"""The `autoresearch` command: new, plan, status, show, check, redo, finalize, version.
+"""The `autoresearch` command: new, plan, status, show, check, redo, finalize, verify,
+version.
 Running a session is Snakemake's job.
 
 Every command works on a workflow folder: the checkout holding the Snakefile (where
@@ -282,6 +283,18 @@ def cmd_redo(args: argparse.Namespace) -> int:
     return redo.run_snakemake(root, command)
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Every claim of a session's files checked against git and its test runs (docs/verify.md)."""
+    from . import verify
+
+    found = verify.audit(sessions_root(args.directory) / "sessions" / args.name)
+    if not found.ok:
+        print(found.report())
+        return 1
+    print(found.summary())
+    return 0
+
+
 def cmd_finalize(args: argparse.Namespace) -> int:
     """A finished session's kept commits as tested review branches (docs/finalize.md)."""
     from . import review
@@ -387,6 +400,11 @@ def build_parser() -> argparse.ArgumentParser:
     final.add_argument("--push", action="store_true", help="run the printed push and gh commands")
     final.add_argument("--remote", default="origin", help="the remote to push to (default origin)")
     final.set_defaults(func=cmd_finalize)
+    verify = sub.add_parser(
+        "verify", help="check every claim of a session's files against git and its test runs"
+    )
+    verify.add_argument("name", help="a session's name")
+    verify.set_defaults(func=cmd_verify)
     check = sub.add_parser("check", help="a lens session's gate: exit 1 when it FAILED")
     check.add_argument("name", help="a finished lens session's name")
     check.set_defaults(func=cmd_check)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import __version__, ledger, measured, modes, spec
+from . import __version__, ledger, measured, modes, spec, verify
 from .layout import SessionLayout
 from .modes.base import Mode
 from .record import load_record
@@ -85,6 +85,7 @@ def render_one(root: Path) -> str:
     if info["stopped"]:
         lines.append(f"Stopped: {info['stopped']}")
     lines += [f"WARNING: {line}" for line in info["drift"]]
+    lines += [line for line in [verify.status_line(root)] if line]
     mode, layout = mode_of(root)
     if layout.spec.exists():
         lines += mode.status_lines(layout, spec.load_frozen(layout.spec))
