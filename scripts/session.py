@@ -6,11 +6,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autoresearch import modes, session, spec
+from autoresearch import chain, modes, session, spec
 from autoresearch.errors import SessionError, SpecError
 from autoresearch.jobs import run_job, run_stage
 from autoresearch.layout import SESSIONS, rel
-from autoresearch.modes.lens import chain
 
 from . import report
 from .common import layout_of

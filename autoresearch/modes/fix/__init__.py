@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import commands, git, journal, measured, tally
+from ...command_files import measurement_scripts
 from ...errors import SpecError
 from ...files import read_json
 from ...layout import SESSIONS, SessionLayout, rel
@@ -30,7 +31,7 @@ from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..lens import Lens
 from ..lens.output import Writer
-from ..narrow.protect import TEST_GLOBS, measurement_scripts
+from ..narrow.protect import TEST_GLOBS
 from . import count as counting
 from . import regression, report
 from .stages import KEPT, blocked_of

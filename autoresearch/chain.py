@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from ...layout import SESSIONS
+from .layout import SESSIONS
 
 CHILD = re.compile(r"^(?P<root>[A-Za-z0-9][A-Za-z0-9._-]*?)\.(?P<k>[1-9][0-9]*)-(?P<lens>[a-z]+)$")
 
