@@ -186,7 +186,7 @@ class Lens(Mode):
         data = self.recon(layout, record, values, log, writer) or {}
         handoff = values.get("handoff")
         if handoff:
-            data["handoff"] = read_json(Path(handoff)) or {}
+            data["handoff"] = chain.inherited(Path(handoff))
         writer.json(self.setup_path(layout), data)
 
     def recon(
