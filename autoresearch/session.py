@@ -17,6 +17,7 @@ from typing import Any
 
 from . import (
     __version__,
+    baseline,
     git,
     journal,
     modes,
@@ -24,7 +25,6 @@ from . import (
     setup_undo,
     spec,
     stack,
-    testrun,
     worktree_files,
     worktrees,
 )
@@ -260,7 +260,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     if box.note:
         log(f"warning: {box.note}")
         warnings.append(box.note)
-    run, error = testrun.measure_baseline(
+    run, error = baseline.measure_baseline(
         pre.test_command,
         measured_in,
         stack=pre.stack,
@@ -273,7 +273,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     )
     if error:
         raise spec.SpecError(error)
-    log(testrun.describe_baseline(run))
+    log(baseline.describe_baseline(run))
 
     config_file = pre.target / spec.TARGET_CONFIG
     record = SetupRecord(

@@ -21,7 +21,8 @@ from .jail import Jail, build_jail
 from .layout import SessionLayout
 from .protect import Protection
 from .record import SetupRecord
-from .testrun import TestRun, Verdict
+from .testrun import TestRun
+from .verdict import Verdict, acceptable
 
 
 @dataclass
@@ -112,8 +113,8 @@ class StageEnv:
 
     def judge_tests(self, after: TestRun, reference: TestRun | None = None) -> Verdict:
         """Whether a change whose run is `after` may stay, held to `reference` (default: the
-        run where this cycle started) under the spec's allow_* keys (testrun.acceptable)."""
-        return testrun.acceptable(
+        run where this cycle started) under the spec's allow_* keys (verdict.acceptable)."""
+        return acceptable(
             after,
             self.reference_tests() if reference is None else reference,
             self.spec.allow_failing_baseline,
