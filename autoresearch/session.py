@@ -356,10 +356,13 @@ def version_verdict(stamp: str, installed: str) -> str:
     return "major" if new[0] != old[0] else "upgrade"
 
 
-def check_resumable(layout: SessionLayout, overrides: dict[str, Any]) -> None:
+def check_resumable(
+    layout: SessionLayout, overrides: dict[str, Any], frozen: spec.SessionSpec
+) -> None:
     """Refuse to resume a session stamped by a newer autoresearch, or across a MAJOR
     version without `--config allow_major_upgrade=true` (no one is there to ask); and a
-    resumed session still needs what its backend needs (a key)."""
+    resumed session (its frozen spec, parsed once by the caller) still needs what its
+    backend needs (a key)."""
     if not layout.setup.exists():
         return
     name = layout.name
@@ -376,7 +379,7 @@ def check_resumable(layout: SessionLayout, overrides: dict[str, Any]) -> None:
             "is a new MAJOR version whose protocol may differ. Read the changelog, then resume "
             "with --config allow_major_upgrade=true"
         )
-    check_agent(spec.load_frozen(layout.spec))
+    check_agent(frozen)
     check_checkouts(layout)
 
 

@@ -80,8 +80,9 @@ def done_inputs(name: str, checkpoints: Any, overrides: dict[str, Any]) -> list[
     resumable first."""
     checkpoints.session.get(name=name)
     layout = layout_of(name)
-    mode = modes.get(spec.load_frozen(layout.spec).mode)
-    session.check_resumable(layout, overrides)
+    frozen = spec.load_frozen(layout.spec)
+    mode = modes.get(frozen.mode)
+    session.check_resumable(layout, overrides, frozen)
     return mode.done_inputs(mode.layout(layout.root), checkpoints) + report.outputs(layout)
 
 
