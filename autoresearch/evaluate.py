@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import git, journal
-from .backends import get_backend
+from .backends import rechecker
 from .backends.base import Usage
 from .files import write_json, write_text
 from .revert import undo_cycle
@@ -132,7 +132,7 @@ def open_issues(env: StageEnv, skipped: list[dict], fixed: list[dict]) -> tuple[
         for s in skipped
         if s["key"] not in known
     ]
-    recheck = getattr(get_backend(env.spec), "still_reported", None)
+    recheck = rechecker(env.spec)
     if recheck is None:
         return items, False
     present = recheck(env.worktree, [o["key"] for o in items])

@@ -68,7 +68,7 @@ def run_stage(wildcards: Any, log: Any, body: Callable[[StageEnv, Mode], Any]) -
 
     def job() -> None:
         env, mode = open_stage(values, log[0])
-        stage = stage_name(log[0])
+        stage = stage_name(log[0], mode.rule_prefix)
         where = progress_label(env, mode, stage)
         kept = kept_so_far(env, mode)
         progress_line(f"{where} started", kept)
@@ -95,12 +95,13 @@ def _stamp(env: StageEnv) -> int | None:
         return None
 
 
-def stage_name(log_path: str | Path) -> str:
-    """The stage, from the rule's log path (`logs/<rule>/[<track>/]NNN.log`)."""
+def stage_name(log_path: str | Path, rule_prefix: str = "") -> str:
+    """The stage, from the rule's log path (`logs/<rule>/[<track>/]NNN.log`), without the
+    mode's rule prefix (`experiment_propose` is the stage `propose`)."""
     parts = Path(log_path).parts
     after = parts[parts.index("logs") + 1 :] if "logs" in parts else parts[-1:]
     name = after[0] if len(after) > 1 else Path(after[0]).stem
-    return name.removeprefix("experiment_")
+    return name.removeprefix(rule_prefix) if rule_prefix else name
 
 
 def progress_label(env: StageEnv, mode: Mode, stage: str) -> str:
@@ -108,9 +109,8 @@ def progress_label(env: StageEnv, mode: Mode, stage: str) -> str:
     who = f"[{env.layout.name}{' ' + env.track if env.track else ''}]"
     if not env.cycle:
         return f"{who} {stage}"
-    word = "iteration" if mode.loop == "iterations" else "cycle"
     cap = mode.cycle_cap(env.spec)
-    return f"{who} {word} {env.cycle}{f'/{cap}' if cap else ''} {stage}"
+    return f"{who} {mode.step_word} {env.cycle}{f'/{cap}' if cap else ''} {stage}"
 
 
 def kept_so_far(env: StageEnv, mode: Mode) -> str:

@@ -22,11 +22,11 @@ from typing import Any, Protocol
 import yaml
 
 from . import commands, git, measured, modes, spec, stack, worktree_files
+from .command_files import measurement_scripts
 from .errors import SpecError
 from .lenses import command_checks
 from .lenses.command_checks import Run, Verdict
 from .modes.base import PlannedMetric
-from .modes.narrow.protect import measurement_scripts
 
 DRY_RUNS = 2
 # A run is stopped a little after the point where it is refused as too slow, so the verdict

@@ -55,8 +55,7 @@ class Plan:
 
     def describe(self) -> str:
         where = f"track {self.step.track} " if self.step.track else ""
-        loop = "iteration" if self.mode.loop == "iterations" else "cycle"
-        return f"{where}{loop} {self.step.cycle:03d} {self.step.stage}"
+        return f"{where}{self.mode.step_word} {self.step.cycle:03d} {self.step.stage}"
 
 
 def plan(session_dir: Path, step: Step) -> Plan:

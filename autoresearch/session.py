@@ -17,6 +17,7 @@ from typing import Any
 
 from . import (
     __version__,
+    baseline,
     git,
     journal,
     modes,
@@ -24,7 +25,6 @@ from . import (
     setup_undo,
     spec,
     stack,
-    testrun,
     worktree_files,
     worktrees,
 )
@@ -260,7 +260,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     if box.note:
         log(f"warning: {box.note}")
         warnings.append(box.note)
-    run, error = testrun.measure_baseline(
+    run, error = baseline.measure_baseline(
         pre.test_command,
         measured_in,
         stack=pre.stack,
@@ -273,7 +273,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     )
     if error:
         raise spec.SpecError(error)
-    log(testrun.describe_baseline(run))
+    log(baseline.describe_baseline(run))
 
     config_file = pre.target / spec.TARGET_CONFIG
     record = SetupRecord(
@@ -356,10 +356,13 @@ def version_verdict(stamp: str, installed: str) -> str:
     return "major" if new[0] != old[0] else "upgrade"
 
 
-def check_resumable(layout: SessionLayout, overrides: dict[str, Any]) -> None:
+def check_resumable(
+    layout: SessionLayout, overrides: dict[str, Any], frozen: spec.SessionSpec
+) -> None:
     """Refuse to resume a session stamped by a newer autoresearch, or across a MAJOR
     version without `--config allow_major_upgrade=true` (no one is there to ask); and a
-    resumed session still needs what its backend needs (a key)."""
+    resumed session (its frozen spec, parsed once by the caller) still needs what its
+    backend needs (a key)."""
     if not layout.setup.exists():
         return
     name = layout.name
@@ -376,7 +379,7 @@ def check_resumable(layout: SessionLayout, overrides: dict[str, Any]) -> None:
             "is a new MAJOR version whose protocol may differ. Read the changelog, then resume "
             "with --config allow_major_upgrade=true"
         )
-    check_agent(spec.load_frozen(layout.spec))
+    check_agent(frozen)
     check_checkouts(layout)
 
 

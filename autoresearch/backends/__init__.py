@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .base import TEAMS, Backend
@@ -27,6 +29,17 @@ def security_reach(backend: str) -> tuple[frozenset[str], frozenset[str]] | None
 
         return reach()
     return None
+
+
+def rechecker(spec: dict[str, Any]) -> Callable[[Path, list[str]], set[str]] | None:
+    """How the spec's backend looks at the tree again for findings it reported (`title
+    (path:line)` keys -> those still there), or None: a model's findings stay as reported.
+    Asked without building a backend (a model's client is not needed to say no)."""
+    if spec["agent"]["backend"] != "ruff":
+        return None
+    from .ruff import RuffBackend
+
+    return RuffBackend(spec["agent"].get("ruff")).still_reported
 
 
 def get_backend(spec: dict[str, Any]) -> Backend:

@@ -97,6 +97,9 @@ class StageBrief:
     task: str
     limits: StageLimits = field(default_factory=StageLimits)
     data: dict[str, Any] = field(default_factory=dict)
+    # The change is judged by a count of errors going down: what a fix leaves unused (an
+    # import) must go with it, or the count does not fall.
+    tidy: bool = False
     # Called with each model request's usage as its reply arrives (the ledger's row).
     on_request: Callable[[Usage], None] | None = None
 

@@ -60,6 +60,8 @@ class PlannedMetric:
 class Mode:
     name = "sweep"
     loop = "cycles"  # the layout's folder for the loop's steps
+    step_word = "cycle"  # what a progress line and `redo` call one step of the loop
+    rule_prefix = ""  # the prefix of the mode's rule names, which a stage's name leaves out
     branch = "autoresearch/improve"  # `{name}` is the session's name
     has_worktree = True  # a session worktree (broad: one per track instead)
     default_cycle_cap = 10

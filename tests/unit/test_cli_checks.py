@@ -125,16 +125,18 @@ def test_a_server_without_a_models_api_is_given_the_benefit_of_the_doubt(api):
 
 
 @pytest.mark.parametrize(
-    ("log", "stage"),
+    ("mode", "log", "stage"),
     [
-        ("sessions/foo/logs/green/003.log", "green"),
-        ("sessions/foo/logs/red/h2/001.log", "red"),
-        ("sessions/foo/logs/experiment_propose/004.log", "propose"),
-        ("sessions/foo/logs/done.log", "done"),
+        ("sweep", "sessions/foo/logs/green/003.log", "green"),
+        ("broad", "sessions/foo/logs/red/h2/001.log", "red"),
+        ("experiment", "sessions/foo/logs/experiment_propose/004.log", "propose"),
+        ("fix", "sessions/foo/logs/fix_attempt/004.log", "fix_attempt"),
+        ("sweep", "sessions/foo/logs/done.log", "done"),
     ],
 )
-def test_the_stage_is_read_from_the_rules_log_path(log, stage):
-    assert stage_name(log) == stage
+def test_the_stage_is_read_from_the_rules_log_path(mode, log, stage):
+    # The mode names its rules' prefix: the engine strips no mode's name of its own.
+    assert stage_name(log, modes.get(mode).rule_prefix) == stage
 
 
 def env_of(tmp_path, mode: str, cycle: int, track: str = "", **spec_values) -> StageEnv:

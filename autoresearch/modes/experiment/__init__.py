@@ -19,6 +19,7 @@ from typing import Any
 
 from ... import git, journal, measured, metrics, spec, tally
 from ...changesets import ChangeNote
+from ...command_files import measurement_scripts
 from ...commands import CommandResult
 from ...errors import SessionError, SpecError
 from ...files import write_json, write_text
@@ -29,7 +30,6 @@ from ...spec import SessionSpec
 from ...stage import StageEnv, jail_for
 from .. import cycle_view
 from ..base import Mode, PlannedMetric
-from ..narrow.protect import measurement_scripts
 from . import log as logs
 from . import report, runs, show
 from .log import fmt
@@ -61,6 +61,8 @@ class Experiment(Mode):
     name = "experiment"
     spec_example = SPEC_EXAMPLE
     loop = "iterations"
+    step_word = "iteration"
+    rule_prefix = "experiment_"
     branch = "autoresearch/experiment/{name}"
     lists_cycles = False  # the Experiment section summarises the iterations
     loop_stages = ("propose", "decide")

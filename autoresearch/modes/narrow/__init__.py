@@ -15,6 +15,7 @@ from typing import Any
 
 from ... import git, journal, measured, metrics
 from ...changesets import ReviewLoop
+from ...command_files import measurement_scripts
 from ...errors import SpecError
 from ...files import write_json
 from ...findings import Finding
@@ -28,7 +29,7 @@ from ..base import Mode, PlannedMetric
 from . import progress
 from .angles import state_before, step
 from .goal import GOAL_DEFAULTS, Angle, Goal, angles_of, default_target, goal_of, spec_file
-from .protect import labels, measurement_scripts, protected_paths
+from .protect import labels, protected_paths
 
 # What `autoresearch new --mode narrow` writes into the spec, to edit.
 SPEC_EXAMPLE = """
