@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from . import git, journal, modes, spec, testrun
+from . import git, journal, modes, spec, testrun, verdict
 from .backends.base import Usage
 from .errors import UserError
 from .layout import LOOP_DIR, SessionLayout
@@ -185,9 +185,8 @@ def audit(root: Path) -> Audit:
 
 
 def step_of(mode: Mode) -> str:
-    """What the mode's loop calls one turn, as `redo` names it: the cycles of sweep, narrow
-    and broad; the iterations of experiment and the lenses."""
-    return "cycle" if mode.loop == "cycles" else "iteration"
+    """What the mode's loop calls one turn, as `redo` and the progress lines name it."""
+    return mode.step_word
 
 
 def status_line(root: Path) -> str | None:
@@ -640,15 +639,15 @@ class Loop:
         against the run it was held to, must agree."""
         if self.spec is None:
             return
-        verdict = testrun.acceptable(
+        judged = verdict.acceptable(
             TestRun.from_record(tests),
             TestRun.from_record(reference),
             self.spec.allow_failing_baseline,
             self.spec.allow_test_removal,
         )
-        if not verdict.ok:
+        if not judged.ok:
             self.audit.differ(
-                path, f"says its tests pass, but the gate, asked again, says: {verdict.reason}"
+                path, f"says its tests pass, but the gate, asked again, says: {judged.reason}"
             )
 
     def runs_of(self, tree: str, branch: Branch) -> list[dict[str, Any]]:
