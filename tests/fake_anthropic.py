@@ -27,6 +27,7 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -159,8 +160,11 @@ class FakeAnthropic:
         *,
         strict: bool = True,
         refusals_expected: bool = False,
+        responder: Callable[[dict[str, Any]], Reply | None] | None = None,
     ) -> None:
         self.models = models
+        # Answers a request when the script is empty: an agent that reads what it was sent.
+        self.responder = responder
         self.strict = strict
         self.refusals_expected = refusals_expected
         self.issued_thinking: dict[str, list[dict[str, Any]]] = {}  # tool_use id -> its thinking
@@ -312,6 +316,8 @@ class FakeAnthropic:
             refusal = self._refusal(body)  # under the lock: it reads what replies issued
             # A refused request never reaches the model: the script is not used up.
             reply = refusal or (self.queue.pop(0) if self.queue else None)
+            if reply is None and self.responder is not None:
+                reply = self.responder(body)
             usage = self._usage(body) if reply is None or reply.status == 200 else {}
             record = Recorded(
                 body=body,
