@@ -17,7 +17,10 @@ edit. Each model turn is a fixed sleep (`--turn-s`) for the wall time.
 
 Prints, per stage and per kept fix: input tokens (uncached, cache write, cache read),
 output tokens, dollars at the configured prices (input's apart), model turns and wall
-seconds; with --compare, the ratios to an earlier run and whether the same fixes were kept.
+seconds (the stages' own, from timings.tsv: on a loaded machine compare runs made side by
+side); with --compare, the ratios to an earlier run and whether the same fixes and the
+same final tree were kept. bench/agent_cost_before.json holds the figures of the code
+before each Green finding had its own conversation; docs/cost.md discusses them.
 """
 
 from __future__ import annotations
@@ -264,7 +267,7 @@ class Agent:
 # -- the session -----------------------------------------------------------------------
 
 
-def run_session(work: Path, fake_url: str) -> Path:
+def run_session(work: Path, fake_url: str, agent: dict[str, Any]) -> Path:
     spec = {
         "mode": "sweep",
         "target": str(work / "target"),
@@ -276,6 +279,7 @@ def run_session(work: Path, fake_url: str) -> Path:
             "model": MODEL,
             "request_timeout_s": 60,
             "max_retries": 0,
+            **agent,
         },
     }
     spec_file = work / "spec.yaml"
@@ -300,14 +304,9 @@ def run_session(work: Path, fake_url: str) -> Path:
 
 
 def input_dollars(row: dict[str, str], prices: dict[str, float]) -> float:
-    write_1h = int(row.get("cache_write_1h_tokens") or 0)
-    write_5m = int(row["cache_write_tokens"]) - write_1h
-    return (
-        int(row["input_tokens"]) * prices["input"]
-        + write_5m * prices.get("cache_write", prices["input"] * 1.25)
-        + write_1h * prices.get("cache_write_1h", prices["input"] * 2)
-        + int(row["cache_read_tokens"]) * prices.get("cache_read", prices["input"] * 0.1)
-    ) / 1e6
+    """A request's cost less its output's: what its input cost at the ledger's prices (which
+    price 1-hour cache writes apart, a split usage.tsv does not keep)."""
+    return float(row["cost_usd"] or 0) - int(row["output_tokens"]) * prices["output"] / 1e6
 
 
 def figures(session: Path, turn_s: float) -> dict[str, Any]:
@@ -357,6 +356,7 @@ COLUMNS = ("turns", "uncached", "cache_write", "cache_read", "output", "input_us
 def show(result: dict[str, Any], before: dict[str, Any] | None) -> None:
     kept = len(result["kept"])
     print(f"model {MODEL}, {CYCLES} cycles, model turn = {result['turn_s']}s sleep")
+    print(f"agent keys: {result.get('agent') or '(the defaults)'}")
     print(f"kept fixes: {kept}")
     head = "{:<10}" + " {:>12}" * len(COLUMNS)
     print(head.format("stage", *COLUMNS))
@@ -411,6 +411,13 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument("--compare", type=Path, help="figures of an earlier run (--json)")
     parser.add_argument("--keep", type=Path, help="run in this folder and keep it")
+    parser.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an agent.* key for the session, e.g. findings_per_conversation=1 (YAML value)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = args.keep or Path(tmp)
@@ -418,8 +425,10 @@ def main() -> int:
         locations = make_target(work / "target")
         agent = Agent(locations, args.turn_s)
         with FakeAnthropic(responder=agent) as fake:
-            session = run_session(work, fake.url)
+            agent_keys = {k: yaml.safe_load(v) for k, v in (a.split("=", 1) for a in args.agent)}
+            session = run_session(work, fake.url, agent_keys)
         result = figures(session, args.turn_s)
+        result["agent"] = agent_keys
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     before = json.loads(args.compare.read_text()) if args.compare else None
