@@ -81,6 +81,8 @@ def test_each_finding_has_its_own_conversation_over_a_byte_identical_cached_pref
         message([text_block("Done.")]),
         # Green: three conversations, one per finding.
         tool_call("write_file", {"path": "calc.py", "content": GUARDED}),
+        # A finding of another conversation is not this one's to handle: refused.
+        tool_call("skip_finding", {"finding_id": "F-003", "reason": "out of my hands"}),
         tool_call("finish_fix", {"finding_id": "F-001", "summary": "guard mean against []"}),
         tool_call("skip_finding", {"finding_id": "F-002", "reason": "by design"}),
         tool_call("skip_finding", {"finding_id": "F-003", "reason": "cosmetic"}),
@@ -115,9 +117,14 @@ def test_each_finding_has_its_own_conversation_over_a_byte_identical_cached_pref
     assert git(worktree, "log", "--format=%s").splitlines()[0] == (
         "fix: [F-001] guard mean against []"
     )
+    refused = fake.bodies[talks[0][2]]["messages"][-1]["content"][0]
+    assert refused["is_error"] and "unknown finding id 'F-003'" in refused["content"]
     record = json.loads((workflow.session("g") / "cycles/001/green.json").read_text())
-    assert [r["id"] for r in record["skipped"]] == ["F-002", "F-003"]
-    assert record["usage"]["requests"] == 4  # the stage's usage is all its conversations'
+    assert [(r["id"], r["reason"]) for r in record["skipped"]] == [
+        ("F-002", "by design"),
+        ("F-003", "cosmetic"),
+    ]
+    assert record["usage"]["requests"] == 5  # the stage's usage is all its conversations'
 
 
 def test_an_unfinished_change_of_one_conversation_never_reaches_the_next_ones_commit(
