@@ -157,6 +157,24 @@ def check_prices(values: dict[str, Any], merged: spec.Spec | None = None) -> Non
     )
 
 
+def check_output_limit(values: dict[str, Any], merged: spec.Spec | None = None) -> None:
+    """An agent.max_tokens above the model's documented output limit is a 400 on every
+    request: refused before the session starts, naming both keys."""
+    from .ledger import model_prices
+
+    agent = values["agent"]
+    model, asked = agent.get("model"), agent.get("max_tokens")
+    facts = model_prices(model, values.get("models") or {}) if model else None
+    limit = (facts or {}).get("max_output_tokens")
+    if agent["backend"] != "claude" or limit is None or asked is None or asked <= limit:
+        return
+    origin = merged.source_of("agent.max_tokens") if merged else "session.yaml"
+    raise spec.SpecError(
+        f"{origin}: key 'agent.max_tokens' is {asked}, above the output limit of {model} "
+        f"({limit}, key 'models.{model}.max_output_tokens'); set it to at most {limit}"
+    )
+
+
 def check_model(values: dict[str, Any], merged: spec.Spec) -> None:
     """With a key, ask the Models API if it serves the model (once per model and process:
     Snakemake evaluates input functions more than once)."""
@@ -179,6 +197,7 @@ def check_agent(values: dict[str, Any], merged: spec.Spec | None = None) -> None
     """What the agent backend needs before any stage runs: a key, prompt files."""
     agent = values["agent"]
     check_prices(values, merged)
+    check_output_limit(values, merged)
     if agent["backend"] == "claude" and not has_key():
         origin = merged.source_of("agent.backend") if merged else "session.yaml"
         raise spec.SpecError(

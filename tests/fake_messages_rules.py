@@ -402,8 +402,9 @@ def _thinking_config(body: Mapping[str, Any]) -> list[str]:
 
 def _breakpoints(body: Mapping[str, Any]) -> list[str]:
     # https://platform.claude.com/docs/en/build-with-claude/prompt-caching: at most 4
-    # cache_control breakpoints, of type ephemeral (ttl 5m or 1h), on tools, system blocks
-    # and message content blocks — not on thinking blocks, not on empty text.
+    # cache_control breakpoints, of type ephemeral (ttl 5m or 1h, the 1h ones first), on
+    # tools, system blocks and message content blocks — not on thinking blocks, not on
+    # empty text.
     found: list[str] = []
     marked: list[tuple[str, Block]] = []
     for i, tool in enumerate(body.get("tools") or []):
@@ -438,4 +439,17 @@ def _breakpoints(body: Mapping[str, Any]) -> list[str]:
             found.append(f"{where}: {block['type']} blocks cannot be cached with cache_control")
         elif block.get("type") == "text" and not block.get("text"):
             found.append(f"{where}: cache_control cannot be set for empty text blocks")
+    # The same page, on mixing lifetimes: a 1-hour entry must come before every 5-minute one
+    # (in the cache's order: tools, system, messages).
+    first_5m = None
+    for where, block in marked:
+        control = block["cache_control"]
+        ttl = control.get("ttl", "5m") if isinstance(control, dict) else None
+        if ttl == "5m" and first_5m is None:
+            first_5m = where
+        elif ttl == "1h" and first_5m is not None:
+            found.append(
+                f"{where}.cache_control: a ttl='1h' cache_control block must not come after "
+                f"a ttl='5m' one ({first_5m})"
+            )
     return found

@@ -20,6 +20,10 @@ BACKEND_TEAMS: dict[str, frozenset[str]] = {
 # says it cannot fix something, asking again gives the same answer.
 DETERMINISTIC: frozenset[str] = frozenset({"ruff"})
 
+# Backends whose runs are model conversations, each turn resending all the earlier ones:
+# Green gives each group of findings a conversation of its own there (docs/cost.md).
+CONVERSATIONS: frozenset[str] = frozenset({"claude"})
+
 
 def security_reach(backend: str) -> tuple[frozenset[str], frozenset[str]] | None:
     """The OWASP ids and STRIDE letters a backend's security auditor has a check for; None:
@@ -51,7 +55,9 @@ def get_backend(spec: dict[str, Any]) -> Backend:
     if name == "claude":
         from .claude import ClaudeBackend
 
-        return ClaudeBackend(spec["agent"], spec.get("prices") or {})
+        return ClaudeBackend(
+            spec["agent"], spec.get("prices") or {}, models=spec.get("models") or {}
+        )
     if name == "script":
         from .script import ScriptBackend
 

@@ -75,6 +75,19 @@ def test_without_a_budget_an_unpriced_model_is_allowed():
     session.check_prices(values(agent={"backend": "claude", "model": "qwen3-coder"}), None)
 
 
+def test_a_max_tokens_above_the_models_output_limit_is_refused_naming_both_keys():
+    v = values(models={"claude-sonnet-5-5": {"max_output_tokens": 128_000}})
+    v["agent"]["max_tokens"] = 200_000
+    spec_of = spec.Spec(values=v, sources={"agent.max_tokens": "config/sessions/x.yaml"})
+    with pytest.raises(
+        spec.SpecError,
+        match=r"x.yaml: key 'agent.max_tokens' is 200000.*'models.claude-sonnet-5-5.max_output",
+    ):
+        session.check_agent(v, spec_of)
+    v["agent"]["max_tokens"] = 128_000
+    session.check_output_limit(v, spec_of)
+
+
 def test_the_default_model_has_a_price():
     defaults = spec.read_yaml(Path(spec.workflow_root()) / "config/config.yaml", "defaults")
     assert defaults["agent"]["model"] in defaults["prices"]

@@ -327,6 +327,16 @@ def test_a_fifth_cache_breakpoint_is_refused():
     refused(body, "maximum of 4", "Found 5")
 
 
+def test_a_one_hour_breakpoint_after_a_five_minute_one_is_refused():
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    body = valid()
+    body["tools"][-1]["cache_control"] = hour
+    body["system"][-1]["cache_control"] = hour
+    assert problems(body) == []  # 1h, 1h, then the conversation's 5m
+    body["tools"][-1]["cache_control"] = EPHEMERAL
+    refused(body, "system.0.cache_control", "must not come after", "tools.0")
+
+
 def test_breakpoints_nested_in_tool_results_count_too():
     body = valid()
     body["messages"][0]["content"][0]["cache_control"] = EPHEMERAL
