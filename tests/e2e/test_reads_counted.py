@@ -38,10 +38,16 @@ state, lock, reads = threading.local(), threading.Lock(), []
 real_open, real_os_open = io.open, os.open
 
 
+# The checkout's own code: a virtualenv inside the checkout (`make`'s .venv) holds
+# Snakemake's code, whose reads are not ours.
+libraries = tuple({sys.prefix, sys.base_prefix, os.path.dirname(os.__file__)})
+
+
 def ours():
     frame = sys._getframe(2)
     while frame is not None:
-        if frame.f_code.co_filename.startswith(root):
+        name = frame.f_code.co_filename
+        if name.startswith(root) and not name.startswith(libraries):
             return True
         frame = frame.f_back
     return False
