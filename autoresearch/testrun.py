@@ -342,11 +342,19 @@ def check_baseline(
             f"{origin}: key 'test_timeout_s': `{run.command}` did not finish in "
             f"{run.duration_s:.0f} s; raise test_timeout_s or run fewer tests"
         )
+    elif run.outcome == FAILED and run.failing_ids is None and run.failed == 0 and not run.errors:
+        # Nothing failed that names a test: what broke is the run itself, not a test.
+        head = (
+            f"{origin}: key 'test_command': `{run.command}` {_exit_text(run.exit_code)} "
+            "although no test failed (a crash after the tests, a coverage threshold, a second "
+            "command that failed), so whether a change breaks a test could not be told; make "
+            "the command exit 0 when its tests pass"
+        )
     elif run.outcome == FAILED and not allow_failing_baseline:
         head = (
-            f"{origin}: key 'allow_failing_baseline': the tests already fail before any change "
-            f"({_failure_detail(run)}); fix them first, or set allow_failing_baseline: true to "
-            "keep only changes that break no test that passed"
+            f"{origin}: key 'allow_failing_baseline' is false and the tests already fail "
+            f"before any change ({_failure_detail(run)}); fix them first, or drop the key (by "
+            "default a test failing at the base may stay failing, and no other test may fail)"
         )
     elif run.outcome == FAILED and stops_at_first_failure(run.command, repo):
         head = (
@@ -389,8 +397,8 @@ def describe_baseline(run: TestRun) -> str:
         count = len(run.failing_ids) if run.failing_ids is not None else run.failed
         ids = f": {name_ids(run.failing_ids)}" if run.failing_ids else ""
         return (
-            f"baseline FAILS ({run.summary}); allowed by allow_failing_baseline, "
-            f"{count} failing test(s) may stay failing{ids}"
+            f"warning: baseline FAILS ({run.summary}); going on: {count} failing test(s) may "
+            f"stay failing, no other test may fail (listed in session.md){ids}"
         )
     return f"baseline: {run.summary}"
 

@@ -327,6 +327,23 @@ def test_allowed_failing_baseline_that_stops_at_the_first_failure_stops_setup(tm
     assert "stops at the first failure" in message.splitlines()[0]
 
 
+def test_a_runner_that_crashes_after_passing_tests_stops_setup_as_a_crash(tmp_path):
+    # Every test passed, then the process died: no test failed, so no key about failing
+    # tests can help, whatever allow_failing_baseline says.
+    crash = (
+        "import os, signal\n\n\n"
+        "def pytest_unconfigure(config):\n    os.kill(os.getpid(), signal.SIGSEGV)\n"
+    )
+    repo = python_project(tmp_path, **{"conftest.py": crash})
+    baseline = run(PYTEST, repo)
+    assert (baseline.outcome, baseline.failed, baseline.failing_ids) == (FAILED, 0, None)
+    for allowed in (True, False):
+        message = testrun.check_baseline(baseline, repo, allow_failing_baseline=allowed)
+        first = message.splitlines()[0]
+        assert "key 'test_command'" in first and "although no test failed" in first
+        assert "allow_failing_baseline" not in message
+
+
 def test_stop_early_options_are_recognised_per_runner(tmp_path):
     assert testrun.stops_at_first_failure("python -m pytest -qx", tmp_path)
     assert testrun.stops_at_first_failure("pytest --maxfail=2", tmp_path)
@@ -343,7 +360,7 @@ def test_stop_early_in_pytest_addopts_is_recognised(tmp_path):
 def test_describe_baseline_names_the_failing_tests(tmp_path):
     repo = failing_baseline_project(tmp_path)
     line = testrun.describe_baseline(run(PYTEST, repo))
-    assert line.startswith("baseline FAILS")
+    assert line.startswith("warning: baseline FAILS")
     assert "tests/test_more.py::test_known_bad" in line
 
 
