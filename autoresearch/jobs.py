@@ -26,8 +26,18 @@ from .stage import StageEnv
 RUN_STARTED = time.monotonic()
 
 
+class Stopped(Exception):
+    """A job stopped by a UserError whose message is already on the console: Snakemake's own
+    report of it says no more than that (scripts.common's log filter leaves it out)."""
+
+    MARK = "the reason is given above"
+
+
 def run_job(log_path: str | Path, body: Callable[[], Any]) -> None:
-    """Run `body` with a fresh log; on failure log the traceback, say why, re-raise."""
+    """Run `body` with a fresh log; on failure log the traceback, say why, re-raise.
+
+    A UserError is said once, by us: Snakemake would print it again in its RuleException
+    and once more with the log, where its traceback goes."""
     log = Path(log_path)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")  # a rerun starts a fresh log
@@ -40,6 +50,7 @@ def run_job(log_path: str | Path, body: Callable[[], Any]) -> None:
                 handle.write(f"{err}\n")
         if isinstance(err, UserError):
             print(f"\n{err}\n", file=sys.stderr, flush=True)
+            raise Stopped(f"{type(err).__name__}: {Stopped.MARK} (log: {log})") from None
         raise
 
 

@@ -29,7 +29,7 @@ from . import (
     worktrees,
 )
 from .errors import SessionError
-from .layout import SessionLayout
+from .layout import SessionLayout, rel
 from .record import SetupRecord
 from .stage import jail_for
 
@@ -270,8 +270,12 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         # A key to set goes in the session's own spec, not in the workflow's defaults.
         origin=spec_file_of(pre.spec, "test_command", layout.name),
         jail=box,
+        full_log=rel(setup_log(layout)),
     )
     if error:
+        # The error shows the last lines; the log keeps all the run gave us.
+        with setup_log(layout).open("a") as handle:
+            handle.write(f"`{run.ran}` ({run.summary}), its output:\n{run.tail.rstrip()}\n")
         raise spec.SpecError(error)
     log(testrun.describe_baseline(run))
 
@@ -305,6 +309,11 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     spec.freeze(frozen, layout.spec)
     setup_undo.setup_succeeded(layout)
     return record
+
+
+def setup_log(layout: SessionLayout) -> Path:
+    """The setup job's log (rules/session.smk), where a failed baseline's output goes."""
+    return layout.logs / "session.log"
 
 
 def start(

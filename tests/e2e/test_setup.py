@@ -226,3 +226,19 @@ def test_resuming_a_session_from_a_newer_version_is_refused(workflow, target):
     proc = workflow.run("s", values, check=False)
     assert_refused(proc, "made by autoresearch 9.0.0", "upgrade autoresearch")
     assert not (workflow.session("s") / "cycles/001").exists()
+
+
+def test_a_setup_error_is_said_once_with_its_last_lines_and_where_the_whole_output_is(
+    workflow, tmp_path
+):
+    noisy = "".join(f"def test_{i}():\n    assert {i} == -1\n\n\n" for i in range(30))
+    repo = make_repo(tmp_path / "t", {"test_many.py": noisy})
+    proc = run_setup_only(workflow, no_agent_spec(repo, allow_failing_baseline=False))
+    assert_refused(proc, "the whole output: sessions/s/logs/session.log")
+    assert proc.stderr.count("key 'allow_failing_baseline' is false") == 1, proc.stderr
+    shown = proc.stderr.split("last lines:\n", 1)[1].split("the whole output:")[0]
+    assert len(shown.splitlines()) <= 10
+    assert "30 failed" in shown  # the end of the output, where pytest puts its verdict
+    log = (workflow.session("s") / "logs" / "session.log").read_text()
+    assert "test_many.py::test_0 - assert 0 == -1" in log  # the start, left out above
+    assert "test_many.py::test_0 - assert 0 == -1" not in proc.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -50,6 +51,22 @@ def test_invalid_value_names_the_file_that_set_it(tmp_path):
     root, repo = write_layers(tmp_path, {"max_cycles": "many"}, {"target": "P"})
     with pytest.raises(specs.SpecError, match=r"\.autoresearch\.yml: key 'max_cycles'"):
         specs.load("x", root, {"target": str(repo)})
+
+
+def test_a_misspelt_mode_gets_a_did_you_mean_as_a_misspelt_key_does(tmp_path):
+    root, repo = write_layers(tmp_path, {}, {"target": "P", "mode": "sweeep"})
+    with pytest.raises(specs.SpecError) as caught:
+        specs.load("x", root, {"target": str(repo)})
+    message = str(caught.value)
+    assert message.startswith("config/sessions/x.yaml: key 'mode': 'sweeep' is not one of")
+    assert message.endswith("; did you mean 'sweep'?")
+
+
+def test_a_mode_asked_for_by_name_gets_a_did_you_mean():
+    from autoresearch import modes
+
+    with pytest.raises(ValueError, match=r"unknown mode 'narow'; did you mean 'narrow'\?"):
+        modes.get("narow")
 
 
 def checkout(tmp_path):
@@ -233,3 +250,4 @@ def test_worktree_root_beside_the_target_is_accepted(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     merged = specs.load("x", root, {"target": str(repo), "worktree_root": str(tmp_path / "wt")})
     assert merged.values["worktree_root"] == str(tmp_path / "wt")
+

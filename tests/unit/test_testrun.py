@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import CALC, make_repo
 
-from autoresearch import testrun
+from autoresearch import jail, testrun
 from autoresearch.stack import pytest_cache_disabled, uncached_test_command
 from autoresearch.testrun import FAILED, NOT_RUN, PASSED, TIMED_OUT, TestRun
 
@@ -797,3 +798,52 @@ def test_jest_failing_test_is_named(tmp_path):
     assert (result.outcome, result.source) == (FAILED, "jest-json")
     assert result.failing_ids == {"add.test.js > add > breaks"}
     assert result.passing_ids == {"add.test.js > add > works"}
+
+
+# --- what a setup error says is wrong ---
+
+
+def test_pytest_missing_from_the_environment_is_said_so_not_blamed_on_a_key(tmp_path):
+    bare = tmp_path / "bare"
+    subprocess.run([PY, "-m", "venv", "--without-pip", str(bare)], check=True)
+    python = bare / "bin" / "python"
+    repo = python_project(tmp_path)
+    baseline = run(f"{python} -m pytest -q", repo)
+    assert (baseline.outcome, baseline.cause) == (NOT_RUN, "pytest is not installed")
+    message = testrun.check_baseline(baseline, repo, origin="spec.yaml")
+    first = message.splitlines()[0]
+    assert first.startswith("spec.yaml: key 'test_command'")
+    assert f"pytest is not installed for {python}" in first
+    assert f"{python} -m pip install pytest" in first
+    assert "allow_failing_baseline" not in message
+
+
+needs_bwrap = pytest.mark.skipif(not jail.probe().works, reason="bubblewrap cannot run here")
+
+
+@needs_bwrap
+def test_a_program_the_jail_hides_is_named_with_what_to_do(tmp_path):
+    # The runner is named by its absolute path and exists here, but its interpreter lies in
+    # the host's /tmp, which the jail replaces with a private one.
+    interpreter = tmp_path / "py" / "bin" / "python"
+    interpreter.parent.mkdir(parents=True)
+    interpreter.symlink_to(PY)
+    runner = tmp_path / "tools" / "bin" / "pytest"
+    runner.parent.mkdir(parents=True)
+    runner.write_text(f"#!{interpreter}\nimport sys, pytest\nsys.exit(pytest.console_main())\n")
+    runner.chmod(0o755)
+    repo = python_project(tmp_path)
+    box = jail.build_jail({"sandbox": "bwrap"}, repo)
+    baseline = run(f"{runner} -q", repo, jail=box)
+    assert baseline.outcome == NOT_RUN and baseline.exit_code == 127
+    first = testrun.check_baseline(baseline, repo, jailed=True).splitlines()[0]
+    assert f"{runner} exists on this machine, but the command jail hides it" in first
+    assert f"its interpreter {interpreter}" in first and "commands.sandbox: none" in first
+    assert "install the program it runs" not in first
+
+
+def test_a_program_named_by_a_path_that_does_not_exist_says_so(tmp_path):
+    repo = python_project(tmp_path)
+    baseline = run(f"{tmp_path}/nowhere/bin/pytest -q", repo)
+    first = testrun.check_baseline(baseline, repo).splitlines()[0]
+    assert f"{tmp_path}/nowhere/bin/pytest does not exist: fix the path in test_command" in first
