@@ -371,22 +371,36 @@ def check_resumable(layout: SessionLayout, overrides: dict[str, Any]) -> None:
     resumed session still needs what its backend needs (a key)."""
     if not layout.setup.exists():
         return
+    check_version(layout, overrides)
+    check_agent(spec.load_frozen(layout.spec))
+    check_checkouts(layout)
+
+
+UPGRADES_SAID: set[str] = set()  # sessions whose upgrade line this process printed
+
+
+def check_version(layout: SessionLayout, overrides: dict[str, Any], installed: str = "") -> None:
+    """The protocol's version rule on resume: a MINOR or PATCH upgrade goes on with one line
+    saying so (once per process: Snakemake asks more than once), a MAJOR one only when
+    allowed, a newer stamp never."""
+    installed = installed or __version__
     name = layout.name
     stamp = json.loads(layout.setup.read_text())["version"]
-    verdict = version_verdict(stamp, __version__)
+    verdict = version_verdict(stamp, installed)
     if verdict == "older":
         raise SessionError(
             f"session {name!r} was made by autoresearch {stamp}, newer than the installed "
-            f"{__version__}; upgrade autoresearch before resuming it"
+            f"{installed}; upgrade autoresearch before resuming it"
         )
     if verdict == "major" and not overrides.get("allow_major_upgrade"):
         raise SessionError(
-            f"session {name!r} was made by autoresearch {stamp}; the installed {__version__} "
-            "is a new MAJOR version whose protocol may differ. Read the changelog, then resume "
-            "with --config allow_major_upgrade=true"
+            f"session {name!r} was made by autoresearch {stamp}; the installed {installed} "
+            "is a new MAJOR version whose protocol may differ. Read its entry in CHANGELOG.md, "
+            "then resume with --config allow_major_upgrade=true"
         )
-    check_agent(spec.load_frozen(layout.spec))
-    check_checkouts(layout)
+    if verdict != "same" and name not in UPGRADES_SAID:
+        UPGRADES_SAID.add(name)
+        print(f"autoresearch upgraded {stamp} → {installed}", file=sys.stderr, flush=True)
 
 
 def check_checkouts(layout: SessionLayout) -> None:
