@@ -113,11 +113,35 @@ def test_redo_of_a_middle_green_reruns_the_rest_on_the_new_history(workflow, tar
     assert "WARNING" not in cli(workflow, "status", "s").stdout
 
 
-def test_redo_with_no_run_prints_the_command_and_resets_the_branch(workflow, target):
+def session_state(session, target) -> tuple:
+    """Every file of the session with its bytes, and the session branch's tip."""
+    files = {str(p.relative_to(session)): p.read_bytes() for p in session.rglob("*") if p.is_file()}
+    return files, git(target, "rev-parse", "autoresearch/improve")
+
+
+def test_redo_with_no_run_changes_nothing_and_lists_what_would_move(workflow, target):
     run_three_cycles(workflow, target)
     session = workflow.session("s")
     start = json.loads((session / "cycles/003/red.json").read_text())["start_commit"]
+    before = session_state(session, target)
     proc = cli(workflow, "redo", "s", "--cycle", "3", "--stage", "red", "--no-run")
+    assert proc.returncode == 0, proc.stderr
+    assert session_state(session, target) == before
+    assert not (session / "superseded").exists()
+    out = proc.stdout
+    assert "a redo of cycle 003 red would:" in out
+    assert "    sessions/s/done\n" in out and "    sessions/s/cycles/003/red-findings.md\n" in out
+    assert "set aside 2 results.tsv row(s)" in out
+    assert f"to {start[:12]}" in out
+    assert "then run: snakemake --cores 1" in out and "sessions/s/done" in out
+    assert "nothing was changed" in out
+
+
+def test_redo_with_move_only_resets_the_branch_and_prints_the_command(workflow, target):
+    run_three_cycles(workflow, target)
+    session = workflow.session("s")
+    start = json.loads((session / "cycles/003/red.json").read_text())["start_commit"]
+    proc = cli(workflow, "redo", "s", "--cycle", "3", "--stage", "red", "--move-only")
     assert proc.returncode == 0, proc.stderr
     assert "snakemake --cores 1" in proc.stdout and "sessions/s/done" in proc.stdout
     assert git(target, "rev-parse", "autoresearch/improve") == start
