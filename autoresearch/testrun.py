@@ -316,6 +316,21 @@ def _failure_detail(run: TestRun) -> str:
     return f"{_exit_text(run.exit_code)}: {run.cause}"
 
 
+def tests_word(decision: dict[str, Any], baseline: dict[str, Any]) -> str:
+    """ "pass" or "FAIL" for a decision, saying when what fails is only what already failed at
+    the base (`baseline`, setup's record) and the gate held every other test."""
+    if decision.get("tests_pass"):
+        return "pass"
+    failing = set((decision.get("tests") or {}).get("failing_ids") or ())
+    before = set(baseline.get("failing_ids") or ())
+    if decision.get("broken") or not failing or not failing <= before:
+        return "FAIL"
+    n = len(failing)
+    if failing == before:
+        return f"FAIL (the same {n} test{'s' if n != 1 else ''} as at the base)"
+    return f"FAIL ({n} of the {len(before)} tests that failed at the base; no other)"
+
+
 # --- setup ------------------------------------------------------------------------------------
 
 

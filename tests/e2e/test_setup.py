@@ -242,3 +242,13 @@ def test_a_setup_error_is_said_once_with_its_last_lines_and_where_the_whole_outp
     log = (workflow.session("s") / "logs" / "session.log").read_text()
     assert "test_many.py::test_0 - assert 0 == -1" in log  # the start, left out above
     assert "test_many.py::test_0 - assert 0 == -1" not in proc.stderr
+
+
+def test_done_says_a_failing_base_test_that_still_fails_is_the_same_as_at_the_base(
+    workflow, tmp_path
+):
+    repo = make_repo(tmp_path / "t", FAILING | {"calc.py": "X = 1\n"})
+    values = no_agent_spec(repo, allow_failing_baseline=True, stop_below=None)
+    workflow.run("s", values)
+    done = (workflow.session("s") / "done").read_text()
+    assert "tests: FAIL (the same 2 tests as at the base)\n" in done

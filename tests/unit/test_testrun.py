@@ -847,3 +847,20 @@ def test_a_program_named_by_a_path_that_does_not_exist_says_so(tmp_path):
     baseline = run(f"{tmp_path}/nowhere/bin/pytest -q", repo)
     first = testrun.check_baseline(baseline, repo).splitlines()[0]
     assert f"{tmp_path}/nowhere/bin/pytest does not exist: fix the path in test_command" in first
+
+
+def test_done_names_a_failure_that_is_only_the_bases():
+    base = {"failing_ids": ["t::a", "t::b"]}
+
+    def decision(failing, broken=False):
+        return {"tests_pass": False, "broken": broken, "tests": {"failing_ids": failing}}
+
+    assert testrun.tests_word(decision(["t::a", "t::b"]), base) == (
+        "FAIL (the same 2 tests as at the base)"
+    )
+    assert testrun.tests_word(decision(["t::a"]), base) == (
+        "FAIL (1 of the 2 tests that failed at the base; no other)"
+    )
+    assert testrun.tests_word(decision(["t::a", "t::new"]), base) == "FAIL"
+    assert testrun.tests_word(decision(["t::a"], broken=True), base) == "FAIL"
+    assert testrun.tests_word({"tests_pass": True}, base) == "pass"
