@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -192,3 +193,38 @@ def test_redo_of_an_experiment_iteration_logs_each_iteration_once(workflow, tmp_
     assert [(e["id"], e["hypothesis"]) for e in old] == [(2, "Unroll it")]
     assert (moved / "report.md").exists() and (session / "report.md").exists()
     assert git(repo, "show", "autoresearch/experiment/x:fast.py").count("700")
+
+
+def results_rows(session) -> dict[str, dict[str, str]]:
+    lines = (session / "results.tsv").read_text().splitlines()
+    header = lines[0].split("\t")
+    return {
+        row["team"]: row
+        for row in (dict(zip(header, ln.split("\t"), strict=True)) for ln in lines[1:])
+    }
+
+
+def test_each_results_row_has_its_stages_time_and_refactor_its_own_files(workflow, target):
+    script = workflow.script(
+        {
+            "red": {1: [{"tool": "report_finding", "args": FINDING}]},
+            "green": {1: green_writes("notes.txt", "notes\n", "F-001")},
+        }
+    )
+    values = script_spec(target, script, workflow.workdir / "t.jsonl", max_cycles=1)
+    workflow.run("s", values)
+    session = workflow.session("s")
+    rows = results_rows(session)
+    assert rows["green"]["files_changed"] == "1"
+    assert (rows["refactor"]["description"], rows["refactor"]["files_changed"]) == (
+        "0 changes",
+        "0",  # Refactor was given notes.txt and changed nothing
+    )
+    # Rewrite the rows with red's record dated long ago: its row keeps red's own time.
+    red = session / "cycles/001/red.json"
+    os.utime(red, (978307200, 978307200))  # 2001-01-01T00:00:00Z
+    proc = cli(workflow, "redo", "s", "--cycle", "1", "--stage", "evaluate")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = results_rows(session)
+    assert rows["red"]["timestamp"] == "2001-01-01T00:00:00Z"
+    assert rows["green"]["timestamp"] != "2001-01-01T00:00:00Z"
