@@ -8,6 +8,7 @@ log. Jobs run in Snakemake's own process (`run:` blocks with `force-use-threads`
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 import time
 import traceback
@@ -21,9 +22,6 @@ from .layout import SESSIONS
 from .modes.base import Mode
 from .record import load_record
 from .stage import StageEnv
-
-# When this Snakemake process started its work: the progress lines count from here.
-RUN_STARTED = time.monotonic()
 
 
 class Stopped(Exception):
@@ -48,9 +46,12 @@ def run_job(log_path: str | Path, body: Callable[[], Any]) -> None:
             handle.write(traceback.format_exc())
             if isinstance(err, UserError):
                 handle.write(f"{err}\n")
+        # The profile keeps Snakemake's job blocks quiet, its "log:" line too: say where it is.
         if isinstance(err, UserError):
-            print(f"\n{err}\n", file=sys.stderr, flush=True)
-            raise Stopped(f"{type(err).__name__}: {Stopped.MARK} (log: {log})") from None
+            text = str(err) if str(log_path) in str(err) else f"{err}\nlog: {log_path}"
+            print(f"\n{text}\n", file=sys.stderr, flush=True)
+            raise Stopped(f"{type(err).__name__}: {Stopped.MARK} (log: {log_path})") from None
+        print(f"\na job failed ({type(err).__name__}); traceback: {log_path}", file=sys.stderr)
         raise
 
 
@@ -82,7 +83,8 @@ def run_stage(wildcards: Any, log: Any, body: Callable[[StageEnv, Mode], Any]) -
         stage = stage_name(log[0])
         where = progress_label(env, mode, stage)
         kept = kept_so_far(env, mode)
-        progress_line(f"{where} started", kept)
+        began = session_began(env)
+        progress_line(f"{where} started", kept, began)
         try:
             with timings.timed(env.layout, stage, env.track, env.cycle):
                 before = _stamp(env)
@@ -91,9 +93,9 @@ def run_stage(wildcards: Any, log: Any, body: Callable[[StageEnv, Mode], Any]) -
                     journal.note_decision(env.layout, env.cycle, env.track)
                     kept = kept_so_far(env, mode)  # only a decision changes the count
         except BaseException:
-            progress_line(f"{where} failed", kept)
+            progress_line(f"{where} failed", kept, began)
             raise
-        progress_line(f"{where} finished", kept)
+        progress_line(f"{where} finished", kept, began)
 
     run_job(log[0], job)
 
@@ -131,7 +133,15 @@ def kept_so_far(env: StageEnv, mode: Mode) -> str:
         return ""  # a half-written session: the line still says where the run is
 
 
-def progress_line(text: str, kept: str) -> None:
-    elapsed = int(time.monotonic() - RUN_STARTED)
+def session_began(env: StageEnv) -> float:
+    """When the session was set up (epoch seconds): a resumed session's clock goes on from
+    there, not from this run's start. Older records have no time: setup.json's is used."""
+    if env.record.started:
+        return dt.datetime.fromisoformat(env.record.started).timestamp()
+    return env.layout.setup.stat().st_mtime
+
+
+def progress_line(text: str, kept: str, began: float) -> None:
+    elapsed = max(0, int(time.time() - began))
     clock = f"{elapsed // 3600:02d}:{elapsed % 3600 // 60:02d}:{elapsed % 60:02d}"
     print(f"{text} ({clock} elapsed{kept})", file=sys.stderr, flush=True)

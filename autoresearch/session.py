@@ -212,6 +212,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     """The setup job: worktree on the session branch, baseline, initial files, frozen spec."""
     values = pre.spec.values
     mode = modes.get(values["mode"])
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     for warning in pre.spec.warnings:
         log(f"warning: {warning}")
     setup_undo.note(layout, target=str(pre.target))
@@ -298,6 +299,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         stashed=stashed,
         worktrees=str(store),
         sandbox=box.describe(),
+        started=started,
     )
     layout.cycles().mkdir(parents=True, exist_ok=True)
     journal.init_files(layout, record, spec.SessionSpec(values))
