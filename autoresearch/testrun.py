@@ -317,8 +317,8 @@ def _failure_detail(run: TestRun) -> str:
 
 
 def tests_word(decision: dict[str, Any], baseline: dict[str, Any]) -> str:
-    """ "pass" or "FAIL" for a decision, saying when what fails is only what already failed at
-    the base (`baseline`, setup's record) and the gate held every other test."""
+    """How `done` says a decision's tests went: pass or FAIL, and when what fails is only
+    what already failed at the base (`baseline`, setup's record), that it is."""
     if decision.get("tests_pass"):
         return "pass"
     failing = set((decision.get("tests") or {}).get("failing_ids") or ())
