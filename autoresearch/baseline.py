@@ -6,10 +6,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from . import diagnosis
 from .jail import Jail
 from .stack import pytest_addopts
 from .testrun import FAILED, NOT_RUN, PYTEST, TIMED_OUT, TestRun, exit_text, run_tests
 from .verdict import failure_detail, name_ids
+
+LINES_SHOWN = 8  # of a command's output, in a setup error; the whole output goes to the log
 
 
 def check_baseline(
@@ -18,15 +21,19 @@ def check_baseline(
     *,
     allow_failing_baseline: bool = False,
     origin: str = "the spec",
+    jailed: bool = False,
+    full_log: str | None = None,
 ) -> str | None:
     """The error that stops setup, or None when this baseline can be compared against.
 
     `origin` names the file the user should edit (the spec file that set test_command). The
-    message is one line naming the key, then the command's last lines.
+    message is one line naming the key, then the command's last lines and `full_log`, where
+    the whole output is. `jailed`: the command ran in a bwrap jail (a program the host has
+    may be hidden from it).
     """
     head: str | None = None
     if run.outcome == NOT_RUN:
-        fix = likely_fix(run, repo)
+        fix = likely_fix(run, repo, jailed=jailed)
         head = (
             f"{origin}: key 'test_command': `{run.command}` ran no tests: {run.cause} "
             f"({exit_text(run.exit_code)})" + (f"; likely fix: {fix}" if fix else "")
@@ -36,11 +43,19 @@ def check_baseline(
             f"{origin}: key 'test_timeout_s': `{run.command}` did not finish in "
             f"{run.duration_s:.0f} s; raise test_timeout_s or run fewer tests"
         )
+    elif run.outcome == FAILED and run.failing_ids is None and run.failed == 0 and not run.errors:
+        # Nothing failed that names a test: what broke is the run itself, not a test.
+        head = (
+            f"{origin}: key 'test_command': `{run.command}` {exit_text(run.exit_code)} "
+            "although no test failed (a crash after the tests, a coverage threshold, a second "
+            "command that failed), so whether a change breaks a test could not be told; make "
+            "the command exit 0 when its tests pass"
+        )
     elif run.outcome == FAILED and not allow_failing_baseline:
         head = (
-            f"{origin}: key 'allow_failing_baseline': the tests already fail before any change "
-            f"({failure_detail(run)}); fix them first, or set allow_failing_baseline: true to "
-            "keep only changes that break no test that passed"
+            f"{origin}: key 'allow_failing_baseline' is false and the tests already fail "
+            f"before any change ({failure_detail(run)}); fix them first, or drop the key (by "
+            "default a test failing at the base may stay failing, and no other test may fail)"
         )
     elif run.outcome == FAILED and stops_at_first_failure(run.command, repo):
         head = (
@@ -58,7 +73,9 @@ def check_baseline(
         return None
     if run.ran != run.command:
         head += f"\nran: {run.ran}"
-    return head + "\nlast lines:\n" + _indent(_last_lines(run.tail, 15))
+    shown = _last_lines(run.tail, LINES_SHOWN)
+    head += "\nlast lines:\n" + (_indent(shown) if shown.strip() else "    (no output)")
+    return head + (f"\nthe whole output: {full_log}" if full_log else "")
 
 
 _PYTEST_STOPS = re.compile(
@@ -85,53 +102,18 @@ def describe_baseline(run: TestRun) -> str:
         count = len(run.failing_ids) if run.failing_ids is not None else run.failed
         ids = f": {name_ids(run.failing_ids)}" if run.failing_ids else ""
         return (
-            f"baseline FAILS ({run.summary}); allowed by allow_failing_baseline, "
-            f"{count} failing test(s) may stay failing{ids}"
+            f"warning: baseline FAILS ({run.summary}); going on: {count} failing test(s) may "
+            f"stay failing, no other test may fail (listed in session.md){ids}"
         )
     return f"baseline: {run.summary}"
 
 
-_NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '?([\w.]+)'?")
-_UNRECOGNIZED = re.compile(r"unrecognized arguments: (.+)")
-_NOT_FOUND = re.compile(r"ERROR: file or directory not found: (\S+)")
-
-
-def likely_fix(run: TestRun, repo: Path) -> str | None:
+def likely_fix(run: TestRun, repo: Path, *, jailed: bool = False) -> str | None:
     """A hint for a run that never got to its tests, read from its error output."""
-    repo = Path(repo)
-    text = run.tail
-    missing = _NO_MODULE.search(text)
-    if missing:
-        top = missing.group(1).split(".")[0]
-        at_root = (repo / top).is_dir() or (repo / f"{top}.py").is_file()
-        in_src = (repo / "src" / top).is_dir() or (repo / "src" / f"{top}.py").is_file()
-        if at_root and not _runs_python_m_pytest(run.command):
-            return (
-                f"use `python -m pytest` (module '{top}' is at the repository root; plain "
-                "`pytest` does not put the root on sys.path, so a tests/ folder cannot import it)"
-            )
-        if in_src:
-            return (
-                f"module '{top}' is under src/: use `PYTHONPATH=src python -m pytest`, set "
-                '`pythonpath = ["src"]` in the pytest config, or install the package first'
-            )
-        if not at_root:
-            return f"install the target's dependencies (module '{top}' is not in the repository)"
-    absent = _NOT_FOUND.search(text)
-    if absent:
-        return f"{absent.group(1)} does not exist: fix the path in test_command"
-    rejected = _UNRECOGNIZED.search(text)
-    if rejected:
-        return f"pytest rejected {rejected.group(1).strip()}: check the options in test_command"
-    if run.exit_code == 127:
-        return "install the test runner or set test_command to one that exists"
-    if run.cause == "no tests collected":
+    fix = diagnosis.likely_fix(run.command, run.tail, run.exit_code, repo, jailed=jailed)
+    if fix is None and run.cause == "no tests collected":
         return "point test_command (or the runner's config) at the folder that holds the tests"
-    return None
-
-
-def _runs_python_m_pytest(command: str) -> bool:
-    return re.search(r"python[\d.]*\s+-m\s+pytest\b", command) is not None
+    return fix
 
 
 def measure_baseline(
@@ -144,6 +126,7 @@ def measure_baseline(
     allow_failing_baseline: bool = False,
     origin: str = "the spec",
     jail: Jail | None = None,
+    full_log: str | None = None,
 ) -> tuple[TestRun, str | None]:
     """Setup's test run: the uncached command, once, and the error that stops setup (or None).
 
@@ -153,7 +136,14 @@ def measure_baseline(
     run = run_tests(
         command, repo, stack=stack, timeout_s=timeout_s, secrets=secrets, uncached=True, jail=jail
     )
-    error = check_baseline(run, repo, allow_failing_baseline=allow_failing_baseline, origin=origin)
+    error = check_baseline(
+        run,
+        repo,
+        allow_failing_baseline=allow_failing_baseline,
+        origin=origin,
+        jailed=jail is not None and jail.mode == "bwrap",
+        full_log=full_log,
+    )
     return run, error
 
 

@@ -272,11 +272,14 @@ def cmd_redo(args: argparse.Namespace) -> int:
     plan = redo.plan(
         root / "sessions" / args.name, redo.Step(args.cycle, args.stage, args.track or "")
     )
+    command = redo.snakemake_command(root, args.name, args.cores)
+    if args.no_run:
+        print("\n".join(redo.preview(plan, command)))
+        return 0
     moved_to = redo.apply(plan)
     print(f"moved {len(plan.moves)} files of {plan.describe()} and after to {moved_to}")
     print(f"reset {plan.branch} to {plan.start_commit[:12]}")
-    command = redo.snakemake_command(root, args.name, args.cores)
-    if args.no_run:
+    if args.move_only:
         print("run it with: " + " ".join(command))
         return 0
     print("running: " + " ".join(command), flush=True)
@@ -374,8 +377,20 @@ def build_parser() -> argparse.ArgumentParser:
     redo.add_argument(
         "--cores", type=int, default=1, metavar="N", help="passed to snakemake (default: 1)"
     )
-    redo.add_argument(
-        "--no-run", action="store_true", help="move and reset only; print the snakemake command"
+    once = redo.add_mutually_exclusive_group()
+    once.add_argument(
+        "--no-run",
+        "-n",
+        "--dry-run",
+        dest="no_run",
+        action="store_true",
+        help="change nothing: list the files that would move, the results rows set aside, "
+        "the branch reset and the snakemake command",
+    )
+    once.add_argument(
+        "--move-only",
+        action="store_true",
+        help="move and reset, but do not run the session on; print the snakemake command",
     )
     redo.set_defaults(func=cmd_redo)
 

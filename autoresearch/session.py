@@ -29,7 +29,7 @@ from . import (
     worktrees,
 )
 from .errors import SessionError
-from .layout import SessionLayout
+from .layout import SessionLayout, rel
 from .record import SetupRecord
 from .stage import jail_for
 
@@ -231,6 +231,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     """The setup job: worktree on the session branch, baseline, initial files, frozen spec."""
     values = pre.spec.values
     mode = modes.get(values["mode"])
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     for warning in pre.spec.warnings:
         log(f"warning: {warning}")
     setup_undo.note(layout, target=str(pre.target))
@@ -289,8 +290,12 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         # A key to set goes in the session's own spec, not in the workflow's defaults.
         origin=spec_file_of(pre.spec, "test_command", layout.name),
         jail=box,
+        full_log=rel(setup_log(layout)),
     )
     if error:
+        # The error shows the last lines; the log keeps all the run gave us.
+        with setup_log(layout).open("a") as handle:
+            handle.write(f"`{run.ran}` ({run.summary}), its output:\n{run.tail.rstrip()}\n")
         raise spec.SpecError(error)
     log(baseline.describe_baseline(run))
 
@@ -313,6 +318,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         stashed=stashed,
         worktrees=str(store),
         sandbox=box.describe(),
+        started=started,
     )
     layout.cycles().mkdir(parents=True, exist_ok=True)
     journal.init_files(layout, record, spec.SessionSpec(values))
@@ -324,6 +330,11 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     spec.freeze(frozen, layout.spec)
     setup_undo.setup_succeeded(layout)
     return record
+
+
+def setup_log(layout: SessionLayout) -> Path:
+    """The setup job's log (rules/session.smk), where a failed baseline's output goes."""
+    return layout.logs / "session.log"
 
 
 def start(
@@ -384,22 +395,36 @@ def check_resumable(
     backend needs (a key)."""
     if not layout.setup.exists():
         return
+    check_version(layout, overrides)
+    check_agent(frozen)
+    check_checkouts(layout)
+
+
+UPGRADES_SAID: set[str] = set()  # sessions whose upgrade line this process printed
+
+
+def check_version(layout: SessionLayout, overrides: dict[str, Any], installed: str = "") -> None:
+    """The protocol's version rule on resume: a MINOR or PATCH upgrade goes on with one line
+    saying so (once per process: Snakemake asks more than once), a MAJOR one only when
+    allowed, a newer stamp never."""
+    installed = installed or __version__
     name = layout.name
     stamp = json.loads(layout.setup.read_text())["version"]
-    verdict = version_verdict(stamp, __version__)
+    verdict = version_verdict(stamp, installed)
     if verdict == "older":
         raise SessionError(
             f"session {name!r} was made by autoresearch {stamp}, newer than the installed "
-            f"{__version__}; upgrade autoresearch before resuming it"
+            f"{installed}; upgrade autoresearch before resuming it"
         )
     if verdict == "major" and not overrides.get("allow_major_upgrade"):
         raise SessionError(
-            f"session {name!r} was made by autoresearch {stamp}; the installed {__version__} "
-            "is a new MAJOR version whose protocol may differ. Read the changelog, then resume "
-            "with --config allow_major_upgrade=true"
+            f"session {name!r} was made by autoresearch {stamp}; the installed {installed} "
+            "is a new MAJOR version whose protocol may differ. Read its entry in CHANGELOG.md, "
+            "then resume with --config allow_major_upgrade=true"
         )
-    check_agent(frozen)
-    check_checkouts(layout)
+    if verdict != "same" and name not in UPGRADES_SAID:
+        UPGRADES_SAID.add(name)
+        print(f"autoresearch upgraded {stamp} → {installed}", file=sys.stderr, flush=True)
 
 
 def check_checkouts(layout: SessionLayout) -> None:

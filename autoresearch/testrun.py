@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import commands, worktree_files
+from . import commands, diagnosis, worktree_files
 from .jail import Jail
 from .runner_reports import ANSI, Tally, read_cargo, read_go_json, read_jest_json, read_junit
 from .stack import package_test_script_is_jest, parse_test_output, uncached_test_command
@@ -295,6 +295,7 @@ _NOT_RUN_TEXT = (
     (re.compile(r'Missing script: "?test'), "no test script"),
     (re.compile(r"Error: no test specified"), "no test script"),
     (re.compile(r"No rule to make target"), "no such make target"),
+    (diagnosis.NO_PYTEST, "pytest is not installed"),
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from .testrun import FAILED, NOT_RUN, PASSED, TIMED_OUT, TestRun, exit_text
 
@@ -191,3 +192,18 @@ def failure_detail(run: TestRun) -> str:
     if run.failing_ids:
         return name_ids(run.failing_ids)
     return f"{exit_text(run.exit_code)}: {run.cause}"
+
+
+def tests_word(decision: dict[str, Any], baseline: dict[str, Any]) -> str:
+    """How `done` says a decision's tests went: pass or FAIL, and when what fails is only
+    what already failed at the base (`baseline`, setup's record), that it is."""
+    if decision.get("tests_pass"):
+        return "pass"
+    failing = set((decision.get("tests") or {}).get("failing_ids") or ())
+    before = set(baseline.get("failing_ids") or ())
+    if decision.get("broken") or not failing or not failing <= before:
+        return "FAIL"
+    n = len(failing)
+    if failing == before:
+        return f"FAIL (the same {n} test{'s' if n != 1 else ''} as at the base)"
+    return f"FAIL ({n} of the {len(before)} tests that failed at the base; no other)"

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import findings, journal, ledger, tally
+from .. import findings, journal, ledger, tally, verdict
 from ..changesets import ChangeNote, ReviewLoop
 from ..errors import SessionError, SpecError
-from ..files import write_text
+from ..files import read_json, write_text
 from ..findings import Finding
 from ..layout import SessionLayout
 from ..lenses import judge
@@ -319,13 +319,21 @@ class Mode:
             f"cycles: {len(decisions)}",
             f"fixes kept: {fixed}",
             f"commits on {env.record.branch}: {last.get('commits_total', 0)}",
-            f"tests: {'pass' if last.get('tests_pass') else 'FAIL'}",
+            f"tests: {verdict.tests_word(self.full_decision(env, last), env.record.baseline)}",
             f"final commit: {last.get('end_commit', env.record.base_commit)}",
             f"review with: git -C {env.record.target} log --oneline "
             f"{env.record.base_commit[:12]}..{env.record.branch}",
         ]
         write_text(out, "\n".join(lines) + "\n")
         env.log(json.dumps({"done": env.layout.name, "reason": last.get("reason")}))
+
+    @staticmethod
+    def full_decision(env: StageEnv, decision: dict[str, Any]) -> dict[str, Any]:
+        """`decision` as its decision.json has it: the index keeps only a run's counts."""
+        if not decision:
+            return decision
+        path = env.layout.decision(int(decision["cycle"]), decision.get("track") or "")
+        return read_json(path) or decision
 
     def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
         """What is made after the loop (of `track`) ended, logs included: `redo` moves

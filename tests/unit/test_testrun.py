@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import CALC, make_repo
 
-from autoresearch import testrun
+from autoresearch import jail, testrun, verdict
 from autoresearch.baseline import (
     check_baseline,
     describe_baseline,
@@ -336,6 +337,23 @@ def test_allowed_failing_baseline_that_stops_at_the_first_failure_stops_setup(tm
     assert "stops at the first failure" in message.splitlines()[0]
 
 
+def test_a_runner_that_crashes_after_passing_tests_stops_setup_as_a_crash(tmp_path):
+    # Every test passed, then the process died: no test failed, so no key about failing
+    # tests can help, whatever allow_failing_baseline says.
+    crash = (
+        "import os, signal\n\n\n"
+        "def pytest_unconfigure(config):\n    os.kill(os.getpid(), signal.SIGSEGV)\n"
+    )
+    repo = python_project(tmp_path, **{"conftest.py": crash})
+    baseline = run(PYTEST, repo)
+    assert (baseline.outcome, baseline.failed, baseline.failing_ids) == (FAILED, 0, None)
+    for allowed in (True, False):
+        message = check_baseline(baseline, repo, allow_failing_baseline=allowed)
+        first = message.splitlines()[0]
+        assert "key 'test_command'" in first and "although no test failed" in first
+        assert "allow_failing_baseline" not in message
+
+
 def test_stop_early_options_are_recognised_per_runner(tmp_path):
     assert stops_at_first_failure("python -m pytest -qx", tmp_path)
     assert stops_at_first_failure("pytest --maxfail=2", tmp_path)
@@ -352,7 +370,7 @@ def test_stop_early_in_pytest_addopts_is_recognised(tmp_path):
 def test_describe_baseline_names_the_failing_tests(tmp_path):
     repo = failing_baseline_project(tmp_path)
     line = describe_baseline(run(PYTEST, repo))
-    assert line.startswith("baseline FAILS")
+    assert line.startswith("warning: baseline FAILS")
     assert "tests/test_more.py::test_known_bad" in line
 
 
@@ -789,3 +807,69 @@ def test_jest_failing_test_is_named(tmp_path):
     assert (result.outcome, result.source) == (FAILED, "jest-json")
     assert result.failing_ids == {"add.test.js > add > breaks"}
     assert result.passing_ids == {"add.test.js > add > works"}
+
+
+# --- what a setup error says is wrong ---
+
+
+def test_pytest_missing_from_the_environment_is_said_so_not_blamed_on_a_key(tmp_path):
+    bare = tmp_path / "bare"
+    subprocess.run([PY, "-m", "venv", "--without-pip", str(bare)], check=True)
+    python = bare / "bin" / "python"
+    repo = python_project(tmp_path)
+    baseline = run(f"{python} -m pytest -q", repo)
+    assert (baseline.outcome, baseline.cause) == (NOT_RUN, "pytest is not installed")
+    message = check_baseline(baseline, repo, origin="spec.yaml")
+    first = message.splitlines()[0]
+    assert first.startswith("spec.yaml: key 'test_command'")
+    assert f"pytest is not installed for {python}" in first
+    assert f"{python} -m pip install pytest" in first
+    assert "allow_failing_baseline" not in message
+
+
+needs_bwrap = pytest.mark.skipif(not jail.probe().works, reason="bubblewrap cannot run here")
+
+
+@needs_bwrap
+def test_a_program_the_jail_hides_is_named_with_what_to_do(tmp_path):
+    # The runner is named by its absolute path and exists here, but its interpreter lies in
+    # the host's /tmp, which the jail replaces with a private one.
+    interpreter = tmp_path / "py" / "bin" / "python"
+    interpreter.parent.mkdir(parents=True)
+    interpreter.symlink_to(PY)
+    runner = tmp_path / "tools" / "bin" / "pytest"
+    runner.parent.mkdir(parents=True)
+    runner.write_text(f"#!{interpreter}\nimport sys, pytest\nsys.exit(pytest.console_main())\n")
+    runner.chmod(0o755)
+    repo = python_project(tmp_path)
+    box = jail.build_jail({"sandbox": "bwrap"}, repo)
+    baseline = run(f"{runner} -q", repo, jail=box)
+    assert baseline.outcome == NOT_RUN and baseline.exit_code == 127
+    first = check_baseline(baseline, repo, jailed=True).splitlines()[0]
+    assert f"{runner} exists on this machine, but the command jail hides it" in first
+    assert f"its interpreter {interpreter}" in first and "commands.sandbox: none" in first
+    assert "install the program it runs" not in first
+
+
+def test_a_program_named_by_a_path_that_does_not_exist_says_so(tmp_path):
+    repo = python_project(tmp_path)
+    baseline = run(f"{tmp_path}/nowhere/bin/pytest -q", repo)
+    first = check_baseline(baseline, repo).splitlines()[0]
+    assert f"{tmp_path}/nowhere/bin/pytest does not exist: fix the path in test_command" in first
+
+
+def test_done_names_a_failure_that_is_only_the_bases():
+    base = {"failing_ids": ["t::a", "t::b"]}
+
+    def decision(failing, broken=False):
+        return {"tests_pass": False, "broken": broken, "tests": {"failing_ids": failing}}
+
+    assert verdict.tests_word(decision(["t::a", "t::b"]), base) == (
+        "FAIL (the same 2 tests as at the base)"
+    )
+    assert verdict.tests_word(decision(["t::a"]), base) == (
+        "FAIL (1 of the 2 tests that failed at the base; no other)"
+    )
+    assert verdict.tests_word(decision(["t::a", "t::new"]), base) == "FAIL"
+    assert verdict.tests_word(decision(["t::a"], broken=True), base) == "FAIL"
+    assert verdict.tests_word({"tests_pass": True}, base) == "pass"
