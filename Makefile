@@ -5,7 +5,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 # Targets' test commands (python -m pytest) must find the venv's Python first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: demo test test-slurm lint bench clean-demo sandbox
+.PHONY: demo test test-slurm test-claude-code lint bench clean-demo sandbox
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,17 @@ test-slurm: sandbox $(VENV)/.installed $(VENV)/.slurm-installed
 $(VENV)/.slurm-installed: pyproject.toml $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e ".[slurm]"
 	touch $@
+
+# The Claude Code plugin (claude-plugin/) through the real Claude Code CLI, against the fake
+# Messages API on 127.0.0.1 with a dummy key and a fresh HOME (docs/claude-code.md). Uses
+# CLAUDE=/path/to/claude when given, else installs @anthropic-ai/claude-code from npm into
+# .claude-code/. Not part of `make test`: it needs npm (and the registry) once.
+CLAUDE ?= $(CURDIR)/.claude-code/node_modules/.bin/claude
+test-claude-code: $(VENV)/.installed $(CLAUDE)
+	CLAUDE=$(CLAUDE) $(BIN)/python -m pytest -m claude_code -rs tests/claude_code
+
+$(CURDIR)/.claude-code/node_modules/.bin/claude:
+	npm install --prefix $(CURDIR)/.claude-code --no-save --no-audit --no-fund @anthropic-ai/claude-code
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check autoresearch scripts tests bench

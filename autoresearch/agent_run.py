@@ -27,6 +27,7 @@ def run_agent(
     extra_task: str = "",
     extra_data: dict[str, Any] | None = None,
     deadline_s: float | None = None,
+    earlier: StageRun | None = None,
 ) -> StageRun:
     """Run the team's backend on `ctx`'s brief through `toolbox`.
 
@@ -34,7 +35,8 @@ def run_agent(
     the API ends it (`session_stop`). Both are StageRuns, never exceptions: the stage
     decides what that means for it. `ledger_cycle` numbers attempts that are not cycles
     (the strategist's). `deadline_s` shortens the stage's deadline (a session's time
-    limit running out); it never lengthens it.
+    limit running out); it never lengthens it. `earlier` is what the stage's earlier
+    conversations used: the stage's turn and cost limits hold for them all together.
     """
     limit = env.spec.budget_usd
     reason = ledger.budget_exceeded(env.layout.root, limit) if limit is not None else None
@@ -44,6 +46,11 @@ def run_agent(
     limits = env.limits()
     if deadline_s is not None:
         limits.deadline_s = min(deadline_s, limits.deadline_s or deadline_s)
+    if earlier is not None:
+        if limits.max_turns is not None:
+            limits.max_turns = max(0, limits.max_turns - earlier.turns)
+        if limits.max_cost_usd is not None:
+            limits.max_cost_usd = max(0.0, limits.max_cost_usd - earlier.usage.cost_usd)
     if limit is not None:
         # A stage may spend at most what is left of the session's budget.
         left = max(0.0, limit - ledger.session_totals(env.layout.root).cost_usd)

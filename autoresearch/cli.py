@@ -1,4 +1,5 @@
-"""The `autoresearch` command: new, plan, status, show, check, redo, finalize, version.
+"""The `autoresearch` command: new, plan, status, show, check, redo, finalize, verify,
+version.
 Running a session is Snakemake's job.
 
 Every command works on a workflow folder: the checkout holding the Snakefile (where
@@ -250,7 +251,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """A CI gate on a finished lens session: 0 PASSED, 1 FAILED, 2 nothing to judge yet."""
-    from .modes.lens import gate_of
+    from .lenses.finding_schema import gate_of
 
     done = sessions_root(args.directory) / "sessions" / args.name / "done"
     if not done.is_file():
@@ -271,15 +272,30 @@ def cmd_redo(args: argparse.Namespace) -> int:
     plan = redo.plan(
         root / "sessions" / args.name, redo.Step(args.cycle, args.stage, args.track or "")
     )
+    command = redo.snakemake_command(root, args.name, args.cores)
+    if args.no_run:
+        print("\n".join(redo.preview(plan, command)))
+        return 0
     moved_to = redo.apply(plan)
     print(f"moved {len(plan.moves)} files of {plan.describe()} and after to {moved_to}")
     print(f"reset {plan.branch} to {plan.start_commit[:12]}")
-    command = redo.snakemake_command(root, args.name, args.cores)
-    if args.no_run:
+    if args.move_only:
         print("run it with: " + " ".join(command))
         return 0
     print("running: " + " ".join(command), flush=True)
     return redo.run_snakemake(root, command)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Every claim of a session's files checked against git and its test runs (docs/verify.md)."""
+    from . import verify
+
+    found = verify.audit(sessions_root(args.directory) / "sessions" / args.name)
+    if not found.ok:
+        print(found.report())
+        return 1
+    print(found.summary())
+    return 0
 
 
 def cmd_finalize(args: argparse.Namespace) -> int:
@@ -361,8 +377,20 @@ def build_parser() -> argparse.ArgumentParser:
     redo.add_argument(
         "--cores", type=int, default=1, metavar="N", help="passed to snakemake (default: 1)"
     )
-    redo.add_argument(
-        "--no-run", action="store_true", help="move and reset only; print the snakemake command"
+    once = redo.add_mutually_exclusive_group()
+    once.add_argument(
+        "--no-run",
+        "-n",
+        "--dry-run",
+        dest="no_run",
+        action="store_true",
+        help="change nothing: list the files that would move, the results rows set aside, "
+        "the branch reset and the snakemake command",
+    )
+    once.add_argument(
+        "--move-only",
+        action="store_true",
+        help="move and reset, but do not run the session on; print the snakemake command",
     )
     redo.set_defaults(func=cmd_redo)
 
@@ -387,6 +415,11 @@ def build_parser() -> argparse.ArgumentParser:
     final.add_argument("--push", action="store_true", help="run the printed push and gh commands")
     final.add_argument("--remote", default="origin", help="the remote to push to (default origin)")
     final.set_defaults(func=cmd_finalize)
+    verify = sub.add_parser(
+        "verify", help="check every claim of a session's files against git and its test runs"
+    )
+    verify.add_argument("name", help="a session's name")
+    verify.set_defaults(func=cmd_verify)
     check = sub.add_parser("check", help="a lens session's gate: exit 1 when it FAILED")
     check.add_argument("name", help="a finished lens session's name")
     check.set_defaults(func=cmd_check)

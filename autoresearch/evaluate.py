@@ -8,11 +8,12 @@ writes `decision.json` last: its presence marks the cycle complete.
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
 from . import git, journal
-from .backends import get_backend
+from .backends import rechecker
 from .backends.base import Usage
 from .files import write_text
 from .loop import Judged
@@ -130,7 +131,7 @@ def open_issues(env: StageEnv, skipped: list[dict], fixed: list[dict]) -> tuple[
         for s in skipped
         if s["key"] not in known
     ]
-    recheck = getattr(get_backend(env.spec), "still_reported", None)
+    recheck = rechecker(env.spec)
     if recheck is None:
         return items, False
     present = recheck(env.worktree, [o["key"] for o in items])
@@ -179,7 +180,6 @@ def log_rows(env: StageEnv, decision: dict[str, Any]) -> None:
         "green": env.stage_record("green"),
         "refactor": refactor_record(env) or {},
     }
-    ts = journal.now()
 
     def row(team, status, description, files=""):
         u = Usage(**records[team].get("usage", {}))
@@ -189,7 +189,7 @@ def log_rows(env: StageEnv, decision: dict[str, Any]) -> None:
             "tests_pass": decision["tests_pass"],
             "description": description,
             "files_changed": files,
-            "timestamp": ts,
+            "timestamp": finished_at(env, team),
             "tokens": u.tokens,
             "cost_usd": round(u.cost_usd, 6),
         }
@@ -205,5 +205,19 @@ def log_rows(env: StageEnv, decision: dict[str, Any]) -> None:
         )
     )
     if refactor:
-        rows.append(row("refactor", "ok", f"{refactor['changes']} changes", len(refactor["files"])))
+        # `files` are the files Refactor was given; what it changed is between its commits.
+        changed = refactor["changes"] and git.changed_files(
+            env.worktree, refactor["start_commit"], refactor["end_commit"]
+        )
+        rows.append(row("refactor", "ok", f"{refactor['changes']} changes", len(changed or [])))
     journal.upsert_results(env.layout, env.track, f"{env.cycle:03d}", rows)
+
+
+def finished_at(env: StageEnv, team: str) -> str:
+    """When the team's stage wrote its record, as journal.now() writes a time: each row its
+    own time, though evaluate writes them all."""
+    try:
+        written = (env.cycle_dir / f"{team}.json").stat().st_mtime
+    except OSError:
+        return journal.now()
+    return dt.datetime.fromtimestamp(written, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,7 +1,7 @@
 """The test gate: whether a stage's changes may stay on the session branch.
 
 Two ways to keep the same promise, that no kept commit breaks or loses a test that
-passed where the cycle started (testrun.acceptable: judged by test id):
+passed where the cycle started (verdict.acceptable: judged by test id):
 
 - `per_fix` (TestGate): the suite runs after each change, before it is committed; a
   change that breaks a test is never committed.
@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from . import git
 from .protect import ProtectedChange
 from .stage import StageEnv
-from .testrun import TestRun, Verdict
+from .testrun import TestRun
+from .verdict import Verdict
 
 BATCH = "batch"
 

@@ -8,6 +8,7 @@ log. Jobs run in Snakemake's own process (`run:` blocks with `force-use-threads`
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 import time
 import traceback
@@ -22,12 +23,19 @@ from .modes.base import Mode
 from .record import load_record
 from .stage import StageEnv
 
-# When this Snakemake process started its work: the progress lines count from here.
-RUN_STARTED = time.monotonic()
+
+class Stopped(Exception):
+    """A job stopped by a UserError whose message is already on the console: Snakemake's own
+    report of it says no more than that (scripts.common's log filter leaves it out)."""
+
+    MARK = "the reason is given above"
 
 
 def run_job(log_path: str | Path, body: Callable[[], Any]) -> None:
-    """Run `body` with a fresh log; on failure log the traceback, say why, re-raise."""
+    """Run `body` with a fresh log; on failure log the traceback, say why, re-raise.
+
+    A UserError is said once, by us: Snakemake would print it again in its RuleException
+    and once more with the log, where its traceback goes."""
     log = Path(log_path)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")  # a rerun starts a fresh log
@@ -38,8 +46,12 @@ def run_job(log_path: str | Path, body: Callable[[], Any]) -> None:
             handle.write(traceback.format_exc())
             if isinstance(err, UserError):
                 handle.write(f"{err}\n")
+        # The profile keeps Snakemake's job blocks quiet, its "log:" line too: say where it is.
         if isinstance(err, UserError):
-            print(f"\n{err}\n", file=sys.stderr, flush=True)
+            text = str(err) if str(log_path) in str(err) else f"{err}\nlog: {log_path}"
+            print(f"\n{text}\n", file=sys.stderr, flush=True)
+            raise Stopped(f"{type(err).__name__}: {Stopped.MARK} (log: {log_path})") from None
+        print(f"\na job failed ({type(err).__name__}); traceback: {log_path}", file=sys.stderr)
         raise
 
 
@@ -68,10 +80,11 @@ def run_stage(wildcards: Any, log: Any, body: Callable[[StageEnv, Mode], Any]) -
 
     def job() -> None:
         env, mode = open_stage(values, log[0])
-        stage = stage_name(log[0])
+        stage = stage_name(log[0], mode.rule_prefix)
         where = progress_label(env, mode, stage)
         kept = kept_so_far(env, mode)
-        progress_line(f"{where} started", kept)
+        began = session_began(env)
+        progress_line(f"{where} started", kept, began)
         try:
             with timings.timed(env.layout, stage, env.track, env.cycle):
                 before = _stamp(env)
@@ -80,9 +93,9 @@ def run_stage(wildcards: Any, log: Any, body: Callable[[StageEnv, Mode], Any]) -
                     journal.note_decision(env.layout, env.cycle, env.track)
                     kept = kept_so_far(env, mode)  # only a decision changes the count
         except BaseException:
-            progress_line(f"{where} failed", kept)
+            progress_line(f"{where} failed", kept, began)
             raise
-        progress_line(f"{where} finished", kept)
+        progress_line(f"{where} finished", kept, began)
 
     run_job(log[0], job)
 
@@ -95,12 +108,13 @@ def _stamp(env: StageEnv) -> int | None:
         return None
 
 
-def stage_name(log_path: str | Path) -> str:
-    """The stage, from the rule's log path (`logs/<rule>/[<track>/]NNN.log`)."""
+def stage_name(log_path: str | Path, rule_prefix: str = "") -> str:
+    """The stage, from the rule's log path (`logs/<rule>/[<track>/]NNN.log`), without the
+    mode's rule prefix (`experiment_propose` is the stage `propose`)."""
     parts = Path(log_path).parts
     after = parts[parts.index("logs") + 1 :] if "logs" in parts else parts[-1:]
     name = after[0] if len(after) > 1 else Path(after[0]).stem
-    return name.removeprefix("experiment_")
+    return name.removeprefix(rule_prefix) if rule_prefix else name
 
 
 def progress_label(env: StageEnv, mode: Mode, stage: str) -> str:
@@ -108,9 +122,8 @@ def progress_label(env: StageEnv, mode: Mode, stage: str) -> str:
     who = f"[{env.layout.name}{' ' + env.track if env.track else ''}]"
     if not env.cycle:
         return f"{who} {stage}"
-    word = "iteration" if mode.loop == "iterations" else "cycle"
     cap = mode.cycle_cap(env.spec)
-    return f"{who} {word} {env.cycle}{f'/{cap}' if cap else ''} {stage}"
+    return f"{who} {mode.step_word} {env.cycle}{f'/{cap}' if cap else ''} {stage}"
 
 
 def kept_so_far(env: StageEnv, mode: Mode) -> str:
@@ -120,7 +133,15 @@ def kept_so_far(env: StageEnv, mode: Mode) -> str:
         return ""  # a half-written session: the line still says where the run is
 
 
-def progress_line(text: str, kept: str) -> None:
-    elapsed = int(time.monotonic() - RUN_STARTED)
+def session_began(env: StageEnv) -> float:
+    """When the session was set up (epoch seconds): a resumed session's clock goes on from
+    there, not from this run's start. Older records have no time: setup.json's is used."""
+    if env.record.started:
+        return dt.datetime.fromisoformat(env.record.started).timestamp()
+    return env.layout.setup.stat().st_mtime
+
+
+def progress_line(text: str, kept: str, began: float) -> None:
+    elapsed = max(0, int(time.time() - began))
     clock = f"{elapsed // 3600:02d}:{elapsed % 3600 // 60:02d}:{elapsed % 60:02d}"
     print(f"{text} ({clock} elapsed{kept})", file=sys.stderr, flush=True)

@@ -248,8 +248,8 @@ def write_summary(
     lines = [
         f"# Autoresearch session: {record.name}",
         "",
-        "## autoresearch version",
-        record.version,
+        "## Skill version",
+        f"autoresearch {record.version}",
         "",
         "## Mode",
         record.mode,
@@ -266,6 +266,7 @@ def write_summary(
         "",
         "## Baseline",
         f"- Tests: {'pass' if baseline.get('ok') else 'FAIL'} ({baseline.get('summary')})",
+        *failing_at_base(baseline),
         f"- Base commit: {record.base_commit}",
         f"- Date: {record.date}",
         "",
@@ -276,6 +277,22 @@ def write_summary(
         lines += cycle_lines if cycle_lines is not None else History.of(decisions).sections()
     with locked(layout.journal_lock):
         write_text(layout.summary, "\n".join(lines).rstrip("\n") + "\n")
+
+
+FAILING_LISTED = 50  # failing ids session.md lists; setup.json has them all
+
+
+def failing_at_base(baseline: dict[str, Any]) -> list[str]:
+    """The tests that already failed at the base, one a line: they may stay failing (the
+    gate holds every other test), and a reader should see which they are."""
+    ids = sorted(baseline.get("failing_ids") or [])
+    if baseline.get("outcome") != "failed" or not ids:
+        return []
+    lines = ["- Failing at the base (may stay failing; no other test may fail):"]
+    lines += [f"  - {test_id}" for test_id in ids[:FAILING_LISTED]]
+    if len(ids) > FAILING_LISTED:
+        lines.append(f"  - and {len(ids) - FAILING_LISTED} more (setup.json: baseline.failing_ids)")
+    return lines
 
 
 def cycle_line(d: dict[str, Any]) -> str:

@@ -110,6 +110,11 @@ class SessionLayout:
     def report_plot(self) -> Path:
         return self.report_dir / "cycles.png"
 
+    @property
+    def report_outcome(self) -> Path:
+        """The landing page's outcome fragment, and the review sets as pages (finalize)."""
+        return self.report_dir / "outcome"
+
     # --- the loop ---------------------------------------------------------------------
 
     def cycles(self, track: str = "") -> Path:

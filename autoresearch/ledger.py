@@ -47,7 +47,8 @@ _PRICE_KEYS = {
 
 
 def model_prices(model: str, prices: dict) -> dict | None:
-    """The price entry for a model; a dated id (claude-x-4-5-20250929) uses its alias's entry."""
+    """The entry for a model in a per-model table (`prices`, `models`); a dated id
+    (claude-x-4-5-20250929) uses its alias's entry."""
     if model in prices:
         return prices[model]
     aliases = [key for key in prices if model.startswith(f"{key}-")]
@@ -65,6 +66,13 @@ def price(model: str, usage: Usage, prices: dict) -> float | None:
         max(0, getattr(usage, field)) * float(entry.get(key, 0.0) or 0.0)
         for field, key in _PRICE_KEYS.items()
     )
+    # 1-hour cache writes cost more than the 5-minute writes counted above at cache_write:
+    # the difference, at cache_write_1h (Anthropic's price list: twice the input price).
+    one_hour = min(max(0, usage.cache_write_1h_tokens), max(0, usage.cache_creation_input_tokens))
+    if one_hour:
+        input_price = float(entry.get("input", 0.0) or 0.0)
+        rate = float(entry.get("cache_write_1h", 2 * input_price) or 0.0)
+        total += one_hour * (rate - float(entry.get("cache_write", 0.0) or 0.0))
     return total / 1_000_000
 
 

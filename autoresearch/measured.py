@@ -7,7 +7,7 @@ The rule, for each command that decides what is kept (a metric, a guard, an eval
   input (`sh < bench/p99.sh`), and every module the command names (`python -m benchpkg`,
   `python -c 'import benchlib; ...'`) is protected;
 - every file the command's text, a Makefile target or a package.json script names is
-  protected (the text parsing of modes/narrow/protect.py, kept as a supplement);
+  protected (the text parsing of command_files.py, kept as a supplement);
 - a file the run only reads is protected when it lies outside the session's editable
   scope, and otherwise stays editable (the measurement imports the very code being
   improved) but is listed, so a person sees what the number depends on;

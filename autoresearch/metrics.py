@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autoresearch import commands, worktree_files
+from autoresearch import commands, diagnosis, worktree_files
 from autoresearch.jail import Jail
 
 FORMATS = ("last_line", "json_stdout", "json_file:<path>", "metric", "regex:<pattern>", "evaluator")
@@ -294,8 +294,17 @@ def _measure_once(
     stderr = result.stderr
 
     def fail(what: str) -> MetricError:
+        fix = None
+        if result.exit_code not in (0, None):  # the diagnosis setup gives a test command too
+            jailed = jail is not None and jail.mode == "bwrap"
+            said = f"{result.output}\n{stderr}"
+            fix = diagnosis.likely_fix(
+                command, said, result.exit_code, cwd, jailed=jailed, key="the measurement command"
+            )
         return MetricError(
-            f"measurement command `{command}` (in {cwd}) {what}\n{_tail(result.output, stderr)}"
+            f"measurement command `{command}` (in {cwd}) {what}"
+            + (f"; likely fix: {fix}" if fix else "")
+            + f"\n{_tail(result.output, stderr)}"
         )
 
     if result.timed_out:

@@ -21,12 +21,12 @@ from typing import Any, Protocol
 
 import yaml
 
-from . import commands, git, measured, modes, spec, stack, worktree_files
+from . import commands, diagnosis, git, measured, modes, spec, stack, worktree_files
+from .command_files import measurement_scripts
 from .errors import SpecError
 from .lenses import command_checks
 from .lenses.command_checks import Run, Verdict
 from .modes.base import PlannedMetric
-from .modes.narrow.protect import measurement_scripts
 
 DRY_RUNS = 2
 # A run is stopped a little after the point where it is refused as too slow, so the verdict
@@ -56,6 +56,8 @@ def timed(command: str) -> str:
     code = (
         "import subprocess, sys, time; t = time.perf_counter(); "
         "r = subprocess.run(sys.argv[1], shell=True, capture_output=True); "
+        # A failure shows what the command said: the diagnosis reads it.
+        "r.returncode and sys.stderr.buffer.write(r.stdout + r.stderr); "
         "sys.exit(r.returncode) if r.returncode else print(round(time.perf_counter() - t, 3))"
     )
     return f"python -c {shlex.quote(code)} {shlex.quote(command)}"
@@ -258,7 +260,18 @@ def dry_run(
         runs.append(run)
         if run.timed_out or run.exit_code != 0:
             break
-    return Check(verdict(runs), stderr)
+    judged = verdict(runs)
+    fix = _likely_fix(candidate.command, runs[-1], stderr, cwd, "--metric-command")
+    if fix and not judged.ok and runs[-1].exit_code != 0:
+        judged.hint = f"likely fix: {fix}"
+    return Check(judged, stderr)
+
+
+def _likely_fix(command: str, run: Run, stderr: str, cwd: Path, key: str) -> str | None:
+    """The diagnosis setup gives a test command that did not run (diagnosis.py)."""
+    if run.timed_out or run.exit_code == 0:
+        return None
+    return diagnosis.likely_fix(command, f"{run.stdout}\n{stderr}", run.exit_code, cwd, key=key)
 
 
 def check_guard(
@@ -274,7 +287,9 @@ def check_guard(
         f"guard:      {command}\nexit code:  {run.exit_code}\ntime (s):   {run.seconds:.2f}\n"
         f"last lines: {tail or '(none)'}\n"
     )
-    return command_checks.guard_problem(run), diagnostic
+    problem = command_checks.guard_problem(run)
+    fix = _likely_fix(command, run, stderr, cwd, "--guard")
+    return (f"{problem}; likely fix: {fix}" if problem and fix else problem), diagnostic
 
 
 # --- asking ----------------------------------------------------------------------------------

@@ -72,6 +72,9 @@ class BriefContext:
     lens: dict[str, Any] | None = None
 
 
+# The teams whose change is judged by a count of errors going down (StageBrief.tidy).
+_TIDY_TEAMS = frozenset({"fix"})
+
 # Which target facts each team's system prompt shows.
 _TARGET_FIELDS: dict[str, tuple[str, ...]] = {
     "red": ("path", "stack", "test", "linter", "scope"),
@@ -114,7 +117,12 @@ def build_brief(
     system = Template(template).safe_substitute(target=_target_block(ctx), team=ctx.team).strip()
     task, data = _TASKS[ctx.team](ctx)
     return StageBrief(
-        team=ctx.team, system=system + "\n", task=task.strip() + "\n", limits=limits, data=data
+        team=ctx.team,
+        system=system + "\n",
+        task=task.strip() + "\n",
+        limits=limits,
+        data=data,
+        tidy=ctx.team in _TIDY_TEAMS,
     )
 
 

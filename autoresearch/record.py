@@ -30,6 +30,7 @@ class SetupRecord:
     worktrees: str | None = None  # the folder holding this session's worktrees
     sandbox: dict[str, Any] | None = None  # how the target's commands are confined
     measured: dict[str, Any] | None = None  # the protected files and where each came from
+    started: str | None = None  # when setup began (UTC, ISO 8601): the progress lines' clock
 
     def save(self, layout: SessionLayout) -> None:
         write_json(layout.setup, asdict(self))

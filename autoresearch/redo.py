@@ -55,8 +55,7 @@ class Plan:
 
     def describe(self) -> str:
         where = f"track {self.step.track} " if self.step.track else ""
-        loop = "iteration" if self.mode.loop == "iterations" else "cycle"
-        return f"{where}{loop} {self.step.cycle:03d} {self.step.stage}"
+        return f"{where}{self.mode.step_word} {self.step.cycle:03d} {self.step.stage}"
 
 
 def plan(session_dir: Path, step: Step) -> Plan:
@@ -215,13 +214,36 @@ def apply(p: Plan) -> Path:
     return dest
 
 
+def preview(p: Plan, command: list[str]) -> list[str]:
+    """What `apply` would do, then `command`, as lines for the console; changes nothing."""
+    layout = p.layout
+    where = layout.root.parent.parent
+    rows = sum(_superseded(row, p.step) for row in journal.read_results(layout))
+    head = git.head(p.worktree)
+    lines = [f"a redo of {p.describe()} would:"]
+    lines.append(
+        f"  move {len(p.moves)} files and folders to {_rel(layout.root, layout)}/superseded/:"
+    )
+    lines += [f"    {path.relative_to(where)}" for path in p.moves]
+    lines.append(f"  set aside {rows} results.tsv row(s) of that cycle and later ones")
+    lines.append(f"  reset {p.branch} from {head[:12]} to {p.start_commit[:12]}")
+    lines.append("  then run: " + " ".join(command))
+    lines.append("nothing was changed; run the same command without --no-run to do it")
+    return lines
+
+
+def _superseded(row: dict[str, Any], step: Step) -> bool:
+    """A results.tsv row of the redone cycle or a later one (of the redone track)."""
+    cycle = row["cycle"]
+    return row["track"] == step.track and cycle.isdigit() and int(cycle) >= step.cycle
+
+
 def _set_results_aside(layout: SessionLayout, step: Step, dest: Path) -> None:
     """results.tsv rows of the redone cycle and later ones (of this track) go with the
     superseded files: they no longer describe the branch."""
 
     def superseded(row: dict[str, Any]) -> bool:
-        cycle = row["cycle"]
-        return row["track"] == step.track and cycle.isdigit() and int(cycle) >= step.cycle
+        return _superseded(row, step)
 
     with locked(layout.journal_lock):
         rows = journal.read_results(layout)

@@ -2,7 +2,7 @@
 
 Each change set (changesets.py) is replayed onto the session's base in a worktree of its
 own, on `autoresearch/<name>/review/<n>-<slug>`, and the target's test command runs on its
-tip in the session's jail, judged by `testrun.acceptable` against the base's run. A set
+tip in the session's jail, judged by `verdict.acceptable` against the base's run. A set
 that fails alone is joined with the first other set it passes with, or reported as only
 valid together with the rest. Each set gets `sessions/<name>/review/<n>.md`, the body of
 its pull request. The push and `gh pr create` commands are printed, and run only with
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import git, testrun
+from . import git, session_report, testrun
 from .changesets import (
     Commit,
     Groups,
@@ -39,6 +39,7 @@ from .record import SetupRecord
 from .spec import SessionSpec
 from .stage import jail_for
 from .testrun import TestRun
+from .verdict import Verdict, acceptable
 
 SUBJECT_PREFIX = re.compile(
     r"^(fix|refactor|experiment|docs|learn)(\([^)]*\))?:\s*(\[[^\]]+\]\s*)?"
@@ -57,7 +58,7 @@ class ReviewSet:
     worktree: Path | None = None
     tip: str = ""
     run: TestRun | None = None
-    verdict: testrun.Verdict | None = None
+    verdict: Verdict | None = None
     joined: list[str] = field(default_factory=list)  # why sets were joined into this one
     tree: str = ""  # the tree the set's replay on the base ends at
     needs: list[int] = field(default_factory=list)  # only valid together with these sets
@@ -203,11 +204,11 @@ def run_suite(session: Session, place: Path) -> TestRun:
     )
 
 
-def test(session: Session, place: Path, base: str) -> tuple[TestRun, testrun.Verdict]:
+def test(session: Session, place: Path, base: str) -> tuple[TestRun, Verdict]:
     """The tests on `place`, judged against the base's run as the session's own changes
     were: no test that passed on the base may fail."""
     run = run_suite(session, place)
-    verdict = testrun.acceptable(
+    verdict = acceptable(
         run, session.base_runs[base], allow_failing_baseline=session.spec.allow_failing_baseline
     )
     return run, verdict
@@ -444,6 +445,7 @@ def _finalize(
     for review in sets:
         write_text(session.folder / f"{review.number}.md", describe(session, review))
     write_json(branches_file(session), {"sets": [entry(r) for r in sets]})
+    session_report.add_review_sets(layout)  # the report's landing page links them
     for review in sets:
         # The branches stay; their worktrees go, so the user can check a branch out.
         git.remove_worktree(session.target, review.worktree)

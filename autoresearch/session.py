@@ -17,6 +17,7 @@ from typing import Any
 
 from . import (
     __version__,
+    baseline,
     git,
     journal,
     modes,
@@ -24,12 +25,11 @@ from . import (
     setup_undo,
     spec,
     stack,
-    testrun,
     worktree_files,
     worktrees,
 )
 from .errors import SessionError
-from .layout import SessionLayout
+from .layout import SessionLayout, rel
 from .loop import read_decision
 from .record import SetupRecord
 from .stage import jail_for
@@ -158,6 +158,24 @@ def check_prices(values: dict[str, Any], merged: spec.Spec | None = None) -> Non
     )
 
 
+def check_output_limit(values: dict[str, Any], merged: spec.Spec | None = None) -> None:
+    """An agent.max_tokens above the model's documented output limit is a 400 on every
+    request: refused before the session starts, naming both keys."""
+    from .ledger import model_prices
+
+    agent = values["agent"]
+    model, asked = agent.get("model"), agent.get("max_tokens")
+    facts = model_prices(model, values.get("models") or {}) if model else None
+    limit = (facts or {}).get("max_output_tokens")
+    if agent["backend"] != "claude" or limit is None or asked is None or asked <= limit:
+        return
+    origin = merged.source_of("agent.max_tokens") if merged else "session.yaml"
+    raise spec.SpecError(
+        f"{origin}: key 'agent.max_tokens' is {asked}, above the output limit of {model} "
+        f"({limit}, key 'models.{model}.max_output_tokens'); set it to at most {limit}"
+    )
+
+
 def check_model(values: dict[str, Any], merged: spec.Spec) -> None:
     """With a key, ask the Models API if it serves the model (once per model and process:
     Snakemake evaluates input functions more than once)."""
@@ -180,6 +198,7 @@ def check_agent(values: dict[str, Any], merged: spec.Spec | None = None) -> None
     """What the agent backend needs before any stage runs: a key, prompt files."""
     agent = values["agent"]
     check_prices(values, merged)
+    check_output_limit(values, merged)
     if agent["backend"] == "claude" and not has_key():
         origin = merged.source_of("agent.backend") if merged else "session.yaml"
         raise spec.SpecError(
@@ -213,6 +232,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     """The setup job: worktree on the session branch, baseline, initial files, frozen spec."""
     values = pre.spec.values
     mode = modes.get(values["mode"])
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     for warning in pre.spec.warnings:
         log(f"warning: {warning}")
     setup_undo.note(layout, target=str(pre.target))
@@ -261,7 +281,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     if box.note:
         log(f"warning: {box.note}")
         warnings.append(box.note)
-    run, error = testrun.measure_baseline(
+    run, error = baseline.measure_baseline(
         pre.test_command,
         measured_in,
         stack=pre.stack,
@@ -271,10 +291,14 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         # A key to set goes in the session's own spec, not in the workflow's defaults.
         origin=spec_file_of(pre.spec, "test_command", layout.name),
         jail=box,
+        full_log=rel(setup_log(layout)),
     )
     if error:
+        # The error shows the last lines; the log keeps all the run gave us.
+        with setup_log(layout).open("a") as handle:
+            handle.write(f"`{run.ran}` ({run.summary}), its output:\n{run.tail.rstrip()}\n")
         raise spec.SpecError(error)
-    log(testrun.describe_baseline(run))
+    log(baseline.describe_baseline(run))
 
     config_file = pre.target / spec.TARGET_CONFIG
     record = SetupRecord(
@@ -295,6 +319,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         stashed=stashed,
         worktrees=str(store),
         sandbox=box.describe(),
+        started=started,
     )
     layout.cycles().mkdir(parents=True, exist_ok=True)
     journal.init_files(layout, record, spec.SessionSpec(values))
@@ -306,6 +331,11 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     spec.freeze(frozen, layout.spec)
     setup_undo.setup_succeeded(layout)
     return record
+
+
+def setup_log(layout: SessionLayout) -> Path:
+    """The setup job's log (rules/session.smk), where a failed baseline's output goes."""
+    return layout.logs / "session.log"
 
 
 def start(
@@ -357,28 +387,45 @@ def version_verdict(stamp: str, installed: str) -> str:
     return "major" if new[0] != old[0] else "upgrade"
 
 
-def check_resumable(layout: SessionLayout, overrides: dict[str, Any]) -> None:
+def check_resumable(
+    layout: SessionLayout, overrides: dict[str, Any], frozen: spec.SessionSpec
+) -> None:
     """Refuse to resume a session stamped by a newer autoresearch, or across a MAJOR
     version without `--config allow_major_upgrade=true` (no one is there to ask); and a
-    resumed session still needs what its backend needs (a key)."""
+    resumed session (its frozen spec, parsed once by the caller) still needs what its
+    backend needs (a key)."""
     if not layout.setup.exists():
         return
+    check_version(layout, overrides)
+    check_agent(frozen)
+    check_checkouts(layout)
+
+
+UPGRADES_SAID: set[str] = set()  # sessions whose upgrade line this process printed
+
+
+def check_version(layout: SessionLayout, overrides: dict[str, Any], installed: str = "") -> None:
+    """The protocol's version rule on resume: a MINOR or PATCH upgrade goes on with one line
+    saying so (once per process: Snakemake asks more than once), a MAJOR one only when
+    allowed, a newer stamp never."""
+    installed = installed or __version__
     name = layout.name
     stamp = json.loads(layout.setup.read_text())["version"]
-    verdict = version_verdict(stamp, __version__)
+    verdict = version_verdict(stamp, installed)
     if verdict == "older":
         raise SessionError(
             f"session {name!r} was made by autoresearch {stamp}, newer than the installed "
-            f"{__version__}; upgrade autoresearch before resuming it"
+            f"{installed}; upgrade autoresearch before resuming it"
         )
     if verdict == "major" and not overrides.get("allow_major_upgrade"):
         raise SessionError(
-            f"session {name!r} was made by autoresearch {stamp}; the installed {__version__} "
-            "is a new MAJOR version whose protocol may differ. Read the changelog, then resume "
-            "with --config allow_major_upgrade=true"
+            f"session {name!r} was made by autoresearch {stamp}; the installed {installed} "
+            "is a new MAJOR version whose protocol may differ. Read its entry in CHANGELOG.md, "
+            "then resume with --config allow_major_upgrade=true"
         )
-    check_agent(spec.load_frozen(layout.spec))
-    check_checkouts(layout)
+    if verdict != "same" and name not in UPGRADES_SAID:
+        UPGRADES_SAID.add(name)
+        print(f"autoresearch upgraded {stamp} → {installed}", file=sys.stderr, flush=True)
 
 
 def check_checkouts(layout: SessionLayout) -> None:

@@ -207,7 +207,16 @@ def validate(spec: Spec, root: Path, default_file: str) -> None:
         maybe = f"; did you mean '{f'{dotted}.' if dotted else ''}{hint[0]}'?" if hint else ""
         raise SpecError(f"{origin}: unknown key '{key}'{maybe}")
     origin = spec.source_of(dotted)
-    raise SpecError(f"{origin}: key '{dotted}': {err.message}")
+    raise SpecError(f"{origin}: key '{dotted}': {err.message}{did_you_mean(err)}")
+
+
+def did_you_mean(err: Any) -> str:
+    """For a value not among an enum's: the closest allowed one, as keys get it."""
+    allowed = err.validator_value if err.validator == "enum" else None
+    if not isinstance(err.instance, str) or not isinstance(allowed, list):
+        return ""
+    close = difflib.get_close_matches(err.instance, [str(a) for a in allowed], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def check_lengths(spec: Spec, value: Any, dotted: str = "") -> None:

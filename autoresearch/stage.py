@@ -6,6 +6,7 @@ commit it started from, so a rerun never stacks duplicate commits (docs/architec
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from collections.abc import Callable
@@ -19,10 +20,11 @@ from .backends.base import StageLimits
 from .files import append_line, locked
 from .jail import Jail, build_jail
 from .layout import SessionLayout
-from .loop import Decision, maybe_decision
+from .loop import Decision
 from .protect import Protection
 from .record import SetupRecord
-from .testrun import TestRun, Verdict
+from .testrun import TestRun
+from .verdict import Verdict, acceptable
 
 
 @dataclass
@@ -33,6 +35,18 @@ class StageEnv:
     cycle: int
     track: str = ""
     log_file: Path | None = None
+
+    def finished(self, path: Path) -> Any:
+        """The JSON of a file no stage of this job writes (an earlier cycle's decision, an
+        earlier stage's record), read once per job; each caller gets its own copy.
+
+        Kept on this StageEnv, which is one job's (jobs are threads of one process: nothing
+        is shared between them), and not a dataclass field: an env derived from this one
+        (a candidate's) starts with nothing read."""
+        parsed = self.__dict__.setdefault("_parsed", {})
+        if path not in parsed:
+            parsed[path] = json.loads(path.read_text())
+        return copy.deepcopy(parsed[path])
 
     @property
     def worktree(self) -> Path:
@@ -66,7 +80,8 @@ class StageEnv:
     def previous_decision(self) -> Decision | None:
         if self.cycle <= 1:
             return None
-        return maybe_decision(self.layout.decision(self.cycle - 1, self.track))
+        path = self.layout.decision(self.cycle - 1, self.track)
+        return Decision.from_json(self.finished(path), path) if path.exists() else None
 
     def decisions_before(self) -> list[Decision]:
         """Every completed decision of this loop (this track) before the current cycle."""
@@ -104,7 +119,8 @@ class StageEnv:
         and holding a cycle to it would let any test go: the latest earlier run that did
         stands in, since every change kept after it was held to it."""
         for cycle in range(self.cycle - 1, 0, -1):
-            earlier = maybe_decision(self.layout.decision(cycle, self.track))
+            path = self.layout.decision(cycle, self.track)
+            earlier = Decision.from_json(self.finished(path), path) if path.exists() else None
             tests = earlier.tests if earlier else None
             if tests and tests.get("outcome") in (testrun.PASSED, testrun.FAILED):
                 return TestRun.from_record(tests)
@@ -112,8 +128,8 @@ class StageEnv:
 
     def judge_tests(self, after: TestRun, reference: TestRun | None = None) -> Verdict:
         """Whether a change whose run is `after` may stay, held to `reference` (default: the
-        run where this cycle started) under the spec's allow_* keys (testrun.acceptable)."""
-        return testrun.acceptable(
+        run where this cycle started) under the spec's allow_* keys (verdict.acceptable)."""
+        return acceptable(
             after,
             self.reference_tests() if reference is None else reference,
             self.spec.allow_failing_baseline,
@@ -186,7 +202,8 @@ class StageEnv:
         return TestRun.from_record(found) if found else None
 
     def stage_record(self, stage: str) -> dict[str, Any]:
-        return json.loads((self.cycle_dir / f"{stage}.json").read_text())
+        """An earlier stage's record of this cycle (its job has ended: the file is final)."""
+        return self.finished(self.cycle_dir / f"{stage}.json")
 
     def begin(self, start: str) -> None:
         """Reset the worktree to the stage's start commit (idempotent reruns)."""

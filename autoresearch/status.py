@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from pathlib import Path
 
-from . import __version__, ledger, measured, modes, spec
+from . import __version__, ledger, measured, modes, spec, verify
 from .layout import SessionLayout
 from .modes.base import Mode
 from .record import load_record
@@ -25,6 +27,36 @@ def mode_of(root: Path) -> tuple[Mode, SessionLayout]:
     return mode, mode.layout(root)
 
 
+def held_by_a_run(layout: SessionLayout) -> bool:
+    """Whether a live run holds the session's run lock (scripts.common takes it, an flock
+    that dies with its process): running, not paused. Read from /proc/locks, so asking never
+    takes the lock a run or a redo starting that moment would need; elsewhere a shared lock
+    is tried and let go at once."""
+    try:
+        info = layout.run_lock.stat()
+    except OSError:
+        return False
+    key = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    try:
+        table = Path("/proc/locks").read_text()
+    except OSError:
+        return _lock_taken(layout.run_lock)
+    return any(
+        len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == key
+        for fields in (line.split() for line in table.splitlines())  # a waiter's has "->"
+    )
+
+
+def _lock_taken(path: Path) -> bool:
+    with open(path) as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
 def summarize(root: Path) -> dict:
     """The figures status prints, from setup.json, decisions, results and the ledger."""
     if not (root / "setup.json").exists():
@@ -34,7 +66,13 @@ def summarize(root: Path) -> dict:
     progress = mode.progress(layout)
     usage = ledger.session_totals(layout.root)
     done = layout.done.exists()
-    state = "done" if done else ("running or paused" if progress.pop("started") else "set up")
+    started = progress.pop("started")
+    if done:
+        state = "done"
+    elif held_by_a_run(layout):
+        state = "running"
+    else:
+        state = "paused" if started else "set up"
     return {
         "name": layout.name,
         "state": state,
@@ -85,6 +123,7 @@ def render_one(root: Path) -> str:
     if info["stopped"]:
         lines.append(f"Stopped: {info['stopped']}")
     lines += [f"WARNING: {line}" for line in info["drift"]]
+    lines += [line for line in [verify.status_line(root)] if line]
     mode, layout = mode_of(root)
     if layout.spec.exists():
         lines += mode.status_lines(layout, spec.load_frozen(layout.spec))

@@ -8,14 +8,16 @@ changes (Red's scope, which findings wait) comes in as arguments.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import findings, git, journal, prompts, tally
-from .agent_run import run_agent, stop_reason_of
-from .backends.base import ToolResult, Usage
+from .agent_run import NOT_RUN, run_agent, stop_reason_of
+from .backends import CONVERSATIONS
+from .backends.base import StageRun, ToolResult, Usage
 from .files import write_json, write_text
 from .gate import Landed, Settled, gate_for
 from .protect import ProtectedChange
@@ -154,6 +156,41 @@ class GreenLedger:
         return any(r["id"] == fid for r in self.fixed + self.skipped)
 
 
+# Why a conversation's end ends the stage's: its limits are the stage's, or the session's.
+STAGE_OVER = (*NOT_RUN, "max_turns", "deadline")
+
+
+def conversation_groups(
+    found: list[findings.Finding], size: int | None
+) -> list[list[findings.Finding]]:
+    """The findings each Green conversation is given: up to `size` findings of one file,
+    in the order the first of each file comes; `size` None: all in one conversation.
+
+    A conversation resends all its earlier turns on each turn, so one conversation for
+    every finding costs about the square of the findings; a file's findings together
+    still share what the agent reads of it."""
+    if size is None:
+        return [found] if found else []
+    by_file: dict[str, list[findings.Finding]] = {}
+    for finding in found:
+        by_file.setdefault(_file_of(finding.location), []).append(finding)
+    return [group[i : i + size] for group in by_file.values() for i in range(0, len(group), size)]
+
+
+def _file_of(location: str) -> str:
+    return location.strip().partition(":")[0].strip()
+
+
+def _combined(runs: list[StageRun]) -> StageRun:
+    """A stage's conversations as one run: usage and turns summed; the stop that ended the
+    stage early, if one did, else the last conversation's."""
+    usage = Usage()
+    for one in runs:
+        usage.add(one.usage)
+    last = next((r for r in runs if r.stop_reason in STAGE_OVER), runs[-1])
+    return StageRun(usage, sum(r.turns for r in runs), last.stop_reason, last.detail)
+
+
 def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
     red_record = env.stage_record("red")
     start = red_record["end_commit"]
@@ -162,18 +199,19 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
     book = GreenLedger()
     gate = gate_for(env)
     toolbox: Toolbox | None = None
+    current: dict[str, findings.Finding] = {}  # the findings of the conversation under way
 
     refusals: dict[str, str] = {}  # the last refusal per finding, for the skip reason
 
     def check_id(fid: str) -> str | None:
-        if fid not in todo:
-            return f"unknown finding id {fid!r}; the findings are {sorted(todo)}"
+        if fid not in current:
+            return f"unknown finding id {fid!r}; the findings are {sorted(current)}"
         if book.handled(fid):
             return f"{fid} was already handled"
         return None
 
     def maybe_finished() -> None:
-        if toolbox is not None and all(book.handled(fid) for fid in todo):
+        if toolbox is not None and all(book.handled(fid) for fid in current):
             toolbox.mark_finished()
 
     def keep_written() -> list[str]:
@@ -237,16 +275,37 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
         return ToolResult(f"{finding_id} recorded as skipped")
 
     run = None
-    if todo:
+    conversational = env.spec.agent.get("backend") in CONVERSATIONS
+    size = env.spec.agent.get("findings_per_conversation") if conversational else None
+    groups = conversation_groups(list(todo.values()), size)
+    runs: list[StageRun] = []
+    began = time.monotonic()
+    timeout = env.limits().deadline_s
+    for number, group in enumerate(groups, 1):
+        if git.is_dirty(env.worktree):
+            git.restore(env.worktree)  # an unfinished fix of the last conversation is not kept
+        left = None if timeout is None else timeout - (time.monotonic() - began)
+        if left is not None and left <= 0:
+            break
+        current = {f.id: f for f in group}
+        if len(groups) > 1:
+            env.log(f"green: conversation {number} of {len(groups)}: {', '.join(current)}")
+        # Each conversation is told only its own findings; the system prompt and tools are
+        # the same bytes in each, so all but the first read them from the prompt cache.
         ctx = base_context(env, "green")
-        ctx.findings = findings.as_dicts(list(todo.values()))
+        ctx.findings = findings.as_dicts(group)
         toolbox = Toolbox(
             "green",
             env.worktree,
             hooks={"finish_fix": finish_fix, "skip_finding": skip_finding},
             **env.toolbox_options(),
         )
-        run = run_agent(env, "green", ctx, toolbox)
+        earlier = _combined(runs) if runs else None
+        runs.append(run_agent(env, "green", ctx, toolbox, deadline_s=left, earlier=earlier))
+        if runs[-1].stop_reason in STAGE_OVER:
+            break
+    if runs:
+        run = _combined(runs)
     if git.is_dirty(env.worktree):
         git.restore(env.worktree)  # an unfinished fix is never kept
     settle_fixes(gate.settle(start, [_landed(r, r["id"]) for r in book.fixed]), book)

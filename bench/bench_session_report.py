@@ -27,13 +27,13 @@ start = time.perf_counter()
 import pandas, matplotlib.figure, markdown
 imported = time.perf_counter()
 from autoresearch import modes
-from autoresearch.session_report import write_report
+from autoresearch.session_report import SessionFacts, write_report
 mode = modes.get("sweep")
 layout = mode.layout(Path({session!r}))
 out = layout.report_dir
-write_report(layout, mode.report_steps(layout), mode.kept_label, summary=out / "session.html",
-             results=out / "results.html", evaluations=out / "evaluations",
-             plot=out / "cycles.png")
+write_report(layout, mode.report_steps(layout), mode.kept_label, SessionFacts("sweep", "5 passed"),
+             summary=out / "session.html", results=out / "results.html",
+             evaluations=out / "evaluations", plot=out / "cycles.png", outcome=out / "outcome")
 done = time.perf_counter()
 print(f"{{imported - start:.2f}} {{done - imported:.2f}}")
 """

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoresearch import testrun
+from autoresearch import runner_reports
 from autoresearch.stack import parse_test_output
 
 
@@ -98,12 +98,12 @@ def main() -> None:
             xml.write_text(junit_xml(n))
             go, cargo, text = go_json(n), cargo_text(n), pytest_text(n)
             # Check the reads are right before timing them.
-            assert len(testrun.read_junit([xml]).failed) == len(range(0, n, 100))
-            assert len(testrun.read_go_json(go).passed) == n - len(range(0, n, 100))
-            assert len(testrun.read_cargo(cargo).failed) == len(range(0, n, 100))
-            junit = median_ms(lambda xml=xml: testrun.read_junit([xml]), args.repeats)
-            gojs = median_ms(lambda go=go: testrun.read_go_json(go), args.repeats)
-            crg = median_ms(lambda cargo=cargo: testrun.read_cargo(cargo), args.repeats)
+            assert len(runner_reports.read_junit([xml]).failed) == len(range(0, n, 100))
+            assert len(runner_reports.read_go_json(go).passed) == n - len(range(0, n, 100))
+            assert len(runner_reports.read_cargo(cargo).failed) == len(range(0, n, 100))
+            junit = median_ms(lambda xml=xml: runner_reports.read_junit([xml]), args.repeats)
+            gojs = median_ms(lambda go=go: runner_reports.read_go_json(go), args.repeats)
+            crg = median_ms(lambda cargo=cargo: runner_reports.read_cargo(cargo), args.repeats)
             rgx = median_ms(lambda text=text: parse_test_output(text, 1), args.repeats)
             print(f"{n:>7}  {junit:>9.1f}  {gojs:>10.1f}  {crg:>9.1f}  {rgx:>9.1f}")
 

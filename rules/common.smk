@@ -217,6 +217,11 @@ def evaluation_labels(wildcards):
     return scripts.report.evaluation_labels(wildcards.step)
 
 
+def review_labels(wildcards):
+    """How the report lists one review set's page."""
+    return scripts.report.review_labels(wildcards.number)
+
+
 # `snakemake --report` shows each rule's run: block and the job function it calls.
 scripts.report.show_job_code(workflow)
 

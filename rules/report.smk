@@ -1,8 +1,9 @@
 # The report a user opens: `snakemake --report sessions/<name>/report.html sessions/<name>/done`.
 # session.md, results.tsv and usage.tsv are rewritten by many rules, so none can be one
 # rule's report() output: once the session has ended, session_report renders them (and every
-# cycle's evaluation, and a plot per cycle) under sessions/<name>/report/, and `done` waits
-# for it. The modes' own plots and documents are marked for the report by their rules.
+# cycle's evaluation with its kept diffs, a plot per cycle, and the outcome the landing page
+# states) under sessions/<name>/report/, and `done` waits for it. The modes' own plots and
+# documents are marked for the report by their rules.
 
 
 # Cheap bookkeeping runs on the machine driving the workflow, never as a cluster job.
@@ -43,6 +44,17 @@ rule session_report:
             category="{name}",
             subcategory="evaluations",
             labels=evaluation_labels,
+        ),
+        # outcome.html, the fragment the landing page embeds (report/workflow.rst), and the
+        # review sets `autoresearch finalize` adds later: in a folder, whose timestamp
+        # Snakemake keeps in the folder, so adding them leaves `done` up to date.
+        outcome=report(
+            directory("sessions/{name}/report/outcome"),
+            patterns=["review-{number}.html"],
+            caption="../report/review.rst",
+            category="{name}",
+            subcategory="review sets",
+            labels=review_labels,
         ),
     log:
         "sessions/{name}/logs/session_report.log",

@@ -14,6 +14,7 @@ from typing import Any
 
 from autoresearch import commands, slurm
 from autoresearch.errors import SessionError, UserError
+from autoresearch.jobs import Stopped
 from autoresearch.layout import SESSIONS, SessionLayout, session_layout
 from autoresearch.spec import SESSION_NAME
 
@@ -129,6 +130,8 @@ class UserErrorFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.ERROR:
             return True
+        if Stopped.MARK in record.getMessage():
+            return False  # run_job said the error itself: Snakemake's copy is left out
         missing = MISSING_DONE.search(record.getMessage())
         if missing:
             # Snakemake normalised `sessions/../done` or `sessions/a/../../x/done` before

@@ -12,7 +12,7 @@ from typing import Any
 from autoresearch import modes, spec
 from autoresearch.jobs import run_stage
 from autoresearch.layout import SessionLayout, rel
-from autoresearch.session_report import step_label, write_report
+from autoresearch.session_report import SessionFacts, step_label, write_report
 
 from .common import layout_of
 
@@ -31,12 +31,17 @@ def report_inputs(name: str, checkpoints: Any) -> list[str]:
 def outputs(layout: SessionLayout) -> list[str]:
     """The report's pages, as `done` asks for them."""
     pages = [layout.report_summary, layout.report_results, layout.report_plot]
-    return [rel(p) for p in pages] + [rel(layout.report_evaluations)]
+    return [rel(p) for p in pages] + [rel(layout.report_evaluations), rel(layout.report_outcome)]
 
 
 def evaluation_labels(step: str) -> dict[str, str]:
     """How the report lists one evaluation page (`001` or `h1-001`)."""
     return {"evaluation": step_label(step)}
+
+
+def review_labels(number: str) -> dict[str, str]:
+    """How the report lists one review set's page (made by `autoresearch finalize`)."""
+    return {"review set": number}
 
 
 # --- jobs ----------------------------------------------------------------------------
@@ -50,10 +55,16 @@ def session_report(wildcards: Any, output: Any, log: Any) -> None:
             env.layout,
             mode.report_steps(env.layout),
             mode.kept_label,
+            SessionFacts(
+                mode=mode.name,
+                tests_before=str((env.record.baseline or {}).get("summary") or "not run"),
+                metric=mode.report_metric(env),
+            ),
             summary=Path(output.summary),
             results=Path(output.results),
             evaluations=Path(output.evaluations),
             plot=Path(output.plot),
+            outcome=Path(output.outcome),
         ),
     )
 

@@ -6,11 +6,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autoresearch import modes, session, spec
+from autoresearch import chain, modes, session, spec
 from autoresearch.errors import SessionError, SpecError
 from autoresearch.jobs import run_job, run_stage
 from autoresearch.layout import SESSIONS, rel
-from autoresearch.modes.lens import chain
 
 from . import report
 from .common import layout_of
@@ -81,8 +80,9 @@ def done_inputs(name: str, checkpoints: Any, overrides: dict[str, Any]) -> list[
     resumable first."""
     checkpoints.session.get(name=name)
     layout = layout_of(name)
-    mode = modes.get(spec.load_frozen(layout.spec).mode)
-    session.check_resumable(layout, overrides)
+    frozen = spec.load_frozen(layout.spec)
+    mode = modes.get(frozen.mode)
+    session.check_resumable(layout, overrides, frozen)
     return mode.done_inputs(mode.layout(layout.root), checkpoints) + report.outputs(layout)
 
 

@@ -27,6 +27,7 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -68,6 +69,10 @@ class Reply:
     stream_error: dict[str, Any] | None = None  # send this SSE error event mid-stream...
     stream_error_after: int = 1  # ...after this many events (1: right after message_start)
     cut_after: int | None = None  # close the stream after this many events, no message_stop
+    # Answer only once this holds (something the client started in the background got
+    # somewhere), or after hold_timeout_s: a wait on the real condition, not a sleep.
+    hold_until: Callable[[], bool] | None = None
+    hold_timeout_s: float = 120.0
 
 
 def message(content: list[dict[str, Any]], stop_reason: str = "end_turn", **kw: Any) -> Reply:
@@ -110,23 +115,30 @@ def _canonical(block: Any) -> str:
     return json.dumps(block, sort_keys=True, ensure_ascii=False)
 
 
-def _blocks(body: dict[str, Any]) -> list[tuple[str, bool]]:
-    """The request as the cache sees it: tools, then system, then messages, in order."""
-    out: list[tuple[str, bool]] = []
+def _ttl(block: Any) -> str | None:
+    """The lifetime a block's breakpoint asks for, or None for a block without one."""
+    if not isinstance(block, dict) or "cache_control" not in block:
+        return None
+    return str((block["cache_control"] or {}).get("ttl") or "5m")
+
+
+def _blocks(body: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """The request as the cache sees it: tools, then system, then messages, in order,
+    each with the ttl of its breakpoint (None: no breakpoint)."""
+    out: list[tuple[str, str | None]] = []
     for tool in body.get("tools") or []:
-        out.append((_canonical(tool), "cache_control" in tool))
+        out.append((_canonical(tool), _ttl(tool)))
     system = body.get("system") or []
     if isinstance(system, str):
         system = [{"type": "text", "text": system}]
     for block in system:
-        out.append((_canonical(block), "cache_control" in block))
+        out.append((_canonical(block), _ttl(block)))
     for msg in body.get("messages") or []:
         content = msg.get("content")
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
         for i, block in enumerate(content or []):
-            marked = isinstance(block, dict) and "cache_control" in block
-            out.append((msg["role"] + str(i) + _canonical(block), marked))
+            out.append((msg["role"] + str(i) + _canonical(block), _ttl(block)))
     return out
 
 
@@ -159,8 +171,11 @@ class FakeAnthropic:
         *,
         strict: bool = True,
         refusals_expected: bool = False,
+        responder: Callable[[dict[str, Any]], Reply | None] | None = None,
     ) -> None:
         self.models = models
+        # Answers a request when the script is empty: an agent that reads what it was sent.
+        self.responder = responder
         self.strict = strict
         self.refusals_expected = refusals_expected
         self.issued_thinking: dict[str, list[dict[str, Any]]] = {}  # tool_use id -> its thinking
@@ -265,11 +280,11 @@ class FakeAnthropic:
         boundaries: list[tuple[str, int]] = []  # (hash of the prefix, its chars) after each block
         marks: list[int] = []  # indexes of blocks carrying a breakpoint
         chars = 0
-        for index, (text, marked) in enumerate(blocks):
+        for index, (text, ttl) in enumerate(blocks):
             digest.update(text.encode())
             chars += len(text)
             boundaries.append((digest.copy().hexdigest(), chars))
-            if marked:
+            if ttl is not None:
                 marks.append(index)
         # Like the API: at each breakpoint, look back up to LOOKBACK blocks for a prefix
         # an earlier request wrote, and use the longest one found.
@@ -282,21 +297,38 @@ class FakeAnthropic:
                     break
         last_chars = boundaries[marks[-1]][1] if marks else 0
         write_chars = max(0, last_chars - read_chars)
+        # What is written up to a 1h breakpoint goes to the 1-hour cache, as the API
+        # reports it in usage.cache_creation.
+        one_hour = 0
+        start = read_chars
+        for mark in marks:
+            end = boundaries[mark][1]
+            if end > start:
+                if blocks[mark][1] == "1h":
+                    one_hour += end - start
+                start = end
         self.cache.update(boundaries[mark][0] for mark in marks)
+        written = tokens(write_chars)
+        written_1h = min(written, tokens(one_hour))
         return {
             "input_tokens": tokens(total - read_chars - write_chars),
             "cache_read_input_tokens": tokens(read_chars),
-            "cache_creation_input_tokens": tokens(write_chars),
+            "cache_creation_input_tokens": written,
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": written - written_1h,
+                "ephemeral_1h_input_tokens": written_1h,
+            },
         }
 
-    def _refusal(self, body: dict[str, Any]) -> Reply | None:
+    def _refusal(self, body: dict[str, Any], beta_header: str) -> Reply | None:
         """The API's answer to a request it would not serve, or None."""
         if not self.strict:
             return None
         missing = rules.unknown_model(body)
         if missing:
             return error(404, "not_found_error", missing, headers={"x-should-retry": "false"})
-        found = rules.problems(body, self.issued_thinking)
+        betas = frozenset(b.strip() for b in beta_header.split(",") if b.strip())
+        found = rules.problems(body, self.issued_thinking, betas)
         if found:
             return error(
                 400, "invalid_request_error", "; ".join(found), headers={"x-should-retry": "false"}
@@ -309,9 +341,12 @@ class FakeAnthropic:
         length = int(handler.headers.get("content-length") or 0)
         body = json.loads(handler.rfile.read(length) or b"{}")
         with self.lock:
-            refusal = self._refusal(body)  # under the lock: it reads what replies issued
+            # Under the lock: it reads what replies issued.
+            refusal = self._refusal(body, handler.headers.get("anthropic-beta") or "")
             # A refused request never reaches the model: the script is not used up.
             reply = refusal or (self.queue.pop(0) if self.queue else None)
+            if reply is None and self.responder is not None:
+                reply = self.responder(body)
             usage = self._usage(body) if reply is None or reply.status == 200 else {}
             record = Recorded(
                 body=body,
@@ -336,6 +371,10 @@ class FakeAnthropic:
             )
         if reply.delay_s:
             time.sleep(reply.delay_s)
+        if reply.hold_until is not None:
+            deadline = time.monotonic() + reply.hold_timeout_s
+            while not reply.hold_until() and time.monotonic() < deadline:
+                time.sleep(0.05)
         try:
             if reply.status != 200:
                 self._send_error(handler, reply)

@@ -41,6 +41,10 @@ TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # cached"): thinking blocks cannot carry cache_control themselves.
 UNCACHEABLE = {"thinking", "redacted_thinking"}
 _DATED = re.compile(r"^(?P<alias>.+)-\d{8}$")
+# Claude Code (2.1.197) puts a `system` turn inside `messages` and names this beta in its
+# `anthropic-beta` header; no public page describes it. Without the header the API refuses
+# such a turn, so the fake accepts one only when the request names the beta.
+MID_CONVERSATION_SYSTEM = "mid-conversation-system-2026-04-07"
 
 Block = dict[str, Any]
 
@@ -74,17 +78,22 @@ def unknown_model(body: Mapping[str, Any]) -> str | None:
     return f"model: {model}"
 
 
-def problems(body: Mapping[str, Any], issued: Mapping[str, list[Block]] | None = None) -> list[str]:
+def problems(
+    body: Mapping[str, Any],
+    issued: Mapping[str, list[Block]] | None = None,
+    betas: frozenset[str] = frozenset(),
+) -> list[str]:
     """Every reason the API would refuse `body` with a 400 (empty: it would accept it).
 
     `issued` maps each tool_use id the server sent to the thinking blocks sent with it in
-    the same reply, so a conversation that drops or reorders them is refused.
+    the same reply, so a conversation that drops or reorders them is refused. `betas` are
+    the names of the request's `anthropic-beta` header: only a beta widens what is accepted.
     """
     found: list[str] = []
     found += _max_tokens(body)
     found += _system(body.get("system"))
     found += _tools(body.get("tools"))
-    turns, more = _turns(body.get("messages"))
+    turns, more = _turns(body.get("messages"), MID_CONVERSATION_SYSTEM in betas)
     found += more
     found += _pairing(turns)
     found += _thinking(turns, issued or {})
@@ -196,7 +205,7 @@ class _Turn:
         self.blocks: list[tuple[str, Block]] = []  # (where, block)
 
 
-def _turns(messages: Any) -> tuple[list[_Turn], list[str]]:
+def _turns(messages: Any, system_turns: bool = False) -> tuple[list[_Turn], list[str]]:
     # https://platform.claude.com/docs/en/api/messages/create (messages): roles are user and
     # assistant; "consecutive user or assistant turns in your request will be combined into
     # a single turn"; content is a string or a list of blocks; the first turn is the user's.
@@ -206,6 +215,11 @@ def _turns(messages: Any) -> tuple[list[_Turn], list[str]]:
     turns: list[_Turn] = []
     for i, msg in enumerate(messages):
         role = msg.get("role") if isinstance(msg, dict) else None
+        if role == "system" and system_turns and i > 0:
+            # Under the beta: text only, never first, and no turn of the conversation
+            # (user and assistant turns around it still pair and merge as without it).
+            found += _system_turn(i, msg.get("content"))
+            continue
         if role not in ("user", "assistant"):
             found.append(f"messages.{i}.role: must be 'user' or 'assistant', got {role!r}")
             continue
@@ -243,6 +257,20 @@ def _turns(messages: Any) -> tuple[list[_Turn], list[str]]:
     if turns and turns[0].role != "user":
         found.append('messages: first message must use the "user" role')
     return turns, found
+
+
+def _system_turn(i: int, content: Any) -> list[str]:
+    if isinstance(content, str):
+        return _text(f"messages.{i}.content", {"text": content})
+    if not isinstance(content, list) or not content:
+        return [f"messages.{i}.content: a system message holds text"]
+    found = []
+    for j, block in enumerate(content):
+        if not isinstance(block, dict) or block.get("type") != "text":
+            found.append(f"messages.{i}.content.{j}: only text blocks are allowed in system")
+        else:
+            found += _text(f"messages.{i}.content.{j}", block)
+    return found
 
 
 def _tool_result(where: str, block: Block) -> list[str]:
@@ -374,8 +402,9 @@ def _thinking_config(body: Mapping[str, Any]) -> list[str]:
 
 def _breakpoints(body: Mapping[str, Any]) -> list[str]:
     # https://platform.claude.com/docs/en/build-with-claude/prompt-caching: at most 4
-    # cache_control breakpoints, of type ephemeral (ttl 5m or 1h), on tools, system blocks
-    # and message content blocks — not on thinking blocks, not on empty text.
+    # cache_control breakpoints, of type ephemeral (ttl 5m or 1h, the 1h ones first), on
+    # tools, system blocks and message content blocks — not on thinking blocks, not on
+    # empty text.
     found: list[str] = []
     marked: list[tuple[str, Block]] = []
     for i, tool in enumerate(body.get("tools") or []):
@@ -410,4 +439,17 @@ def _breakpoints(body: Mapping[str, Any]) -> list[str]:
             found.append(f"{where}: {block['type']} blocks cannot be cached with cache_control")
         elif block.get("type") == "text" and not block.get("text"):
             found.append(f"{where}: cache_control cannot be set for empty text blocks")
+    # The same page, on mixing lifetimes: a 1-hour entry must come before every 5-minute one
+    # (in the cache's order: tools, system, messages).
+    first_5m = None
+    for where, block in marked:
+        control = block["cache_control"]
+        ttl = control.get("ttl", "5m") if isinstance(control, dict) else None
+        if ttl == "5m" and first_5m is None:
+            first_5m = where
+        elif ttl == "1h" and first_5m is not None:
+            found.append(
+                f"{where}.cache_control: a ttl='1h' cache_control block must not come after "
+                f"a ttl='5m' one ({first_5m})"
+            )
     return found

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .base import TEAMS, Backend
@@ -18,6 +20,10 @@ BACKEND_TEAMS: dict[str, frozenset[str]] = {
 # says it cannot fix something, asking again gives the same answer.
 DETERMINISTIC: frozenset[str] = frozenset({"ruff"})
 
+# Backends whose runs are model conversations, each turn resending all the earlier ones:
+# Green gives each group of findings a conversation of its own there (docs/cost.md).
+CONVERSATIONS: frozenset[str] = frozenset({"claude"})
+
 
 def security_reach(backend: str) -> tuple[frozenset[str], frozenset[str]] | None:
     """The OWASP ids and STRIDE letters a backend's security auditor has a check for; None:
@@ -29,6 +35,17 @@ def security_reach(backend: str) -> tuple[frozenset[str], frozenset[str]] | None
     return None
 
 
+def rechecker(spec: dict[str, Any]) -> Callable[[Path, list[str]], set[str]] | None:
+    """How the spec's backend looks at the tree again for findings it reported (`title
+    (path:line)` keys -> those still there), or None: a model's findings stay as reported.
+    Asked without building a backend (a model's client is not needed to say no)."""
+    if spec["agent"]["backend"] != "ruff":
+        return None
+    from .ruff import RuffBackend
+
+    return RuffBackend(spec["agent"].get("ruff")).still_reported
+
+
 def get_backend(spec: dict[str, Any]) -> Backend:
     name = spec["agent"]["backend"]
     if name == "ruff":
@@ -38,7 +55,9 @@ def get_backend(spec: dict[str, Any]) -> Backend:
     if name == "claude":
         from .claude import ClaudeBackend
 
-        return ClaudeBackend(spec["agent"], spec.get("prices") or {})
+        return ClaudeBackend(
+            spec["agent"], spec.get("prices") or {}, models=spec.get("models") or {}
+        )
     if name == "script":
         from .script import ScriptBackend
 

@@ -50,6 +50,8 @@ class Usage:
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    # The part of cache_creation_input_tokens written to the 1-hour cache (priced apart).
+    cache_write_1h_tokens: int = 0
     cost_usd: float = 0.0
     requests: int = 0
     unpriced: int = 0  # requests to a model without a price: their cost is unknown
@@ -97,6 +99,9 @@ class StageBrief:
     task: str
     limits: StageLimits = field(default_factory=StageLimits)
     data: dict[str, Any] = field(default_factory=dict)
+    # The change is judged by a count of errors going down: what a fix leaves unused (an
+    # import) must go with it, or the count does not fall.
+    tidy: bool = False
     # Called with each model request's usage as its reply arrives (the ledger's row).
     on_request: Callable[[Usage], None] | None = None
 

@@ -4,11 +4,18 @@ The SDK does the transport work (auth, ANTHROPIC_BASE_URL, retries with backoff 
 429/529/5xx/timeouts, SSE parsing). This loop adds what a stage needs on top: tool
 dispatch through the toolbox, prompt caching, stage limits, cost accounting and errors
 that say what to do next.
+
+Costs (docs/cost.md): the system prompt and tools are one cached prefix, with a 1-hour
+lifetime when `agent.cache_ttl: 1h` and the model table says the model offers it; the
+conversation behind it is cached turn by turn; once a conversation passes
+`agent.trim_above_tokens`, the outputs of old tool calls are shortened, never the task,
+the system prompt or the last `agent.keep_turns` turns.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +37,11 @@ from autoresearch.backends.base import (
 # such calls outright past ~21k tokens), so long replies are streamed.
 STREAM_ABOVE_TOKENS = 16_000
 EPHEMERAL = {"type": "ephemeral"}
+CACHE_TTLS = ("5m", "1h")
+# Tool outputs up to this many characters are never shortened: the outcome of a
+# finish_fix or an error is worth more than the few tokens it takes.
+KEEP_RESULT_CHARS = 400
+CHARS_PER_TOKEN = 4  # the estimate a conversation's size is held to; the API counts exactly
 TRUNCATED = ("max_tokens", "model_context_window_exceeded")
 # Words in an API error that mean money, not a fault: stop the session, do not retry stages.
 _BILLING_WORDS = ("spend limit", "credit balance", "billing", "usage limit", "quota")
@@ -55,12 +67,38 @@ class ClaudeBackend:
     name = "claude"
 
     def __init__(
-        self, spec_agent: dict[str, Any], prices: dict[str, Any], *, client: Any | None = None
+        self,
+        spec_agent: dict[str, Any],
+        prices: dict[str, Any],
+        *,
+        models: dict[str, Any] | None = None,
+        client: Any | None = None,
     ) -> None:
         self.model = str(spec_agent.get("model") or "")
         if not self.model:
             raise StageFailed("no model configured: set the spec key agent.model")
         self.max_tokens = int(spec_agent.get("max_tokens") or 8192)
+        facts = ledger.model_prices(self.model, models or {}) or {}
+        # The model table's documented limit; without one the Models API is asked.
+        self.documented_limit: int | None = facts.get("max_output_tokens")
+        if self.documented_limit is not None and self.max_tokens > self.documented_limit:
+            raise StageFailed(
+                f"agent.max_tokens = {self.max_tokens} is above the output limit of "
+                f"{self.model} ({self.documented_limit}, models.{self.model}.max_output_tokens);"
+                f" lower the spec key agent.max_tokens to at most {self.documented_limit}"
+            )
+        ttl = str(spec_agent.get("cache_ttl") or "5m")
+        if ttl not in CACHE_TTLS:
+            raise StageFailed(f"agent.cache_ttl is {ttl!r}; expected one of {CACHE_TTLS}")
+        # The 1-hour cache only where the table says the model offers it; else the default.
+        self.prefix_cache = (
+            {"type": "ephemeral", "ttl": "1h"}
+            if ttl == "1h" and facts.get("cache_ttl_1h")
+            else EPHEMERAL
+        )
+        trim = spec_agent.get("trim_above_tokens")
+        self.trim_above_chars = None if trim is None else int(trim) * CHARS_PER_TOKEN
+        self.keep_turns = int(spec_agent.get("keep_turns", 3))
         self.max_retries = int(spec_agent.get("max_retries", 4))
         self.request_timeout_s = float(spec_agent.get("request_timeout_s") or 600)
         self.prices = prices or {}
@@ -82,10 +120,10 @@ class ClaudeBackend:
     def run(self, brief: StageBrief, toolbox: Toolbox, progress: Callable[[str], None]) -> StageRun:
         # Both built once per stage and never touched again: the cached prefix must stay
         # byte-identical from the first request to the last.
-        system = [{"type": "text", "text": brief.system, "cache_control": EPHEMERAL}]
+        system = [{"type": "text", "text": brief.system, "cache_control": self.prefix_cache}]
         tools = toolbox.definitions()
         if tools:
-            tools[-1]["cache_control"] = EPHEMERAL
+            tools[-1]["cache_control"] = self.prefix_cache
         messages: list[dict[str, Any]] = [
             {"role": "user", "content": [{"type": "text", "text": brief.task}]}
         ]
@@ -134,6 +172,9 @@ class ClaudeBackend:
                 if not results:  # nothing to answer: an empty user turn would be rejected
                     return stop("end_turn", _final_text(response))
                 messages.append({"role": "user", "content": results})
+                trimmed = self._trim(messages)
+                if trimmed:
+                    progress(f"turn {turns}: shortened {trimmed} earlier tool outputs")
                 progress(_progress_line(turns, ", ".join(called) or "tool_use", usage))
                 continue
             progress(_progress_line(turns, reason or "no stop_reason", usage))
@@ -162,7 +203,8 @@ class ClaudeBackend:
 
         A reply cut off by max_tokens is never acted on (its last tool call may be
         incomplete): the turn is asked again with twice the room, up to the model's output
-        limit. A streamed reply the SDK cannot assemble, or that breaks off before its end,
+        limit (a model whose limit is not known fails the stage instead). A streamed reply
+        the SDK cannot assemble, or that breaks off before its end,
         is asked again as it was. A second failure fails the stage.
         """
         for attempt in (1, 2):
@@ -192,20 +234,31 @@ class ClaudeBackend:
                     f"the model's output limit of {limit} ({response.stop_reason}); a larger "
                     "agent.max_tokens cannot help: narrow the task (scope.include) and rerun"
                 )
+            if limit is None and response.stop_reason == "max_tokens":
+                # More room would be a guess, and one above the model's limit is a 400.
+                raise StageFailed(
+                    f"the model's reply was cut off at max_tokens={max_tokens} and the output "
+                    f"limit of {self.model} is not known, so it was not raised: raise the spec "
+                    f"key agent.max_tokens, or set models.{self.model}.max_output_tokens, and "
+                    "rerun"
+                )
             if attempt == 2:
                 raise StageFailed(
                     f"the model's reply was cut off at max_tokens={max_tokens} twice in a row "
-                    f"({response.stop_reason}); raise the spec key agent.max_tokens and rerun"
+                    f"({response.stop_reason}); raise the spec key agent.max_tokens"
+                    + (f" (at most {limit})" if limit else "")
+                    + " and rerun"
                 )
             # The API refuses a max_tokens above the model's limit: more room stops there.
-            max_tokens = (
-                max_tokens * 2 if limit is None else max(max_tokens, min(max_tokens * 2, limit))
-            )
+            if limit is not None:
+                max_tokens = max(max_tokens, min(max_tokens * 2, limit))
         raise AssertionError("unreachable")
 
     def _output_limit(self) -> int | None:
-        """The model's largest max_tokens, as the Models API reports it; asked once, and
-        None when the server does not say (older APIs, local servers)."""
+        """The model's largest max_tokens: the model table's, else the Models API's (asked
+        once), else None (older APIs, local servers): then max_tokens is never raised."""
+        if self.documented_limit is not None:
+            return self.documented_limit
         if self._output_limit_cache is _UNASKED:
             self._output_limit_cache = None
             try:
@@ -316,16 +369,65 @@ class ClaudeBackend:
         u = response.usage
         # Never below zero: some proxies report input as prompt minus cache reads, which
         # goes negative when they count more reads than prompt.
+        written = max(0, u.cache_creation_input_tokens or 0)
+        split = getattr(u, "cache_creation", None)
+        one_hour = max(0, getattr(split, "ephemeral_1h_input_tokens", 0) or 0)
         one = Usage(
             input_tokens=max(0, u.input_tokens or 0),
             output_tokens=max(0, u.output_tokens or 0),
-            cache_creation_input_tokens=max(0, u.cache_creation_input_tokens or 0),
+            cache_creation_input_tokens=written,
             cache_read_input_tokens=max(0, u.cache_read_input_tokens or 0),
+            cache_write_1h_tokens=min(one_hour, written),
             requests=1,
         )
         cost = ledger.price(self.model, one, self.prices)
         one.cost_usd, one.unpriced = (0.0, 1) if cost is None else (cost, 0)
         return one
+
+    # -- the conversation's size ---------------------------------------------------------
+
+    def _trim(self, messages: list[dict[str, Any]]) -> int:
+        """Shorten old tool outputs once the conversation passes `agent.trim_above_tokens`;
+        how many were shortened.
+
+        Never the task (the first message), never the last `keep_turns` turns, never a
+        short output (an outcome, an error). A cut makes the cache be written again from
+        the first changed block on, so it is made only when it takes out at least a
+        quarter of the size allowed, and then it takes out all it may.
+        """
+        if self.trim_above_chars is None:
+            return 0
+        if sum(len(json.dumps(m["content"])) for m in messages) <= self.trim_above_chars:
+            return 0
+        kept = 2 * self.keep_turns  # each turn: the model's reply and the tools' results
+        old = [
+            block
+            for m in messages[1 : max(1, len(messages) - kept)]
+            if m["role"] == "user"
+            for block in m["content"]
+            if block.get("type") == "tool_result"
+            and isinstance(block.get("content"), str)
+            and not block.get("is_error")
+            and len(block["content"]) > KEEP_RESULT_CHARS
+        ]
+        if sum(len(block["content"]) for block in old) < self.trim_above_chars // 4:
+            return 0
+        calls = {
+            block["id"]: block
+            for m in messages
+            if m["role"] == "assistant"
+            for block in m["content"]
+            if block.get("type") == "tool_use"
+        }
+        for block in old:
+            call = calls.get(block["tool_use_id"], {})
+            what = _describe_call(call.get("name", "tool"), call.get("input"), ToolResult(""))
+            lines = block["content"].count("\n") + 1
+            block["content"] = (
+                f"[output of {what} shortened to save context ({lines} lines, seen before); "
+                "call the tool again if you still need it]"
+            )
+        return len(old)
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -391,6 +493,7 @@ def _with_moving_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, An
         return messages
     last = copy.deepcopy(messages[-1])
     if last["content"]:
+        # Always the 5-minute cache: the next turn, seconds away, reads it or never will.
         last["content"][-1]["cache_control"] = EPHEMERAL
     return [*messages[:-1], last]
 

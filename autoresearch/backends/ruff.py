@@ -436,10 +436,7 @@ class RuffBackend:
             turns += 1
             fid = finding["id"]
             others = {f["title"] for f in batch if f is not finding}
-            # fix: a change must lower the count, so imports it leaves unused go with it.
-            action, args = self._fix_one(
-                worktree, finding, toolbox, others, tidy=brief.team == "fix"
-            )
+            action, args = self._fix_one(worktree, finding, toolbox, others, tidy=brief.tidy)
             result = toolbox.call(action, args)
             progress(f"turn {turns}: {action} {fid} -> {result.content.splitlines()[0]}")
         return turns

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import os
 import re
 from collections.abc import Collection, Iterable, Mapping
@@ -442,35 +443,29 @@ class _Resolver:
         return self._trees[path]
 
 
-# Each code file's strings, by path, size and modification time: every doc of a learn run
-# asks about the same code, and parsing all of it takes seconds. Shared by the jobs of one
-# process, but never stale: an entry is only ever the strings of that exact file version.
-_STRINGS_OF: dict[tuple[str, int, int], frozenset[str]] = {}
-
-
 def _code_strings(root: Path, files: list[Path]) -> set[str]:
     strings: set[str] = set()
     for path in files:
         try:
-            stat = path.stat()
-        except OSError:
-            continue
-        key = (str(path), stat.st_size, stat.st_mtime_ns)
-        if key not in _STRINGS_OF:
-            try:
-                text = worktree_files.read_text(root, path.relative_to(root).as_posix())
-            except (Refused, ValueError):
-                continue  # a link out, a FIFO, a file too large: it names nothing
-            if path.suffix == ".py":
-                try:
-                    found = _strings(ast.parse(text))
-                except SyntaxError:
-                    found = set()
-            else:  # Snakemake's syntax is not Python's: its quoted strings will do
-                found = {m.group(2) for m in _QUOTED.finditer(text)}
-            _STRINGS_OF[key] = frozenset(found)
-        strings |= _STRINGS_OF[key]
+            text = worktree_files.read_text(root, path.relative_to(root).as_posix())
+        except (Refused, ValueError, OSError):
+            continue  # gone, a link out, a FIFO, a file too large: it names nothing
+        strings |= _strings_of(path.suffix == ".py", text)
     return strings
+
+
+# Keyed by the file's text itself, never by its path, size or time: an agent that rewrites a
+# file within one clock tick must not be judged by the strings of the old version. A pure
+# function of its arguments, so the jobs of one process may share it.
+@functools.lru_cache(maxsize=1024)
+def _strings_of(python: bool, text: str) -> frozenset[str]:
+    if python:
+        try:
+            return frozenset(_strings(ast.parse(text)))
+        except SyntaxError:
+            return frozenset()
+    # Snakemake's syntax is not Python's: its quoted strings will do
+    return frozenset(m.group(2) for m in _QUOTED.finditer(text))
 
 
 _NAME_END = re.compile(r"[-_][\w.-]*\w\.\w+")

@@ -420,6 +420,15 @@ def gate(severities: Iterable[str], fail_on: str) -> str:
     return "FAILED" if any(at_or_above(s, fail_on) for s in severities) else "PASSED"
 
 
+def gate_of(done_text: str) -> str | None:
+    """The `gate:` line of a session's `done` file: PASSED, FAILED, or None (no gate: not a
+    lens). `autoresearch check` reads it without asking which mode the session was."""
+    for line in done_text.splitlines():
+        if line.startswith("gate:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
 def compare(current: Collection[str], previous: Collection[str]) -> dict[str, str]:
     """Labels against an earlier audit of the same target, by finding hash: each current hash is
     'new' or 'recurring'; each previous hash not found again is 'fixed'."""

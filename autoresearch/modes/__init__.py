@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 
 from .base import Mode
@@ -27,5 +28,9 @@ def get(name: str) -> Mode:
     try:
         module, cls = MODES[name].split(":")
     except KeyError:
-        raise ValueError(f"unknown mode {name!r}; expected one of {', '.join(MODES)}") from None
+        close = difflib.get_close_matches(str(name), list(MODES), n=1)
+        maybe = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(
+            f"unknown mode {name!r}; {maybe}expected one of {', '.join(MODES)}"
+        ) from None
     return getattr(importlib.import_module(f"{__name__}.{module}"), cls)()

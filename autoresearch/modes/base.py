@@ -15,18 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import findings, journal, ledger, tally
+from .. import findings, journal, ledger, tally, verdict
 from ..changesets import ChangeNote, ReviewLoop
 from ..errors import SessionError, SpecError
-from ..files import write_text
+from ..files import read_json, write_text
 from ..findings import Finding
 from ..layout import SessionLayout
 from ..lenses import judge
 from ..loop import Decision, JsonWriter
 from ..record import SetupRecord
-from ..session_report import ReportStep
+from ..session_report import MetricChange, ReportStep
 from ..spec import SessionSpec
 from ..stage import StageEnv
+from . import cycle_view
 
 BROKEN = "tests broke in this cycle and reverting did not bring them back"
 # Stop 7's question when the spec's goal is not given in words.
@@ -60,6 +61,8 @@ class PlannedMetric:
 class Mode:
     name = "sweep"
     loop = "cycles"  # the layout's folder for the loop's steps
+    step_word = "cycle"  # what a progress line and `redo` call one step of the loop
+    rule_prefix = ""  # the prefix of the mode's rule names, which a stage's name leaves out
     branch = "autoresearch/improve"  # `{name}` is the session's name
     has_worktree = True  # a session worktree (broad: one per track instead)
     default_cycle_cap = 10
@@ -298,11 +301,16 @@ class Mode:
 
     def report_steps(self, layout: SessionLayout) -> list[ReportStep]:
         """Every finished cycle of every track, for the session report: its evaluation
-        (eval-results.md), the fixes it kept and its test run."""
+        (eval-results.md), the fixes it kept, its test run, the commits it left on the
+        branch and why the loop stopped there."""
         steps = []
         for track in self.tracks(layout):
-            for d in journal.load_decisions(layout, track):
+            decisions = journal.load_decisions(layout, track)
+            ranged = any(d.get("end_commit") for d in decisions)
+            repo = cycle_view.repo_of(layout, track) if ranged else None
+            for d in decisions:
                 tests = d.get("tests") or {}
+                span = (d.get("start_commit"), d.get("end_commit"))
                 steps.append(
                     ReportStep(
                         track=track,
@@ -312,9 +320,16 @@ class Mode:
                         tests_pass=bool(d.get("tests_pass")),
                         tests_passed=tests.get("passed"),
                         tests_failed=tests.get("failed"),
+                        stopped=d.get("reason") or None,
+                        commits=span if all(span) else None,  # type: ignore[arg-type]
+                        repo=repo,
                     )
                 )
         return steps
+
+    def report_metric(self, env: StageEnv) -> MetricChange | None:
+        """The session's metric before and after, for the report's outcome (none here)."""
+        return None
 
     def write_done(self, env: StageEnv, out: Path) -> None:
         decisions = journal.load_decisions(env.layout)
@@ -327,13 +342,21 @@ class Mode:
             f"cycles: {len(decisions)}",
             f"fixes kept: {fixed}",
             f"commits on {env.record.branch}: {last.get('commits_total', 0)}",
-            f"tests: {'pass' if last.get('tests_pass') else 'FAIL'}",
+            f"tests: {verdict.tests_word(self.full_decision(env, last), env.record.baseline)}",
             f"final commit: {last.get('end_commit', env.record.base_commit)}",
             f"review with: git -C {env.record.target} log --oneline "
             f"{env.record.base_commit[:12]}..{env.record.branch}",
         ]
         write_text(out, "\n".join(lines) + "\n")
         env.log(json.dumps({"done": env.layout.name, "reason": last.get("reason")}))
+
+    @staticmethod
+    def full_decision(env: StageEnv, decision: dict[str, Any]) -> dict[str, Any]:
+        """`decision` as its decision.json has it: the index keeps only a run's counts."""
+        if not decision:
+            return decision
+        path = env.layout.decision(int(decision["cycle"]), decision.get("track") or "")
+        return read_json(path) or decision
 
     def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
         """What is made after the loop (of `track`) ended, logs included: `redo` moves

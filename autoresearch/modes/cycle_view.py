@@ -33,7 +33,7 @@ def render(layout: SessionLayout, cycle: int, track: str = "") -> str:
     if decision.get("stop"):
         lines.append(f"- Stopped the loop: {decision.get('reason')}")
     lines += ["", *finding_lines(folder, decision)]
-    repo = _repo(layout, track)
+    repo = repo_of(layout, track)
     kept = kept_commits(repo, decision)
     lines += ["", f"Kept commits ({len(kept)}):"]
     lines += [f"- {sha[:12]} {message}" for sha, message in kept] or ["(none)"]
@@ -93,7 +93,7 @@ def _reverted(item: Any) -> str:
     return str(item)
 
 
-def _repo(layout: SessionLayout, track: str) -> Path:
+def repo_of(layout: SessionLayout, track: str) -> Path:
     """Where to read the commits: the loop's worktree, else the target (read only)."""
     worktree = layout.worktree(track)
     if worktree.exists() and git.is_our_worktree(worktree.resolve()):

@@ -13,7 +13,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from .. import commands
+from .. import chain, commands
 from ..files import read_json
 from ..lenses import lens_log
 from ..lenses.finding_schema import DEBUG
@@ -97,7 +97,7 @@ class Debug(LoopLens):
 
     @staticmethod
     def _handoff(values: dict[str, Any]) -> dict[str, Any]:
-        return (read_json(Path(values["handoff"])) if values.get("handoff") else None) or {}
+        return chain.inherited(Path(values["handoff"])) if values.get("handoff") else {}
 
     def lead_state(self, env: StageEnv, history: list[Iteration], setup: dict[str, Any]):
         """lead id -> 'confirmed' | 'abandoned' | 'open' (attempts counted in this run)."""

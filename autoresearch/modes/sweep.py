@@ -20,9 +20,20 @@ class Sweep(Mode):
         prev = env.previous_decision()
         if prev is None:
             return None
+        dry = not decision["fixed"] and not prev.get("fixed")
         if env.spec.refactor_on:
             if decision["refactor_changes"] == 0 and prev.get("refactor_changes") == 0:
+                # With nothing fixed there was nothing for Refactor to change: say why.
+                if dry:
+                    return nothing_fixable(decision, prev)
                 return "two consecutive cycles in which Refactor changed nothing"
-        elif not decision["fixed"] and not prev.get("fixed"):
-            return "two consecutive cycles in which Green skipped every finding"
+        elif dry:
+            return nothing_fixable(decision, prev)
         return None
+
+
+def nothing_fixable(decision: dict[str, Any], prev: dict[str, Any]) -> str:
+    """The stop reason of two cycles in a row that kept no fix."""
+    if not decision.get("findings") and not prev.get("findings"):
+        return "nothing fixable was left: two consecutive cycles in which Red found nothing"
+    return "nothing fixable was left: two consecutive cycles in which Green kept no fix"

@@ -183,7 +183,7 @@ def test_measurement_jobs_ask_for_the_specs_resources(workflow, tmp_path):
     target = make_target(tmp_path / "target")
     spec = batch_spec(target, workflow, resources={"gpu": 1, "slurm_partition": "gpu"})
     workflow.run("r", spec, "--until", "session")
-    proc = workflow.run("r", None, "-n")
+    proc = workflow.run("r", None, "-n", "--quiet", "host")  # the profile quiets job blocks
     blocks = re.split(r"\n(?=(?:local)?(?:rule|checkpoint) )", proc.stdout)
     measure = [b for b in blocks if b.startswith("rule experiment_measure:")]
     assert len(measure) == 3

@@ -177,12 +177,21 @@ def test_a_kill_during_the_analyses_then_a_rerun_finishes_without_duplicate_rows
     def started() -> list[str]:
         return [p for p in PERSONAS if (session / f"logs/predict/{p}/round-0.log").exists()]
 
-    wait_for(lambda: len(started()) == 1)
+    def reached(condition) -> None:
+        # Only the conditions are waited on (a held analysis waits for its go-ahead as long
+        # as it takes), with a loaded machine's margin; a run that ended early says why.
+        def seen() -> bool:
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            return condition()
+
+        wait_for(seen, timeout=600)
+
+    reached(lambda: len(started()) == 1)
     done = started()[0]
     go.mkdir()
     (go / done).touch()
-    wait_for(lambda: (session / f"predict/{done}/round-0.json").exists())
-    wait_for(lambda: len(started()) == 2)
+    reached(lambda: (session / f"predict/{done}/round-0.json").exists())
+    reached(lambda: len(started()) == 2)
     running = next(p for p in started() if p != done)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -113,11 +114,35 @@ def test_redo_of_a_middle_green_reruns_the_rest_on_the_new_history(workflow, tar
     assert "WARNING" not in cli(workflow, "status", "s").stdout
 
 
-def test_redo_with_no_run_prints_the_command_and_resets_the_branch(workflow, target):
+def session_state(session, target) -> tuple:
+    """Every file of the session with its bytes, and the session branch's tip."""
+    files = {str(p.relative_to(session)): p.read_bytes() for p in session.rglob("*") if p.is_file()}
+    return files, git(target, "rev-parse", "autoresearch/improve")
+
+
+def test_redo_with_no_run_changes_nothing_and_lists_what_would_move(workflow, target):
     run_three_cycles(workflow, target)
     session = workflow.session("s")
     start = json.loads((session / "cycles/003/red.json").read_text())["start_commit"]
+    before = session_state(session, target)
     proc = cli(workflow, "redo", "s", "--cycle", "3", "--stage", "red", "--no-run")
+    assert proc.returncode == 0, proc.stderr
+    assert session_state(session, target) == before
+    assert not (session / "superseded").exists()
+    out = proc.stdout
+    assert "a redo of cycle 003 red would:" in out
+    assert "    sessions/s/done\n" in out and "    sessions/s/cycles/003/red-findings.md\n" in out
+    assert "set aside 2 results.tsv row(s)" in out
+    assert f"to {start[:12]}" in out
+    assert "then run: snakemake --cores 1" in out and "sessions/s/done" in out
+    assert "nothing was changed" in out
+
+
+def test_redo_with_move_only_resets_the_branch_and_prints_the_command(workflow, target):
+    run_three_cycles(workflow, target)
+    session = workflow.session("s")
+    start = json.loads((session / "cycles/003/red.json").read_text())["start_commit"]
+    proc = cli(workflow, "redo", "s", "--cycle", "3", "--stage", "red", "--move-only")
     assert proc.returncode == 0, proc.stderr
     assert "snakemake --cores 1" in proc.stdout and "sessions/s/done" in proc.stdout
     assert git(target, "rev-parse", "autoresearch/improve") == start
@@ -168,3 +193,38 @@ def test_redo_of_an_experiment_iteration_logs_each_iteration_once(workflow, tmp_
     assert [(e["id"], e["hypothesis"]) for e in old] == [(2, "Unroll it")]
     assert (moved / "report.md").exists() and (session / "report.md").exists()
     assert git(repo, "show", "autoresearch/experiment/x:fast.py").count("700")
+
+
+def results_rows(session) -> dict[str, dict[str, str]]:
+    lines = (session / "results.tsv").read_text().splitlines()
+    header = lines[0].split("\t")
+    return {
+        row["team"]: row
+        for row in (dict(zip(header, ln.split("\t"), strict=True)) for ln in lines[1:])
+    }
+
+
+def test_each_results_row_has_its_stages_time_and_refactor_its_own_files(workflow, target):
+    script = workflow.script(
+        {
+            "red": {1: [{"tool": "report_finding", "args": FINDING}]},
+            "green": {1: green_writes("notes.txt", "notes\n", "F-001")},
+        }
+    )
+    values = script_spec(target, script, workflow.workdir / "t.jsonl", max_cycles=1)
+    workflow.run("s", values)
+    session = workflow.session("s")
+    rows = results_rows(session)
+    assert rows["green"]["files_changed"] == "1"
+    assert (rows["refactor"]["description"], rows["refactor"]["files_changed"]) == (
+        "0 changes",
+        "0",  # Refactor was given notes.txt and changed nothing
+    )
+    # Rewrite the rows with red's record dated long ago: its row keeps red's own time.
+    red = session / "cycles/001/red.json"
+    os.utime(red, (978307200, 978307200))  # 2001-01-01T00:00:00Z
+    proc = cli(workflow, "redo", "s", "--cycle", "1", "--stage", "evaluate")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = results_rows(session)
+    assert rows["red"]["timestamp"] == "2001-01-01T00:00:00Z"
+    assert rows["green"]["timestamp"] != "2001-01-01T00:00:00Z"

@@ -116,3 +116,8 @@ def test_experiment_session_report_holds_its_report_plot_and_every_iteration(tmp
     assert_report_holds_the_session(demo, documents)
     results = demo.report.files[demo.path("report", "results.html")].decode()
     assert "1 changes kept over 2 cycle(s)" in results
+    # The landing page: the metric at the baseline and the best kept, in its direction.
+    assert "<strong>Metric:</strong> ops: before 1000, after 800 (minimize)" in (
+        demo.report.description
+    )
+    assert "<strong>Kept:</strong> 1 changes kept over 2 cycles" in demo.report.description

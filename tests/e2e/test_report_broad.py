@@ -28,3 +28,10 @@ def test_broad_demo_report_holds_the_comparison_and_every_tracks_cycles(broad):
     assert_report_holds_the_session(broad, documents)
     page = broad.report.results[broad.path("report", "evaluations", "h2-001.html")]
     assert page["labels"] == {"evaluation": "h2, cycle 001"}
+
+
+def test_broad_demo_landing_page_states_each_tracks_stop_and_tests(broad):
+    text = broad.report.description
+    assert "<strong>Mode:</strong> broad" in text
+    stopped = text.split("<strong>Stopped:</strong> ", 1)[1].split("</li>", 1)[0]
+    assert [part.split(":", 1)[0] for part in stopped.split("; ")] == ["h1", "h2", "h3"]

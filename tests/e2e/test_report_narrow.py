@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from report_pages import (
     Demo,
@@ -24,3 +26,12 @@ def test_narrow_demo_report_holds_the_goal_progress_plot_and_its_session(narrow)
     assert set(narrow.report.results) == session_pages(narrow, list(documents)) | {plot}
     assert narrow.report.files[plot] == (narrow.session / "goal-progress.png").read_bytes()
     assert_report_holds_the_session(narrow, documents)
+
+
+def test_narrow_demo_landing_page_states_the_goal_metric_before_and_after(narrow):
+    baseline = json.loads((narrow.session / "baseline.json").read_text())["value"]
+    decisions = sorted((narrow.session / "cycles").glob("*/decision.json"))
+    after = json.loads(decisions[-1].read_text())["narrow"]["current"]
+    line = f"<strong>Metric:</strong> lint warnings: before {baseline:g}, after {after:g}"
+    assert f"{line} (target &lt;= 4)</li>" in narrow.report.description
+    assert "<strong>Mode:</strong> narrow" in narrow.report.description

@@ -121,7 +121,7 @@ def test_setup_records_baseline_counts_branch_and_context(workflow, target):
     assert setup["base_commit"] == git(target, "rev-parse", "HEAD")
     assert "Adds numbers." in setup["conventions"]
     md = (workflow.session("s") / "session.md").read_text()
-    assert "## autoresearch version\n0.1.0" in md and "- Stack: Python" in md
+    assert "## Skill version\nautoresearch 0.1.0" in md and "- Stack: Python" in md
     for name in ("results.tsv", "ideas.md"):
         assert (workflow.session("s") / name).is_file()
     assert (workflow.session("s") / "cycles").is_dir()
@@ -134,21 +134,38 @@ def test_taken_branch_gets_next_free_number(workflow, target):
     assert setup["branch"] == "autoresearch/improve-2"
 
 
-def test_failing_baseline_stops_setup_and_names_allow_failing_baseline(workflow, tmp_path):
-    repo = make_repo(tmp_path / "t", {"test_x.py": "def test_x():\n    assert False\n"})
-    proc = run_setup_only(workflow, no_agent_spec(repo))
-    assert_refused(proc, "allow_failing_baseline", "test_x.py::test_x")
+FAILING = {
+    "test_x.py": "def test_x():\n    assert False\n\n\ndef test_y():\n    assert True\n",
+    "test_z.py": "def test_z():\n    assert 1 == 2\n",
+}
+
+
+def test_failing_baseline_stops_setup_when_allow_failing_baseline_is_false(workflow, tmp_path):
+    repo = make_repo(tmp_path / "t", FAILING)
+    proc = run_setup_only(workflow, no_agent_spec(repo, allow_failing_baseline=False))
+    assert_refused(proc, "key 'allow_failing_baseline' is false", "test_x.py::test_x")
     assert not (workflow.session("s") / "setup.json").exists()
 
 
-def test_allowed_failing_baseline_is_shown_and_kept_by_test_id(workflow, tmp_path):
-    repo = make_repo(tmp_path / "t", {"test_x.py": "def test_x():\n    assert False\n"})
-    proc = run_setup_only(workflow, no_agent_spec(repo, allow_failing_baseline=True))
+def test_a_failing_baseline_is_warned_about_and_the_session_goes_on_by_default(workflow, tmp_path):
+    repo = make_repo(tmp_path / "t", FAILING)
+    proc = run_setup_only(workflow, no_agent_spec(repo))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "baseline FAILS" in proc.stderr  # said on the console, not only in a log
+    assert "warning: baseline FAILS" in proc.stderr  # said on the console, not only in a log
     setup = json.loads((workflow.session("s") / "setup.json").read_text())
     assert setup["baseline"]["outcome"] == "failed" and not setup["baseline"]["ok"]
-    assert setup["baseline"]["failing_ids"] == ["test_x.py::test_x"]
+    assert setup["baseline"]["failing_ids"] == ["test_x.py::test_x", "test_z.py::test_z"]
+    md = (workflow.session("s") / "session.md").read_text()
+    listed = md.split("- Failing at the base", 1)[1].split("- Base commit")[0]
+    assert listed.splitlines()[1:] == ["  - test_x.py::test_x", "  - test_z.py::test_z"]
+
+
+def test_a_fix_session_starts_on_failing_tests_by_default(workflow, tmp_path):
+    # Fix exists to make failing tests pass: no key needed to start one on them.
+    repo = make_repo(tmp_path / "t", FAILING)
+    proc = run_setup_only(workflow, no_agent_spec(repo, mode="fix"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "- Failing at the base" in (workflow.session("s") / "session.md").read_text()
 
 
 def test_a_test_command_that_collects_nothing_is_not_a_baseline(workflow, tmp_path):
@@ -209,3 +226,29 @@ def test_resuming_a_session_from_a_newer_version_is_refused(workflow, target):
     proc = workflow.run("s", values, check=False)
     assert_refused(proc, "made by autoresearch 9.0.0", "upgrade autoresearch")
     assert not (workflow.session("s") / "cycles/001").exists()
+
+
+def test_a_setup_error_is_said_once_with_its_last_lines_and_where_the_whole_output_is(
+    workflow, tmp_path
+):
+    noisy = "".join(f"def test_{i}():\n    assert {i} == -1\n\n\n" for i in range(30))
+    repo = make_repo(tmp_path / "t", {"test_many.py": noisy})
+    proc = run_setup_only(workflow, no_agent_spec(repo, allow_failing_baseline=False))
+    assert_refused(proc, "the whole output: sessions/s/logs/session.log")
+    assert proc.stderr.count("key 'allow_failing_baseline' is false") == 1, proc.stderr
+    shown = proc.stderr.split("last lines:\n", 1)[1].split("the whole output:")[0]
+    assert len(shown.splitlines()) <= 10
+    assert "30 failed" in shown  # the end of the output, where pytest puts its verdict
+    log = (workflow.session("s") / "logs" / "session.log").read_text()
+    assert "test_many.py::test_0 - assert 0 == -1" in log  # the start, left out above
+    assert "test_many.py::test_0 - assert 0 == -1" not in proc.stderr
+
+
+def test_done_says_a_failing_base_test_that_still_fails_is_the_same_as_at_the_base(
+    workflow, tmp_path
+):
+    repo = make_repo(tmp_path / "t", FAILING | {"calc.py": "X = 1\n"})
+    values = no_agent_spec(repo, allow_failing_baseline=True, stop_below=None)
+    workflow.run("s", values)
+    done = (workflow.session("s") / "done").read_text()
+    assert "tests: FAIL (the same 2 tests as at the base)\n" in done

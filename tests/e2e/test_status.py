@@ -73,3 +73,18 @@ def test_status_of_unknown_session_fails(tmp_path):
     (tmp_path / "sessions").mkdir()
     proc = status(tmp_path, "nope")
     assert proc.returncode == 2 and "no session 'nope'" in proc.stderr
+
+
+def test_status_says_running_while_a_run_holds_the_session_and_paused_otherwise(workflow, target):
+    import fcntl
+
+    values = script_spec(target, workflow.script({}), workflow.workdir / "t.jsonl", max_cycles=1)
+    workflow.run("s", values)
+    (workflow.session("s") / "done").unlink()  # a cycle run, the session not finished
+    assert "Session: s [paused]" in status(workflow.workdir, "s").stdout
+    with open(workflow.session("s") / ".run.lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a live run holds it
+        assert "Session: s [running]" in status(workflow.workdir, "s").stdout
+        table = status(workflow.workdir).stdout
+        assert table.splitlines()[1].split()[:3] == ["s", "sweep", "running"]
+    assert "Session: s [paused]" in status(workflow.workdir, "s").stdout

@@ -62,20 +62,44 @@ def test_stops_at_max_cycles(workflow, target):
     assert "stopped: max_cycles reached (1)" in (workflow.session("s") / "done").read_text()
 
 
-def test_stops_after_two_cycles_without_refactor_changes(workflow, target):
+def test_two_cycles_that_found_nothing_stop_saying_nothing_fixable_was_left(workflow, target):
+    # Refactor changed nothing in either cycle, but only because there was nothing to fix.
     run(workflow, target, {"red": {"*": []}}, max_cycles=5, stop_below=None)
     assert not workflow.decision("s", 1)["stop"]
+    reason = "nothing fixable was left: two consecutive cycles in which Red found nothing"
+    assert workflow.decision("s", 2)["reason"] == reason
+    assert f"stopped: {reason}" in (workflow.session("s") / "done").read_text()
+    assert not (workflow.session("s") / "cycles/003").exists()
+
+
+def test_stops_after_two_cycles_without_refactor_changes(workflow, target):
+    fix = [
+        {"tool": "write_file", "args": {"path": "calc.py", "content": GUARDED}},
+        {"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": "guard"}},
+    ]
+    other = dict(FINDING, title="mean of one value", location="calc.py:6")
+    again = [
+        {"tool": "write_file", "args": {"path": "notes.txt", "content": "x\n"}},
+        {"tool": "finish_fix", "args": {"finding_id": "F-002", "summary": "notes"}},
+    ]
+    script = {
+        "red": {
+            1: [{"tool": "report_finding", "args": FINDING}],
+            2: [{"tool": "report_finding", "args": other}],
+        },
+        "green": {1: fix, 2: again},
+    }
+    run(workflow, target, script, max_cycles=5, stop_below=None)
     assert workflow.decision("s", 2)["reason"] == (
         "two consecutive cycles in which Refactor changed nothing"
     )
-    assert not (workflow.session("s") / "cycles/003").exists()
 
 
 def test_without_refactor_stops_after_two_cycles_of_skips(workflow, target):
     script = {"red": {"*": [{"tool": "report_finding", "args": FINDING}]}}
     run(workflow, target, script, max_cycles=5, teams=["red", "green"])
     assert workflow.decision("s", 2)["reason"] == (
-        "two consecutive cycles in which Green skipped every finding"
+        "nothing fixable was left: two consecutive cycles in which Green kept no fix"
     )
 
 

@@ -5,9 +5,20 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from autoresearch import modes
+from autoresearch.backends.base import TEAMS
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("autoresearch", "scripts")
-MODE_NAMES = ("sweep", "narrow", "broad", "experiment", "security", "debug", "scenario", "predict")
+MODE_NAMES = tuple(modes.MODES)
+# Two vocabularies that share words (fix, learn, ship, experiment): a mode is what a session
+# is for, a team is who does a stage's work. Dispatching on a team is the engine's business.
+TEAM_NAMES = frozenset(TEAMS)
+# The folders the modes' loops live in, but the default one ("cycles" is also a plain count
+# in records): comparing with one asks which mode is running.
+LOOP_WORDS = frozenset(modes.get(name).loop for name in MODE_NAMES) - {"cycles"}
+# What code outside modes/ may import of them: the registry and the hooks' base class.
+MODE_PUBLIC = ("autoresearch.modes", "autoresearch.modes.base")
 
 
 def modules() -> dict[str, Path]:
@@ -70,23 +81,68 @@ def test_the_import_graph_has_no_cycle():
             visit(node)
 
 
+def _subject(node: ast.expr) -> list[str]:
+    """The dotted names of an operand: `self.mode.loop` -> ["self", "mode", "loop"]."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return parts[::-1]
+
+
+def _strings(node: ast.expr) -> list[str]:
+    """A string operand, or the strings of a literal tuple/list/set (`x in ("a", "b")`)."""
+    items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    return [n.value for n in items if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def _about_a_team(operands: list[ast.expr]) -> bool:
+    return any(_subject(op)[-1:] == ["team"] for op in operands)
+
+
 def mode_branches(tree: ast.AST) -> list[int]:
-    """Lines that branch on a mode name: a comparison with one, or a table keyed by them."""
+    """Lines that ask which mode is running: a comparison with a mode's name or its loop's
+    word, any comparison of a mode's attribute (or of a loop) with a string, or a table
+    keyed by mode names. A team's name is not a mode's, even when spelled alike."""
     lines = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
-            consts = [
-                n.value
-                for n in ast.walk(node)
-                if isinstance(n, ast.Constant) and n.value in MODE_NAMES
-            ]
-            if consts:
+            operands = [node.left, *node.comparators]
+            words = [w for op in operands for w in _strings(op)]
+            if _about_a_team(operands):
+                words = [w for w in words if w not in TEAM_NAMES]
+            names = [w for w in words if w in MODE_NAMES]
+            loops = [w for w in words if w in LOOP_WORDS]
+            asks_a_mode = words and any(
+                "mode" in _subject(op)[:-1] or _subject(op)[-1:] == ["loop"] for op in operands
+            )
+            if names or loops or asks_a_mode:
                 lines.append(node.lineno)
         elif isinstance(node, ast.Dict):
             keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
-            if sum(k in MODE_NAMES for k in keys) >= 2:
+            by_team = all(k in TEAM_NAMES for k in keys) and any(k not in MODE_NAMES for k in keys)
+            if sum(k in MODE_NAMES for k in keys) >= 2 and not by_team:
                 lines.append(node.lineno)
     return lines
+
+
+def mode_rule_names(tree: ast.AST, own: str = "") -> list[int]:
+    """Lines naming a mode's own rule or file by its prefix (`"experiment_"`), but `own`'s."""
+    prefixes = tuple(f"{name}_" for name in MODE_NAMES if name != own)
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.startswith(prefixes)
+    ]
+
+
+def own_mode(name: str) -> str:
+    """The mode a rule's Python half (`scripts/<x>.py`) belongs to, if it is one."""
+    return name.removeprefix("scripts.") if name.startswith("scripts.") else ""
 
 
 def test_only_the_modes_know_which_mode_a_session_is_in():
@@ -95,7 +151,59 @@ def test_only_the_modes_know_which_mode_a_session_is_in():
         if name.startswith("autoresearch.modes"):
             continue
         text = path.read_text()
-        for number in mode_branches(ast.parse(text)):
+        tree = ast.parse(text)
+        for number in mode_branches(tree) + mode_rule_names(tree, own_mode(name)):
             line = text.splitlines()[number - 1].strip()
             offenders.append(f"{path.relative_to(ROOT)}:{number}: {line}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_check_tells_a_mode_from_a_team_and_sees_stand_ins():
+    """The check's own cases: what it must flag and what it must leave alone."""
+    flagged = [
+        'mode.loop == "iterations"',
+        'self.mode.name == "learn"',
+        'spec.mode in ("fix", "ship")',
+        'x == "fixes"',
+        'layout.loop != "cycles"',
+        '{"sweep": 1, "narrow": 2}',
+        '{"fix": 1, "ship": 2}',  # mode names only: a mode table, whatever it is called
+        'team == "sweep"',  # not a team: a mode's name
+    ]
+    left_alone = [
+        'team in ("green", "fix")',
+        'team == "ship" or team == "learn"',
+        'brief.team == "ship"',
+        '{"red": 1, "fix": 2, "learn": 3}',  # keyed by teams
+        'name == "cycles"',
+    ]
+    for source in flagged:
+        assert mode_branches(ast.parse(source)), source
+    for source in left_alone:
+        assert not mode_branches(ast.parse(source)), source
+    assert mode_rule_names(ast.parse('log.removeprefix("experiment_")'))
+    assert not mode_rule_names(ast.parse('rule = "experiment_measure"'), own="experiment")
+
+
+def mode_imports(name: str, path: Path, known: set[str]) -> list[str]:
+    """The modes' internals that `name` (outside modes/) imports. A rule's Python half
+    (`scripts/<x>.py`) may import its own mode `autoresearch.modes.<x>`."""
+    own = f"autoresearch.modes.{own_mode(name)}" if own_mode(name) else ""
+    return sorted(
+        target
+        for target in imports_of(name, path, known)
+        if target.startswith("autoresearch.modes.")
+        and target not in MODE_PUBLIC
+        and not (own and (target == own or target.startswith(own + ".")))
+    )
+
+
+def test_nothing_outside_the_modes_imports_a_modes_internals():
+    found = modules()
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {target}"
+        for name, path in found.items()
+        if not name.startswith("autoresearch.modes")
+        for target in mode_imports(name, path, set(found))
+    ]
     assert not offenders, "\n".join(offenders)

@@ -11,7 +11,8 @@ from conftest import git, make_repo
 from autoresearch import git as ar_git
 from autoresearch.gate import BatchGate, Landed
 from autoresearch.protect import Protection
-from autoresearch.testrun import FAILED, PASSED, TestRun, Verdict, acceptable
+from autoresearch.testrun import FAILED, PASSED, TestRun
+from autoresearch.verdict import Verdict, acceptable
 
 
 def run_of(ok: bool) -> TestRun:

@@ -21,6 +21,7 @@ from fake_anthropic import (
 from fake_messages_rules import problems
 
 from autoresearch import ledger
+from autoresearch.backends import get_backend
 from autoresearch.backends.base import SessionStop, StageBrief, StageFailed, StageLimits, ToolResult
 from autoresearch.backends.claude import STREAM_ABOVE_TOKENS, ClaudeBackend
 from autoresearch.tools import Toolbox
@@ -756,3 +757,150 @@ def test_missing_api_key_fails_the_stage_naming_the_variable(fake, tmp_path, mon
     fake.push(message([text_block("ok")]))
     with pytest.raises(StageFailed, match="ANTHROPIC_API_KEY"):
         stage.run(backend())
+
+
+# -- the model table: output limit, 1-hour cache ------------------------------------------------
+
+HAIKU_TABLE = {"claude-haiku-4-5": {"max_output_tokens": 64_000, "cache_ttl_1h": True}}
+
+
+@pytest.fixture
+def no_models_api(fake, monkeypatch):
+    """A server that serves messages but has no Models API (as local servers): only the
+    spec's model table can say what the model's output limit is."""
+    with FakeAnthropic(models=None) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        yield server
+
+
+def test_without_a_models_api_the_model_table_bounds_the_retry_after_a_cut_off(
+    no_models_api, tmp_path
+):
+    stage = Stage(tmp_path / "wt")
+    cut = message([text_block("cut")], stop_reason="max_tokens")
+    no_models_api.push(cut, message([text_block("cut again")], stop_reason="max_tokens"))
+    agent = {"backend": "claude", "model": "claude-haiku-4-5", "max_tokens": 40_000}
+    be = get_backend({"agent": agent, "prices": PRICES, "models": HAIKU_TABLE})
+    with pytest.raises(StageFailed, match="output limit of 64000.*agent.max_tokens"):
+        stage.run(be)
+    # Twice 40k would be above haiku's 64k: the API would answer 400, not a second try.
+    assert [b["max_tokens"] for b in no_models_api.bodies] == [40_000, 64_000]
+
+
+def test_a_cut_off_reply_of_a_model_with_no_known_limit_is_not_asked_again_with_more(
+    no_models_api, tmp_path
+):
+    stage = Stage(tmp_path / "wt")
+    no_models_api.push(message([text_block("cut")], stop_reason="max_tokens"))
+    be = ClaudeBackend({"model": "claude-haiku-4-5", "max_tokens": 1000, "max_retries": 0}, PRICES)
+    with pytest.raises(StageFailed) as failed:
+        stage.run(be)
+    assert "agent.max_tokens" in str(failed.value)
+    assert "models.claude-haiku-4-5.max_output_tokens" in str(failed.value)
+    assert [b["max_tokens"] for b in no_models_api.bodies] == [1000]
+
+
+def test_a_max_tokens_above_the_documented_limit_fails_before_any_request(fake, tmp_path):
+    with pytest.raises(StageFailed, match=r"agent\.max_tokens = 100000 .* 64000"):
+        ClaudeBackend(
+            {"model": "claude-haiku-4-5-20251001", "max_tokens": 100_000},
+            PRICES,
+            models=HAIKU_TABLE,
+        )
+    assert fake.bodies == []
+
+
+def test_cache_ttl_1h_puts_the_prefix_in_the_hour_cache_and_prices_it_at_twice_input(
+    fake, tmp_path
+):
+    stage = Stage(tmp_path / "wt")
+    fake.push(tool_call("read_file", {"path": "a.py"}), message([text_block("done")]))
+    be = ClaudeBackend(
+        {"model": "claude-haiku-4-5", "max_tokens": 1024, "cache_ttl": "1h"},
+        PRICES,
+        models=HAIKU_TABLE,
+    )
+    run = stage.run(be)
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    for body in fake.bodies:
+        assert body["system"][-1]["cache_control"] == hour
+        assert body["tools"][-1]["cache_control"] == hour
+        # The conversation's own breakpoint stays at 5 minutes: its next read is seconds away.
+        assert body["messages"][-1]["content"][-1]["cache_control"] == EPHEMERAL
+    first = fake.requests[0].usage
+    assert 0 < first["cache_creation"]["ephemeral_1h_input_tokens"]
+    assert run.usage.cache_write_1h_tokens == sum(
+        r.usage["cache_creation"]["ephemeral_1h_input_tokens"] for r in fake.requests
+    )
+    u = run.usage
+    five = u.cache_creation_input_tokens - u.cache_write_1h_tokens
+    expected = (
+        u.input_tokens * 1.0
+        + u.output_tokens * 5.0
+        + five * 1.25
+        + u.cache_write_1h_tokens * 2.0  # PRICES gives no cache_write_1h: twice the input
+        + u.cache_read_input_tokens * 0.1
+    ) / 1e6
+    assert run.usage.cost_usd == pytest.approx(expected)
+
+
+def test_cache_ttl_1h_is_not_asked_for_a_model_the_table_does_not_offer_it_for(fake, tmp_path):
+    stage = Stage(tmp_path / "wt")
+    fake.push(message([text_block("done")]))
+    table = {"claude-haiku-4-5": {"max_output_tokens": 64_000}}
+    be = ClaudeBackend(
+        {"model": "claude-haiku-4-5", "max_tokens": 1024, "cache_ttl": "1h"}, PRICES, models=table
+    )
+    stage.run(be)
+    assert fake.bodies[0]["system"][-1]["cache_control"] == EPHEMERAL
+    assert fake.requests[0].usage["cache_creation"]["ephemeral_1h_input_tokens"] == 0
+
+
+# -- the conversation's size ---------------------------------------------------------------------
+
+
+def test_old_tool_outputs_are_shortened_past_the_size_but_never_the_task_system_or_last_turns(
+    fake, tmp_path
+):
+    stage = Stage(tmp_path / "wt", finish_on_fix=False)
+    for n in range(4):  # four files of 300 lines: each read is ~3k tokens
+        (tmp_path / "wt" / f"m{n}.py").write_text(
+            "".join(f"value_{n}_{i} = {i}  # a line of module {n}\n" for i in range(300))
+        )
+    fake.push(
+        *(tool_call("read_file", {"path": f"m{n}.py"}) for n in range(4)),
+        tool_call("read_file", {"path": "missing.py"}),  # an error: short, never shortened
+        tool_call("list_files", {}),
+        message([text_block("done")]),
+    )
+    be = backend(trim_above_tokens=5000, keep_turns=3)
+    stage.run(be)
+    bodies = fake.bodies
+    task = bodies[0]["messages"][0]
+    assert all(b["system"] == bodies[0]["system"] for b in bodies)
+    assert all(strip_cache_control(b["messages"][0]) == strip_cache_control(task) for b in bodies)
+
+    def results(body):
+        return [
+            block
+            for m in body["messages"]
+            if m["role"] == "user"
+            for block in m["content"]
+            if block.get("type") == "tool_result"
+        ]
+
+    last = results(bodies[-1])
+    assert len(last) == 6
+    shortened = [r for r in last if "shortened" in r["content"]]
+    assert shortened, "a conversation past the size keeps every old output whole"
+    # The last three turns' outputs are whole (one a short error, which never is cut).
+    assert "value_3_299 = 299" in last[3]["content"] and "shortened" not in last[3]["content"]
+    assert "shortened" not in last[4]["content"] and last[4]["is_error"]
+    assert "m0.py" in last[5]["content"]
+    for r in shortened:
+        assert "read_file(m" in r["content"] and "value_" not in r["content"]
+    # What was shortened stays the same bytes in every later request (the cache reads it).
+    for before, after in zip(bodies, bodies[1:], strict=False):
+        for old, new in zip(results(before), results(after), strict=False):
+            if "shortened" in old["content"]:
+                assert new == {k: v for k, v in old.items() if k != "cache_control"}

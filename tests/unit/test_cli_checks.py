@@ -75,6 +75,19 @@ def test_without_a_budget_an_unpriced_model_is_allowed():
     session.check_prices(values(agent={"backend": "claude", "model": "qwen3-coder"}), None)
 
 
+def test_a_max_tokens_above_the_models_output_limit_is_refused_naming_both_keys():
+    v = values(models={"claude-sonnet-5-5": {"max_output_tokens": 128_000}})
+    v["agent"]["max_tokens"] = 200_000
+    spec_of = spec.Spec(values=v, sources={"agent.max_tokens": "config/sessions/x.yaml"})
+    with pytest.raises(
+        spec.SpecError,
+        match=r"x.yaml: key 'agent.max_tokens' is 200000.*'models.claude-sonnet-5-5.max_output",
+    ):
+        session.check_agent(v, spec_of)
+    v["agent"]["max_tokens"] = 128_000
+    session.check_output_limit(v, spec_of)
+
+
 def test_the_default_model_has_a_price():
     defaults = spec.read_yaml(Path(spec.workflow_root()) / "config/config.yaml", "defaults")
     assert defaults["agent"]["model"] in defaults["prices"]
@@ -125,16 +138,18 @@ def test_a_server_without_a_models_api_is_given_the_benefit_of_the_doubt(api):
 
 
 @pytest.mark.parametrize(
-    ("log", "stage"),
+    ("mode", "log", "stage"),
     [
-        ("sessions/foo/logs/green/003.log", "green"),
-        ("sessions/foo/logs/red/h2/001.log", "red"),
-        ("sessions/foo/logs/experiment_propose/004.log", "propose"),
-        ("sessions/foo/logs/done.log", "done"),
+        ("sweep", "sessions/foo/logs/green/003.log", "green"),
+        ("broad", "sessions/foo/logs/red/h2/001.log", "red"),
+        ("experiment", "sessions/foo/logs/experiment_propose/004.log", "propose"),
+        ("fix", "sessions/foo/logs/fix_attempt/004.log", "fix_attempt"),
+        ("sweep", "sessions/foo/logs/done.log", "done"),
     ],
 )
-def test_the_stage_is_read_from_the_rules_log_path(log, stage):
-    assert stage_name(log) == stage
+def test_the_stage_is_read_from_the_rules_log_path(mode, log, stage):
+    # The mode names its rules' prefix: the engine strips no mode's name of its own.
+    assert stage_name(log, modes.get(mode).rule_prefix) == stage
 
 
 def env_of(tmp_path, mode: str, cycle: int, track: str = "", **spec_values) -> StageEnv:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 import urllib.error
 import urllib.request
 
 import pytest
-from fake_anthropic import FakeAnthropic, message, text_block, thinking_block
+from conftest import wait_for
+from fake_anthropic import FakeAnthropic, Reply, message, text_block, thinking_block
 from fake_messages_rules import problems, signature_for, unknown_model
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -86,6 +88,47 @@ def test_a_role_other_than_user_or_assistant_is_refused():
     body = valid()
     body["messages"][0]["role"] = "system"
     refused(body, "messages.0.role")
+
+
+SYSTEM_BETA = frozenset({"mid-conversation-system-2026-04-07"})
+
+
+def with_system_turn(content: object = "Available agent types: claude.") -> dict:
+    """Claude Code's shape: a system turn after the first user turn, inside `messages`."""
+    body = valid()
+    body["messages"].insert(1, {"role": "system", "content": content})
+    return body
+
+
+def test_a_system_turn_in_messages_is_refused_without_the_beta_that_allows_it():
+    refused(with_system_turn(), "messages.1.role", "'system'")
+    assert problems(with_system_turn(), betas=frozenset({"some-other-beta-2025-01-01"}))
+
+
+def test_a_system_turn_under_its_beta_is_accepted_and_the_turns_around_it_still_pair():
+    assert problems(with_system_turn(), betas=SYSTEM_BETA) == []
+    body = with_system_turn()
+    body["messages"].insert(3, {"role": "system", "content": "between a tool_use and its result"})
+    assert problems(body, betas=SYSTEM_BETA) == []
+    body["messages"][4]["content"].pop(0)  # toolu_1's result gone: still refused
+    assert any("toolu_1" in p for p in problems(body, betas=SYSTEM_BETA))
+
+
+def test_a_system_turn_under_its_beta_holds_only_text_and_never_comes_first():
+    image = [{"type": "image", "source": {"type": "url", "url": "http://x"}}]
+    assert problems(with_system_turn(image), betas=SYSTEM_BETA)
+    assert problems(with_system_turn("  "), betas=SYSTEM_BETA)
+    body = valid()
+    body["messages"].insert(0, {"role": "system", "content": "first"})
+    assert problems(body, betas=SYSTEM_BETA)
+
+
+def test_the_server_reads_the_beta_from_the_anthropic_beta_header():
+    with FakeAnthropic(refusals_expected=True) as fake:
+        fake.push(message([text_block("ok")]))
+        assert post(fake.url, with_system_turn())[0] == 400
+        beta = {"anthropic-beta": "claude-code-20250219,mid-conversation-system-2026-04-07"}
+        assert post(fake.url, with_system_turn(), beta)[0] == 200
 
 
 def test_no_messages_is_refused():
@@ -284,6 +327,16 @@ def test_a_fifth_cache_breakpoint_is_refused():
     refused(body, "maximum of 4", "Found 5")
 
 
+def test_a_one_hour_breakpoint_after_a_five_minute_one_is_refused():
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    body = valid()
+    body["tools"][-1]["cache_control"] = hour
+    body["system"][-1]["cache_control"] = hour
+    assert problems(body) == []  # 1h, 1h, then the conversation's 5m
+    body["tools"][-1]["cache_control"] = EPHEMERAL
+    refused(body, "system.0.cache_control", "must not come after", "tools.0")
+
+
 def test_breakpoints_nested_in_tool_results_count_too():
     body = valid()
     body["messages"][0]["content"][0]["cache_control"] = EPHEMERAL
@@ -376,11 +429,11 @@ def test_the_signature_depends_on_the_text():
 # -- the server ----------------------------------------------------------------------------------
 
 
-def post(url: str, body: dict) -> tuple[int, dict]:
+def post(url: str, body: dict, headers: dict | None = None) -> tuple[int, dict]:
     request = urllib.request.Request(
         f"{url}/v1/messages",
         data=json.dumps(body).encode(),
-        headers={"content-type": "application/json"},
+        headers={"content-type": "application/json", **(headers or {})},
     )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
@@ -421,3 +474,17 @@ def test_a_fake_told_not_to_be_strict_accepts_anything():
     with FakeAnthropic(strict=False) as fake:
         fake.push(message([text_block("ok")]))
         assert post(fake.url, {"model": "nope", "messages": []})[0] == 200
+
+
+def test_a_held_reply_is_sent_only_once_its_condition_holds():
+    ready = threading.Event()
+    with FakeAnthropic() as fake:
+        fake.push(Reply(content=[text_block("ok")], hold_until=ready.is_set))
+        answer: list[int] = []
+        client = threading.Thread(target=lambda: answer.append(post(fake.url, valid())[0]))
+        client.start()
+        wait_for(lambda: len(fake.requests) == 1)
+        assert client.is_alive() and answer == []  # received, not answered
+        ready.set()
+        client.join(timeout=30)
+    assert answer == [200]

@@ -136,3 +136,11 @@ def test_budget(tmp_path):
 def test_a_session_with_no_model_request_says_so_instead_of_a_cost_of_zero():
     assert describe(Usage()) == "no model requests"
     assert describe(Usage(input_tokens=10, requests=1)).startswith("10 tokens, $0.0000")
+
+
+def test_one_hour_cache_writes_cost_twice_the_input_price_unless_the_spec_says_otherwise():
+    usage = Usage(cache_creation_input_tokens=1_000_000, cache_write_1h_tokens=400_000)
+    prices = {"m": {"input": 2.0, "output": 10.0, "cache_write": 2.5, "cache_read": 0.2}}
+    assert price("m", usage, prices) == pytest.approx(0.6 * 2.5 + 0.4 * 4.0)
+    prices["m"]["cache_write_1h"] = 5.0
+    assert price("m", usage, prices) == pytest.approx(0.6 * 2.5 + 0.4 * 5.0)

@@ -8,9 +8,10 @@ import json
 import pytest
 import yaml
 
-from autoresearch import cli
+from autoresearch import chain, cli
 from autoresearch.errors import SpecError
-from autoresearch.modes.lens import Lens, chain, gate_of
+from autoresearch.lenses.finding_schema import gate_of
+from autoresearch.modes.lens import Lens
 from autoresearch.modes.lens.output import Writer, mask_data
 
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"

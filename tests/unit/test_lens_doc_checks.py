@@ -3,6 +3,7 @@ generated docs carry a marker, and staleness is measured from commit dates."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
@@ -103,6 +104,20 @@ def test_a_file_the_code_makes_is_named_by_the_code_and_passes(worktree):
     report = check_doc("docs/a.md", text, worktree)
     assert [f[1] for f in failures(report)] == ["tally.md"]
     assert "no code names it" in failures(report)[0][2]
+
+
+def test_a_file_rewritten_within_one_clock_tick_is_judged_by_its_new_text(worktree):
+    # Same size, same modification time: only the text tells the versions apart. An agent
+    # that drops the code naming a file must not pass on the strings of the old version.
+    out = worktree / "shop" / "out.py"
+    out.write_text('OUT = "summary.md"\n')
+    text = "It writes `summary.md`.\n"
+    assert failures(check_doc("docs/a.md", text, worktree)) == []
+    before = out.stat()
+    out.write_text('OUT = "summery.md"\n')
+    os.utime(out, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert out.stat().st_size == before.st_size
+    assert [f[1] for f in failures(check_doc("docs/a.md", text, worktree))] == ["summary.md"]
 
 
 def test_a_path_inside_a_package_and_a_kind_of_file_are_not_missing(worktree):

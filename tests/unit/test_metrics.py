@@ -436,3 +436,16 @@ def test_rank_test_tie_correction():
 def test_rank_test_needs_samples():
     with pytest.raises(ValueError):
         mann_whitney_u_p([], [1.0])
+
+
+def test_a_measurement_failing_on_a_src_layout_gets_the_hint_setup_gives(tmp_path):
+    import sys
+
+    (tmp_path / "src" / "calc").mkdir(parents=True)
+    (tmp_path / "src" / "calc" / "__init__.py").write_text("X = 1\n")
+    command = f"{sys.executable} -c 'import calc; print(calc.X)'"
+    with pytest.raises(MetricError) as caught:
+        measure(command, tmp_path)
+    first = str(caught.value).splitlines()[0]
+    assert "failed with exit code 1; likely fix: module 'calc' is under src/" in first
+    assert "PYTHONPATH=src" in first

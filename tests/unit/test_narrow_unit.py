@@ -9,12 +9,13 @@ import pytest
 from conftest import git, make_repo
 
 from autoresearch import metrics
+from autoresearch.command_files import measurement_scripts
 from autoresearch.layout import SessionLayout
 from autoresearch.modes.narrow import Narrow
 from autoresearch.modes.narrow.angles import Step, angle_statuses, state_before, step
 from autoresearch.modes.narrow.goal import angles_of, goal_of
 from autoresearch.modes.narrow.progress import metric_line
-from autoresearch.modes.narrow.protect import measurement_scripts, protected_paths
+from autoresearch.modes.narrow.protect import protected_paths
 from autoresearch.record import SetupRecord
 from autoresearch.sandbox import Sandbox
 from autoresearch.spec import SpecError

@@ -204,3 +204,35 @@ def test_the_plan_lists_the_files_the_dry_run_ran_as_protected(capsys, tmp_path,
     assert ["#", "bench/p99.sh", "traced", "exec", "(metric", "command)"] in rows
     # The guard's test file lies outside the scope: protected too, and said so.
     assert any(r[1] == "tests/test_calc.py" and "outside" in r for r in rows), rows
+
+
+SRC_TEST = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+
+
+def src_layout(tmp_path):
+    return make_repo(
+        tmp_path / "srcrepo",
+        {
+            "src/calc/__init__.py": "def add(a, b):\n    return a + b\n",
+            "tests/test_calc.py": SRC_TEST,
+            "pyproject.toml": '[project]\nname = "calc"\nversion = "0.1"\n',
+        },
+    )
+
+
+def test_a_metric_failing_on_a_src_layout_gets_the_hint_setup_gives(capsys, tmp_path):
+    repo = src_layout(tmp_path)
+    metric = plan.timed("python -m pytest -q")
+    code, out, err = run_plan(capsys, repo, "--metric-command", metric, "--guard", "none")
+    assert code == 2
+    assert "ModuleNotFoundError: No module named 'calc'" in out  # what the timed command said
+    assert "module 'calc' is under src/" in err and "PYTHONPATH=src" in err
+    assert not written(tmp_path).exists()
+
+
+def test_a_guard_failing_on_a_src_layout_gets_the_hint_setup_gives(capsys, tmp_path):
+    repo = src_layout(tmp_path)
+    guard = "python -m pytest -q"
+    code, _, err = run_plan(capsys, repo, "--metric-command", PRINT_42, "--guard", guard, "--yes")
+    assert code == 2
+    assert "the guard fails on the current code (exit code 2); likely fix: module 'calc'" in err

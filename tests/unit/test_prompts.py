@@ -209,3 +209,11 @@ def test_experiment_brief_shows_direction_best_and_the_last_experiments():
     assert "try-14" in b.task and "try-5" in b.task and "try-4" not in b.task
     assert "one atomic change" in b.task.lower()
     assert len(b.data["history"]) == 10
+
+
+def test_only_a_team_judged_by_an_error_count_is_told_to_tidy():
+    # The ruff backend drops what a fix leaves unused because the brief says so, not
+    # because it recognises a team's name.
+    assert build_brief(BriefContext(team="fix"), None, StageLimits()).tidy
+    for team in ("green", "refactor", "experiment", "learn", "ship"):
+        assert not build_brief(BriefContext(team=team), None, StageLimits()).tidy, team

@@ -10,7 +10,8 @@ import pytest
 
 from autoresearch.changesets import Commit, ReviewLoop
 from autoresearch.review import ReviewSet, report
-from autoresearch.testrun import FAILED, PASSED, TestRun, Verdict
+from autoresearch.testrun import FAILED, PASSED, TestRun
+from autoresearch.verdict import Verdict
 
 
 def run_of(outcome: str) -> TestRun:

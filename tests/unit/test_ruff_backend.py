@@ -32,7 +32,8 @@ def run_team(repo: Path, team: str, settings: dict | None = None, **data) -> lis
 
     names = ("report_finding", "finish_fix", "skip_finding", "finish_refactor")
     toolbox = Toolbox(team, repo, hooks={n: record(n) for n in names})
-    brief = StageBrief(team, "", "", data={"worktree": str(repo), **data})
+    tidy = bool(data.pop("tidy", False))
+    brief = StageBrief(team, "", "", data={"worktree": str(repo), **data}, tidy=tidy)
     RuffBackend(settings).run(brief, toolbox, lambda _: None)
     return calls
 
@@ -137,6 +138,32 @@ def test_a_noqa_the_target_ruff_needs_is_kept_whatever_rules_the_finding_came_fr
     calls = green(repo, [finding("E-001", report)], team="fix")
     assert calls[-1][0] == "skip_finding"
     assert (repo / "app.py").read_bytes() == source
+
+
+UP006_APP = b"import typing\n\nX: typing.List[int] = []\n"
+UP006_CONFIG = b'[tool.ruff]\ntarget-version = "py311"\n[tool.ruff.lint]\nselect = ["F", "UP006"]\n'
+UP006 = {
+    "severity": "low",
+    "title": "UP006 Use `list` instead of `typing.List` for type annotation",
+    "location": "app.py:3",
+    "issue": "",
+    "impact": "",
+}
+
+
+def test_a_tidy_brief_drops_the_import_its_fix_left_unused(tmp_path):
+    repo = repo_with(tmp_path, {"app.py": UP006_APP, "pyproject.toml": UP006_CONFIG})
+    calls = run_team(repo, "green", findings=[finding("F-001", UP006)], tidy=True)
+    assert calls[-1][0] == "finish_fix"
+    assert (repo / "app.py").read_bytes() == b"\nX: list[int] = []\n"
+
+
+def test_a_brief_that_is_not_tidy_leaves_other_imports_alone_whatever_its_team(tmp_path):
+    # The team "fix" without the brief's word is not tidied: no name stands in for it.
+    for team in ("green", "fix"):
+        repo = repo_with(tmp_path / team, {"app.py": UP006_APP, "pyproject.toml": UP006_CONFIG})
+        run_team(repo, team, findings=[finding("F-001", UP006)])
+        assert (repo / "app.py").read_bytes() == b"import typing\n\nX: list[int] = []\n", team
 
 
 # --- which rules: the target's own, plus what the spec adds ----------------------------------

@@ -7,18 +7,23 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import git, make_repo
 
 from autoresearch import modes
 from autoresearch.files import write_json
 from autoresearch.layout import SessionLayout
 from autoresearch.ledger import COLUMNS as USAGE_COLUMNS
 from autoresearch.session_report import (
+    MetricChange,
     ReportStep,
+    SessionFacts,
+    add_review_sets,
     cycle_figure,
     cycle_table,
     markdown_html,
     markdown_page,
     results_page,
+    spend_of,
     step_label,
     write_report,
 )
@@ -96,10 +101,12 @@ def test_every_page_is_written_and_each_step_has_its_evaluation_page(layout, tmp
         layout,
         steps,
         "fixes kept",
+        SessionFacts("sweep", "5 passed"),
         summary=out / "session.html",
         results=out / "results.html",
         evaluations=out / "evaluations",
         plot=out / "cycles.png",
+        outcome=out / "outcome",
     )
     assert "<h2>Mode</h2>" in (out / "session.html").read_text()
     assert sorted(p.name for p in (out / "evaluations").iterdir()) == ["h2-001.html", "h2-002.html"]
@@ -115,10 +122,12 @@ def test_a_session_without_a_finished_cycle_still_gets_every_page(layout, tmp_pa
         layout,
         [],
         "fixes kept",
+        SessionFacts("sweep", "5 passed"),
         summary=out / "session.html",
         results=out / "results.html",
         evaluations=out / "evaluations",
         plot=out / "cycles.png",
+        outcome=out / "outcome",
     )
     assert "(no cycle finished)" in (out / "results.html").read_text()
     assert (out / "evaluations").is_dir() and not any((out / "evaluations").iterdir())
@@ -129,7 +138,7 @@ def test_results_page_shows_every_row_of_results_and_usage(layout, tmp_path):
     layout.results.write_text(RESULTS)
     usage_tsv(layout.usage, [("", "001", "red", 0.01), ("", "001", "green", 0.02)])
     table = cycle_table([step(1, kept=2)], layout.usage)
-    page = results_page(layout, table, "fixes kept")
+    page = results_page(layout, table, "fixes kept", spend_of(layout.usage))
     assert "4 findings" in page and "2 fixed, 1 skipped" in page  # results.tsv
     assert page.count("<td>finished</td>") == 2  # usage.tsv, one row per agent run
     assert "2 fixes kept over 1 cycle(s); agent cost $0.0300" in page
@@ -203,7 +212,7 @@ def bar_heights(ax) -> list[float]:
 def test_plot_shows_kept_fixes_tests_and_cost_for_every_cycle(layout):
     usage_tsv(layout.usage, [("", "001", "red", 0.5), ("", "002", "green", 0.25)])
     steps = [step(1, kept=3), step(2, kept=0, tests_pass=False, tests_passed=4, tests_failed=1)]
-    fig = cycle_figure(cycle_table(steps, layout.usage), "fixes kept", "s")
+    fig = cycle_figure(cycle_table(steps, layout.usage), "fixes kept", "s", spend_of(layout.usage))
     kept_ax, tests_ax, cost_ax = fig.axes
     assert bar_heights(kept_ax) == [3, 0]
     assert bar_heights(tests_ax) == [5, 4, 0, 1]  # passed, then failed stacked on top
@@ -214,12 +223,12 @@ def test_plot_shows_kept_fixes_tests_and_cost_for_every_cycle(layout):
     left, right = cost_ax.get_xlim()
     assert left <= 0.6 and right >= 2.4
     assert kept_ax.get_ylabel() == "fixes kept"
-    assert "total $0.7500" in cost_ax.get_title()
+    assert "$0.7500" in cost_ax.get_title()
 
 
 def test_plot_draws_one_bar_per_track_in_each_cycle(layout):
     steps = [step(1, "h1", kept=1), step(2, "h1", kept=2), step(1, "h2", kept=4)]
-    fig = cycle_figure(cycle_table(steps, layout.usage), "fixes kept", "s")
+    fig = cycle_figure(cycle_table(steps, layout.usage), "fixes kept", "s", spend_of(layout.usage))
     kept_ax = fig.axes[0]
     assert sorted(bar_shapes(kept_ax)) == [(0.8, 1), (1.2, 4), (1.8, 2)]  # h1 left of h2
     assert [t.get_text() for t in kept_ax.get_legend().get_texts()] == ["h1", "h2"]
@@ -232,9 +241,12 @@ def test_plot_without_test_counts_colours_each_step_by_its_verdict(layout):
         step(n, tests_pass=ok, tests_passed=None, tests_failed=None)
         for n, ok in ((1, True), (2, False), (3, None))
     ]
-    tests_ax = cycle_figure(cycle_table(steps, layout.usage), "changes kept", "s").axes[1]
+    table = cycle_table(steps, layout.usage)
+    tests_ax = cycle_figure(table, "changes kept", "s", spend_of(layout.usage)).axes[1]
     colours = [to_hex(c) for c in tests_ax.collections[0].get_facecolors()]
     assert colours == [to_hex("tab:green"), to_hex("tab:red"), to_hex("tab:gray")]
+    labels = [t.get_text() for t in tests_ax.get_legend().get_texts()]
+    assert labels == ["suite passed", "suite failed", "no test ran"]  # every colour named
 
 
 # --- the modes' steps ----------------------------------------------------------------------
@@ -331,3 +343,190 @@ def test_html_pages_have_a_title_and_a_charset():
     page = markdown_page("s: <session.md>", "# x\n")
     assert '<meta charset="utf-8">' in page
     assert "<title>s: &lt;session.md&gt;</title>" in page
+
+
+# --- the outcome, the kept diffs, what was spent ---------------------------------------------
+
+
+def usage_rows(path: Path, rows: list[dict[str, str]]) -> None:
+    """usage.tsv rows as a backend writes them: zero unless given."""
+    lines = ["\t".join(USAGE_COLUMNS)]
+    for row in rows:
+        values = dict.fromkeys(USAGE_COLUMNS, "0") | {"track": "", "team": "red"} | row
+        lines.append("\t".join(values[c] for c in USAGE_COLUMNS))
+    path.write_text("\n".join(lines) + "\n")
+
+
+# What the model-free ruff backend records: a run per team, no request, nothing spent.
+KEYLESS = [{"cycle": c, "model": "ruff", "cost_usd": "0.000000"} for c in ("001", "002")]
+# A model without a price in the spec: its rows have tokens and an empty cost.
+UNPRICED = [
+    {"cycle": "001", "model": "new-model", "requests": "3", "input_tokens": "900", "cost_usd": ""},
+    {"cycle": "002", "model": "new-model", "requests": "2", "output_tokens": "80", "cost_usd": ""},
+]
+
+
+def write_session(layout: SessionLayout, steps: list[ReportStep], facts: SessionFacts) -> Path:
+    """Every page of the report, under the session's report folder."""
+    layout.summary.write_text("# Autoresearch session: s\n")
+    out = layout.report_dir
+    write_report(
+        layout,
+        steps,
+        "fixes kept",
+        facts,
+        summary=out / "session.html",
+        results=out / "results.html",
+        evaluations=out / "evaluations",
+        plot=out / "cycles.png",
+        outcome=layout.report_outcome,
+    )
+    return layout.report_outcome / "outcome.html"
+
+
+def test_a_keyless_sessions_plot_has_no_cost_axis(layout):
+    usage_rows(layout.usage, KEYLESS)
+    spend = spend_of(layout.usage)
+    fig = cycle_figure(cycle_table([step(1), step(2)], layout.usage), "fixes kept", "s", spend)
+    assert [ax.get_ylabel() for ax in fig.axes] == ["fixes kept", "tests"]
+    assert "no model was called" in fig.axes[0].get_title()
+    assert spend.text == "nothing: no model was called"
+
+
+def test_an_unpriced_model_is_not_priced_never_zero_dollars(layout):
+    usage_rows(layout.usage, UNPRICED)
+    spend = spend_of(layout.usage)
+    assert spend.text == "not priced: 5 request(s) to new-model not priced (no price in the spec)"
+    table = cycle_table([step(1), step(2)], layout.usage)
+    fig = cycle_figure(table, "fixes kept", "s", spend)
+    assert [ax.get_ylabel() for ax in fig.axes] == ["fixes kept", "tests", "tokens"]
+    assert bar_heights(fig.axes[2]) == [900, 80]  # what was measured: tokens, not a cost
+    page = results_page(layout, table, "fixes kept", spend)
+    assert "$0" not in page and "cost (USD)" not in page.split("<h2>results.tsv</h2>")[0]
+
+
+def test_a_priced_and_an_unpriced_model_show_the_cost_and_what_is_not_priced(layout):
+    priced = {"cycle": "001", "model": "m", "requests": "1", "cost_usd": "0.500000"}
+    usage_rows(layout.usage, [priced, UNPRICED[1]])
+    spend = spend_of(layout.usage)
+    assert spend.text == "$0.5000, and 2 request(s) to new-model not priced (no price in the spec)"
+    table = cycle_table([step(1), step(2)], layout.usage)
+    fig = cycle_figure(table, "fixes kept", "s", spend)
+    assert fig.axes[2].get_ylabel() == "cost (USD)"
+    assert bar_heights(fig.axes[2]) == [0.5, 0.0]
+
+
+def test_the_outcome_states_mode_stop_kept_tests_metric_and_cost(layout):
+    usage_rows(layout.usage, KEYLESS)
+    steps = [step(1, kept=2), step(2, kept=1, stopped="max_cycles reached (2)", tests_passed=6)]
+    facts = SessionFacts("narrow", "5 passed", MetricChange("lint warnings", 12, 4, "target <= 5"))
+    text = write_session(layout, steps, facts).read_text()
+    for line in (
+        "<strong>Mode:</strong> narrow",
+        "<strong>Stopped:</strong> max_cycles reached (2), after 2 cycles",
+        "<strong>Kept:</strong> 3 fixes kept over 2 cycles",
+        "<strong>Tests:</strong> before: 5 passed; after: pass (6 passed)",
+        "<strong>Metric:</strong> lint warnings: before 12, after 4 (target &lt;= 5)",
+        "<strong>Cost:</strong> nothing: no model was called",
+        "autoresearch finalize s",  # no review set yet: how to make them
+    ):
+        assert line in text
+    # Each evaluation is linked by the path the report registers it under.
+    for name in ("001", "002"):
+        assert f"results[&quot;sessions/s/report/evaluations/{name}.html&quot;]" in text
+
+
+def test_a_broad_outcome_says_each_tracks_stop_and_tests(layout):
+    steps = [
+        step(1, "h1", kept=2, stopped="no findings left"),
+        step(1, "h2", kept=0),
+        step(2, "h2", kept=1, stopped="max_cycles reached (2)", tests_pass=False, tests_failed=1),
+    ]
+    text = write_session(layout, steps, SessionFacts("broad", "5 passed")).read_text()
+    assert "h1: no findings left, after 1 cycle; h2: max_cycles reached (2), after 2 cycles" in text
+    assert "3 fixes kept over 3 cycles (h1 2, h2 1)" in text
+    assert "after: h1: pass (5 passed); h2: FAIL (5 passed, 1 failed)" in text
+
+
+def review_set(layout: SessionLayout, number: int, title: str, **entry) -> dict:
+    folder = layout.root / "review"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{number}.md").write_text(f"# {title}\n\n## Tests\n\n- Verdict: kept\n")
+    branch = f"autoresearch/s/review/{number}-x"
+    return {"number": number, "branch": branch, "tests_ok": True} | entry
+
+
+def test_finalizes_review_sets_become_pages_linked_from_the_outcome(layout):
+    outcome = write_session(layout, [step(1)], SessionFacts("sweep", "5 passed"))
+    sets = [review_set(layout, 1, "Drop os"), review_set(layout, 2, "Typing", only_valid_with=[1])]
+    write_json(layout.root / "review" / "branches.json", {"sets": sets})
+    add_review_sets(layout)
+    text = outcome.read_text()
+    assert "results[&quot;sessions/s/report/outcome/review-1.html&quot;]" in text
+    assert ">1. Drop os</a> [tests pass]" in text
+    assert ">2. Typing</a> [only valid together with set(s) 1]" in text
+    assert "autoresearch finalize s" not in text
+    assert "<h1>Drop os</h1>" in (layout.report_outcome / "review-1.html").read_text()
+    # A rerun of finalize with one set: the other page and its link go.
+    write_json(layout.root / "review" / "branches.json", {"sets": sets[:1]})
+    (layout.root / "review" / "2.md").unlink()
+    add_review_sets(layout)
+    assert not (layout.report_outcome / "review-2.html").exists()
+    assert "review-2.html" not in outcome.read_text()
+
+
+def test_agent_text_in_a_review_set_is_shown_as_text_on_the_landing_page(layout):
+    outcome = write_session(layout, [step(1)], SessionFacts("sweep", "5 passed"))
+    title = "<img src=x onerror=alert(1)> `a` [x](javascript:alert(2))"
+    sets = [review_set(layout, 1, title, branch="b<script>")]
+    write_json(layout.root / "review" / "branches.json", {"sets": sets})
+    add_review_sets(layout)
+    text = outcome.read_text()
+    assert "<img" not in text and "<script" not in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text
+    page = (layout.report_outcome / "review-1.html").read_text()
+    assert "<img" not in page and "<a " not in page
+
+
+def test_a_report_made_before_outcomes_is_left_alone_by_finalize(layout):
+    write_json(layout.root / "review" / "branches.json", {"sets": []})
+    add_review_sets(layout)
+    assert not layout.report_outcome.exists()
+
+
+def commit(repo: Path, path: str, text: str, message: str) -> str:
+    (repo / path).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def test_a_cycles_page_holds_the_diff_of_each_commit_it_kept(layout, tmp_path):
+    repo = make_repo(tmp_path / "target", {"app.py": "import os\nimport sys\nX = 1\n"})
+    start = git(repo, "rev-parse", "HEAD")
+    commit(repo, "app.py", "import sys\nX = 1\n", "fix: [F-001] drop os")
+    end = commit(
+        repo, "app.py", "X = 1  # <script>alert(1)</script>\n", "fix: [F-002] drop sys <b>"
+    )
+    commit(repo, "app.py", "X = 2\n", "fix: [F-003] a later cycle's")
+    evaluation = layout.cycle(1) / "eval-results.md"
+    evaluation.parent.mkdir(parents=True)
+    evaluation.write_text("# Evaluation: cycle 001\n\n## Fixed\n- [F-001] drop os\n")
+    steps = [ReportStep("", 1, evaluation, 2, True, commits=(start, end), repo=repo)]
+    write_session(layout, steps, SessionFacts("sweep", "5 passed"))
+    page = (layout.report_dir / "evaluations" / "001.html").read_text()
+    assert "<h2>Fixed</h2>" in page  # the evaluation, then what it kept
+    assert "2 commit(s), oldest first" in page
+    assert page.index("drop os</h3>") < page.index("drop sys &lt;b&gt;</h3>")
+    assert "-import os" in page and "-import sys" in page
+    assert "<script" not in page and "+X = 1  # &lt;script&gt;" in page  # the diff is text
+    assert "F-003" not in page and "X = 2" not in page  # after the cycle's end: not its own
+
+
+def test_a_cycle_that_kept_nothing_says_so_on_its_page(layout, tmp_path):
+    repo = make_repo(tmp_path / "target", {"app.py": "X = 1\n"})
+    head = git(repo, "rev-parse", "HEAD")
+    steps = [ReportStep("", 1, Path("missing.md"), 0, True, commits=(head, head), repo=repo)]
+    write_session(layout, steps, SessionFacts("sweep", "5 passed"))
+    page = (layout.report_dir / "evaluations" / "001.html").read_text()
+    assert "Nothing: the branch is where the step started" in page

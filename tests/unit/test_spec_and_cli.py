@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -50,6 +51,22 @@ def test_invalid_value_names_the_file_that_set_it(tmp_path):
     root, repo = write_layers(tmp_path, {"max_cycles": "many"}, {"target": "P"})
     with pytest.raises(specs.SpecError, match=r"\.autoresearch\.yml: key 'max_cycles'"):
         specs.load("x", root, {"target": str(repo)})
+
+
+def test_a_misspelt_mode_gets_a_did_you_mean_as_a_misspelt_key_does(tmp_path):
+    root, repo = write_layers(tmp_path, {}, {"target": "P", "mode": "sweeep"})
+    with pytest.raises(specs.SpecError) as caught:
+        specs.load("x", root, {"target": str(repo)})
+    message = str(caught.value)
+    assert message.startswith("config/sessions/x.yaml: key 'mode': 'sweeep' is not one of")
+    assert message.endswith("; did you mean 'sweep'?")
+
+
+def test_a_mode_asked_for_by_name_gets_a_did_you_mean():
+    from autoresearch import modes
+
+    with pytest.raises(ValueError, match=r"unknown mode 'narow'; did you mean 'narrow'\?"):
+        modes.get("narow")
 
 
 def checkout(tmp_path):
@@ -233,3 +250,39 @@ def test_worktree_root_beside_the_target_is_accepted(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     merged = specs.load("x", root, {"target": str(repo), "worktree_root": str(tmp_path / "wt")})
     assert merged.values["worktree_root"] == str(tmp_path / "wt")
+
+
+def stamped(tmp_path, version: str):
+    from autoresearch.layout import SessionLayout
+
+    layout = SessionLayout(tmp_path / "sessions" / "old")
+    layout.root.mkdir(parents=True)
+    layout.setup.write_text(json.dumps({"version": version}))
+    return layout
+
+
+def test_a_resume_across_a_minor_upgrade_says_so_in_one_line_once(tmp_path, capsys):
+    from autoresearch.session import check_version
+
+    layout = stamped(tmp_path, "0.1.0")
+    check_version(layout, {}, installed="0.2.0")
+    check_version(layout, {}, installed="0.2.0")  # Snakemake asks again: said once
+    assert capsys.readouterr().err == "autoresearch upgraded 0.1.0 → 0.2.0\n"
+
+
+def test_a_resume_under_the_same_version_says_nothing(tmp_path, capsys):
+    from autoresearch.session import check_version
+
+    check_version(stamped(tmp_path, "0.2.0"), {}, installed="0.2.0")
+    assert capsys.readouterr().err == ""
+
+
+def test_a_major_upgrade_points_at_the_changelog_that_ships(tmp_path):
+    from autoresearch import __version__
+    from autoresearch.errors import SessionError
+    from autoresearch.session import check_version
+
+    with pytest.raises(SessionError, match="Read its entry in CHANGELOG.md"):
+        check_version(stamped(tmp_path, "0.9.0"), {}, installed="1.0.0")
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    assert f"\n## {__version__} — " in changelog  # the installed version has its entry

@@ -9,15 +9,25 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import CALC, make_repo
 
-from autoresearch import testrun
+from autoresearch import jail, testrun, verdict
+from autoresearch.baseline import (
+    check_baseline,
+    describe_baseline,
+    likely_fix,
+    measure_baseline,
+    stops_at_first_failure,
+)
+from autoresearch.runner_reports import read_go_json
 from autoresearch.stack import pytest_cache_disabled, uncached_test_command
 from autoresearch.testrun import FAILED, NOT_RUN, PASSED, TIMED_OUT, TestRun
+from autoresearch.verdict import GONE, SKIPPED_NOW, acceptable, regressions
 
 PY = sys.executable
 PYTEST = f"{PY} -m pytest"
@@ -89,7 +99,7 @@ def test_plain_pytest_on_a_tests_layout_without_config_is_not_run(tmp_path):
 def test_setup_error_for_plain_pytest_names_test_command_and_python_m_pytest(tmp_path):
     repo = python_project(tmp_path)
     result = run(PLAIN_PYTEST, repo)
-    message = testrun.check_baseline(result, repo, origin="config/sessions/s.yaml")
+    message = check_baseline(result, repo, origin="config/sessions/s.yaml")
     first = message.splitlines()[0]
     assert first.startswith("config/sessions/s.yaml: key 'test_command':")
     assert "use `python -m pytest`" in first
@@ -105,7 +115,7 @@ def test_python_m_pytest_runs_the_same_layout(tmp_path):
         0,
         "junit",
     )
-    assert testrun.check_baseline(result, repo) is None
+    assert check_baseline(result, repo) is None
 
 
 def test_src_layout_hint_puts_src_on_the_path(tmp_path):
@@ -114,14 +124,14 @@ def test_src_layout_hint_puts_src_on_the_path(tmp_path):
     )
     result = run(PYTEST, repo)
     assert result.outcome == NOT_RUN
-    assert "PYTHONPATH=src python -m pytest" in testrun.likely_fix(result, repo)
+    assert "PYTHONPATH=src python -m pytest" in likely_fix(result, repo)
 
 
 def test_missing_third_party_module_hint_says_install_dependencies(tmp_path):
     repo = python_project(tmp_path, **{"tests/test_dep.py": "import not_installed_anywhere_xyz\n"})
     result = run(PYTEST, repo)
     assert result.outcome == NOT_RUN
-    assert "install the target's dependencies" in testrun.likely_fix(result, repo)
+    assert "install the target's dependencies" in likely_fix(result, repo)
 
 
 def test_collection_error_is_not_run(tmp_path):
@@ -140,14 +150,14 @@ def test_usage_error_is_not_run(tmp_path):
     repo = python_project(tmp_path)
     result = run(f"{PYTEST} --no-such-option", repo)
     assert (result.outcome, result.exit_code) == (NOT_RUN, 4)
-    assert "--no-such-option" in testrun.likely_fix(result, repo)
+    assert "--no-such-option" in likely_fix(result, repo)
 
 
 def test_import_error_in_conftest_is_not_run(tmp_path):
     repo = python_project(tmp_path, **{"tests/conftest.py": "import not_installed_anywhere_xyz\n"})
     result = run(PYTEST, repo)
     assert result.outcome == NOT_RUN
-    assert testrun.check_baseline(result, repo) is not None
+    assert check_baseline(result, repo) is not None
 
 
 def test_command_not_found_is_not_run(tmp_path):
@@ -160,7 +170,7 @@ def test_not_run_is_never_acceptable_even_with_a_failing_baseline(tmp_path):
     repo = python_project(tmp_path)
     not_run = run(f"{PYTEST} -k no_such_test", repo)
     baseline = record(FAILED, {"tests/test_calc.py::test_add"})
-    verdict = testrun.acceptable(not_run, baseline, allow_failing_baseline=True)
+    verdict = acceptable(not_run, baseline, allow_failing_baseline=True)
     assert not verdict.ok
     assert "no tests collected" in verdict.reason
 
@@ -169,7 +179,7 @@ def test_timed_out_run_is_never_acceptable(tmp_path):
     repo = python_project(tmp_path)
     result = run(f"{PY} -c 'import time; time.sleep(60)'", repo, timeout_s=1)
     assert result.outcome == TIMED_OUT
-    assert not testrun.acceptable(result, result, allow_failing_baseline=True).ok
+    assert not acceptable(result, result, allow_failing_baseline=True).ok
 
 
 # --- failing tests, by id ---
@@ -221,7 +231,7 @@ def test_green_baseline_refuses_any_failing_run(tmp_path):
     repo = python_project(tmp_path)
     baseline = run(PYTEST, repo)
     (repo / "calc.py").write_text(CALC.replace("a + b", "a - b"))
-    verdict = testrun.acceptable(run(PYTEST, repo), baseline, allow_failing_baseline=True)
+    verdict = acceptable(run(PYTEST, repo), baseline, allow_failing_baseline=True)
     assert not verdict.ok
     assert "tests/test_calc.py::test_add" in verdict.reason
 
@@ -241,10 +251,10 @@ def test_failing_baseline_refuses_a_change_that_breaks_another_test(tmp_path):
     }
     (repo / "calc.py").write_text((repo / "calc.py").read_text().replace("a + b", "a - b"))
     after = run(PYTEST, repo)
-    verdict = testrun.acceptable(after, baseline, allow_failing_baseline=True)
+    verdict = acceptable(after, baseline, allow_failing_baseline=True)
     assert not verdict.ok
     assert "tests/test_calc.py::test_add" in verdict.reason
-    assert testrun.regressions(baseline, after) == {
+    assert regressions(baseline, after) == {
         "tests/test_calc.py::test_add",
         "tests/test_calc.py::TestNames::test_param[1]",
         "tests/test_calc.py::TestNames::test_param[2]",
@@ -257,7 +267,7 @@ def test_failing_baseline_accepts_a_change_that_fixes_a_test(tmp_path):
     (repo / "calc.py").write_text(CALC)
     after = run(PYTEST, repo)
     assert after.outcome == FAILED  # test_known_bad still fails
-    verdict = testrun.acceptable(after, baseline, allow_failing_baseline=True)
+    verdict = acceptable(after, baseline, allow_failing_baseline=True)
     assert verdict.ok
     assert "1 still failing" in verdict.reason
 
@@ -266,36 +276,36 @@ def test_failing_baseline_without_the_flag_refuses_every_failing_run(tmp_path):
     repo = failing_baseline_project(tmp_path)
     baseline = run(PYTEST, repo)
     (repo / "calc.py").write_text(CALC)
-    assert not testrun.acceptable(run(PYTEST, repo), baseline).ok
+    assert not acceptable(run(PYTEST, repo), baseline).ok
 
 
 def test_a_new_failing_test_is_a_regression():
     baseline = record(FAILED, {"t::old"})
     after = record(FAILED, {"t::old", "t::new"})
-    assert testrun.regressions(baseline, after) == {"t::new"}
+    assert regressions(baseline, after) == {"t::new"}
 
 
 def test_regressions_are_unknown_without_ids():
-    assert testrun.regressions(record(FAILED, {"t::a"}), record(FAILED, None)) is None
-    assert testrun.regressions(record(FAILED, None), record(FAILED, {"t::a"})) is None
+    assert regressions(record(FAILED, {"t::a"}), record(FAILED, None)) is None
+    assert regressions(record(FAILED, None), record(FAILED, {"t::a"})) is None
 
 
 def test_failing_baseline_without_ids_asks_for_a_full_pass():
-    verdict = testrun.acceptable(record(FAILED, None), record(FAILED, None), True)
+    verdict = acceptable(record(FAILED, None), record(FAILED, None), True)
     assert not verdict.ok
     assert "must pass outright" in verdict.reason
 
 
 def test_reason_names_ten_ids_then_how_many_more():
     after = record(FAILED, {f"t::test_{i:02}" for i in range(25)})
-    reason = testrun.acceptable(after, record(PASSED, set(), exit_code=0)).reason
+    reason = acceptable(after, record(PASSED, set(), exit_code=0)).reason
     assert "t::test_09" in reason
     assert "t::test_10" not in reason
     assert reason.endswith("and 15 more")
 
 
 def test_reason_without_ids_names_exit_code_and_cause():
-    reason = testrun.acceptable(record(FAILED, None), None).reason
+    reason = acceptable(record(FAILED, None), None).reason
     assert "exit code 1" in reason
     assert "reason" in reason  # the run's cause
 
@@ -306,44 +316,61 @@ def test_reason_without_ids_names_exit_code_and_cause():
 def test_failing_baseline_stops_setup_unless_allowed(tmp_path):
     repo = failing_baseline_project(tmp_path)
     baseline = run(PYTEST, repo)
-    message = testrun.check_baseline(baseline, repo, origin="spec.yaml")
+    message = check_baseline(baseline, repo, origin="spec.yaml")
     assert message.startswith("spec.yaml: key 'allow_failing_baseline'")
     assert "tests/test_calc.py::test_mean" in message
-    assert testrun.check_baseline(baseline, repo, allow_failing_baseline=True) is None
+    assert check_baseline(baseline, repo, allow_failing_baseline=True) is None
 
 
 def test_allowed_failing_baseline_without_ids_still_stops_setup(tmp_path):
     repo = failing_baseline_project(tmp_path)
     baseline = run(f"{PYTEST} -p no:junitxml", repo)
     assert (baseline.outcome, baseline.failing_ids) == (FAILED, None)
-    message = testrun.check_baseline(baseline, repo, allow_failing_baseline=True)
+    message = check_baseline(baseline, repo, allow_failing_baseline=True)
     assert "no change could ever be kept" in message
 
 
 def test_allowed_failing_baseline_that_stops_at_the_first_failure_stops_setup(tmp_path):
     repo = failing_baseline_project(tmp_path)
     baseline = run(f"{PYTEST} -x", repo)
-    message = testrun.check_baseline(baseline, repo, allow_failing_baseline=True)
+    message = check_baseline(baseline, repo, allow_failing_baseline=True)
     assert "stops at the first failure" in message.splitlines()[0]
 
 
+def test_a_runner_that_crashes_after_passing_tests_stops_setup_as_a_crash(tmp_path):
+    # Every test passed, then the process died: no test failed, so no key about failing
+    # tests can help, whatever allow_failing_baseline says.
+    crash = (
+        "import os, signal\n\n\n"
+        "def pytest_unconfigure(config):\n    os.kill(os.getpid(), signal.SIGSEGV)\n"
+    )
+    repo = python_project(tmp_path, **{"conftest.py": crash})
+    baseline = run(PYTEST, repo)
+    assert (baseline.outcome, baseline.failed, baseline.failing_ids) == (FAILED, 0, None)
+    for allowed in (True, False):
+        message = check_baseline(baseline, repo, allow_failing_baseline=allowed)
+        first = message.splitlines()[0]
+        assert "key 'test_command'" in first and "although no test failed" in first
+        assert "allow_failing_baseline" not in message
+
+
 def test_stop_early_options_are_recognised_per_runner(tmp_path):
-    assert testrun.stops_at_first_failure("python -m pytest -qx", tmp_path)
-    assert testrun.stops_at_first_failure("pytest --maxfail=2", tmp_path)
-    assert not testrun.stops_at_first_failure("pytest -rxs", tmp_path)
-    assert testrun.stops_at_first_failure("go test -failfast ./...", tmp_path)
-    assert not testrun.stops_at_first_failure("go test -x ./...", tmp_path)  # -x prints commands
+    assert stops_at_first_failure("python -m pytest -qx", tmp_path)
+    assert stops_at_first_failure("pytest --maxfail=2", tmp_path)
+    assert not stops_at_first_failure("pytest -rxs", tmp_path)
+    assert stops_at_first_failure("go test -failfast ./...", tmp_path)
+    assert not stops_at_first_failure("go test -x ./...", tmp_path)  # -x prints commands
 
 
 def test_stop_early_in_pytest_addopts_is_recognised(tmp_path):
     (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -x -q\n")
-    assert testrun.stops_at_first_failure("python -m pytest", tmp_path)
+    assert stops_at_first_failure("python -m pytest", tmp_path)
 
 
 def test_describe_baseline_names_the_failing_tests(tmp_path):
     repo = failing_baseline_project(tmp_path)
-    line = testrun.describe_baseline(run(PYTEST, repo))
-    assert line.startswith("baseline FAILS")
+    line = describe_baseline(run(PYTEST, repo))
+    assert line.startswith("warning: baseline FAILS")
     assert "tests/test_more.py::test_known_bad" in line
 
 
@@ -354,7 +381,7 @@ def test_baseline_survives_a_round_trip_through_json(tmp_path):
     assert stored.failing_ids == baseline.failing_ids
     assert (stored.outcome, stored.summary) == (baseline.outcome, baseline.summary)
     (repo / "calc.py").write_text(CALC)
-    assert testrun.acceptable(run(PYTEST, repo), stored, allow_failing_baseline=True).ok
+    assert acceptable(run(PYTEST, repo), stored, allow_failing_baseline=True).ok
 
 
 # --- test identity: a test that passed where the change started must still pass ---
@@ -387,12 +414,12 @@ HIDES = {
     "the test renamed": {"tests/test_calc.py": RENAMED},
 }
 FATE = {
-    "-k in a new pytest.ini": testrun.GONE,
-    "--deselect in pyproject.toml": testrun.GONE,
-    "a -p plugin that skips": testrun.SKIPPED_NOW,
-    "a conftest.py that skips": testrun.SKIPPED_NOW,
-    "an xfail marker": testrun.SKIPPED_NOW,
-    "the test renamed": testrun.GONE,
+    "-k in a new pytest.ini": GONE,
+    "--deselect in pyproject.toml": GONE,
+    "a -p plugin that skips": SKIPPED_NOW,
+    "a conftest.py that skips": SKIPPED_NOW,
+    "an xfail marker": SKIPPED_NOW,
+    "the test renamed": GONE,
 }
 
 
@@ -410,7 +437,7 @@ def test_a_passing_test_hidden_from_the_run_is_not_a_pass(tmp_path, how):
     hide_broken_mean(repo, how)
     after = run(PYTEST, repo)
     assert after.outcome == PASSED  # the exit code and counts alone would have kept it
-    verdict = testrun.acceptable(after, start)
+    verdict = acceptable(after, start)
     assert not verdict.ok
     assert verdict.reason.startswith("tests that passed where the change started do not pass")
     assert f"{FATE[how]}: tests/test_calc.py::test_mean" in verdict.reason
@@ -422,10 +449,10 @@ def test_a_hidden_test_is_refused_even_with_a_failing_baseline(tmp_path):
     start = run(PYTEST, repo)
     (repo / "pytest.ini").write_text('[pytest]\naddopts = -k "not test_add"\n')
     after = run(PYTEST, repo)
-    assert testrun.regressions(start, after) == set()  # no new failure: by failures, a keep
-    verdict = testrun.acceptable(after, start, allow_failing_baseline=True)
+    assert regressions(start, after) == set()  # no new failure: by failures, a keep
+    verdict = acceptable(after, start, allow_failing_baseline=True)
     assert not verdict.ok
-    assert f"{testrun.GONE}: tests/test_calc.py::test_add" in verdict.reason
+    assert f"{GONE}: tests/test_calc.py::test_add" in verdict.reason
 
 
 def test_a_known_failing_test_deleted_is_a_removal_not_a_fix(tmp_path):
@@ -435,16 +462,16 @@ def test_a_known_failing_test_deleted_is_a_removal_not_a_fix(tmp_path):
     (repo / "calc.py").write_text(CALC)
     after = run(PYTEST, repo)
     assert after.outcome == PASSED
-    verdict = testrun.acceptable(after, start, allow_failing_baseline=True)
+    verdict = acceptable(after, start, allow_failing_baseline=True)
     assert not verdict.ok
-    assert f"{testrun.GONE}: tests/test_more.py::test_known_bad" in verdict.reason
+    assert f"{GONE}: tests/test_more.py::test_known_bad" in verdict.reason
 
 
 def test_new_parametrize_ids_are_a_removal_of_the_old_ones(tmp_path):
     repo = python_project(tmp_path)
     start = run(PYTEST, repo)
     (repo / "tests/test_calc.py").write_text(TESTS.replace("[1, 2]", "[1, 3]"))
-    verdict = testrun.acceptable(run(PYTEST, repo), start)
+    verdict = acceptable(run(PYTEST, repo), start)
     assert not verdict.ok
     assert "tests/test_calc.py::TestNames::test_param[2]" in verdict.reason
     assert "parametrize id changed" in verdict.reason
@@ -454,7 +481,7 @@ def test_allow_test_removal_lets_a_deleted_test_go_and_names_it(tmp_path):
     repo = python_project(tmp_path)
     start = run(PYTEST, repo)
     (repo / "tests/test_calc.py").write_text(TESTS.replace("def test_mean", "def _unused"))
-    verdict = testrun.acceptable(run(PYTEST, repo), start, allow_test_removal=True)
+    verdict = acceptable(run(PYTEST, repo), start, allow_test_removal=True)
     assert verdict.ok
     assert verdict.removed == ("tests/test_calc.py::test_mean",)
     assert "1 test(s) removed, allowed by allow_test_removal" in verdict.reason
@@ -466,7 +493,7 @@ def test_allow_test_removal_never_lets_a_failing_test_through(tmp_path):
     start = run(PYTEST, repo)
     (repo / "calc.py").write_text(BROKEN_MEAN.replace("a + b", "a - b"))
     after = run(PYTEST, repo)
-    verdict = testrun.acceptable(after, start, allow_failing_baseline=True, allow_test_removal=True)
+    verdict = acceptable(after, start, allow_failing_baseline=True, allow_test_removal=True)
     assert not verdict.ok and verdict.removed == ()
 
 
@@ -478,7 +505,7 @@ def test_a_test_added_since_the_baseline_is_held_through_the_record(tmp_path):
     recorded = TestRun.from_record(json.loads(json.dumps(run(PYTEST, repo).to_record())))
     assert "tests/test_new.py::test_added" in recorded.passing_ids
     (repo / "tests/test_new.py").unlink()
-    verdict = testrun.acceptable(run(PYTEST, repo), recorded)
+    verdict = acceptable(run(PYTEST, repo), recorded)
     assert not verdict.ok
     assert "tests/test_new.py::test_added" in verdict.reason
 
@@ -505,24 +532,24 @@ def counted(passed: int | None, ids: frozenset[str] | None = None) -> TestRun:
 
 
 def test_without_ids_fewer_passing_tests_is_not_a_pass():
-    verdict = testrun.acceptable(counted(1), counted(2))
+    verdict = acceptable(counted(1), counted(2))
     assert not verdict.ok
     assert "1 tests pass where 2 passed" in verdict.reason
 
 
 def test_without_ids_allow_test_removal_lets_the_count_drop_and_says_so():
-    verdict = testrun.acceptable(counted(1), counted(2), allow_test_removal=True)
+    verdict = acceptable(counted(1), counted(2), allow_test_removal=True)
     assert verdict.ok
     assert "1 fewer passing tests" in verdict.reason
 
 
 def test_without_ids_the_same_count_passes_compared_by_count_only():
-    verdict = testrun.acceptable(counted(2), counted(2))
+    verdict = acceptable(counted(2), counted(2))
     assert verdict.ok and "compared by count only" in verdict.reason
 
 
 def test_without_ids_or_counts_a_pass_says_it_is_unchecked():
-    verdict = testrun.acceptable(counted(None), counted(None))
+    verdict = acceptable(counted(None), counted(None))
     assert verdict.ok
     assert "unchecked" in verdict.reason and "would go unseen" in verdict.reason
 
@@ -531,8 +558,8 @@ def test_a_run_that_stops_naming_its_tests_is_refused():
     """A change that turns the runner's report off (junitxml disabled in addopts) must not
     hide which tests are gone: the start named them, the run after the change must too."""
     start = counted(2, frozenset({"t::a", "t::b"}))
-    assert not testrun.acceptable(counted(2), start).ok
-    assert not testrun.acceptable(counted(None), counted(2)).ok
+    assert not acceptable(counted(2), start).ok
+    assert not acceptable(counted(None), counted(2)).ok
 
 
 # --- the uncached command ---
@@ -560,7 +587,7 @@ def test_cache_clear_is_still_added_when_the_cache_is_on(tmp_path):
 
 def test_setup_baseline_with_cache_provider_disabled_runs_the_tests(tmp_path):
     repo = python_project(tmp_path)
-    baseline, error = testrun.measure_baseline(
+    baseline, error = measure_baseline(
         f"{PYTEST} -p no:cacheprovider", repo, stack="Python", timeout_s=300
     )
     assert error is None
@@ -570,7 +597,7 @@ def test_setup_baseline_with_cache_provider_disabled_runs_the_tests(tmp_path):
 
 def test_setup_baseline_uses_the_uncached_command(tmp_path):
     repo = python_project(tmp_path)
-    baseline, error = testrun.measure_baseline(PYTEST, repo, stack="Python", timeout_s=300)
+    baseline, error = measure_baseline(PYTEST, repo, stack="Python", timeout_s=300)
     assert error is None
     assert "--cache-clear" in baseline.ran
 
@@ -696,7 +723,7 @@ def test_go_build_failure_reported_as_events_is_a_failing_id():
         {"Action": "run", "Package": "m/a", "Test": "TestA"},
         {"Action": "pass", "Package": "m/a", "Test": "TestA", "Elapsed": 0},
     ]
-    tally = testrun.read_go_json("\n".join(json.dumps(e) for e in events))
+    tally = read_go_json("\n".join(json.dumps(e) for e in events))
     assert tally.errored == {"m/b [build failed]"}
     assert tally.passed == {"m/a::TestA"}
     assert "b.go:3: bad" in tally.text
@@ -780,3 +807,69 @@ def test_jest_failing_test_is_named(tmp_path):
     assert (result.outcome, result.source) == (FAILED, "jest-json")
     assert result.failing_ids == {"add.test.js > add > breaks"}
     assert result.passing_ids == {"add.test.js > add > works"}
+
+
+# --- what a setup error says is wrong ---
+
+
+def test_pytest_missing_from_the_environment_is_said_so_not_blamed_on_a_key(tmp_path):
+    bare = tmp_path / "bare"
+    subprocess.run([PY, "-m", "venv", "--without-pip", str(bare)], check=True)
+    python = bare / "bin" / "python"
+    repo = python_project(tmp_path)
+    baseline = run(f"{python} -m pytest -q", repo)
+    assert (baseline.outcome, baseline.cause) == (NOT_RUN, "pytest is not installed")
+    message = check_baseline(baseline, repo, origin="spec.yaml")
+    first = message.splitlines()[0]
+    assert first.startswith("spec.yaml: key 'test_command'")
+    assert f"pytest is not installed for {python}" in first
+    assert f"{python} -m pip install pytest" in first
+    assert "allow_failing_baseline" not in message
+
+
+needs_bwrap = pytest.mark.skipif(not jail.probe().works, reason="bubblewrap cannot run here")
+
+
+@needs_bwrap
+def test_a_program_the_jail_hides_is_named_with_what_to_do(tmp_path):
+    # The runner is named by its absolute path and exists here, but its interpreter lies in
+    # the host's /tmp, which the jail replaces with a private one.
+    interpreter = tmp_path / "py" / "bin" / "python"
+    interpreter.parent.mkdir(parents=True)
+    interpreter.symlink_to(PY)
+    runner = tmp_path / "tools" / "bin" / "pytest"
+    runner.parent.mkdir(parents=True)
+    runner.write_text(f"#!{interpreter}\nimport sys, pytest\nsys.exit(pytest.console_main())\n")
+    runner.chmod(0o755)
+    repo = python_project(tmp_path)
+    box = jail.build_jail({"sandbox": "bwrap"}, repo)
+    baseline = run(f"{runner} -q", repo, jail=box)
+    assert baseline.outcome == NOT_RUN and baseline.exit_code == 127
+    first = check_baseline(baseline, repo, jailed=True).splitlines()[0]
+    assert f"{runner} exists on this machine, but the command jail hides it" in first
+    assert f"its interpreter {interpreter}" in first and "commands.sandbox: none" in first
+    assert "install the program it runs" not in first
+
+
+def test_a_program_named_by_a_path_that_does_not_exist_says_so(tmp_path):
+    repo = python_project(tmp_path)
+    baseline = run(f"{tmp_path}/nowhere/bin/pytest -q", repo)
+    first = check_baseline(baseline, repo).splitlines()[0]
+    assert f"{tmp_path}/nowhere/bin/pytest does not exist: fix the path in test_command" in first
+
+
+def test_done_names_a_failure_that_is_only_the_bases():
+    base = {"failing_ids": ["t::a", "t::b"]}
+
+    def decision(failing, broken=False):
+        return {"tests_pass": False, "broken": broken, "tests": {"failing_ids": failing}}
+
+    assert verdict.tests_word(decision(["t::a", "t::b"]), base) == (
+        "FAIL (the same 2 tests as at the base)"
+    )
+    assert verdict.tests_word(decision(["t::a"]), base) == (
+        "FAIL (1 of the 2 tests that failed at the base; no other)"
+    )
+    assert verdict.tests_word(decision(["t::a", "t::new"]), base) == "FAIL"
+    assert verdict.tests_word(decision(["t::a"], broken=True), base) == "FAIL"
+    assert verdict.tests_word({"tests_pass": True}, base) == "pass"

@@ -19,17 +19,18 @@ from typing import Any
 
 from ... import git, journal, measured, metrics, spec, tally
 from ...changesets import ChangeNote
+from ...command_files import measurement_scripts
 from ...commands import CommandResult
 from ...errors import SessionError, SpecError
 from ...files import write_json, write_text
 from ...layout import SessionLayout, rel
 from ...loop import Decision
 from ...record import SetupRecord
-from ...session_report import ReportStep
+from ...session_report import MetricChange, ReportStep
 from ...spec import SessionSpec
 from ...stage import StageEnv, jail_for
+from .. import cycle_view
 from ..base import Mode, PlannedMetric
-from ..narrow.protect import measurement_scripts
 from . import log as logs
 from . import report, runs, show
 from .log import fmt
@@ -62,6 +63,8 @@ class Experiment(Mode):
     spec_example = SPEC_EXAMPLE
     loop = "iterations"
     decide_checkpoint = "experiment_decide"
+    step_word = "iteration"
+    rule_prefix = "experiment_"
     branch = "autoresearch/experiment/{name}"
     lists_cycles = False  # the Experiment section summarises the iterations
     loop_stages = ("propose", "decide")
@@ -276,6 +279,9 @@ class Experiment(Mode):
 
     def report_steps(self, layout: SessionLayout) -> list[ReportStep]:
         """Every iteration: its evaluation.md, whether its change was kept, its guard."""
+        iterations = records(layout)[1:]
+        ranged = any(r.get("end_commit") for r in iterations)
+        repo = cycle_view.repo_of(layout, "") if ranged else None
         return [
             ReportStep(
                 track="",
@@ -283,8 +289,13 @@ class Experiment(Mode):
                 evaluation=layout.cycle(r["iteration"]) / "evaluation.md",
                 kept=int(r["status"] == KEPT),
                 tests_pass=r.get("guard_ok"),  # None: the program has no guard
+                stopped=r.get("reason") if r.get("stop") else None,
+                commits=(r["start_commit"], r["end_commit"])
+                if r.get("start_commit") and r.get("end_commit")
+                else None,
+                repo=repo,
             )
-            for r in records(layout)[1:]
+            for r in iterations
         ]
 
     def log_line(self, env: StageEnv, decision: Decision) -> str:
@@ -293,6 +304,13 @@ class Experiment(Mode):
             f"({decision['verdict'] or decision['error'] or ''})"
             + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
         )
+
+    def report_metric(self, env: StageEnv) -> MetricChange | None:
+        """The metric at the baseline and the best kept, in the program's direction."""
+        cfg = config_of(env.spec)
+        recs = records(env.layout)
+        best = (recs[-1].get("best") or {}).get("value")
+        return MetricChange(key_of(cfg), recs[0]["metric_value"], best, cfg.direction)
 
     def write_report(self, env: StageEnv, out: Path) -> None:
         cfg = config_of(env.spec)

@@ -19,9 +19,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ... import commands, git, journal, measured, tally
+from ... import chain, commands, git, journal, measured, tally
+from ...command_files import measurement_scripts
 from ...errors import SpecError
-from ...files import read_json
 from ...layout import SESSIONS, SessionLayout, rel
 from ...lenses import error_counts, lens_log
 from ...lenses.error_counts import Error
@@ -31,7 +31,7 @@ from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..lens import Lens
 from ..lens.output import Writer
-from ..narrow.protect import TEST_GLOBS, measurement_scripts
+from ..narrow.protect import TEST_GLOBS
 from . import count as counting
 from . import regression, report
 from .stages import KEPT, blocked_of
@@ -104,7 +104,7 @@ class Fix(Lens):
         )
         if not path:
             return None
-        return list((read_json(Path(path)) or {}).get("findings") or [])
+        return chain.inherited(Path(path))["findings"]
 
     def count(self, env: StageEnv) -> list:
         """Every error in the worktree now, masked as it is stored."""

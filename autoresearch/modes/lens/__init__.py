@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ... import journal
+from ... import chain, journal
 from ...changesets import ChangeNote
 from ...errors import SessionError, SpecError
 from ...files import locked, read_json, write_text
@@ -22,7 +22,6 @@ from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..base import Mode
-from . import chain
 from .output import Writer
 
 DEFAULT_FAIL_ON = "high"
@@ -190,7 +189,7 @@ class Lens(Mode):
         data = self.recon(layout, record, values, log, writer) or {}
         handoff = values.get("handoff")
         if handoff:
-            data["handoff"] = read_json(Path(handoff)) or {}
+            data["handoff"] = chain.inherited(Path(handoff))
         writer.json(self.setup_path(layout), data)
 
     def recon(
@@ -305,11 +304,3 @@ def _frozen(layout: SessionLayout) -> dict[str, Any]:
     import yaml
 
     return yaml.safe_load(layout.spec.read_text()) if layout.spec.exists() else {}
-
-
-def gate_of(done_text: str) -> str | None:
-    """The `gate:` line of a lens's `done` file: PASSED, FAILED, or None (not a lens)."""
-    for line in done_text.splitlines():
-        if line.startswith("gate:"):
-            return line.split(":", 1)[1].strip()
-    return None

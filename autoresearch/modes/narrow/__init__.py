@@ -15,19 +15,21 @@ from typing import Any
 
 from ... import git, journal, measured, metrics
 from ...changesets import ReviewLoop
+from ...command_files import measurement_scripts
 from ...errors import SpecError
 from ...files import write_json
 from ...findings import Finding
 from ...layout import SessionLayout, rel
 from ...record import SetupRecord
 from ...revert import undo_cycle
+from ...session_report import MetricChange
 from ...spec import SessionSpec
 from ...stage import StageEnv, jail_for
 from ..base import Mode, PlannedMetric
 from . import progress
 from .angles import state_before, step
 from .goal import GOAL_DEFAULTS, Angle, Goal, angles_of, default_target, goal_of, spec_file
-from .protect import labels, measurement_scripts, protected_paths
+from .protect import labels, protected_paths
 
 # What `autoresearch new --mode narrow` writes into the spec, to edit.
 SPEC_EXAMPLE = """
@@ -161,6 +163,14 @@ class Narrow(Mode):
                 "target": str(goal.target),
             }
         }
+
+    def report_metric(self, env: StageEnv) -> MetricChange:
+        """The goal metric at the baseline and as kept on the branch after the last cycle."""
+        goal = goal_of(env.spec, env.layout.name)
+        baseline = progress.load_baseline(env.layout)["value"]
+        kept = progress.records(journal.load_decisions(env.layout))
+        after = kept[-1]["current"] if kept else baseline
+        return MetricChange(goal.metric, baseline, after, f"target {goal.target}")
 
     def review_loops(
         self, layout: SessionLayout, record: SetupRecord, spec: SessionSpec

@@ -8,6 +8,9 @@ chain says what follows), and `handoff` naming the parent's handoff.json. The ro
 waits for the first child's `done`, each child's for the next, and a child's setup waits for
 its parent's handoff.json — so `snakemake sessions/<root>/done` runs the whole chain, and a
 rerun resumes it wherever it stopped.
+
+A child takes on only what its parent stands by (`inherited`): the confirmed items, never the
+hypotheses the parent eliminated or the leads it left open, whichever lens reads the handoff.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from typing import Any
 
 import yaml
 
-from ...layout import SESSIONS
+from .files import read_json
+from .layout import SESSIONS
 
 CHILD = re.compile(r"^(?P<root>[A-Za-z0-9][A-Za-z0-9._-]*?)\.(?P<k>[1-9][0-9]*)-(?P<lens>[a-z]+)$")
 
@@ -98,6 +102,24 @@ def child_values(name: str, sessions: Path | str = SESSIONS) -> dict[str, Any] |
         handoff=str((sessions / str(link.parent) / "handoff.json").absolute()),
     )
     return values
+
+
+def stands_by(finding: dict[str, Any]) -> bool:
+    """A finding its lens stands by: confirmed, or from a lens that gives no verdict."""
+    return finding.get("verdict") in (None, "confirmed")
+
+
+def inherited(handoff: Path) -> dict[str, Any]:
+    """What a session takes on from another's handoff.json (a chain's parent, `fix.from`):
+    who handed it on, and only the findings the parent stands by, with the files they name.
+    The handoff itself keeps everything for a person; this is the one reader of it."""
+    data = read_json(Path(handoff)) or {}
+    kept = [f for f in data.get("findings") or [] if stands_by(f)]
+    return {
+        **data,
+        "findings": kept,
+        "files": sorted({str(f["file"]) for f in kept if f.get("file")}),
+    }
 
 
 def handoff_path(name: str, sessions: Path | str = SESSIONS) -> Path | None:

@@ -1,0 +1,440 @@
+"""What a user pays per kept fix: model tokens, dollars and wall time of a sweep's stages.
+
+A whole sweep session (Snakemake, the real `claude` backend and SDK) runs against the fake
+Messages API from tests/, which counts tokens as characters / 4 and simulates the prompt
+cache from each request's breakpoints. The agent is scripted but reads what it is sent:
+each reply is the next step of a plan made from the request's task (its findings, its
+changed files) and the number of turns so far, so the same agent works whatever the
+harness splits into conversations. Its tool results are realistic: modules of 200-800
+lines read whole, searches across the package, the target's pytest output.
+
+3 cycles; Red reports 12 findings a cycle over 6 modules, 9 of them fixable: Green reads
+the module, searches the callers, reads the tests, edits, runs the tests and calls
+finish_fix (or reads, searches and skips). Refactor reads two changed files and makes one
+edit. Each model turn is a fixed sleep (`--turn-s`) for the wall time.
+
+    python bench/bench_agent_cost.py [--turn-s 0.05] [--json out.json] [--compare before.json]
+
+Prints, per stage and per kept fix: input tokens (uncached, cache write, cache read),
+output tokens, dollars at the configured prices (input's apart), model turns and wall
+seconds (the stages' own, from timings.tsv: on a loaded machine compare runs made side by
+side); with --compare, the ratios to an earlier run and whether the same fixes and the
+same final tree were kept. bench/agent_cost_before.json holds the figures of the code
+before each Green finding had its own conversation; docs/cost.md discusses them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from fake_anthropic import FakeAnthropic, Reply, text_block, tool_use  # noqa: E402
+
+MODEL = "claude-sonnet-5-5"
+CYCLES = 3
+# Where a cycle's 12 findings are (module, lines), in Red's reporting order.
+MODULES = {
+    "shop/orders.py": 800,
+    "shop/shipping.py": 650,
+    "shop/pricing.py": 500,
+    "shop/inventory.py": 400,
+    "shop/customers.py": 300,
+    "shop/reports.py": 200,
+}
+PER_MODULE = [3, 2, 2, 2, 2, 1]
+UNFIXABLE = {4, 8, 12}  # the findings (1-based, of each cycle) Green skips
+STAGES = ("red", "green", "refactor")
+
+
+# -- the target ------------------------------------------------------------------------
+
+
+def finding_places() -> dict[tuple[int, int], str]:
+    """(cycle, k) -> module of the finding."""
+    places = {}
+    for cycle in range(1, CYCLES + 1):
+        k = 0
+        for module, count in zip(MODULES, PER_MODULE, strict=True):
+            for _ in range(count):
+                k += 1
+                places[(cycle, k)] = module
+    return places
+
+
+def module_source(module: str, lines: int, markers: list[tuple[int, int]]) -> tuple[str, dict]:
+    """A module of about `lines` lines: plain functions, some carrying a finding's marker.
+    Returns the text and the line of each marker."""
+    stem = Path(module).stem
+    out = [f'"""The {stem} part of the shop: rules, totals and checks."""', ""]
+    if module == "shop/orders.py":  # one line for each cycle's Refactor to tidy
+        out += [f"# tidy c{cycle}" for cycle in range(1, CYCLES + 1)]
+    out += ["", ""]
+    where: dict[tuple[int, int], int] = {}
+    todo = list(markers)
+    n = 0
+    while len(out) < lines - 10 or todo:
+        n += 1
+        if todo and n % 3 == 0:
+            cycle, k = todo.pop(0)
+            out += [
+                f"def rule_c{cycle}_{k}(value: float, limit: float = {n}.0) -> float:",
+                f'    """Rule {k} of cycle {cycle}: clamp value to the {stem} limit."""',
+                "    if value > limit:",
+                "        value = limit",
+            ]
+            where[(cycle, k)] = len(out) + 1
+            out += [f"    return value  # BUG c{cycle}-{k}", "", ""]
+            continue
+        out += [
+            f"def {stem}_step_{n}(items: list[float], rate: float = 0.{n % 9 + 1}) -> float:",
+            f'    """Step {n}: the {stem} total of items at the given rate."""',
+            "    total = 0.0",
+            "    for item in items:",
+            "        total += item * rate",
+            "    total = +total",
+            "    return round(total, 2)",
+            "",
+            "",
+        ]
+    return "\n".join(out).rstrip() + "\n", where
+
+
+def test_source(module: str) -> str:
+    stem = Path(module).stem
+    lines = [f"from shop import {stem}", "", ""]
+    for n in range(1, 13):
+        func = f"{stem}_step_{n}" if n % 3 else f"{stem}_step_{n + 1}"
+        lines += [
+            f"def test_{stem}_step_{n}():",
+            f"    assert {stem}.{func}([1.0, 2.0]) >= 0",
+            "",
+            "",
+        ]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def make_target(repo: Path) -> dict[tuple[int, int], str]:
+    """The target repository; returns each finding's location (`path:line`)."""
+    places = finding_places()
+    locations: dict[tuple[int, int], str] = {}
+    (repo / "shop").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "shop" / "__init__.py").write_text('"""A small shop."""\n')
+    for module, lines in MODULES.items():
+        markers = sorted(key for key, m in places.items() if m == module)
+        text, where = module_source(module, lines, markers)
+        (repo / module).write_text(text)
+        locations |= {key: f"{module}:{line}" for key, line in where.items()}
+        (repo / "tests" / f"test_{Path(module).stem}.py").write_text(test_source(module))
+    (repo / "README.md").write_text("# shop\n\nRun the tests with `python -m pytest -q`.\n")
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["commit", "-q", "-m", "initial"],
+    ):
+        subprocess.run(
+            ["git", "-c", "user.name=b", "-c", "user.email=b@b", *args],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+        )
+    return locations
+
+
+# -- the scripted agent ----------------------------------------------------------------
+
+
+def team_of(body: dict[str, Any]) -> str:
+    names = {t["name"] for t in body.get("tools") or []}
+    for team, tool in (
+        ("red", "report_finding"),
+        ("green", "finish_fix"),
+        ("refactor", "finish_refactor"),
+    ):
+        if tool in names:
+            return team
+    return "?"
+
+
+def task_of(body: dict[str, Any]) -> str:
+    first = body["messages"][0]["content"]
+    return first if isinstance(first, str) else "".join(b.get("text", "") for b in first)
+
+
+def red_plan(task: str, locations: dict) -> list[tuple[str, dict]]:
+    cycle = int(re.search(r"# Cycle (\d+)", task)[1])
+    plan: list[tuple[str, dict]] = [("list_files", {}), ("search", {"pattern": r"def rule_c\d+"})]
+    places = finding_places()
+    for module in MODULES:
+        plan.append(("read_file", {"path": module}))
+        for (c, k), m in places.items():
+            if c == cycle and m == module:
+                severity = "high" if k % 2 else "medium"
+                plan.append(
+                    (
+                        "report_finding",
+                        {
+                            "severity": severity,
+                            "title": f"c{cycle}-{k}: the {Path(m).stem} limit is applied late",
+                            "location": locations[(c, k)],
+                            "issue": f"rule_c{cycle}_{k} clamps after rounding, so totals drift.",
+                            "impact": "Orders near the limit are priced wrong.",
+                        },
+                    )
+                )
+    return plan
+
+
+def green_plan(task: str) -> list[tuple[str, dict]]:
+    plan: list[tuple[str, dict]] = []
+    for fid, cycle, k, path in re.findall(
+        r"### \[(F-\d+)\] c(\d+)-(\d+):.*?\n- Severity: .*?\n- Location: ([^:\n]+):", task
+    ):
+        cycle, k = int(cycle), int(k)
+        stem = Path(path).stem
+        plan += [
+            ("read_file", {"path": path}),
+            ("search", {"pattern": f"rule_c{cycle}_{k}|{stem}_step"}),
+        ]
+        if k in UNFIXABLE:
+            plan.append(("skip_finding", {"finding_id": fid, "reason": "needs an API decision"}))
+            continue
+        marker = f"# BUG c{cycle}-{k}"
+        plan += [
+            ("read_file", {"path": f"tests/test_{stem}.py"}),
+            ("edit_file", {"path": path, "old_str": marker, "new_str": f"# fixed c{cycle}-{k}"}),
+            ("run_tests", {}),
+            ("finish_fix", {"finding_id": fid, "summary": f"clamp before rounding (c{cycle}-{k})"}),
+        ]
+    return plan
+
+
+def refactor_plan(task: str, n: int) -> list[tuple[str, dict]]:
+    """Read two changed files, tidy the n-th tidy line (Refactor's n-th run), test, finish."""
+    files = re.findall(r"^- (\S+\.py)$", task, re.M)
+    plan: list[tuple[str, dict]] = [("read_file", {"path": f}) for f in files[:2]]
+    tidy = {"path": "shop/orders.py", "old_str": f"# tidy c{n}", "new_str": f"# tidied c{n}"}
+    plan += [
+        ("search", {"pattern": r"# tidy c\d"}),
+        ("edit_file", tidy),
+        ("run_tests", {}),
+        ("finish_refactor", {"summary": f"name the tidy step {n}"}),
+    ]
+    return plan
+
+
+class Agent:
+    """Answers each request with the next step of its plan for the request's task."""
+
+    def __init__(self, locations: dict, turn_s: float) -> None:
+        self.locations = locations
+        self.turn_s = turn_s
+        self.tidied = 0
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        team, task = team_of(body), task_of(body)
+        done = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if team == "red":
+            plan = red_plan(task, self.locations)
+        elif team == "green":
+            plan = green_plan(task)
+        elif team == "refactor":
+            self.tidied += done == 0  # Refactor runs once a cycle
+            plan = refactor_plan(task, self.tidied)
+        else:
+            plan = []
+        if done < len(plan):
+            name, args = plan[done]
+            content = [text_block(f"Next: {name}."), tool_use(name, args)]
+            return Reply(content=content, stop_reason="tool_use", delay_s=self.turn_s)
+        return Reply(content=[text_block("All done.")], delay_s=self.turn_s)
+
+
+# -- the session -----------------------------------------------------------------------
+
+
+def run_session(work: Path, fake_url: str, agent: dict[str, Any]) -> Path:
+    spec = {
+        "mode": "sweep",
+        "target": str(work / "target"),
+        "test_command": "python -m pytest -q",
+        "max_cycles": CYCLES,
+        "stop_below": None,
+        "agent": {
+            "backend": "claude",
+            "model": MODEL,
+            "request_timeout_s": 60,
+            "max_retries": 0,
+            **agent,
+        },
+    }
+    spec_file = work / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump(spec))
+    env = dict(os.environ)
+    env.update(
+        PATH=str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""),
+        PYTHONPATH=str(ROOT),
+        ANTHROPIC_BASE_URL=fake_url,
+        ANTHROPIC_API_KEY="sk-bench-not-a-real-key",
+        XDG_DATA_HOME=str(work / "data"),
+        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+    )
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        env.pop(var, None)
+    args = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
+    args += ["--cores", "1", "sessions/bench/done", "--configfile", str(spec_file), "--quiet"]
+    proc = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"the session failed:\n{proc.stderr[-4000:]}")
+    return work / "sessions" / "bench"
+
+
+def input_dollars(row: dict[str, str], prices: dict[str, float]) -> float:
+    """A request's cost less its output's: what its input cost at the ledger's prices (which
+    price 1-hour cache writes apart, a split usage.tsv does not keep)."""
+    return float(row["cost_usd"] or 0) - int(row["output_tokens"]) * prices["output"] / 1e6
+
+
+def figures(session: Path, turn_s: float) -> dict[str, Any]:
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    prices = config["prices"][MODEL]
+    stages: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    with (session / "usage.tsv").open() as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            if row["stop_reason"] != "request":
+                stages[row["team"]]["conversations"] += 1
+                continue
+            s = stages[row["team"]]
+            s["turns"] += int(row["requests"])
+            s["uncached"] += int(row["input_tokens"])
+            s["cache_write"] += int(row["cache_write_tokens"])
+            s["cache_read"] += int(row["cache_read_tokens"])
+            s["output"] += int(row["output_tokens"])
+            s["input_usd"] += input_dollars(row, prices)
+            s["usd"] += float(row["cost_usd"] or 0)
+    with (session / "timings.tsv").open() as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            if row["stage"] in STAGES:
+                stages[row["stage"]]["wall_s"] += float(row["wall_s"])
+    worktree = (session / "worktree").resolve()
+    log = subprocess.run(
+        ["git", "log", "--format=%s"], cwd=worktree, check=True, capture_output=True, text=True
+    ).stdout.splitlines()
+    kept = sorted(s for s in log if s.startswith("fix: "))
+    tree = subprocess.run(
+        ["git", "rev-parse", "HEAD^{tree}"],
+        cwd=worktree,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return {
+        "stages": {k: dict(v) for k, v in stages.items()},
+        "kept": kept,
+        "tree": tree,
+        "turn_s": turn_s,
+    }
+
+
+COLUMNS = ("turns", "uncached", "cache_write", "cache_read", "output", "input_usd", "usd", "wall_s")
+
+
+def show(result: dict[str, Any], before: dict[str, Any] | None) -> None:
+    kept = len(result["kept"])
+    print(f"model {MODEL}, {CYCLES} cycles, model turn = {result['turn_s']}s sleep")
+    print(f"agent keys: {result.get('agent') or '(the defaults)'}")
+    print(f"kept fixes: {kept}")
+    head = "{:<10}" + " {:>12}" * len(COLUMNS)
+    print(head.format("stage", *COLUMNS))
+    total: dict[str, float] = defaultdict(float)
+    for stage in STAGES:
+        s = result["stages"].get(stage, {})
+        for c in COLUMNS:
+            total[c] += s.get(c, 0)
+        print(_row(stage, s))
+    print(_row("total", total))
+    print(_row("per fix", {c: total[c] / max(kept, 1) for c in COLUMNS}))
+    if before is None:
+        return
+    old_total: dict[str, float] = defaultdict(float)
+    for stage in STAGES:
+        for c in COLUMNS:
+            old_total[c] += before["stages"].get(stage, {}).get(c, 0)
+    old_kept = len(before["kept"])
+    print("\nbefore / after, per kept fix:")
+    for c in COLUMNS:
+        old = old_total[c] / max(old_kept, 1)
+        new = total[c] / max(kept, 1)
+        ratio = f"{old / new:.2f}x" if new else "-"
+        print(f"  {c:<12} {_fmt(c, old):>12} -> {_fmt(c, new):>12}  ({ratio} fewer)")
+    for stage in STAGES:
+        old = before["stages"].get(stage, {}).get("input_usd", 0)
+        new = result["stages"].get(stage, {}).get("input_usd", 0)
+        print(
+            f"  {stage} input $: {old:.4f} -> {new:.4f}" + (f" ({old / new:.2f}x)" if new else "")
+        )
+    print("same fixes kept:", before["kept"] == result["kept"])
+    print("same final tree:", before["tree"] == result["tree"])
+
+
+def _fmt(column: str, value: float) -> str:
+    return (
+        f"{value:.4f}"
+        if column.endswith("usd")
+        else f"{value:.1f}"
+        if column == "wall_s"
+        else f"{value:.0f}"
+    )
+
+
+def _row(label: str, s: dict[str, float]) -> str:
+    return f"{label:<10}" + "".join(f" {_fmt(c, s.get(c, 0)):>12}" for c in COLUMNS)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turn-s", type=float, default=0.05, help="sleep per model turn")
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--compare", type=Path, help="figures of an earlier run (--json)")
+    parser.add_argument("--keep", type=Path, help="run in this folder and keep it")
+    parser.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an agent.* key for the session, e.g. findings_per_conversation=1 (YAML value)",
+    )
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        locations = make_target(work / "target")
+        agent = Agent(locations, args.turn_s)
+        with FakeAnthropic(responder=agent) as fake:
+            agent_keys = {k: yaml.safe_load(v) for k, v in (a.split("=", 1) for a in args.agent)}
+            session = run_session(work, fake.url, agent_keys)
+        result = figures(session, args.turn_s)
+        result["agent"] = agent_keys
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    before = json.loads(args.compare.read_text()) if args.compare else None
+    show(result, before)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
