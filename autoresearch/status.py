@@ -66,7 +66,7 @@ def summarize(root: Path) -> dict:
     progress = mode.progress(layout)
     usage = ledger.session_totals(layout.root)
     done = layout.done.exists()
-    started = progress.pop("started")
+    started = progress.pop("started", bool(progress.get("cycles")))
     if done:
         state = "done"
     elif held_by_a_run(layout):

@@ -391,6 +391,7 @@ class Fix(Lens):
         decisions = self.decisions(layout)
         kept = sum(1 for d in decisions if d["status"] == KEPT)
         return {
+            "started": bool(decisions),
             "cycles": len(decisions),
             "commits": kept,
             "fixes": kept,

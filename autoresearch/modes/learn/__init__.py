@@ -309,6 +309,7 @@ class Learn(Lens):
             else {}
         )
         return {
+            "started": bool(decisions),
             "cycles": len(decisions),
             "commits": kept,
             "fixes": kept,

@@ -285,8 +285,10 @@ class Lens(Mode):
 
     def progress(self, layout: SessionLayout) -> dict[str, Any]:
         data = read_json(self.handoff_path(layout)) or {}
+        cycles = len(layout.completed_cycles())
         return {
-            "cycles": len(layout.completed_cycles()),
+            "started": bool(cycles),
+            "cycles": cycles,
             "commits": 0,
             "fixes": 0,
             "tests": "n/a",

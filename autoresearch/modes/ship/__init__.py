@@ -299,6 +299,7 @@ class Ship(Lens):
         kept = sum(1 for d in decisions if d["status"] == KEPT)
         results = self.final_results(layout) if self.setup_path(layout).exists() else []
         return {
+            "started": bool(decisions),
             "cycles": len(decisions),
             "commits": kept,
             "fixes": kept,
