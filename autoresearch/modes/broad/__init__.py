@@ -22,6 +22,7 @@ from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..base import Mode
+from .aspiration import measure_base, metric_of
 from .hypotheses import HypothesisError, from_spec, validate
 from .tracks import hypothesis_table, track_decisions, track_ids
 
@@ -46,6 +47,7 @@ class Broad(Mode):
     def check_spec(self, values: dict[str, Any], name: str) -> None:
         """Nothing written yet: the spec must say what the tracks are about."""
         where = f"config/sessions/{name}.yaml"
+        metric_of(values, name)
         given = values.get("hypotheses")
         aspiration = (values.get("aspiration") or "").strip()
         if not given and not aspiration:
@@ -66,6 +68,12 @@ class Broad(Mode):
                 f"{where}: agent.backend {backend!r} cannot propose hypotheses; list them under "
                 "key 'hypotheses', or set key 'agent.backend' to claude"
             )
+
+    def on_setup(
+        self, layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
+    ) -> None:
+        """With an aspiration metric: the base measured, the measurement protected."""
+        measure_base(layout, record, values, log)
 
     def tracks(self, layout: SessionLayout) -> list[str]:
         return track_ids(layout)
