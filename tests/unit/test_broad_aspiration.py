@@ -130,3 +130,42 @@ def test_without_a_metric_fixes_kept_still_decides_and_no_metric_section():
     )
     assert data["decided_by"]["text"] == "decided by fixes kept (h1 over h2)"
     assert "## Aspiration metric" not in text
+
+
+def test_two_failed_measurements_are_no_tie_on_a_number():
+    data, text = compare(
+        [
+            measured(full_result("h1", "bold", 1, 5, "t1"), None, "exit 1"),
+            measured(full_result("h2", "obvious", 2, 9, "t2"), None, "exit 2"),
+        ]
+    )
+    assert data["decided_by"]["text"] == (
+        "tie on the aspiration metric (neither could be measured), decided by fixes kept "
+        "(h2 over h1)"
+    )
+
+
+def test_a_winner_no_better_than_the_base_is_said_to_be():
+    _, text = compare(
+        [
+            measured(full_result("h1", "bold", 1, 5, "t1"), 5),
+            measured(full_result("h2", "obvious", 1, 9, "t2"), 8),
+        ]
+    )
+    assert "No track improved on the base's value." in text
+    _, text = compare([measured(full_result("h1", "bold", 1, 5, "t1"), 4)])
+    assert "No track improved" not in text
+
+
+def test_the_deciding_line_says_when_winner_and_runner_up_share_a_tree():
+    data, text = compare(
+        [
+            measured(full_result("h1", "obvious", 2, 5, "same"), 3),
+            measured(full_result("h2", "bold", 2, 5, "same"), 3),
+        ]
+    )
+    assert data["decided_by"]["tie"] is True
+    assert (
+        "Chosen by: tie on the aspiration metric and fixes kept, decided by category "
+        "(h2 over h1); both ended on the same tree, so the choice changes nothing in the code."
+    ) in text

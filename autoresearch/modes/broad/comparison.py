@@ -66,12 +66,17 @@ def decided_by(ranked: list[dict[str, Any]], metric: dict[str, Any] | None = Non
     if not tie:
         text = f"decided by {criterion}"
     else:
-        tied_on = name_list(list(CRITERIA[primary:index]))
-        text = f"tie on {tied_on}, decided by {criterion}"
+        tied = list(CRITERIA[primary:index])
+        if metric and metric_value(ranked[0]) is None:
+            # Two failed measurements are no equal numbers: say there was none.
+            tied[0] = "the aspiration metric (neither could be measured)"
+        text = f"tie on {name_list(tied)}, decided by {criterion}"
     text += f" ({ranked[0]['id']} over {ranked[1]['id']}"
     if index == METRIC:
         text += f": {shown_value(ranked[0])} against {shown_value(ranked[1])}"
     text += ")"
+    if ranked[0].get("tree") and ranked[0]["tree"] == ranked[1].get("tree"):
+        text += "; both ended on the same tree, so the choice changes nothing in the code"
     return {"criterion": criterion, "tie": tie, "text": text}
 
 
@@ -100,6 +105,10 @@ def shown_value(r: dict[str, Any]) -> str:
     error = (r.get("aspiration_metric") or {}).get("error")
     # A table cell: the quoted output must not open a column.
     return f"measurement failed ({error.replace('|', '/')})" if error else "not measured"
+
+
+def improved(value: float, base: float, metric: dict[str, Any]) -> bool:
+    return value < base if metric["direction"] == "minimize" else value > base
 
 
 def shown_base(metric: dict[str, Any]) -> str:
@@ -144,6 +153,9 @@ def why(
             f"Its aspiration metric ({metric['label']}, {metric['direction']}) reads "
             f"{shown_value(winner)} on its tip, {shown_base(metric)} on the base."
         )
+        value, base = metric_value(winner), metric.get("base")
+        if value is not None and base is not None and not improved(value, base, metric):
+            parts.append("No track improved on the base's value.")
     rivals = [
         r
         for r in ranked[1:]
