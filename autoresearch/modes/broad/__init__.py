@@ -10,6 +10,7 @@ under cycles/<hid>/NNN/ → broad_track_end (tracks/<hid>/result.json) → broad
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from ...errors import SpecError
 from ...files import read_json, write_text
 from ...layout import SessionLayout, rel
 from ...record import SetupRecord
+from ...review import run_commands
 from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..base import Mode
@@ -178,6 +180,28 @@ class Broad(Mode):
             context = (f"Track {hid}'s hypothesis [{h['category']}] {h['name']}: {h['statement']}",)
             loops.append(ReviewLoop(hid, meta["branch"], meta["base_commit"], context))
         return loops
+
+    def after_review(self, session: Any, sets: list, do_push: bool, remote: str, log) -> None:
+        """The winner plus the other tracks' wins that apply and keep the tests (merged.py)."""
+        from . import merged as merging
+
+        made = merging.build(session, sets, log)
+        if made is None:
+            return
+        log(f"\nmerged: {session.folder / merging.FILE}")
+        if not made.branch:
+            log("   no other track's change was added: the winner's branch is the merge")
+            return
+        log(
+            f"   {made.branch}: {made.winner} plus set(s) "
+            + ", ".join(str(t.number) for t in made.added)
+        )
+        argvs = merging.commands(session, made, remote)
+        if do_push:
+            run_commands(session, made.branch, argvs, log)
+        else:
+            for argv in argvs:
+                log("   " + shlex.join(argv))
 
     def kept_count(self, layout: SessionLayout) -> int | str:
         """Per track (`h1 3, h2 5`): the tracks compete, so their fixes are never added up."""
