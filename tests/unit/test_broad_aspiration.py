@@ -42,11 +42,6 @@ def test_check_spec_rejects_an_incomplete_aspiration_metric(metric, message):
         Broad().check_spec(values, "s")
 
 
-def test_check_spec_accepts_a_command_and_a_direction():
-    metric = {"command": "python m.py", "direction": "maximize"}
-    Broad().check_spec(base_values(hypotheses=GIVEN, aspiration_metric=metric), "s")
-
-
 def test_the_metric_ranks_ahead_of_fixes_kept():
     data, text = compare(
         [
@@ -122,14 +117,6 @@ def test_comparison_md_shows_the_base_and_each_tips_value():
     assert "| base | 5 | |" in section
     assert "| h1 | 3 | -2 |" in section and "| h2 | 6 | +1 |" in section
     assert "reads 3 on its tip, 5 on the base" in text
-
-
-def test_without_a_metric_fixes_kept_still_decides_and_no_metric_section():
-    data, text = compare(
-        [full_result("h1", "obvious", 3, 5, "t1"), full_result("h2", "bold", 2, 9, "t2")], None
-    )
-    assert data["decided_by"]["text"] == "decided by fixes kept (h1 over h2)"
-    assert "## Aspiration metric" not in text
 
 
 def test_two_failed_measurements_are_no_tie_on_a_number():
