@@ -156,3 +156,47 @@ def test_the_deciding_line_says_when_winner_and_runner_up_share_a_tree():
         "Chosen by: tie on the aspiration metric and fixes kept, decided by category "
         "(h2 over h1); both ended on the same tree, so the choice changes nothing in the code."
     ) in text
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"aspiration_judge": 3}, r"key 'aspiration_judge' must be a mapping"),
+        ({"aspiration_judge": {"panel": 0}}, r"key 'aspiration_judge.panel' must be a whole"),
+        ({"aspiration_judge": {"panel": True}}, r"key 'aspiration_judge.panel'"),
+        ({"aspiration_judge": {}, "agent": {"backend": "ruff"}}, r"'ruff' cannot judge"),
+    ],
+)
+def test_check_spec_rejects_a_judge_panel_that_cannot_run(values, message):
+    spec = base_values(hypotheses=GIVEN, aspiration="Be kind.") | values
+    with pytest.raises(SpecError, match=r"config/sessions/s.yaml: .*" + message):
+        Broad().check_spec(spec, "s")
+
+
+def test_a_judge_panel_needs_the_aspiration_it_weighs_against():
+    spec = base_values(hypotheses=GIVEN, aspiration_judge={"panel": 3})
+    with pytest.raises(SpecError, match=r"key 'aspiration_judge' needs key 'aspiration'"):
+        Broad().check_spec(spec, "s")
+
+
+def judged(r: dict, met: int, panel: int = 3) -> dict:
+    return r | {
+        "judges": {"met": met, "not_met": panel - met, "panel": panel, "score": met / panel}
+    }
+
+
+def test_the_metric_ranks_ahead_of_the_judges_and_a_tie_on_both_names_both():
+    tracks = [
+        measured(judged(full_result("h1", "bold", 1, 5, "t1"), 3), 4),
+        measured(judged(full_result("h2", "bold", 1, 5, "t2"), 0), 2),
+    ]
+    data = ranking(tracks, "/repo", MINIMIZE, True)
+    assert data["ranking"] == ["h2", "h1"]  # the number first, the opinion after
+    tracks = [
+        measured(judged(full_result("h1", "bold", 2, 5, "t1"), 1), 3),
+        measured(judged(full_result("h2", "bold", 1, 5, "t2"), 1), 3),
+    ]
+    data = ranking(tracks, "/repo", MINIMIZE, True)
+    assert data["decided_by"]["text"] == (
+        "tie on the aspiration metric and the judges' votes, decided by fixes kept (h1 over h2)"
+    )

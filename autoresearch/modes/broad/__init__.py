@@ -26,6 +26,7 @@ from ...stage import StageEnv
 from ..base import Mode
 from .aspiration import measure_base, metric_of
 from .hypotheses import HypothesisError, from_spec, validate
+from .judges import panel_of
 from .tracks import hypothesis_table, track_decisions, track_ids
 
 # Backends that can play the strategist (ruff is mechanical: it has no ideas).
@@ -50,6 +51,7 @@ class Broad(Mode):
         """Nothing written yet: the spec must say what the tracks are about."""
         where = f"config/sessions/{name}.yaml"
         metric_of(values, name)
+        panel_of(values, name)
         given = values.get("hypotheses")
         aspiration = (values.get("aspiration") or "").strip()
         if not given and not aspiration:
@@ -139,6 +141,7 @@ class Broad(Mode):
     def teams_needed(self, values: dict[str, Any]) -> set[str]:
         """Without given hypotheses, the strategist proposes them."""
         teams = super().teams_needed(values)
+        teams |= {"judge"} if values.get("aspiration_judge") else set()
         return teams if values.get("hypotheses") else teams | {"strategist"}
 
     def write_done(self, env: StageEnv, out: Path) -> None:

@@ -19,23 +19,28 @@ CATEGORY_PREFERENCE = {"bold": 0, "creative": 0, "wildcard": 1, "adjacent": 1, "
 CRITERIA = (
     "a green suite with a kept change",
     "the aspiration metric",
+    "the judges' votes",
     "fixes kept",
     "category",
     "diff size",
     "proposal order",
 )
-METRIC, FIXES = 1, 2
+METRIC, JUDGES, FIXES = 1, 2, 3
 
 
 def ranking(
-    results: list[dict[str, Any]], target: str, metric: dict[str, Any] | None = None
+    results: list[dict[str, Any]],
+    target: str,
+    metric: dict[str, Any] | None = None,
+    judged: bool = False,
 ) -> dict[str, Any]:
     """The ranking, the winner (a credible track only), the runner-up, why, and the merge
     command; every track's record under `tracks`. `metric` (label, direction, base value)
-    when the spec has an aspiration metric: it ranks ahead of fixes kept."""
+    when the spec has an aspiration metric: it ranks ahead of fixes kept; `judged` when a
+    judge panel voted on each track (judges.py): its share of `met` ranks after the metric."""
 
     def key(r: dict[str, Any]) -> tuple:
-        return rank_key(r, metric)
+        return rank_key(r, metric, judged)
 
     ranked = sorted(results, key=key)
     best = ranked[0] if ranked else None
@@ -44,29 +49,32 @@ def ranking(
         "ranking": [r["id"] for r in ranked],
         "winner": {"id": winner["id"], "branch": winner["branch"]} if winner else None,
         "runner_up": ranked[1]["id"] if winner and len(ranked) > 1 else None,
-        "why": why(winner, ranked, metric) if winner else no_winner_reason(ranked),
+        "why": why(winner, ranked, metric, judged) if winner else no_winner_reason(ranked),
         "merge_command": f"git -C {target} merge {winner['branch']}" if winner else None,
-        "decided_by": decided_by(ranked, metric) if winner else None,
+        "decided_by": decided_by(ranked, metric, judged) if winner else None,
         "same_trees": same_trees(ranked),
         "aspiration_metric": metric,
+        "judged": judged,
         "tracks": {r["id"]: r for r in results},
     }
 
 
-def decided_by(ranked: list[dict[str, Any]], metric: dict[str, Any] | None = None) -> dict:
+def decided_by(
+    ranked: list[dict[str, Any]], metric: dict[str, Any] | None = None, judged: bool = False
+) -> dict:
     """Which criterion put the first track ahead of the second: the first element of
     rank_key where they differ. `tie` when the first criterion that counts tied."""
     if len(ranked) < 2:
         return {"criterion": "the only track", "tie": False, "text": "the only track that ran"}
-    first, second = rank_key(ranked[0], metric), rank_key(ranked[1], metric)
+    first, second = rank_key(ranked[0], metric, judged), rank_key(ranked[1], metric, judged)
     index = next(i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a != b)
     criterion = CRITERIA[index]
-    primary = METRIC if metric else FIXES
+    primary = METRIC if metric else JUDGES if judged else FIXES
     tie = index > primary
     if not tie:
         text = f"decided by {criterion}"
     else:
-        tied = list(CRITERIA[primary:index])
+        tied = [c for i, c in enumerate(CRITERIA) if primary <= i < index and i != skipped(judged)]
         if metric and metric_value(ranked[0]) is None:
             # Two failed measurements are no equal numbers: say there was none.
             tied[0] = "the aspiration metric (neither could be measured)"
@@ -74,6 +82,8 @@ def decided_by(ranked: list[dict[str, Any]], metric: dict[str, Any] | None = Non
     text += f" ({ranked[0]['id']} over {ranked[1]['id']}"
     if index == METRIC:
         text += f": {shown_value(ranked[0])} against {shown_value(ranked[1])}"
+    if index == JUDGES:
+        text += f": {shown_votes(ranked[0])} against {shown_votes(ranked[1])}"
     text += ")"
     if ranked[0].get("tree") and ranked[0]["tree"] == ranked[1].get("tree"):
         text += "; both ended on the same tree, so the choice changes nothing in the code"
@@ -91,6 +101,21 @@ def same_trees(ranked: list[dict[str, Any]]) -> list[list[str]]:
 
 def name_list(ids: list[str]) -> str:
     return ids[0] if len(ids) == 1 else ", ".join(ids[:-1]) + f" and {ids[-1]}"
+
+
+def skipped(judged: bool) -> int:
+    """The criterion that is not there (no judge panel): never named as tied."""
+    return -1 if judged else JUDGES
+
+
+def shown_votes(r: dict[str, Any]) -> str:
+    j = r.get("judges") or {}
+    return f"{j.get('met', 0)} of {j.get('panel', 0)} judges met"
+
+
+def judge_rank(r: dict[str, Any], judged: bool) -> float:
+    """The share of judges who found the change serves the aspiration, best first."""
+    return -float((r.get("judges") or {}).get("score", 0.0)) if judged else 0.0
 
 
 def metric_value(r: dict[str, Any]) -> float | None:
@@ -126,13 +151,17 @@ def metric_rank(r: dict[str, Any], metric: dict[str, Any] | None) -> tuple:
     return (0, value if metric["direction"] == "minimize" else -value)
 
 
-def rank_key(r: dict[str, Any], metric: dict[str, Any] | None = None) -> tuple:
+def rank_key(
+    r: dict[str, Any], metric: dict[str, Any] | None = None, judged: bool = False
+) -> tuple:
     """Best first: a green suite with a kept change, the aspiration metric (when there is
-    one), most fixes kept, the less obvious category, the smaller diff, proposal order."""
+    one), the judges' votes (when they voted), most fixes kept, the less obvious category,
+    the smaller diff, proposal order."""
     credible = r["tests_pass"] and r["fixes_kept"] > 0
     return (
         not credible,
         metric_rank(r, metric),
+        judge_rank(r, judged),
         -r["fixes_kept"],
         CATEGORY_PREFERENCE.get(r["category"], 1),
         r["diff_lines"],
@@ -141,7 +170,10 @@ def rank_key(r: dict[str, Any], metric: dict[str, Any] | None = None) -> tuple:
 
 
 def why(
-    winner: dict[str, Any], ranked: list[dict[str, Any]], metric: dict[str, Any] | None = None
+    winner: dict[str, Any],
+    ranked: list[dict[str, Any]],
+    metric: dict[str, Any] | None = None,
+    judged: bool = False,
 ) -> str:
     parts = [
         f"{winner['id']} [{winner['category']}] kept {winner['fixes_kept']} test-gated fixes "
@@ -161,9 +193,11 @@ def why(
         for r in ranked[1:]
         if r["tests_pass"]
         and metric_rank(r, metric) == metric_rank(winner, metric)
+        and judge_rank(r, judged) == judge_rank(winner, judged)
         and r["fixes_kept"] == winner["fixes_kept"]
     ]
-    tied = "the aspiration metric and fixes kept" if metric else "fixes kept"
+    ahead = ["the aspiration metric"] * bool(metric) + ["the judges' votes"] * judged
+    tied = name_list([*ahead, "fixes kept"])
     for rival in rivals:
         if CATEGORY_PREFERENCE.get(rival["category"], 1) > CATEGORY_PREFERENCE.get(
             winner["category"], 1
@@ -251,6 +285,29 @@ def render_comparison(
                 "" if value is None or metric["base"] is None else f"{value - metric['base']:+g}"
             )
             lines.append(f"| {r['id']} | {shown_value(r)} | {delta} |")
+    if data.get("judged"):
+        lines += ["", "## Judges", ""]
+        lines += [
+            "Each judge saw one change's diff and the aspiration, never the track's id, "
+            "hypothesis or branch, and voted on its own whether the change serves the "
+            "aspiration; the share of `met` ranks the tracks"
+            + (" after the aspiration metric." if metric else " ahead of fixes kept."),
+            "",
+            "| ID | Shown as | Met | Not met | Vote |",
+            "|---|---|---|---|---|",
+        ]
+        for r in ranked:
+            j = r.get("judges") or {}
+            lines.append(
+                f"| {r['id']} | change {j.get('change', '?')} | {j.get('met', 0)} | "
+                f"{j.get('not_met', 0)} | {j.get('label', 'not judged')} |"
+            )
+        for r in ranked:
+            j = r.get("judges") or {}
+            lines += ["", f"{r['id']} (change {j.get('change', '?')}):"]
+            for v in j.get("votes") or []:
+                said = v["vote"] or f"no vote ({v.get('stop')})"
+                lines.append(f"- judge {v['judge']}: {said}: {v['reason'] or '(no reason)'}")
     winner = data["winner"]
     lines += ["", "## Winner", ""]
     if winner:

@@ -18,7 +18,7 @@ from ...files import read_json, write_json, write_text
 from ...layout import rel
 from ...stage import StageEnv
 from ...tools import Toolbox
-from . import Broad, aspiration
+from . import Broad, aspiration, judges
 from .comparison import ranking, render_comparison
 from .hypotheses import (
     MAX_HYPOTHESES,
@@ -295,7 +295,13 @@ def compare(env: StageEnv, md_out: Path, json_out: Path) -> None:
             r["tree"] = git.git(
                 layout.worktree(r["id"]), "rev-parse", f"{r['end_commit']}^{{tree}}"
             )
-    data = ranking(results, env.record.target, aspiration.ranking_metric(env))
+    panel = judges.panel_of(env.spec, layout.name)
+    if panel:
+        senv = StrategistEnv(env.layout, env.spec, env.record, 0, "", log_file=env.log_file)
+        asked = judges.ask(senv, results, env.spec.get("aspiration") or "", panel)
+        for r in results:
+            r["judges"] = asked[r["id"]]
+    data = ranking(results, env.record.target, aspiration.ranking_metric(env), bool(panel))
     ranked = [data["tracks"][hid] for hid in data["ranking"]]
     md = render_comparison(
         layout.name,
