@@ -200,3 +200,13 @@ def test_the_metric_ranks_ahead_of_the_judges_and_a_tie_on_both_names_both():
     assert data["decided_by"]["text"] == (
         "tie on the aspiration metric and the judges' votes, decided by fixes kept (h1 over h2)"
     )
+
+
+def test_why_names_every_tied_criterion_in_one_list():
+    _, text = compare(
+        [
+            measured(full_result("h1", "bold", 2, 5, "t1"), 3),
+            measured(full_result("h2", "bold", 2, 5, "t2"), 3),
+        ]
+    )
+    assert "ties with h2 on the aspiration metric, fixes kept, category and diff size;" in text

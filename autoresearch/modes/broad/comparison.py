@@ -197,23 +197,23 @@ def why(
         and r["fixes_kept"] == winner["fixes_kept"]
     ]
     ahead = ["the aspiration metric"] * bool(metric) + ["the judges' votes"] * judged
-    tied = name_list([*ahead, "fixes kept"])
+    tied = [*ahead, "fixes kept"]
     for rival in rivals:
         if CATEGORY_PREFERENCE.get(rival["category"], 1) > CATEGORY_PREFERENCE.get(
             winner["category"], 1
         ):
             parts.append(
-                f"It ties with {rival['id']} [{rival['category']}] on {tied}; the less "
+                f"It ties with {rival['id']} [{rival['category']}] on {name_list(tied)}; the less "
                 "obvious category wins a tie, since only the experiment could produce it."
             )
         elif rival["diff_lines"] > winner["diff_lines"]:
             parts.append(
-                f"It ties with {rival['id']} on {tied} and category; its diff is smaller "
-                f"({winner['diff_lines']} against {rival['diff_lines']} lines)."
+                f"It ties with {rival['id']} on {name_list([*tied, 'category'])}; its diff is "
+                f"smaller ({winner['diff_lines']} against {rival['diff_lines']} lines)."
             )
         else:
             parts.append(
-                f"It ties with {rival['id']} on {tied}, category and diff size; the "
+                f"It ties with {rival['id']} on {name_list([*tied, 'category', 'diff size'])}; the "
                 "hypothesis proposed first is ranked first."
             )
     others = [r for r in ranked[1:] if r not in rivals]
