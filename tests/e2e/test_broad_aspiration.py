@@ -41,6 +41,7 @@ if "NOMETRIC" in text:
     sys.exit("cannot measure this tree")
 print(text.count("TODO"))
 """
+REWRITE = 'import pathlib\n\npathlib.Path("measure.py").write_text("print(-100)\\n")\n'
 FILES = {"calc.py": CALC, "tests/test_calc.py": TESTS, "measure.py": MEASURE}
 HYPOTHESES = [
     {"id": "h1", "category": "obvious", "name": "guard", "statement": "Guard the inputs."},
@@ -78,7 +79,12 @@ SCRIPT = {
             edit("def mean(values):", "def mean(values):  # NOMETRIC"),
             fix("F-001", "mark mean"),
         ],
-        "h3/2": [edit("def add(a, b):", "def add(a, b):  # h3"), fix("F-002", "mark add")],
+        "h3/2": [
+            # A test run that rewrites the measurement: it must never reach a tip.
+            {"tool": "write_file", "args": {"path": "tests/conftest.py", "content": REWRITE}},
+            edit("def add(a, b):", "def add(a, b):  # h3"),
+            fix("F-002", "mark add"),
+        ],
     },
 }
 
@@ -121,6 +127,10 @@ def test_the_base_is_measured_at_setup_and_the_measurement_protected(run):
         assert git(worktree, "show", "HEAD:measure.py") + "\n" == MEASURE
     refused = (wf.session("m") / "logs/green/h3/001.log").read_text()
     assert "protected" in refused
+    # h3's second fix came with a conftest whose test run rewrote measure.py: taken out.
+    gate = (wf.session("m") / "logs/green/h3/002.log").read_text()
+    assert "protected file measure.py changed by the test run" in gate
+    assert "conftest" not in git(wf.session("m") / "tracks/h3/worktree", "ls-files")
 
 
 def test_each_tip_is_measured_and_a_failure_is_no_number(run):
