@@ -39,10 +39,19 @@ import sys
 text = pathlib.Path("calc.py").read_text()
 if "NOMETRIC" in text:
     sys.exit("cannot measure this tree")
-print(text.count("TODO"))
+notes = pathlib.Path("resolved.txt")  # git-ignored: only a run can leave it behind
+resolved = notes.read_text().count("RESOLVED") if notes.exists() else 0
+print(text.count("TODO") - resolved)
 """
 REWRITE = 'import pathlib\n\npathlib.Path("measure.py").write_text("print(-100)\\n")\n'
-FILES = {"calc.py": CALC, "tests/test_calc.py": TESTS, "measure.py": MEASURE}
+# A committed conftest whose test runs leave a git-ignored file the measurement would read.
+LEFTOVER = 'import pathlib\n\npathlib.Path("resolved.txt").write_text("RESOLVED\\n" * 5)\n'
+FILES = {
+    "calc.py": CALC,
+    "tests/test_calc.py": TESTS,
+    "measure.py": MEASURE,
+    ".gitignore": "resolved.txt\n",
+}
 HYPOTHESES = [
     {"id": "h1", "category": "obvious", "name": "guard", "statement": "Guard the inputs."},
     {"id": "h2", "category": "bold", "name": "resolve", "statement": "Resolve the TODOs."},
@@ -71,7 +80,11 @@ SCRIPT = {
             ),
             fix("F-001", "guard empty mean"),
         ],
-        "h1/2": [edit("def add(a, b):", "def add(a, b):  # adds"), fix("F-002", "note add")],
+        "h1/2": [
+            {"tool": "write_file", "args": {"path": "tests/conftest.py", "content": LEFTOVER}},
+            edit("def add(a, b):", "def add(a, b):  # adds"),
+            fix("F-002", "note add"),
+        ],
         "h2/1": [edit("    # TODO: faster\n", "    # fast enough\n"), fix("F-001", "resolve")],
         "h2/2": [{"tool": "skip_finding", "args": {"finding_id": "F-002", "reason": "no"}}],
         "h3/1": [
@@ -139,6 +152,9 @@ def test_each_tip_is_measured_and_a_failure_is_no_number(run):
         hid: json.loads((wf.session("m") / "tracks" / hid / "result.json").read_text())
         for hid in ("h1", "h2", "h3")
     }
+    # h1's last test run left resolved.txt behind (5 fewer by its count): its tip is
+    # measured on a pristine checkout, where no such file exists.
+    assert "tests/conftest.py" in git(wf.session("m") / "tracks/h1/worktree", "ls-files")
     assert results["h1"]["aspiration_metric"]["value"] == 2
     assert results["h2"]["aspiration_metric"]["value"] == 1
     assert results["h3"]["aspiration_metric"]["value"] is None
