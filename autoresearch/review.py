@@ -285,7 +285,8 @@ def clear_previous(session: Session, log: Callable[[str], None]) -> None:
     """Remove the worktrees and branches the previous run recorded, and its descriptions.
     A branch moved since (someone committed on it) is left alone, and said so."""
     earlier = read_json(branches_file(session)) or {}
-    for entry in earlier.get("sets", []):
+    merged = [earlier["merged"]] if earlier.get("merged") else []  # broad's (modes/broad)
+    for entry in earlier.get("sets", []) + merged:
         place = Path(entry["worktree"])
         if place.exists() or git.worktree_admin(place) is not None:
             git.remove_worktree(session.target, place)
@@ -355,9 +356,16 @@ def commands_for(session: Session, review: ReviewSet, remote: str) -> list[list[
 
 def push(session: Session, review: ReviewSet, remote: str, log: Callable[[str], None]) -> bool:
     """Run the set's printed commands, as the user would (their own git and gh)."""
-    if review.branch == git.current_branch(session.target):
-        raise SessionError(f"{review.branch} is the checked-out branch of {session.target}")
-    for argv in commands_for(session, review, remote):
+    return run_commands(session, review.branch, commands_for(session, review, remote), log)
+
+
+def run_commands(
+    session: Session, branch: str, commands: list[list[str]], log: Callable[[str], None]
+) -> bool:
+    """Run a branch's push and pull-request commands; never for the checked-out branch."""
+    if branch == git.current_branch(session.target):
+        raise SessionError(f"{branch} is the checked-out branch of {session.target}")
+    for argv in commands:
         if shutil.which(argv[0]) is None:
             log(f"not run: {argv[0]} is not installed: {shlex.join(argv)}")
             return False
@@ -450,6 +458,7 @@ def _finalize(
         # The branches stay; their worktrees go, so the user can check a branch out.
         git.remove_worktree(session.target, review.worktree)
     report(session, sets, do_push, remote, log)
+    session.mode.after_review(session, sets, do_push, remote, log)
     return sets
 
 

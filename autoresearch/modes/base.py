@@ -392,6 +392,10 @@ class Mode:
         """The branches whose kept commits `finalize` splits into review sets."""
         return [ReviewLoop("", record.branch, record.base_commit)]
 
+    def after_review(self, session: Any, sets: list, do_push: bool, remote: str, log) -> None:
+        """`finalize`, once the review sets are made: what else the mode offers (broad: a
+        merged branch, modes/broad/merged.py)."""
+
     def change_notes(
         self, layout: SessionLayout, track: str, spec: SessionSpec
     ) -> dict[str, ChangeNote]:

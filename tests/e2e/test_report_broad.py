@@ -35,3 +35,13 @@ def test_broad_demo_landing_page_states_each_tracks_stop_and_tests(broad):
     assert "<strong>Mode:</strong> broad" in text
     stopped = text.split("<strong>Stopped:</strong> ", 1)[1].split("</li>", 1)[0]
     assert [part.split(":", 1)[0] for part in stopped.split("; ")] == ["h1", "h2", "h3"]
+
+
+def test_broad_demo_ranks_by_its_aspiration_metric_and_calls_identical_tips_a_tie(broad):
+    text = (broad.session / "comparison.md").read_text()
+    assert "## Aspiration metric" in text and "(ruff findings, minimize)" in text
+    base = text.split("| base | ", 1)[1].split(" |", 1)[0]
+    assert float(base) > 0  # the demo project starts with ruff findings
+    chosen = text.split("Chosen by: ", 1)[1].split("\n", 1)[0]
+    # The ruff backend's tracks make the same fixes: the metric cannot tell them apart.
+    assert chosen.startswith("tie on the aspiration metric"), chosen

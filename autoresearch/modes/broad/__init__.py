@@ -10,6 +10,7 @@ under cycles/<hid>/NNN/ → broad_track_end (tracks/<hid>/result.json) → broad
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,13 @@ from ...errors import SpecError
 from ...files import read_json, write_text
 from ...layout import SessionLayout, rel
 from ...record import SetupRecord
+from ...review import run_commands
 from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..base import Mode
+from .aspiration import measure_base, metric_of
 from .hypotheses import HypothesisError, from_spec, validate
+from .judges import panel_of
 from .tracks import hypothesis_table, track_decisions, track_ids
 
 # Backends that can play the strategist (ruff is mechanical: it has no ideas).
@@ -47,6 +51,8 @@ class Broad(Mode):
     def check_spec(self, values: dict[str, Any], name: str) -> None:
         """Nothing written yet: the spec must say what the tracks are about."""
         where = f"config/sessions/{name}.yaml"
+        metric_of(values, name)
+        panel_of(values, name)
         given = values.get("hypotheses")
         aspiration = (values.get("aspiration") or "").strip()
         if not given and not aspiration:
@@ -67,6 +73,12 @@ class Broad(Mode):
                 f"{where}: agent.backend {backend!r} cannot propose hypotheses; list them under "
                 "key 'hypotheses', or set key 'agent.backend' to claude"
             )
+
+    def on_setup(
+        self, layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
+    ) -> None:
+        """With an aspiration metric: the base measured, the measurement protected."""
+        measure_base(layout, record, values, log)
 
     def tracks(self, layout: SessionLayout) -> list[str]:
         return track_ids(layout)
@@ -130,6 +142,7 @@ class Broad(Mode):
     def teams_needed(self, values: dict[str, Any]) -> set[str]:
         """Without given hypotheses, the strategist proposes them."""
         teams = super().teams_needed(values)
+        teams |= {"judge"} if values.get("aspiration_judge") else set()
         return teams if values.get("hypotheses") else teams | {"strategist"}
 
     def write_done(self, env: StageEnv, out: Path) -> None:
@@ -171,6 +184,28 @@ class Broad(Mode):
             context = (f"Track {hid}'s hypothesis [{h['category']}] {h['name']}: {h['statement']}",)
             loops.append(ReviewLoop(hid, meta["branch"], meta["base_commit"], context))
         return loops
+
+    def after_review(self, session: Any, sets: list, do_push: bool, remote: str, log) -> None:
+        """The winner plus the other tracks' wins that apply and keep the tests (merged.py)."""
+        from . import merged as merging
+
+        made = merging.build(session, sets, log)
+        if made is None:
+            return
+        log(f"\nmerged: {session.folder / merging.FILE}")
+        if not made.branch:
+            log("   no other track's change was added: the winner's branch is the merge")
+            return
+        log(
+            f"   {made.branch}: {made.winner} plus set(s) "
+            + ", ".join(str(t.number) for t in made.added)
+        )
+        argvs = merging.commands(session, made, remote)
+        if do_push:
+            run_commands(session, made.branch, argvs, log)
+        else:
+            for argv in argvs:
+                log("   " + shlex.join(argv))
 
     def kept_count(self, layout: SessionLayout) -> int | str:
         """Per track (`h1 3, h2 5`): the tracks compete, so their fixes are never added up."""

@@ -1,9 +1,11 @@
 """Broad mode's comparison: ranking the tracks, naming the winner, comparison.md.
 
-Best first: a green suite with a kept change, most fixes kept, the less obvious category
-on a tie, then the smaller diff, then proposal order. comparison.md says which of these
-decided between the winner and the runner-up, calls the last three a tie-break, and names
-the tracks that ended on the same tree (their changes are the same, whoever "won").
+Best first: a green suite with a kept change; with an `aspiration_metric`, the better
+value on each track's tip (a track whose measurement failed after every measured one);
+most fixes kept; the less obvious category; the smaller diff; proposal order. comparison.md
+says which of these decided between the winner and the runner-up, calls every criterion
+after the first that counts (the metric when there is one, else fixes kept) a tie-break,
+and names the tracks that ended on the same tree (their changes are the same, whoever "won").
 """
 
 from __future__ import annotations
@@ -12,50 +14,79 @@ from typing import Any
 
 # Ties go to the less obvious idea: that is the result only the experiment could give.
 CATEGORY_PREFERENCE = {"bold": 0, "creative": 0, "wildcard": 1, "adjacent": 1, "obvious": 2}
-# rank_key's criteria in its order; from the third on, the tracks tied on what counts.
+# rank_key's criteria in its order. The first is a gate; the first that counts is the
+# metric when the spec has one, else fixes kept; those after it are tie-breaks.
 CRITERIA = (
     "a green suite with a kept change",
+    "the aspiration metric",
+    "the judges' votes",
     "fixes kept",
     "category",
     "diff size",
     "proposal order",
 )
-FIRST_TIE_BREAK = 2
+METRIC, JUDGES, FIXES = 1, 2, 3
 
 
-def ranking(results: list[dict[str, Any]], target: str) -> dict[str, Any]:
+def ranking(
+    results: list[dict[str, Any]],
+    target: str,
+    metric: dict[str, Any] | None = None,
+    judged: bool = False,
+) -> dict[str, Any]:
     """The ranking, the winner (a credible track only), the runner-up, why, and the merge
-    command; every track's record under `tracks`."""
-    ranked = sorted(results, key=rank_key)
+    command; every track's record under `tracks`. `metric` (label, direction, base value)
+    when the spec has an aspiration metric: it ranks ahead of fixes kept; `judged` when a
+    judge panel voted on each track (judges.py): its share of `met` ranks after the metric."""
+
+    def key(r: dict[str, Any]) -> tuple:
+        return rank_key(r, metric, judged)
+
+    ranked = sorted(results, key=key)
     best = ranked[0] if ranked else None
     winner = best if best and best["tests_pass"] and best["fixes_kept"] > 0 else None
     return {
         "ranking": [r["id"] for r in ranked],
         "winner": {"id": winner["id"], "branch": winner["branch"]} if winner else None,
         "runner_up": ranked[1]["id"] if winner and len(ranked) > 1 else None,
-        "why": why(winner, ranked) if winner else no_winner_reason(ranked),
+        "why": why(winner, ranked, metric, judged) if winner else no_winner_reason(ranked),
         "merge_command": f"git -C {target} merge {winner['branch']}" if winner else None,
-        "decided_by": decided_by(ranked) if winner else None,
+        "decided_by": decided_by(ranked, metric, judged) if winner else None,
         "same_trees": same_trees(ranked),
+        "aspiration_metric": metric,
+        "judged": judged,
         "tracks": {r["id"]: r for r in results},
     }
 
 
-def decided_by(ranked: list[dict[str, Any]]) -> dict[str, Any]:
+def decided_by(
+    ranked: list[dict[str, Any]], metric: dict[str, Any] | None = None, judged: bool = False
+) -> dict:
     """Which criterion put the first track ahead of the second: the first element of
-    rank_key where they differ. `tie` when it is a tie-break (category, diff size, order)."""
+    rank_key where they differ. `tie` when the first criterion that counts tied."""
     if len(ranked) < 2:
         return {"criterion": "the only track", "tie": False, "text": "the only track that ran"}
-    first, second = rank_key(ranked[0]), rank_key(ranked[1])
+    first, second = rank_key(ranked[0], metric, judged), rank_key(ranked[1], metric, judged)
     index = next(i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a != b)
     criterion = CRITERIA[index]
-    tie = index >= FIRST_TIE_BREAK
+    primary = METRIC if metric else JUDGES if judged else FIXES
+    tie = index > primary
     if not tie:
         text = f"decided by {criterion}"
     else:
-        tied_on = name_list(list(CRITERIA[1:index]))
-        text = f"tie on {tied_on}, decided by {criterion}"
-    text += f" ({ranked[0]['id']} over {ranked[1]['id']})"
+        tied = [c for i, c in enumerate(CRITERIA) if primary <= i < index and i != skipped(judged)]
+        if metric and metric_value(ranked[0]) is None:
+            # Two failed measurements are no equal numbers: say there was none.
+            tied[0] = "the aspiration metric (neither could be measured)"
+        text = f"tie on {name_list(tied)}, decided by {criterion}"
+    text += f" ({ranked[0]['id']} over {ranked[1]['id']}"
+    if index == METRIC:
+        text += f": {shown_value(ranked[0])} against {shown_value(ranked[1])}"
+    if index == JUDGES:
+        text += f": {shown_votes(ranked[0])} against {shown_votes(ranked[1])}"
+    text += ")"
+    if ranked[0].get("tree") and ranked[0]["tree"] == ranked[1].get("tree"):
+        text += "; both ended on the same tree, so the choice changes nothing in the code"
     return {"criterion": criterion, "tie": tie, "text": text}
 
 
@@ -72,12 +103,65 @@ def name_list(ids: list[str]) -> str:
     return ids[0] if len(ids) == 1 else ", ".join(ids[:-1]) + f" and {ids[-1]}"
 
 
-def rank_key(r: dict[str, Any]) -> tuple:
-    """Best first: a green suite with a kept change, most fixes kept, the less obvious
-    category on a tie, then the smaller diff, then proposal order."""
+def skipped(judged: bool) -> int:
+    """The criterion that is not there (no judge panel): never named as tied."""
+    return -1 if judged else JUDGES
+
+
+def shown_votes(r: dict[str, Any]) -> str:
+    j = r.get("judges") or {}
+    return f"{j.get('met', 0)} of {j.get('panel', 0)} judges met"
+
+
+def judge_rank(r: dict[str, Any], judged: bool) -> float:
+    """The share of judges who found the change serves the aspiration, best first."""
+    return -float((r.get("judges") or {}).get("score", 0.0)) if judged else 0.0
+
+
+def metric_value(r: dict[str, Any]) -> float | None:
+    """The track's aspiration metric on its tip; None when it was not measured or failed."""
+    return (r.get("aspiration_metric") or {}).get("value")
+
+
+def shown_value(r: dict[str, Any]) -> str:
+    value = metric_value(r)
+    if value is not None:
+        return f"{value:g}"
+    error = (r.get("aspiration_metric") or {}).get("error")
+    # A table cell: the quoted output must not open a column.
+    return f"measurement failed ({error.replace('|', '/')})" if error else "not measured"
+
+
+def improved(value: float, base: float, metric: dict[str, Any]) -> bool:
+    return value < base if metric["direction"] == "minimize" else value > base
+
+
+def shown_base(metric: dict[str, Any]) -> str:
+    return "not measured" if metric.get("base") is None else f"{metric['base']:g}"
+
+
+def metric_rank(r: dict[str, Any], metric: dict[str, Any] | None) -> tuple:
+    """Measured tracks by value in the metric's direction, then every track without a
+    value (failed or not measured): a failure is never ranked as a number."""
+    if not metric:
+        return (0, 0.0)
+    value = metric_value(r)
+    if value is None:
+        return (1, 0.0)
+    return (0, value if metric["direction"] == "minimize" else -value)
+
+
+def rank_key(
+    r: dict[str, Any], metric: dict[str, Any] | None = None, judged: bool = False
+) -> tuple:
+    """Best first: a green suite with a kept change, the aspiration metric (when there is
+    one), the judges' votes (when they voted), most fixes kept, the less obvious category,
+    the smaller diff, proposal order."""
     credible = r["tests_pass"] and r["fixes_kept"] > 0
     return (
         not credible,
+        metric_rank(r, metric),
+        judge_rank(r, judged),
         -r["fixes_kept"],
         CATEGORY_PREFERENCE.get(r["category"], 1),
         r["diff_lines"],
@@ -85,29 +169,51 @@ def rank_key(r: dict[str, Any]) -> tuple:
     )
 
 
-def why(winner: dict[str, Any], ranked: list[dict[str, Any]]) -> str:
+def why(
+    winner: dict[str, Any],
+    ranked: list[dict[str, Any]],
+    metric: dict[str, Any] | None = None,
+    judged: bool = False,
+) -> str:
     parts = [
         f"{winner['id']} [{winner['category']}] kept {winner['fixes_kept']} test-gated fixes "
         f"with the suite green ({winner['test_summary']}), in {winner['commits']} commits "
         f"touching {len(winner['files_changed'])} files ({winner['diff_lines']} lines changed)."
     ]
-    rivals = [r for r in ranked[1:] if r["tests_pass"] and r["fixes_kept"] == winner["fixes_kept"]]
+    if metric:
+        parts.append(
+            f"Its aspiration metric ({metric['label']}, {metric['direction']}) reads "
+            f"{shown_value(winner)} on its tip, {shown_base(metric)} on the base."
+        )
+        value, base = metric_value(winner), metric.get("base")
+        if value is not None and base is not None and not improved(value, base, metric):
+            parts.append("No track improved on the base's value.")
+    rivals = [
+        r
+        for r in ranked[1:]
+        if r["tests_pass"]
+        and metric_rank(r, metric) == metric_rank(winner, metric)
+        and judge_rank(r, judged) == judge_rank(winner, judged)
+        and r["fixes_kept"] == winner["fixes_kept"]
+    ]
+    ahead = ["the aspiration metric"] * bool(metric) + ["the judges' votes"] * judged
+    tied = [*ahead, "fixes kept"]
     for rival in rivals:
         if CATEGORY_PREFERENCE.get(rival["category"], 1) > CATEGORY_PREFERENCE.get(
             winner["category"], 1
         ):
             parts.append(
-                f"It ties with {rival['id']} [{rival['category']}] on fixes kept; the less "
+                f"It ties with {rival['id']} [{rival['category']}] on {name_list(tied)}; the less "
                 "obvious category wins a tie, since only the experiment could produce it."
             )
         elif rival["diff_lines"] > winner["diff_lines"]:
             parts.append(
-                f"It ties with {rival['id']} on fixes kept and category; its diff is smaller "
-                f"({winner['diff_lines']} against {rival['diff_lines']} lines)."
+                f"It ties with {rival['id']} on {name_list([*tied, 'category'])}; its diff is "
+                f"smaller ({winner['diff_lines']} against {rival['diff_lines']} lines)."
             )
         else:
             parts.append(
-                f"It ties with {rival['id']} on fixes kept, category and diff size; the "
+                f"It ties with {rival['id']} on {name_list([*tied, 'category', 'diff size'])}; the "
                 "hypothesis proposed first is ranked first."
             )
     others = [r for r in ranked[1:] if r not in rivals]
@@ -115,7 +221,9 @@ def why(winner: dict[str, Any], ranked: list[dict[str, Any]]) -> str:
         parts.append(
             "Ahead of "
             + ", ".join(
-                f"{r['id']} ({r['fixes_kept']} fixes kept, tests "
+                f"{r['id']} ("
+                + (f"aspiration metric {shown_value(r)}, " if metric else "")
+                + f"{r['fixes_kept']} fixes kept, tests "
                 f"{'pass' if r['tests_pass'] else 'FAIL'}, {r['status']})"
                 for r in others
             )
@@ -160,6 +268,46 @@ def render_comparison(
             f"{r['cycles']} | {r['commits']} | {r['fixes_kept']} | {len(r['files_changed'])} | "
             f"{r['diff_lines']} | {'pass' if r['tests_pass'] else 'FAIL'} ({r['test_summary']}) |"
         )
+    metric = data.get("aspiration_metric")
+    if metric:
+        lines += ["", "## Aspiration metric", ""]
+        lines += [
+            f"`{metric['command']}` ({metric['label']}, {metric['direction']}), measured in the "
+            "jail on a pristine checkout of each tip; it ranks the tracks ahead of fixes kept.",
+            "",
+            "| ID | Value | Against the base |",
+            "|---|---|---|",
+            f"| base | {shown_base(metric)} | |",
+        ]
+        for r in ranked:
+            value = metric_value(r)
+            delta = (
+                "" if value is None or metric["base"] is None else f"{value - metric['base']:+g}"
+            )
+            lines.append(f"| {r['id']} | {shown_value(r)} | {delta} |")
+    if data.get("judged"):
+        lines += ["", "## Judges", ""]
+        lines += [
+            "Each judge saw one change's diff and the aspiration, never the track's id, "
+            "hypothesis or branch, and voted on its own whether the change serves the "
+            "aspiration; the share of `met` ranks the tracks"
+            + (" after the aspiration metric." if metric else " ahead of fixes kept."),
+            "",
+            "| ID | Shown as | Met | Not met | Vote |",
+            "|---|---|---|---|---|",
+        ]
+        for r in ranked:
+            j = r.get("judges") or {}
+            lines.append(
+                f"| {r['id']} | change {j.get('change', '?')} | {j.get('met', 0)} | "
+                f"{j.get('not_met', 0)} | {j.get('label', 'not judged')} |"
+            )
+        for r in ranked:
+            j = r.get("judges") or {}
+            lines += ["", f"{r['id']} (change {j.get('change', '?')}):"]
+            for v in j.get("votes") or []:
+                said = v["vote"] or f"no vote ({v.get('stop')})"
+                lines.append(f"- judge {v['judge']}: {said}: {v['reason'] or '(no reason)'}")
     winner = data["winner"]
     lines += ["", "## Winner", ""]
     if winner:
@@ -203,6 +351,8 @@ def render_comparison(
             f"- Tests: {'pass' if r['tests_pass'] else 'FAIL'} ({r['test_summary']})",
             f"- Observations: Red reported {r['findings']} findings over {r['cycles']} cycles.",
         ]
+        if metric:
+            lines.append(f"- Aspiration metric: {shown_value(r)} (base {shown_base(metric)})")
         if r["fixed"]:
             lines.append("- Fixes: " + "; ".join(r["fixed"]))
         own = sorted(set(r["files_changed"]) - winner_files)

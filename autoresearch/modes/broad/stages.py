@@ -18,7 +18,7 @@ from ...files import read_json, write_json, write_text
 from ...layout import rel
 from ...stage import StageEnv
 from ...tools import Toolbox
-from . import Broad
+from . import Broad, aspiration, judges
 from .comparison import ranking, render_comparison
 from .hypotheses import (
     MAX_HYPOTHESES,
@@ -274,6 +274,9 @@ def end_track(env: StageEnv, out: Path) -> None:
         "tests_pass": bool(last.get("tests_pass")),
         "test_summary": last.get("test_summary"),
     }
+    measured = aspiration.measure_tip(env)
+    if measured is not None:
+        result["aspiration_metric"] = measured
     write_json(out, result)
     refresh_summary(env)
     env.log(f"track {hid}: {result['status']} after {result['cycles']} cycles: {result['reason']}")
@@ -292,11 +295,21 @@ def compare(env: StageEnv, md_out: Path, json_out: Path) -> None:
             r["tree"] = git.git(
                 layout.worktree(r["id"]), "rev-parse", f"{r['end_commit']}^{{tree}}"
             )
-    data = ranking(results, env.record.target)
+    panel = judges.panel_of(env.spec, layout.name)
+    if panel:
+        senv = StrategistEnv(env.layout, env.spec, env.record, 0, "", log_file=env.log_file)
+        asked = judges.ask(senv, results, env.spec.get("aspiration") or "", panel)
+        for r in results:
+            r["judges"] = asked[r["id"]]
+    data = ranking(results, env.record.target, aspiration.ranking_metric(env), bool(panel))
     ranked = [data["tracks"][hid] for hid in data["ranking"]]
-    aspiration = load_approved(layout).get("aspiration")
     md = render_comparison(
-        layout.name, aspiration, env.record.base_commit, env.record.target, ranked, data
+        layout.name,
+        load_approved(layout).get("aspiration"),
+        env.record.base_commit,
+        env.record.target,
+        ranked,
+        data,
     )
     write_text(md_out, md)
     write_json(json_out, data)

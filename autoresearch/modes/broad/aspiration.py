@@ -1,0 +1,201 @@
+"""Broad mode's optional aspiration metric: one number that says how far a track got.
+
+`aspiration_metric:` in the spec is a command and a direction (like narrow's goal, without a
+target). It is checked at preflight, measured on the base commit at setup (a failure there
+stops the session, naming the key) and on each track's tip when the track ends, in the jail
+on a pristine tree. The files the command runs are protected, as narrow's are: a track that
+could edit the measurement could make any number. A track whose measurement fails has no
+value, and is ranked after every track that has one, never as a number.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ... import journal, measured, metrics
+from ...command_files import measurement_scripts
+from ...errors import SpecError
+from ...files import read_json, write_json
+from ...jail import Jail
+from ...layout import SessionLayout
+from ...record import SetupRecord
+from ...stage import jail_for
+
+KEY = "aspiration_metric"
+DIRECTIONS = ("minimize", "maximize")
+DEFAULTS: dict[str, Any] = {"format": "last_line", "key": None, "repeats": 1, "timeout_s": 300}
+
+
+@dataclass(frozen=True)
+class AspirationMetric:
+    label: str
+    command: str
+    direction: str  # minimize | maximize
+    format: str = "last_line"
+    key: str | None = None
+    repeats: int = 1
+    timeout_s: float = 300
+
+    def measure(
+        self, cwd: Path, secrets: list[str] | None = None, jail: Jail | None = None
+    ) -> metrics.Measurement:
+        return metrics.measure(
+            self.command,
+            cwd,
+            fmt=self.format,
+            key=self.key,
+            repeats=self.repeats,
+            timeout_s=self.timeout_s,
+            secrets=secrets,
+            jail=jail,
+        )
+
+    def better(self, new: float, old: float) -> bool:
+        return metrics.is_better(new, old, self.direction)
+
+
+def metric_of(values: dict[str, Any], name: str = "<name>") -> AspirationMetric | None:
+    """The spec's aspiration metric, or None without one; a one-line SpecError naming the
+    key when it is incomplete or wrong."""
+    raw = values.get(KEY)
+    if raw is None:
+        return None
+    where = f"config/sessions/{name}.yaml"
+    if not isinstance(raw, dict):
+        raise SpecError(
+            f"{where}: key '{KEY}' must be a mapping with command and direction "
+            "(minimize or maximize)"
+        )
+    command = raw.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise SpecError(
+            f"{where}: key '{KEY}.command' is not set: a shell command that prints the value "
+            "when run in the target"
+        )
+    direction = raw.get("direction")
+    if direction not in DIRECTIONS:
+        raise SpecError(
+            f"{where}: key '{KEY}.direction' must be minimize or maximize, not {direction!r}"
+        )
+    merged = DEFAULTS | {k: v for k, v in raw.items() if v is not None}
+    try:
+        metrics.check_format(str(merged["format"]))
+    except ValueError as err:
+        raise SpecError(f"{where}: key '{KEY}.format': {err}") from None
+    repeats = merged["repeats"]
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise SpecError(f"{where}: key '{KEY}.repeats' must be a whole number >= 1")
+    timeout = merged["timeout_s"]
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+        raise SpecError(f"{where}: key '{KEY}.timeout_s' must be a number of seconds > 0")
+    label = str(raw.get("label") or "").strip() or command.strip()
+    return AspirationMetric(
+        label=label,
+        command=command,
+        direction=str(direction),
+        format=str(merged["format"]),
+        key=merged.get("key"),
+        repeats=repeats,
+        timeout_s=float(timeout),
+    )
+
+
+def measure_base(
+    layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
+) -> dict[str, Any] | None:
+    """Setup: watch what the command runs (protected from then on), measure the base in the
+    baseline checkout, write baseline.json. Amends `values['protected']`."""
+    metric = metric_of(values, layout.name)
+    if metric is None:
+        return None
+    worktree = layout.baseline_worktree.resolve()
+    box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
+    scope = values.get("scope") or {}
+    watcher = measured.Watcher(
+        worktree,
+        record.base_commit,
+        measured.scope_rule(scope.get("include") or (), scope.get("exclude") or ()),
+        measurement_scripts,
+    )
+    watcher.run(
+        f"{KEY}.command",
+        metric.command,
+        timeout_s=metric.timeout_s,
+        secrets=values.get("secrets"),
+        jail=box,
+    )
+    for note in watcher.watch.notes:
+        log(f"warning: {note}")
+        record.warnings.append(note)
+    existing = list(values.get("protected") or [])
+    values["protected"] = list(dict.fromkeys([*existing, *watcher.watch.protected()]))
+    labels = {p: "spec key protected" for p in existing}
+    record.measured = watcher.watch.to_record(values["protected"], labels)
+    values[KEY] = DEFAULTS | {k: v for k, v in values[KEY].items() if v is not None}
+    try:
+        base = metric.measure(worktree, values.get("secrets"), box)
+    except metrics.MetricError as err:
+        raise SpecError(
+            f"config/sessions/{layout.name}.yaml: key '{KEY}.command': the measurement of the "
+            f"base commit failed, so no track can be judged by it.\n{err}"
+        ) from None
+    data = {
+        "metric": metric.label,
+        "command": metric.command,
+        "direction": metric.direction,
+        "value": base.value,
+        "samples": base.samples,
+        "raw": _short(base.raw),
+        "commit": record.base_commit,
+        "measured_at": journal.now(),
+        "protected": values["protected"],
+    }
+    write_json(layout.baseline, data)
+    log(f"aspiration metric {metric.label}: {base.value:g} on the base (samples {base.samples})")
+    ran = ", ".join(watcher.watch.protected()) or "none found"
+    log(f"protected, as the measurement runs them: {ran}")
+    return data
+
+
+def measure_tip(env) -> dict[str, Any] | None:
+    """A track's end: the metric on its committed tip, in the jail, on a pristine tree.
+    `value` is None and `error` says why when the measurement failed."""
+    metric = metric_of(env.spec, env.layout.name)
+    if metric is None:
+        return None
+    env.pristine()  # the committed tree alone; protected files as the base has them
+    try:
+        m = metric.measure(env.worktree, env.spec.secrets, env.jail)
+    except metrics.MetricError as err:
+        env.log(f"track {env.track}: aspiration metric failed: {err}")
+        return {"value": None, "samples": [], "error": _one_line(str(err))}
+    env.log(f"track {env.track}: aspiration metric {metric.label} {m.value:g}")
+    return {"value": m.value, "samples": m.samples, "error": None}
+
+
+def ranking_metric(env) -> dict[str, Any] | None:
+    """What the comparison ranks by: label, command, direction and the base's value."""
+    metric = metric_of(env.spec, env.layout.name)
+    if metric is None:
+        return None
+    base = read_json(env.layout.baseline) or {}
+    return {
+        "label": metric.label,
+        "command": metric.command,
+        "direction": metric.direction,
+        "base": base.get("value"),
+    }
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    """The error and the output it quotes on one line, for a table cell."""
+    line = " / ".join(part.strip() for part in text.splitlines() if part.strip()) or "failed"
+    return line if len(line) <= limit else line[:limit] + "..."
+
+
+def _short(raw: Any, limit: int = 2000) -> Any:
+    text = raw if isinstance(raw, str) else json.dumps(raw)
+    return raw if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,130 @@
+"""Broad mode's optional judge panel: each track's diff weighed against the aspiration.
+
+`aspiration_judge: {panel: N}` with a model backend: before the comparison, each of N
+judges (the `judge` team: read tools and cast_vote, nothing it can change) is shown one
+track's diff against the base and the aspiration, and votes `met` (the change moves the
+code toward the aspiration) or `not met`, with its reason. A judge sees no track id, no
+category, name or statement of the hypothesis and no branch: the change is "change A",
+"B", … in the order of diff size (then tree id), and the checkout a judge can read is the
+base. One run per judge and change; a judge never sees another's vote. The votes are
+counted with the predict lens's rule (lenses/votes.py `label`: confirmed, probable,
+minority, discarded), and the share of `met` ranks the tracks after the aspiration metric
+and ahead of fixes kept. The reasons go into comparison.md.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+from ... import git
+from ...agent_run import run_agent
+from ...backends.base import ToolResult
+from ...errors import SpecError
+from ...lenses.votes import label
+from ...stage import StageEnv
+from ...teams import base_context
+from ...tools import Toolbox
+
+KEY = "aspiration_judge"
+TEAM = "judge"
+BACKENDS = ("claude", "script")  # the others cannot judge
+MAX_PANEL = 9
+DIFF_CHARS = 40_000  # a judge reads the change, not a novel
+
+
+def panel_of(values: dict[str, Any], name: str = "<name>") -> int | None:
+    """The panel size, or None without a judge; a one-line SpecError naming the key."""
+    raw = values.get(KEY)
+    if raw is None:
+        return None
+    where = f"config/sessions/{name}.yaml"
+    if not isinstance(raw, dict):
+        raise SpecError(f"{where}: key '{KEY}' must be a mapping such as {{panel: 3}}")
+    panel = raw.get("panel", 3)
+    if not isinstance(panel, int) or isinstance(panel, bool) or not 1 <= panel <= MAX_PANEL:
+        raise SpecError(f"{where}: key '{KEY}.panel' must be a whole number from 1 to {MAX_PANEL}")
+    if not str(values.get("aspiration") or "").strip():
+        raise SpecError(f"{where}: key '{KEY}' needs key 'aspiration': the judges weigh against it")
+    backend = (values.get("agent") or {}).get("backend")
+    if backend not in BACKENDS:
+        raise SpecError(
+            f"{where}: key '{KEY}': agent.backend {backend!r} cannot judge; set key "
+            "'agent.backend' to claude, or remove the judge"
+        )
+    return panel
+
+
+def change_labels(results: list[dict[str, Any]]) -> dict[str, str]:
+    """Track id -> "A", "B", …: by diff size, then tree, never by id or category."""
+    order = sorted(results, key=lambda r: (r["diff_lines"], r.get("tree") or "", r["id"]))
+    letters = string.ascii_uppercase
+    return {
+        r["id"]: letters[i % 26] + ("" if i < 26 else str(i // 26)) for i, r in enumerate(order)
+    }
+
+
+def diff_of(env: StageEnv, r: dict[str, Any]) -> str:
+    out = git.git(env.layout.worktree(r["id"]), "diff", r["base_commit"], r["end_commit"])
+    return out if len(out) <= DIFF_CHARS else out[:DIFF_CHARS] + "\n... (diff cut here)"
+
+
+def ask(env: StageEnv, results: list[dict[str, Any]], aspiration: str, panel: int) -> dict:
+    """Every track's votes: track id -> {change, votes, met, not_met, label, score}.
+    `env` reads the base (the strategist's checkout), so no path names a track."""
+    labels = change_labels(results)
+    judged: dict[str, dict[str, Any]] = {}
+    for r in sorted(results, key=lambda r: labels[r["id"]]):
+        change, diff = labels[r["id"]], diff_of(env, r)
+        votes = [vote(env, aspiration, change, diff, judge, panel) for judge in range(1, panel + 1)]
+        met = sum(1 for v in votes if v["vote"] == "met")
+        # A judge that cast no vote disputes nothing and confirms nothing: it abstained.
+        not_met = sum(1 for v in votes if v["vote"] == "not met")
+        judged[r["id"]] = {
+            "change": change,
+            "votes": votes,
+            "met": met,
+            "not_met": not_met,
+            "panel": panel,
+            "label": label(met, not_met, panel),
+            "score": met / panel,
+        }
+        env.log(f"judges: change {change} ({r['id']}): {met} of {panel} met")
+    return judged
+
+
+def vote(
+    env: StageEnv, aspiration: str, change: str, diff: str, judge: int, panel: int
+) -> dict[str, Any]:
+    cast: dict[str, str] = {}
+    toolbox = Toolbox(TEAM, env.worktree, **env.toolbox_options())
+
+    def cast_vote(verdict: str, reason: str) -> ToolResult:
+        cast.update(verdict=verdict, reason=reason)
+        toolbox.mark_finished()
+        return ToolResult("vote recorded")
+
+    toolbox.hooks["cast_vote"] = cast_vote
+    ctx = base_context(env, TEAM)
+    ctx.lens = {
+        "heading": f"Judge {judge} of {panel}: does change {change} serve the aspiration?",
+        "focus": (
+            f"The aspiration: {aspiration}\n\n"
+            f"Change {change}, as a diff against the base commit (the checkout you can read "
+            f"is the base, without the change):\n\n```diff\n{diff}\n```"
+        ),
+        "closing": (
+            "Call cast_vote once: `met` if this change moves the code toward the aspiration "
+            "as a careful reviewer would judge it, `not met` otherwise, with your reason."
+        ),
+        "data": {"aspiration": aspiration, "change": change, "diff": diff, "panel": panel},
+    }
+    # The script backend finds a judge's steps under "<change>/<judge>".
+    run = run_agent(env, TEAM, ctx, toolbox, ledger_cycle=judge, extra_data={"track": change})
+    verdict = cast.get("verdict")
+    return {
+        "judge": judge,
+        "vote": verdict if verdict in ("met", "not met") else None,
+        "reason": " ".join(cast.get("reason", "").split()),
+        "stop": run.stop_reason,
+    }
