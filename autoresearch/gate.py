@@ -4,7 +4,8 @@ Two ways to keep the same promise, that no kept commit breaks or loses a test th
 passed where the cycle started (verdict.acceptable: judged by test id):
 
 - `per_fix` (TestGate): the suite runs after each change, before it is committed; a
-  change that breaks a test is never committed.
+  change that breaks a test is never committed. Each run is recorded with the tree it
+  tested (tested.py), so the stage's final run and evaluate reuse the last one.
 - `batch` (BatchGate): each change is committed at once and the suite runs once when the
   stage ends. When that run fails, a bisection over the stage's commits finds the first
   one whose tree fails; it is taken out, the commits after it are replayed without it,
@@ -35,7 +36,9 @@ class TestGate:
     verdict: Verdict | None = None
 
     def check(self) -> Verdict:
-        self.last = self.env.run_tests()
+        """The suite on the change staged in the worktree. The run is recorded under the
+        tree it tested, so Green's final run and evaluate do not run that tree again."""
+        self.last = self.env.test_change()
         self.verdict = self.env.judge_tests(self.last, self.reference)
         return self.verdict
 
