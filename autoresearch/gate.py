@@ -81,6 +81,7 @@ class Settled:
     kept: dict[str, str] = field(default_factory=dict)
     dropped: dict[str, str] = field(default_factory=dict)
     runs: int = 0
+    quick_runs: int = 0  # bisection steps that ran only the end's failures
 
 
 @dataclass
@@ -88,7 +89,9 @@ class BatchGate(TestGate):
     """Changes are committed untested; `settle` runs the suite once at the stage's end and
     bisects when it fails (`test_gate: batch`)."""
 
-    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # full runs only: they decide
+    runs: dict[str, TestRun] = field(default_factory=dict)  # the full run of each sha
+    probed: dict[str, Verdict] = field(default_factory=dict)  # a bisection step's, on suspects
 
     def check(self) -> Verdict:
         self.verdict = Verdict(True, "committed untested")
@@ -108,15 +111,16 @@ class BatchGate(TestGate):
             # The first commit whose tree fails. The start passes by definition (it is
             # what the stage is held to), and a passing tree's commits before it are
             # taken to pass too; the loop's test of the new end checks that.
+            suspects = self._suspects(kept[-1].sha)
             lo, hi = good, len(kept) - 1
             while lo < hi:
                 mid = (lo + hi) // 2
-                if self._judge(kept[mid].sha, done).ok:
+                if self._probe(kept[mid].sha, suspects, done).ok:
                     lo = mid + 1
                 else:
                     hi = mid
             bad = kept[hi]
-            why = self.verdicts[bad.sha].reason
+            why = (self.verdicts.get(bad.sha) or self.probed[bad.sha]).reason
             self._drop(
                 bad, f"the stage's end test run, bisected, fails from this change on: {why}", done
             )
@@ -148,7 +152,40 @@ class BatchGate(TestGate):
                 "test run: restored",
             )
         self.verdicts[sha] = self.verdict
+        self.runs[sha] = self.last
         return self.verdict
+
+    def _suspects(self, sha: str) -> frozenset[str]:
+        """The tests whose failure made the full run of `sha` fail: a bisection step runs
+        those first (`--lf`), since a tree on which one still fails fails too."""
+        run = self.runs.get(sha)
+        if run is None or not run.failing_ids:
+            return frozenset()
+        if self.reference.passing_ids is not None:  # a test failing from the start is none
+            return run.failing_ids & self.reference.passing_ids
+        return run.failing_ids - (self.reference.failing_ids or frozenset())
+
+    def _probe(self, sha: str, suspects: frozenset[str], done: Settled) -> Verdict:
+        """A bisection step: whether `sha` holds the failure. Only the suspects run when
+        the stack can select them; one failing settles it. When they all pass, or the run
+        cannot be read by id (it did not run each suspect), the full run decides, as it
+        decides every end this gate keeps."""
+        if sha in self.verdicts:
+            return self.verdicts[sha]
+        if sha in self.probed:
+            return self.probed[sha]
+        env = self.env
+        git.reset_to(env.worktree, sha)
+        quick = env.measure_only(suspects) if suspects else None
+        if quick is not None:
+            done.quick_runs += 1
+            ran = (quick.passing_ids or frozenset()) | (quick.failing_ids or frozenset())
+            still = suspects & (quick.failing_ids or frozenset())
+            if suspects <= ran and still and not env.protection.changed(env.worktree):
+                names = ", ".join(sorted(still)[:5])
+                self.probed[sha] = Verdict(False, f"tests that fail at the end fail here: {names}")
+                return self.probed[sha]
+        return self._judge(sha, done)
 
     def _drop(self, c: Landed, why: str, done: Settled) -> None:
         reason = f"not kept: {why}"
