@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from . import git, journal, seen, spec, tested, testrun
+from . import git, journal, seen, spec, stack, tested, testrun
 from .backends.base import StageLimits
 from .jail import Jail, build_jail
 from .layout import SessionLayout
@@ -171,6 +171,30 @@ class StageEnv:
         uncached, so the run stands for its tree and is not run again (tested.py)."""
         git.worktree_git(self.worktree, "clean", "-ffdxq")
         return self.tested_run(uncached=True, reuse=True)
+
+    def measure_only(self, test_ids: frozenset[str]) -> TestRun | None:
+        """A run of only `test_ids` on the committed HEAD in a pristine worktree, through
+        pytest's `--lf` with the ids written as its last failures; None when the stack
+        cannot select tests that way (stack.last_failed_command). Never filed under its
+        tree: it is not a run of the suite, and decides nothing on its own."""
+        command = stack.last_failed_command(self.record.test_command, self.worktree)
+        if command is None or not test_ids:
+            return None
+        self.pristine()
+        cache = self.worktree / ".pytest_cache"
+        if cache.exists() or cache.is_symlink():
+            return None  # committed: not ours to write (it could lead out of the worktree)
+        (cache / "v" / "cache").mkdir(parents=True)
+        lastfailed = {test_id: True for test_id in sorted(test_ids)}
+        (cache / "v" / "cache" / "lastfailed").write_text(json.dumps(lastfailed))
+        return testrun.run_tests(
+            command,
+            self.worktree,
+            stack=self.record.stack,
+            timeout_s=self.spec.test_timeout_s,
+            secrets=self.spec.secrets,
+            jail=self.jail,
+        )
 
     def tested_run(self, *, uncached: bool, reuse: bool) -> TestRun:
         """A run of the worktree as it is, recorded under its tree when it holds one
