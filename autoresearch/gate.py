@@ -120,7 +120,9 @@ class BatchGate(TestGate):
                 else:
                     hi = mid
             bad = kept[hi]
-            why = (self.verdicts.get(bad.sha) or self.probed[bad.sha]).reason
+            why = (
+                self.verdicts[bad.sha] if bad.sha in self.verdicts else self.probed[bad.sha]
+            ).reason
             self._drop(
                 bad, f"the stage's end test run, bisected, fails from this change on: {why}", done
             )
@@ -179,6 +181,7 @@ class BatchGate(TestGate):
         quick = env.measure_only(suspects) if suspects else None
         if quick is not None:
             done.quick_runs += 1
+            env.log(f"test gate: {sha[:10]}: the end's failures alone: {quick.summary}")
             ran = (quick.passing_ids or frozenset()) | (quick.failing_ids or frozenset())
             still = suspects & (quick.failing_ids or frozenset())
             if suspects <= ran and still and not env.protection.changed(env.worktree):
