@@ -53,7 +53,7 @@ def exact_tree(worktree: Path, protection: Protection) -> str | None:
     """The id of the tree `worktree` holds exactly (HEAD with its staged changes), or None
     when anything else is there: an unstaged change, an untracked or ignored file, a
     protected path that differs from the base. Only a run started on such a worktree stands
-    for a tree."""
+    for a tree. Git sees no empty directory: callers clean the worktree first."""
     status = git.worktree_proc(
         worktree,
         "status",
@@ -70,9 +70,19 @@ def exact_tree(worktree: Path, protection: Protection) -> str | None:
         # files against the index; "??" untracked, "!!" ignored.
         if entry and entry[1] != " ":
             return None
-    if protection.changed(worktree):
+    if _hidden_from_status(worktree) or protection.changed(worktree):
         return None
     return git.worktree_git(worktree, "write-tree")
+
+
+def _hidden_from_status(worktree: Path) -> bool:
+    """Whether an index entry tells git not to look at its file (assume-unchanged: a
+    lowercase tag; skip-worktree: "S"), so that status would not show a change to it.
+    Nothing of ours sets them; a command run without the jail could."""
+    listed = git.worktree_proc(worktree, "ls-files", "-v", "-z")
+    if listed.returncode != 0:
+        return True
+    return any(e and (e[0].islower() or e[0] == "S") for e in listed.stdout.split("\0"))
 
 
 @dataclass(frozen=True)

@@ -187,6 +187,11 @@ def test_a_run_with_other_secrets_or_jail_settings_is_not_reused(session):
     assert len(session.runs) == 2
 
 
+def hide_change(s: Session) -> None:
+    git(s.wt, "update-index", "--assume-unchanged", "value.txt")
+    s.write("value.txt", "no\n")
+
+
 @pytest.mark.parametrize(
     ("what", "make"),
     [
@@ -194,6 +199,7 @@ def test_a_run_with_other_secrets_or_jail_settings_is_not_reused(session):
         ("an ignored file", lambda s: s.write("local.cfg", "x\n")),
         ("an unstaged change", lambda s: s.write("value.txt", "no\n")),
         ("a protected file changed, staged", lambda s: s.stage("bench.py", "print(1)\n")),
+        ("a change git is told not to look at", hide_change),
     ],
 )
 def test_a_worktree_holding_anything_besides_a_tree_has_no_exact_tree(session, what, make):
