@@ -168,10 +168,13 @@ class BatchGate(TestGate):
         return run.failing_ids - (self.reference.failing_ids or frozenset())
 
     def _probe(self, sha: str, suspects: frozenset[str], done: Settled) -> Verdict:
-        """A bisection step: whether `sha` holds the failure. Only the suspects run when
-        the stack can select them; one failing settles it. When they all pass, or the run
-        cannot be read by id (it did not run each suspect), the full run decides, as it
-        decides every end this gate keeps."""
+        """A bisection step: whether `sha` already holds the end's failure. Only the
+        suspects run when the stack can select them: the step looks for the first commit
+        on which one fails, and that is all it needs to know (any failure the end still
+        has is a suspect; one that is gone by the end does not matter). When the run
+        cannot be read by id (it did not run each suspect) or a protected file changed,
+        the full run decides the step. What is kept is decided by the full run of every
+        new end, never by a step."""
         if sha in self.verdicts:
             return self.verdicts[sha]
         if sha in self.probed:
@@ -184,9 +187,13 @@ class BatchGate(TestGate):
             env.log(f"test gate: {sha[:10]}: the end's failures alone: {quick.summary}")
             ran = (quick.passing_ids or frozenset()) | (quick.failing_ids or frozenset())
             still = suspects & (quick.failing_ids or frozenset())
-            if suspects <= ran and still and not env.protection.changed(env.worktree):
+            if suspects <= ran and not env.protection.changed(env.worktree):
                 names = ", ".join(sorted(still)[:5])
-                self.probed[sha] = Verdict(False, f"tests that fail at the end fail here: {names}")
+                self.probed[sha] = (
+                    Verdict(False, f"tests that fail at the end fail here: {names}")
+                    if still
+                    else Verdict(True, "the tests that fail at the end pass here")
+                )
                 return self.probed[sha]
         return self._judge(sha, done)
 

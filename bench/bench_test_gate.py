@@ -7,7 +7,8 @@ count all of them: the gate's, Green's final run, evaluate's. The targets:
             session), its pytest suite slowed by `--delay` seconds per run (a stand-in
             for a real suite's length; 0 runs it as it is);
   breaking  a scripted Green making 8 fixes a cycle, one of which breaks a test, so
-            the batch gate has to bisect;
+            the batch gate has to bisect (a test file per module; `--pytest-cache` lets
+            its bisection steps run only the failing test, `--lf`);
   library   with `--library PATH`: a clone of a real library (its committed HEAD), the
             ruff backend with `--select` rules added to its own, its suite run as
             `--library-tests` says (no delay added).
@@ -76,12 +77,14 @@ def breaking_target(path: Path, delay: float, cycles: int, work: Path) -> dict:
     path.mkdir()
     for k in range(FIXES * cycles):
         (path / f"m{k}.py").write_text(f"def f{k}():\n    return {k}\n")
-    imports = "\n".join(f"from m{k} import f{k}" for k in range(FIXES * cycles))
-    checks = "\n".join(f"    assert f{k}() == {k}" for k in range(FIXES * cycles))
-    sleep = f"    time.sleep({delay})\n" if delay else ""
-    (path / "test_all.py").write_text(
-        f"import time\n{imports}\n\n\ndef test_all():\n{sleep}{checks}\n"
-    )
+    # One test file per module, the suite's `delay` shared among them: a run of the one
+    # failing test (a bisection step's --lf) costs a share of a full run.
+    share = delay / (FIXES * cycles)
+    for k in range(FIXES * cycles):
+        (path / f"test_m{k}.py").write_text(
+            f"import time\n\nfrom m{k} import f{k}\n\n\n"
+            f"def test_f{k}():\n    time.sleep({share})\n    assert f{k}() == {k}\n"
+        )
     commit_all(path)
     script: dict = {"red": {}, "green": {}}
     for c in range(1, cycles + 1):
@@ -122,6 +125,7 @@ def run(kind: str, gate: str, tmp: Path, args: argparse.Namespace) -> dict:
     work.mkdir()
     target = work / "target"
     tests = ""
+    cache = "" if args.pytest_cache else " -p no:cacheprovider"
     if kind == "demo":
         extra = demo_target(target, delay)
     elif kind == "library":
@@ -136,7 +140,7 @@ def run(kind: str, gate: str, tmp: Path, args: argparse.Namespace) -> dict:
     spec = {
         "mode": "sweep",
         "target": str(target),
-        "test_command": f"{wrapper} {sys.executable} -m pytest -q -p no:cacheprovider{tests}",
+        "test_command": f"{wrapper} {sys.executable} -m pytest -q{cache}{tests}",
         "max_cycles": cycles,
         "test_gate": gate,
         "commands": {"sandbox": "none"},  # the wrapper writes its log outside the worktree
@@ -170,6 +174,11 @@ def main() -> None:
     parser.add_argument("--library", type=Path, help="a git clone of a library to sweep")
     parser.add_argument("--library-tests", default="", help="pytest arguments for its suite")
     parser.add_argument("--select", default="", help="ruff rules added to the library's own")
+    parser.add_argument(
+        "--pytest-cache",
+        action="store_true",
+        help="keep pytest's cache plugin on, so the batch gate's bisection can use --lf",
+    )
     args = parser.parse_args()
     kinds = ["demo", "breaking"] + (["library"] if args.library else [])
     if args.only:

@@ -61,7 +61,7 @@ class Env:
         self.tested.pop()  # not a run of the suite
         if not self.reads_ids:
             return replace(run, failing_ids=None)
-        return run
+        return replace(run, passing_ids=frozenset() if run.failing_ids else test_ids)
 
     def measure_tests(self, **_) -> TestRun:
         self.tested.append(ar_git.head(self.worktree))
@@ -149,9 +149,9 @@ def test_a_bisection_step_runs_the_ends_failures_and_only_the_full_run_keeps(tmp
         "F-006",
     ]
     assert env.probed and settled.quick_runs == len(env.probed)
-    # A step that found the failure ran no full suite (5 full runs, against 8 when every
-    # step is one); the branch's end had its full run, which decided.
-    assert settled.runs == len(env.tested) == 5
+    # No step ran the full suite: only the three ends did (8 full runs when every step is
+    # one), and the branch's end had its full run, which decided.
+    assert settled.runs == len(env.tested) == 3
     assert env.tested[-1] == ar_git.head(env.worktree)
 
 
