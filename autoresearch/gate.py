@@ -91,7 +91,9 @@ class BatchGate(TestGate):
 
     verdicts: dict[str, Verdict] = field(default_factory=dict)  # full runs only: they decide
     runs: dict[str, TestRun] = field(default_factory=dict)  # the full run of each sha
-    probed: dict[str, Verdict] = field(default_factory=dict)  # a bisection step's, on suspects
+    # a bisection step's verdict, by (sha, the suspects it ran)
+    probed: dict[tuple[str, frozenset[str]], Verdict] = field(default_factory=dict)
+    probe_settled: bool = False  # whether a step of this round was settled by the suspects
 
     def check(self) -> Verdict:
         self.verdict = Verdict(True, "committed untested")
@@ -112,6 +114,7 @@ class BatchGate(TestGate):
             # what the stage is held to), and a passing tree's commits before it are
             # taken to pass too; the loop's test of the new end checks that.
             suspects = self._suspects(kept[-1].sha)
+            self.probe_settled = False
             lo, hi = good, len(kept) - 1
             while lo < hi:
                 mid = (lo + hi) // 2
@@ -120,15 +123,16 @@ class BatchGate(TestGate):
                 else:
                     hi = mid
             bad = kept[hi]
-            why = (
-                self.verdicts[bad.sha] if bad.sha in self.verdicts else self.probed[bad.sha]
-            ).reason
+            full = self.verdicts.get(bad.sha)
+            why = (full or self.probed[(bad.sha, suspects)]).reason
             self._drop(
                 bad, f"the stage's end test run, bisected, fails from this change on: {why}", done
             )
             base = kept[hi - 1].sha if hi else start
             kept = kept[:hi] + self._replay(base, kept[hi + 1 :], bad, done)
-            good = hi
+            # The commits before `hi` passed this round's suspects only: the end may still
+            # fail for another reason (a test gone), which the next round must seek there.
+            good = good if self.probe_settled else hi
         git.reset_to(self.env.worktree, kept[-1].sha if kept else start)
         done.kept = {c.first: c.sha for c in kept}
         return done
@@ -177,8 +181,9 @@ class BatchGate(TestGate):
         new end, never by a step."""
         if sha in self.verdicts:
             return self.verdicts[sha]
-        if sha in self.probed:
-            return self.probed[sha]
+        if (sha, suspects) in self.probed:
+            self.probe_settled = True
+            return self.probed[(sha, suspects)]
         env = self.env
         git.reset_to(env.worktree, sha)
         quick = env.measure_only(suspects) if suspects else None
@@ -189,12 +194,13 @@ class BatchGate(TestGate):
             still = suspects & (quick.failing_ids or frozenset())
             if suspects <= ran and not env.protection.changed(env.worktree):
                 names = ", ".join(sorted(still)[:5])
-                self.probed[sha] = (
+                self.probe_settled = True
+                self.probed[(sha, suspects)] = (
                     Verdict(False, f"tests that fail at the end fail here: {names}")
                     if still
                     else Verdict(True, "the tests that fail at the end pass here")
                 )
-                return self.probed[sha]
+                return self.probed[(sha, suspects)]
         return self._judge(sha, done)
 
     def _drop(self, c: Landed, why: str, done: Settled) -> None:

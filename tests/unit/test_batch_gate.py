@@ -72,6 +72,10 @@ class Env:
         self.lines.append(line)
 
     def judge_tests(self, after: TestRun, reference: TestRun) -> Verdict:
+        # A file saying GONE stands for a change that removed a test: no test fails, and
+        # the gate still refuses the tree.
+        if any("GONE" in p.read_text() for p in self.worktree.glob("*.txt")):
+            return Verdict(False, "a test that passed is gone")
         return acceptable(after, reference, self.spec.allow_failing_baseline)
 
 
@@ -162,3 +166,22 @@ def test_a_run_of_the_suspects_that_names_no_ids_leaves_the_step_to_the_full_run
     settled = BatchGate(env, run_of(True)).settle(start, commits)
     assert set(settled.dropped) == {commits[1].sha}
     assert env.probed and set(env.probed) <= set(env.tested)  # each went on to a full run
+
+
+def test_after_a_step_settled_by_the_suspects_a_failure_of_another_kind_is_still_found(tmp_path):
+    # F-002 removes a test (no test fails), F-005 breaks one: the suspects find F-005; the
+    # new end still fails, for F-002, which the next round must find among the commits
+    # the suspects' steps passed, not blame a later one.
+    changes = [
+        (f"f{i}.txt", {2: "GONE\n", 5: "BROKEN\n"}.get(i, f"fix {i}\n")) for i in range(1, 7)
+    ]
+    env, start, commits = stage(tmp_path, changes)
+    env.selects = True
+    settled = BatchGate(env, run_of(True)).settle(start, commits)
+    assert set(settled.dropped) == {commits[1].sha, commits[4].sha}
+    assert [c.label for c in commits if c.sha in settled.kept] == [
+        "F-001",
+        "F-003",
+        "F-004",
+        "F-006",
+    ]
