@@ -4,7 +4,8 @@ Two ways to keep the same promise, that no kept commit breaks or loses a test th
 passed where the cycle started (verdict.acceptable: judged by test id):
 
 - `per_fix` (TestGate): the suite runs after each change, before it is committed; a
-  change that breaks a test is never committed.
+  change that breaks a test is never committed. Each run is recorded with the tree it
+  tested (tested.py), so the stage's final run and evaluate reuse the last one.
 - `batch` (BatchGate): each change is committed at once and the suite runs once when the
   stage ends. When that run fails, a bisection over the stage's commits finds the first
   one whose tree fails; it is taken out, the commits after it are replayed without it,
@@ -35,7 +36,9 @@ class TestGate:
     verdict: Verdict | None = None
 
     def check(self) -> Verdict:
-        self.last = self.env.run_tests()
+        """The suite on the change staged in the worktree. The run is recorded under the
+        tree it tested, so Green's final run and evaluate do not run that tree again."""
+        self.last = self.env.test_change()
         self.verdict = self.env.judge_tests(self.last, self.reference)
         return self.verdict
 
@@ -78,6 +81,7 @@ class Settled:
     kept: dict[str, str] = field(default_factory=dict)
     dropped: dict[str, str] = field(default_factory=dict)
     runs: int = 0
+    quick_runs: int = 0  # bisection steps that ran only the end's failures
 
 
 @dataclass
@@ -85,7 +89,11 @@ class BatchGate(TestGate):
     """Changes are committed untested; `settle` runs the suite once at the stage's end and
     bisects when it fails (`test_gate: batch`)."""
 
-    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # full runs only: they decide
+    runs: dict[str, TestRun] = field(default_factory=dict)  # the full run of each sha
+    # a bisection step's verdict, by (sha, the suspects it ran)
+    probed: dict[tuple[str, frozenset[str]], Verdict] = field(default_factory=dict)
+    probe_settled: bool = False  # whether a step of this round was settled by the suspects
 
     def check(self) -> Verdict:
         self.verdict = Verdict(True, "committed untested")
@@ -105,21 +113,26 @@ class BatchGate(TestGate):
             # The first commit whose tree fails. The start passes by definition (it is
             # what the stage is held to), and a passing tree's commits before it are
             # taken to pass too; the loop's test of the new end checks that.
+            suspects = self._suspects(kept[-1].sha)
+            self.probe_settled = False
             lo, hi = good, len(kept) - 1
             while lo < hi:
                 mid = (lo + hi) // 2
-                if self._judge(kept[mid].sha, done).ok:
+                if self._probe(kept[mid].sha, suspects, done).ok:
                     lo = mid + 1
                 else:
                     hi = mid
             bad = kept[hi]
-            why = self.verdicts[bad.sha].reason
+            full = self.verdicts.get(bad.sha)
+            why = (full or self.probed[(bad.sha, suspects)]).reason
             self._drop(
                 bad, f"the stage's end test run, bisected, fails from this change on: {why}", done
             )
             base = kept[hi - 1].sha if hi else start
             kept = kept[:hi] + self._replay(base, kept[hi + 1 :], bad, done)
-            good = hi
+            # The commits before `hi` passed this round's suspects only: the end may still
+            # fail for another reason (a test gone), which the next round must seek there.
+            good = good if self.probe_settled else hi
         git.reset_to(self.env.worktree, kept[-1].sha if kept else start)
         done.kept = {c.first: c.sha for c in kept}
         return done
@@ -145,7 +158,50 @@ class BatchGate(TestGate):
                 "test run: restored",
             )
         self.verdicts[sha] = self.verdict
+        self.runs[sha] = self.last
         return self.verdict
+
+    def _suspects(self, sha: str) -> frozenset[str]:
+        """The tests whose failure made the full run of `sha` fail: a bisection step runs
+        those first (`--lf`), since a tree on which one still fails fails too."""
+        run = self.runs.get(sha)
+        if run is None or not run.failing_ids:
+            return frozenset()
+        if self.reference.passing_ids is not None:  # a test failing from the start is none
+            return run.failing_ids & self.reference.passing_ids
+        return run.failing_ids - (self.reference.failing_ids or frozenset())
+
+    def _probe(self, sha: str, suspects: frozenset[str], done: Settled) -> Verdict:
+        """A bisection step: whether `sha` already holds the end's failure. Only the
+        suspects run when the stack can select them: the step looks for the first commit
+        on which one fails, and that is all it needs to know (any failure the end still
+        has is a suspect; one that is gone by the end does not matter). When the run
+        cannot be read by id (it did not run each suspect) or a protected file changed,
+        the full run decides the step. What is kept is decided by the full run of every
+        new end, never by a step."""
+        if sha in self.verdicts:
+            return self.verdicts[sha]
+        if (sha, suspects) in self.probed:
+            self.probe_settled = True
+            return self.probed[(sha, suspects)]
+        env = self.env
+        git.reset_to(env.worktree, sha)
+        quick = env.measure_only(suspects) if suspects else None
+        if quick is not None:
+            done.quick_runs += 1
+            env.log(f"test gate: {sha[:10]}: the end's failures alone: {quick.summary}")
+            ran = (quick.passing_ids or frozenset()) | (quick.failing_ids or frozenset())
+            still = suspects & (quick.failing_ids or frozenset())
+            if suspects <= ran and not env.protection.changed(env.worktree):
+                names = ", ".join(sorted(still)[:5])
+                self.probe_settled = True
+                self.probed[(sha, suspects)] = (
+                    Verdict(False, f"tests that fail at the end fail here: {names}")
+                    if still
+                    else Verdict(True, "the tests that fail at the end pass here")
+                )
+                return self.probed[(sha, suspects)]
+        return self._judge(sha, done)
 
     def _drop(self, c: Landed, why: str, done: Settled) -> None:
         reason = f"not kept: {why}"

@@ -167,6 +167,22 @@ def uncached_test_command(
     return command
 
 
+_SELECTS = re.compile(
+    r"(?<!\S)(--lf|--last-failed|--ff|--failed-first|--sw|--stepwise|--cache-clear)\b"
+)
+
+
+def last_failed_command(test_command: str, repo: Path | None = None) -> str | None:
+    """The test command running only the tests pytest's cache lists as last failed
+    (`--lf`, and none at all when it lists none), or None when the stack cannot tell: not
+    pytest, its cache plugin off, or a command that already picks tests by the cache."""
+    if not _PYTEST.search(test_command) or _SELECTS.search(test_command):
+        return None
+    if pytest_cache_disabled(test_command, repo):
+        return None
+    return _PYTEST.sub(lambda m: m.group(1) + " --lf --lfnf=none", test_command, count=1)
+
+
 _NO_CACHEPROVIDER = re.compile(r"-p\s*=?\s*no:cacheprovider\b")
 
 

@@ -15,9 +15,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from . import git, journal, seen, spec, testrun
+from . import git, journal, seen, spec, stack, tested, testrun
 from .backends.base import StageLimits
-from .files import append_line, locked
 from .jail import Jail, build_jail
 from .layout import SessionLayout
 from .loop import Decision
@@ -166,40 +165,67 @@ class StageEnv:
         tree already tested with the same command in this session is not tested again
         (unless the spec says `evaluate.rerun: true`): its recorded run is returned."""
         self.pristine()
-        tree = git.tree_id(self.worktree)
-        # Per track: each track's worktree is an environment of its own, and a result stands
-        # only for the place it was measured in.
-        key = {
-            "tree": tree,
-            "command": self.record.test_command,
-            "uncached": uncached,
-            "track": self.track,
-        }
-        if reuse and tree and not self.spec.rerun_tests:
-            earlier = self._recorded_run(key)
+        return self.tested_run(uncached=uncached, reuse=reuse)
+
+    def test_change(self) -> TestRun:
+        """The per-fix gate's run: the change staged in the index, on a worktree holding
+        nothing else (no ignored file either: only what would be committed may decide),
+        uncached, so the run stands for its tree and is not run again (tested.py)."""
+        git.worktree_git(self.worktree, "clean", "-ffdxq")
+        return self.tested_run(uncached=True, reuse=True)
+
+    def measure_only(self, test_ids: frozenset[str]) -> TestRun | None:
+        """A run of only `test_ids` on the committed HEAD in a pristine worktree, through
+        pytest's `--lf` with the ids written as its last failures; None when the stack
+        cannot select tests that way (stack.last_failed_command). Never filed under its
+        tree: it is not a run of the suite, and decides nothing on its own."""
+        command = stack.last_failed_command(self.record.test_command, self.worktree)
+        if command is None or not test_ids:
+            return None
+        self.pristine()
+        cache = self.worktree / ".pytest_cache"
+        if cache.exists() or cache.is_symlink():
+            return None  # committed: not ours to write (it could lead out of the worktree)
+        (cache / "v" / "cache").mkdir(parents=True)
+        lastfailed = {test_id: True for test_id in sorted(test_ids)}
+        (cache / "v" / "cache" / "lastfailed").write_text(json.dumps(lastfailed))
+        return testrun.run_tests(
+            command,
+            self.worktree,
+            stack=self.record.stack,
+            timeout_s=self.spec.test_timeout_s,
+            secrets=self.spec.secrets,
+            jail=self.jail,
+        )
+
+    def tested_run(self, *, uncached: bool, reuse: bool) -> TestRun:
+        """A run of the worktree as it is, recorded under its tree when it holds one
+        exactly; with `reuse`, a run recorded under the same key stands in (tested.py)."""
+        tree = tested.exact_tree(self.worktree, self.protection)
+        key = None
+        if tree:
+            # Per track: each track's worktree is an environment of its own, and a result
+            # stands only for the place it was measured in.
+            key = tested.RunKey(
+                tree=tree,
+                command=self.record.test_command,
+                uncached=uncached,
+                track=self.track,
+                timeout_s=self.spec.test_timeout_s,
+                settings=tested.RunKey.settings_digest(
+                    self.spec.secrets, self.spec.get("commands"), self.record.stack
+                ),
+            )
+        runs = tested.TestRunLog(self.layout.test_runs, self.layout.journal_lock)
+        if key and reuse and not self.spec.rerun_tests:
+            earlier = runs.find(key)
             if earlier is not None:
                 self.log(f"tests: tree {tree[:12]} was tested before: {earlier.summary}")
                 return earlier
         run = self.run_tests(uncached=uncached)
-        if tree:  # only runs of a pristine committed tree stand for that tree
-            with locked(self.layout.journal_lock):
-                append_line(self.layout.test_runs, json.dumps(key | {"run": run.to_record()}))
+        if key:  # only a run of an exact tree stands for that tree
+            runs.add(key, run)
         return run
-
-    def _recorded_run(self, key: dict[str, Any]) -> TestRun | None:
-        if not self.layout.test_runs.exists():
-            return None
-        found = None
-        # Each line starts with its tree (json.dumps keeps the key's order): only the
-        # lines of this tree are parsed, however long the session.
-        start = json.dumps({"tree": key["tree"]})[:-1]
-        for line in self.layout.test_runs.read_text().splitlines():
-            if not line.startswith(start):
-                continue
-            entry = json.loads(line)
-            if all(entry.get(k) == v for k, v in key.items()):
-                found = entry["run"]
-        return TestRun.from_record(found) if found else None
 
     def stage_record(self, stage: str) -> dict[str, Any]:
         """An earlier stage's record of this cycle (its job has ended: the file is final)."""

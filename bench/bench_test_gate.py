@@ -1,23 +1,30 @@
 """Test runs per kept fix: `test_gate: per_fix` against `batch`, same sessions otherwise.
 
 Every run of the test command is logged by a wrapper (its wall seconds), so the figures
-count all of them: the gate's, Green's final run, evaluate's. Two targets:
+count all of them: the gate's, Green's final run, evaluate's. The targets:
 
   demo      the bundled demo project with the model-free ruff backend (`make demo`'s
             session), its pytest suite slowed by `--delay` seconds per run (a stand-in
             for a real suite's length; 0 runs it as it is);
   breaking  a scripted Green making 8 fixes a cycle, one of which breaks a test, so
-            the batch gate has to bisect.
+            the batch gate has to bisect (a test file per module; `--pytest-cache` lets
+            its bisection steps run only the failing test, `--lf`);
+  library   with `--library PATH`: a clone of a real library (its committed HEAD), the
+            ruff backend with `--select` rules added to its own, its suite run as
+            `--library-tests` says (no delay added).
 
 For each: runs and suite-seconds per kept fix under both gates, their ratio, and
-whether both left the same fixes on the branch.
+whether both left the same fixes on the branch. The session runs the autoresearch of
+this checkout (PYTHONPATH), so the bench of an older checkout gives its "before".
 
-    python bench/bench_test_gate.py [--delay 1.0] [--cycles 3]
+    python bench/bench_test_gate.py [--delay 1.0] [--cycles 3] [--only demo,library]
+        [--library ~/src/toolz --library-tests "toolz/tests" --select UP,C4,SIM]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -70,12 +77,14 @@ def breaking_target(path: Path, delay: float, cycles: int, work: Path) -> dict:
     path.mkdir()
     for k in range(FIXES * cycles):
         (path / f"m{k}.py").write_text(f"def f{k}():\n    return {k}\n")
-    imports = "\n".join(f"from m{k} import f{k}" for k in range(FIXES * cycles))
-    checks = "\n".join(f"    assert f{k}() == {k}" for k in range(FIXES * cycles))
-    sleep = f"    time.sleep({delay})\n" if delay else ""
-    (path / "test_all.py").write_text(
-        f"import time\n{imports}\n\n\ndef test_all():\n{sleep}{checks}\n"
-    )
+    # One test file per module, the suite's `delay` shared among them: a run of the one
+    # failing test (a bisection step's --lf) costs a share of a full run.
+    share = delay / (FIXES * cycles)
+    for k in range(FIXES * cycles):
+        (path / f"test_m{k}.py").write_text(
+            f"import time\n\nfrom m{k} import f{k}\n\n\n"
+            f"def test_f{k}():\n    time.sleep({share})\n    assert f{k}() == {k}\n"
+        )
     commit_all(path)
     script: dict = {"red": {}, "green": {}}
     for c in range(1, cycles + 1):
@@ -103,12 +112,25 @@ def breaking_target(path: Path, delay: float, cycles: int, work: Path) -> dict:
     }
 
 
-def run(kind: str, gate: str, tmp: Path, delay: float, cycles: int) -> dict:
+def library_target(path: Path, args: argparse.Namespace) -> dict:
+    """A clone of the library's HEAD: the session sees what its history committed."""
+    subprocess.run(["git", "clone", "-q", str(args.library), str(path)], check=True)
+    select = [r for r in (args.select or "").split(",") if r]
+    return {"agent": {"backend": "ruff", "ruff": {"select": select}}}
+
+
+def run(kind: str, gate: str, tmp: Path, args: argparse.Namespace) -> dict:
+    delay, cycles = args.delay, args.cycles
     work = tmp / f"{kind}-{gate}"
     work.mkdir()
     target = work / "target"
+    tests = ""
+    cache = "" if args.pytest_cache else " -p no:cacheprovider"
     if kind == "demo":
         extra = demo_target(target, delay)
+    elif kind == "library":
+        extra = library_target(target, args)
+        tests = f" {args.library_tests}"
     else:
         extra = breaking_target(target, delay, cycles, work)
     runs_log = work / "runs.log"
@@ -118,7 +140,7 @@ def run(kind: str, gate: str, tmp: Path, delay: float, cycles: int) -> dict:
     spec = {
         "mode": "sweep",
         "target": str(target),
-        "test_command": f"{wrapper} {sys.executable} -m pytest -q -p no:cacheprovider",
+        "test_command": f"{wrapper} {sys.executable} -m pytest -q{cache}{tests}",
         "max_cycles": cycles,
         "test_gate": gate,
         "commands": {"sandbox": "none"},  # the wrapper writes its log outside the worktree
@@ -129,10 +151,12 @@ def run(kind: str, gate: str, tmp: Path, delay: float, cycles: int) -> dict:
         [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores",
          "1", "sessions/g/done", "--configfile", str(work / "spec.yaml")],
         cwd=work, check=True, capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # this checkout's package, not another
     )  # fmt: skip
     spans = [line.split() for line in runs_log.read_text().splitlines()]
     worktree = work / "sessions/g/worktree"
-    fixes = [s for s in git(worktree, "log", "--format=%s", "main..HEAD").splitlines()
+    base = git(target, "rev-parse", "HEAD").strip()  # the session's base: the target's HEAD
+    fixes = [s for s in git(worktree, "log", "--format=%s", f"{base}..HEAD").splitlines()
              if s.startswith("fix:")]  # fmt: skip
     return {
         "runs": len(spans),
@@ -146,13 +170,24 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--delay", type=float, default=1.0, help="seconds added to each run")
     parser.add_argument("--cycles", type=int, default=3)
+    parser.add_argument("--only", default="", help="targets to run, comma-separated")
+    parser.add_argument("--library", type=Path, help="a git clone of a library to sweep")
+    parser.add_argument("--library-tests", default="", help="pytest arguments for its suite")
+    parser.add_argument("--select", default="", help="ruff rules added to the library's own")
+    parser.add_argument(
+        "--pytest-cache",
+        action="store_true",
+        help="keep pytest's cache plugin on, so the batch gate's bisection can use --lf",
+    )
     args = parser.parse_args()
+    kinds = ["demo", "breaking"] + (["library"] if args.library else [])
+    if args.only:
+        kinds = [k for k in kinds if k in args.only.split(",")]
+    print(f"autoresearch at {ROOT} ({git(ROOT, 'rev-parse', '--short', 'HEAD').strip()})")
     with tempfile.TemporaryDirectory() as scratch:
         tmp = Path(scratch)
-        for kind in ("demo", "breaking"):
-            got = {
-                gate: run(kind, gate, tmp, args.delay, args.cycles) for gate in ("per_fix", "batch")
-            }
+        for kind in kinds:
+            got = {gate: run(kind, gate, tmp, args) for gate in ("per_fix", "batch")}
             for gate, r in got.items():
                 kept = len(r["fixes"]) or 1
                 print(

@@ -122,18 +122,18 @@ def helper_fix_spec(workflow, repo, **extra) -> dict:
 
 
 def test_a_fix_that_imports_an_ignored_file_is_not_kept(workflow, todo_repo):
-    # per_fix: its gate tests the worktree as the agent left it.
+    # per_fix: its gate tests what would be committed, without the ignored file the
+    # agent wrote (tested.py), so the fix is refused before it is ever committed.
     workflow.run("i", helper_fix_spec(workflow, todo_repo, test_gate="per_fix"))
 
     green, decision = records(workflow, "i")
-    # The tests passed in the worktree that held build/helpers.py, so Green committed...
-    assert [f["id"] for f in green["fixed"]] == ["F-001"]
-    # ...but the commit alone fails them: evaluate undoes it.
-    assert not green["tests_pass"]
-    assert decision["fixed"] == [] and decision["reverted"]
+    assert green["fixed"] == []
+    assert green["tests_pass"]
+    assert decision["fixed"] == [] and not decision["reverted"]
     assert decision["tests_pass"]
     worktree = workflow.session("i") / "worktree"
     assert (worktree / "src.py").read_text() == src(3)
+    assert git(worktree, "rev-list", "--count", "main..HEAD") == "0"
 
 
 def test_with_the_batch_gate_a_fix_that_needs_an_ignored_file_never_leaves_green(

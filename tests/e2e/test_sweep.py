@@ -180,6 +180,19 @@ def test_one_committed_tree_is_tested_once_per_session(workflow, target):
     assert "was tested before" in (session / "logs/evaluate/001.log").read_text()  # ...once
 
 
+def test_under_the_per_fix_gate_no_stage_tests_again_the_tree_the_gate_tested(workflow, target):
+    # Green's final run and evaluate meet trees the per-fix gate's runs already tested.
+    run_session(workflow, target, max_cycles=1, test_gate="per_fix")
+    session = workflow.session("s")
+    runs = [json.loads(line) for line in (session / "test-runs.jsonl").read_text().splitlines()]
+    trees = [r["tree"] for r in runs]
+    assert len(trees) == len(set(trees))
+    decision = json.loads((session / "cycles/001/decision.json").read_text())
+    assert git(target, "rev-parse", f"{decision['end_commit']}^{{tree}}") in trees
+    assert "was tested before" in (session / "logs/green/001.log").read_text()
+    assert "was tested before" in (session / "logs/evaluate/001.log").read_text()
+
+
 def test_evaluate_rerun_tests_the_final_tree_again(workflow, target):
     run_session(workflow, target, max_cycles=1, teams=["red", "green"], evaluate={"rerun": True})
     session = workflow.session("s")

@@ -111,16 +111,19 @@ def test_teams_without_refactor_skip_the_rule(workflow, target):
     assert [r.split("\t")[1] for r in rows] == ["red", "green"]
 
 
-# A suite that passes normally but fails on evaluate's uncached run (--cache-clear)
-# whenever calc.py carries a marker: a fault only the full verification can catch.
+# A suite that passes on the per-fix gate's runs (the change staged) but fails on a
+# committed tree whenever calc.py carries a marker: a fault only evaluate's run of the
+# commit can catch, once it runs the tree again (`evaluate.rerun`: else it reuses the
+# gate's run of the very same tree).
 FLAKY_CONFTEST = """\
 import pathlib
-import sys
+import subprocess
 
 
 def pytest_sessionstart(session):
-    if "--cache-clear" in sys.argv and "MARKER" in pathlib.Path("calc.py").read_text():
-        raise SystemExit("uncached run fails")
+    staged = subprocess.run(["git", "diff", "--cached", "--quiet"]).returncode != 0
+    if not staged and "MARKER" in pathlib.Path("calc.py").read_text():
+        raise SystemExit("a committed marked tree fails")
 """
 
 
@@ -150,9 +153,9 @@ def test_broken_cycle_reverts_refactor_then_green_newest_first(workflow, tmp_pat
             ]
         },
     }
-    # per_fix: its gate runs the suite cached, so only evaluate's uncached run meets the
-    # fault (the batch gate tests committed trees uncached and would take F-001 out first).
-    run(workflow, repo, script, max_cycles=2, test_gate="per_fix")
+    # per_fix: its gate tests the staged change, so only evaluate's run meets the fault
+    # (the batch gate tests committed trees and would take F-001 out first).
+    run(workflow, repo, script, max_cycles=2, test_gate="per_fix", evaluate={"rerun": True})
     decision = workflow.decision("s", 1)
     assert [r["subject"] for r in decision["reverted"]] == [
         "refactor: r2",
@@ -165,21 +168,20 @@ def test_broken_cycle_reverts_refactor_then_green_newest_first(workflow, tmp_pat
     assert log[0].startswith('Revert "fix: [F-001] guard"')
 
 
-# Breaks the uncached run for good once calc.py was marked: the poison file lies outside the
-# repository, where no revert can reach it.
+# Breaks every run of a committed tree for good once calc.py was marked: the poison file
+# lies outside the repository, where no revert can reach it.
 POISONING_CONFTEST = """\
 import pathlib
-import sys
-
-POISON = pathlib.Path(sys.argv[0]).parent / "unused"
+import subprocess
 
 
 def pytest_sessionstart(session):
     poison = pathlib.Path({poison!r})
     if "MARKER" in pathlib.Path("calc.py").read_text():
         poison.write_text("x")
-    if "--cache-clear" in sys.argv and poison.exists():
-        raise SystemExit("uncached run fails")
+    staged = subprocess.run(["git", "diff", "--cached", "--quiet"]).returncode != 0
+    if not staged and poison.exists():
+        raise SystemExit("a committed tree fails")
 """
 
 
@@ -202,7 +204,8 @@ def test_unrecoverable_break_stops_the_session(workflow, tmp_path):
         },
     }
     # No jail: the poison must be able to outlive the worktree's history. per_fix: the
-    # fault must get past Green's gate (cached runs) to meet evaluate's reverts.
+    # fault must get past Green's gate (a staged change) to meet evaluate's reverts, and
+    # evaluate must run the gate's tree again (`evaluate.rerun`).
     run(
         workflow,
         repo,
@@ -211,6 +214,7 @@ def test_unrecoverable_break_stops_the_session(workflow, tmp_path):
         teams=["red", "green"],
         commands={"sandbox": "none"},
         test_gate="per_fix",
+        evaluate={"rerun": True},
     )
     decision = workflow.decision("s", 1)
     assert decision["broken"] and decision["stop"]

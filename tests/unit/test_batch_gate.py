@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from conftest import git, make_repo
@@ -49,6 +49,19 @@ class Env:
     spec: Spec = field(default_factory=Spec)
     tested: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
+    selects: bool = False  # whether the stack can run the suspects alone (pytest's --lf)
+    probed: list[str] = field(default_factory=list)
+    reads_ids: bool = True  # whether a run of the suspects names each test it ran
+
+    def measure_only(self, test_ids: frozenset[str]) -> TestRun | None:
+        if not self.selects:
+            return None
+        self.probed.append(ar_git.head(self.worktree))
+        run = self.measure_tests()
+        self.tested.pop()  # not a run of the suite
+        if not self.reads_ids:
+            return replace(run, failing_ids=None)
+        return replace(run, passing_ids=frozenset() if run.failing_ids else test_ids)
 
     def measure_tests(self, **_) -> TestRun:
         self.tested.append(ar_git.head(self.worktree))
@@ -59,6 +72,10 @@ class Env:
         self.lines.append(line)
 
     def judge_tests(self, after: TestRun, reference: TestRun) -> Verdict:
+        # A file saying GONE stands for a change that removed a test: no test fails, and
+        # the gate still refuses the tree.
+        if any("GONE" in p.read_text() for p in self.worktree.glob("*.txt")):
+            return Verdict(False, "a test that passed is gone")
         return acceptable(after, reference, self.spec.allow_failing_baseline)
 
 
@@ -119,3 +136,52 @@ def test_a_change_that_only_applies_on_a_dropped_one_goes_with_it(tmp_path):
     assert list(settled.kept) == [commits[2].sha]
     assert (env.worktree / "f1.txt").read_text() == "ok\n"
     assert (env.worktree / "f2.txt").read_text() == "fine\n"
+
+
+def test_a_bisection_step_runs_the_ends_failures_and_only_the_full_run_keeps(tmp_path):
+    changes = [(f"f{i}.txt", "BROKEN\n" if i in (2, 5) else f"fix {i}\n") for i in range(1, 7)]
+    env, start, commits = stage(tmp_path, changes)
+    env.selects = True
+    settled = BatchGate(env, run_of(True)).settle(start, commits)
+    # What the full bisection keeps, and drops.
+    assert set(settled.dropped) == {commits[1].sha, commits[4].sha}
+    assert "test_values" in settled.dropped[commits[1].sha]
+    assert [c.label for c in commits if c.sha in settled.kept] == [
+        "F-001",
+        "F-003",
+        "F-004",
+        "F-006",
+    ]
+    assert env.probed and settled.quick_runs == len(env.probed)
+    # No step ran the full suite: only the three ends did (8 full runs when every step is
+    # one), and the branch's end had its full run, which decided.
+    assert settled.runs == len(env.tested) == 3
+    assert env.tested[-1] == ar_git.head(env.worktree)
+
+
+def test_a_run_of_the_suspects_that_names_no_ids_leaves_the_step_to_the_full_run(tmp_path):
+    changes = [(f"f{i}.txt", "BROKEN\n" if i == 2 else f"fix {i}\n") for i in range(1, 5)]
+    env, start, commits = stage(tmp_path, changes)
+    env.selects, env.reads_ids = True, False
+    settled = BatchGate(env, run_of(True)).settle(start, commits)
+    assert set(settled.dropped) == {commits[1].sha}
+    assert env.probed and set(env.probed) <= set(env.tested)  # each went on to a full run
+
+
+def test_after_a_step_settled_by_the_suspects_a_failure_of_another_kind_is_still_found(tmp_path):
+    # F-002 removes a test (no test fails), F-005 breaks one: the suspects find F-005; the
+    # new end still fails, for F-002, which the next round must find among the commits
+    # the suspects' steps passed, not blame a later one.
+    changes = [
+        (f"f{i}.txt", {2: "GONE\n", 5: "BROKEN\n"}.get(i, f"fix {i}\n")) for i in range(1, 7)
+    ]
+    env, start, commits = stage(tmp_path, changes)
+    env.selects = True
+    settled = BatchGate(env, run_of(True)).settle(start, commits)
+    assert set(settled.dropped) == {commits[1].sha, commits[4].sha}
+    assert [c.label for c in commits if c.sha in settled.kept] == [
+        "F-001",
+        "F-003",
+        "F-004",
+        "F-006",
+    ]
