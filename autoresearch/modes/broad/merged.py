@@ -24,6 +24,7 @@ from ...review import (
     Session,
     branches_file,
     delete_branch,
+    replay,
     run_suite,
     set_title,
 )
@@ -140,12 +141,13 @@ def try_set(
         why = review.verdict.reason if review.verdict else "not tested"
         return tried(False, f"not a win on its own: its tests fail alone ({why})"), None
     before = git.head(place)
-    git.reset_to(place, before, ignored=True)  # nothing a test run left reaches the next
-    for commit in review.commits:
-        if not git.apply_commit(place, commit.sha):
-            git.reset_to(place, before, ignored=True)
-            return tried(False, f"does not apply cleanly: commit {commit.sha[:12]} conflicts"), None
-        git.commit_all(place, commit.message)
+    # The same replay as finalize's review branches (nothing a test run left reaches the
+    # next): it recommits changes the session already made through the guard.
+    failed = replay(place, before, review.commits)
+    if failed is not None:
+        git.reset_to(place, before, ignored=True)
+        sha = review.commits[failed].sha[:12]
+        return tried(False, f"does not apply cleanly: commit {sha} conflicts"), None
     if git.head(place) == before:
         return tried(False, "already on the winner's branch: the same change"), None
     run = run_suite(session, place)
