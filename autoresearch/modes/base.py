@@ -450,10 +450,20 @@ class Mode:
             "cycles": len(decisions),
             "commits": last.get("commits_total", 0) if last else 0,
             "fixes": sum(len(d.get("fixed", [])) for d in decisions),
-            "tests": "n/a" if last is None else ("pass" if last.get("tests_pass") else "FAIL"),
+            "tests": "n/a" if last is None else self.tests_word(layout, last),
             "open_issues": len(last.get("open_issues", [])) if last else 0,
             "open_rechecked": bool(last and last.get("open_rechecked")),
         }
+
+    @staticmethod
+    def tests_word(layout: SessionLayout, last: dict[str, Any]) -> str:
+        """The last decision's tests as `done` says them: a failure that is only the base's
+        is said to be (the index keeps only counts: the ids are in decision.json)."""
+        if last.get("tests_pass"):
+            return "pass"
+        path = layout.decision(int(last["cycle"]), last.get("track") or "")
+        setup = read_json(layout.setup) or {}
+        return verdict.tests_word(read_json(path) or last, setup.get("baseline") or {})
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         """Extra lines for `autoresearch status NAME`."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -252,3 +254,8 @@ def test_done_says_a_failing_base_test_that_still_fails_is_the_same_as_at_the_ba
     workflow.run("s", values)
     done = (workflow.session("s") / "done").read_text()
     assert "tests: FAIL (the same 2 tests as at the base)\n" in done
+    status = subprocess.run(
+        [sys.executable, "-m", "autoresearch.cli", "status", "s"],
+        cwd=workflow.workdir, env=workflow.env(), capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "Tests: FAIL (the same 2 tests as at the base)\n" in status
