@@ -251,7 +251,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """A CI gate on a finished lens session: 0 PASSED, 1 FAILED, 2 nothing to judge yet."""
-    from .lenses.finding_schema import gate_of
+    from .checks.finding_schema import gate_of
 
     done = sessions_root(args.directory) / "sessions" / args.name / "done"
     if not done.is_file():

@@ -2,7 +2,7 @@
 
 Each judge is its own agent run (its own brief, its own toolbox), told the goal and what the
 harness measured, and never another judge's vote. A judge that casts no vote counts as
-"not met" (lenses/judge.py's rule for an unreadable vote). Every vote is returned for the
+"not met" (checks/judge.py's rule for an unreadable vote). Every vote is returned for the
 decision record and logged.
 """
 

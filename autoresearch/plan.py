@@ -3,7 +3,7 @@
 Candidates come from the person (`--metric-command`) or from the detected stack (test time,
 coverage, lint count, bundle size, a benchmark script), those the goal's words name first. Each
 is screened and run twice in a throwaway checkout of the target's HEAD before it can be written
-(the rules are in lenses/command_checks.py); the guard must pass there too; the spec is checked
+(the rules are in checks/command_checks.py); the guard must pass there too; the spec is checked
 the way a session start checks it. Nothing is written without `--yes` or a confirmation.
 """
 
@@ -22,10 +22,10 @@ from typing import Any, Protocol
 import yaml
 
 from . import commands, diagnosis, git, measured, modes, spec, stack, worktree_files
+from .checks import command_checks
+from .checks.command_checks import Run, Verdict
 from .command_files import measurement_scripts
 from .errors import SpecError
-from .lenses import command_checks
-from .lenses.command_checks import Run, Verdict
 from .modes.base import PlannedMetric
 
 DRY_RUNS = 2

@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from autoresearch.lenses import doc_checks, finding_schema, masking, suppressions
+from autoresearch.checks import doc_checks, finding_schema, masking, suppressions
 
 ROOT = Path(__file__).resolve().parent.parent
 

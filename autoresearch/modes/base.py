@@ -17,11 +17,11 @@ from typing import Any
 
 from .. import findings, journal, ledger, tally, verdict
 from ..changesets import ChangeNote, ReviewLoop
+from ..checks import judge
 from ..errors import SessionError, SpecError
 from ..files import read_json, write_text
 from ..findings import Finding
 from ..layout import SessionLayout
-from ..lenses import judge
 from ..loop import Decision, JsonWriter
 from ..record import SetupRecord
 from ..session_report import MetricChange, ReportStep

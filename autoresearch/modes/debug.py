@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import chain, commands
+from ..checks import lens_log
+from ..checks.finding_schema import DEBUG
+from ..checks.reproduction import MAX_ATTEMPTS, hypothesis_key, judge_reproduction
+from ..checks.saturation import Iteration
+from ..checks.severity import rank
 from ..files import read_json
-from ..lenses import lens_log
-from ..lenses.finding_schema import DEBUG
-from ..lenses.reproduction import MAX_ATTEMPTS, hypothesis_key, judge_reproduction
-from ..lenses.saturation import Iteration
-from ..lenses.severity import rank
 from ..record import SetupRecord
 from ..spec import SessionSpec
 from ..stage import StageEnv

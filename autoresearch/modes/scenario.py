@@ -10,11 +10,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..checks import lens_log
+from ..checks.finding_schema import SCENARIO, SCENARIO_DIMENSIONS
+from ..checks.saturation import Iteration, coverage, next_dimension
+from ..checks.severity import at_or_above, rank
 from ..errors import SpecError
-from ..lenses import lens_log
-from ..lenses.finding_schema import SCENARIO, SCENARIO_DIMENSIONS
-from ..lenses.saturation import Iteration, coverage, next_dimension
-from ..lenses.severity import at_or_above, rank
 from ..spec import SessionSpec
 from ..stage import StageEnv
 from .lens.loop import Focus, LoopLens

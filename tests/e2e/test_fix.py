@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import Workflow, git, make_repo
 
-from autoresearch.lenses.error_counts import Error
+from autoresearch.checks.error_counts import Error
 from autoresearch.modes.fix.count import error_id
 
 APP = """\

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from conftest import git
 
-from autoresearch.lenses.votes import merge_id
+from autoresearch.checks.votes import merge_id
 
 PERSONAS = ["architecture", "security", "devils-advocate"]
 ZERO = ("ZERO mean divides by zero", "calc.py:6")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from autoresearch.checks.error_counts import Count, Error
 from autoresearch.errors import SpecError
-from autoresearch.lenses.error_counts import Count, Error
 from autoresearch.modes.fix import count as counting
 from autoresearch.modes.fix.stages import blocked_of, violations_of
 

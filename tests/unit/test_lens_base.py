@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from autoresearch import chain, cli
+from autoresearch.checks.finding_schema import gate_of
 from autoresearch.errors import SpecError
-from autoresearch.lenses.finding_schema import gate_of
 from autoresearch.modes.lens import Lens
 from autoresearch.modes.lens.output import Writer, mask_data
 

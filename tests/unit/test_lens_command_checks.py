@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from autoresearch.lenses.command_checks import (
+from autoresearch.checks.command_checks import (
     Run,
     agree,
     dangers,

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from autoresearch.lenses.error_counts import (
+from autoresearch.checks.error_counts import (
     Count,
     Error,
     by_category,

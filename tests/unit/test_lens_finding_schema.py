@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 
-from autoresearch.lenses.finding_schema import (
+from autoresearch.checks.finding_schema import (
     DEBUG,
     FIX,
     PREDICT,

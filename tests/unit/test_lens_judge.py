@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from autoresearch.lenses.judge import (
+from autoresearch.checks.judge import (
     GOAL_SATISFIED,
     CycleRecord,
     goal_satisfied,

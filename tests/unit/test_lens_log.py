@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from autoresearch.lenses.lens_log import (
+from autoresearch.checks.lens_log import (
     COLUMNS,
     LogRow,
     iterations,
@@ -15,8 +15,8 @@ from autoresearch.lenses.lens_log import (
     render,
     seen_hashes,
 )
-from autoresearch.lenses.masking import REDACTED
-from autoresearch.lenses.saturation import Iteration
+from autoresearch.checks.masking import REDACTED
+from autoresearch.checks.saturation import Iteration
 
 STARTED = datetime(2025, 3, 1, 12, 30, 5, tzinfo=UTC)
 

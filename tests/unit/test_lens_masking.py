@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autoresearch.lenses.masking import REDACTED, entropy, mask, mask_file, scan
+from autoresearch.checks.masking import REDACTED, entropy, mask, mask_file, scan
 
 # Each value is a made-up credential of the named kind (none is real).
 PRIVATE_KEY = (
@@ -87,7 +87,7 @@ def check_password(password: str, token_count: int = 0) -> bool:
     token = new_token
     api_key = settings.api_key
     return hashlib.sha256(password.encode()).hexdigest() == stored
-# See src/autoresearch/lenses/masking.py:42 and tests/test_lens_masking.py::test_one
+# See src/autoresearch/checks/masking.py:42 and tests/test_lens_masking.py::test_one
 value = 12345678901234567890; ratio = 0.987654321
 id = 550e8400-e29b-41d4-a716-446655440000
 url = "https://example.com:8443/path/to/resource?page=2"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from autoresearch.lenses.reproduction import (
+from autoresearch.checks.reproduction import (
     abandoned,
     hypothesis_key,
     is_new_hypothesis,

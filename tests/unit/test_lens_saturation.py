@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from autoresearch.backends import ruff_security
-from autoresearch.lenses.finding_schema import OWASP_2021, SCENARIO_DIMENSIONS, STRIDE
-from autoresearch.lenses.saturation import (
+from autoresearch.checks.finding_schema import OWASP_2021, SCENARIO_DIMENSIONS, STRIDE
+from autoresearch.checks.saturation import (
     Iteration,
     coverage,
     is_saturated,

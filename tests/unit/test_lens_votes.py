@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from autoresearch.lenses.votes import (
+from autoresearch.checks.votes import (
     DEVILS_ADVOCATE,
     Position,
     Proposal,

@@ -221,7 +221,7 @@ def test_a_huge_spec_file_is_refused_before_it_is_parsed(tmp_path):
 
 def test_splitting_a_huge_command_returns_at_once(tmp_path):
     from autoresearch import jail, stack, words
-    from autoresearch.lenses import command_checks
+    from autoresearch.checks import command_checks
 
     huge = "a" * 5_000_000
     with pytest.raises(words.TooLong):

@@ -158,7 +158,7 @@ def test_learn_stage_sees_a_linked_doc_as_absent(tmp_path, secret):
 
 
 def test_doc_checks_do_not_read_a_hard_link_to_a_file_outside(tmp_path):
-    from autoresearch.lenses import doc_checks
+    from autoresearch.checks import doc_checks
 
     outside = tmp_path / "outside.md"
     outside.write_text(f"# {SECRET}\nline 2\nline 3\n")
@@ -288,7 +288,7 @@ def test_a_json_file_metric_linked_out_is_not_read(tmp_path):
 
 def test_a_finding_location_in_a_hard_link_out_is_not_counted(tmp_path):
     from autoresearch import findings
-    from autoresearch.lenses.finding_schema import _Places
+    from autoresearch.checks.finding_schema import _Places
 
     outside = tmp_path / "outside.py"
     outside.write_text("1\n2\n3\n4\n5\n")

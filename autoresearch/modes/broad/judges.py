@@ -7,7 +7,7 @@ code toward the aspiration) or `not met`, with its reason. A judge sees no track
 category, name or statement of the hypothesis and no branch: the change is "change A",
 "B", … in the order of diff size (then tree id), and the checkout a judge can read is the
 base. One run per judge and change; a judge never sees another's vote. The votes are
-counted with the predict lens's rule (lenses/votes.py `label`: confirmed, probable,
+counted with the predict lens's rule (checks/votes.py `label`: confirmed, probable,
 minority, discarded), and the share of `met` ranks the tracks after the aspiration metric
 and ahead of fixes kept. The reasons go into comparison.md.
 """
@@ -20,8 +20,8 @@ from typing import Any
 from ... import git
 from ...agent_run import run_agent
 from ...backends.base import ToolResult
+from ...checks.votes import label
 from ...errors import SpecError
-from ...lenses.votes import label
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox

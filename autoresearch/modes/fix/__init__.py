@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from ... import chain, commands, git, journal, measured, tally
+from ...checks import error_counts, lens_log
+from ...checks.error_counts import Error
 from ...command_files import measurement_scripts
 from ...errors import SpecError
 from ...layout import SESSIONS, SessionLayout, rel
-from ...lenses import error_counts, lens_log
-from ...lenses.error_counts import Error
 from ...loop import Decision
 from ...record import SetupRecord
 from ...spec import SessionSpec

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from ... import commands, worktree_files
+from ...checks import error_counts
+from ...checks.error_counts import Count, Error
+from ...checks.reproduction import judge_reproduction
 from ...errors import SpecError
-from ...lenses import error_counts
-from ...lenses.error_counts import Count, Error
-from ...lenses.reproduction import judge_reproduction
 from ..lens.output import mask_data
 
 PARSERS = ("pytest", "ruff", "mypy", "pyright", "exit", "regex:<pattern>")

@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ... import commands, git
+from ...checks.reproduction import judge_reproduction
 from ...files import read_json, write_json
 from ...layout import SessionLayout
-from ...lenses.reproduction import judge_reproduction
 from ...protect import ProtectedChange
 from ...stage import StageEnv
 from ...testrun import TestRun

@@ -28,9 +28,9 @@ from ... import commands, git, journal
 from ...agent_run import run_agent, stop_reason_of
 from ...backends import DETERMINISTIC
 from ...backends.base import ToolResult, Usage
+from ...checks import error_counts, suppressions
+from ...checks.error_counts import Count, Error
 from ...files import write_json
-from ...lenses import error_counts, suppressions
-from ...lenses.error_counts import Count, Error
 from ...loop import Status
 from ...patch import changed_of, make_patch
 from ...protect import ProtectedChange
@@ -224,7 +224,7 @@ def protected_of(env: StageEnv, mode: Any) -> list[str]:
 
 
 def violations_of(patch: str, protected: list[str], protect_tests: bool) -> list[str]:
-    """Everything the kept diff must not contain (lenses/suppressions.py), and edits to a
+    """Everything the kept diff must not contain (checks/suppressions.py), and edits to a
     protected file or (unless allowed) a test file."""
     found = [str(v) for v in suppressions.check(patch)]
     for f in suppressions.parse_diff(patch):

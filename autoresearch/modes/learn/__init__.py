@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ... import journal, tally, worktree_files
+from ...checks import doc_checks
 from ...errors import SpecError
 from ...layout import SessionLayout, rel
-from ...lenses import doc_checks
 from ...loop import Decision
 from ...record import SetupRecord
 from ...spec import SessionSpec

@@ -1,7 +1,7 @@
 """The learn lens's one stage per doc: the agent writes it, code checks it, the harness keeps it.
 
 The agent writes the iteration's doc and hands it in with finish_docs; the harness puts the
-marker in its front matter and checks it (lenses/doc_checks.py). Failures go back to the agent,
+marker in its front matter and checks it (checks/doc_checks.py). Failures go back to the agent,
 at most ROUNDS times. Then the doc is committed (`docs: <doc> — score a → b`) only when every
 reference it names holds (files, symbols, config keys, links) and its score rose. Nothing else
 the agent may have written is kept, and a doc a person wrote is protected from the start.
@@ -15,7 +15,7 @@ from typing import Any
 from ... import git, journal, worktree_files
 from ...agent_run import run_agent, stop_reason_of
 from ...backends.base import ToolResult
-from ...lenses import doc_checks
+from ...checks import doc_checks
 from ...patch import changed_of
 from ...protect import ProtectedChange
 from ...sandbox import Refused, Sandbox

@@ -13,11 +13,11 @@ from typing import Any
 
 from ... import chain, journal
 from ...changesets import ChangeNote
+from ...checks import lens_log
+from ...checks.finding_schema import gate
 from ...errors import SessionError, SpecError
 from ...files import locked, read_json, write_text
 from ...layout import SessionLayout, rel
-from ...lenses import lens_log
-from ...lenses.finding_schema import gate
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ... import journal
+from ...checks import lens_log
+from ...checks.finding_schema import Schema
+from ...checks.saturation import Iteration
 from ...files import read_json, write_json
 from ...layout import SessionLayout, rel
-from ...lenses import lens_log
-from ...lenses.finding_schema import Schema
-from ...lenses.saturation import Iteration
 from ...loop import Decision
 from ...spec import SessionSpec
 from ...stage import StageEnv

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import files, seen
-from ...lenses.masking import redact
+from ...checks.masking import redact
 
 
 def mask_data(value: Any, keep: Iterable[str] = ()) -> Any:

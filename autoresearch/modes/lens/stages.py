@@ -18,11 +18,11 @@ from typing import Any
 
 from ... import journal, ledger
 from ...agent_run import run_agent, stop_reason_of
+from ...checks import lens_log
+from ...checks.finding_schema import check as check_findings
+from ...checks.finding_schema import drop_counts, title_key
+from ...checks.saturation import stop_reason as saturation_stop
 from ...files import read_json
-from ...lenses import lens_log
-from ...lenses.finding_schema import check as check_findings
-from ...lenses.finding_schema import drop_counts, title_key
-from ...lenses.saturation import stop_reason as saturation_stop
 from ...loop import Judged
 from ...stage import StageEnv
 from ...teams import base_context

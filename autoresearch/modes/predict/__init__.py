@@ -14,10 +14,10 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from ...checks import lens_log, votes
+from ...checks.severity import at_or_above
 from ...files import read_json, write_text
 from ...layout import SessionLayout, rel
-from ...lenses import lens_log, votes
-from ...lenses.severity import at_or_above
 from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..lens import Lens

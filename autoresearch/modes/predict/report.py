@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...lenses import votes
+from ...checks import votes
 
 
 def as_finding(vote: votes.Vote, first: dict[str, Any]) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from typing import Any
 from ... import journal
 from ...agent_run import run_agent
 from ...backends.base import ToolResult
-from ...lenses import votes
-from ...lenses.finding_schema import BUG_SEVERITIES, PREDICT, check
+from ...checks import votes
+from ...checks.finding_schema import BUG_SEVERITIES, PREDICT, check
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox

@@ -10,19 +10,19 @@ from typing import Any
 
 from ... import git
 from ...backends import security_reach
-from ...errors import SpecError
-from ...files import read_json
-from ...layout import SessionLayout, rel
-from ...lenses import lens_log
-from ...lenses.finding_schema import OWASP_2021, SECURITY, STRIDE, compare
-from ...lenses.saturation import (
+from ...checks import lens_log
+from ...checks.finding_schema import OWASP_2021, SECURITY, STRIDE, compare
+from ...checks.saturation import (
     Iteration,
     coverage,
     next_security_vector,
     security_coverage,
     security_vectors,
 )
-from ...lenses.severity import SEVERITIES, rank
+from ...checks.severity import SEVERITIES, rank
+from ...errors import SpecError
+from ...files import read_json
+from ...layout import SessionLayout, rel
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv

@@ -13,8 +13,8 @@ from typing import Any
 from ... import git
 from ...agent_run import run_agent
 from ...backends.base import ToolResult
+from ...checks.finding_schema import SECURITY, check, normalize_text
 from ...gate import TestGate
-from ...lenses.finding_schema import SECURITY, check, normalize_text
 from ...protect import ProtectedChange
 from ...stage import StageEnv
 from ...teams import base_context

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ... import git, worktree_files
-from ...lenses.finding_schema import STRIDE
+from ...checks.finding_schema import STRIDE
 
 ENTRY = (
     ("main guard", re.compile(r"""^if __name__ == ["']__main__["']""")),

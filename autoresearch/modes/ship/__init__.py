@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ... import git, journal, tally
+from ...checks import lens_log
 from ...errors import SessionError, SpecError
 from ...layout import SessionLayout, rel
-from ...lenses import lens_log
 from ...loop import Decision
 from ...record import SetupRecord
 from ...spec import SessionSpec

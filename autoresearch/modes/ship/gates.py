@@ -2,7 +2,7 @@
 default checklist per `ship.type`, and running them all on a worktree.
 
 Built-in gates, each on the lines added since `ship.base`:
-- secrets: nothing secret-looking (lenses/masking.py's scanner);
+- secrets: nothing secret-looking (checks/masking.py's scanner);
 - todo: no new TODO or FIXME;
 - version: the project's version (pyproject.toml or package.json) differs from base's;
 - changelog: CHANGELOG.md names the current version;
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ... import commands, git, worktree_files
-from ...lenses.masking import scan
-from ...lenses.suppressions import is_test_file, parse_diff
+from ...checks.masking import scan
+from ...checks.suppressions import is_test_file, parse_diff
 
 PASS, FAIL, PERSON = "pass", "fail", "needs a person"
 TAIL = 1200

@@ -18,7 +18,7 @@ from ... import commands, git, journal
 from ...agent_run import run_agent, stop_reason_of
 from ...backends import DETERMINISTIC
 from ...backends.base import ToolResult
-from ...lenses import error_counts
+from ...checks import error_counts
 from ...loop import Status
 from ...patch import changed_of
 from ...protect import ProtectedChange

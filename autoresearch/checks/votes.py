@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from autoresearch.lenses.finding_schema import finding_hash
-from autoresearch.lenses.severity import rank, weight
+from autoresearch.checks.finding_schema import finding_hash
+from autoresearch.checks.severity import rank, weight
 
 STANCES = ("confirm", "dispute", "revise", "abstain")
 CONFIDENCE_WEIGHTS = {"high": 1.0, "medium": 0.5, "low": 0.0}

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from autoresearch import worktree_files
-from autoresearch.lenses.severity import SEVERITIES, at_or_above
+from autoresearch.checks.severity import SEVERITIES, at_or_above
 
 MAX_LOCATED_BYTES = 10_000_000  # as the agents' read_file: a file they could not have read
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoresearch.lenses.finding_schema import normalize_text
+from autoresearch.checks.finding_schema import normalize_text
 
 PRIORITY = ("build", "critical", "high", "type", "test", "medium", "low", "lint", "warning")
 CATEGORIES = ("build", "bug", "type", "test", "lint", "warning")

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from autoresearch.lenses.severity import THRESHOLDS, at_or_above
+from autoresearch.checks.severity import THRESHOLDS, at_or_above
 
 DEFAULT_STOP_BELOW = "medium"
 DEFAULT_PANEL = 3

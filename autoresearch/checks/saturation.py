@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from autoresearch.lenses.finding_schema import OWASP_2021, SCENARIO_DIMENSIONS, STRIDE
+from autoresearch.checks.finding_schema import OWASP_2021, SCENARIO_DIMENSIONS, STRIDE
 
 DEFAULT_WINDOW = 3
 MAX_SAME_IN_A_ROW = 3  # scenario: never the same dimension more than this many times in a row

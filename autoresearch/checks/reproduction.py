@@ -15,7 +15,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from autoresearch.lenses.finding_schema import title_key
+from autoresearch.checks.finding_schema import title_key
 from autoresearch.stack import parse_test_output
 
 MAX_ATTEMPTS = 3

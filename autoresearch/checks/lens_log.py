@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from autoresearch.lenses.masking import mask
-from autoresearch.lenses.saturation import Iteration
+from autoresearch.checks.masking import mask
+from autoresearch.checks.saturation import Iteration
 
 COLUMNS = [
     "run_id",
