@@ -15,6 +15,7 @@ import fcntl
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from typing import Any
 from . import git, journal, modes, spec
 from .errors import UserError
 from .files import locked, write_json, write_text
-from .layout import LOOP_DIR, SessionLayout
+from .layout import LOOP_DIR, SessionLayout, rel
 from .modes.base import Mode
 from .record import SetupRecord, load_record
 
@@ -287,7 +288,14 @@ def branch_drift(layout: SessionLayout, record: SetupRecord, track: str = "") ->
     done = layout.completed_cycles(track)
     if not done:
         return None
-    end = json.loads(layout.decision(done[-1], track).read_text())["end_commit"]
+    path = layout.decision(done[-1], track)
+    try:
+        end = json.loads(path.read_text())["end_commit"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{rel(path)} cannot be read as a decision (run `autoresearch verify {layout.name}`)"
+    # A recorded value reaches git only as a commit id: one like `--output=f` is an option.
+    if not isinstance(end, str) or not re.fullmatch(r"[0-9a-f]{40}([0-9a-f]{24})?", end):
+        return f"{rel(path)}: its end_commit is not a commit id"
     target = Path(record.target)
     try:
         branch = _branch(layout, record, track)

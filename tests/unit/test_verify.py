@@ -590,3 +590,18 @@ def test_status_says_in_one_line_when_verify_would_fail(session):
         "`autoresearch redo s --cycle 1 --stage red` (later ones are set aside too); "
         "run `autoresearch verify s`"
     ]
+
+
+@pytest.mark.parametrize(
+    "decision",
+    ["{not json", '{"cycle": 2}', '{"cycle": 2, "end_commit": "--output=written-by-git"}'],
+)
+def test_status_of_a_session_with_a_broken_last_decision_says_so_and_writes_nothing(
+    session, decision
+):
+    # The branch check reads the last decision's end commit: a broken file or a commit id
+    # that is a git option is a status line, never a traceback or an argument to git.
+    (session.root / "cycles/002/decision.json").write_text(decision)
+    text = status.render_one(session.root)
+    assert "cycles/002/decision.json" in text
+    assert not list(session.root.parents[2].rglob("written-by-git"))
