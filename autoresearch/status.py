@@ -5,11 +5,12 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from dataclasses import asdict
 from pathlib import Path
 
 from . import __version__, ledger, measured, modes, spec, verify
 from .layout import SessionLayout
-from .modes.base import Mode
+from .modes.base import Mode, Progress
 from .record import load_record
 from .redo import branch_drift
 
@@ -63,10 +64,10 @@ def summarize(root: Path) -> dict:
         return {"name": root.name, "state": "not started"}
     mode, layout = mode_of(root)
     setup = json.loads(layout.setup.read_text())
-    progress = mode.progress(layout)
+    progress: Progress = mode.progress(layout)
     usage = ledger.session_totals(layout.root)
     done = layout.done.exists()
-    started = progress.pop("started", bool(progress.get("cycles")))
+    started = progress.started
     if done:
         state = "done"
     elif held_by_a_run(layout):
@@ -78,7 +79,7 @@ def summarize(root: Path) -> dict:
         "state": state,
         "mode": setup["mode"],
         "version": setup["version"],
-        **progress,
+        **{k: v for k, v in asdict(progress).items() if k != "started"},
         "cost_usd": usage.cost_usd,
         "tokens": usage.tokens,
         "usage": ledger.describe(usage),

@@ -58,6 +58,20 @@ class PlannedMetric:
         return max(60, math.ceil(10 * self.seconds))
 
 
+@dataclass(frozen=True)
+class Progress:
+    """What `autoresearch status` shows of a loop, the same fields for every mode (broad:
+    one figure per track, as text)."""
+
+    started: bool  # a step of the loop has been decided
+    cycles: int | str
+    commits: int | str
+    fixes: int | str
+    tests: str
+    open_issues: int | str
+    open_rechecked: bool = False  # the open issues were re-checked on the current tree
+
+
 class Mode:
     name = "sweep"
     loop = "cycles"  # the layout's folder for the loop's steps
@@ -441,19 +455,19 @@ class Mode:
         the fixes kept (from the loop's running counts, not from every decision)."""
         return tally.read(layout).fixed
 
-    def progress(self, layout: SessionLayout) -> dict[str, Any]:
+    def progress(self, layout: SessionLayout) -> Progress:
         """The figures `status` shows for every mode: cycles, commits, fixes, tests, open."""
         decisions = journal.load_decisions(layout)
         last = decisions[-1] if decisions else None
-        return {
-            "started": bool(decisions),
-            "cycles": len(decisions),
-            "commits": last.get("commits_total", 0) if last else 0,
-            "fixes": sum(len(d.get("fixed", [])) for d in decisions),
-            "tests": "n/a" if last is None else self.tests_word(layout, last),
-            "open_issues": len(last.get("open_issues", [])) if last else 0,
-            "open_rechecked": bool(last and last.get("open_rechecked")),
-        }
+        return Progress(
+            started=bool(decisions),
+            cycles=len(decisions),
+            commits=last.get("commits_total", 0) if last else 0,
+            fixes=sum(len(d.get("fixed", [])) for d in decisions),
+            tests="n/a" if last is None else self.tests_word(layout, last),
+            open_issues=len(last.get("open_issues", [])) if last else 0,
+            open_rechecked=bool(last and last.get("open_rechecked")),
+        )
 
     @staticmethod
     def tests_word(layout: SessionLayout, last: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
-"""Every mode's `progress` gives the figures `autoresearch status` reads: a mode that left
-one out made status crash with a KeyError (the lenses, fix, learn and ship lacked
-"started")."""
+"""Every mode's `progress` is one record with the figures `autoresearch status` reads: when
+it was a dict, a mode that left a key out made status crash with a KeyError (the lenses,
+fix, learn and ship lacked "started")."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 
 from autoresearch import modes
 from autoresearch.modes import MODES
+from autoresearch.modes.base import Progress
 
 
 @pytest.mark.parametrize("name", list(MODES))
@@ -16,5 +17,5 @@ def test_every_modes_progress_says_whether_its_loop_started(name, tmp_path):
     layout = mode.layout(tmp_path / "s")
     layout.root.mkdir(parents=True)
     figures = mode.progress(layout)
-    assert figures["started"] is False
-    assert {"cycles", "commits", "fixes", "tests", "open_issues"} <= figures.keys()
+    assert isinstance(figures, Progress)
+    assert figures.started is False

@@ -23,7 +23,7 @@ from ...record import SetupRecord
 from ...review import run_commands
 from ...spec import SessionSpec
 from ...stage import StageEnv
-from ..base import Mode
+from ..base import Mode, Progress
 from .aspiration import measure_base, metric_of
 from .hypotheses import HypothesisError, from_spec, validate
 from .judges import panel_of
@@ -212,7 +212,7 @@ class Broad(Mode):
         ids = track_ids(layout)
         return ", ".join(f"{hid} {tally.read(layout, hid).fixed}" for hid in ids) or "-"
 
-    def progress(self, layout: SessionLayout) -> dict[str, Any]:
+    def progress(self, layout: SessionLayout) -> Progress:
         """Per track: the tracks compete, so their figures are never added together."""
         ids = track_ids(layout)
         per = {hid: journal.load_decisions(layout, hid) for hid in ids}
@@ -221,20 +221,20 @@ class Broad(Mode):
         def each(figure) -> str:
             return ", ".join(f"{hid} {figure(hid)}" for hid in ids) or "-"
 
-        return {
-            "started": bool(last),
-            "cycles": each(lambda hid: len(per[hid])),
-            "commits": each(lambda hid: last[hid].get("commits_total", 0) if hid in last else 0),
-            "fixes": each(lambda hid: sum(len(d.get("fixed", [])) for d in per[hid])),
-            "tests": each(
+        return Progress(
+            started=bool(last),
+            cycles=each(lambda hid: len(per[hid])),
+            commits=each(lambda hid: last[hid].get("commits_total", 0) if hid in last else 0),
+            fixes=each(lambda hid: sum(len(d.get("fixed", [])) for d in per[hid])),
+            tests=each(
                 lambda hid: "n/a"
                 if hid not in last
                 else ("pass" if last[hid].get("tests_pass") else "FAIL")
             ),
-            "open_issues": each(
+            open_issues=each(
                 lambda hid: len(last[hid].get("open_issues", [])) if hid in last else 0
             ),
-        }
+        )
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         lines = ["hypotheses:"] + [f"  {line}" for line in hypothesis_table(layout)]

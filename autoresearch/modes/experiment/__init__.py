@@ -30,7 +30,7 @@ from ...session_report import MetricChange, ReportStep
 from ...spec import SessionSpec
 from ...stage import StageEnv, jail_for
 from .. import cycle_view
-from ..base import Mode, PlannedMetric
+from ..base import Mode, PlannedMetric, Progress
 from . import log as logs
 from . import report, runs, show
 from .log import fmt
@@ -372,20 +372,20 @@ class Experiment(Mode):
             return super().kept_count(layout)
         return tally.read(layout).kept
 
-    def progress(self, layout: SessionLayout) -> dict[str, Any]:
+    def progress(self, layout: SessionLayout) -> Progress:
         """Iterations, kept changes (each one commit), and whether the guard held."""
         if not layout.experiment_setup.exists():
             return super().progress(layout)
         recs = records(layout)[1:]
         kept = [r for r in recs if r["status"] == "kept"]
-        return {
-            "started": bool(recs),
-            "cycles": len(recs),
-            "commits": len(kept),
-            "fixes": len(kept),
-            "tests": "n/a" if not recs else ("pass" if recs[-1]["tests_pass"] else "FAIL"),
-            "open_issues": 0,
-        }
+        return Progress(
+            started=bool(recs),
+            cycles=len(recs),
+            commits=len(kept),
+            fixes=len(kept),
+            tests="n/a" if not recs else ("pass" if recs[-1]["tests_pass"] else "FAIL"),
+            open_issues=0,
+        )
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         """Baseline, best, counts, the last five iterations."""

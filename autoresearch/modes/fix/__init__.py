@@ -29,6 +29,7 @@ from ...loop import Decision
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
+from ..base import Progress
 from ..lens import Lens
 from ..lens.output import Writer
 from ..narrow.protect import TEST_GLOBS
@@ -387,19 +388,17 @@ class Fix(Lens):
         """The steps kept (each one commit)."""
         return tally.read(layout).kept
 
-    def progress(self, layout: SessionLayout) -> dict[str, Any]:
+    def progress(self, layout: SessionLayout) -> Progress:
         decisions = self.decisions(layout)
         kept = sum(1 for d in decisions if d["status"] == KEPT)
-        return {
-            "started": bool(decisions),
-            "cycles": len(decisions),
-            "commits": kept,
-            "fixes": kept,
-            "tests": "n/a"
-            if not decisions
-            else ("pass" if decisions[-1]["tests_pass"] else "FAIL"),
-            "open_issues": len(self.remaining(layout)) if self.setup_path(layout).exists() else 0,
-        }
+        return Progress(
+            started=bool(decisions),
+            cycles=len(decisions),
+            commits=kept,
+            fixes=kept,
+            tests="n/a" if not decisions else ("pass" if decisions[-1]["tests_pass"] else "FAIL"),
+            open_issues=len(self.remaining(layout)) if self.setup_path(layout).exists() else 0,
+        )
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         if not self.setup_path(layout).exists():

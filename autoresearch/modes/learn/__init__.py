@@ -27,6 +27,7 @@ from ...loop import Decision
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
+from ..base import Progress
 from ..lens import Lens
 from ..lens.output import Writer
 from . import docs
@@ -300,7 +301,7 @@ class Learn(Lens):
         """The steps kept (each one commit)."""
         return tally.read(layout).kept
 
-    def progress(self, layout: SessionLayout) -> dict[str, Any]:
+    def progress(self, layout: SessionLayout) -> Progress:
         decisions = journal.load_decisions(layout)
         kept = sum(1 for d in decisions if d["status"] == "kept")
         data = (
@@ -308,14 +309,14 @@ class Learn(Lens):
             if self.handoff_path(layout).exists()
             else {}
         )
-        return {
-            "started": bool(decisions),
-            "cycles": len(decisions),
-            "commits": kept,
-            "fixes": kept,
-            "tests": "n/a",
-            "open_issues": len(data.get("findings") or []),
-        }
+        return Progress(
+            started=bool(decisions),
+            cycles=len(decisions),
+            commits=kept,
+            fixes=kept,
+            tests="n/a",
+            open_issues=len(data.get("findings") or []),
+        )
 
 
 def render_health(name: str, health: list[docs.Health]) -> str:

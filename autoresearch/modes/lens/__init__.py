@@ -21,7 +21,7 @@ from ...layout import SessionLayout, rel
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
-from ..base import Mode
+from ..base import Mode, Progress
 from .output import Writer
 
 DEFAULT_FAIL_ON = "high"
@@ -283,17 +283,17 @@ class Lens(Mode):
     def kept_count(self, layout: SessionLayout) -> int | str:
         return 0  # a lens changes nothing
 
-    def progress(self, layout: SessionLayout) -> dict[str, Any]:
+    def progress(self, layout: SessionLayout) -> Progress:
         data = read_json(self.handoff_path(layout)) or {}
         cycles = len(layout.completed_cycles())
-        return {
-            "started": bool(cycles),
-            "cycles": cycles,
-            "commits": 0,
-            "fixes": 0,
-            "tests": "n/a",
-            "open_issues": len(data.get("findings") or []),
-        }
+        return Progress(
+            started=bool(cycles),
+            cycles=cycles,
+            commits=0,
+            fixes=0,
+            tests="n/a",
+            open_issues=len(data.get("findings") or []),
+        )
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         data = read_json(self.handoff_path(layout))

@@ -13,7 +13,7 @@ new run_id starts after the last one, its rows added under the old ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from ...layout import SessionLayout, rel
 from ...loop import Decision
 from ...spec import SessionSpec
 from ...stage import StageEnv
+from ..base import Progress
 from . import Lens
 
 
@@ -171,7 +172,5 @@ class LoopLens(Lens):
             closed = self.closed_runs(env.layout) | {last[-1]}
             write_json(self.runs_path(env.layout), {"closed": sorted(closed)})
 
-    def progress(self, layout: SessionLayout) -> dict[str, Any]:
-        figures = super().progress(layout)
-        figures["open_issues"] = len(self.accepted(layout))
-        return figures
+    def progress(self, layout: SessionLayout) -> Progress:
+        return replace(super().progress(layout), open_issues=len(self.accepted(layout)))

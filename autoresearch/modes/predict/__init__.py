@@ -11,6 +11,7 @@ predict-results.tsv.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from ...files import read_json, write_text
 from ...layout import SessionLayout, rel
 from ...spec import SessionSpec
 from ...stage import StageEnv
+from ..base import Progress
 from ..lens import Lens
 from . import report
 
@@ -187,10 +189,11 @@ class Predict(Lens):
         ) else []  # fmt: skip
         write_text(self.results_path(layout), lens_log.render(lens_log.merge(previous, rows)))
 
-    def progress(self, layout: SessionLayout) -> dict[str, Any]:
-        figures = super().progress(layout)
-        figures["cycles"] = len(list((layout.root / "predict").glob("*/round-*.json")))
-        return figures
+    def progress(self, layout: SessionLayout) -> Progress:
+        return replace(
+            super().progress(layout),
+            cycles=len(list((layout.root / "predict").glob("*/round-*.json"))),
+        )
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         personas = self.personas(spec)

@@ -26,6 +26,7 @@ from ...loop import Decision
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
+from ..base import Progress
 from ..lens import Lens
 from ..lens.output import Writer
 from . import gates as gating
@@ -294,18 +295,18 @@ class Ship(Lens):
         """The steps kept (each one commit)."""
         return tally.read(layout).kept
 
-    def progress(self, layout: SessionLayout) -> dict[str, Any]:
+    def progress(self, layout: SessionLayout) -> Progress:
         decisions = journal.load_decisions(layout)
         kept = sum(1 for d in decisions if d["status"] == KEPT)
         results = self.final_results(layout) if self.setup_path(layout).exists() else []
-        return {
-            "started": bool(decisions),
-            "cycles": len(decisions),
-            "commits": kept,
-            "fixes": kept,
-            "tests": "n/a",
-            "open_issues": sum(1 for r in results if r.status == gating.FAIL),
-        }
+        return Progress(
+            started=bool(decisions),
+            cycles=len(decisions),
+            commits=kept,
+            fixes=kept,
+            tests="n/a",
+            open_issues=sum(1 for r in results if r.status == gating.FAIL),
+        )
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         if not self.setup_path(layout).exists():
