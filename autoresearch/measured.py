@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from . import commands, git, trace
+from .command_files import measurement_scripts
 from .jail import Jail
 from .sandbox import glob_match
 
@@ -394,3 +395,11 @@ class Watcher:
             )
             if told not in self.watch.notes:
                 self.watch.notes.append(told)
+
+
+def session_watcher(worktree: Path, base: str, scope: dict[str, Any] | None) -> Watcher:
+    """The Watcher of a session's setup: `scope` is the spec's (`include`/`exclude`), and
+    a command's named files are read as the rules of command_files.py read them."""
+    scope = scope or {}
+    editable = scope_rule(scope.get("include") or (), scope.get("exclude") or ())
+    return Watcher(worktree, base, editable, measurement_scripts)

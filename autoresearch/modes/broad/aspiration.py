@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from ... import journal, measured, metrics
-from ...command_files import measurement_scripts
 from ...errors import SpecError
 from ...files import read_json, write_json
 from ...jail import Jail
@@ -113,13 +112,7 @@ def measure_base(
         return None
     worktree = layout.baseline_worktree.resolve()
     box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
-    scope = values.get("scope") or {}
-    watcher = measured.Watcher(
-        worktree,
-        record.base_commit,
-        measured.scope_rule(scope.get("include") or (), scope.get("exclude") or ()),
-        measurement_scripts,
-    )
+    watcher = measured.session_watcher(worktree, record.base_commit, values.get("scope"))
     watcher.run(
         f"{KEY}.command",
         metric.command,

@@ -22,7 +22,6 @@ from typing import Any
 from ... import chain, commands, git, journal, measured, tally
 from ...checks import error_counts, lens_log
 from ...checks.error_counts import Error
-from ...command_files import measurement_scripts
 from ...errors import SpecError
 from ...layout import SESSIONS, SessionLayout, rel
 from ...loop import Decision
@@ -145,14 +144,8 @@ class Fix(Lens):
         )
         worktree = layout.worktree()
         keep = (record.base_commit,)
-        scope = values.get("scope") or {}
         real = worktree.resolve()  # where the traced processes stood
-        watcher = measured.Watcher(
-            real,
-            record.base_commit,
-            measured.scope_rule(scope.get("include") or (), scope.get("exclude") or ()),
-            measurement_scripts,
-        )
+        watcher = measured.session_watcher(real, record.base_commit, values.get("scope"))
         guard = section.get("guard")
         with tempfile.TemporaryDirectory(prefix="autoresearch-trace-") as tmp:
             # The baseline count and the guard's check are the runs traced: an error count

@@ -15,7 +15,6 @@ from typing import Any
 
 from ... import git, journal, measured, metrics
 from ...changesets import ReviewLoop
-from ...command_files import measurement_scripts
 from ...errors import SpecError
 from ...files import write_json
 from ...findings import Finding
@@ -84,13 +83,7 @@ class Narrow(Mode):
         worktree = layout.worktree().resolve()
         box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
         # What the measurement runs, watched in a run of its own (measured.py says why).
-        scope = values.get("scope") or {}
-        watcher = measured.Watcher(
-            worktree,
-            record.base_commit,
-            measured.scope_rule(scope.get("include") or (), scope.get("exclude") or ()),
-            measurement_scripts,
-        )
+        watcher = measured.session_watcher(worktree, record.base_commit, values.get("scope"))
         watcher.run(
             "goal.command",
             goal.command,
