@@ -4,9 +4,12 @@ the scripted backend replaying its agent-script.yaml, as docs/experiment.md show
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
-from conftest import ROOT, git
+import yaml
+from conftest import ROOT, Workflow, git
 
 from autoresearch.examples import make_example_repo
 
@@ -51,3 +54,28 @@ def test_each_bundled_example_runs_with_the_scripted_backend(workflow, tmp_path,
     if example == "experiment-prompt":  # its mission writes runs/<run-id>/ as it goes
         (folder,) = (target / "missions/sentiment/runs").iterdir()
         assert "## Recommended next steps" in (folder / "summary.md").read_text()
+
+
+def test_the_bundled_experiment_demo_finishes_and_show_prints_its_first_experiment(tmp_path):
+    """What `make demo` leaves on a fresh clone: sessions/demo-experiment/done, and the
+    README's `autoresearch show demo-experiment 1`."""
+    recipe = (ROOT / "Makefile").read_text().split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+    assert "sessions/demo-experiment/done" in recipe
+    workflow = Workflow(tmp_path / "work")
+    (workflow.workdir / "examples").symlink_to(ROOT / "examples")
+    spec = yaml.safe_load((ROOT / "config/sessions/demo-experiment.yaml").read_text())
+    workflow.run("demo-experiment", spec)
+    done = (workflow.session("demo-experiment") / "done").read_text()
+    assert "stopped: iteration limit reached (max_iterations = 2)" in done
+    assert "best: val_loss = 0.014766 (experiment 1)" in done
+    show = subprocess.run(
+        [sys.executable, "-m", "autoresearch.cli", "show", "demo-experiment", "1"],
+        cwd=workflow.workdir,
+        env=workflow.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert show.returncode == 0, show.stderr
+    assert "- Hypothesis: Raise the learning rate from 0.01 to 0.3" in show.stdout
+    assert "+LEARNING_RATE = 0.3" in show.stdout
