@@ -609,6 +609,12 @@ def commit_all(worktree: Path, message: str) -> str | None:
     return worktree_git(worktree, "rev-parse", "HEAD")
 
 
+def commit_empty(worktree: Path, message: str) -> str:
+    """A commit that changes no file (a marker, such as an experiment's baseline); its id."""
+    worktree_git(worktree, "commit", "-q", "--allow-empty", "--no-verify", "-m", message)
+    return head(worktree)
+
+
 def commit_patch(worktree: Path, start: str, patch: Path, message: str) -> str | None:
     """A commit of `patch` applied to `start`, built in a throwaway index: the worktree's
     files, its index and HEAD are untouched. None when the patch does not apply there."""

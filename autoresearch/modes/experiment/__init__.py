@@ -170,16 +170,9 @@ class Experiment(Mode):
         git.reset_to(worktree, record.base_commit)  # the measurement may leave files behind
         # The baseline as the branch's first commit (empty: the tree is the target's), so
         # `git log` of the branch reads as the run did; experiments start from it.
-        git.worktree_git(
-            worktree,
-            "commit",
-            "-q",
-            "--allow-empty",
-            "--no-verify",
-            "-m",
-            f"autoresearch: baseline {key_of(cfg)}={fmt(sample.value)}",
+        record.base_commit = git.commit_empty(
+            worktree, f"autoresearch: baseline {key_of(cfg)}={fmt(sample.value)}"
         )
-        record.base_commit = git.head(worktree)
         for note in watcher.watch.notes:
             log(f"warning: {note}")
             record.warnings.append(note)
