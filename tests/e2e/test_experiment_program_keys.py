@@ -92,3 +92,18 @@ def test_program_md_keys_name_the_branch_preserve_failures_and_shape_the_commits
     # The user's checkout: still on main, unchanged.
     assert git(target, "rev-parse", "--abbrev-ref", "HEAD") == "main"
     assert git(target, "status", "--porcelain") == ""
+
+
+def test_a_git_branch_that_is_taken_gets_a_free_name_and_the_taken_one_is_untouched(
+    workflow, tmp_path
+):
+    program = KEYS_PROGRAM.replace("git_branch: autoresearch/mar5", "git_branch: main")
+    target = make_keys_target(tmp_path / "target")
+    (target / "program.md").write_text(program.replace("max_experiments: 3", "max_experiments: 1"))
+    git(target, "commit", "-qam", "git_branch: main")
+    main = git(target, "rev-parse", "main")
+    workflow.run("t", spec_for(target, workflow, SCRIPT, program="program.md"))
+    branch = json.loads((workflow.session("t") / "setup.json").read_text())["branch"]
+    assert branch == "main-2"
+    assert git(target, "rev-parse", "main") == main  # the user's branch never moves
+    assert git(target, "log", "-1", "--format=%s", "main-2").startswith("autoresearch: exp 1 -- ")
