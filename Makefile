@@ -24,7 +24,7 @@ sandbox:
 	  echo "note: bubblewrap (bwrap) or strace is not installed: commands run without a jail, or measurements are not traced (docs/safety.md)"
 
 demo: sandbox $(VENV)/.installed
-	$(BIN)/snakemake --cores 1 sessions/demo/done
+	$(BIN)/snakemake --cores 1 sessions/demo/done sessions/demo-experiment/done
 	$(BIN)/autoresearch status demo
 
 # pytest exits 5 when it collects no test; that is not a failure of the suite. Three

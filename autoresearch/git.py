@@ -609,6 +609,26 @@ def commit_all(worktree: Path, message: str) -> str | None:
     return worktree_git(worktree, "rev-parse", "HEAD")
 
 
+def commit_empty(worktree: Path, message: str) -> str:
+    """A commit that changes no file (a marker, such as an experiment's baseline); its id."""
+    worktree_git(worktree, "commit", "-q", "--allow-empty", "--no-verify", "-m", message)
+    return head(worktree)
+
+
+def commit_patch(worktree: Path, start: str, patch: Path, message: str) -> str | None:
+    """A commit of `patch` applied to `start`, built in a throwaway index: the worktree's
+    files, its index and HEAD are untouched. None when the patch does not apply there."""
+    with tempfile.TemporaryDirectory(prefix="autoresearch-index-") as tmp:
+        env = _bound(worktree) | {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        _run(worktree, ("read-tree", start), env)
+        apply = ("apply", "--cached", "--binary", str(Path(patch).resolve()))
+        applied = _run(worktree, apply, env, check=False)
+        if applied.returncode != 0:
+            return None
+        tree = _run(worktree, ("write-tree",), env).stdout.strip()
+        return _run(worktree, ("commit-tree", tree, "-p", start, "-m", message), env).stdout.strip()
+
+
 def commits_between(worktree: Path, start: str, end: str = "HEAD") -> list[str]:
     """Commits in start..end, newest first."""
     out = git(worktree, "rev-list", f"{start}..{end}")

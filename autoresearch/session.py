@@ -251,7 +251,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     if mode.has_worktree:
         real = worktrees.real_place(layout.worktree(), store, "worktree")
         # Noted before they exist, so that a setup killed half-way is undone by the next.
-        wanted = mode.branch_name(layout.name)
+        wanted = mode.branch_name(layout.name, values, pre.target)
         if not (real / ".git").exists():
             setup_undo.note(layout, worktree=str(real))
             setup_undo.note(layout, branch=git.free_branch_name(pre.target, wanted))

@@ -104,7 +104,10 @@ class Mode:
     def layout(self, root: Path) -> SessionLayout:
         return SessionLayout(Path(root).absolute(), self.loop)
 
-    def branch_name(self, session: str) -> str:
+    def branch_name(
+        self, session: str, values: dict[str, Any] | None = None, target: Path | None = None
+    ) -> str:
+        """The session branch to make (`values`, the spec, may name another)."""
         return self.branch.format(name=session)
 
     # --- before anything runs ----------------------------------------------------------

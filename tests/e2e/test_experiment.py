@@ -93,7 +93,8 @@ def spec_for(repo, workflow, script, transcript=None, **experiment):
         "mode": "experiment",
         "target": str(repo),
         "test_command": "python -m pytest -q",
-        "experiment": experiment or {"program": "program.md"},
+        # No pause between iterations (program.md's default is 5 s).
+        "experiment": {"cooldown_s": 0} | (experiment or {"program": "program.md"}),
         "agent": {
             "backend": "script",
             "script": str(workflow.script(script)),
@@ -119,11 +120,11 @@ def test_keeps_strict_improvements_and_resets_the_rest(main_run):
     workflow, target, session = main_run
     subjects = git(session / "worktree", "log", "--format=%s").splitlines()
     assert subjects[:3] == [
-        "experiment: 5 — ops 700→600 — Vectorize the counting",
-        "experiment: 4 — ops 800→700 — Memoize the step function",
-        "experiment: 1 — ops 1000→800 — Halve the inner loop",
+        "autoresearch: exp 5 -- ops=600 (was 700) -- Vectorize the counting",
+        "autoresearch: exp 4 -- ops=700 (was 800) -- Memoize the step function",
+        "autoresearch: exp 1 -- ops=800 (was 1000) -- Halve the inner loop",
     ]
-    assert subjects[3] == "initial"
+    assert subjects[3:] == ["autoresearch: baseline ops=1000", "initial"]
     assert (session / "worktree/fast.py").read_text() == FAST.format(n=600)
     assert git(session / "worktree", "status", "--porcelain") == ""
     assert (
@@ -361,8 +362,8 @@ def test_kill_during_decide_then_rerun_logs_each_iteration_once(workflow, tmp_pa
     ids = [e["id"] for e in jsonl(workflow.session("k"))]
     assert ids == sorted(set(ids)) == [0, 1, 2]
     subjects = git(workflow.session("k") / "worktree", "log", "--format=%s").splitlines()
-    assert sum(s.startswith("experiment: 1 ") for s in subjects) == 1
-    assert not any(s.startswith("experiment: 2 ") for s in subjects)  # 900 > 800: discarded
+    assert sum(s.startswith("autoresearch: exp 1 ") for s in subjects) == 1
+    assert not any(s.startswith("autoresearch: exp 2 ") for s in subjects)  # 900 > 800: discarded
     assert (workflow.session("k") / "done").exists()
 
 

@@ -35,8 +35,9 @@ BATCH_SCRIPT = {
     }
 }
 KEPT_SUBJECTS = [
-    "experiment: 2 (c1) — ops 700→650 — Hoist the constant out of the loop",
-    "experiment: 1 (c2) — ops 1000→700 — Memoize the step function",
+    "autoresearch: exp 2 (c1) -- ops=650 (was 700) -- Hoist the constant out of the loop",
+    "autoresearch: exp 1 (c2) -- ops=700 (was 1000) -- Memoize the step function",
+    "autoresearch: baseline ops=1000",
     "initial",
 ]
 
@@ -235,8 +236,9 @@ def test_kill_mid_batch_then_rerun_logs_every_candidate_once(workflow, tmp_path)
     keys = [(e["id"], e.get("candidate")) for e in jsonl(session)]
     assert keys == [(0, None)] + [(i, f"c{c}") for i in (1, 2) for c in (1, 2, 3)]
     assert subjects(session) == [
-        "experiment: 2 (c1) — ops 800→600 — Cache the sums",
-        "experiment: 1 (c1) — ops 1000→800 — Halve the loop",
+        "autoresearch: exp 2 (c1) -- ops=600 (was 800) -- Cache the sums",
+        "autoresearch: exp 1 (c1) -- ops=800 (was 1000) -- Halve the loop",
+        "autoresearch: baseline ops=1000",
         "slow measure",
         "initial",
     ]

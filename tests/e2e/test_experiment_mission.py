@@ -3,9 +3,13 @@ is a run, mirrored into <mission>/runs/<run-id>/, and a new run never overwrites
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+from pathlib import Path
 
-from conftest import git, make_repo
+from conftest import git, make_repo, wait_for
 from test_experiment import EVALUATOR, FAST, MEASURE, TESTS, change, jsonl, spec_for
 
 MISSION = (
@@ -109,3 +113,84 @@ def test_a_mission_folder_without_evaluator_json_stops_before_anything_is_writte
         proc.stderr
     )
     assert not workflow.session("x").exists()
+
+
+# Iteration 2's change (950 steps) is measured slowly while the flag file exists: the test
+# reads the run folder then, and kills the session there.
+SLOW_EVALUATOR = (
+    "import json, os, pathlib, time\nimport fast\n\n"
+    "ops = fast.steps()\n"
+    "if ops == 950 and os.path.exists({flag!r}):\n"
+    "    pathlib.Path({flag!r} + '.pid').write_text(str(os.getpid()))\n"
+    "    time.sleep(300)\n"
+    "print(json.dumps({{'pass': ops < 500, 'score': -ops, 'notes': f'{{ops}} steps'}}))\n"
+)
+
+
+def test_the_run_folder_grows_while_the_session_runs_and_a_rerun_after_kill_completes_it(
+    workflow, tmp_path
+):
+    flag = tmp_path / "slow"
+    target = make_mission_target(tmp_path / "target")
+    (target / "evaluate.py").write_text(SLOW_EVALUATOR.format(flag=str(flag)))
+    git(target, "commit", "-qam", "slow evaluator")
+    script = {
+        "experiment": {
+            1: change(900, "Trim a tenth"),
+            2: change(950, "Trim less"),
+            3: change(300, "Cut two thirds"),
+        }
+    }
+    spec = mission_spec(
+        target, workflow, script, tmp_path / "t.jsonl", max_runtime="1h", max_iterations=3
+    )
+    spec["commands"] = {"sandbox": "none"}  # the flag is outside the jail's view (its /tmp)
+    session = workflow.session("g")
+    pid_file = Path(f"{flag}.pid")
+    flag.write_text("")
+    proc = workflow.start("g", spec)
+    try:
+        wait_for(lambda: pid_file.exists() or proc.poll() is not None, 300)
+        assert proc.poll() is None, proc.stderr.read()
+        # Iteration 2 is being measured: iteration 1 is in the run folder already.
+        run_id = json.loads((session / "experiment-setup.json").read_text())["run_id"]
+        folder = target / "missions/speed/runs" / run_id
+        assert evaluations(folder) == ["iteration-0000.json", "iteration-0001.json"]
+        log = (folder / "decision-log.md").read_text()
+        assert "## Iteration 0001 — " in log and "## Iteration 0002" not in log
+        run = json.loads((folder / "run.json").read_text())
+        assert (run["status"], run["iterations"], run["best"]["value"]) == ("running", 1, -900)
+        summary = (folder / "summary.md").read_text()
+        assert "- Status: running" in summary and "-1000 → -900" in summary
+        assert "## Recommended next steps" in summary and "still improving" in summary
+        assert not (folder / "report.md").exists()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        flag.unlink()
+        if pid_file.exists():  # the evaluator runs in a process group of its own
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    assert not (session / "iterations/002/decision.json").exists()
+
+    workflow.run("g", spec)
+    assert evaluations(folder) == [f"iteration-{n:04d}.json" for n in range(4)]
+    log = (folder / "decision-log.md").read_text()
+    assert [log.count(f"## Iteration {n:04d} — ") for n in range(4)] == [1, 1, 1, 1]
+    assert log == (session / "decision-log.md").read_text()
+    run = json.loads((folder / "run.json").read_text())
+    assert (run["status"], run["iterations"], run["stopped"]) == (
+        "finished",
+        3,
+        "iteration limit reached (max_iterations = 3)",
+    )
+    assert (folder / "report.md").read_text() == (session / "report.md").read_text()
+    assert "- Status: stopped: iteration limit reached" in (folder / "summary.md").read_text()
+    assert run_folders(target) == [run_id]
+
+
+def evaluations(folder):
+    return sorted(p.name for p in (folder / "evaluations").iterdir())

@@ -53,7 +53,7 @@ def test_a_discard_is_offered_for_retry_once_after_a_kept_change_touches_its_fil
         in (session / "decision-log.md").read_text()
     )
     assert git(session / "worktree", "log", "-1", "--format=%s", "HEAD~1").startswith(
-        "experiment: 3 — ops 800→700"
+        "autoresearch: exp 3 -- ops=700 (was 800)"
     )
 
 

@@ -63,7 +63,7 @@ def test_a_print_replacement_that_fools_a_protected_measure_script_is_not_kept(w
     assert "rebinds builtins.print" in tampered["verdict"]
     assert honest["status"] == "kept" and honest["metric_value"] == 800
     subjects = git(session / "worktree", "log", "--format=%s").splitlines()
-    assert len(subjects) == 2 and "Halve the inner loop" in subjects[0]
+    assert len(subjects) == 3 and "Halve the inner loop" in subjects[0]  # on the baseline
     assert "builtins" not in (session / "worktree" / "fast.py").read_text()
     proposal = json.loads((session / "iterations/001/proposal.json").read_text())
     assert proposal["flags"] == tampered["flags"]

@@ -385,7 +385,7 @@ def test_finalize_on_an_experiment_session_describes_each_kept_hypothesis(tmp_pa
         "mode": "experiment",
         "target": str(target),
         "test_command": "python -m pytest -q",
-        "experiment": {"program": "program.md"},
+        "experiment": {"program": "program.md", "cooldown_s": 0},
         "agent": {"backend": "script", "script": str(wf.script(script))},
     }
     wf.run("e", spec)

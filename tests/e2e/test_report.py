@@ -99,7 +99,7 @@ def test_experiment_session_report_holds_its_report_plot_and_every_iteration(tmp
         "mode": "experiment",
         "target": str(target),
         "test_command": "python -m pytest -q",
-        "experiment": {"program": "program.md"},
+        "experiment": {"program": "program.md", "cooldown_s": 0},
         "agent": {
             "backend": "script",
             "script": str(workflow.script(script)),

@@ -293,23 +293,29 @@ def session_with_run(tmp_path: Path) -> SessionLayout:
     return layout
 
 
-def test_a_run_is_mirrored_without_overwriting_another_runs_folder(tmp_path):
+def test_a_run_is_written_without_overwriting_another_runs_folder(tmp_path):
     layout = session_with_run(tmp_path)
     runs_dir = tmp_path / "mission" / "runs"
     other = runs_dir / "s-20260101T000000Z"
     other.mkdir(parents=True)
     (other / "run.json").write_text(json.dumps({"run_id": other.name, "session": "elsewhere"}))
     run = {"run_id": other.name, "session": "s"}
-    folder = runs.mirror(layout, runs_dir, run)
+    folder = runs.claim(runs_dir, other.name, "s")
     assert folder.name == f"{other.name}-2"
+    runs.sync(layout, folder, run, "# Run\n", {})
     assert json.loads((other / "run.json").read_text())["session"] == "elsewhere"
     assert (folder / "evaluations" / "iteration-0000.json").exists()
     assert (folder / "decision-log.md").read_text() == "# Decision log\n"
-    # The same run mirrored again (a rerun of done) replaces its own folder.
+    # The same run claimed again (a rerun of setup) gets its own folder back, and a later
+    # sync replaces its files: never a second copy.
     layout.decision_log.write_text("# Decision log\nmore\n")
-    assert runs.mirror(layout, runs_dir, run) == folder
+    assert runs.claim(runs_dir, other.name, "s") == folder
+    runs.sync(layout, folder, run, "# Run\n", {})
     assert (folder / "decision-log.md").read_text().endswith("more\n")
     assert sorted(p.name for p in runs_dir.iterdir()) == [other.name, folder.name]
+    # Another session's folder is never synced into.
+    with pytest.raises(RuntimeError, match="not the folder of session s"):
+        runs.sync(layout, other, run, "# Run\n", {})
 
 
 def test_the_measuring_jobs_carry_the_resources_and_decide_only_when_it_measures(

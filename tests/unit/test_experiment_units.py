@@ -40,7 +40,8 @@ direction: minimize
 max_experiments: 50
 experiment_timeout: 120
 cooldown_seconds: 2
-git_branch: ignored
+git_branch: autoresearch/parser
+preserve_on_fail: true
 ```
 
 ## Research Direction
@@ -64,9 +65,44 @@ def test_program_md_seed_004_keys_map_to_the_spec(tmp_path):
         "ms",
     )
     assert (c.max_iterations, c.verify_timeout_s, c.cooldown_s) == (50, 120.0, 2.0)
-    assert any("git_branch" in w for w in c.warnings)
+    assert (c.git_branch, c.preserve_on_fail, c.warnings) == ("autoresearch/parser", True, [])
     config, prose, title = split_program(PROGRAM)
     assert "caching the tokenizer" in prose and "eval_command" not in prose
+
+
+def test_cooldown_is_five_seconds_by_program_md_and_mission_format_unless_set(tmp_path):
+    no_cooldown = PROGRAM.replace("cooldown_seconds: 2\n", "")
+    (tmp_path / "program.md").write_text(no_cooldown)
+    assert resolve({"experiment": {"program": "program.md"}}, tmp_path, "s").cooldown_s == 5.0
+    zero = {"experiment": {"program": "program.md", "cooldown_s": 0}}
+    assert resolve(zero, tmp_path, "s").cooldown_s == 0.0
+    (tmp_path / "program.md").write_text(
+        PROGRAM.replace("cooldown_seconds: 2", "cooldown_seconds: 0")
+    )
+    assert resolve({"experiment": {"program": "program.md"}}, tmp_path, "s").cooldown_s == 0.0
+    inline = {
+        "goal": "g",
+        "scope": ["a"],
+        "metric": {"command": "m", "direction": "minimize"},
+        "max_iterations": 2,
+    }
+    assert resolve({"experiment": inline}, tmp_path, "s").cooldown_s == 0.0
+
+
+@pytest.mark.parametrize(
+    "line,key",
+    [
+        ("git_branch: 'bad..name'", "experiment.git_branch"),
+        ("git_branch: '-x'", "experiment.git_branch"),
+        ("git_branch: 3", "experiment.git_branch"),
+        ("preserve_on_fail: maybe", "experiment.preserve_on_fail"),
+    ],
+)
+def test_a_bad_git_branch_or_preserve_on_fail_names_the_key(tmp_path, line, key):
+    text = PROGRAM.replace("git_branch: autoresearch/parser\npreserve_on_fail: true", line)
+    (tmp_path / "program.md").write_text(text)
+    with pytest.raises(SpecError, match=key.replace(".", r"\.")):
+        resolve({"experiment": {"program": "program.md"}}, tmp_path, "s.yaml")
 
 
 def test_session_spec_keys_override_program_md(tmp_path):

@@ -32,7 +32,7 @@ from ...stage import StageEnv, jail_for
 from .. import cycle_view
 from ..base import Mode, PlannedMetric, Progress
 from . import log as logs
-from . import report, runs, show
+from . import preserve, report, runs, show
 from .log import fmt
 from .policy import KEPT, should_stop
 from .program import ExperimentConfig, resolve
@@ -43,11 +43,13 @@ from .stages import (
     config_of,
     experiments,
     key_of,
+    publish_run,
     records,
     setup_state,
     write_iteration_logs,
 )
 
+CONFIG_FILE = "config.json"
 # What `autoresearch new --mode experiment` writes into the spec, to edit.
 SPEC_EXAMPLE = """
 experiment:
@@ -95,6 +97,16 @@ class Experiment(Mode):
         if plan.target:
             section["target"] = plan.target
         return {"experiment": section}
+
+    def branch_name(
+        self, session: str, values: dict[str, Any] | None = None, target: Path | None = None
+    ) -> str:
+        """program.md's git_branch when it names one (a taken name gets `-2`, ...)."""
+        if values is not None and target is not None:
+            cfg = resolve(values, target, f"config/sessions/{session}.yaml")
+            if cfg.git_branch:
+                return cfg.git_branch
+        return super().branch_name(session)
 
     def check_spec(self, values: dict[str, Any], name: str) -> None:
         target = git.toplevel(spec.resolve_target(str(values["target"])))
@@ -156,6 +168,11 @@ class Experiment(Mode):
         if problem:
             raise SpecError(problem)
         git.reset_to(worktree, record.base_commit)  # the measurement may leave files behind
+        # The baseline as the branch's first commit (empty: the tree is the target's), so
+        # `git log` of the branch reads as the run did; experiments start from it.
+        record.base_commit = git.commit_empty(
+            worktree, f"autoresearch: baseline {key_of(cfg)}={fmt(sample.value)}"
+        )
         for note in watcher.watch.notes:
             log(f"warning: {note}")
             record.warnings.append(note)
@@ -171,18 +188,21 @@ class Experiment(Mode):
         labels = {p: "the human's program file" for p in cfg.human_files()}
         labels |= {p: "spec key protected" for p in existing}
         record.measured = watcher.watch.to_record(values["protected"], labels)
-        if cfg.output and runs.unignored_in_checkout(
-            runs.output_dir(cfg.output, Path(record.target)), Path(record.target)
-        ):
-            log(
-                f"warning: experiment.output {cfg.output} is inside {record.target} and git "
-                "does not ignore its runs/ folder: add it to .gitignore, or the finished run "
-                "leaves untracked files in your checkout"
-            )
+        run_folder = None
+        if cfg.output:
+            output = runs.output_dir(cfg.output, Path(record.target))
+            if runs.unignored_in_checkout(output, Path(record.target)):
+                log(
+                    f"warning: experiment.output {cfg.output} is inside {record.target} and "
+                    "git does not ignore its runs/ folder: add it to .gitignore, or the run "
+                    "leaves untracked files in your checkout"
+                )
+            run_folder = str(runs.claim(output / "runs", run_id, layout.name))
         write_json(
             layout.experiment_setup,
             {
                 "run_id": run_id,
+                "run_folder": run_folder,
                 "started_epoch": started,
                 "started_at": journal.now(),
                 "base_commit": record.base_commit,
@@ -196,6 +216,8 @@ class Experiment(Mode):
                 },
             },
         )
+        # The frozen configuration beside baseline.json, as the loop documents expect it.
+        write_json(layout.baseline.with_name(CONFIG_FILE), values["experiment"])
         for path in (layout.experiments_jsonl, layout.results_data):
             path.unlink(missing_ok=True)  # a rerun of setup starts the logs again
         rec0 = baseline_record(json.loads(layout.experiment_setup.read_text()))
@@ -347,23 +369,15 @@ class Experiment(Mode):
         ]
         setup = setup_state(env.layout)
         lines.append(f"run: {setup['run_id']}")
-        if cfg.output:
-            folder = runs.mirror(
-                env.layout,
-                runs.output_dir(cfg.output, Path(env.record.target)) / "runs",
-                {
-                    "run_id": setup["run_id"],
-                    "session": env.layout.name,
-                    "mission": cfg.mission,
-                    "started_at": setup["started_at"],
-                    "max_runtime_s": cfg.max_duration_s,
-                    "iterations": len(recs) - 1,
-                    "stopped": final_reason(recs) or "finished",
-                    "best": best,
-                    "branch": env.record.branch,
-                },
+        preserved = [r["preserved"] for r in logs.each_experiment(recs) if r.get("preserved")]
+        if preserved:
+            lines.append(
+                f"preserved (not kept): {len(preserved)} under "
+                f"{preserve.REF_ROOT}/{setup['run_id']}/ (git show <ref>)"
             )
-            lines.append(f"run folder: {folder}")
+        if setup.get("run_folder"):
+            publish_run(env.layout, cfg, recs, finished=True)
+            lines.append(f"run folder: {setup['run_folder']}")
         write_text(out, "\n".join(lines) + "\n")
 
     def kept_count(self, layout: SessionLayout) -> int | str:

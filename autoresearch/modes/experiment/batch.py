@@ -19,7 +19,7 @@ from ...backends.base import StageFailed
 from ...files import read_json, write_json
 from ...protect import ProtectedChange
 from ...stage import StageEnv
-from . import paired, stages, tamper
+from . import paired, preserve, stages, tamper
 from .candidates import CandidateEnv, candidate_ids, ensure_worktree
 from .log import fmt
 from .policy import (
@@ -82,8 +82,12 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
     """The iteration's record: the single proposal's, or the batch's."""
     cfg = stages.config_of(env.spec)
     if cfg.parallel == 1:
-        return stages.decide(env, compare)
-    return decide_batch(env, cfg, compare)
+        rec = stages.decide(env, compare)
+    else:
+        rec = decide_batch(env, cfg, compare)
+    if cfg.preserve_on_fail:
+        preserve.preserve(env, rec, stages.setup_state(env.layout)["run_id"])
+    return rec
 
 
 def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict[str, Any]:

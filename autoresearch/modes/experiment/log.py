@@ -201,8 +201,11 @@ def decision_log(records: list[dict[str, Any]], key: str) -> str:
             f"**Evaluator result**: pass={str(ev['pass']).lower()}{score}",
             f"**Observation**: {seen}",
             f"**Next**: {next_step(rec)}",
-            "",
         ]
+        kept_aside = [e["preserved"] for e in batch or [rec] if e.get("preserved")]
+        if kept_aside:  # preserve_on_fail
+            lines.append(f"**Preserved**: {', '.join(kept_aside)} (`git show <ref>`)")
+        lines.append("")
     return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,11 @@ SEED_ALIASES = {
     "cooldown_seconds": "cooldown_s",
     "max_runtime": "max_duration",
 }
-# Keys that mean nothing here: the session picks the branch, failures are reset.
-IGNORED_KEYS = {"git_branch", "preserve_on_fail"}
+# Keys that mean nothing here (none left: git_branch and preserve_on_fail are ours).
+IGNORED_KEYS: set[str] = set()
+# The pause between iterations when program.md or a mission folder says none, as the
+# format documents it; a spec's own `experiment:` keys keep 0.
+FORMAT_COOLDOWN_S = 5.0
 METRIC_KEYS = {"command", "format", "key", "direction"}
 TOP_KEYS = {
     "program",
@@ -76,6 +80,8 @@ TOP_KEYS = {
     "output",
     "allow_flagged",
     "max_gain",
+    "git_branch",
+    "preserve_on_fail",
 }
 MAX_PARALLEL = 64
 # The resources a measurement job may ask for: fixed names, because Snakemake needs them
@@ -145,6 +151,10 @@ class ExperimentConfig:
     # is true; an improvement beyond max_gain ("50%") is such a flag too.
     allow_flagged: bool = False
     max_gain: str | None = None
+    # The branch the kept commits land on (None: autoresearch/experiment/<name>), and
+    # whether a change that is not kept is saved as a ref (stages.preserve).
+    git_branch: str | None = None
+    preserve_on_fail: bool = False
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -430,6 +440,8 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
             "write a number (metric units) or a percentage such as '2%'"
         )
     design = _sequential(merged, keep_policy, direction, min_effect, spec_file)
+    if (program or mission) and merged.get("cooldown_s") is None:
+        merged["cooldown_s"] = FORMAT_COOLDOWN_S
     repeats = int(merged.get("repeats", 1))
     alpha = merged.get("rank_test_alpha")
     if alpha is not None and repeats < 5:
@@ -482,6 +494,12 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
             f"{spec_file}: key 'experiment.max_gain': {max_gain!r}; write a percentage of the "
             "incumbent such as '50%'"
         )
+    git_branch = _git_branch(merged.get("git_branch"), spec_file)
+    preserve = merged.get("preserve_on_fail", False)
+    if not isinstance(preserve, bool):
+        raise SpecError(
+            f"{spec_file}: key 'experiment.preserve_on_fail': write true or false, got {preserve!r}"
+        )
     return ExperimentConfig(
         goal=str(goal).strip(),
         scope=[str(s) for s in scope],
@@ -506,9 +524,29 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         output=output,
         allow_flagged=allow_flagged,
         max_gain=max_gain.strip() if max_gain is not None else None,
+        git_branch=git_branch,
+        preserve_on_fail=preserve,
         warnings=warnings,
         **numbers,
     )
+
+
+def _git_branch(value: Any, spec_file: str) -> str | None:
+    """program.md's git_branch: a name git accepts for a branch, or None."""
+    if value is None:
+        return None
+    ok = isinstance(value, str) and value.strip() == value and value
+    if ok:
+        proc = subprocess.run(
+            ["git", "check-ref-format", "--branch", value], capture_output=True, text=True
+        )
+        ok = proc.returncode == 0 and proc.stdout.strip() == value
+    if not ok:
+        raise SpecError(
+            f"{spec_file}: key 'experiment.git_branch': {value!r} is not a branch name git "
+            "accepts (e.g. autoresearch/faster-parser)"
+        )
+    return value
 
 
 def mission_dir(value: str, target: Path) -> Path:

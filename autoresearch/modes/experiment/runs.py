@@ -1,23 +1,27 @@
-"""A finished run mirrored into `<output>/runs/<run-id>/` (the mission folder's layout):
-evaluations/iteration-NNNN.json, decision-log.md, report.md and run.json.
+"""A run written into `<output>/runs/<run-id>/` (the mission folder's layout) as it goes:
+evaluations/iteration-NNNN.json, decision-log.md, summary.md, config.json and run.json
+after every decided iteration, report.md at the end, and with preserve_on_fail a
+`preserved/iteration-NNNN.patch` of each change that was not kept.
 
-A session is one run: its run id is the session's name and start time. A later run never
-overwrites an earlier one; only the same run, mirrored again (a rerun of `done`), replaces
-its own folder.
+A session is one run: its run id is the session's name and start time, and its folder is
+chosen once, at setup (`claim`). A later run never writes into an earlier one's folder.
+Every write names its file by iteration and replaces it whole (`sync`), so a job killed
+half-way and run again completes the folder and never duplicates an entry.
 """
 
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ... import git
-from ...files import read_json, write_json
+from ...files import read_json, write_json, write_text
 from ...layout import SessionLayout
 
 RUN_RECORD = "run.json"
+SUMMARY = "summary.md"
+PRESERVED = "preserved"
 
 
 def output_dir(output: str, target: Path) -> Path:
@@ -38,32 +42,65 @@ def unignored_in_checkout(folder: Path, target: Path) -> bool:
     return proc.returncode != 0
 
 
-def mirror(layout: SessionLayout, runs: Path, run: dict[str, Any]) -> Path:
-    """Copy this run's files into `runs/<run-id>/` (or `<run-id>-2`, ... when another run
-    holds that name); the folder it went to."""
+def claim(runs: Path, run_id: str, session: str) -> Path:
+    """The folder of this run: `runs/<run-id>/`, or `<run-id>-2`, ... when another run
+    holds that name. Made now, holding only run.json, so the next run sees it taken."""
     runs.mkdir(parents=True, exist_ok=True)
-    run_id = run["run_id"]
     folder = runs / run_id
     n = 2
     while folder.exists():
         mine = read_json(folder / RUN_RECORD) or {}
-        if mine.get("run_id") == run_id and mine.get("session") == run["session"]:
-            break  # this run's own earlier mirror
+        if mine.get("run_id") == run_id and mine.get("session") == session:
+            break  # this run's own folder (a rerun of setup)
         folder = runs / f"{run_id}-{n}"
         n += 1
-    # Built aside and moved into place, so a reader never sees half a run.
-    staging = Path(tempfile.mkdtemp(dir=runs, prefix=f".{folder.name}."))
-    try:
-        if layout.evaluations().is_dir():
-            shutil.copytree(layout.evaluations(), staging / "evaluations")
-        for path in (layout.decision_log, layout.report):
-            if path.exists():
-                shutil.copy2(path, staging / path.name)
-        write_json(staging / RUN_RECORD, run | {"mirrored_to": str(folder)})
-        if folder.exists():
-            shutil.rmtree(folder)
-        staging.rename(folder)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    folder.mkdir(exist_ok=True)
+    write_json(
+        folder / RUN_RECORD,
+        {"run_id": run_id, "session": session, "status": "running", "folder": str(folder)},
+    )
     return folder
+
+
+def sync(
+    layout: SessionLayout,
+    folder: Path,
+    run: dict[str, Any],
+    summary: str,
+    preserved: dict[str, Path],
+) -> None:
+    """Bring the run folder up to the session: every decided iteration's evaluation, the
+    decision log, the summary, run.json, the `preserved` patches (name -> the session's
+    proposal.patch); an iteration the session no longer holds (a redo set it aside) leaves
+    the folder too."""
+    mine = read_json(folder / RUN_RECORD) or {}
+    if mine.get("session") != run["session"]:
+        raise RuntimeError(f"{folder} is not the folder of session {run['session']}")
+    source = layout.evaluations()
+    names = {p.name for p in source.glob("iteration-*.json")} if source.is_dir() else set()
+    out = folder / "evaluations"
+    for name in sorted(names):
+        _copy(source / name, out / name)
+    for stale in out.glob("iteration-*.json") if out.is_dir() else []:
+        if stale.name not in names:
+            stale.unlink()
+    for path in (layout.decision_log, layout.baseline.with_name("config.json"), layout.report):
+        if path.exists():
+            _copy(path, folder / path.name)
+    keep = {f"{name}.patch" for name in preserved}
+    for name, patch in preserved.items():
+        if patch.exists():
+            _copy(patch, folder / PRESERVED / f"{name}.patch")
+    for stale in (folder / PRESERVED).glob("*.patch") if (folder / PRESERVED).is_dir() else []:
+        if stale.name not in keep:
+            stale.unlink()
+    write_text(folder / SUMMARY, summary)
+    write_json(folder / RUN_RECORD, mine | run | {"folder": str(folder)})
+
+
+def _copy(source: Path, dest: Path) -> None:
+    """Copy whole or not at all: a reader of the folder never sees half a file."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    shutil.copy2(source, tmp)
+    tmp.replace(dest)

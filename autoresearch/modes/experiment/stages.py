@@ -4,8 +4,8 @@
   finish_experiment; the harness refuses duplicates of discarded ideas, checks syntax
   (one retry), saves the change as `proposal.patch` and leaves the worktree clean.
 - decide: applies the patch to the same commit, measures, runs the guard, and either
-  commits (`experiment: N — metric old→new — hypothesis`) or resets; then the mode's stop
-  rules, the logs, and decision.json last.
+  commits (`autoresearch: exp N -- metric=new (was old) -- hypothesis`) or resets; then
+  the mode's stop rules, the logs (and the run folder, runs.py), and decision.json last.
 
 Neither job trusts the worktree it finds: both reset to their start commit first, and a
 measurement is cached by patch hash, so kill -9 and a plain rerun gives the same history.
@@ -32,8 +32,9 @@ from ...protect import ProtectedChange
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox
-from . import candidates, paired, pool, tamper
+from . import candidates, paired, pool, runs, tamper
 from . import log as logs
+from . import summary as run_summary
 from .log import fmt
 from .policy import (
     CRASH,
@@ -601,8 +602,8 @@ def commit_kept(env: StageEnv, rec: dict[str, Any], best: dict[str, Any], key: s
     """Commit the applied change in the session worktree; the new incumbent commit."""
     which = f" ({rec['candidate']})" if rec.get("candidate") else ""
     message = (
-        f"experiment: {env.cycle}{which} — {key} {fmt(best['value'])}→{fmt(rec['metric_value'])}"
-        " — " + " ".join(rec["hypothesis"].split())[:120]
+        f"autoresearch: exp {env.cycle}{which} -- {key}={fmt(rec['metric_value'])} "
+        f"(was {fmt(best['value'])}) -- " + " ".join(rec["hypothesis"].split())[:120]
     )
     return env.protection.commit(env.worktree, message, staged=True) or git.head(env.worktree)
 
@@ -857,4 +858,58 @@ def write_iteration_logs(
             "run_id": run_id,
             "timestamp": rec["timestamp"],
         },
+    )
+    publish_run(layout, cfg, all_recs)
+
+
+def publish_run(
+    layout: SessionLayout, cfg: ExperimentConfig, all_recs: list[dict], finished: bool = False
+) -> None:
+    """The run folder (experiment.output) brought up to the iterations decided so far."""
+    setup = setup_state(layout)
+    folder = setup.get("run_folder")
+    if not folder:
+        return
+    last = all_recs[-1]
+    reason = next((r.get("reason") for r in reversed(all_recs) if r.get("stop")), None)
+    if finished:
+        status = f"stopped: {reason or 'finished'}"
+    else:
+        status = f"stopping: {reason}" if reason else "running"
+    text = run_summary.render(
+        all_recs,
+        key_of(cfg),
+        cfg.direction,
+        setup["run_id"],
+        status,
+        setup.get("branch", ""),
+        target_reached=bool(reason and reason.startswith("target reached")),
+    )
+    preserved = {}
+    for r in logs.each_experiment(all_recs):
+        if r.get("preserved"):
+            name = f"iteration-{r['iteration']:04d}"
+            source = layout.cycle(r["iteration"]) / "proposal.patch"
+            if r.get("candidate"):
+                name += f"-{r['candidate']}"
+                source = layout.candidate(r["iteration"], r["candidate"]) / "proposal.patch"
+            preserved[name] = (source, r["preserved"])
+    runs.sync(
+        layout,
+        Path(folder),
+        {
+            "run_id": setup["run_id"],
+            "session": layout.name,
+            "mission": cfg.mission,
+            "started_at": setup["started_at"],
+            "max_runtime_s": cfg.max_duration_s,
+            "iterations": len(all_recs) - 1,
+            "status": "finished" if finished else "running",
+            "stopped": reason if finished else None,
+            "best": last["best"],
+            "branch": setup.get("branch", ""),
+            "preserved": {name: ref for name, (_, ref) in preserved.items()},
+        },
+        text,
+        {name: source for name, (source, _) in preserved.items()},
     )

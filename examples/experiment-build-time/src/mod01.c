@@ -1,0 +1,1 @@
+int f01(void) { return 1; }

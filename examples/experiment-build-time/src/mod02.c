@@ -1,0 +1,1 @@
+int f02(void) { return 2; }

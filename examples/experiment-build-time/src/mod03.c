@@ -1,0 +1,1 @@
+int f03(void) { return 3; }

@@ -1,0 +1,1 @@
+int f04(void) { return 4; }

@@ -1,0 +1,1 @@
+int f05(void) { return 5; }

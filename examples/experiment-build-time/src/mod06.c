@@ -1,0 +1,1 @@
+int f06(void) { return 6; }

@@ -1,0 +1,1 @@
+int f07(void) { return 7; }

@@ -1,0 +1,1 @@
+int f08(void) { return 8; }

@@ -1,0 +1,1 @@
+int f09(void) { return 9; }

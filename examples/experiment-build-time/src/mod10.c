@@ -1,0 +1,1 @@
+int f10(void) { return 10; }

@@ -1,0 +1,1 @@
+int f11(void) { return 11; }

@@ -1,0 +1,1 @@
+int f12(void) { return 12; }

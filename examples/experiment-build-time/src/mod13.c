@@ -1,0 +1,1 @@
+int f13(void) { return 13; }

@@ -1,0 +1,1 @@
+int f14(void) { return 14; }

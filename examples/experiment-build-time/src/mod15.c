@@ -1,0 +1,1 @@
+int f15(void) { return 15; }

@@ -1,0 +1,1 @@
+int f16(void) { return 16; }
