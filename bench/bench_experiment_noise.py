@@ -8,7 +8,8 @@
 (d) The sequential keep test (experiment.sequential) under three noise models (independent
     5% noise, a drifting machine, load spikes): false keeps and candidate runs on no effect,
     detection and candidate runs under a true 3% gain, each with its standard error; the
-    design before the pool beside it; and the computed bounds no design can beat.
+    fresh pairs alone (pool: false) beside the random-effects pool; and the computed bounds
+    no design can beat.
 
 Noise: each sample is the true value times (1 + e), e ~ Normal(0, 0.05). Lower is better.
 (a) and (b) call the pure decision function, policy.judge, directly; (d) calls

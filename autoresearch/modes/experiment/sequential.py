@@ -416,8 +416,8 @@ def _drift(
 
     Once, because a test that switches from the pool to the fresh pairs at a later look has
     had two tries at a keep, each at the full level: on a drifting machine 7-9% of the
-    comparisons that switched kept a change that does nothing (docs/experiment.md). After the screen the
-    random-effects estimate follows today's runs by itself (incumbent.py).
+    comparisons that switched kept a change that does nothing (docs/experiment.md). After
+    the screen the random-effects estimate follows today's runs by itself (incumbent.py).
     Both sides, because with no effect the pairs' sums (what the drift test sees) are
     independent of their differences (what the paired test that then decides sees): a drop
     cannot pick the comparisons whose incumbent runs happened to be slow."""
