@@ -272,7 +272,7 @@ def test_sequential_true_takes_the_default_design_and_survives_freezing(tmp_path
         "alpha": 0.05,
         "batch": 5,
         "futility_p": 0.5,
-        "pool": False,
+        "pool": True,
         "drift_alpha": 0.01,
     }
     thawed = from_frozen(json.loads(json.dumps(cfg.to_spec())))

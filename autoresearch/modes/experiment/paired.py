@@ -35,12 +35,12 @@ def compare(
     guard: Callable[[], dict[str, Any]],
     run_candidate: Run,
     run_incumbent: Run,
-    earlier: list[float] | None = None,
+    earlier: sequential.Earlier | None = None,
     machine: str | None = None,
 ) -> dict[str, Any]:
     """The guard, then paired runs until the design decides: the measurement record.
-    `earlier` are the incumbent's runs from earlier comparisons on this `machine` class
-    (pool.py): the design pools them with the fresh ones.
+    `earlier` are the incumbent's runs from earlier comparisons on this `machine` class,
+    one block per comparison (pool.py): the design pools them with the fresh ones.
 
     Without a passing guard no metric run is taken. A metric run that fails ends the
     comparison with `error` (and the pairs taken so far)."""

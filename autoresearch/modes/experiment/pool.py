@@ -30,10 +30,12 @@ def machine_class() -> str:
     return f"{platform.system()} {platform.machine()} {cpu} x{os.cpu_count()}"
 
 
-def earlier_runs(iterations: list[dict[str, Any]], commit: str, machine: str) -> list[float]:
+def earlier_runs(iterations: list[dict[str, Any]], commit: str, machine: str) -> list[list[float]]:
     """The incumbent `commit`'s runs from the sequential comparisons in `iterations` (the
-    decided iteration records, oldest first; a batch's candidates each count)."""
-    pool: list[float] = []
+    decided iteration records, oldest first; a batch's candidates each count), one block per
+    comparison: the blocks' spread is what tells the random-effects pool how far to trust
+    them (incumbent.py)."""
+    pool: list[list[float]] = []
     for rec in iterations:
         if rec.get("start_commit") != commit:
             continue
@@ -42,5 +44,6 @@ def earlier_runs(iterations: list[dict[str, Any]], commit: str, machine: str) ->
             if not step or entry.get("machine") != machine:
                 continue
             fresh = [float(v) for v in entry.get("incumbent_samples") or []]
-            pool = fresh if step.get("pool_dropped") else pool + fresh
+            if fresh:
+                pool = [fresh] if step.get("pool_dropped") else [*pool, fresh]
     return pool

@@ -10,17 +10,20 @@ The method — a two-look group-sequential one-sided test on paired differences:
   interleaves them and alternates which goes first, so drift and warm-up hit both sides).
   The gain of a pair is ``incumbent - candidate`` for a metric to minimise (the other way for
   one to maximise); the test asks whether the mean gain exceeds ``min_effect``.
-* The incumbent was measured in earlier comparisons too. With ``pool`` (off by default) those
-  earlier runs (``earlier``: the same commit, the same machine class) join this comparison's
-  fresh incumbent runs, and the candidate is compared with the pool by Yuen's trimmed-mean
-  Welch test (``scipy.stats.ttest_ind(equal_var=False, trim=TRIM)``, one-sided): against a
-  well-known incumbent the comparison's noise shrinks toward the candidate's alone, and the
-  trimming keeps a few load spikes in the pool from flattering every later candidate.
-* The drift test guards the pool: at every look the fresh incumbent runs are compared with
-  the earlier ones by the same trimmed test, two-sided, at the strict ``drift_alpha``. When
-  they disagree, the pool is dropped for the rest of the comparison and the fresh pairs alone
-  decide, by the paired t-test on the gains (``scipy.stats.ttest_1samp``), whose pairs share
-  the machine's state; the step says so. Without earlier runs the paired test decides too.
+* The incumbent was measured in earlier comparisons too. With ``pool`` (on by default) those
+  earlier runs (``earlier``: the same commit, the same machine class, one block per
+  comparison) join this comparison's fresh incumbent runs in a random-effects estimate of
+  the incumbent's level today (incumbent.py: DerSimonian-Laird between-comparison variance,
+  the prediction variance of a new block), and the candidate's Yuen trimmed mean is compared
+  with it by a one-sided Welch t-test (``scipy.stats.t``): on a steady machine the
+  comparison's noise shrinks toward the candidate's alone; on one that drifts the earlier
+  blocks disagree with each other and with today's, and count for little.
+* The drift test guards the pool: at the screen, both sides' fresh runs are compared with the
+  earlier ones by Yuen's trimmed test (``scipy.stats.ttest_ind(equal_var=False, trim=TRIM)``),
+  two-sided, at the strict ``drift_alpha``. When they disagree, the pool is dropped and the
+  fresh pairs alone decide, by the paired t-test on the gains (``scipy.stats.ttest_1samp``),
+  whose pairs share the machine's state; the step says so. Without earlier runs the paired
+  test decides too.
 * At every look the test's one-sided p-value is compared with that look's nominal level (the
   significance-level approach for an unknown variance).
 * Every look may keep: the screen (``screen`` pairs), each confirm look ``batch`` pairs
@@ -43,7 +46,8 @@ trials", Biometrika 70(3):659-663; P. Armitage, C. K. McPherson and B. C. Rowe (
 C. Jennison and B. W. Turnbull (2000), "Group Sequential
 Methods with Applications to Clinical Trials", Chapman & Hall/CRC (error spending, repeated
 confidence intervals, unknown variance); K. K. Yuen (1974), "The two-sample trimmed t for
-unequal population variances", Biometrika 61(1):165-170.
+unequal population variances", Biometrika 61(1):165-170; R. DerSimonian and N. Laird (1986),
+"Meta-analysis in clinical trials", Controlled Clinical Trials 7(3):177-188.
 """
 
 from __future__ import annotations
@@ -55,16 +59,18 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from .incumbent import TRIM, Block, Estimate, level_today
+
 MEASURE_MORE = "measure_more"
 KEEP = "keep"
 DISCARD = "discard"
 DIRECTIONS = ("minimize", "maximize")
 SPEC_KEYS = ("screen", "max_samples", "alpha", "batch", "futility_p", "pool", "drift_alpha")
-# The share trimmed from each end of a side in the pooled and the drift test: a pool of 40
-# runs sheds its 4 slowest and 4 fastest, so a few load spikes cannot move its mean.
-TRIM = 0.1
+
 PAIRED_TEST = "paired t-test"
-POOLED_TEST = "Yuen-Welch trimmed t-test against the pooled incumbent"
+POOLED_TEST = "Yuen-Welch trimmed t-test against the random-effects pooled incumbent"
+# The incumbent's runs from earlier comparisons: one block per comparison (a flat list is one).
+Earlier = Sequence[float] | Sequence[Sequence[float]]
 
 
 class DesignError(ValueError):
@@ -85,9 +91,10 @@ class Design:
     alpha: float = 0.05  # one-sided false-keep rate over all looks
     batch: int | None = None  # pairs per confirm look; None takes the screen's size
     futility_p: float = 0.5  # drop before the cap when p > this; 1 never drops
-    # Compare with the incumbent's earlier runs as well as the fresh ones. Off by default: on a
-    # machine that drifts it keeps 9% of the changes that do nothing (bench_experiment_noise).
-    pool: bool = False
+    # Compare with the incumbent's earlier runs as well as the fresh ones, weighed by how well
+    # the earlier comparisons agree (random effects): at or below alpha under independent
+    # noise, drift and load spikes alike (bench_experiment_noise, docs/experiment.md).
+    pool: bool = True
     drift_alpha: float = 0.01  # two-sided level at which fresh runs disagree with the pool
     direction: str = "minimize"
     min_effect: float | str = 0.0  # metric units, or "2%" of the incumbent's mean
@@ -196,6 +203,8 @@ class Step:
     pooled: int = 0  # earlier incumbent runs the candidate was compared with (0: none)
     drift_p: float | None = None  # the drift test's p-value (fresh runs against the pool)
     pool_dropped: bool = False  # the drift test dropped the pool: the fresh pairs decided
+    between_sd: float | None = None  # the level's spread between comparisons (random effects)
+    pool_weight: float | None = None  # the earlier runs' share of the incumbent's level
     incumbent_mean: float | None = None  # of the incumbent runs the test compared with
 
     @property
@@ -244,7 +253,7 @@ def next_step(
     design: Design,
     candidate: Sequence[float],
     incumbent: Sequence[float],
-    earlier: Sequence[float] = (),
+    earlier: Earlier = (),
 ) -> Step:
     """The decision after the pairs so far: candidate[i] and incumbent[i] were taken together;
     `earlier` holds the incumbent's runs from earlier comparisons (pooled with `design.pool`).
@@ -260,8 +269,8 @@ def next_step(
     if n > design.max_samples:
         raise ValueError(f"{n} pairs is more than the design's max_samples {design.max_samples}")
     xs, ys = [float(x) for x in candidate], [float(y) for y in incumbent]
-    old = [float(v) for v in earlier] if design.pool else []
-    if not all(math.isfinite(v) for v in xs + ys + old):
+    old = _blocks(earlier) if design.pool else []
+    if not all(math.isfinite(v) for v in xs + ys + [v for block in old for v in block]):
         raise ValueError("a sample is not a finite number")
     looks = design.looks
     done = sum(1 for look in looks if look < n)
@@ -272,13 +281,20 @@ def next_step(
     sign = 1.0 if design.direction == "minimize" else -1.0
     level = design.level_at(n)
     at = level if level is not None else design.final_level
-    drift_p, dropped = _drift(design, ys, old)
+    drift_p, dropped = _drift(design, xs, ys, [v for block in old for v in block])
+    pooled_runs = sum(len(block) for block in old)
+    blocks = f"{len(old)} comparison{'s' * (len(old) != 1)}"
     if old and not dropped:
-        pool = old + ys
-        base = _trim_mean(pool)
+        level_now = level_today(ys, old)
+        base = level_now.mean
         margin = design.margin(base)
-        p, ci, effect = _pooled_test(xs, pool, sign, margin, at)
-        basis = dict(test=POOLED_TEST, pooled=len(old))
+        p, ci, effect = _pooled_test(xs, level_now, sign, margin, at)
+        basis = dict(
+            test=POOLED_TEST,
+            pooled=pooled_runs,
+            between_sd=math.sqrt(level_now.between_var),
+            pool_weight=level_now.pool_weight,
+        )
     else:
         gains = [sign * (y - x) for x, y in zip(xs, ys, strict=True)]
         base = statistics.fmean(ys)
@@ -301,10 +317,17 @@ def next_step(
         **basis,
     )
     what = _describe(effect, base, margin)
+    if basis["test"] == POOLED_TEST:
+        what += (
+            f"; {pooled_runs} earlier incumbent runs from {blocks} weigh "
+            f"{basis['pool_weight']:.0%} in its level (sd between comparisons "
+            f"{basis['between_sd']:.3g})"
+        )
     if dropped:
         what += (
-            f"; pool of {len(old)} earlier incumbent runs dropped, the fresh runs disagree "
-            f"with it (drift test p={drift_p:.3g} < {design.drift_alpha:g}): fresh pairs decide"
+            f"; pool of {pooled_runs} earlier incumbent runs from {blocks} "
+            f"dropped, the fresh runs disagree with it (drift test at the screen "
+            f"p={drift_p:.3g} < {design.drift_alpha:g}): fresh pairs decide"
         )
     if level is not None and p < level:
         stage = {design.screen: "at the screen", design.max_samples: "at the cap"}.get(
@@ -333,7 +356,7 @@ def compare(
     take_pair: Callable[[int], tuple[float, float]],
     candidate: Sequence[float] = (),
     incumbent: Sequence[float] = (),
-    earlier: Sequence[float] = (),
+    earlier: Earlier = (),
 ) -> Comparison:
     """Take pairs until the design decides. `take_pair(i)` measures pair i (0-based) and returns
     (candidate value, incumbent value); it should alternate which side runs first. Pairs
@@ -385,20 +408,23 @@ def _test(gains: list[float], margin: float, level: float) -> tuple[float, tuple
     return float(result.pvalue), (low, 2 * mean - low)
 
 
-def _drift(design: Design, fresh: list[float], old: list[float]) -> tuple[float | None, bool]:
-    """(the drift test's p-value at the latest look, whether it dropped the pool at any look
-    so far). Checked look by look, as it was when those looks were taken: once dropped, the
-    pool stays dropped, whatever later runs say."""
+def _drift(
+    design: Design, xs: list[float], ys: list[float], old: list[float]
+) -> tuple[float | None, bool]:
+    """(the drift test's p-value, whether it dropped the pool): taken once, at the screen,
+    on both sides' fresh runs against the pool.
+
+    Once, because a test that switches from the pool to the fresh pairs at a later look has
+    had two tries at a keep, each at the full level: on a drifting machine 7-9% of the
+    comparisons that switched kept a change that does nothing (docs/experiment.md). After
+    the screen the random-effects estimate follows today's runs by itself (incumbent.py).
+    Both sides, because with no effect the pairs' sums (what the drift test sees) are
+    independent of their differences (what the paired test that then decides sees): a drop
+    cannot pick the comparisons whose incumbent runs happened to be slow."""
     if not old:
         return None, False
-    p = None
-    for look in design.looks:
-        if look > len(fresh):
-            break
-        p = _two_sided(fresh[:look], old)
-        if p < design.drift_alpha:
-            return p, True
-    return p, False
+    p = _two_sided(xs[: design.screen] + ys[: design.screen], old)
+    return p, p < design.drift_alpha
 
 
 def _two_sided(a: list[float], b: list[float]) -> float:
@@ -412,29 +438,31 @@ def _two_sided(a: list[float], b: list[float]) -> float:
 
 
 def _pooled_test(
-    candidate: list[float], pool: list[float], sign: float, margin: float, level: float
+    candidate: list[float], level: Estimate, sign: float, margin: float, at: float
 ) -> tuple[float, tuple[float, float], float]:
-    """One-sided p for (trimmed) gain > margin of the candidate over the pool, the two-sided
-    1 - 2*level interval for the gain, and the gain (pool minus candidate when minimising)."""
-    good_c = [-sign * x for x in candidate]  # larger is better on this scale
-    good_i = [-sign * y for y in pool]
-    effect = _trim_mean(good_c) - _trim_mean(good_i)
-    if max(good_c) == min(good_c) and max(good_i) == min(good_i):
+    """One-sided p for (trimmed) gain > margin of the candidate over the incumbent's level
+    today, the two-sided 1 - 2*at interval for the gain, and the gain (incumbent minus
+    candidate when minimising): Yuen's trimmed mean of the candidate against the random-effects
+    estimate, Welch-Satterthwaite degrees of freedom."""
+    runs = Block.of(candidate)
+    effect = sign * (level.mean - runs.mean)
+    var = runs.var + level.var
+    if var == 0:  # deterministic on both sides: the sign alone is the evidence
         return (0.0 if effect > margin else 1.0), (effect, effect), effect
     from scipy import stats
 
-    shifted = [g - margin for g in good_c]
-    result = stats.ttest_ind(shifted, good_i, equal_var=False, trim=TRIM, alternative="greater")
-    # The interval is for the shifted difference: margin puts it back in metric units.
-    low = float(result.confidence_interval(1 - level).low) + margin
-    return float(result.pvalue), (low, 2 * effect - low), effect
+    df = var**2 / (runs.var**2 / max(runs.df, 1) + level.var**2 / level.df)
+    se = math.sqrt(var)
+    p = float(stats.t.sf((effect - margin) / se, df))
+    half = float(stats.t.isf(at, df)) * se
+    return p, (effect - half, effect + half), effect
 
 
-def _trim_mean(values: list[float]) -> float:
-    """The mean without the TRIM share at each end, as Yuen's test trims it."""
-    cut = int(TRIM * len(values))
-    kept = sorted(values)[cut : len(values) - cut]
-    return statistics.fmean(kept)
+def _blocks(earlier: Earlier) -> list[list[float]]:
+    """The earlier runs as blocks, one per earlier comparison; a flat list is one block."""
+    if all(isinstance(v, int | float) for v in earlier):
+        return [[float(v) for v in earlier]] if earlier else []
+    return [[float(v) for v in block] for block in earlier if len(block)]
 
 
 def _describe(effect: float, base: float, margin: float) -> str:
