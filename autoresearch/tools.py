@@ -488,6 +488,7 @@ class Toolbox:
         allow_ignored_writes: bool = False,
         search_time_s: float = SEARCH_TIME_S,
         jail: Jail | None = None,
+        hidden: list[str] | None = None,
     ) -> None:
         if team not in TEAM_TOOLS:
             raise ValueError(f"unknown team {team!r}; expected one of {', '.join(TEAMS)}")
@@ -498,6 +499,7 @@ class Toolbox:
             list(include or []),
             list(exclude or []),
             allow_ignored_writes=allow_ignored_writes,
+            hidden=list(hidden or []),
         )
         self.test_command = test_command
         self.linter_command = linter_command
@@ -714,7 +716,8 @@ class Toolbox:
             head = f"timed out after {self.test_timeout_s:g}s (counts as a failure)"
         else:
             head = f"exit code: {result.exit_code}"
-        return ToolResult(f"$ {command}\n{head}\n{result.tail(TEST_OUTPUT_TAIL)}")
+        tail = self.sandbox.redact(result.tail(TEST_OUTPUT_TAIL))
+        return ToolResult(f"$ {command}\n{head}\n{tail}")
 
     def _tool_run_tests(self) -> ToolResult:
         return self._run(self.test_command, "test_command")

@@ -22,7 +22,7 @@ import yaml
 
 from ... import metrics, worktree_files
 from ...errors import SpecError
-from . import sequential
+from . import holdout, sequential
 
 KEEP_POLICIES = ("score_improvement", "pass_only")
 DIRECTIONS = ("minimize", "maximize")
@@ -76,6 +76,8 @@ TOP_KEYS = {
     "output",
     "allow_flagged",
     "max_gain",
+    "holdout",
+    "holdout_timeout_s",
 }
 MAX_PARALLEL = 64
 # The resources a measurement job may ask for: fixed names, because Snakemake needs them
@@ -98,6 +100,7 @@ MISSION_FILE = "mission.md"
 EVALUATOR_FILE = "evaluator.json"
 # evaluator.json: the command and, optionally, how to read what it prints.
 EVALUATOR_KEYS = {"command", "format", "key", "direction", "timeout_s", "contract", "description"}
+EVALUATOR_KEYS |= {"holdout", "holdout_timeout_s"}  # the private evaluator (holdout.py)
 CONTRACT_FIELDS = {"pass", "score", "notes"}
 # A mission stops on its runtime ceiling only: a failing evaluation is data, and neither
 # a run of discards nor a plateau ends it (the spec may still set these keys).
@@ -145,6 +148,10 @@ class ExperimentConfig:
     # is true; an improvement beyond max_gain ("50%") is such a flag too.
     allow_flagged: bool = False
     max_gain: str | None = None
+    # A second evaluator the agent never sees (holdout.py); its files, found at setup.
+    holdout: str | None = None
+    holdout_timeout_s: float | None = None
+    holdout_files: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -345,6 +352,7 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         config, _, title = split_program(text)
         low = _normalise(config, f"{path} (```yaml block)", warnings)
         low.pop("program", None)
+        holdout.refuse_in_read_file(low, f"{path} (```yaml block)")
     if mission:
         low, title = _mission_layer(str(mission), target, spec_file, warnings)
     merged = _merge(low, high)
@@ -482,6 +490,7 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
             f"{spec_file}: key 'experiment.max_gain': {max_gain!r}; write a percentage of the "
             "incumbent such as '50%'"
         )
+    holdout_command, holdout_timeout = holdout.check_keys(merged, f"{spec_file}: key 'experiment.")
     return ExperimentConfig(
         goal=str(goal).strip(),
         scope=[str(s) for s in scope],
@@ -506,6 +515,8 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         output=output,
         allow_flagged=allow_flagged,
         max_gain=max_gain.strip() if max_gain is not None else None,
+        holdout=holdout_command,
+        holdout_timeout_s=holdout_timeout,
         warnings=warnings,
         **numbers,
     )
@@ -538,6 +549,7 @@ def _mission_layer(
     text = (folder / MISSION_FILE).read_text(errors="replace")
     config, prose, title = split_program(text)
     low = _normalise(config, f"{folder / MISSION_FILE} (```yaml block)", warnings)
+    holdout.refuse_in_read_file(low, f"{folder / MISSION_FILE} (```yaml block)")
     for key in ("program", "mission"):
         low.pop(key, None)
     evaluator = evaluator_config(folder / EVALUATOR_FILE)
@@ -581,6 +593,7 @@ def evaluator_config(path: Path) -> dict[str, dict[str, Any]]:
     top = {}
     if data.get("timeout_s") is not None:
         top["verify_timeout_s"] = data["timeout_s"]
+    top |= holdout.evaluator_keys(data, f"{path}: key '")
     return {"metric": metric, "top": top}
 
 
