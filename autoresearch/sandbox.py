@@ -29,7 +29,11 @@ from autoresearch.worktree_files import Refused
 
 MAX_PATH_CHARS = 4096  # PATH_MAX: anything longer names no file
 
-__all__ = ["Refused", "Sandbox", "glob_match"]
+__all__ = ["Hidden", "Refused", "Sandbox", "glob_match"]
+
+
+class Hidden(Refused):
+    """A path the agent must not learn of: each tool answers as for a missing one."""
 
 
 def _set_member(char: str) -> str:
@@ -219,7 +223,7 @@ class Sandbox:
             raise Refused("the .git directory is managed by the harness and cannot be accessed")
         # Where it lands (through a link) and the name used: either hidden reads as absent.
         if self.is_hidden(rel) or self.is_hidden(posixpath.normpath(path.replace("\\", "/"))):
-            raise Refused(f"{path!r} does not exist")
+            raise Hidden(f"{path!r} does not exist")
         if write:
             if not rel:
                 raise Refused("cannot write the repository root itself")

@@ -26,7 +26,7 @@ from jsonschema import Draft202012Validator
 from autoresearch import commands
 from autoresearch.backends.base import TEAMS, SessionStop, StageFailed, ToolResult
 from autoresearch.jail import Jail
-from autoresearch.sandbox import Refused, Sandbox, glob_match
+from autoresearch.sandbox import Hidden, Refused, Sandbox, glob_match
 
 # Output caps: a tool result goes back into the model's context on every later turn.
 MAX_LIST_ENTRIES = 1000
@@ -605,7 +605,10 @@ class Toolbox:
 
     def _tool_list_files(self, path: str = "", glob: str | None = None) -> ToolResult:
         deadline = time.monotonic() + self.search_time_s
-        _, base = self.sandbox.resolve(path)
+        try:
+            _, base = self.sandbox.resolve(path)
+        except Hidden:
+            return ToolResult("(no files)")  # what a missing path lists
         prefix = f"{base}/" if base else ""
         names = [n for n in self.sandbox.files() if not prefix or n.startswith(prefix) or n == base]
         names = self._matching(names, glob, deadline)

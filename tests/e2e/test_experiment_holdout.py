@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -43,6 +45,11 @@ SCRIPT = {
         2: change(700, 100, "Halve the inner loop"),
     }
 }
+# 3: the metric prints the folder's listing, and a crash's first line quotes it.
+LISTING = (
+    "import os\n\n\ndef steps():\n    return str(sorted(os.listdir()))\n\n\n"
+    "def cost():\n    return 1\n"
+)
 
 
 def make_target(path, **extra_files):
@@ -78,7 +85,9 @@ def test_a_change_the_holdout_disagrees_with_is_discarded_and_one_it_agrees_with
 ):
     repo = make_target(tmp_path / "target")
     transcript = tmp_path / "briefs.jsonl"
-    workflow.run("h", holdout_spec(repo, workflow, transcript=transcript))
+    script = {"experiment": SCRIPT["experiment"] | {3: change(0, 0, "List the folder")}}
+    script["experiment"][3][0]["args"]["content"] = LISTING
+    workflow.run("h", holdout_spec(repo, workflow, script, transcript, max_iterations=4))
     session = workflow.session("h")
     setup = json.loads((session / "experiment-setup.json").read_text())
     assert setup["holdout"] == {"value": 1100, "samples": [1100.0]}
@@ -91,7 +100,9 @@ def test_a_change_the_holdout_disagrees_with_is_discarded_and_one_it_agrees_with
     assert honest["holdout"]["value"] == 800 and honest["best"]["holdout"]["value"] == 800
     subjects = git(session / "worktree", "log", "--format=%s").splitlines()
     assert len(subjects) == 2 and "Halve the inner loop" in subjects[0]
-    assert [e["status"] for e in jsonl(session)] == ["baseline", "holdout_disagrees", "kept"]
+    statuses = [e["status"] for e in jsonl(session)]
+    assert statuses == ["baseline", "holdout_disagrees", "kept", "crash", "no_change"]
+    assert "private_check.py" in decisions(session, 3)[2]["error"].splitlines()[0]
     # The decision log says what each evaluator said.
     log = (session / "decision-log.md").read_text()
     assert "ops 1000 → 800; holdout_disagrees (the metric said keep" in log
@@ -101,16 +112,28 @@ def test_a_change_the_holdout_disagrees_with_is_discarded_and_one_it_agrees_with
     assert "private_check.py" in spec["protected"]
     assert spec["experiment"]["holdout_files"] == ["private_check.py"]
     briefs = [json.loads(line) for line in transcript.read_text().splitlines()]
-    assert len(briefs) == 2
+    assert len(briefs) == 4
     for brief in briefs:
         text = json.dumps(brief).lower()
         assert "holdout" not in text and "private_check" not in text and SECRET.lower() not in text
     assert "discarded" in json.dumps(briefs[1]) and "Move the work into cost()" in briefs[1]["task"]
+    assert "id: 3; status: crash" in briefs[3]["task"]  # its error redacted (test_holdout.py)
     # status and the report show the two series side by side.
     report = (session / "report.md").read_text()
     assert "| iteration | ops | holdout | status |" in report
     assert "| 1 | 800 | 1800 | holdout_disagrees |" in report
     assert "| 2 | 700 | 800 | kept |" in report
+    status = subprocess.run(
+        [sys.executable, "-m", "autoresearch.cli", "status", "h"],
+        cwd=workflow.workdir,
+        env=workflow.env(),
+        capture_output=True,
+        text=True,
+    )
+    assert status.returncode == 0, status.stderr
+    assert "| 0 | 1000 | 1100 | baseline |" in status.stdout
+    assert "| 1 | 800 | 1800 | holdout_disagrees |" in status.stdout
+    assert '#1   [holdout]  ops 1000 -> 800  "Move the work into cost()"' in status.stdout
 
 
 def test_a_batch_checks_each_candidate_the_metric_keeps_against_the_holdout(workflow, tmp_path):
@@ -264,3 +287,12 @@ def test_the_agents_tools_and_requests_never_show_the_holdout(workflow, tmp_path
     assert first["metric_value"] == 800 and first["error"] is None
     assert first["status"] == "holdout_disagrees" and "LEAK" in first["holdout"]["error"]
     assert second["status"] == "kept" and second["metric_value"] == 700
+
+
+def test_the_sequential_keep_test_is_checked_against_the_holdout_too(workflow, tmp_path):
+    repo = make_target(tmp_path / "target")
+    workflow.run("s", holdout_spec(repo, workflow, sequential={"screen": 3, "max_samples": 6}))
+    moved, honest = decisions(workflow.session("s"))
+    assert moved["sequential"] and moved["status"] == "holdout_disagrees"
+    assert moved["holdout"]["value"] == 1800
+    assert honest["status"] == "kept" and honest["best"]["holdout"]["value"] == 800

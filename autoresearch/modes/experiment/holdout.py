@@ -13,10 +13,12 @@ So with `repeats: 1` the holdout may not get worse at all.
 
 Hidden means: the holdout's files (found by watching its run at setup, less the files the
 metric or guard run too) are protected, refused by the agent's file tools as if absent,
-and covered by an empty file in the jail of every metric and guard run (which run the
-agent's code). Its command and numbers are written only under sessions/, which no tool
-reaches; the agent's history shows a holdout discard as a plain `discarded`. program.md
-and mission.md are the agent's to read, so they may not name a holdout.
+covered by an unreadable empty file in the jail of every metric, guard and run_tests run
+(which run the agent's code), and their names are redacted from the command output and
+errors the agent is shown. Its command and numbers are written only under sessions/,
+which no tool reaches; the agent's history shows a holdout discard as a plain
+`discarded`. program.md and mission.md are the agent's to read, so they may not name a
+holdout (program.py refuses it there).
 """
 
 from __future__ import annotations
@@ -25,64 +27,18 @@ import statistics
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ... import git, measured, metrics
 from ...command_files import measurement_scripts
-from ...errors import SpecError
 from ...jail import Jail
 from ...loop import Status
 from ...sandbox import redact
-
-if TYPE_CHECKING:
-    from .program import ExperimentConfig
+from .program import ExperimentConfig
 
 HOLDOUT_DISAGREES = Status.HOLDOUT_DISAGREES
 KEY = "experiment.holdout"
 NOISE_SDS = 2.0
-
-
-# --- the keys -------------------------------------------------------------------------
-
-
-def check_keys(merged: dict[str, Any], where: str) -> tuple[str | None, float | None]:
-    """(command, timeout) of `holdout` and `holdout_timeout_s`; `where` is the error's
-    prefix up to the key's name ("<file>: key 'experiment.")."""
-    command = merged.get("holdout")
-    timeout = merged.get("holdout_timeout_s")
-    if command is not None and (not isinstance(command, str) or not command.strip()):
-        raise SpecError(
-            f"{where}holdout': {command!r}; write the shell command that prints the "
-            "holdout's number, as the metric command prints its own"
-        )
-    if timeout is not None:
-        if command is None:
-            raise SpecError(f"{where}holdout_timeout_s': set only with a holdout command")
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise SpecError(f"{where}holdout_timeout_s': {timeout!r}; write seconds, above 0")
-    return (command.strip() if command else None), (float(timeout) if timeout else None)
-
-
-def evaluator_keys(data: dict[str, Any], where: str) -> dict[str, Any]:
-    """The holdout keys of a mission's evaluator.json, checked (`where`: "<path>: key '")."""
-    command, timeout = check_keys(data, where)
-    out: dict[str, Any] = {}
-    if command is not None:
-        out["holdout"] = command
-    if timeout is not None:
-        out["holdout_timeout_s"] = timeout
-    return out
-
-
-def refuse_in_read_file(layer: dict[str, Any], where: str) -> None:
-    """program.md and mission.md are the agent's to read: a holdout named there is not one."""
-    for key in ("holdout", "holdout_timeout_s"):
-        if key in layer:
-            raise SpecError(
-                f"{where}: key '{key}': the agent reads this file, so a holdout named here "
-                "would not be private; set experiment.holdout in the session spec (or "
-                "`holdout` in the mission's evaluator.json)"
-            )
 
 
 # --- setup ----------------------------------------------------------------------------
@@ -233,8 +189,8 @@ def for_agent(rec: dict[str, Any], cfg: ExperimentConfig) -> dict[str, Any]:
     """An experiment as the agent's history shows it: a holdout discard is a discard, with
     neither the holdout's verdict nor its numbers; an error (what the agent's code printed
     when the metric ran it) without the holdout's file names."""
-    if rec.get("error") and cfg.holdout_files:
-        rec = rec | {"error": redact(rec["error"], cfg.holdout_files)}
+    if rec.get("error") and cfg.holdout_files:  # a record read back is a Mapping, not a dict
+        rec = dict(rec) | {"error": redact(rec["error"], cfg.holdout_files)}
     if rec.get("status") != HOLDOUT_DISAGREES:
         return rec
     return {k: v for k, v in rec.items() if k != "holdout"} | {

@@ -22,7 +22,7 @@ import yaml
 
 from ... import metrics, worktree_files
 from ...errors import SpecError
-from . import holdout, sequential
+from . import sequential
 
 KEEP_POLICIES = ("score_improvement", "pass_only")
 DIRECTIONS = ("minimize", "maximize")
@@ -352,7 +352,7 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         config, _, title = split_program(text)
         low = _normalise(config, f"{path} (```yaml block)", warnings)
         low.pop("program", None)
-        holdout.refuse_in_read_file(low, f"{path} (```yaml block)")
+        refuse_holdout(low, f"{path} (```yaml block)")
     if mission:
         low, title = _mission_layer(str(mission), target, spec_file, warnings)
     merged = _merge(low, high)
@@ -490,7 +490,7 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
             f"{spec_file}: key 'experiment.max_gain': {max_gain!r}; write a percentage of the "
             "incumbent such as '50%'"
         )
-    holdout_command, holdout_timeout = holdout.check_keys(merged, f"{spec_file}: key 'experiment.")
+    holdout_command, holdout_timeout = holdout_keys(merged, f"{spec_file}: key 'experiment.")
     return ExperimentConfig(
         goal=str(goal).strip(),
         scope=[str(s) for s in scope],
@@ -522,6 +522,49 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
     )
 
 
+# --- the holdout's keys (holdout.py runs it) ----------------------------------------
+
+
+def holdout_keys(merged: dict[str, Any], where: str) -> tuple[str | None, float | None]:
+    """(command, timeout) of `holdout` and `holdout_timeout_s`; `where` is the error's
+    prefix up to the key's name ("<file>: key 'experiment.")."""
+    command = merged.get("holdout")
+    timeout = merged.get("holdout_timeout_s")
+    if command is not None and (not isinstance(command, str) or not command.strip()):
+        raise SpecError(
+            f"{where}holdout': {command!r}; write the shell command that prints the "
+            "holdout's number, as the metric command prints its own"
+        )
+    if timeout is not None:
+        if command is None:
+            raise SpecError(f"{where}holdout_timeout_s': set only with a holdout command")
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise SpecError(f"{where}holdout_timeout_s': {timeout!r}; write seconds, above 0")
+    return (command.strip() if command else None), (float(timeout) if timeout else None)
+
+
+def evaluator_holdout(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """The holdout keys of a mission's evaluator.json, checked (`where`: "<path>: key '")."""
+    command, timeout = holdout_keys(data, where)
+    out: dict[str, Any] = {}
+    if command is not None:
+        out["holdout"] = command
+    if timeout is not None:
+        out["holdout_timeout_s"] = timeout
+    return out
+
+
+def refuse_holdout(layer: dict[str, Any], where: str) -> None:
+    """program.md and mission.md are the agent's to read: a holdout named there is not one."""
+    for key in ("holdout", "holdout_timeout_s"):
+        if key in layer:
+            raise SpecError(
+                f"{where}: key '{key}': the agent reads this file, so a holdout named here "
+                "would not be private; set experiment.holdout in the session spec (or "
+                "`holdout` in the mission's evaluator.json)"
+            )
+
+
 def mission_dir(value: str, target: Path) -> Path:
     """A mission folder: absolute, or relative to the target's checkout."""
     path = Path(value).expanduser()
@@ -549,7 +592,7 @@ def _mission_layer(
     text = (folder / MISSION_FILE).read_text(errors="replace")
     config, prose, title = split_program(text)
     low = _normalise(config, f"{folder / MISSION_FILE} (```yaml block)", warnings)
-    holdout.refuse_in_read_file(low, f"{folder / MISSION_FILE} (```yaml block)")
+    refuse_holdout(low, f"{folder / MISSION_FILE} (```yaml block)")
     for key in ("program", "mission"):
         low.pop(key, None)
     evaluator = evaluator_config(folder / EVALUATOR_FILE)
@@ -593,7 +636,7 @@ def evaluator_config(path: Path) -> dict[str, dict[str, Any]]:
     top = {}
     if data.get("timeout_s") is not None:
         top["verify_timeout_s"] = data["timeout_s"]
-    top |= holdout.evaluator_keys(data, f"{path}: key '")
+    top |= evaluator_holdout(data, f"{path}: key '")
     return {"metric": metric, "top": top}
 
 
