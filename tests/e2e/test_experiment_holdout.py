@@ -203,6 +203,7 @@ ATTACKS = [
     ("read_file", {"path": "private_check.py"}),
     ("read_file", {"path": "./private_check.py"}),
     ("read_file", {"path": "link_to_check.py"}),  # a symlink in the tree
+    ("read_file", {"path": "cache.log"}),  # what the change wrote when the holdout ran it
     ("read_file", {"path": "docs/../private_check.py"}),
     ("search", {"pattern": "ops", "path": "link_to_check.py"}),
     ("read_file", {"path": "../session.yaml"}),
@@ -230,7 +231,7 @@ def fake():
 
 @pytest.mark.skipif(not probe().works, reason=f"no bwrap jail here: {probe().reason}")
 def test_the_agents_tools_and_requests_never_show_the_holdout(workflow, tmp_path, fake):
-    repo = make_target(tmp_path / "target")
+    repo = make_target(tmp_path / "target", **{".gitignore": "*.log\n__pycache__/\n"})
     (repo / "link_to_check.py").symlink_to("private_check.py")
     git(repo, "add", "link_to_check.py")
     git(repo, "commit", "-qm", "a link")
@@ -239,7 +240,8 @@ def test_the_agents_tools_and_requests_never_show_the_holdout(workflow, tmp_path
         "\nimport pathlib\n\ntry:\n"
         "    _seen = pathlib.Path(__file__).with_name('private_check.py').read_text()\n"
         "except OSError:\n    _seen = ''\n"
-        "if _seen.strip():\n    raise SystemExit('LEAK ' + _seen)\n"
+        "if _seen.strip():\n    open('cache.log', 'w').write(_seen)  # git ignores *.log\n"
+        "    raise SystemExit('LEAK ' + _seen)\n"
     )
     # ...and, through run_tests, lists the folder and shows what it read in the test output.
     loud = FAST.format(n=800, c=100) + (
@@ -280,7 +282,8 @@ def test_the_agents_tools_and_requests_never_show_the_holdout(workflow, tmp_path
         for leaked in (SECRET, "private_check", HOLDOUT_COMMAND, "holdout_disagrees", "1100"):
             assert leaked not in body, leaked
     # The tools answered as for a file that does not exist, and refused what lies outside.
-    assert bodies[-1].count("ABSENT") == 4  # the file, ./file, the link, a search of the link
+    # The file, ./file, the link, what the holdout's run left, a search of the link.
+    assert bodies[-1].count("ABSENT") == 5
     first, second = decisions(workflow.session("a"))
     # In the metric's jail the holdout's file cannot be read: the peek found nothing and
     # the metric measured 800. Only the holdout's own run, which sees its file, hit it.

@@ -156,7 +156,8 @@ class Experiment(Mode):
         if problem:
             raise SpecError(problem)
         held = setup_holdout(cfg, worktree, record.base_commit, watcher, secrets, box, log)
-        git.reset_to(worktree, record.base_commit)  # the measurement may leave files behind
+        # The measurement may leave files behind (the holdout's: ignored ones too).
+        git.reset_to(worktree, record.base_commit, ignored=bool(cfg.holdout))
         for note in watcher.watch.notes:
             log(f"warning: {note}")
             record.warnings.append(note)

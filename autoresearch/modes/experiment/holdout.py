@@ -108,15 +108,17 @@ def measure_patch(
     secrets: list[str] | None,
     jail: Jail | None,
 ) -> dict[str, Any]:
-    """The holdout of `patch` applied to `start` in `worktree`, which is left at `start`."""
-    git.reset_to(worktree, start)
+    """The holdout of `patch` applied to `start` in `worktree`, which is left at `start`
+    with no ignored file either: the agent's code saw the holdout's files in this run, and
+    what it wrote where git does not look would be there for the next propose to read."""
+    git.reset_to(worktree, start, ignored=True)
     proc = git.worktree_proc(worktree, "apply", "--index", "--binary", str(patch.resolve()))
     try:
         if proc.returncode != 0:
             return {"error": f"the patch does not apply to {start[:12]}: {proc.stderr.strip()}"}
         return measure(cfg, worktree, secrets, jail)
     finally:
-        git.reset_to(worktree, start)
+        git.reset_to(worktree, start, ignored=True)
 
 
 # --- the keep rule --------------------------------------------------------------------

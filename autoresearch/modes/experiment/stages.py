@@ -523,7 +523,9 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
             best = best_after(rec, end, env.cycle)
         except ProtectedChange as err:
             status, verdict = DISCARDED, err.reason
-    git.reset_to(env.worktree, end)  # discard = reset to the last kept commit, and clean
+    # Discard = reset to the last kept commit, and clean; after a holdout run (the agent's
+    # code, seeing the holdout's files) git-ignored files too, or the next propose reads them.
+    git.reset_to(env.worktree, end, ignored=bool(cfg.holdout))
     rec.update(status=status, verdict=verdict)
     return close_record(rec, end, best, proposal.get("stop"), began)
 
