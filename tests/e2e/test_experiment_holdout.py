@@ -299,3 +299,39 @@ def test_the_sequential_keep_test_is_checked_against_the_holdout_too(workflow, t
     assert moved["sequential"] and moved["status"] == "holdout_disagrees"
     assert moved["holdout"]["value"] == 1800
     assert honest["status"] == "kept" and honest["best"]["holdout"]["value"] == 800
+
+
+# A mission's evaluator prints the contract; its holdout, named in evaluator.json, too.
+SCORE = (
+    "import json\nimport fast\n\nops = {ops}\n"
+    "print(json.dumps({{'pass': True, 'score': -ops, 'notes': 'n'}}))\n"
+)
+
+
+def test_a_missions_evaluator_json_names_the_holdout_and_is_hidden_with_it(workflow, tmp_path):
+    evaluator = {"command": "python score.py", "holdout": "python private_check.py"}
+    repo = make_target(
+        tmp_path / "target",
+        **{
+            "score.py": SCORE.format(ops="fast.steps()"),
+            "private_check.py": f"# {SECRET}\n" + SCORE.format(ops="fast.steps() + fast.cost()"),
+            "m/mission.md": MISSION,
+            "m/evaluator.json": json.dumps(evaluator),
+        },
+    )
+    peek = [
+        {"tool": "read_file", "args": {"path": "m/evaluator.json"}},
+        {"tool": "read_file", "args": {"path": "m/mission.md"}},
+    ]
+    script = {"experiment": {1: [*peek, *change(800, 1000, "Move the work into cost()")]}}
+    spec = spec_for(repo, workflow, script, None, mission="m", scope=["fast.py"], max_runtime="1h")
+    spec["experiment"]["max_iterations"] = 1
+    workflow.run("m", spec)
+    session = workflow.session("m")
+    frozen = yaml.safe_load((session / "session.yaml").read_text())["experiment"]
+    assert frozen["holdout_files"] == ["private_check.py", "m/evaluator.json"]
+    (moved,) = decisions(session, 1)
+    assert moved["status"] == "holdout_disagrees" and moved["holdout"]["value"] == -1800
+    log = (session / "logs/experiment_propose/001.log").read_text()
+    assert "read_file -> ERROR refused: 'm/evaluator.json' does not exist" in log
+    assert "read_file -> 1\t# Fewer steps" in log  # mission.md is the agent's to read
