@@ -168,6 +168,7 @@ def test_a_bad_holdout_key_is_one_line_naming_it(workflow, tmp_path, extra, need
     assert proc.returncode != 0
     lines = [line for line in proc.stderr.splitlines() if needle in line]
     assert lines and "x.yaml" in lines[0], proc.stderr[-3000:]
+    assert "unknown key" not in lines[0]  # a key this version knows, and says what is wrong
     assert "Traceback" not in proc.stderr
     assert not (workflow.session("x") / "worktree").exists()
 
