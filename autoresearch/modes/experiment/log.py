@@ -262,8 +262,13 @@ def goal_progress(records: list[dict[str, Any]], key: str) -> str:
 
 def status_line(rec: dict[str, Any], key: str) -> str:
     """The status line `#24 [kept]     val_loss 0.991 -> 0.987  "Reduce weight decay"` line."""
-    labels = {KEPT: "kept", "discarded": "reverted", "guard_failed": "guard"}
-    label = (labels | {HOLDOUT_DISAGREES: "holdout"}).get(rec["status"], "error")
+    labels = {
+        KEPT: "kept",
+        "discarded": "reverted",
+        "guard_failed": "guard",
+        HOLDOUT_DISAGREES: "holdout",
+    }
+    label = labels.get(rec["status"], "error")
     if rec["metric_value"] is not None:
         what = f"{key} {fmt(rec['baseline_value'])} -> {fmt(rec['metric_value'])}"
     else:
