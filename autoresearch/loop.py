@@ -29,6 +29,7 @@ class Status(StrEnum):
     KEPT = "kept"
     DISCARDED = "discarded"  # measured, not strictly better
     GUARD_FAILED = "guard_failed"
+    HOLDOUT_DISAGREES = "holdout_disagrees"  # the metric kept it, the private holdout did not
     REVERTED = "reverted"  # kept by its check, undone by the protection or a gate
     REJECTED = "rejected"  # "rejected: suppression": the change hid the problem
     NOT_KEPT = "not kept"  # learn: "not kept: <why>"

@@ -29,7 +29,11 @@ from autoresearch.worktree_files import Refused
 
 MAX_PATH_CHARS = 4096  # PATH_MAX: anything longer names no file
 
-__all__ = ["Refused", "Sandbox", "glob_match"]
+__all__ = ["Hidden", "Refused", "Sandbox", "glob_match"]
+
+
+class Hidden(Refused):
+    """A path the agent must not learn of: each tool answers as for a missing one."""
 
 
 def _set_member(char: str) -> str:
@@ -138,6 +142,17 @@ def _is_absolute(path: str) -> bool:
     return path.startswith(("/", "\\")) or bool(re.match(r"^[A-Za-z]:", path))
 
 
+def redact(text: str, paths: list[str]) -> str:
+    """`text` with every hidden path, file name and module name (the stem) replaced."""
+    words = set()
+    for path in paths:
+        name = posixpath.basename(path)
+        words |= {path, name, name.rsplit(".", 1)[0]}
+    for word in sorted((w for w in words if len(w) >= 3), key=len, reverse=True):
+        text = text.replace(word, "[hidden]")
+    return text
+
+
 @dataclass
 class Sandbox:
     """The rules for one worktree. `root` must be the worktree's top directory."""
@@ -147,6 +162,8 @@ class Sandbox:
     include: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
     allow_ignored_writes: bool = False
+    # Paths the agent must not learn of (an experiment's holdout): refused as if absent.
+    hidden: list[str] = field(default_factory=list)
     # (st_dev, st_ino) -> how many names the file has inside the worktree; built on demand
     # and dropped by `forget` (each tool call), since files change between calls.
     _links: Counter[tuple[int, int]] | None = field(default=None, init=False, repr=False)
@@ -204,6 +221,9 @@ class Sandbox:
         rel = target.relative_to(self.root).as_posix() if target != self.root else ""
         if any(part.lower() == ".git" for part in rel.split("/")):
             raise Refused("the .git directory is managed by the harness and cannot be accessed")
+        # Where it lands (through a link) and the name used: either hidden reads as absent.
+        if self.is_hidden(rel) or self.is_hidden(posixpath.normpath(path.replace("\\", "/"))):
+            raise Hidden(f"{path!r} does not exist")
         if write:
             if not rel:
                 raise Refused("cannot write the repository root itself")
@@ -225,6 +245,14 @@ class Sandbox:
                     "or reviewed (spec key `allow_ignored_writes`)"
                 )
         return target, rel
+
+    def is_hidden(self, rel: str) -> bool:
+        return any(rel == h or rel.startswith(f"{h}/") for h in self.hidden)
+
+    def redact(self, text: str) -> str:
+        """`text` (a command's output) without the hidden paths' names: the command ran the
+        agent's code, which can list a folder the jail cannot empty."""
+        return redact(text, self.hidden)
 
     def is_protected(self, rel: str) -> bool:
         return any(glob_match(rel, pattern) for pattern in self.protected)
@@ -365,6 +393,6 @@ class Sandbox:
                 target, _ = self.resolve(name)
             except (Refused, OSError):
                 continue
-            if self.in_scope(name):
+            if self.in_scope(name) and not self.is_hidden(name):
                 result[name] = target
         return sorted(result.items())

@@ -26,7 +26,7 @@ from jsonschema import Draft202012Validator
 from autoresearch import commands
 from autoresearch.backends.base import TEAMS, SessionStop, StageFailed, ToolResult
 from autoresearch.jail import Jail
-from autoresearch.sandbox import Refused, Sandbox, glob_match
+from autoresearch.sandbox import Hidden, Refused, Sandbox, glob_match
 
 # Output caps: a tool result goes back into the model's context on every later turn.
 MAX_LIST_ENTRIES = 1000
@@ -488,6 +488,7 @@ class Toolbox:
         allow_ignored_writes: bool = False,
         search_time_s: float = SEARCH_TIME_S,
         jail: Jail | None = None,
+        hidden: list[str] | None = None,
     ) -> None:
         if team not in TEAM_TOOLS:
             raise ValueError(f"unknown team {team!r}; expected one of {', '.join(TEAMS)}")
@@ -498,6 +499,7 @@ class Toolbox:
             list(include or []),
             list(exclude or []),
             allow_ignored_writes=allow_ignored_writes,
+            hidden=list(hidden or []),
         )
         self.test_command = test_command
         self.linter_command = linter_command
@@ -603,7 +605,10 @@ class Toolbox:
 
     def _tool_list_files(self, path: str = "", glob: str | None = None) -> ToolResult:
         deadline = time.monotonic() + self.search_time_s
-        _, base = self.sandbox.resolve(path)
+        try:
+            _, base = self.sandbox.resolve(path)
+        except Hidden:
+            return ToolResult("(no files)")  # what a missing path lists
         prefix = f"{base}/" if base else ""
         names = [n for n in self.sandbox.files() if not prefix or n.startswith(prefix) or n == base]
         names = self._matching(names, glob, deadline)
@@ -714,7 +719,8 @@ class Toolbox:
             head = f"timed out after {self.test_timeout_s:g}s (counts as a failure)"
         else:
             head = f"exit code: {result.exit_code}"
-        return ToolResult(f"$ {command}\n{head}\n{result.tail(TEST_OUTPUT_TAIL)}")
+        tail = self.sandbox.redact(result.tail(TEST_OUTPUT_TAIL))
+        return ToolResult(f"$ {command}\n{head}\n{tail}")
 
     def _tool_run_tests(self) -> ToolResult:
         return self._run(self.test_command, "test_command")

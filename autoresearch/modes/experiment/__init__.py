@@ -31,8 +31,8 @@ from ...spec import SessionSpec
 from ...stage import StageEnv, jail_for
 from .. import cycle_view
 from ..base import Mode, PlannedMetric, Progress
+from . import holdout, preserve, report, runs, show
 from . import log as logs
-from . import preserve, report, runs, show
 from .log import fmt
 from .policy import KEPT, should_stop
 from .program import ExperimentConfig, resolve
@@ -167,7 +167,9 @@ class Experiment(Mode):
         problem = base_guard_problem(cfg, guarded)
         if problem:
             raise SpecError(problem)
-        git.reset_to(worktree, record.base_commit)  # the measurement may leave files behind
+        held = setup_holdout(cfg, worktree, record.base_commit, watcher, secrets, box, log)
+        # The measurement may leave files behind (the holdout's: ignored ones too).
+        git.reset_to(worktree, record.base_commit, ignored=bool(cfg.holdout))
         # The baseline as the branch's first commit (empty: the tree is the target's), so
         # `git log` of the branch reads as the run did; experiments start from it.
         record.base_commit = git.commit_empty(
@@ -183,9 +185,12 @@ class Experiment(Mode):
         # program.md (or the mission's files) is the human's: the agent may read it but
         # never change it. What the metric and guard run is the measurement.
         values["protected"] = list(
-            dict.fromkeys([*existing, *cfg.human_files(), *watcher.watch.protected()])
+            dict.fromkeys(
+                [*existing, *cfg.human_files(), *watcher.watch.protected(), *cfg.holdout_files]
+            )
         )
-        labels = {p: "the human's program file" for p in cfg.human_files()}
+        labels = {p: "the holdout's (hidden from the agent)" for p in cfg.holdout_files}
+        labels |= {p: "the human's program file" for p in cfg.human_files()}
         labels |= {p: "spec key protected" for p in existing}
         record.measured = watcher.watch.to_record(values["protected"], labels)
         run_folder = None
@@ -214,6 +219,7 @@ class Experiment(Mode):
                     "notes": m.notes,
                     "raw": m.raw,
                 },
+                **({"holdout": held} if held else {}),
             },
         )
         # The frozen configuration beside baseline.json, as the loop documents expect it.
@@ -427,6 +433,10 @@ class Experiment(Mode):
         if recent:
             lines += ["", "Recent experiments:"]
             lines += [f"  {logs.status_line(r, key)}" for r in reversed(recent)]
+        held = holdout.series(recs, key, last=10)
+        if held:
+            lines += ["", "Metric and holdout (the holdout is never shown to the agent):"]
+            lines += [f"  {line}" for line in held]
         return lines
 
     def change_notes(
@@ -458,6 +468,29 @@ class Experiment(Mode):
         if not layout.experiment_setup.exists():
             raise SessionError(f"session {layout.name!r} is not set up yet: nothing to show")
         return show.render(layout, key_of(config_of(spec)), iteration, candidate)
+
+
+def setup_holdout(
+    cfg: ExperimentConfig, worktree: Path, base: str, watcher, secrets, box, log
+) -> dict[str, Any] | None:
+    """The holdout's files (into `cfg.holdout_files`) and its baseline {"value",
+    "samples"}; None without a holdout. SpecError when it cannot measure the base commit."""
+    if not cfg.holdout:
+        return None
+    files, notes = holdout.private_files(
+        cfg, worktree, base, watcher.watch.protected(), secrets, box
+    )
+    cfg.holdout_files = files
+    for note in notes:
+        log(f"warning: experiment.holdout: {note}")
+    held = holdout.measure(cfg, worktree, secrets, box)
+    if "error" in held:
+        raise SpecError(
+            "experiment.holdout cannot measure the base commit, so no change could be "
+            f"checked against it:\n{held['error']}"
+        )
+    log(f"baseline holdout = {held['value']:g} (samples {held['samples']}); hidden from the agent")
+    return held
 
 
 def base_guard_problem(cfg: ExperimentConfig, guard: CommandResult | None) -> str | None:

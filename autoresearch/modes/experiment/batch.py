@@ -19,7 +19,7 @@ from ...backends.base import StageFailed
 from ...files import read_json, write_json
 from ...protect import ProtectedChange
 from ...stage import StageEnv
-from . import paired, preserve, stages, tamper
+from . import holdout, paired, preserve, stages, tamper
 from .candidates import CandidateEnv, candidate_ids, ensure_worktree
 from .log import fmt
 from .policy import (
@@ -190,6 +190,21 @@ def judge_candidate(
         rec["duration_seconds"] = measured.get("duration_seconds", 0)
         rec["baseline_value"] = rec.get("incumbent_value", best["value"])
         status, verdict = stages.check_flags(cfg, rec, proposal, status, verdict)
+        # Each candidate the metric keeps, measured by the holdout in the session worktree.
+        status, verdict = holdout.judge(
+            cfg,
+            rec,
+            best,
+            status,
+            verdict,
+            lambda: stages._cached(
+                env.cycle_dir / "measurements.json",
+                f"holdout:{proposal['patch_sha256']}:{start}",
+                lambda: holdout.measure_patch(
+                    cfg, env.worktree, folder / "proposal.patch", start, env.spec.secrets, env.jail
+                ),
+            ),
+        )
     patch = folder / "proposal.patch"
     rec.update(status=status, verdict=verdict, patch=str(patch.relative_to(env.layout.root)))
     rec.setdefault("duration_seconds", 0)

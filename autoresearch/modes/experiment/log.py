@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...files import write_json, write_text
-from .policy import ERRORS, KEPT, REGRESSIONS, ref
+from .policy import ERRORS, HOLDOUT_DISAGREES, KEPT, REGRESSIONS, ref
 
 TSV_COLUMNS = [
     "run_id",
@@ -223,6 +223,8 @@ def observation(rec: dict[str, Any], key: str) -> str:
     change = f"{key} {fmt(rec['baseline_value'])} → {fmt(rec['metric_value'])}"
     if status == KEPT:
         return f"{change}; kept ({rec['verdict']})"
+    if status == HOLDOUT_DISAGREES:  # the verdict says what the metric and the holdout said
+        return f"{change}; holdout_disagrees ({rec['verdict']})"
     if status in REGRESSIONS:
         return f"{change}; discarded ({rec['verdict']})"
     text = (rec.get("error") or rec.get("verdict") or "").strip()
@@ -263,9 +265,13 @@ def goal_progress(records: list[dict[str, Any]], key: str) -> str:
 
 def status_line(rec: dict[str, Any], key: str) -> str:
     """The status line `#24 [kept]     val_loss 0.991 -> 0.987  "Reduce weight decay"` line."""
-    label = {KEPT: "kept", "discarded": "reverted", "guard_failed": "guard"}.get(
-        rec["status"], "error"
-    )
+    labels = {
+        KEPT: "kept",
+        "discarded": "reverted",
+        "guard_failed": "guard",
+        HOLDOUT_DISAGREES: "holdout",
+    }
+    label = labels.get(rec["status"], "error")
     if rec["metric_value"] is not None:
         what = f"{key} {fmt(rec['baseline_value'])} -> {fmt(rec['metric_value'])}"
     else:

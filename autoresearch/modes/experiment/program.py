@@ -82,6 +82,8 @@ TOP_KEYS = {
     "max_gain",
     "git_branch",
     "preserve_on_fail",
+    "holdout",
+    "holdout_timeout_s",
 }
 MAX_PARALLEL = 64
 # The resources a measurement job may ask for: fixed names, because Snakemake needs them
@@ -104,6 +106,7 @@ MISSION_FILE = "mission.md"
 EVALUATOR_FILE = "evaluator.json"
 # evaluator.json: the command and, optionally, how to read what it prints.
 EVALUATOR_KEYS = {"command", "format", "key", "direction", "timeout_s", "contract", "description"}
+EVALUATOR_KEYS |= {"holdout", "holdout_timeout_s"}  # the private evaluator (holdout.py)
 CONTRACT_FIELDS = {"pass", "score", "notes"}
 # A mission stops on its runtime ceiling only: a failing evaluation is data, and neither
 # a run of discards nor a plateau ends it (the spec may still set these keys).
@@ -155,6 +158,10 @@ class ExperimentConfig:
     # whether a change that is not kept is saved as a ref (stages.preserve).
     git_branch: str | None = None
     preserve_on_fail: bool = False
+    # A second evaluator the agent never sees (holdout.py); its files, found at setup.
+    holdout: str | None = None
+    holdout_timeout_s: float | None = None
+    holdout_files: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -355,6 +362,7 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         config, _, title = split_program(text)
         low = _normalise(config, f"{path} (```yaml block)", warnings)
         low.pop("program", None)
+        refuse_holdout(low, f"{path} (```yaml block)")
     if mission:
         low, title = _mission_layer(str(mission), target, spec_file, warnings)
     merged = _merge(low, high)
@@ -500,6 +508,7 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         raise SpecError(
             f"{spec_file}: key 'experiment.preserve_on_fail': write true or false, got {preserve!r}"
         )
+    holdout_command, holdout_timeout = holdout_keys(merged, f"{spec_file}: key 'experiment.")
     return ExperimentConfig(
         goal=str(goal).strip(),
         scope=[str(s) for s in scope],
@@ -526,6 +535,8 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         max_gain=max_gain.strip() if max_gain is not None else None,
         git_branch=git_branch,
         preserve_on_fail=preserve,
+        holdout=holdout_command,
+        holdout_timeout_s=holdout_timeout,
         warnings=warnings,
         **numbers,
     )
@@ -547,6 +558,49 @@ def _git_branch(value: Any, spec_file: str) -> str | None:
             "accepts (e.g. autoresearch/faster-parser)"
         )
     return value
+
+
+# --- the holdout's keys (holdout.py runs it) ----------------------------------------
+
+
+def holdout_keys(merged: dict[str, Any], where: str) -> tuple[str | None, float | None]:
+    """(command, timeout) of `holdout` and `holdout_timeout_s`; `where` is the error's
+    prefix up to the key's name ("<file>: key 'experiment.")."""
+    command = merged.get("holdout")
+    timeout = merged.get("holdout_timeout_s")
+    if command is not None and (not isinstance(command, str) or not command.strip()):
+        raise SpecError(
+            f"{where}holdout': {command!r}; write the shell command that prints the "
+            "holdout's number, as the metric command prints its own"
+        )
+    if timeout is not None:
+        if command is None:
+            raise SpecError(f"{where}holdout_timeout_s': set only with a holdout command")
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise SpecError(f"{where}holdout_timeout_s': {timeout!r}; write seconds, above 0")
+    return (command.strip() if command else None), (float(timeout) if timeout else None)
+
+
+def evaluator_holdout(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """The holdout keys of a mission's evaluator.json, checked (`where`: "<path>: key '")."""
+    command, timeout = holdout_keys(data, where)
+    out: dict[str, Any] = {}
+    if command is not None:
+        out["holdout"] = command
+    if timeout is not None:
+        out["holdout_timeout_s"] = timeout
+    return out
+
+
+def refuse_holdout(layer: dict[str, Any], where: str) -> None:
+    """program.md and mission.md are the agent's to read: a holdout named there is not one."""
+    for key in ("holdout", "holdout_timeout_s"):
+        if key in layer:
+            raise SpecError(
+                f"{where}: key '{key}': the agent reads this file, so a holdout named here "
+                "would not be private; set experiment.holdout in the session spec (or "
+                "`holdout` in the mission's evaluator.json)"
+            )
 
 
 def mission_dir(value: str, target: Path) -> Path:
@@ -576,6 +630,7 @@ def _mission_layer(
     text = (folder / MISSION_FILE).read_text(errors="replace")
     config, prose, title = split_program(text)
     low = _normalise(config, f"{folder / MISSION_FILE} (```yaml block)", warnings)
+    refuse_holdout(low, f"{folder / MISSION_FILE} (```yaml block)")
     for key in ("program", "mission"):
         low.pop(key, None)
     evaluator = evaluator_config(folder / EVALUATOR_FILE)
@@ -619,6 +674,7 @@ def evaluator_config(path: Path) -> dict[str, dict[str, Any]]:
     top = {}
     if data.get("timeout_s") is not None:
         top["verify_timeout_s"] = data["timeout_s"]
+    top |= evaluator_holdout(data, f"{path}: key '")
     return {"metric": metric, "top": top}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from . import holdout
 from .log import counts, each_experiment, fmt
 from .policy import KEPT, ref
 
@@ -50,6 +51,9 @@ def report(records: list[dict[str, Any]], key: str, branch: str, reason: str | N
             lines.append(f"- Exp {ref(r)}: {r['hypothesis']} -- {r['status']} ({err})")
     if not failed:
         lines.append("(none)")
+    held = holdout.series(records, key)
+    if held:
+        lines += ["", "### Metric and holdout", "", *held]
     return "\n".join(lines) + "\n"
 
 

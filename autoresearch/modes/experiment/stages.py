@@ -32,7 +32,7 @@ from ...protect import ProtectedChange
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox
-from . import candidates, paired, pool, runs, tamper
+from . import candidates, holdout, paired, pool, runs, tamper
 from . import log as logs
 from . import summary as run_summary
 from .log import fmt
@@ -100,7 +100,7 @@ def _measure(
         repeats=cfg.repeats,
         timeout_s=cfg.verify_timeout_s,
         secrets=secrets,
-        jail=jail,
+        jail=holdout.blind(jail, cfg),
     )
     return Sample(m.value, m.samples, m.passed), m
 
@@ -119,7 +119,7 @@ def _guard(
         cwd,
         timeout_s=cfg.guard_timeout,
         extra_secrets=secrets,
-        jail=jail,
+        jail=holdout.blind(jail, cfg),
         trace_to=trace_to,
     )
 
@@ -127,7 +127,8 @@ def _guard(
 def baseline_record(setup: dict[str, Any]) -> dict[str, Any]:
     """Experiment 0: the base commit as measured at setup."""
     b = setup["baseline"]
-    return {
+    held = {"holdout": setup["holdout"]} if setup.get("holdout") else {}
+    return held | {
         "iteration": 0,
         "timestamp": setup["started_at"],
         "hypothesis": "baseline",
@@ -152,6 +153,7 @@ def baseline_record(setup: dict[str, Any]) -> dict[str, Any]:
             "passed": b["passed"],
             "commit": setup["base_commit"],
             "experiment_id": 0,
+            **held,
         },
         "duration_seconds": 0,
     }
@@ -251,7 +253,7 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
     if env.cycle > 1 and cfg.cooldown_s:
         time.sleep(cfg.cooldown_s)
     key = key_of(cfg)
-    past = experiments(env.layout, upto=env.cycle)
+    past = [holdout.for_agent(r, cfg) for r in experiments(env.layout, upto=env.cycle)]
     discarded = [r for r in past if r["status"] != KEPT]
     offers = retry_offers(past)
     offered = {str(ref(o["experiment"])) for o in offers}
@@ -272,6 +274,8 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
     )
     options = env.toolbox_options()
     options["include"] = list(cfg.scope)
+    options["hidden"] = list(cfg.holdout_files)  # read, searched, listed: as if absent
+    options["jail"] = holdout.blind(options["jail"], cfg)  # run_tests runs the agent's code
     toolbox = Toolbox("experiment", env.worktree, **options)
 
     def refuse(hypothesis: str, matches: int | str, text: str, sibling: bool) -> ToolResult:
@@ -501,6 +505,18 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
     # Against the incumbent as measured in this comparison (the paired runs), if it was.
     rec["baseline_value"] = rec.get("incumbent_value", best["value"])
     status, verdict = check_flags(cfg, rec, proposal, status, verdict)
+    status, verdict = holdout.judge(
+        cfg,
+        rec,
+        best,
+        status,
+        verdict,
+        lambda: _cached(
+            cache,
+            f"holdout:{proposal['patch_sha256']}:{start}",
+            lambda: holdout.measure(cfg, env.worktree, secrets, env.jail),
+        ),
+    )
     end = start
     if status == KEPT:
         try:
@@ -508,7 +524,9 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
             best = best_after(rec, end, env.cycle)
         except ProtectedChange as err:
             status, verdict = DISCARDED, err.reason
-    git.reset_to(env.worktree, end)  # discard = reset to the last kept commit, and clean
+    # Discard = reset to the last kept commit, and clean; after a holdout run (the agent's
+    # code, seeing the holdout's files) git-ignored files too, or the next propose reads them.
+    git.reset_to(env.worktree, end, ignored=bool(cfg.holdout))
     rec.update(status=status, verdict=verdict)
     return close_record(rec, end, best, proposal.get("stop"), began)
 
@@ -548,8 +566,8 @@ def measure_paired(env: StageEnv, cfg: ExperimentConfig, start: str) -> dict[str
         return paired.compare(
             design,
             lambda: _guard_record(cfg, env.worktree, secrets, env.jail),
-            paired.metric_run(cfg, env.worktree, secrets, env.jail, deadline),
-            paired.metric_run(cfg, inc.worktree, secrets, inc.jail, deadline),
+            paired.metric_run(cfg, env.worktree, secrets, holdout.blind(env.jail, cfg), deadline),
+            paired.metric_run(cfg, inc.worktree, secrets, holdout.blind(inc.jail, cfg), deadline),
             earlier,
             machine,
         )
@@ -618,7 +636,7 @@ def best_after(rec: dict[str, Any], commit: str, iteration: int) -> dict[str, An
     }
     if rec.get("candidate"):
         best["candidate"] = rec["candidate"]
-    return best
+    return holdout.carry(best, rec)
 
 
 def close_record(
