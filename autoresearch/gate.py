@@ -113,11 +113,15 @@ class BatchGate(TestGate):
         done = Settled()
         kept = list(commits)
         good = 0  # how many of `kept`, from the first, are known to pass
+        early = True
         while kept:
             # The first commit whose tree fails. The start passes by definition (it is
             # what the stage is held to), and a passing tree's commits before it are
             # taken to pass too; the loop's test of the new end checks that.
-            suspects = self._fails_fast(start, kept[-1].sha, done)
+            # The early run only on the end the stage left: on a new end it would find
+            # a second break sooner, but cost a run on every new end that passes.
+            suspects = self._fails_fast(start, kept[-1].sha, done) if early else frozenset()
+            early = False
             # A round begun by the early run knows the commits before `hi` pass its
             # failures only, as a step settled by the suspects does.
             self.probe_settled = bool(suspects)

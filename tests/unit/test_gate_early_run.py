@@ -119,9 +119,9 @@ def test_a_failing_test_of_the_changed_files_starts_bisection_without_the_ends_f
     # The end the stage left was never run in full: its changed files' tests failed.
     assert commits[-1].sha not in env.full
     assert env.alone[0] == (commits[-1].sha, {"f1.txt::test", "f2.txt::test", "f3.txt::test"})
-    # The branch's new end had its full run, which decided.
+    # The branch's new end had its full run, which decided; no early run of its own.
     assert env.full == [ar_git.head(env.worktree)] and settled.runs == 1
-    assert settled.early_runs == 2  # the first end's, and the new end's (which passed)
+    assert settled.early_runs == 1
 
 
 def test_a_pass_of_the_changed_files_tests_never_stands_for_the_full_run(tmp_path):
