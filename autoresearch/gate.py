@@ -10,10 +10,10 @@ passed where the cycle started (verdict.acceptable: judged by test id):
   stage ends. When that run fails, a bisection over the stage's commits finds the first
   one whose tree fails; it is taken out, the commits after it are replayed without it,
   and the new end is tested again, until the end passes. On a slow suite where most
-  changes pass, one run replaces one per change. Before each full run of an end, the
-  tests of the changed files run alone when the stack can select them (`_fails_fast`):
-  when one of them fails, bisection starts without the full run of a tree known to fail.
-  Their pass decides nothing: the full run of every end does.
+  changes pass, one run replaces one per change. Before the full run of the end the
+  stage left, the tests of the changed files run alone when the stack can select them
+  (`_fails_fast`): when one of them fails, bisection starts without the full run of a
+  tree known to fail. Their pass decides nothing: the full run of every end does.
 """
 
 from __future__ import annotations
