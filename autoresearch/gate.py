@@ -10,14 +10,17 @@ passed where the cycle started (verdict.acceptable: judged by test id):
   stage ends. When that run fails, a bisection over the stage's commits finds the first
   one whose tree fails; it is taken out, the commits after it are replayed without it,
   and the new end is tested again, until the end passes. On a slow suite where most
-  changes pass, one run replaces one per change.
+  changes pass, one run replaces one per change. Before the full run of the end the
+  stage left, the tests of the changed files run alone when the stack can select them
+  (`_fails_fast`): when one of them fails, bisection starts without the full run of a
+  tree known to fail. Their pass decides nothing: the full run of every end does.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import git
+from . import git, stack
 from .protect import ProtectedChange
 from .stage import StageEnv
 from .testrun import TestRun
@@ -82,6 +85,7 @@ class Settled:
     dropped: dict[str, str] = field(default_factory=dict)
     runs: int = 0
     quick_runs: int = 0  # bisection steps that ran only the end's failures
+    early_runs: int = 0  # runs of the changed files' tests alone before an end's full run
 
 
 @dataclass
@@ -109,12 +113,22 @@ class BatchGate(TestGate):
         done = Settled()
         kept = list(commits)
         good = 0  # how many of `kept`, from the first, are known to pass
-        while kept and not self._judge(kept[-1].sha, done).ok:
+        early = True
+        while kept:
             # The first commit whose tree fails. The start passes by definition (it is
             # what the stage is held to), and a passing tree's commits before it are
             # taken to pass too; the loop's test of the new end checks that.
-            suspects = self._suspects(kept[-1].sha)
-            self.probe_settled = False
+            # The early run only on the end the stage left: on a new end it would find
+            # a second break sooner, but cost a run on every new end that passes.
+            suspects = self._fails_fast(start, kept[-1].sha, done) if early else frozenset()
+            early = False
+            # A round begun by the early run knows the commits before `hi` pass its
+            # failures only, as a step settled by the suspects does.
+            self.probe_settled = bool(suspects)
+            if not suspects:
+                if self._judge(kept[-1].sha, done).ok:
+                    break
+                suspects = self._suspects(kept[-1].sha)
             lo, hi = good, len(kept) - 1
             while lo < hi:
                 mid = (lo + hi) // 2
@@ -160,6 +174,40 @@ class BatchGate(TestGate):
         self.verdicts[sha] = self.verdict
         self.runs[sha] = self.last
         return self.verdict
+
+    def _fails_fast(self, start: str, sha: str, done: Settled) -> frozenset[str]:
+        """The early run of the end `sha`: the tests that touch the stage's changed files
+        (stack.touching_tests) and those that failed before in this session (the
+        previous failures, `--lf`), among those that passed where the cycle started, run
+        alone. Returns the ones that fail: the end fails, and they are the bisection's
+        suspects. Empty when they pass, or the run cannot tell (it did not run each of
+        them, a protected file changed), or it is skipped: the stack cannot select tests,
+        the reference names no passing test, none touches the changes, they are more than
+        half the suite (the full run costs little more), or the end's full run is known.
+        The full run follows an empty answer, and decides."""
+        known = self.reference.passing_ids
+        if sha in self.verdicts or not known:
+            return frozenset()
+        env = self.env
+        git.reset_to(env.worktree, sha)
+        changed = git.changed_files(env.worktree, start, sha)
+        chosen = stack.touching_tests(changed, known) | (env.failed_before() & known)
+        if not chosen or 2 * len(chosen) > len(known) or env.tested_before() is not None:
+            return frozenset()
+        run = env.measure_only(chosen)
+        if run is None:
+            return frozenset()
+        done.early_runs += 1
+        env.log(f"test gate: {sha[:10]}: the {len(chosen)} tests of the changes: {run.summary}")
+        ran = (run.passing_ids or frozenset()) | (run.failing_ids or frozenset())
+        failing = chosen & (run.failing_ids or frozenset())
+        if not chosen <= ran or env.protection.changed(env.worktree) or not failing:
+            return frozenset()
+        names = ", ".join(sorted(failing)[:5])
+        self.probed[(sha, failing)] = Verdict(
+            False, f"tests of the changed files fail here, run alone: {names}"
+        )
+        return failing
 
     def _suspects(self, sha: str) -> frozenset[str]:
         """The tests whose failure made the full run of `sha` fail: a bisection step runs

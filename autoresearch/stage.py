@@ -177,8 +177,9 @@ class StageEnv:
     def measure_only(self, test_ids: frozenset[str]) -> TestRun | None:
         """A run of only `test_ids` on the committed HEAD in a pristine worktree, through
         pytest's `--lf` with the ids written as its last failures; None when the stack
-        cannot select tests that way (stack.last_failed_command). Never filed under its
-        tree: it is not a run of the suite, and decides nothing on its own."""
+        cannot select tests that way (stack.last_failed_command). Filed under its tree and
+        the selection, never as a run of the suite: it decides nothing on its own, and the
+        same selection on the same tree is not run again."""
         command = stack.last_failed_command(self.record.test_command, self.worktree)
         if command is None or not test_ids:
             return None
@@ -186,10 +187,17 @@ class StageEnv:
         cache = self.worktree / ".pytest_cache"
         if cache.exists() or cache.is_symlink():
             return None  # committed: not ours to write (it could lead out of the worktree)
+        # The tree before the cache is written: the cache holds the selection, in the key.
+        key = self._run_key(uncached=False, command=command, selection=test_ids)
+        runs = self._run_log()
+        earlier = runs.find(key) if key and not self.spec.rerun_tests else None
+        if earlier is not None:
+            self.log(f"tests: these {len(test_ids)} ran on this tree before: {earlier.summary}")
+            return earlier
         (cache / "v" / "cache").mkdir(parents=True)
         lastfailed = {test_id: True for test_id in sorted(test_ids)}
         (cache / "v" / "cache" / "lastfailed").write_text(json.dumps(lastfailed))
-        return testrun.run_tests(
+        run = testrun.run_tests(
             command,
             self.worktree,
             stack=self.record.stack,
@@ -197,35 +205,65 @@ class StageEnv:
             secrets=self.spec.secrets,
             jail=self.jail,
         )
+        if key:
+            runs.add(key, run)
+        return run
+
+    def tested_before(self) -> TestRun | None:
+        """The recorded uncached run of the suite on the committed HEAD, if this session has
+        one (what `measure_tests(uncached=True, reuse=True)` would return without a run)."""
+        self.pristine()
+        key = self._run_key(uncached=True)
+        if key is None or self.spec.rerun_tests:
+            return None
+        return self._run_log().find(key)
+
+    def failed_before(self) -> frozenset[str]:
+        """The tests that failed in any recorded run of this track (tested.py)."""
+        return self._run_log().failed_before(self.track)
 
     def tested_run(self, *, uncached: bool, reuse: bool) -> TestRun:
         """A run of the worktree as it is, recorded under its tree when it holds one
         exactly; with `reuse`, a run recorded under the same key stands in (tested.py)."""
-        tree = tested.exact_tree(self.worktree, self.protection)
-        key = None
-        if tree:
-            # Per track: each track's worktree is an environment of its own, and a result
-            # stands only for the place it was measured in.
-            key = tested.RunKey(
-                tree=tree,
-                command=self.record.test_command,
-                uncached=uncached,
-                track=self.track,
-                timeout_s=self.spec.test_timeout_s,
-                settings=tested.RunKey.settings_digest(
-                    self.spec.secrets, self.spec.get("commands"), self.record.stack
-                ),
-            )
-        runs = tested.TestRunLog(self.layout.test_runs, self.layout.journal_lock)
+        key = self._run_key(uncached=uncached)
+        runs = self._run_log()
         if key and reuse and not self.spec.rerun_tests:
             earlier = runs.find(key)
             if earlier is not None:
-                self.log(f"tests: tree {tree[:12]} was tested before: {earlier.summary}")
+                self.log(f"tests: tree {key.tree[:12]} was tested before: {earlier.summary}")
                 return earlier
         run = self.run_tests(uncached=uncached)
         if key:  # only a run of an exact tree stands for that tree
             runs.add(key, run)
         return run
+
+    def _run_key(
+        self,
+        *,
+        uncached: bool,
+        command: str | None = None,
+        selection: frozenset[str] = frozenset(),
+    ) -> tested.RunKey | None:
+        """What a run of the worktree as it is now depends on; None when it holds no exact
+        tree (tested.exact_tree). Per track: each track's worktree is an environment of
+        its own, and a result stands only for the place it was measured in."""
+        tree = tested.exact_tree(self.worktree, self.protection)
+        if not tree:
+            return None
+        return tested.RunKey(
+            tree=tree,
+            command=command or self.record.test_command,
+            uncached=uncached,
+            track=self.track,
+            timeout_s=self.spec.test_timeout_s,
+            settings=tested.RunKey.settings_digest(
+                self.spec.secrets, self.spec.get("commands"), self.record.stack
+            ),
+            selection=tested.RunKey.selection_digest(selection) if selection else "",
+        )
+
+    def _run_log(self) -> tested.TestRunLog:
+        return tested.TestRunLog(self.layout.test_runs, self.layout.journal_lock)
 
     def stage_record(self, stage: str) -> dict[str, Any]:
         """An earlier stage's record of this cycle (its job has ended: the file is final)."""

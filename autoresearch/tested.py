@@ -6,7 +6,8 @@ The rule. A run stands for the tree `T` only when
   staged (the per-fix gate tests a staged change), no unstaged change, no untracked file
   and no ignored one (a cache, a build product, a file the tests read), protected paths
   as the base has them (`exact_tree`);
-- it ran the same command, in its cached or uncached form, under the same timeout, secrets,
+- it ran the same command, in its cached or uncached form, on the same selection of tests
+  (the whole suite, or the ids a selecting run was given), under the same timeout, secrets,
   jail settings and stack, in the same track's worktree (`RunKey`);
 - and it got to its tests: a run that passed or failed. One that timed out or never ran
   says nothing of the tree, and is run again.
@@ -37,16 +38,28 @@ class RunKey:
     the order, and a reader then parses only the lines of its tree."""
 
     tree: str
-    command: str  # as the spec gives it
+    command: str  # as the spec gives it, or its selecting form (`--lf`) for a selection
     uncached: bool
     track: str
     timeout_s: float | None
     settings: str  # digest of the secrets removed, the jail's settings and the stack
+    # digest of the test ids a selecting run was given; "" for the whole suite, so a run
+    # of some tests never stands for a run of all of them
+    selection: str = ""
 
     @staticmethod
     def settings_digest(secrets: list[str], jail: Any, stack: str | None) -> str:
         text = json.dumps([sorted(secrets), jail, stack], sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @staticmethod
+    def selection_digest(test_ids: frozenset[str]) -> str:
+        text = json.dumps(sorted(test_ids))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# A line written before the key had a field holds what the field's default meant then.
+_ABSENT = {"selection": ""}
 
 
 def exact_tree(worktree: Path, protection: Protection) -> str | None:
@@ -114,8 +127,27 @@ class TestRunLog:
             except ValueError:
                 continue  # a line cut short by a killed job
             run = entry.get("run")
-            if not isinstance(run, dict) or any(entry.get(k) != v for k, v in wanted.items()):
+            if not isinstance(run, dict) or any(
+                entry.get(k, _ABSENT.get(k)) != v for k, v in wanted.items()
+            ):
                 continue
             if run.get("outcome") in CONCLUSIVE and run.get("command") == key.command:
                 found = run
         return TestRun.from_record(found) if found else None
+
+    def failed_before(self, track: str) -> frozenset[str]:
+        """The ids of every test that failed in a recorded run of this track: the session's
+        previous failures, which a fix is the likeliest to break again."""
+        if not self.path.exists():
+            return frozenset()
+        failed: set[str] = set()
+        for line in self.path.read_text().splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            run = entry.get("run") if isinstance(entry, dict) else None
+            ids = run.get("failing_ids") if isinstance(run, dict) else None
+            if entry.get("track") == track and isinstance(ids, list):
+                failed.update(i for i in ids if isinstance(i, str))
+        return frozenset(failed)

@@ -850,11 +850,14 @@ def _results(text: str, audit: Audit) -> list[dict[str, str]]:
 
 
 def _test_runs(text: str) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """Every recorded run of a committed tree, by (tree, track)."""
+    """Every recorded run of the suite on a committed tree, by (tree, track). A run of some
+    of its tests (a `selection`: the batch gate's early run, a bisection step) is none."""
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for line in text.splitlines():
         try:
             entry = json.loads(line)
+            if entry.get("selection"):
+                continue
             runs.setdefault((entry["tree"], entry.get("track") or ""), []).append(entry["run"])
         except (ValueError, KeyError, TypeError):
             continue

@@ -12,13 +12,21 @@ count all of them: the gate's, Green's final run, evaluate's. The targets:
   library   with `--library PATH`: a clone of a real library (its committed HEAD), the
             ruff backend with `--select` rules added to its own, its suite run as
             `--library-tests` says (no delay added).
+  boltons   with `--library PATH` a clone of boltons (mahmoud/boltons): a scripted
+            Green making 4 fixes a cycle to 4 of its modules (a comment each), one of
+            which, in cycles 1 and 2, breaks a function its tests check (BOLTONS_PLAN);
+            the suite is `--library-tests` (its 625 tests with `--doctest-modules
+            boltons tests`).
 
 For each: runs and suite-seconds per kept fix under both gates, their ratio, and
-whether both left the same fixes on the branch. The session runs the autoresearch of
-this checkout (PYTHONPATH), so the bench of an older checkout gives its "before".
+whether both left the same fixes on the branch; of the runs, how many ran some tests
+only (`--lf`: a bisection step, the batch gate's early run). The session runs the
+autoresearch of this checkout (PYTHONPATH), or of `--checkout PATH` (an older one, for
+its "before"; `git archive <commit> | tar -x -C PATH` makes one).
 
     python bench/bench_test_gate.py [--delay 1.0] [--cycles 3] [--only demo,library]
         [--library ~/src/toolz --library-tests "toolz/tests" --select UP,C4,SIM]
+        [--checkout /tmp/before] [--gates batch]
 """
 
 from __future__ import annotations
@@ -37,13 +45,42 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXES = 8  # per cycle on the breaking target
 BREAKS = 5  # the fix (of FIXES) that breaks a test
 
+# Each run's start and end (wall seconds), whether it ran some tests only, and its CPU
+# seconds (user + system, children included): on a loaded machine the wall time of the
+# same run moves by 2x, its CPU time far less.
 WRAPPER = """#!/bin/sh
 start=$(date +%s.%N)
-"$@"
+/usr/bin/time -o "{log}.cpu" -f "%U %S" "$@"
 code=$?
-echo "$start $(date +%s.%N)" >> "{log}"
+some=all
+case " $* " in *" --lf "*) some=some ;; esac
+cpu=$(tail -n 1 "{log}.cpu" | awk '{{print $1 + $2}}')
+echo "$start $(date +%s.%N) $some $cpu" >> "{log}"
 exit $code
 """
+
+# boltons: (module, what a fix's edit replaces in it, with what) per cycle; "" appends a
+# comment (no test can see it), anything else breaks a function its tests check.
+BOLTONS_PLAN: tuple[tuple[tuple[str, str, str], ...], ...] = (
+    (
+        ("boltons/cacheutils.py", "", ""),
+        ("boltons/strutils.py", "def slugify(text, delim='_'", "def slugify(text, delim='-'"),
+        ("boltons/dictutils.py", "", ""),
+        ("boltons/listutils.py", "", ""),
+    ),
+    (
+        ("boltons/setutils.py", "", ""),
+        ("boltons/mathutils.py", "return min(max(x, lower), upper)", "return max(x, lower)"),
+        ("boltons/queueutils.py", "", ""),
+        ("boltons/formatutils.py", "", ""),
+    ),
+    (
+        ("boltons/jsonutils.py", "", ""),
+        ("boltons/timeutils.py", "", ""),
+        ("boltons/typeutils.py", "", ""),
+        ("boltons/urlutils.py", "", ""),
+    ),
+)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -119,6 +156,35 @@ def library_target(path: Path, args: argparse.Namespace) -> dict:
     return {"agent": {"backend": "ruff", "ruff": {"select": select}}}
 
 
+def boltons_target(path: Path, args: argparse.Namespace, work: Path) -> dict:
+    """A clone of boltons' HEAD and a script of BOLTONS_PLAN's fixes, a cycle each."""
+    subprocess.run(["git", "clone", "-q", str(args.library), str(path)], check=True)
+    script: dict = {"red": {}, "green": {}}
+    n = 0
+    for c, plan in enumerate(BOLTONS_PLAN[: args.cycles], 1):
+        script["red"][c], script["green"][c] = [], []
+        for module, old, new in plan:
+            n += 1
+            text = (path / module).read_text()
+            if old and old not in text:
+                raise SystemExit(f"{args.library}: {module} no longer holds {old!r}")
+            text = text.replace(old, new, 1) if old else text + f"\n# reviewed: F-{n:03d}\n"
+            script["red"][c].append({"tool": "report_finding", "args": {
+                "severity": "low", "title": f"{module} unreviewed", "location": f"{module}:1",
+                "issue": "not reviewed", "impact": "readers guess"}})  # fmt: skip
+            script["green"][c] += [
+                {"tool": "write_file", "args": {"path": module, "content": text}},
+                {"tool": "finish_fix", "args": {"finding_id": f"F-{n:03d}",
+                 "summary": f"review {module}"}},
+            ]  # fmt: skip
+    (work / "script.yaml").write_text(yaml.safe_dump(script))
+    return {
+        "agent": {"backend": "script", "script": str(work / "script.yaml")},
+        "teams": ["red", "green"],
+        "stop_below": None,
+    }
+
+
 def run(kind: str, gate: str, tmp: Path, args: argparse.Namespace) -> dict:
     delay, cycles = args.delay, args.cycles
     work = tmp / f"{kind}-{gate}"
@@ -130,6 +196,9 @@ def run(kind: str, gate: str, tmp: Path, args: argparse.Namespace) -> dict:
         extra = demo_target(target, delay)
     elif kind == "library":
         extra = library_target(target, args)
+        tests = f" {args.library_tests}"
+    elif kind == "boltons":
+        extra = boltons_target(target, args, work)
         tests = f" {args.library_tests}"
     else:
         extra = breaking_target(target, delay, cycles, work)
@@ -147,11 +216,12 @@ def run(kind: str, gate: str, tmp: Path, args: argparse.Namespace) -> dict:
         **extra,
     }
     (work / "spec.yaml").write_text(yaml.safe_dump(spec))
+    checkout = args.checkout or ROOT
     subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores",
-         "1", "sessions/g/done", "--configfile", str(work / "spec.yaml")],
+        [sys.executable, "-m", "snakemake", "--snakefile", str(checkout / "Snakefile"),
+         "--cores", "1", "sessions/g/done", "--configfile", str(work / "spec.yaml")],
         cwd=work, check=True, capture_output=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},  # this checkout's package, not another
+        env={**os.environ, "PYTHONPATH": str(checkout)},  # that checkout's package, no other
     )  # fmt: skip
     spans = [line.split() for line in runs_log.read_text().splitlines()]
     worktree = work / "sessions/g/worktree"
@@ -160,7 +230,9 @@ def run(kind: str, gate: str, tmp: Path, args: argparse.Namespace) -> dict:
              if s.startswith("fix:")]  # fmt: skip
     return {
         "runs": len(spans),
-        "seconds": sum(float(b) - float(a) for a, b in spans),
+        "some": sum(1 for s in spans if s[2] == "some"),
+        "seconds": sum(float(s[1]) - float(s[0]) for s in spans),
+        "cpu": sum(float(s[3]) for s in spans),
         "fixes": fixes,
         "tree": git(worktree, "rev-parse", "HEAD^{tree}").strip(),
     }
@@ -174,27 +246,39 @@ def main() -> None:
     parser.add_argument("--library", type=Path, help="a git clone of a library to sweep")
     parser.add_argument("--library-tests", default="", help="pytest arguments for its suite")
     parser.add_argument("--select", default="", help="ruff rules added to the library's own")
+    parser.add_argument("--keep", type=Path, help="an empty folder to keep the sessions in")
+    parser.add_argument(
+        "--gates", default="per_fix,batch", help="the gates to run, comma-separated"
+    )
+    parser.add_argument(
+        "--checkout", type=Path, help="the autoresearch checkout the sessions run (default: this)"
+    )
     parser.add_argument(
         "--pytest-cache",
         action="store_true",
         help="keep pytest's cache plugin on, so the batch gate's bisection can use --lf",
     )
     args = parser.parse_args()
-    kinds = ["demo", "breaking"] + (["library"] if args.library else [])
+    kinds = ["demo", "breaking"] + (["library", "boltons"] if args.library else [])
     if args.only:
         kinds = [k for k in kinds if k in args.only.split(",")]
-    print(f"autoresearch at {ROOT} ({git(ROOT, 'rev-parse', '--short', 'HEAD').strip()})")
+    checkout = args.checkout or ROOT
+    version = git(ROOT, "rev-parse", "--short", "HEAD").strip() if checkout == ROOT else "?"
+    print(f"autoresearch at {checkout} ({version})")
     with tempfile.TemporaryDirectory() as scratch:
-        tmp = Path(scratch)
+        tmp = args.keep or Path(scratch)
         for kind in kinds:
-            got = {gate: run(kind, gate, tmp, args) for gate in ("per_fix", "batch")}
+            got = {gate: run(kind, gate, tmp, args) for gate in args.gates.split(",")}
             for gate, r in got.items():
                 kept = len(r["fixes"]) or 1
                 print(
                     f"{kind:8s} {gate:7s}: {len(r['fixes'])} fixes kept, {r['runs']} test runs "
-                    f"({r['runs'] / kept:.2f} per kept fix), {r['seconds']:.1f} suite-seconds "
-                    f"({r['seconds'] / kept:.2f} per kept fix)"
+                    f"({r['some']} of some tests; {r['runs'] / kept:.2f} per kept fix), "
+                    f"{r['seconds']:.1f} suite-seconds ({r['seconds'] / kept:.2f} per kept fix), "
+                    f"{r['cpu']:.1f} CPU-seconds ({r['cpu'] / kept:.2f} per kept fix)"
                 )
+            if len(got) < 2:
+                continue
             per, bat = got["per_fix"], got["batch"]
             ratio = (per["seconds"] / max(len(per["fixes"]), 1)) / (
                 bat["seconds"] / max(len(bat["fixes"]), 1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import CALC, git, script_spec
+from conftest import CALC, git, make_repo, script_spec
 from test_sweep import SCRIPT
 
 
@@ -47,11 +47,11 @@ def test_batch_keeps_what_per_fix_keeps_with_fewer_test_runs(workflow, target):
         patch
     )
     assert "tests/test_calc.py::test_add" in patch
-    # The session's runs: Green's end (F-002's tree, failing), the bisection's one step
-    # (F-001's tree) and Refactor's end. Green's final run and evaluate's are trees
-    # tested already: not run again.
+    # The session's full runs: Green's end (F-002's tree, failing), the new end (F-001's
+    # tree, which the bisection's one step ran test_add alone on) and Refactor's end.
+    # Green's final run and evaluate's are trees tested already: not run again.
     runs = (workflow.session("s") / "test-runs.jsonl").read_text().splitlines()
-    trees = [json.loads(line)["tree"] for line in runs]
+    trees = [json.loads(line)["tree"] for line in runs if not json.loads(line)["selection"]]
     assert len(trees) == len(set(trees)) == 3
     log = (workflow.session("s") / "logs/green/001.log").read_text()
     assert "test gate: F-002 taken out" in log
@@ -103,3 +103,91 @@ def test_an_unknown_gate_is_refused_naming_the_key(workflow, target):
     assert proc.returncode != 0
     assert "test_gate" in proc.stderr
     assert not (workflow.session("s") / "setup.json").exists()
+
+
+# A module per fix and a test file per module, so that a fix's own tests are a few of the
+# suite's; the wrapper logs each run of the suite: the tree, the tests it was given as last
+# failures ("-" for none), the arguments but for the report's path (new each run).
+MODULES = 6
+WRAPPER = """#!/bin/sh
+picked=-
+if [ -f .pytest_cache/v/cache/lastfailed ]; then
+    picked=$(sha1sum < .pytest_cache/v/cache/lastfailed | cut -c1-12)
+fi
+echo "$(git write-tree) $picked $(echo "$*" | sed 's/--junitxml=[^ ]*//')" >> "{log}"
+exec "$@"
+"""
+
+
+def modules_target(path):
+    files = {}
+    for k in range(MODULES):
+        files[f"m{k}.py"] = f"def f{k}():\n    return {k}\n"
+        files[f"tests/test_m{k}.py"] = (
+            f"from m{k} import f{k}\n\n\ndef test_f{k}():\n    assert f{k}() == {k}\n"
+        )
+    return make_repo(path, files)
+
+
+def fix(k: int, finding: int, breaks: bool) -> list[dict]:
+    body = f'def f{k}():\n    """f{k}."""\n    return {k + 1 if breaks else k}\n'
+    return [
+        {"tool": "write_file", "args": {"path": f"m{k}.py", "content": body}},
+        {"tool": "finish_fix", "args": {"finding_id": f"F-{finding:03d}", "summary": f"doc f{k}"}},
+    ]  # fmt: skip
+
+
+def test_a_sweep_tests_no_tree_twice_and_starts_bisecting_on_the_changed_files_tests(
+    workflow, tmp_path
+):
+    target = modules_target(tmp_path / "modules")
+    log = tmp_path / "runs.log"
+    wrapper = tmp_path / "logged.sh"
+    wrapper.write_text(WRAPPER.format(log=log))
+    wrapper.chmod(0o755)
+    # Cycle 1 documents f1..f3 and F-002 breaks f2; cycle 2 documents f4, f5 and breaks f5.
+    script = {
+        "red": {
+            1: [finding(n, f"f{n} undocumented", f"m{n}.py:1") for n in (1, 2, 3)],
+            2: [finding(n, f"f{n} undocumented", f"m{n}.py:1") for n in (4, 5)],
+        },
+        "green": {
+            1: fix(1, 1, False) + fix(2, 2, True) + fix(3, 3, False),
+            2: fix(4, 4, False) + fix(5, 5, True),
+        },
+    }
+    spec = script_spec(
+        target,
+        workflow.script(script),
+        workflow.workdir / "t.jsonl",
+        test_command=f"{wrapper} python -m pytest -q",
+        commands={"sandbox": "none"},  # the wrapper logs outside the worktree
+        max_cycles=2,
+        stop_below=None,
+        teams=["red", "green"],
+        test_gate="batch",
+    )
+    workflow.run("s", spec)
+    session = workflow.session("s")
+    first, second = workflow.decision("s", 1), workflow.decision("s", 2)
+    assert [f["id"] for f in first["fixed"]] == ["F-001", "F-003"]
+    assert [f["id"] for f in second["fixed"]] == ["F-004"]
+    [broke_f2] = [s["reason"] for s in first["skipped"]]
+    [broke_f5] = [s["reason"] for s in second["skipped"]]
+    assert "tests/test_m2.py::test_f2" in broke_f2 and "tests/test_m5.py::test_f5" in broke_f5
+    # No tree ran the same tests twice, in the whole session.
+    runs = log.read_text().splitlines()
+    assert len(runs) == len(set(runs)) > 6
+    # Every run after setup's is filed under its tree, with what it was given.
+    filed = [json.loads(line) for line in (session / "test-runs.jsonl").read_text().splitlines()]
+    assert len(filed) == len(runs) - 1
+    assert len({(e["tree"], e["command"], e["selection"]) for e in filed}) == len(filed)
+    # Green's end in cycle 1 (F-003 on F-002) never had a full run: its changed files'
+    # tests, the first run after setup's, failed. The end it kept had its full run.
+    picks = [line.split()[:2] for line in runs]
+    full = {tree for tree, chose in picks if chose == "-"}
+    assert picks[1][1] != "-" and picks[1][0] not in full
+    worktree = session / "worktree"
+    assert git(worktree, "rev-parse", f"{first['end_commit']}^{{tree}}") in full
+    green_log = (session / "logs/green/001.log").read_text()
+    assert "tests of the changes: FAILED" in green_log

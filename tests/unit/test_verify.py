@@ -422,6 +422,18 @@ def test_a_decision_claiming_a_pass_its_tree_never_had_is_reported(session):
     assert "say 'FAILED: 1 failed, 1 ok'" in line
 
 
+def test_a_run_of_some_tests_never_stands_for_a_decisions_run_of_its_tree(session):
+    # The run recorded for cycle 2's tree ran a selection of the suite (the batch gate's
+    # early run, a bisection step): the decision's run, however alike, is no run of it.
+    path = session.layout.test_runs
+    lines = path.read_text().splitlines()
+    entry = json.loads(lines[-1]) | {"selection": "0123456789abcdef"}
+    path.write_text("\n".join([*lines[:-1], json.dumps(entry)]) + "\n")
+    (line,) = session.lines()
+    assert line.startswith("sessions/s/cycles/002/decision.json: its test run (2 passed) is no")
+    assert "test-runs.jsonl records none of that tree" in line
+
+
 def test_a_session_that_records_no_run_by_tree_says_so_instead_of_claiming_it(session):
     session.layout.test_runs.unlink()
     for n in (1, 2):
