@@ -24,7 +24,7 @@ from ...checks import error_counts, lens_log
 from ...checks.error_counts import Error
 from ...errors import SpecError
 from ...layout import SESSIONS, SessionLayout, rel
-from ...loop import Decision
+from ...loop import Decision, Judged
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
@@ -220,6 +220,16 @@ class Fix(Lens):
 
     def cap_reason(self, spec: SessionSpec, cap: int) -> str:
         return f"cap of {cap} iterations reached" + ("" if spec.max_cycles else " (max_cycles)")
+
+    def judge(self, env: StageEnv, output: Any) -> Judged:
+        """Check, count, guard, keep or reset (stages.decide); the rows and evaluation.md."""
+        from . import stages
+
+        def results(rec: dict[str, Any]) -> None:
+            self.log_iteration(env, rec, env.stage_record("attempt")["usage"])
+            self.writer(env.record).text(Path(output.results), report.evaluation_md(rec))
+
+        return Judged(stages.decide(env, self), results)
 
     def log_iteration(self, env: StageEnv, rec: dict[str, Any], usage: dict[str, Any]) -> None:
         """The iteration's row in fix-results.tsv and results.tsv."""

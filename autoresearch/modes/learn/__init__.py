@@ -16,6 +16,7 @@ it names holds and its score rose.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from ... import journal, tally, worktree_files
 from ...checks import doc_checks
 from ...errors import SpecError
 from ...layout import SessionLayout, rel
-from ...loop import Decision
+from ...loop import Decision, Extra, Judged, Status
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
@@ -56,11 +57,30 @@ def learn_mode(values: dict[str, Any]) -> str:
     return str((values.get("learn") or {}).get("mode") or "check")
 
 
+@dataclass(frozen=True)
+class DocStep(Extra):
+    """What a learn iteration adds to its decision: the doc, why it was kept or not, its
+    score before and after, and what the checks found in each round."""
+
+    doc: str
+    why: str
+    before: float
+    after: float
+    rounds: list[list[str]]  # each round's failures the agent was told
+    failures: list[str]  # the checks the final text fails
+    discarded: list[str]  # what else the agent wrote: never kept
+    tests_pass: None  # learn runs no tests
+    timestamp: str
+    session_stop: str | None
+    broken: bool = False
+
+
 class Learn(Lens):
     name = "learn"
     team = "learn"
     loop = "learn"
     decide_checkpoint = "learn_write"
+    decision_extra = DocStep
     branch = "autoresearch/learn/{name}"
     gate_label = "doc problems"
     spec_example = SPEC_EXAMPLE
@@ -197,13 +217,20 @@ class Learn(Lens):
     def cycle_cap(self, spec: SessionSpec) -> int | None:
         return None  # one iteration per planned doc: loop_stop ends the loop
 
+    def judge(self, env: StageEnv, output: Any) -> Judged:
+        """Write, check, keep or drop the doc (stages.write); its row in results.tsv."""
+        from . import stages
+
+        decision = stages.write(env, self, Path(output.record))
+        return Judged(decision, lambda d: stages.log_row(env, self, d))
+
     def log_line(self, env: StageEnv, decision: Decision) -> str:
         return f"learn {env.cycle}: {decision['doc']}: {decision['status']} ({decision['why']})"
 
     def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
         if env.cycle >= len(self.targets_of(env.layout)):
-            kept = sum(1 for d in env.decisions_before() if d["status"] == "kept")
-            kept += decision["status"] == "kept"
+            kept = sum(1 for d in env.decisions_before() if d["status"] == Status.KEPT)
+            kept += decision["status"] == Status.KEPT
             return f"every planned doc was worked ({kept} of {env.cycle} kept)"
         return None
 
@@ -275,7 +302,7 @@ class Learn(Lens):
     def write_done(self, env: StageEnv, out: Path) -> None:
         data = json.loads(self.handoff_path(env.layout).read_text())
         decisions = journal.load_decisions(env.layout)
-        kept = [d["doc"] for d in decisions if d["status"] == "kept"]
+        kept = [d["doc"] for d in decisions if d["status"] == Status.KEPT]
         last = decisions[-1]["end_commit"] if decisions else env.record.base_commit
         lines = [
             f"session: {env.layout.name}",
@@ -303,7 +330,7 @@ class Learn(Lens):
 
     def progress(self, layout: SessionLayout) -> Progress:
         decisions = journal.load_decisions(layout)
-        kept = sum(1 for d in decisions if d["status"] == "kept")
+        kept = sum(1 for d in decisions if d["status"] == Status.KEPT)
         data = (
             json.loads(self.handoff_path(layout).read_text())
             if self.handoff_path(layout).exists()

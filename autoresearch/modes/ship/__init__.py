@@ -22,7 +22,7 @@ from ... import git, journal, tally
 from ...checks import lens_log
 from ...errors import SessionError, SpecError
 from ...layout import SessionLayout, rel
-from ...loop import Decision
+from ...loop import Decision, Judged
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
@@ -172,6 +172,14 @@ class Ship(Lens):
             f"({decision['passing_before']} → {decision['passing_after']} passing)"
             + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
         )
+
+    def judge(self, env: StageEnv, output: Any) -> Judged:
+        """One failing gate: the agent's change, every gate again, keep or reset."""
+        from . import stages
+
+        rec = stages.prepare(env, self, Path(output.record))
+        usage = env.stage_record("prepare")["usage"]
+        return Judged(rec, lambda r: self.log_iteration(env, r, usage))
 
     def log_iteration(self, env: StageEnv, rec: dict[str, Any], usage: dict[str, Any]) -> None:
         setup = self.setup_data(env.layout)
