@@ -244,3 +244,21 @@ def test_every_loop_step_is_decided_by_the_one_job():
     cycle = (ROOT / "scripts" / "cycle.py").read_text()
     body = cycle.split("def evaluate(", 1)[1].split("\ndef ", 1)[0]
     assert "step.decide(" in body and "loop.decide(" not in body
+
+
+# What every lens whose iterations commit reads the same way, written once (lens/changing.py).
+SHARED_LOOP_END = ("decisions", "end_commit", "stopped", "kept_count", "progress")
+
+
+def test_the_lenses_that_commit_read_their_loops_end_from_one_place():
+    from autoresearch.modes.lens.changing import ChangingLens
+
+    committing = [n for n in MODE_NAMES if isinstance(modes.get(n), ChangingLens)]
+    assert sorted(committing) == ["fix", "learn", "ship"]
+    copies = [
+        f"{name}.{hook}"
+        for name in committing
+        for hook in SHARED_LOOP_END
+        if hook in type(modes.get(name)).__dict__
+    ]
+    assert not copies, copies

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ... import chain, commands, git, journal, measured, tally
+from ... import chain, commands, git, measured
 from ...checks import error_counts, lens_log
 from ...checks.error_counts import Error
 from ...errors import SpecError
@@ -28,8 +28,7 @@ from ...loop import Decision, Judged
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
-from ..base import Progress
-from ..lens import Lens
+from ..lens.changing import ChangingLens, kept_steps
 from ..lens.output import Writer
 from ..narrow.protect import TEST_GLOBS
 from . import count as counting
@@ -59,7 +58,7 @@ SEVERITY = {
 }
 
 
-class Fix(Lens):
+class Fix(ChangingLens):
     name = "fix"
     team = "fix"
     loop = "fixes"
@@ -275,7 +274,7 @@ class Fix(Lens):
             if decisions
             else baseline
         )
-        kept = sum(1 for d in decisions if d["status"] == KEPT)
+        kept = kept_steps(decisions)
         lines = [
             "## Fix",
             f"- Errors: {len(counting.errors_of(baseline))} at the base commit, "
@@ -287,9 +286,6 @@ class Fix(Lens):
         return "\n".join(lines)
 
     # --- the report ------------------------------------------------------------------------
-
-    def decisions(self, layout: SessionLayout) -> list[dict[str, Any]]:
-        return journal.load_decisions(layout)
 
     def remaining(self, layout: SessionLayout) -> list[Error]:
         decisions = self.decisions(layout)
@@ -345,8 +341,8 @@ class Fix(Lens):
         setup = self.setup_data(env.layout)
         bugs = [counting.HandedBug(**b) for b in setup.get("handed") or []]
         fixed = _handed_ids(counting.errors_of(baseline)) - _handed_ids(left)
-        end = decisions[-1]["end_commit"] if decisions else env.record.base_commit
-        return regression.add(env, bugs, fixed, setup.get("repro_command") or "", end)
+        repro = setup.get("repro_command") or ""
+        return regression.add(env, bugs, fixed, repro, self.end_commit(env))
 
     @staticmethod
     def summary_path(layout: SessionLayout) -> Path:
@@ -356,22 +352,16 @@ class Fix(Lens):
     def blocked_path(layout: SessionLayout) -> Path:
         return layout.root / "blocked.md"
 
-    def stopped(self, env: StageEnv) -> str | None:
-        decisions = self.decisions(env.layout)
-        return next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None)
-
     def write_done(self, env: StageEnv, out: Path) -> None:
         data = json.loads(self.handoff_path(env.layout).read_text())
         decisions = self.decisions(env.layout)
-        last = decisions[-1] if decisions else {}
-        kept = sum(1 for d in decisions if d["status"] == KEPT)
-        final = data.get("final_commit") or last.get("end_commit", env.record.base_commit)
+        final = data.get("final_commit") or self.end_commit(env)
         lines = [
             f"session: {env.layout.name}",
             f"mode: {self.name}",
             f"stopped: {self.stopped(env) or 'finished'}",
             f"iterations: {len(decisions)}",
-            f"fixes kept: {kept}",
+            f"fixes kept: {kept_steps(decisions)}",
             f"errors: {data['errors_before']} → {data['errors_after']}",
             f"blocked: {sum(1 for f in data['findings'] if f['blocked'])} of those left",
             f"{self.gate_label}: {len(data['findings'])}",
@@ -380,28 +370,17 @@ class Fix(Lens):
             f"report: {rel(self.summary_path(env.layout))}",
             f"regression tests added: {len(data.get('regression_tests') or [])}",
             f"final commit: {final}",
-            f"review with: git -C {env.record.target} log --oneline "
-            f"{env.record.base_commit[:12]}..{env.record.branch}",
+            self.review_line(env),
         ]
         self.writer(env.record).text(out, "\n".join(lines) + "\n")
 
     # --- autoresearch status ---------------------------------------------------------------
 
-    def kept_count(self, layout: SessionLayout) -> int | str:
-        """The steps kept (each one commit)."""
-        return tally.read(layout).kept
+    def tests_now(self, decisions: list[dict[str, Any]]) -> str:
+        return "n/a" if not decisions else ("pass" if decisions[-1]["tests_pass"] else "FAIL")
 
-    def progress(self, layout: SessionLayout) -> Progress:
-        decisions = self.decisions(layout)
-        kept = sum(1 for d in decisions if d["status"] == KEPT)
-        return Progress(
-            started=bool(decisions),
-            cycles=len(decisions),
-            commits=kept,
-            fixes=kept,
-            tests="n/a" if not decisions else ("pass" if decisions[-1]["tests_pass"] else "FAIL"),
-            open_issues=len(self.remaining(layout)) if self.setup_path(layout).exists() else 0,
-        )
+    def open_now(self, layout: SessionLayout) -> int:
+        return len(self.remaining(layout)) if self.setup_path(layout).exists() else 0
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         if not self.setup_path(layout).exists():

@@ -97,8 +97,7 @@ def finding_of(error: Error) -> dict[str, str]:
 
 def attempt(env: StageEnv, mode: Any, markdown_out: Path, record_out: Path, patch_out: Path):
     """The agent's one fix for the next error, saved as a patch; the worktree is reset."""
-    prev = env.previous_decision()
-    start = prev["end_commit"] if prev else env.record.base_commit
+    start = env.cycle_start()  # where the last iteration ended (the base, at first)
     env.begin(start)
     decisions = env.decisions_before()
     blocked = blocked_of(decisions)

@@ -49,8 +49,7 @@ def write_doc(worktree: Path, doc: str, text: str) -> str | None:
 
 def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
     """Write, check and keep or drop one doc; the iteration's decision (before stop rules)."""
-    prev = env.previous_decision()
-    start = prev["end_commit"] if prev else env.record.base_commit
+    start = env.cycle_start()  # where the last iteration ended (the base, at first)
     env.begin(start)
     setup = mode.setup_data(env.layout)
     target = setup["targets"][env.cycle - 1]

@@ -18,7 +18,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal, tally
+from ... import git
 from ...checks import lens_log
 from ...errors import SessionError, SpecError
 from ...layout import SessionLayout, rel
@@ -26,11 +26,9 @@ from ...loop import Decision, Judged
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
-from ..base import Progress
-from ..lens import Lens
+from ..lens.changing import ChangingLens
 from ..lens.output import Writer
 from . import gates as gating
-from .stages import KEPT
 
 SPEC_EXAMPLE = """
 ship:
@@ -44,7 +42,7 @@ ship:
 """
 
 
-class Ship(Lens):
+class Ship(ChangingLens):
     name = "ship"
     team = "ship"
     loop = "ship"
@@ -204,13 +202,9 @@ class Ship(Lens):
     # --- the report and done -------------------------------------------------------------
 
     def final_results(self, layout: SessionLayout) -> list[gating.Result]:
-        decisions = journal.load_decisions(layout)
+        decisions = self.decisions(layout)
         data = decisions[-1]["results_after"] if decisions else self.setup_data(layout)["baseline"]
         return [gating.Result(**r) for r in data]
-
-    def end_commit(self, env: StageEnv) -> str:
-        decisions = journal.load_decisions(env.layout)
-        return decisions[-1]["end_commit"] if decisions else env.record.base_commit
 
     def ship_commands(self, env: StageEnv) -> list[str]:
         """The exact commands that would ship this session's branch (never run by the
@@ -259,10 +253,8 @@ class Ship(Lens):
         }
         writer.json(handoff_out, self.handoff(env, findings, extra))
 
-    def stopped(self, env: StageEnv) -> str | None:
-        decisions = journal.load_decisions(env.layout)
-        reason = next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None)
-        return reason or (None if decisions else "every gate passed at setup")
+    def idle_reason(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str | None:
+        return None if decisions else "every gate passed at setup"
 
     def write_done(self, env: StageEnv, out: Path) -> None:
         data = json.loads(self.handoff_path(env.layout).read_text())
@@ -299,22 +291,9 @@ class Ship(Lens):
             )
         return [rel(layout.done), rel(layout.approval_marker)]
 
-    def kept_count(self, layout: SessionLayout) -> int | str:
-        """The steps kept (each one commit)."""
-        return tally.read(layout).kept
-
-    def progress(self, layout: SessionLayout) -> Progress:
-        decisions = journal.load_decisions(layout)
-        kept = sum(1 for d in decisions if d["status"] == KEPT)
+    def open_now(self, layout: SessionLayout) -> int:
         results = self.final_results(layout) if self.setup_path(layout).exists() else []
-        return Progress(
-            started=bool(decisions),
-            cycles=len(decisions),
-            commits=kept,
-            fixes=kept,
-            tests="n/a",
-            open_issues=sum(1 for r in results if r.status == gating.FAIL),
-        )
+        return sum(1 for r in results if r.status == gating.FAIL)
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         if not self.setup_path(layout).exists():

@@ -51,8 +51,7 @@ def next_gate(results: list[gating.Result], blocked: set[str]) -> gating.Result 
 
 def prepare(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
     """One failing gate: the agent's change, all gates again, keep or reset."""
-    prev = env.previous_decision()
-    start = prev["end_commit"] if prev else env.record.base_commit
+    start = env.cycle_start()  # where the last iteration ended (the base, at first)
     env.begin(start)
     decisions = env.decisions_before()
     before = results_at_start(env, mode)
