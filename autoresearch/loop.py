@@ -58,6 +58,15 @@ _COMMON = ("cycle", "track", "start_commit", "end_commit", "status", "tests", "m
 _COMMON += ("stop", "reason", "usage")
 
 
+_ABSENT = "absent when None"  # a field's metadata: the key is written only when set
+
+
+def absent() -> Any:
+    """A field of a mode's record that some of its decisions do not have (a key only some
+    paths set): not required on reading, and not written while it is None."""
+    return field(default=None, metadata={_ABSENT: True})
+
+
 @dataclass(frozen=True)
 class Extra:
     """What a mode adds to its decisions, as one record: a subclass's fields are the keys the
@@ -65,7 +74,11 @@ class Extra:
     missing or unknown is an error naming the file), the one reader reads it back into it."""
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if not (f.metadata.get(_ABSENT) and getattr(self, f.name) is None)
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], source: str | Path = "decision") -> Self:

@@ -259,6 +259,14 @@ class Mode:
 
         return loop.read_decision(path, self.decision_extra)
 
+    def previous_step(self, env: StageEnv) -> Decision | None:
+        """The step before this one, the mode's keys read as its record (None: the first);
+        parsed once per job, as `StageEnv.previous_decision` is."""
+        path = env.layout.decision(env.cycle - 1, env.track)
+        if env.cycle <= 1 or not path.exists():
+            return None
+        return Decision.from_json(env.finished(path), path, self.decision_extra)
+
     def decision_writer(self, env: StageEnv) -> JsonWriter | None:
         """What writes decision.json when the mode masks what it writes (None: plain)."""
         return None

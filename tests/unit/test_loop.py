@@ -341,3 +341,71 @@ def test_every_loop_lens_and_learn_name_their_record():
     assert lenses and all(modes.get(n).decision_extra is LensStep for n in lenses)
     assert modes.get("learn").decision_extra is DocStep
     assert Mode.decision_extra is loop.Keys
+
+
+def ship_decision(**changes) -> dict:
+    """A ship iteration's decision.json as ship_prepare writes it (no `rejected`: the
+    protection let the change through)."""
+    data = {
+        "cycle": 1,
+        "gate": "lint",
+        "summary": "fixed the lint",
+        "start_commit": "a" * 40,
+        "passing_before": 1,
+        "results_after": [{"name": "lint", "status": "pass", "detail": ""}],
+        "broke": [],
+        "tests_pass": None,
+        "timestamp": "2026-12-01T16:00:00Z",
+        "broken": False,
+        "session_stop": None,
+        "status": "kept",
+        "end_commit": "b" * 40,
+        "final": False,
+        "passing_after": 2,
+        "score": 1.0,
+        "blocked": [],
+        "stop": False,
+        "reason": None,
+    }
+    return {**data, **changes}
+
+
+def test_a_key_only_some_steps_have_is_written_only_when_they_have_it(tmp_path):
+    from autoresearch.modes.ship import GateStep
+
+    plain, refused = tmp_path / "1.json", tmp_path / "2.json"
+    loop.write_decision(plain, ship_decision(), extra=GateStep)
+    assert "rejected" not in json.loads(plain.read_text())
+    assert loop.read_decision(plain, GateStep).extra.rejected is None
+    why = "ship.py: protected file — the change edits it"
+    loop.write_decision(refused, ship_decision(status="reverted", rejected=why), extra=GateStep)
+    assert json.loads(refused.read_text())["rejected"] == why
+    assert loop.read_decision(refused, GateStep).extra.rejected == why
+
+
+def test_a_fix_decision_without_its_blocked_errors_is_not_written(tmp_path):
+    # The next iteration reads `blocked` and `counts_after` from it: a decision without
+    # them would end the loop's memory of what was given up on.
+    from autoresearch.modes.fix import FixStep
+
+    record = {
+        "cycle": 1, "iteration": 1, "run_id": "r", "error": None, "summary": "",
+        "start_commit": "a" * 40, "violations": [], "guard": None, "fixed": [],
+        "revealed": 0, "verdict": "", "status": "no_change", "before": 0, "after": 0,
+        "end_commit": "a" * 40, "counts_after": [], "files_changed": [], "timestamp": "t",
+        "tests_pass": True, "session_stop": None, "broken": False, "final": False,
+    }  # fmt: skip
+    path = tmp_path / "fixes" / "001" / "decision.json"
+    with pytest.raises(SessionError, match=r"001/decision\.json: key 'blocked' missing"):
+        loop.write_decision(path, record, extra=FixStep)
+    assert not path.exists()
+    loop.write_decision(path, record | {"blocked": []}, extra=FixStep)
+    assert loop.read_decision(path, FixStep).extra.blocked == []
+
+
+def test_fix_and_ship_name_their_record():
+    from autoresearch.modes.fix import FixStep
+    from autoresearch.modes.ship import GateStep
+
+    assert modes.get("fix").decision_extra is FixStep
+    assert modes.get("ship").decision_extra is GateStep

@@ -15,7 +15,7 @@ import datetime as dt
 import json
 import tempfile
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from ...checks import error_counts, lens_log
 from ...checks.error_counts import Error
 from ...errors import SpecError
 from ...layout import SESSIONS, SessionLayout, rel
-from ...loop import Decision, Judged
+from ...loop import Decision, Extra, Judged, absent
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
@@ -58,11 +58,39 @@ SEVERITY = {
 }
 
 
+@dataclass(frozen=True)
+class FixStep(Extra):
+    """What a fix iteration adds to its decision: the error it worked, what the diff check,
+    the count and the guard said, and the counts it leaves for the next iteration."""
+
+    iteration: int
+    run_id: str
+    error: dict[str, Any] | None  # None: no error was left to work
+    summary: str
+    violations: list[str]  # what the diff must not contain
+    guard: dict[str, Any] | None
+    fixed: list[str]  # the identities of the errors gone
+    revealed: int
+    verdict: str
+    before: int
+    after: int
+    counts_after: list[dict[str, Any]]
+    files_changed: list[str]
+    timestamp: str
+    tests_pass: bool
+    session_stop: str | None
+    broken: bool
+    final: bool  # a deterministic backend's failure: no retry
+    blocked: list[str]
+    introduced: int | None = absent()  # only once the change was counted
+
+
 class Fix(ChangingLens):
     name = "fix"
     team = "fix"
     loop = "fixes"
     decide_checkpoint = "fix_decide"
+    decision_extra = FixStep
     branch = "autoresearch/fix/{name}"
     ruff_plays = True  # ruff's own fixes, one diagnostic at a time
     default_cycle_cap = 30

@@ -53,8 +53,8 @@ TAIL = 1500
 def counts_at_start(env: StageEnv, mode: Any) -> list[Count]:
     """The counts of the commit this iteration starts from: the previous decision's end, or
     the baseline taken at setup."""
-    prev = env.previous_decision()
-    data = prev["counts_after"] if prev else mode.setup_data(env.layout)["baseline"]
+    prev = mode.previous_step(env)
+    data = prev.extra.counts_after if prev else mode.setup_data(env.layout)["baseline"]
     return [counting.from_json(c) for c in data]
 
 

@@ -105,15 +105,6 @@ class LoopLens(Lens):
             + (f"; stop: {decision.reason}" if decision.reason else "")
         )
 
-    def previous_step(self, env: StageEnv) -> tuple[Decision, LensStep] | None:
-        """The iteration before this one, its lens keys read as the lens's record."""
-        path = env.layout.decision(env.cycle - 1)
-        if env.cycle <= 1 or not path.exists():
-            return None
-        decision = self.read_decision(path)
-        assert isinstance(decision.extra, LensStep)
-        return decision, decision.extra
-
     def red_inputs(self, layout: SessionLayout, cycle: int) -> list[str]:
         inputs = [rel(layout.spec)]
         if cycle > 1 and not layout.decision(cycle - 1).exists():

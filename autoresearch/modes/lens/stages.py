@@ -39,8 +39,8 @@ def run_of(env: StageEnv, mode: Any) -> tuple[str, int]:
     """(run_id, iteration) of this cycle: the previous decision's run goes on unless it was
     stopped and closed by `done`; a new run gets a new id."""
     prev = mode.previous_step(env)
-    if prev and not (prev[0].stop and env.cycle - 1 in mode.closed_runs(env.layout)):
-        return prev[1].run_id, prev[1].iteration + 1
+    if prev and not (prev.stop and env.cycle - 1 in mode.closed_runs(env.layout)):
+        return prev.extra.run_id, prev.extra.iteration + 1
     existing = {r.run_id for r in mode.read_log(env.layout)}
     return lens_log.new_run_id(env.layout.name, dt.datetime.now(dt.UTC), existing), 1
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from ... import git
 from ...checks import lens_log
 from ...errors import SessionError, SpecError
 from ...layout import SessionLayout, rel
-from ...loop import Decision, Judged
+from ...loop import Decision, Extra, Judged, absent
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
@@ -42,11 +43,33 @@ ship:
 """
 
 
+@dataclass(frozen=True)
+class GateStep(Extra):
+    """What a ship iteration adds to its decision: the gate it worked, every gate's result
+    after it, and what it broke."""
+
+    gate: str | None  # None: no failing gate was left to work
+    summary: str
+    passing_before: int
+    results_after: list[dict[str, Any]]
+    broke: list[str]  # gates that passed before and fail after
+    tests_pass: None  # ship's gates, not the test gate
+    timestamp: str
+    broken: bool
+    session_stop: str | None
+    final: bool
+    passing_after: int
+    score: float
+    blocked: list[str]
+    rejected: str | None = absent()  # why the protection refused the change
+
+
 class Ship(ChangingLens):
     name = "ship"
     team = "ship"
     loop = "ship"
     decide_checkpoint = "ship_prepare"
+    decision_extra = GateStep
     branch = "autoresearch/ship/{name}"
     default_cycle_cap = 15
     gate_label = "failing gates"

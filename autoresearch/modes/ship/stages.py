@@ -31,8 +31,8 @@ KEPT = Status.KEPT
 
 
 def results_at_start(env: StageEnv, mode: Any) -> list[gating.Result]:
-    prev = env.previous_decision()
-    data = prev["results_after"] if prev else mode.setup_data(env.layout)["baseline"]
+    prev = mode.previous_step(env)
+    data = prev.extra.results_after if prev else mode.setup_data(env.layout)["baseline"]
     return [gating.Result(**r) for r in data]
 
 
