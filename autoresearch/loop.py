@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from . import files
 from .errors import SessionError
@@ -59,6 +59,68 @@ _COMMON = ("cycle", "track", "start_commit", "end_commit", "status", "tests", "m
 _COMMON += ("stop", "reason", "usage")
 
 
+_ABSENT = "absent when None"  # a field's metadata: the key is written only when set
+
+
+def absent() -> Any:
+    """A field of a mode's record that some of its decisions do not have (a key only some
+    paths set): not required on reading, and not written while it is None."""
+    return field(default=None, metadata={_ABSENT: True})
+
+
+@dataclass(frozen=True)
+class Extra:
+    """What a mode adds to its decisions, as one record: a subclass's fields are the keys the
+    mode writes after the common ones. The one writer checks a decision against it (a key
+    missing or unknown is an error naming the file), the one reader reads it back into it."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if not (f.metadata.get(_ABSENT) and getattr(self, f.name) is None)
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], source: str | Path = "decision") -> Self:
+        names = [f.name for f in fields(cls)]
+        unknown = [k for k in data if k not in names]
+        if unknown:
+            raise SessionError(f"{source}: key {unknown[0]!r} is not one of a {cls.__name__}'s")
+        required = (f.name for f in fields(cls) if f.default is f.default_factory is MISSING)
+        missing = [name for name in required if name not in data]
+        if missing:
+            raise SessionError(f"{source}: key {missing[0]!r} missing (a {cls.__name__})")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Keys(Extra, Mapping[str, Any]):
+    """A mode's keys that have no record of their own yet: kept as they were read, and read
+    like the mapping they are (`decision.extra["fixed"]`)."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", MappingProxyType(dict(self.values)))
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.values)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], source: str | Path = "decision") -> Keys:
+        return cls(dict(data))
+
+
 # eq=False: a decision equals the mapping it reads as (Mapping.__eq__), file or dict.
 @dataclass(frozen=True, eq=False)
 class Decision(Mapping[str, Any]):
@@ -76,12 +138,13 @@ class Decision(Mapping[str, Any]):
     stop: bool = False
     reason: str | None = None  # why the loop stops (None: it goes on)
     usage: dict[str, Any] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)  # what the mode adds
+    extra: Extra = field(default_factory=Keys)  # what the mode adds (a mapping: its Keys)
     # The on-disk keys in their order: a decision read and written again is the same file.
     keys_order: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+        if not isinstance(self.extra, Extra):
+            object.__setattr__(self, "extra", Keys(self.extra))
         object.__setattr__(self, "_json", MappingProxyType(self._build_json()))
 
     # --- the JSON form ---------------------------------------------------------------
@@ -106,14 +169,15 @@ class Decision(Mapping[str, Any]):
             "reason": self.reason,
             "usage": self.usage,
         }
-        order = self.keys_order or (*_COMMON, *self.extra)
+        extra = self.extra.to_json()
+        order = self.keys_order or (*_COMMON, *extra)
         out = {}
         for key in order:
             if key in common:
                 out[key] = common[key]
-            elif key in self.extra:
-                out[key] = self.extra[key]
-        out.update((k, v) for k, v in self.extra.items() if k not in out)
+            elif key in extra:
+                out[key] = extra[key]
+        out.update((k, v) for k, v in extra.items() if k not in out)
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -121,9 +185,15 @@ class Decision(Mapping[str, Any]):
         return json.loads(json.dumps(dict(self._json)))
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], source: str | Path = "decision") -> Decision:
-        """The record of a decision.json's (or a mode's decision dict's) keys. A status word
-        outside the vocabulary is an error naming the file."""
+    def from_json(
+        cls,
+        data: Mapping[str, Any],
+        source: str | Path = "decision",
+        extra: type[Extra] = Keys,
+    ) -> Decision:
+        """The record of a decision.json's (or a mode's decision dict's) keys; the mode's own
+        read into `extra`, its record. A status word outside the vocabulary, or a key its
+        record does not have or lacks, is an error naming the file."""
         cycle = data.get("cycle", data.get("iteration"))  # an experiment's says both
         if not isinstance(cycle, int):
             raise SessionError(f"{source}: key 'cycle' must be a cycle number")
@@ -145,7 +215,7 @@ class Decision(Mapping[str, Any]):
             stop=bool(data.get("stop", False)),
             reason=data.get("reason"),
             usage=data.get("usage"),
-            extra={k: v for k, v in data.items() if k not in _COMMON},
+            extra=extra.from_json({k: v for k, v in data.items() if k not in _COMMON}, source),
             keys_order=tuple(data),
         )
 
@@ -172,11 +242,18 @@ class JsonWriter(Protocol):
 
 
 def write_decision(
-    path: Path, decision: Decision | Mapping[str, Any], writer: JsonWriter | None = None
+    path: Path,
+    decision: Decision | Mapping[str, Any],
+    writer: JsonWriter | None = None,
+    extra: type[Extra] = Keys,
 ) -> Decision:
     """decision.json, atomically, and last of a cycle's files: its presence means the cycle
-    is complete. `writer`: the mode's masking writer, when the mode masks what it writes."""
-    record = decision if isinstance(decision, Decision) else Decision.from_json(decision, path)
+    is complete. `writer`: the mode's masking writer, when the mode masks what it writes;
+    `extra`: the mode's record of what it adds, which a decision must match to be written."""
+    if isinstance(decision, Decision):
+        record = decision
+    else:
+        record = Decision.from_json(decision, path, extra)
     if writer is not None:
         writer.json(Path(path), record.to_json())
     else:
@@ -204,6 +281,8 @@ class Strategy(Protocol):
 
     def decision_writer(self, env: Any) -> JsonWriter | None: ...
 
+    decision_extra: type[Extra]
+
 
 def decide(env: Any, mode: Strategy, judge: Callable[[], Judged], decision_out: Path) -> Decision:
     """A loop step's end, in one order for every loop: the mode's judge, its stop rules
@@ -213,14 +292,15 @@ def decide(env: Any, mode: Strategy, judge: Callable[[], Judged], decision_out: 
     mode.apply_policy(env, judged.record)
     judged.results(judged.record)
     mode.write_summary(env, judged.record)
-    decision = write_decision(decision_out, judged.record, mode.decision_writer(env))
+    writer = mode.decision_writer(env)
+    decision = write_decision(decision_out, judged.record, writer, mode.decision_extra)
     env.log(mode.log_line(env, decision))
     return decision
 
 
-def read_decision(path: Path) -> Decision:
-    """The decision a cycle's decision.json holds."""
-    return Decision.from_json(json.loads(Path(path).read_text()), path)
+def read_decision(path: Path, extra: type[Extra] = Keys) -> Decision:
+    """The decision a cycle's decision.json holds (the mode's keys read into `extra`)."""
+    return Decision.from_json(json.loads(Path(path).read_text()), path, extra)
 
 
 def maybe_decision(path: Path) -> Decision | None:

@@ -119,7 +119,7 @@ checkpoint broad_evaluate:
     benchmark:
         "sessions/{name}/benchmarks/evaluate/{hid}/{cycle}.tsv"
     run:
-        scripts.cycle.evaluate(wildcards, output, log)
+        scripts.step.decide(wildcards, output, log)
 
 
 rule broad_track_end:

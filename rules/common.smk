@@ -19,6 +19,7 @@ import scripts.learn
 import scripts.ship
 import scripts.report
 import scripts.security
+import scripts.step
 
 scripts.common.install_error_filter()
 one_line_errors = scripts.common.one_line_errors

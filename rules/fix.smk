@@ -32,4 +32,4 @@ checkpoint fix_decide:
     benchmark:
         "sessions/{name}/benchmarks/fix_decide/{cycle}.tsv"
     run:
-        scripts.fix.decide(wildcards, output, log)
+        scripts.step.decide(wildcards, output, log)

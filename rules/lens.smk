@@ -36,7 +36,7 @@ checkpoint lens_check:
     benchmark:
         "sessions/{name}/benchmarks/lens_check/{cycle}.tsv"
     run:
-        scripts.lens.check(wildcards, output, log)
+        scripts.step.decide(wildcards, output, log)
 
 
 rule lens_report:

@@ -17,7 +17,7 @@ checkpoint ship_prepare:
     benchmark:
         "sessions/{name}/benchmarks/ship_prepare/{cycle}.tsv"
     run:
-        scripts.ship.prepare(wildcards, output, log)
+        scripts.step.decide(wildcards, output, log)
 
 
 rule ship_execute:

@@ -87,17 +87,7 @@ def refactor(wildcards: Any, output: Any, log: Any) -> None:
 
 
 def evaluate(wildcards: Any, output: Any, log: Any) -> None:
-    """Tests and reverts; the mode's policy; the files; decision.json last."""
-    from autoresearch import evaluate as evaluation
-    from autoresearch import loop
+    """Tests and reverts (the mode's judge); the mode's policy; the files; decision.json last."""
+    from . import step
 
-    run_stage(
-        wildcards,
-        log,
-        lambda env, mode: loop.decide(
-            env,
-            mode,
-            lambda: evaluation.judge(env, Path(output.results)),
-            Path(output.decision),
-        ),
-    )
+    step.decide(wildcards, output, log)

@@ -1,4 +1,4 @@
-"""rules/fix.smk: the fix lens's attempt and the decide checkpoint."""
+"""rules/fix.smk: the fix lens's attempt (its decide checkpoint's job: scripts/step.py)."""
 
 from __future__ import annotations
 
@@ -29,23 +29,4 @@ def attempt(wildcards: Any, output: Any, log: Any) -> None:
         lambda env, mode: stages.attempt(
             env, mode, Path(output.attempt), Path(output.record), Path(output.patch)
         ),
-    )
-
-
-def decide(wildcards: Any, output: Any, log: Any) -> None:
-    """Check, count, keep or reset; the stop rules; the logs; decision.json last."""
-    from autoresearch import loop
-    from autoresearch.modes.fix import report, stages
-
-    def judge(env, mode) -> loop.Judged:
-        def results(rec) -> None:
-            mode.log_iteration(env, rec, env.stage_record("attempt")["usage"])
-            mode.writer(env.record).text(Path(output.results), report.evaluation_md(rec))
-
-        return loop.Judged(stages.decide(env, mode), results)
-
-    run_stage(
-        wildcards,
-        log,
-        lambda env, mode: loop.decide(env, mode, lambda: judge(env, mode), Path(output.decision)),
     )

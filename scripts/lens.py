@@ -37,19 +37,6 @@ def red(wildcards: Any, output: Any, log: Any) -> None:
     run_stage(wildcards, log, lambda env, mode: stages.red(env, mode, Path(output[0])))
 
 
-def check(wildcards: Any, output: Any, log: Any) -> None:
-    from autoresearch import loop
-    from autoresearch.modes.lens import stages
-
-    run_stage(
-        wildcards,
-        log,
-        lambda env, mode: loop.decide(
-            env, mode, lambda: stages.check(env, mode, Path(output.checked)), Path(output.decision)
-        ),
-    )
-
-
 def report(wildcards: Any, output: Any, log: Any) -> None:
     from autoresearch.modes.lens import stages
 

@@ -26,22 +26,6 @@ def execute_inputs(name: str) -> list[str]:
     return modes.get(frozen.mode).execute_inputs(layout, frozen)
 
 
-def prepare(wildcards: Any, output: Any, log: Any) -> None:
-    from autoresearch import loop
-    from autoresearch.modes.ship import stages
-
-    def judge(env, mode) -> loop.Judged:
-        rec = stages.prepare(env, mode, Path(output.record))
-        usage = env.stage_record("prepare")["usage"]
-        return loop.Judged(rec, lambda r: mode.log_iteration(env, r, usage))
-
-    run_stage(
-        wildcards,
-        log,
-        lambda env, mode: loop.decide(env, mode, lambda: judge(env, mode), Path(output.decision)),
-    )
-
-
 def execute(wildcards: Any, output: Any, log: Any) -> None:
     from autoresearch.modes.ship import stages
 

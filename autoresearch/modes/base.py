@@ -22,7 +22,7 @@ from ..errors import SessionError, SpecError
 from ..files import read_json, write_text
 from ..findings import Finding
 from ..layout import SessionLayout
-from ..loop import Decision, JsonWriter
+from ..loop import Decision, Extra, JsonWriter, Judged, Keys
 from ..record import SetupRecord
 from ..session_report import MetricChange, ReportStep
 from ..spec import SessionSpec
@@ -98,6 +98,8 @@ class Mode:
     }
     stage_rules: dict[str, str] = {}  # stage -> its rule's log folder, when not the stage name
     decide_checkpoint = "evaluate"  # the checkpoint whose job writes a cycle's decision.json
+    # What the mode adds to decision.json, as its record (loop.Extra); Keys: not typed yet.
+    decision_extra: type[Extra] = Keys
 
     # --- files ------------------------------------------------------------------------
 
@@ -230,6 +232,16 @@ class Mode:
             rounds.insert(0, judge.panel_round(past, len(past)))
         return rounds
 
+    def judge(self, env: StageEnv, output: Any) -> Judged:
+        """The step's judge, which `loop.decide` runs first (scripts/step.py): start at the
+        loop's commit, apply the change, judge it, commit through the protection check or
+        reset; the decision before the stop rules, and what writes the step's results.
+        `output`: the decide rule's named outputs. Here the cycle's evaluate (tests, reverts,
+        eval-results.md)."""
+        from .. import evaluate  # the test gate: loaded by the job that judges, only
+
+        return evaluate.judge(env, Path(output.results))
+
     def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
         """After a cycle's tests: set decision['stop'] and ['reason'] (and mode extras)."""
         reason = self.stop_reason(env, decision)
@@ -243,6 +255,20 @@ class Mode:
             f"{'pass' if decision['tests_pass'] else 'FAIL'}"
             + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
         )
+
+    def read_decision(self, path: Path) -> Decision:
+        """A decision of this mode's loop, its own keys read into `decision_extra`."""
+        from .. import loop
+
+        return loop.read_decision(path, self.decision_extra)
+
+    def previous_step(self, env: StageEnv) -> Decision | None:
+        """The step before this one, the mode's keys read as its record (None: the first);
+        parsed once per job, as `StageEnv.previous_decision` is."""
+        path = env.layout.decision(env.cycle - 1, env.track)
+        if env.cycle <= 1 or not path.exists():
+            return None
+        return Decision.from_json(env.finished(path), path, self.decision_extra)
 
     def decision_writer(self, env: StageEnv) -> JsonWriter | None:
         """What writes decision.json when the mode masks what it writes (None: plain)."""

@@ -181,6 +181,8 @@ def test_a_broad_tracks_final_decision_is_of_its_own_loop(tmp_path):
 class Recorder:
     """A mode as loop.decide sees it, noting each hook it is asked, in order."""
 
+    decision_extra = loop.Keys  # the mode's keys as they come (no record of its own)
+
     def __init__(self, out, calls: list[str]) -> None:
         self.out, self.calls = out, calls
 
@@ -236,14 +238,10 @@ def test_a_judge_that_fails_leaves_no_decision(tmp_path):
     assert calls == [] and not out.exists()  # the rerun makes the step again
 
 
-DECIDE_JOBS = {
-    "cycle": "evaluate",
-    "experiment": "decide",
-    "fix": "decide",
-    "learn": "write",
-    "ship": "prepare",
-    "lens": "check",
-}
+# The jobs that end a loop step: the one job every mode's judge runs under (the rules that
+# call it: test_architecture.py::test_every_loop_step_is_decided_by_the_one_job), and
+# experiment's own while that mode is reworked.
+DECIDE_JOBS = {"step": "decide", "experiment": "decide"}
 
 
 @pytest.mark.parametrize("script", sorted(DECIDE_JOBS))
@@ -261,3 +259,153 @@ def test_every_loops_deciding_job_ends_through_the_one_decide(script):
     }
     assert "loop.decide" in calls
     assert not {c for c in calls if c.endswith(("write_decision", "write_json", ".json"))}
+
+
+# --- a mode's own keys, as one record ------------------------------------------------------
+
+
+def lens_decision(**changes) -> dict:
+    """A loop lens's decision.json as lens_check writes it."""
+    data = {
+        "cycle": 2,
+        "run_id": "k-20261201-1",
+        "iteration": 2,
+        "focus": "injection",
+        "accepted": 1,
+        "new": 1,
+        "dropped": 0,
+        "drop_reasons": {},
+        "stop": False,
+        "reason": None,
+        "end_commit": "c" * 40,
+        "tests_pass": None,
+    }
+    return {**data, **changes}
+
+
+def test_a_modes_keys_are_read_back_into_its_record(tmp_path):
+    from autoresearch.modes.lens.loop import LensStep
+
+    path = tmp_path / "decision.json"
+    written = loop.write_decision(path, lens_decision(), extra=LensStep)
+    read = loop.read_decision(path, LensStep)
+    assert isinstance(read.extra, LensStep) and read.extra == written.extra
+    assert (read.extra.run_id, read.extra.iteration, read.extra.focus) == (
+        "k-20261201-1",
+        2,
+        "injection",
+    )
+    assert json.loads(path.read_text()) == lens_decision()  # the same file, key for key
+    assert list(json.loads(path.read_text())) == list(lens_decision())
+
+
+def test_a_decision_missing_a_key_of_its_modes_record_is_not_written(tmp_path):
+    from autoresearch.modes.lens.loop import LensStep
+
+    path = tmp_path / "lens" / "002" / "decision.json"
+    broken = lens_decision()
+    del broken["run_id"]
+    with pytest.raises(SessionError, match=r"002/decision\.json: key 'run_id' missing"):
+        loop.write_decision(path, broken, extra=LensStep)
+    assert not path.exists()
+
+
+def test_a_key_its_modes_record_does_not_have_is_an_error_naming_the_file(tmp_path):
+    # A misspelt key would otherwise be written, and every reader would miss it.
+    from autoresearch.modes.lens.loop import LensStep
+
+    path = tmp_path / "decision.json"
+    write_json(path, lens_decision(acepted=1))
+    with pytest.raises(SessionError, match=r"decision\.json: key 'acepted' is not one of"):
+        loop.read_decision(path, LensStep)
+
+
+def test_decide_holds_a_judges_record_to_the_modes_keys(tmp_path):
+    from autoresearch.modes.lens.loop import LensStep
+
+    out, calls = tmp_path / "001" / "decision.json", []
+    mode = Recorder(out, calls)
+    mode.decision_extra = LensStep
+    short = lens_decision()
+    del short["focus"]
+    with pytest.raises(SessionError, match="key 'focus' missing"):
+        loop.decide(SimpleNamespace(log=print), mode, lambda: loop.Judged(short), out)
+    assert not out.exists() and "log" not in calls
+
+
+def test_every_loop_lens_and_learn_name_their_record():
+    from autoresearch.modes.learn import DocStep
+    from autoresearch.modes.lens.loop import LensStep, LoopLens
+
+    lenses = [n for n in modes.MODES if isinstance(modes.get(n), LoopLens)]
+    assert lenses and all(modes.get(n).decision_extra is LensStep for n in lenses)
+    assert modes.get("learn").decision_extra is DocStep
+    assert Mode.decision_extra is loop.Keys
+
+
+def ship_decision(**changes) -> dict:
+    """A ship iteration's decision.json as ship_prepare writes it (no `rejected`: the
+    protection let the change through)."""
+    data = {
+        "cycle": 1,
+        "gate": "lint",
+        "summary": "fixed the lint",
+        "start_commit": "a" * 40,
+        "passing_before": 1,
+        "results_after": [{"name": "lint", "status": "pass", "detail": ""}],
+        "broke": [],
+        "tests_pass": None,
+        "timestamp": "2026-12-01T16:00:00Z",
+        "broken": False,
+        "session_stop": None,
+        "status": "kept",
+        "end_commit": "b" * 40,
+        "final": False,
+        "passing_after": 2,
+        "score": 1.0,
+        "blocked": [],
+        "stop": False,
+        "reason": None,
+    }
+    return {**data, **changes}
+
+
+def test_a_key_only_some_steps_have_is_written_only_when_they_have_it(tmp_path):
+    from autoresearch.modes.ship import GateStep
+
+    plain, refused = tmp_path / "1.json", tmp_path / "2.json"
+    loop.write_decision(plain, ship_decision(), extra=GateStep)
+    assert "rejected" not in json.loads(plain.read_text())
+    assert loop.read_decision(plain, GateStep).extra.rejected is None
+    why = "ship.py: protected file — the change edits it"
+    loop.write_decision(refused, ship_decision(status="reverted", rejected=why), extra=GateStep)
+    assert json.loads(refused.read_text())["rejected"] == why
+    assert loop.read_decision(refused, GateStep).extra.rejected == why
+
+
+def test_a_fix_decision_without_its_blocked_errors_is_not_written(tmp_path):
+    # The next iteration reads `blocked` and `counts_after` from it: a decision without
+    # them would end the loop's memory of what was given up on.
+    from autoresearch.modes.fix import FixStep
+
+    record = {
+        "cycle": 1, "iteration": 1, "run_id": "r", "error": None, "summary": "",
+        "start_commit": "a" * 40, "violations": [], "guard": None, "fixed": [],
+        "revealed": 0, "verdict": "", "status": "no_change", "before": 0, "after": 0,
+        "end_commit": "a" * 40, "counts_after": [], "files_changed": [], "timestamp": "t",
+        "tests_pass": True, "session_stop": None, "broken": False, "final": False,
+    }  # fmt: skip
+    path = tmp_path / "fixes" / "001" / "decision.json"
+    with pytest.raises(SessionError, match=r"001/decision\.json: key 'blocked' missing"):
+        loop.write_decision(path, record, extra=FixStep)
+    assert not path.exists()
+    loop.write_decision(path, record | {"blocked": []}, extra=FixStep)
+    assert loop.read_decision(path, FixStep).extra.blocked == []
+
+
+def test_fix_and_ship_name_their_record():
+    from autoresearch.modes.fix import FixStep
+    from autoresearch.modes.ship import GateStep
+
+    assert modes.get("fix").decision_extra is FixStep
+    assert modes.get("ship").decision_extra is GateStep

@@ -15,21 +15,20 @@ import datetime as dt
 import json
 import tempfile
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import chain, commands, git, journal, measured, tally
+from ... import chain, commands, git, measured
 from ...checks import error_counts, lens_log
 from ...checks.error_counts import Error
 from ...errors import SpecError
 from ...layout import SESSIONS, SessionLayout, rel
-from ...loop import Decision
+from ...loop import Decision, Extra, Judged, absent
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
-from ..base import Progress
-from ..lens import Lens
+from ..lens.changing import ChangingLens, kept_steps
 from ..lens.output import Writer
 from ..narrow.protect import TEST_GLOBS
 from . import count as counting
@@ -59,11 +58,39 @@ SEVERITY = {
 }
 
 
-class Fix(Lens):
+@dataclass(frozen=True)
+class FixStep(Extra):
+    """What a fix iteration adds to its decision: the error it worked, what the diff check,
+    the count and the guard said, and the counts it leaves for the next iteration."""
+
+    iteration: int
+    run_id: str
+    error: dict[str, Any] | None  # None: no error was left to work
+    summary: str
+    violations: list[str]  # what the diff must not contain
+    guard: dict[str, Any] | None
+    fixed: list[str]  # the identities of the errors gone
+    revealed: int
+    verdict: str
+    before: int
+    after: int
+    counts_after: list[dict[str, Any]]
+    files_changed: list[str]
+    timestamp: str
+    tests_pass: bool
+    session_stop: str | None
+    broken: bool
+    final: bool  # a deterministic backend's failure: no retry
+    blocked: list[str]
+    introduced: int | None = absent()  # only once the change was counted
+
+
+class Fix(ChangingLens):
     name = "fix"
     team = "fix"
     loop = "fixes"
     decide_checkpoint = "fix_decide"
+    decision_extra = FixStep
     branch = "autoresearch/fix/{name}"
     ruff_plays = True  # ruff's own fixes, one diagnostic at a time
     default_cycle_cap = 30
@@ -221,6 +248,16 @@ class Fix(Lens):
     def cap_reason(self, spec: SessionSpec, cap: int) -> str:
         return f"cap of {cap} iterations reached" + ("" if spec.max_cycles else " (max_cycles)")
 
+    def judge(self, env: StageEnv, output: Any) -> Judged:
+        """Check, count, guard, keep or reset (stages.decide); the rows and evaluation.md."""
+        from . import stages
+
+        def results(rec: dict[str, Any]) -> None:
+            self.log_iteration(env, rec, env.stage_record("attempt")["usage"])
+            self.writer(env.record).text(Path(output.results), report.evaluation_md(rec))
+
+        return Judged(stages.decide(env, self), results)
+
     def log_iteration(self, env: StageEnv, rec: dict[str, Any], usage: dict[str, Any]) -> None:
         """The iteration's row in fix-results.tsv and results.tsv."""
         error = rec.get("error") or {}
@@ -265,7 +302,7 @@ class Fix(Lens):
             if decisions
             else baseline
         )
-        kept = sum(1 for d in decisions if d["status"] == KEPT)
+        kept = kept_steps(decisions)
         lines = [
             "## Fix",
             f"- Errors: {len(counting.errors_of(baseline))} at the base commit, "
@@ -277,9 +314,6 @@ class Fix(Lens):
         return "\n".join(lines)
 
     # --- the report ------------------------------------------------------------------------
-
-    def decisions(self, layout: SessionLayout) -> list[dict[str, Any]]:
-        return journal.load_decisions(layout)
 
     def remaining(self, layout: SessionLayout) -> list[Error]:
         decisions = self.decisions(layout)
@@ -335,8 +369,8 @@ class Fix(Lens):
         setup = self.setup_data(env.layout)
         bugs = [counting.HandedBug(**b) for b in setup.get("handed") or []]
         fixed = _handed_ids(counting.errors_of(baseline)) - _handed_ids(left)
-        end = decisions[-1]["end_commit"] if decisions else env.record.base_commit
-        return regression.add(env, bugs, fixed, setup.get("repro_command") or "", end)
+        repro = setup.get("repro_command") or ""
+        return regression.add(env, bugs, fixed, repro, self.end_commit(env))
 
     @staticmethod
     def summary_path(layout: SessionLayout) -> Path:
@@ -346,22 +380,16 @@ class Fix(Lens):
     def blocked_path(layout: SessionLayout) -> Path:
         return layout.root / "blocked.md"
 
-    def stopped(self, env: StageEnv) -> str | None:
-        decisions = self.decisions(env.layout)
-        return next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None)
-
     def write_done(self, env: StageEnv, out: Path) -> None:
         data = json.loads(self.handoff_path(env.layout).read_text())
         decisions = self.decisions(env.layout)
-        last = decisions[-1] if decisions else {}
-        kept = sum(1 for d in decisions if d["status"] == KEPT)
-        final = data.get("final_commit") or last.get("end_commit", env.record.base_commit)
+        final = data.get("final_commit") or self.end_commit(env)
         lines = [
             f"session: {env.layout.name}",
             f"mode: {self.name}",
             f"stopped: {self.stopped(env) or 'finished'}",
             f"iterations: {len(decisions)}",
-            f"fixes kept: {kept}",
+            f"fixes kept: {kept_steps(decisions)}",
             f"errors: {data['errors_before']} → {data['errors_after']}",
             f"blocked: {sum(1 for f in data['findings'] if f['blocked'])} of those left",
             f"{self.gate_label}: {len(data['findings'])}",
@@ -370,28 +398,17 @@ class Fix(Lens):
             f"report: {rel(self.summary_path(env.layout))}",
             f"regression tests added: {len(data.get('regression_tests') or [])}",
             f"final commit: {final}",
-            f"review with: git -C {env.record.target} log --oneline "
-            f"{env.record.base_commit[:12]}..{env.record.branch}",
+            self.review_line(env),
         ]
         self.writer(env.record).text(out, "\n".join(lines) + "\n")
 
     # --- autoresearch status ---------------------------------------------------------------
 
-    def kept_count(self, layout: SessionLayout) -> int | str:
-        """The steps kept (each one commit)."""
-        return tally.read(layout).kept
+    def tests_now(self, decisions: list[dict[str, Any]]) -> str:
+        return "n/a" if not decisions else ("pass" if decisions[-1]["tests_pass"] else "FAIL")
 
-    def progress(self, layout: SessionLayout) -> Progress:
-        decisions = self.decisions(layout)
-        kept = sum(1 for d in decisions if d["status"] == KEPT)
-        return Progress(
-            started=bool(decisions),
-            cycles=len(decisions),
-            commits=kept,
-            fixes=kept,
-            tests="n/a" if not decisions else ("pass" if decisions[-1]["tests_pass"] else "FAIL"),
-            open_issues=len(self.remaining(layout)) if self.setup_path(layout).exists() else 0,
-        )
+    def open_now(self, layout: SessionLayout) -> int:
+        return len(self.remaining(layout)) if self.setup_path(layout).exists() else 0
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         if not self.setup_path(layout).exists():

@@ -53,8 +53,8 @@ TAIL = 1500
 def counts_at_start(env: StageEnv, mode: Any) -> list[Count]:
     """The counts of the commit this iteration starts from: the previous decision's end, or
     the baseline taken at setup."""
-    prev = env.previous_decision()
-    data = prev["counts_after"] if prev else mode.setup_data(env.layout)["baseline"]
+    prev = mode.previous_step(env)
+    data = prev.extra.counts_after if prev else mode.setup_data(env.layout)["baseline"]
     return [counting.from_json(c) for c in data]
 
 
@@ -97,8 +97,7 @@ def finding_of(error: Error) -> dict[str, str]:
 
 def attempt(env: StageEnv, mode: Any, markdown_out: Path, record_out: Path, patch_out: Path):
     """The agent's one fix for the next error, saved as a patch; the worktree is reset."""
-    prev = env.previous_decision()
-    start = prev["end_commit"] if prev else env.record.base_commit
+    start = env.cycle_start()  # where the last iteration ended (the base, at first)
     env.begin(start)
     decisions = env.decisions_before()
     blocked = blocked_of(decisions)

@@ -16,19 +16,20 @@ it names holds and its score rose.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import journal, tally, worktree_files
+from ... import worktree_files
 from ...checks import doc_checks
 from ...errors import SpecError
+from ...files import read_json
 from ...layout import SessionLayout, rel
-from ...loop import Decision
+from ...loop import Decision, Extra, Judged, Status
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
-from ..base import Progress
-from ..lens import Lens
+from ..lens.changing import ChangingLens, kept_steps
 from ..lens.output import Writer
 from . import docs
 
@@ -56,11 +57,30 @@ def learn_mode(values: dict[str, Any]) -> str:
     return str((values.get("learn") or {}).get("mode") or "check")
 
 
-class Learn(Lens):
+@dataclass(frozen=True)
+class DocStep(Extra):
+    """What a learn iteration adds to its decision: the doc, why it was kept or not, its
+    score before and after, and what the checks found in each round."""
+
+    doc: str
+    why: str
+    before: float
+    after: float
+    rounds: list[list[str]]  # each round's failures the agent was told
+    failures: list[str]  # the checks the final text fails
+    discarded: list[str]  # what else the agent wrote: never kept
+    tests_pass: None  # learn runs no tests
+    timestamp: str
+    session_stop: str | None
+    broken: bool = False
+
+
+class Learn(ChangingLens):
     name = "learn"
     team = "learn"
     loop = "learn"
     decide_checkpoint = "learn_write"
+    decision_extra = DocStep
     branch = "autoresearch/learn/{name}"
     gate_label = "doc problems"
     spec_example = SPEC_EXAMPLE
@@ -197,13 +217,19 @@ class Learn(Lens):
     def cycle_cap(self, spec: SessionSpec) -> int | None:
         return None  # one iteration per planned doc: loop_stop ends the loop
 
+    def judge(self, env: StageEnv, output: Any) -> Judged:
+        """Write, check, keep or drop the doc (stages.write); its row in results.tsv."""
+        from . import stages
+
+        decision = stages.write(env, self, Path(output.record))
+        return Judged(decision, lambda d: stages.log_row(env, self, d))
+
     def log_line(self, env: StageEnv, decision: Decision) -> str:
         return f"learn {env.cycle}: {decision['doc']}: {decision['status']} ({decision['why']})"
 
     def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
         if env.cycle >= len(self.targets_of(env.layout)):
-            kept = sum(1 for d in env.decisions_before() if d["status"] == "kept")
-            kept += decision["status"] == "kept"
+            kept = kept_steps([*env.decisions_before(), decision])
             return f"every planned doc was worked ({kept} of {env.cycle} kept)"
         return None
 
@@ -227,9 +253,7 @@ class Learn(Lens):
         return layout.root / "docs-health.md"
 
     def write_report(self, env: StageEnv, findings_out: Path, handoff_out: Path) -> None:
-        decisions = journal.load_decisions(env.layout)
-        end = decisions[-1]["end_commit"] if decisions else env.record.base_commit
-        env.begin(end)
+        env.begin(self.end_commit(env))
         setup = self.setup_data(env.layout)
         rules = self.rules(env.layout)
         docs_now = docs.docs_of(env.worktree, setup["docs_dir"])
@@ -265,18 +289,16 @@ class Learn(Lens):
         }
         writer.json(handoff_out, self.handoff(env, findings, extra))
 
-    def stopped(self, env: StageEnv) -> str | None:
-        decisions = journal.load_decisions(env.layout)
-        reason = next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None)
-        if reason is None and not self.targets_of(env.layout):
-            return f"{self.setup_data(env.layout)['mode']}: nothing to write"
-        return reason
+    def idle_reason(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str | None:
+        if self.targets_of(env.layout):
+            return None
+        return f"{self.setup_data(env.layout)['mode']}: nothing to write"
 
     def write_done(self, env: StageEnv, out: Path) -> None:
         data = json.loads(self.handoff_path(env.layout).read_text())
-        decisions = journal.load_decisions(env.layout)
-        kept = [d["doc"] for d in decisions if d["status"] == "kept"]
-        last = decisions[-1]["end_commit"] if decisions else env.record.base_commit
+        decisions = self.decisions(env.layout)
+        kept = [d["doc"] for d in decisions if d["status"] == Status.KEPT]
+        last = self.end_commit(env)
         lines = [
             f"session: {env.layout.name}",
             f"mode: {self.name} ({self.setup_data(env.layout)['mode']})",
@@ -289,34 +311,13 @@ class Learn(Lens):
             f"report: {rel(self.health_path(env.layout))}",
         ]
         if kept:
-            lines.append(
-                f"review with: git -C {env.record.target} log --oneline "
-                f"{env.record.base_commit[:12]}..{env.record.branch}  (final {last[:12]})"
-            )
+            lines.append(f"{self.review_line(env)}  (final {last[:12]})")
         else:
             lines.append(f"target unchanged: {env.record.target}")
         self.writer(env.record).text(out, "\n".join(lines) + "\n")
 
-    def kept_count(self, layout: SessionLayout) -> int | str:
-        """The steps kept (each one commit)."""
-        return tally.read(layout).kept
-
-    def progress(self, layout: SessionLayout) -> Progress:
-        decisions = journal.load_decisions(layout)
-        kept = sum(1 for d in decisions if d["status"] == "kept")
-        data = (
-            json.loads(self.handoff_path(layout).read_text())
-            if self.handoff_path(layout).exists()
-            else {}
-        )
-        return Progress(
-            started=bool(decisions),
-            cycles=len(decisions),
-            commits=kept,
-            fixes=kept,
-            tests="n/a",
-            open_issues=len(data.get("findings") or []),
-        )
+    def open_now(self, layout: SessionLayout) -> int:
+        return len((read_json(self.handoff_path(layout)) or {}).get("findings") or [])
 
 
 def render_health(name: str, health: list[docs.Health]) -> str:

@@ -16,6 +16,7 @@ from ... import git, journal, worktree_files
 from ...agent_run import run_agent, stop_reason_of
 from ...backends.base import ToolResult
 from ...checks import doc_checks
+from ...loop import Status
 from ...patch import changed_of
 from ...protect import ProtectedChange
 from ...sandbox import Refused, Sandbox
@@ -48,8 +49,7 @@ def write_doc(worktree: Path, doc: str, text: str) -> str | None:
 
 def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
     """Write, check and keep or drop one doc; the iteration's decision (before stop rules)."""
-    prev = env.previous_decision()
-    start = prev["end_commit"] if prev else env.record.base_commit
+    start = env.cycle_start()  # where the last iteration ended (the base, at first)
     env.begin(start)
     setup = mode.setup_data(env.layout)
     target = setup["targets"][env.cycle - 1]
@@ -97,22 +97,22 @@ def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
     if changed and text is not None:
         text = doc_checks.with_marker(text)
         after = docs.score(doc, text, env.worktree, rules, True if update else None)
-    status, end = "not kept", start
+    status, end = str(Status.NOT_KEPT), start
     git.reset_to(env.worktree, start)  # only the doc itself may be kept
     final = docs.report_of(doc, text, env.worktree, rules) if text is not None else None
     keep, why = verdict(changed, final, before, after)
     if keep and text is not None:
         refusal = write_doc(env.worktree, doc, text)
         if refusal:
-            status, why = f"not kept: {refusal}", refusal
+            status, why = f"{Status.NOT_KEPT}: {refusal}", refusal
             env.log(f"learn: {refusal}")
         else:
             message = f"docs: {doc} — score {before:.2f} → {after:.2f}"
             try:
                 end = env.protection.commit(env.worktree, message) or start
-                status = "kept"
+                status = Status.KEPT
             except ProtectedChange as err:
-                status = f"not kept: {err.reason}"
+                status = f"{Status.NOT_KEPT}: {err.reason}"
                 env.log(f"learn: {err.reason}")
     decision = {
         "cycle": env.cycle,
@@ -165,7 +165,7 @@ def log_row(env: StageEnv, mode: Any, decision: dict[str, Any]) -> None:
         "status": decision["status"],
         "tests_pass": "",
         "description": mode.writer(env.record).line(f"{decision['doc']}: {decision['why']}"),
-        "files_changed": 1 if decision["status"] == "kept" else 0,
+        "files_changed": 1 if decision["status"] == Status.KEPT else 0,
         "timestamp": decision["timestamp"],
     }
     journal.upsert_results(env.layout, "", f"{env.cycle:03d}", [row])

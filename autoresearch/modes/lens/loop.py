@@ -23,7 +23,7 @@ from ...checks.finding_schema import Schema
 from ...checks.saturation import Iteration
 from ...files import read_json, write_json
 from ...layout import SessionLayout, rel
-from ...loop import Decision
+from ...loop import Decision, Extra, Judged
 from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..base import Progress
@@ -39,12 +39,28 @@ class Focus:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class LensStep(Extra):
+    """What a loop lens's iteration adds to its decision: the run it belongs to, its focus,
+    and what the check made of the team's reports."""
+
+    run_id: str
+    iteration: int
+    focus: str  # the focus's key, the log's category
+    accepted: int
+    new: int  # accepted and new (scenario: a variant is not)
+    dropped: int
+    drop_reasons: dict[str, int]
+    tests_pass: None = None  # a lens runs no tests
+
+
 class LoopLens(Lens):
     schema: Schema
     report_tool = ""  # the team's report tool (tools.TOOL_SPECS)
     id_prefix = "L"  # finding ids: <prefix>-001, ...
     stop_when_all_tested = False
     decide_checkpoint = "lens_check"
+    decision_extra = LensStep
 
     # --- runs ----------------------------------------------------------------------------
 
@@ -74,12 +90,19 @@ class LoopLens(Lens):
         """None here: the check decides stop and reason with the iteration, since its
         saturation rule reads the log row the check has just written (stages.check)."""
 
+    def judge(self, env: StageEnv, output: Any) -> Judged:
+        """Code checks what the team reported; the log row; the stop rules (stages.check)."""
+        from . import stages
+
+        return stages.check(env, self, Path(output.checked))
+
     def log_line(self, env: StageEnv, decision: Decision) -> str:
-        d = decision
+        step = decision.extra
+        assert isinstance(step, LensStep)  # loop.decide wrote it as one
         return (
-            f"{self.name} {env.label}: {d['focus']}: {d['accepted']} accepted "
-            f"({d['new']} new), {d['dropped']} dropped"
-            + (f"; stop: {d['reason']}" if d["reason"] else "")
+            f"{self.name} {env.label}: {step.focus}: {step.accepted} accepted "
+            f"({step.new} new), {step.dropped} dropped"
+            + (f"; stop: {decision.reason}" if decision.reason else "")
         )
 
     def red_inputs(self, layout: SessionLayout, cycle: int) -> list[str]:

@@ -27,32 +27,31 @@ from ...loop import Judged
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox
-from .loop import LoopLens
 from .output import masked_log
 
 
-def _quiet(env: StageEnv, mode: LoopLens) -> None:
+def _quiet(env: StageEnv, mode: Any) -> None:
     """Every log line of a lens stage is masked (progress lines quote what tools read)."""
     env.log = masked_log(env.log, (env.record.base_commit,), env.layout.root)  # type: ignore[method-assign]
 
 
-def run_of(env: StageEnv, mode: LoopLens) -> tuple[str, int]:
+def run_of(env: StageEnv, mode: Any) -> tuple[str, int]:
     """(run_id, iteration) of this cycle: the previous decision's run goes on unless it was
     stopped and closed by `done`; a new run gets a new id."""
-    prev = env.previous_decision()
-    if prev and not (prev.get("stop") and env.cycle - 1 in mode.closed_runs(env.layout)):
-        return prev["run_id"], prev["iteration"] + 1
+    prev = mode.previous_step(env)
+    if prev and not (prev.stop and env.cycle - 1 in mode.closed_runs(env.layout)):
+        return prev.extra.run_id, prev.extra.iteration + 1
     existing = {r.run_id for r in mode.read_log(env.layout)}
     return lens_log.new_run_id(env.layout.name, dt.datetime.now(dt.UTC), existing), 1
 
 
-def history(mode: LoopLens, env: StageEnv, run_id: str, iteration: int) -> list:
+def history(mode: Any, env: StageEnv, run_id: str, iteration: int) -> list:
     """This run's iterations before this one, for the pickers and the stop rule."""
     rows = [r for r in mode.read_log(env.layout) if r.iteration < iteration]
     return lens_log.iterations(rows, run_id)
 
 
-def red(env: StageEnv, mode: LoopLens, raw_out: Path) -> None:
+def red(env: StageEnv, mode: Any, raw_out: Path) -> None:
     """The team works this iteration's focus; its reports are saved as they were made."""
     _quiet(env, mode)
     env.begin(env.record.base_commit)  # a lens never changes the target: always the base
@@ -87,7 +86,7 @@ def red(env: StageEnv, mode: LoopLens, raw_out: Path) -> None:
     )
 
 
-def check(env: StageEnv, mode: LoopLens, checked_out: Path) -> Judged:
+def check(env: StageEnv, mode: Any, checked_out: Path) -> Judged:
     """The deterministic check, the log row and the stop rules (saturation reads the row
     just logged): the iteration's decision, which loop.decide writes last."""
     _quiet(env, mode)
@@ -153,20 +152,19 @@ def check(env: StageEnv, mode: LoopLens, checked_out: Path) -> Judged:
         mode.stop_when_all_tested,
     )
     reason = reason or mode.extra_stop(env, past, setup)
-    decision = {
-        "cycle": env.cycle,
-        "run_id": run_id,
-        "iteration": iteration,
-        "focus": raw["focus"]["key"],
-        "accepted": len(items),
-        "new": new,
-        "dropped": len(dropped),
-        "drop_reasons": row.drop_reasons,
-        "stop": reason is not None,
-        "reason": reason,
-        "end_commit": env.record.base_commit,
-        "tests_pass": None,
-    }
+    step = mode.decision_extra(
+        run_id=run_id,
+        iteration=iteration,
+        focus=raw["focus"]["key"],
+        accepted=len(items),
+        new=new,
+        dropped=len(dropped),
+        drop_reasons=row.drop_reasons,
+    )
+    body = step.to_json()
+    tests_pass = body.pop("tests_pass")  # last in the file, as it always was
+    decision = {"cycle": env.cycle, **body, "stop": reason is not None, "reason": reason}
+    decision |= {"end_commit": env.record.base_commit, "tests_pass": tests_pass}
     return Judged(decision)
 
 

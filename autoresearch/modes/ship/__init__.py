@@ -15,22 +15,21 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal, tally
+from ... import git
 from ...checks import lens_log
 from ...errors import SessionError, SpecError
 from ...layout import SessionLayout, rel
-from ...loop import Decision
+from ...loop import Decision, Extra, Judged, absent
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
-from ..base import Progress
-from ..lens import Lens
+from ..lens.changing import ChangingLens
 from ..lens.output import Writer
 from . import gates as gating
-from .stages import KEPT
 
 SPEC_EXAMPLE = """
 ship:
@@ -44,11 +43,33 @@ ship:
 """
 
 
-class Ship(Lens):
+@dataclass(frozen=True)
+class GateStep(Extra):
+    """What a ship iteration adds to its decision: the gate it worked, every gate's result
+    after it, and what it broke."""
+
+    gate: str | None  # None: no failing gate was left to work
+    summary: str
+    passing_before: int
+    results_after: list[dict[str, Any]]
+    broke: list[str]  # gates that passed before and fail after
+    tests_pass: None  # ship's gates, not the test gate
+    timestamp: str
+    broken: bool
+    session_stop: str | None
+    final: bool
+    passing_after: int
+    score: float
+    blocked: list[str]
+    rejected: str | None = absent()  # why the protection refused the change
+
+
+class Ship(ChangingLens):
     name = "ship"
     team = "ship"
     loop = "ship"
     decide_checkpoint = "ship_prepare"
+    decision_extra = GateStep
     branch = "autoresearch/ship/{name}"
     default_cycle_cap = 15
     gate_label = "failing gates"
@@ -173,6 +194,14 @@ class Ship(Lens):
             + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
         )
 
+    def judge(self, env: StageEnv, output: Any) -> Judged:
+        """One failing gate: the agent's change, every gate again, keep or reset."""
+        from . import stages
+
+        rec = stages.prepare(env, self, Path(output.record))
+        usage = env.stage_record("prepare")["usage"]
+        return Judged(rec, lambda r: self.log_iteration(env, r, usage))
+
     def log_iteration(self, env: StageEnv, rec: dict[str, Any], usage: dict[str, Any]) -> None:
         setup = self.setup_data(env.layout)
         row = lens_log.LogRow(
@@ -196,13 +225,9 @@ class Ship(Lens):
     # --- the report and done -------------------------------------------------------------
 
     def final_results(self, layout: SessionLayout) -> list[gating.Result]:
-        decisions = journal.load_decisions(layout)
+        decisions = self.decisions(layout)
         data = decisions[-1]["results_after"] if decisions else self.setup_data(layout)["baseline"]
         return [gating.Result(**r) for r in data]
-
-    def end_commit(self, env: StageEnv) -> str:
-        decisions = journal.load_decisions(env.layout)
-        return decisions[-1]["end_commit"] if decisions else env.record.base_commit
 
     def ship_commands(self, env: StageEnv) -> list[str]:
         """The exact commands that would ship this session's branch (never run by the
@@ -251,10 +276,8 @@ class Ship(Lens):
         }
         writer.json(handoff_out, self.handoff(env, findings, extra))
 
-    def stopped(self, env: StageEnv) -> str | None:
-        decisions = journal.load_decisions(env.layout)
-        reason = next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None)
-        return reason or (None if decisions else "every gate passed at setup")
+    def idle_reason(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str | None:
+        return None if decisions else "every gate passed at setup"
 
     def write_done(self, env: StageEnv, out: Path) -> None:
         data = json.loads(self.handoff_path(env.layout).read_text())
@@ -291,22 +314,9 @@ class Ship(Lens):
             )
         return [rel(layout.done), rel(layout.approval_marker)]
 
-    def kept_count(self, layout: SessionLayout) -> int | str:
-        """The steps kept (each one commit)."""
-        return tally.read(layout).kept
-
-    def progress(self, layout: SessionLayout) -> Progress:
-        decisions = journal.load_decisions(layout)
-        kept = sum(1 for d in decisions if d["status"] == KEPT)
+    def open_now(self, layout: SessionLayout) -> int:
         results = self.final_results(layout) if self.setup_path(layout).exists() else []
-        return Progress(
-            started=bool(decisions),
-            cycles=len(decisions),
-            commits=kept,
-            fixes=kept,
-            tests="n/a",
-            open_issues=sum(1 for r in results if r.status == gating.FAIL),
-        )
+        return sum(1 for r in results if r.status == gating.FAIL)
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         if not self.setup_path(layout).exists():

@@ -31,8 +31,8 @@ KEPT = Status.KEPT
 
 
 def results_at_start(env: StageEnv, mode: Any) -> list[gating.Result]:
-    prev = env.previous_decision()
-    data = prev["results_after"] if prev else mode.setup_data(env.layout)["baseline"]
+    prev = mode.previous_step(env)
+    data = prev.extra.results_after if prev else mode.setup_data(env.layout)["baseline"]
     return [gating.Result(**r) for r in data]
 
 
@@ -51,8 +51,7 @@ def next_gate(results: list[gating.Result], blocked: set[str]) -> gating.Result 
 
 def prepare(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
     """One failing gate: the agent's change, all gates again, keep or reset."""
-    prev = env.previous_decision()
-    start = prev["end_commit"] if prev else env.record.base_commit
+    start = env.cycle_start()  # where the last iteration ended (the base, at first)
     env.begin(start)
     decisions = env.decisions_before()
     before = results_at_start(env, mode)

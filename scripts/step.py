@@ -1,0 +1,22 @@
+"""The one job that ends a loop step, for every rule that decides one (fix_decide,
+ship_prepare, learn_write, lens_check, broad_evaluate): the mode's judge, then loop.decide's
+one order (stop rules, results, session.md, decision.json last)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from autoresearch.jobs import run_stage
+
+
+def decide(wildcards: Any, output: Any, log: Any) -> None:
+    from autoresearch import loop
+
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: loop.decide(
+            env, mode, lambda: mode.judge(env, output), Path(output.decision)
+        ),
+    )
