@@ -52,6 +52,12 @@ class StageEnv:
         """The worktree's real place (sessions/<name>/worktree is a link to it)."""
         return self.layout.worktree(self.track).resolve()
 
+    @property
+    def place(self) -> str:
+        """Where this stage's test runs happen, for their record: the track (a lane of
+        parallel Green has a worktree, so a place, of its own)."""
+        return self.track
+
     @cached_property
     def jail(self) -> Jail:
         """How this worktree's commands are confined (docs/safety.md)."""
@@ -210,7 +216,7 @@ class StageEnv:
                 tree=tree,
                 command=self.record.test_command,
                 uncached=uncached,
-                track=self.track,
+                track=self.place,
                 timeout_s=self.spec.test_timeout_s,
                 settings=tested.RunKey.settings_digest(
                     self.spec.secrets, self.spec.get("commands"), self.record.stack
