@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 
 from conftest import git, make_repo, script_spec, wait_for
 
@@ -221,3 +222,50 @@ def test_a_run_killed_during_a_lane_is_completed_by_the_plain_rerun(workflow, tm
         "fix: [F-002] fix b",
         "fix: [F-004] fix c",
     ]
+
+
+def cli(workflow, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "autoresearch.cli", *args],
+        cwd=workflow.workdir,
+        env=workflow.env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_groups_that_pass_alone_but_fail_together_lose_the_later_one_to_the_gate(
+    workflow, tmp_path
+):
+    # Each lane's per-fix gate passes its change alone (a=2: 4, b=3: 4); together they
+    # make 5, a tree no lane tested: the stage's end run takes the later group out.
+    target = make_repo(
+        tmp_path / "ab",
+        {
+            "a.py": MODULES["a"],
+            "b.py": MODULES["b"],
+            "test_ab.py": "from a import a\nfrom b import b\n\n\ndef test_ab():\n"
+            "    assert a() + b() != 5\n",
+        },
+    )
+    green = {
+        "F-001/1": [write("a.py", MODULES["a"].replace("1", "2")), finish("F-001", "a=2")],
+        "F-002/1": [write("b.py", MODULES["b"].replace("2", "3")), finish("F-002", "b=3")],
+    }
+    script = workflow.script({"red": {1: RED[:2]}, "green": green})
+    spec = script_spec(target, script, tmp_path / "t.jsonl", max_cycles=1)
+    spec["agent"]["parallel_green"] = 2
+    spec["test_gate"] = "per_fix"
+    workflow.run("p", spec, cores=2)
+    session = workflow.session("p")
+    record = json.loads((session / "cycles/001/green.json").read_text())
+    assert fix_subjects(session / "worktree") == ["fix: [F-001] a=2"]
+    assert [r["id"] for r in record["skipped"]] == ["F-002"]
+    assert "fails from this change on" in record["skipped"][0]["reason"]
+    assert record["tests_pass"] and workflow.decision("p", 1)["tests_pass"]
+    # The session's readers take the lanes' records as any other.
+    status = cli(workflow, "status", "p")
+    assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
+    verified = cli(workflow, "verify", "p")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
