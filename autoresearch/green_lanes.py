@@ -112,11 +112,12 @@ def plan(env: StageEnv, start: str, sanitized_md: Path) -> tuple[list[list[Findi
 
 @dataclasses.dataclass
 class LaneEnv(StageEnv):
-    """One lane's Green: its own worktree; the cycle's files are the stage's. It gets its
-    share of the stage's turns and money, since the lanes spend them side by side."""
+    """One lane's Green: its own worktree; the cycle's files are the stage's. The lanes
+    spend the stage's turns and money side by side, so each gets the part of them its
+    share of the findings is: together they never have more than the stage."""
 
     lane: str = ""
-    lanes: int = 1
+    share: float = 1.0
 
     @property
     def worktree(self) -> Path:
@@ -133,9 +134,9 @@ class LaneEnv(StageEnv):
     def limits(self):
         limits = super().limits()
         if limits.max_turns is not None:
-            limits.max_turns = max(1, limits.max_turns // self.lanes)
+            limits.max_turns = int(limits.max_turns * self.share)
         if limits.max_cost_usd is not None:
-            limits.max_cost_usd = limits.max_cost_usd / self.lanes
+            limits.max_cost_usd = limits.max_cost_usd * self.share
         return limits
 
 
@@ -143,9 +144,9 @@ def _place(lane: str) -> str:
     return f"green-{lane}"
 
 
-def lane_env(env: StageEnv, lane: str) -> LaneEnv:
+def lane_env(env: StageEnv, lane: str, share: float) -> LaneEnv:
     values = {f.name: getattr(env, f.name) for f in dataclasses.fields(env)}
-    return LaneEnv(**values, lane=lane, lanes=lanes_of(env.spec))
+    return LaneEnv(**values, lane=lane, share=share)
 
 
 def _ensure_worktree(env: LaneEnv, start: str) -> None:
@@ -167,7 +168,8 @@ def work_lane(env: StageEnv, lane: str, sanitized_md: Path, out: Path) -> None:
     start = env.stage_record("red")["end_commit"]
     groups, lanes = plan(env, start, sanitized_md)
     mine = [group for group, its in zip(groups, lanes, strict=True) if its == lane]
-    here = lane_env(env, lane)
+    total = sum(len(g) for g in groups)
+    here = lane_env(env, lane, sum(len(g) for g in mine) / total if total else 0.0)
     _ensure_worktree(here, start)
     began = time.monotonic()
     runs: list[StageRun] = []  # the lane's conversations, held together to its limits

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from autoresearch.findings import Finding
-from autoresearch.green_lanes import deal, file_groups, named_files
+from autoresearch.green_lanes import LaneEnv, deal, file_groups, named_files
 
 TRACKED = frozenset({"a.py", "b.py", "c.py", "pkg/d.py"})
 
@@ -59,3 +61,17 @@ def test_each_group_goes_to_the_lane_with_the_fewest_findings_so_far():
     assert deal(groups, 2) == ["g1", "g2", "g2", "g1", "g2"]  # loads 3|1, 3|3, 4|3, 4|4
     assert deal(groups, 1) == ["g1"] * 5
     assert deal([], 3) == []
+
+
+def test_the_lanes_limits_are_their_share_of_the_stages_and_never_more_together():
+    spec = SimpleNamespace(agent={"max_turns": 10, "stage_timeout_s": 600}, stage_budget_usd=1.0)
+    shares = [5 / 12, 4 / 12, 3 / 12]
+    lanes = [
+        LaneEnv(layout=None, spec=spec, record=None, cycle=1, lane=f"g{i}", share=share)
+        for i, share in enumerate(shares, 1)
+    ]
+    limits = [lane.limits() for lane in lanes]
+    assert [lim.max_turns for lim in limits] == [4, 3, 2]
+    assert sum(lim.max_cost_usd for lim in limits) <= 1.0 + 1e-9
+    # Time is not shared: the lanes run side by side.
+    assert {lim.deadline_s for lim in limits} == {600}
