@@ -18,8 +18,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from . import findings, git, worktrees
-from .backends.base import StageFailed, StageRun, Usage
+from . import findings, git, ledger, worktrees
+from .backends.base import StageFailed, StageLimits, StageRun, Usage
 from .files import read_json, write_json
 from .findings import Finding
 from .gate import gate_for
@@ -131,12 +131,20 @@ class LaneEnv(StageEnv):
     def label(self) -> str:
         return f"cycle {self.cycle:03d} lane {self.lane}"
 
-    def limits(self):
+    def limits(self) -> StageLimits:
         limits = super().limits()
         if limits.max_turns is not None:
             limits.max_turns = int(limits.max_turns * self.share)
         if limits.max_cost_usd is not None:
             limits.max_cost_usd = limits.max_cost_usd * self.share
+        if self.spec.budget_usd is not None:
+            # Each lane's run may spend what is left of the session's budget, as any stage
+            # may: side by side, they may spend only their shares of it together.
+            spent = ledger.session_totals(self.layout.root).cost_usd
+            left = max(0.0, self.spec.budget_usd - spent) * self.share
+            limits.max_cost_usd = min(
+                left, limits.max_cost_usd if limits.max_cost_usd is not None else left
+            )
         return limits
 
 

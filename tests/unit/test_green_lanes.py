@@ -63,15 +63,27 @@ def test_each_group_goes_to_the_lane_with_the_fewest_findings_so_far():
     assert deal([], 3) == []
 
 
-def test_the_lanes_limits_are_their_share_of_the_stages_and_never_more_together():
-    spec = SimpleNamespace(agent={"max_turns": 10, "stage_timeout_s": 600}, stage_budget_usd=1.0)
+def lanes(tmp_path, **spec) -> list[LaneEnv]:
+    spec = SimpleNamespace(**{"agent": {}, "stage_budget_usd": None, "budget_usd": None, **spec})
+    layout = SimpleNamespace(root=tmp_path)  # no usage.tsv: nothing spent yet
     shares = [5 / 12, 4 / 12, 3 / 12]
-    lanes = [
-        LaneEnv(layout=None, spec=spec, record=None, cycle=1, lane=f"g{i}", share=share)
+    return [
+        LaneEnv(layout=layout, spec=spec, record=None, cycle=1, lane=f"g{i}", share=share)
         for i, share in enumerate(shares, 1)
     ]
-    limits = [lane.limits() for lane in lanes]
+
+
+def test_the_lanes_limits_are_their_share_of_the_stages_and_never_more_together(tmp_path):
+    agent = {"max_turns": 10, "stage_timeout_s": 600}
+    limits = [lane.limits() for lane in lanes(tmp_path, agent=agent, stage_budget_usd=1.0)]
     assert [lim.max_turns for lim in limits] == [4, 3, 2]
     assert sum(lim.max_cost_usd for lim in limits) <= 1.0 + 1e-9
     # Time is not shared: the lanes run side by side.
     assert {lim.deadline_s for lim in limits} == {600}
+
+
+def test_lanes_side_by_side_may_spend_only_their_shares_of_the_sessions_budget(tmp_path):
+    limits = [lane.limits() for lane in lanes(tmp_path, budget_usd=0.6)]
+    assert [round(lim.max_cost_usd, 6) for lim in limits] == [0.25, 0.2, 0.15]
+    both = [lane.limits() for lane in lanes(tmp_path, budget_usd=0.6, stage_budget_usd=0.12)]
+    assert [round(lim.max_cost_usd, 6) for lim in both] == [0.05, 0.04, 0.03]
