@@ -52,6 +52,12 @@ class StageEnv:
         """The worktree's real place (sessions/<name>/worktree is a link to it)."""
         return self.layout.worktree(self.track).resolve()
 
+    @property
+    def place(self) -> str:
+        """Where this stage's test runs happen, for their record: the track (a lane of
+        parallel Green has a worktree, so a place, of its own)."""
+        return self.track
+
     @cached_property
     def jail(self) -> Jail:
         """How this worktree's commands are confined (docs/safety.md)."""
@@ -245,8 +251,9 @@ class StageEnv:
         selection: frozenset[str] = frozenset(),
     ) -> tested.RunKey | None:
         """What a run of the worktree as it is now depends on; None when it holds no exact
-        tree (tested.exact_tree). Per track: each track's worktree is an environment of
-        its own, and a result stands only for the place it was measured in."""
+        tree (tested.exact_tree). Per place: each track's worktree (and each parallel
+        Green lane's) is an environment of its own, and a result stands only for the place
+        it was measured in."""
         tree = tested.exact_tree(self.worktree, self.protection)
         if not tree:
             return None
@@ -254,7 +261,7 @@ class StageEnv:
             tree=tree,
             command=command or self.record.test_command,
             uncached=uncached,
-            track=self.track,
+            track=self.place,
             timeout_s=self.spec.test_timeout_s,
             settings=tested.RunKey.settings_digest(
                 self.spec.secrets, self.spec.get("commands"), self.record.stack

@@ -19,7 +19,7 @@ from .agent_run import NOT_RUN, run_agent, stop_reason_of
 from .backends import CONVERSATIONS
 from .backends.base import StageRun, ToolResult, Usage
 from .files import write_json, write_text
-from .gate import Landed, Settled, gate_for
+from .gate import BatchGate, Landed, Settled, TestGate, gate_for
 from .protect import ProtectedChange
 from .stage import StageEnv
 from .tools import Toolbox
@@ -191,17 +191,110 @@ def _combined(runs: list[StageRun]) -> StageRun:
     return StageRun(usage, sum(r.turns for r in runs), last.stop_reason, last.detail)
 
 
-def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
+@dataclass
+class GreenWork:
+    """What a stage's Green conversations did: fixes and skips, the last refusal per
+    finding (for its skip reason), and each conversation's run."""
+
+    book: GreenLedger = field(default_factory=GreenLedger)
+    refusals: dict[str, str] = field(default_factory=dict)
+    runs: list[StageRun] = field(default_factory=list)
+
+
+# Parallel Green's lanes applied onto the worktree at the stage's start commit: what they
+# did, and one record per group of findings (green_lanes.merge).
+Merge = Callable[[StageEnv, str, dict[str, findings.Finding]], tuple[GreenWork, list[dict]]]
+
+
+def green(
+    env: StageEnv, sanitized_md, markdown_out, record_out, merge: Merge | None = None
+) -> None:
+    """Green's stage. With `merge` (agent.parallel_green above 1), the findings were worked
+    on in the lanes' own worktrees (green_lanes.py): `merge` applies their commits here."""
     red_record = env.stage_record("red")
     start = red_record["end_commit"]
     env.begin(start)
     todo = {f.id: f for f in findings.parse(sanitized_md.read_text())}
-    book = GreenLedger()
-    gate = gate_for(env)
+    groups: list[dict] | None = None
+    if merge is not None:
+        # Each lane's fixes were gated where it made them, on its own; together they are
+        # a new tree, which the stage's end run decides as a batch (bisecting on a failure).
+        gate: TestGate = BatchGate(env, env.reference_tests())
+        work, groups = merge(env, start, todo)
+    else:
+        gate = gate_for(env)
+        work = GreenWork()
+        fix_findings(env, todo, gate, work, time.monotonic())
+    book, refusals = work.book, work.refusals
+    run = _combined(work.runs) if work.runs else None
+    if git.is_dirty(env.worktree):
+        git.restore(env.worktree)  # an unfinished fix is never kept
+    settle_fixes(gate.settle(start, [_landed(r, r["id"]) for r in book.fixed]), book)
+    for fid, finding in todo.items():
+        if not book.handled(fid):
+            reason = f"not kept: {refusals[fid]}" if fid in refusals else "not attempted"
+            book.skipped.append({"id": fid, "key": finding.key(), "reason": reason})
+    # The stage's full, uncached run: evaluate reuses it when Refactor changes nothing.
+    final = env.measure_tests(uncached=True, reuse=True)
+    held = env.judge_tests(final, gate.reference)
+    end = git.head(env.worktree)
+    lines = [f"# Green team: {env.label}", "", f"Start commit: {start}", f"End commit: {end}", ""]
+    lines += [
+        "## Fixed",
+        *(f"- [{r['id']}] {r['summary']} ({r['commit'][:10]})" for r in book.fixed),
+    ]
+    if not book.fixed:
+        lines.append("(none)")
+    lines += ["", "## Skipped", *(f"- [{r['id']}] {r['reason']}" for r in book.skipped)]
+    if not book.skipped:
+        lines.append("(none)")
+    if groups is not None:
+        lines += ["", "## Groups (agent.parallel_green)"]
+        for g in groups:
+            why = f": {g['reason']}" if g.get("reason") else ""
+            lines.append(f"- {g['lane']}: {', '.join(g['findings'])}: {g['status']}{why}")
+    lines += ["", "## Final test status", final.summary, "", held.reason]
+    write_text(markdown_out, "\n".join(lines) + "\n")
+    write_json(
+        record_out,
+        {
+            "stage": "green",
+            "cycle": env.cycle,
+            "track": env.track,
+            "start_commit": start,
+            "end_commit": end,
+            "fixed": book.fixed,
+            "skipped": book.skipped,
+            "tests_pass": final.ok and held.ok,
+            "test_summary": final.summary,
+            "test_verdict": held.reason,
+            # Tests the stage's end no longer has, let go by allow_test_removal (else the
+            # gate took the change out): the ids, for the audit trail.
+            "tests_removed": list(held.removed),
+            "tests": final.to_record(),
+            "stop": stop_reason_of(run) if run else None,
+            "usage": asdict(run.usage) if run else asdict(Usage()),
+            # agent.parallel_green: each group of findings, its lane, and whether its
+            # commits were applied or, with the reason, skipped.
+            **({"groups": groups} if groups is not None else {}),
+        },
+    )
+
+
+def fix_findings(
+    env: StageEnv,
+    todo: dict[str, findings.Finding],
+    gate: TestGate,
+    work: GreenWork,
+    began: float,
+    data: dict[str, Any] | None = None,
+) -> None:
+    """Green's conversations on `todo` in `env`'s worktree, each fix gated and committed
+    there; what they did goes to `work`, whose earlier runs count against the stage's
+    limits, as does the time since `began`. `data` reaches the brief's structured facts."""
+    book, refusals, runs = work.book, work.refusals, work.runs
     toolbox: Toolbox | None = None
     current: dict[str, findings.Finding] = {}  # the findings of the conversation under way
-
-    refusals: dict[str, str] = {}  # the last refusal per finding, for the skip reason
 
     def check_id(fid: str) -> str | None:
         if fid not in current:
@@ -274,12 +367,9 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
         maybe_finished()
         return ToolResult(f"{finding_id} recorded as skipped")
 
-    run = None
     conversational = env.spec.agent.get("backend") in CONVERSATIONS
     size = env.spec.agent.get("findings_per_conversation") if conversational else None
     groups = conversation_groups(list(todo.values()), size)
-    runs: list[StageRun] = []
-    began = time.monotonic()
     timeout = env.limits().deadline_s
     for number, group in enumerate(groups, 1):
         if git.is_dirty(env.worktree):
@@ -301,55 +391,11 @@ def green(env: StageEnv, sanitized_md, markdown_out, record_out) -> None:
             **env.toolbox_options(),
         )
         earlier = _combined(runs) if runs else None
-        runs.append(run_agent(env, "green", ctx, toolbox, deadline_s=left, earlier=earlier))
+        runs.append(
+            run_agent(env, "green", ctx, toolbox, deadline_s=left, earlier=earlier, extra_data=data)
+        )
         if runs[-1].stop_reason in STAGE_OVER:
             break
-    if runs:
-        run = _combined(runs)
-    if git.is_dirty(env.worktree):
-        git.restore(env.worktree)  # an unfinished fix is never kept
-    settle_fixes(gate.settle(start, [_landed(r, r["id"]) for r in book.fixed]), book)
-    for fid, finding in todo.items():
-        if not book.handled(fid):
-            reason = f"not kept: {refusals[fid]}" if fid in refusals else "not attempted"
-            book.skipped.append({"id": fid, "key": finding.key(), "reason": reason})
-    # The stage's full, uncached run: evaluate reuses it when Refactor changes nothing.
-    final = env.measure_tests(uncached=True, reuse=True)
-    held = env.judge_tests(final, gate.reference)
-    end = git.head(env.worktree)
-    lines = [f"# Green team: {env.label}", "", f"Start commit: {start}", f"End commit: {end}", ""]
-    lines += [
-        "## Fixed",
-        *(f"- [{r['id']}] {r['summary']} ({r['commit'][:10]})" for r in book.fixed),
-    ]
-    if not book.fixed:
-        lines.append("(none)")
-    lines += ["", "## Skipped", *(f"- [{r['id']}] {r['reason']}" for r in book.skipped)]
-    if not book.skipped:
-        lines.append("(none)")
-    lines += ["", "## Final test status", final.summary, "", held.reason]
-    write_text(markdown_out, "\n".join(lines) + "\n")
-    write_json(
-        record_out,
-        {
-            "stage": "green",
-            "cycle": env.cycle,
-            "track": env.track,
-            "start_commit": start,
-            "end_commit": end,
-            "fixed": book.fixed,
-            "skipped": book.skipped,
-            "tests_pass": final.ok and held.ok,
-            "test_summary": final.summary,
-            "test_verdict": held.reason,
-            # Tests the stage's end no longer has, let go by allow_test_removal (else the
-            # gate took the change out): the ids, for the audit trail.
-            "tests_removed": list(held.removed),
-            "tests": final.to_record(),
-            "stop": stop_reason_of(run) if run else None,
-            "usage": asdict(run.usage) if run else asdict(Usage()),
-        },
-    )
 
 
 def _landed(entry: dict, label: str) -> Landed:

@@ -14,6 +14,7 @@ finish_fix (or reads, searches and skips). Refactor reads two changed files and 
 edit. Each model turn is a fixed sleep (`--turn-s`) for the wall time.
 
     python bench/bench_agent_cost.py [--turn-s 0.05] [--json out.json] [--compare before.json]
+    python bench/bench_agent_cost.py --parallel-green 1,3 [--turn-s 0.5]
 
 Prints, per stage and per kept fix: input tokens (uncached, cache write, cache read),
 output tokens, dollars at the configured prices (input's apart), model turns and wall
@@ -21,6 +22,10 @@ seconds (the stages' own, from timings.tsv: on a loaded machine compare runs mad
 side); with --compare, the ratios to an earlier run and whether the same fixes and the
 same final tree were kept. bench/agent_cost_before.json holds the figures of the code
 before each Green finding had its own conversation; docs/cost.md discusses them.
+
+With --parallel-green, one session per k of `agent.parallel_green` instead: Green's wall
+time (each cycle's sanitized.md to its green.json), its turns, and whether the same fixes
+and the same final tree were kept as at the first k.
 """
 
 from __future__ import annotations
@@ -267,7 +272,7 @@ class Agent:
 # -- the session -----------------------------------------------------------------------
 
 
-def run_session(work: Path, fake_url: str, agent: dict[str, Any]) -> Path:
+def run_session(work: Path, fake_url: str, agent: dict[str, Any], cores: int = 1) -> Path:
     spec = {
         "mode": "sweep",
         "target": str(work / "target"),
@@ -296,7 +301,8 @@ def run_session(work: Path, fake_url: str, agent: dict[str, Any]) -> Path:
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
         env.pop(var, None)
     args = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
-    args += ["--cores", "1", "sessions/bench/done", "--configfile", str(spec_file), "--quiet"]
+    args += ["--cores", str(cores), "sessions/bench/done", "--configfile", str(spec_file)]
+    args += ["--quiet"]
     proc = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"the session failed:\n{proc.stderr[-4000:]}")
@@ -347,7 +353,19 @@ def figures(session: Path, turn_s: float) -> dict[str, Any]:
         "kept": kept,
         "tree": tree,
         "turn_s": turn_s,
+        "green_elapsed_s": green_elapsed(session),
     }
+
+
+def green_elapsed(session: Path) -> float:
+    """Green's wall time as a user waits for it: from each cycle's sanitized.md to its
+    green.json (with agent.parallel_green, the lane jobs and the job that applies them)."""
+    total = 0.0
+    for cycle in sorted((session / "cycles").glob("[0-9][0-9][0-9]")):
+        sanitized, green = cycle / "sanitized.md", cycle / "green.json"
+        if sanitized.exists() and green.exists():
+            total += green.stat().st_mtime - sanitized.stat().st_mtime
+    return total
 
 
 COLUMNS = ("turns", "uncached", "cache_write", "cache_read", "output", "input_usd", "usd", "wall_s")
@@ -405,6 +423,44 @@ def _row(label: str, s: dict[str, float]) -> str:
     return f"{label:<10}" + "".join(f" {_fmt(c, s.get(c, 0)):>12}" for c in COLUMNS)
 
 
+def parallel_green(
+    ks: list[int], turn_s: float, keep: Path | None, keys: dict[str, Any]
+) -> dict[int, dict]:
+    """One session per k of agent.parallel_green (with k cores, so the lanes run side by
+    side), the same scripted agent in each."""
+    results = {}
+    for k in ks:
+        with tempfile.TemporaryDirectory() as tmp:
+            work = keep / f"k{k}" if keep else Path(tmp)
+            work.mkdir(parents=True, exist_ok=True)
+            locations = make_target(work / "target")
+            agent = Agent(locations, turn_s)
+            with FakeAnthropic(responder=agent) as fake:
+                session = run_session(work, fake.url, {**keys, "parallel_green": k}, cores=k)
+            results[k] = figures(session, turn_s) | {"agent": {**keys, "parallel_green": k}}
+    return results
+
+
+def show_parallel(results: dict[int, dict]) -> None:
+    first = results[min(results)]
+    print(
+        f"Green with agent.parallel_green: k, {CYCLES} cycles, model turn = "
+        f"{first['turn_s']}s sleep"
+    )
+    print(
+        f"{'k':>3} {'green wall s':>13} {'of k=1':>8} {'green turns':>12} {'kept':>5} "
+        f"{'same fixes':>11} {'same tree':>10}"
+    )
+    for k, r in results.items():
+        green = r["stages"].get("green", {})
+        print(
+            f"{k:>3} {r['green_elapsed_s']:>13.1f} "
+            f"{r['green_elapsed_s'] / first['green_elapsed_s']:>8.2f} "
+            f"{green.get('turns', 0):>12.0f} {len(r['kept']):>5} "
+            f"{str(r['kept'] == first['kept']):>11} {str(r['tree'] == first['tree']):>10}"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turn-s", type=float, default=0.05, help="sleep per model turn")
@@ -418,14 +474,26 @@ def main() -> int:
         metavar="KEY=VALUE",
         help="an agent.* key for the session, e.g. findings_per_conversation=1 (YAML value)",
     )
+    parser.add_argument(
+        "--parallel-green",
+        metavar="K,K",
+        help="instead: Green's wall time at each agent.parallel_green k, e.g. 1,3",
+    )
     args = parser.parse_args()
+    agent_keys = {k: yaml.safe_load(v) for k, v in (a.split("=", 1) for a in args.agent)}
+    if args.parallel_green:
+        ks = [int(k) for k in args.parallel_green.split(",")]
+        results = parallel_green(ks, args.turn_s, args.keep, agent_keys)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=1) + "\n")
+        show_parallel(results)
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         locations = make_target(work / "target")
         agent = Agent(locations, args.turn_s)
         with FakeAnthropic(responder=agent) as fake:
-            agent_keys = {k: yaml.safe_load(v) for k, v in (a.split("=", 1) for a in args.agent)}
             session = run_session(work, fake.url, agent_keys)
         result = figures(session, args.turn_s)
         result["agent"] = agent_keys

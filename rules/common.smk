@@ -77,6 +77,12 @@ def red_inputs(wildcards):
 
 
 @one_line_errors
+def green_inputs(wildcards):
+    """sanitized.md, and the lanes' records under agent.parallel_green."""
+    return scripts.cycle.green_inputs(wildcards.name, wildcards.cycle)
+
+
+@one_line_errors
 def evaluate_inputs(wildcards):
     """Green's record, and Refactor's unless the spec's teams leave it out."""
     return scripts.cycle.evaluate_inputs(wildcards.name, wildcards.cycle)

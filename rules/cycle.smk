@@ -36,11 +36,31 @@ rule sanitize:
         scripts.cycle.sanitize(wildcards, input, output, log)
 
 
-rule green:
-    """Green team: fix one sanitized finding at a time; tests gate every commit."""
+rule green_lane:
+    """One lane of parallel Green (agent.parallel_green): its groups of findings, each
+    from the stage's start commit in the lane's own worktree."""
     input:
         # Clean room: sanitized findings only, never red-findings.md.
         findings="sessions/{name}/cycles/{cycle}/sanitized.md",
+    output:
+        "sessions/{name}/cycles/{cycle}/green-lanes/{lane}.json",
+    log:
+        "sessions/{name}/logs/green_lane/{cycle}-{lane}.log",
+    benchmark:
+        "sessions/{name}/benchmarks/green_lane/{cycle}-{lane}.tsv"
+    wildcard_constraints:
+        lane=r"g\d+",
+    run:
+        scripts.cycle.green_lane(wildcards, input, output, log)
+
+
+rule green:
+    """Green team: fix one sanitized finding at a time; tests gate every commit. Under
+    agent.parallel_green, the lanes' commits are applied in finding order, then gated."""
+    input:
+        # Clean room: sanitized findings (and the lanes' records of them), never
+        # red-findings.md.
+        unpack(green_inputs),
     output:
         patch="sessions/{name}/cycles/{cycle}/green-patch.md",
         record="sessions/{name}/cycles/{cycle}/green.json",

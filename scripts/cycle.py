@@ -32,6 +32,19 @@ def evaluate_inputs(name: str, cycle: str, track: str = "") -> dict[str, str]:
     return inputs
 
 
+def green_inputs(name: str, cycle: str) -> dict[str, Any]:
+    """sanitized.md, and with `agent.parallel_green: k` above 1 the k lanes' records."""
+    from autoresearch.green_lanes import lane_ids, lanes_of
+
+    layout = session_layout(name)
+    inputs: dict[str, Any] = {"findings": rel(layout.cycles() / cycle / "sanitized.md")}
+    k = lanes_of(load_frozen(layout.spec))
+    if k > 1:
+        lanes = layout.cycles() / cycle / "green-lanes"
+        inputs["lanes"] = [rel(lanes / f"{lane}.json") for lane in lane_ids(k)]
+    return inputs
+
+
 # --- jobs ----------------------------------------------------------------------------
 # The stage modules are imported by the first job that needs them, not when the workflow
 # is parsed: every dry run and every cluster job parses it, and they need none of them.
@@ -65,13 +78,34 @@ def sanitize(wildcards: Any, input: Any, output: Any, log: Any) -> None:
 
 
 def green(wildcards: Any, input: Any, output: Any, log: Any) -> None:
-    from autoresearch import teams
+    from autoresearch import green_lanes, teams
+
+    lanes = [Path(p) for p in input.get("lanes", [])]
+
+    def merge(env, start, todo):
+        return green_lanes.merge(env, start, todo, lanes)
 
     run_stage(
         wildcards,
         log,
         lambda env, mode: teams.green(
-            env, Path(input.findings), Path(output.patch), Path(output.record)
+            env,
+            Path(input.findings),
+            Path(output.patch),
+            Path(output.record),
+            merge if lanes else None,
+        ),
+    )
+
+
+def green_lane(wildcards: Any, input: Any, output: Any, log: Any) -> None:
+    from autoresearch import green_lanes
+
+    run_stage(
+        wildcards,
+        log,
+        lambda env, mode: green_lanes.work_lane(
+            env, wildcards.lane, Path(input.findings), Path(output[0])
         ),
     )
 

@@ -2,7 +2,8 @@
 
 For tests and rehearsals. The script maps team -> cycle -> a list of steps; the
 cycle key is the number, `<track>/<number>` for a broad track, `<cK>/<number>` for a
-candidate of an experiment batch, or `*` for any. A step is `{tool: NAME, args:
+candidate of an experiment batch, `<F-NNN>/<number>` for the group of findings led by
+F-NNN of parallel Green, or `*` for any. A step is `{tool: NAME, args:
 {...}}`, `{sleep: SECONDS}` to stand in for a slow model (cut off, like one, at the
 stage's deadline), or `{wait_for: PATH}` to hold the stage until a test creates that
 file. Every brief the backend is given is appended to `agent.transcript` (JSON lines)
@@ -54,7 +55,9 @@ class ScriptBackend:
     def steps_for(self, brief: StageBrief) -> list[dict[str, Any]]:
         by_cycle = self.script.get(brief.team) or {}
         cycle = brief.data.get("cycle")
-        track = brief.data.get("track") or brief.data.get("candidate") or ""
+        track = (
+            brief.data.get("track") or brief.data.get("candidate") or brief.data.get("group") or ""
+        )
         keys = [f"{track}/{cycle}" if track else cycle, str(cycle), "*"]
         for key in keys:
             if key in by_cycle:
