@@ -252,7 +252,8 @@ class Mode:
         """The step's line in the log, once decided (loop.decide)."""
         return (
             f"{env.label}: {len(decision['fixed'])} fixes kept, tests "
-            f"{'pass' if decision['tests_pass'] else 'FAIL'}"
+            # As `done` and `status` say it: a FAIL of only the base's failing tests says so.
+            f"{verdict.tests_word(decision, env.record.baseline)}"
             + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
         )
 

@@ -251,9 +251,11 @@ def test_done_says_a_failing_base_test_that_still_fails_is_the_same_as_at_the_ba
 ):
     repo = make_repo(tmp_path / "t", FAILING | {"calc.py": "X = 1\n"})
     values = no_agent_spec(repo, allow_failing_baseline=True, stop_below=None)
-    workflow.run("s", values)
+    proc = workflow.run("s", values)
     done = (workflow.session("s") / "done").read_text()
     assert "tests: FAIL (the same 2 tests as at the base)\n" in done
+    # The cycle's line on the console says it the same way, not a bare FAIL.
+    assert "fixes kept, tests FAIL (the same 2 tests as at the base)" in proc.stderr + proc.stdout
     status = subprocess.run(
         [sys.executable, "-m", "autoresearch.cli", "status", "s"],
         cwd=workflow.workdir, env=workflow.env(), capture_output=True, text=True, check=True,
