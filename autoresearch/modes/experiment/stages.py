@@ -275,6 +275,8 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
         env.worktree,
         [cfg.command, cfg.guard, cfg.baseline_command],
         list(env.protection.patterns),
+        # The file a json_file metric is read from: code that writes it writes the result.
+        [cfg.format.split(":", 1)[1]] if cfg.format.startswith("json_file:") else [],
     )
     options = env.toolbox_options()
     options["include"] = list(cfg.scope)
