@@ -18,6 +18,7 @@ from autoresearch.modes.experiment.tamper import (
     check_file,
     evaluator_files,
     refusal,
+    scan,
     summary,
 )
 from autoresearch.spec import SpecError
@@ -186,6 +187,25 @@ def test_a_change_to_the_evaluators_file_is_flagged():
 )
 def test_code_that_names_a_file_of_the_evaluator_is_flagged(source):
     assert "evaluator" in flagged(BEFORE + source, evaluator=["tools/measure.py"])
+
+
+def test_a_source_encoding_other_than_utf8_is_flagged():
+    # Under utf-7 the comment's "+AAo-" is a line break: the interpreter runs the print.
+    hidden = "# coding: utf-7\n# +AAo-print('{\"ops\": 1}')\n" + BEFORE
+    assert flagged(hidden) == {"modules"}
+    assert flagged("# -*- coding: utf-8 -*-\n" + BEFORE) == set()
+
+
+def test_a_file_that_is_not_utf8_cannot_be_checked_and_is_flagged(tmp_path):
+    repo = make_repo(tmp_path / "r", {"fast.py": BEFORE})
+    wt = tmp_path / "wt"
+    ar_git.add_detached_worktree(repo, wt, ar_git.head(repo))
+    tampered = "# coding: latin-1\n# caf\xe9\nimport builtins\nbuiltins.print = len\n" + BEFORE
+    (wt / "fast.py").write_bytes(tampered.encode("latin-1"))
+    flags = scan(wt, ["fast.py"], ar_git.head(repo))
+    assert [(f.check, f.detail) for f in flags] == [
+        ("modules", "cannot be read as Python to check it")
+    ]
 
 
 def test_the_file_a_json_file_metric_reads_is_the_evaluators_whether_tracked_or_not(tmp_path):

@@ -20,6 +20,7 @@ result.
 from __future__ import annotations
 
 import ast
+import codecs
 import re
 import sys
 from collections import Counter
@@ -141,6 +142,12 @@ LINE_CHECKS = (
     (re.compile(r"\brequire\.cache\b|\bModule\._|\beval\s*\(|new\s+Function\s*\("), "modules"),
 )
 MAX_BYTES = 1_000_000  # a file larger than this is not parsed; it is flagged as unreadable
+# What _blob gives for a version too large or not UTF-8: a code file like that cannot be
+# checked, so python_uses and line_uses say unreadable and it is flagged.
+UNREADABLE = "\0" * (MAX_BYTES + 1)
+# PEP 263: a source encoding declared on the first two lines. The checks read the text as
+# UTF-8; under `coding: utf-7` a comment's "+AAo-" is a line break the interpreter runs.
+CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
 @dataclass(frozen=True)
@@ -305,7 +312,24 @@ def python_uses(source: str, watched: frozenset[str] = frozenset()) -> list[Use]
         return None
     finder = _Finder(watched)
     finder.visit(tree)
-    return finder.uses
+    return finder.uses + _declared_encoding(source)
+
+
+def _declared_encoding(source: str) -> list[Use]:
+    """A source encoding other than UTF-8 declared by the file: what runs is not what was
+    read."""
+    for number, line in enumerate(source.splitlines()[:2], 1):
+        match = CODING.match(line)
+        if match is None:
+            continue
+        try:
+            name = codecs.lookup(match.group(1)).name
+        except LookupError:
+            name = match.group(1)
+        if name in ("utf-8", "ascii"):
+            return []
+        return [("modules", f"declares source encoding {match.group(1)}", number)]
+    return []
 
 
 def line_uses(source: str) -> list[Use] | None:
@@ -560,9 +584,9 @@ def _blob(worktree: Path, spec: str) -> str | None:
     if proc.returncode != 0:
         return None
     if int(proc.stdout.strip() or 0) > MAX_BYTES:
-        return "\0" * (MAX_BYTES + 1)  # too large to check: python_uses says unreadable
+        return UNREADABLE
     try:
         shown = git.worktree_proc(worktree, "show", spec)
-    except UnicodeDecodeError:  # not text: nothing here parses it as code
-        return ""
+    except UnicodeDecodeError:  # not UTF-8: a source in another encoding is not read here
+        return UNREADABLE
     return shown.stdout if shown.returncode == 0 else None
