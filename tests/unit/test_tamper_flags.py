@@ -82,6 +82,12 @@ ATTACKS = {
         "import weakref\n\n\nclass A:\n    pass\n\n\nweakref.finalize(A(), print, 'x')\n",
         "import io\nio.FileIO(1, 'w', closefd=False).write(b'{\"ops\": 1}\\n')\n",
         "import sys\ngetattr(sys, 'stdout').write('{\"ops\": 1}\\n')\n",
+        # A failing test run that exits 0 anyway, from a cleanup after its report is written.
+        "import os\n\n\ndef test_x(request):\n"
+        "    request.config.add_cleanup(lambda: os._exit(0))\n",
+        "import sys\n\n\ndef test_x(request):\n    request.config.add_cleanup(sys.exit)\n",
+        "def stop():\n    raise SystemExit(0)\n",
+        "f = open('/proc/self/mem', 'wb')\n",
     ],
     "timers": [
         "import time\ntime.perf_counter = lambda: 0.0\n",
@@ -96,6 +102,8 @@ ATTACKS = {
         "from os import environ\nenviron['X'] = '1'\n",
         "import os\ne = os.environ\ne['OPS_SCALE'] = '0'\n",
         "import os\ngetattr(os, 'environ')['OPS_SCALE'] = '0'\n",
+        # The test run's argv names the file its report goes to.
+        "import sys\nreport = [a for a in sys.argv if a.startswith('--junitxml')]\n",
     ],
     "frames": [
         "import sys\nsys._getframe(1).f_globals['ops'] = 1\n",

@@ -37,9 +37,10 @@ CHECKS = {
     "__dict__, vars(), __setattr__ or mock.patch) or changes the import system (sys.modules, "
     "sys.path, importlib, __import__, exec)",
     "output": "writes or redirects the interpreter's output (print, sys.stdout, fd 1 and 2, "
-    "atexit), which the metric parses",
+    "atexit) or sets its exit status (sys.exit, os._exit), which the metric and guard read",
     "timers": "rebinds a clock (time, datetime)",
-    "environment": "changes the environment the evaluator reads (os.environ, putenv)",
+    "environment": "changes the environment the evaluator reads (os.environ, putenv) or reads "
+    "what its process was started with (sys.argv)",
     "frames": "reaches into other code's frames or objects (sys._getframe, inspect, gc, ctypes)",
     "evaluator": "changes a file the evaluator runs or names, or names one in code",
     "startup": "adds or changes a file the interpreter or a test runner loads by itself "
@@ -98,7 +99,18 @@ REFERENCE_CHECKS = {
         "execvpe execl execle execlp execlpe spawnv spawnve spawnvp spawnvpe spawnl spawnle "
         "spawnlp spawnlpe".split()
     },
+    # The exit status is what a guard reads: a test run that fails can still exit 0 from a
+    # cleanup (request.config.add_cleanup(lambda: os._exit(0))), and forge its report too.
+    "os._exit": "output",
+    "os.abort": "output",
+    "os.kill": "output",
+    "os.killpg": "output",
+    "sys.exit": "output",
+    "SystemExit": "output",
     "os.putenv": "environment",
+    # What the process was started with: a test run's argv names where its report goes.
+    "sys.argv": "environment",
+    "sys.orig_argv": "environment",
     "os.unsetenv": "environment",
     "sys._getframe": "frames",
     "sys.settrace": "frames",
@@ -120,7 +132,7 @@ NAMED_CHECKS = {
 ENVIRON_WRITES = frozenset("update setdefault pop popitem clear __setitem__ __delitem__".split())
 # setattr by another name: object.__setattr__(json, "dumps", f), type(m).__setattr__(...).
 SETATTR_LIKE = frozenset("__setattr__ __delattr__".split())
-OUTPUT_PATHS = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd")
+OUTPUT_PATHS = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/", "/proc/thread-self/")
 # Files an interpreter or a test runner loads without being asked to.
 STARTUP_NAMES = frozenset(
     "sitecustomize.py usercustomize.py conftest.py pytest.ini tox.ini setup.cfg pyproject.toml "
