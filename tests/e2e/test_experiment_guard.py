@@ -206,3 +206,15 @@ def test_a_target_with_no_detectable_tests_goes_on_without_a_guard_and_says_so(w
         "- Guard: none (the target has no test command that could be detected and the spec "
         "names no experiment.guard)"
     ) in summary
+
+
+def test_the_sequential_test_holds_a_change_to_the_default_guard_by_test_identity(
+    workflow, tmp_path
+):
+    skip = ATTACKS["experiment"][3]  # breaks test_steps and skips it
+    repo = make_target(tmp_path / "target")
+    workflow.run("s", experiment(repo, workflow, {"experiment": {1: skip}}, sequential=True))
+    (rec,) = decisions(workflow.session("s"), 1)
+    assert rec["status"] == "guard_failed" and rec["pairs"] == 0
+    assert "skipped or xfailed: tests/test_fast.py::test_steps" in rec["verdict"]
+    assert rec["verdict"].endswith("no metric run spent")
