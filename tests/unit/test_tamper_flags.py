@@ -87,6 +87,8 @@ ATTACKS = {
         "    request.config.add_cleanup(lambda: os._exit(0))\n",
         "import sys\n\n\ndef test_x(request):\n    request.config.add_cleanup(sys.exit)\n",
         "def stop():\n    raise SystemExit(0)\n",
+        "def stop():\n    raise SystemExit\n",
+        "import sys\n\n\ndef stop(code):\n    sys.exit(code)\n",
         "f = open('/proc/self/mem', 'wb')\n",
     ],
     "timers": [
@@ -140,6 +142,9 @@ def test_an_attack_on_the_measuring_process_is_flagged(check, source):
         "import math\n\nroot = math.sqrt\n\n\ndef steps():\n    return int(root(250000))\n",
         "class A:\n    pass\n\n\nfields = A().__dict__\n",
         "import unittest\n",
+        # An exit that can only fail cannot fake a pass.
+        "import sys\n\n\ndef die(why):\n    sys.exit('steps: ' + why)\n",
+        "def die():\n    raise SystemExit(2)\n",
     ],
 )
 def test_an_ordinary_optimisation_is_not_flagged(source):

@@ -101,12 +101,14 @@ REFERENCE_CHECKS = {
     },
     # The exit status is what a guard reads: a test run that fails can still exit 0 from a
     # cleanup (request.config.add_cleanup(lambda: os._exit(0))), and forge its report too.
+    # A call that can only exit non-zero is not flagged (EXITS).
     "os._exit": "output",
-    "os.abort": "output",
     "os.kill": "output",
     "os.killpg": "output",
     "sys.exit": "output",
     "SystemExit": "output",
+    "exit": "output",
+    "quit": "output",
     "os.putenv": "environment",
     # What the process was started with: a test run's argv names where its report goes.
     "sys.argv": "environment",
@@ -130,6 +132,9 @@ NAMED_CHECKS = {
     "__import__": "modules",
 }
 ENVIRON_WRITES = frozenset("update setdefault pop popitem clear __setitem__ __delitem__".split())
+# Ways to end the process with a status of one's choosing; a call whose argument can only
+# give a failing status (a message, a non-zero number) cannot fake a pass.
+EXITS = frozenset("os._exit sys.exit SystemExit exit quit".split())
 # setattr by another name: object.__setattr__(json, "dumps", f), type(m).__setattr__(...).
 SETATTR_LIKE = frozenset("__setattr__ __delattr__".split())
 OUTPUT_PATHS = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/", "/proc/thread-self/")
@@ -364,6 +369,7 @@ class _Finder(ast.NodeVisitor):
         self.modules: set[str] = set()  # local names bound to an imported module
         self.watched = watched  # the evaluator's file names
         self.called: set[int] = set()  # ids of the names a call is made through
+        self.failing_exits: set[int] = set()  # ids of exit names called to fail, not flagged
 
     def use(self, check: str, detail: str, node: ast.AST) -> None:
         self.uses.append((check, detail, getattr(node, "lineno", None)))
@@ -435,6 +441,8 @@ class _Finder(ast.NodeVisitor):
 
     def visit_Name(self, node: ast.Name) -> None:
         qual = self.aliases.get(node.id, node.id)
+        if id(node) in self.failing_exits:
+            return
         if qual in REFERENCE_CHECKS:  # exec, __import__, or an alias of sys.modules ...
             self.use(REFERENCE_CHECKS[qual], f"uses {qual}", node)
         elif qual == "print" and isinstance(node.ctx, ast.Load) and id(node) not in self.called:
@@ -443,6 +451,8 @@ class _Finder(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         qual = self.qual(node)
+        if id(node) in self.failing_exits:
+            return
         if node.attr in FRAME_ATTRIBUTES:
             self.use("frames", f"uses .{node.attr}", node)
         if qual in REFERENCE_CHECKS:
@@ -538,6 +548,8 @@ class _Finder(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = self.qual(node.func)
         self.called.add(id(node.func))
+        if func in EXITS and node.args and _fails(node.args[0]):
+            self.failing_exits.add(id(node.func))  # raise SystemExit("LEAK"): exits 1
         fetched = self.qual(node) if self._func(node) == "getattr" else None
         if fetched in REFERENCE_CHECKS:  # getattr(sys, "stdout").write(...)
             self.use(REFERENCE_CHECKS[fetched], f"uses {fetched}", node)
@@ -564,6 +576,22 @@ class _Finder(ast.NodeVisitor):
             if self.qual(node.func.value) in ("os.environ", "os.environb"):
                 self.use("environment", f"calls os.environ.{node.func.attr}", node)
         self.generic_visit(node)
+
+
+def _fails(arg: ast.AST) -> bool:
+    """Whether an exit status argument can only be a failing one: a non-zero number, or a
+    message (any text exits 1)."""
+    if isinstance(arg, ast.Constant):
+        return isinstance(arg.value, str) or (type(arg.value) is int and arg.value != 0)
+    if isinstance(arg, ast.JoinedStr):
+        return True
+    if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Add):
+        return any(
+            isinstance(side, ast.JoinedStr)
+            or (isinstance(side, ast.Constant) and isinstance(side.value, str))
+            for side in (arg.left, arg.right)
+        )
+    return False
 
 
 def _is_self(node: ast.AST) -> bool:
