@@ -147,6 +147,11 @@ def measure_baseline(
     return run, error
 
 
+def no_tests() -> TestRun:
+    """The baseline of a session with no test command (a mode whose tests are optional)."""
+    return TestRun("", "", NOT_RUN, "no test command", *(None,) * 6, None, 0.0, "", "none")
+
+
 def _last_lines(text: str, count: int) -> str:
     lines = [line for line in text.rstrip().splitlines()]
     return "\n".join(lines[-count:])

@@ -257,7 +257,7 @@ def write_summary(
         "## Target",
         f"- Path: {record.target}",
         f"- Stack: {record.stack or 'unknown'}",
-        f"- Test command: {record.test_command}",
+        f"- Test command: {record.test_command or 'none (none could be detected)'}",
         f"- Linter: {record.linter_command or 'none'}",
         f"- Branch: {record.branch}",
         f"- Config: {record.config_file or 'none'}",
@@ -265,7 +265,9 @@ def write_summary(
         f"- Agent backend: {spec.backend}",
         "",
         "## Baseline",
-        f"- Tests: {'pass' if baseline.get('ok') else 'FAIL'} ({baseline.get('summary')})",
+        f"- Tests: {'pass' if baseline.get('ok') else 'FAIL'} ({baseline.get('summary')})"
+        if record.test_command
+        else "- Tests: none (no test command)",
         *failing_at_base(baseline),
         f"- Base commit: {record.base_commit}",
         f"- Date: {record.date}",

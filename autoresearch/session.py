@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,12 @@ from . import (
     worktrees,
 )
 from .errors import SessionError
+from .jail import Jail
 from .layout import SessionLayout, rel
 from .loop import read_decision
 from .record import SetupRecord
 from .stage import jail_for
+from .testrun import TestRun
 
 CONTEXT_FILES = ("CLAUDE.md", "AGENTS.md", "README.md")
 CONTEXT_CHARS = 6000
@@ -90,17 +93,18 @@ def preflight(
     found, test_command, linter_command = stack.resolve_commands(
         target, values.get("test_command"), values.get("linter_command")
     )
-    if not test_command:
+    if not test_command and not mode.tests_optional:
         raise spec.SpecError(
             f"config/sessions/{name}.yaml: no test command could be detected for {target}; "
             "set key 'test_command'"
         )
-    if not stack.command_exists(test_command, target):
+    if test_command and not stack.command_exists(test_command, target):
         raise spec.SpecError(
             f"{merged.source_of('test_command')}: key 'test_command': {test_command!r} "
             "is not a command found on PATH or in the target"
         )
-    return Preflight(merged, target, found.name if found else None, test_command, linter_command)
+    stack_name = found.name if found else None
+    return Preflight(merged, target, stack_name, test_command or "", linter_command)
 
 
 def spec_file_of(merged: spec.Spec, key: str, name: str) -> str:
@@ -281,24 +285,11 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     if box.note:
         log(f"warning: {box.note}")
         warnings.append(box.note)
-    run, error = baseline.measure_baseline(
-        pre.test_command,
-        measured_in,
-        stack=pre.stack,
-        timeout_s=values["test_timeout_s"],
-        secrets=values.get("secrets"),
-        allow_failing_baseline=bool(values.get("allow_failing_baseline")),
-        # A key to set goes in the session's own spec, not in the workflow's defaults.
-        origin=spec_file_of(pre.spec, "test_command", layout.name),
-        jail=box,
-        full_log=rel(setup_log(layout)),
-    )
-    if error:
-        # The error shows the last lines; the log keeps all the run gave us.
-        with setup_log(layout).open("a") as handle:
-            handle.write(f"`{run.ran}` ({run.summary}), its output:\n{run.tail.rstrip()}\n")
-        raise spec.SpecError(error)
-    log(baseline.describe_baseline(run))
+    if not pre.test_command:  # a mode that may go on without tests (tests_optional)
+        run = baseline.no_tests()
+        log("warning: no test command could be detected for the target; going on without one")
+    else:
+        run = setup_tests(pre, layout, measured_in, box, log)
 
     config_file = pre.target / spec.TARGET_CONFIG
     record = SetupRecord(
@@ -331,6 +322,33 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     spec.freeze(frozen, layout.spec)
     setup_undo.setup_succeeded(layout)
     return record
+
+
+def setup_tests(
+    pre: Preflight, layout: SessionLayout, measured_in: Path, box: Jail, log: Callable[[str], None]
+) -> TestRun:
+    """Setup's run of the test command where the session starts; SpecError when later runs
+    could not be compared with it."""
+    values = pre.spec.values
+    run, error = baseline.measure_baseline(
+        pre.test_command,
+        measured_in,
+        stack=pre.stack,
+        timeout_s=values["test_timeout_s"],
+        secrets=values.get("secrets"),
+        allow_failing_baseline=bool(values.get("allow_failing_baseline")),
+        # A key to set goes in the session's own spec, not in the workflow's defaults.
+        origin=spec_file_of(pre.spec, "test_command", layout.name),
+        jail=box,
+        full_log=rel(setup_log(layout)),
+    )
+    if error:
+        # The error shows the last lines; the log keeps all the run gave us.
+        with setup_log(layout).open("a") as handle:
+            handle.write(f"`{run.ran}` ({run.summary}), its output:\n{run.tail.rstrip()}\n")
+        raise spec.SpecError(error)
+    log(baseline.describe_baseline(run))
+    return run
 
 
 def setup_log(layout: SessionLayout) -> Path:

@@ -85,6 +85,7 @@ class Mode:
     spec_example = ""  # the mode's own keys, for `autoresearch new`
     plannable = False  # `autoresearch plan` can write this mode's spec (see plan_spec)
     qualitative = False  # the goal has no number: stop 7 (goal satisfied) may end the loop
+    tests_optional = False  # may start with no test command detected (experiment: no guard)
     # The loop's stages in order, and the files each writes in its cycle folder (the
     # `.json` one is its record, with the commits it started and ended at). `redo` moves
     # a stage's files, and those of every stage after it, out of the way.

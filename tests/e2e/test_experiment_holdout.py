@@ -268,7 +268,9 @@ def test_the_agents_tools_and_requests_never_show_the_holdout(workflow, tmp_path
     )
     workflow.extra_env = {"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "sk-test-fake"}
     # Every .py file in scope: the listing and the search would reach the holdout's.
-    spec = holdout_spec(repo, workflow, scope=["*.py"])
+    # The peek names the holdout's file, which tamper.py flags; allowed here, so what is
+    # tested is that the jail hides the file from the metric's run.
+    spec = holdout_spec(repo, workflow, scope=["*.py"], allow_flagged=True)
     spec["agent"] = {
         "backend": "claude",
         "model": "claude-haiku-4-5",

@@ -85,3 +85,29 @@ def test_an_improvement_beyond_max_gain_is_flagged_and_not_kept(workflow, tmp_pa
     assert honest["status"] == "discarded" and honest["metric_value"] == 800
     assert "improves by 20.0%, more than max_gain 10%" in honest["verdict"]
     assert [f["check"] for f in honest["flags"]] == ["gain"]
+
+
+def test_a_module_patched_through_vars_is_flagged_and_its_fake_result_not_kept(workflow, tmp_path):
+    # No name the checks knew: json.dumps replaced through the module's namespace, so the
+    # protected measure.py prints {"ops": 1}.
+    patched = (
+        FAST.format(n=1000)
+        + "\n\nimport json\n\nvars(json).update(dumps=lambda *a, **k: '{\"ops\": 1}')\n"
+    )
+    script = {"experiment": {1: change(1000, "Serialise less", content=patched)}}
+    repo = target(tmp_path)
+    spec = spec_for(
+        repo,
+        workflow,
+        script,
+        goal="fewer steps",
+        scope=["fast.py"],
+        metric={"command": "python measure.py", "key": "ops", "direction": "minimize"},
+        max_iterations=1,
+    )
+    workflow.run("v", spec)
+    session = workflow.session("v")
+    decision = json.loads((session / "iterations/001/decision.json").read_text())
+    assert decision["status"] == "discarded" and decision["samples"] == []
+    assert "uses vars(json)" in decision["verdict"]
+    assert "vars(json)" not in (session / "worktree" / "fast.py").read_text()

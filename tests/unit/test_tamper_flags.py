@@ -7,10 +7,20 @@ named. Ordinary optimisations must not be."""
 from __future__ import annotations
 
 import pytest
+from conftest import make_repo
 
+from autoresearch import git as ar_git
 from autoresearch.modes.experiment.program import from_frozen, resolve
 from autoresearch.modes.experiment.stages import check_flags
-from autoresearch.modes.experiment.tamper import CHECKS, Flag, check_file, refusal, summary
+from autoresearch.modes.experiment.tamper import (
+    CHECKS,
+    Flag,
+    check_file,
+    evaluator_files,
+    refusal,
+    scan,
+    summary,
+)
 from autoresearch.spec import SpecError
 
 BEFORE = (
@@ -44,6 +54,16 @@ ATTACKS = {
         "import os.path\nos.path.join = lambda *a: 'x'\n",
         "from json import *\n",
         "x = object()\nsetattr(x, 'y', 1)\n",
+        # setattr by other names, and a module reached through an alias or its __dict__.
+        "import json\nobject.__setattr__(json, 'dumps', str)\n",
+        "import json\ntype(json).__setattr__(json, 'dumps', str)\n",
+        "import json\njson.__dict__['dumps'] = str\n",
+        "import json\njson.__dict__.update(dumps=str)\n",
+        "import json\nvars(json).update(dumps=str)\n",
+        "import json\nj = json\nj.dumps = str\n",
+        "import sys\nsys.__dict__['modules']['json'] = None\n",
+        "import unittest.mock\nunittest.mock.patch('json.dumps', str).start()\n",
+        "from unittest import mock\n",
     ],
     "output": [
         "import sys\nsys.stdout = open('/dev/null', 'w')\n",
@@ -57,6 +77,19 @@ ATTACKS = {
         "f = open(1, 'w')\n",
         "import subprocess\nsubprocess.run(['echo', '{\"ops\": 1}'])\n",
         "import os\nos.system('echo 1')\n",
+        # print reached without a call the check sees, and fd 1 without open().
+        "p = print\np('{\"ops\": 1}')\n",
+        "import weakref\n\n\nclass A:\n    pass\n\n\nweakref.finalize(A(), print, 'x')\n",
+        "import io\nio.FileIO(1, 'w', closefd=False).write(b'{\"ops\": 1}\\n')\n",
+        "import sys\ngetattr(sys, 'stdout').write('{\"ops\": 1}\\n')\n",
+        # A failing test run that exits 0 anyway, from a cleanup after its report is written.
+        "import os\n\n\ndef test_x(request):\n"
+        "    request.config.add_cleanup(lambda: os._exit(0))\n",
+        "import sys\n\n\ndef test_x(request):\n    request.config.add_cleanup(sys.exit)\n",
+        "def stop():\n    raise SystemExit(0)\n",
+        "def stop():\n    raise SystemExit\n",
+        "import sys\n\n\ndef stop(code):\n    sys.exit(code)\n",
+        "f = open('/proc/self/mem', 'wb')\n",
     ],
     "timers": [
         "import time\ntime.perf_counter = lambda: 0.0\n",
@@ -69,6 +102,10 @@ ATTACKS = {
         "import os\nos.environ.update(OPS_SCALE='0')\n",
         "import os\nos.putenv('OPS_SCALE', '0')\n",
         "from os import environ\nenviron['X'] = '1'\n",
+        "import os\ne = os.environ\ne['OPS_SCALE'] = '0'\n",
+        "import os\ngetattr(os, 'environ')['OPS_SCALE'] = '0'\n",
+        # The test run's argv names the file its report goes to.
+        "import sys\nreport = [a for a in sys.argv if a.startswith('--junitxml')]\n",
     ],
     "frames": [
         "import sys\nsys._getframe(1).f_globals['ops'] = 1\n",
@@ -99,6 +136,15 @@ def test_an_attack_on_the_measuring_process_is_flagged(check, source):
         "        setattr(self, 'm', 1)\n",
         "import time\n\n\ndef steps():\n    t0 = time.perf_counter()\n    return 500\n",
         "import os\n\n\ndef steps():\n    return int(os.environ.get('STEPS', '500'))\n",
+        # A frozen dataclass sets its own fields; a subclass calls its parent's.
+        "class A:\n    def __post_init__(self):\n        object.__setattr__(self, 'x', 1)\n",
+        "class B:\n    def __setattr__(self, k, v):\n        super().__setattr__(k, v)\n",
+        "import math\n\nroot = math.sqrt\n\n\ndef steps():\n    return int(root(250000))\n",
+        "class A:\n    pass\n\n\nfields = A().__dict__\n",
+        "import unittest\n",
+        # An exit that can only fail cannot fake a pass.
+        "import sys\n\n\ndef die(why):\n    sys.exit('steps: ' + why)\n",
+        "def die():\n    raise SystemExit(2)\n",
     ],
 )
 def test_an_ordinary_optimisation_is_not_flagged(source):
@@ -142,6 +188,46 @@ def test_a_new_module_named_like_one_the_evaluator_imports_is_flagged():
 
 def test_a_change_to_the_evaluators_file_is_flagged():
     assert "evaluator" in flagged("print(1)\n", path="measure.py", evaluator=["measure.py"])
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "open('measure.py', 'w').write('print(1)')\n",
+        "from pathlib import Path\nPath('./tools/measure.py').write_text('')\n",
+        "import shutil\nshutil.copy('fake.py', 'measure.py')\n",
+    ],
+)
+def test_code_that_names_a_file_of_the_evaluator_is_flagged(source):
+    assert "evaluator" in flagged(BEFORE + source, evaluator=["tools/measure.py"])
+
+
+def test_a_source_encoding_other_than_utf8_is_flagged():
+    # Under utf-7 the comment's "+AAo-" is a line break: the interpreter runs the print.
+    hidden = "# coding: utf-7\n# +AAo-print('{\"ops\": 1}')\n" + BEFORE
+    assert flagged(hidden) == {"modules"}
+    assert flagged("# -*- coding: utf-8 -*-\n" + BEFORE) == set()
+
+
+def test_a_file_that_is_not_utf8_cannot_be_checked_and_is_flagged(tmp_path):
+    repo = make_repo(tmp_path / "r", {"fast.py": BEFORE})
+    wt = tmp_path / "wt"
+    ar_git.add_detached_worktree(repo, wt, ar_git.head(repo))
+    tampered = "# coding: latin-1\n# caf\xe9\nimport builtins\nbuiltins.print = len\n" + BEFORE
+    (wt / "fast.py").write_bytes(tampered.encode("latin-1"))
+    flags = scan(wt, ["fast.py"], ar_git.head(repo))
+    assert [(f.check, f.detail) for f in flags] == [
+        ("modules", "cannot be read as Python to check it")
+    ]
+
+
+def test_the_file_a_json_file_metric_reads_is_the_evaluators_whether_tracked_or_not(tmp_path):
+    repo = make_repo(tmp_path / "r", {"fast.py": BEFORE, "measure.py": "print(1)\n"})
+    ar_git.add_detached_worktree(repo, tmp_path / "wt", ar_git.head(repo))
+    files = evaluator_files(tmp_path / "wt", ["python measure.py"], [], ["./out/result.json"])
+    assert files == ["measure.py", "out/result.json"]
+    source = BEFORE + "open('out/result.json', 'w').write('{\"ops\": 1}')\n"
+    assert "evaluator" in flagged(source, evaluator=files)
 
 
 def test_python_that_does_not_parse_cannot_be_checked_and_is_flagged():

@@ -31,11 +31,12 @@ from ...spec import SessionSpec
 from ...stage import StageEnv, jail_for
 from .. import cycle_view
 from ..base import Mode, PlannedMetric, Progress
+from . import guard as guards
 from . import holdout, preserve, report, runs, show
 from . import log as logs
 from .log import fmt
 from .policy import KEPT, should_stop
-from .program import ExperimentConfig, resolve
+from .program import GUARD_OFF, ExperimentConfig, resolve
 from .stages import (
     _guard,
     _measure,
@@ -77,6 +78,7 @@ class Experiment(Mode):
     stage_rules = {"propose": "experiment_propose", "decide": "experiment_decide"}
     plannable = True
     kept_label = "changes kept"
+    tests_optional = True  # the target's tests are the default guard, when it has any
 
     def plan_spec(self, plan: PlannedMetric) -> dict[str, Any]:
         """The experiment keys for a dry-run metric; the goal doubles as the research text."""
@@ -90,7 +92,7 @@ class Experiment(Mode):
                 "key": plan.key,
                 "direction": plan.direction,
             },
-            "guard": plan.guard,
+            "guard": plan.guard or GUARD_OFF,  # the plan asked; none means none
             "verify_timeout_s": plan.timeout_s,
             "max_iterations": plan.max_iterations,
         }
@@ -138,6 +140,8 @@ class Experiment(Mode):
         cfg = resolve(values, Path(record.target), f"config/sessions/{layout.name}.yaml")
         for warning in cfg.warnings:
             log(f"warning: {warning}")
+        cfg = guards.with_default(cfg, record, values)
+        log(f"guard: {guards.describe(cfg)}")
         worktree = layout.worktree().resolve()
         secrets = values.get("secrets")
         box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
@@ -161,7 +165,7 @@ class Experiment(Mode):
             # The guard's own check on the base commit is the run that is traced: whether
             # it passes does not depend on how fast it runs.
             guarded = _guard(cfg, worktree, secrets, box, trace_to=Path(traced))
-            if cfg.guard:
+            if guarded is not None:
                 seen, note = measured.read_run(Path(traced), worktree)
                 watcher.saw("experiment.guard", cfg.guard, seen, note)
         problem = base_guard_problem(cfg, guarded)
@@ -259,7 +263,7 @@ class Experiment(Mode):
             f"- Metric: `{cfg.command}` ({cfg.format}{', key ' + cfg.key if cfg.key else ''}), "
             f"{cfg.direction}" + (f", target {cfg.target}" if cfg.target else ""),
             f"- Scope: {', '.join(cfg.scope)}",
-            f"- Guard: {cfg.guard or 'none'}",
+            f"- Guard: {guards.describe(cfg)}",
             f"- Baseline: {key} = {fmt(decisions[0]['metric_value'])}",
             f"- Best: {key} = {fmt(best['value'])} (experiment {logs.best_name(best)})",
             f"- Improvements: {c['improvements']} | Regressions: {c['regressions']} | "

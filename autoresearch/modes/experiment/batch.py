@@ -67,6 +67,7 @@ def measure(env: CandidateEnv, out: Path) -> dict[str, Any]:
             env.spec.secrets,
             jail=env.jail,
             measure=(lambda: stages.measure_paired(env, cfg, start)) if sequential else None,
+            reference=stages.guard_reference(env),
         )
         if changed := env.protection.changed(env.worktree):  # the run rewrote them
             result["error"] = ProtectedChange(changed).reason

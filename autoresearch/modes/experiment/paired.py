@@ -121,6 +121,8 @@ def judge(measured: dict[str, Any], rec: dict[str, Any], guard_cmd: str | None) 
     the test's figures (p-value, effect and its interval, pairs)."""
     guard = measured.get("guard") or {"ok": None}
     rec["guard_ok"] = guard["ok"]
+    if guard.get("tests"):  # the default guard's run (guard.py): a later change's reference
+        rec["guard_tests"] = guard["tests"]
     rec["pairs"] = 0
     if guard["ok"] is False:
         rec["guard"] = guard
@@ -129,10 +131,8 @@ def judge(measured: dict[str, Any], rec: dict[str, Any], guard_cmd: str | None) 
             after = f" after {took:.0f}s" if took is not None else ""
             rec["error"] = f"guard `{guard_cmd}` timed out{after} (before any metric run)"
             return CRASH, ""
-        return (
-            GUARD_FAILED,
-            f"guard `{guard_cmd}` failed (exit code {guard['exit_code']}); no metric run spent",
-        )
+        why = guard.get("reason") or f"exit code {guard['exit_code']}"  # by test id, or code
+        return GUARD_FAILED, f"guard `{guard_cmd}` failed ({why}); no metric run spent"
     if "error" in measured:
         rec["error"] = measured["error"]
         rec["pairs"] = len(measured.get("samples") or [])

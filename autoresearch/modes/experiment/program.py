@@ -105,8 +105,19 @@ MEASURE_RESOURCES = (
 MISSION_FILE = "mission.md"
 EVALUATOR_FILE = "evaluator.json"
 # evaluator.json: the command and, optionally, how to read what it prints.
-EVALUATOR_KEYS = {"command", "format", "key", "direction", "timeout_s", "contract", "description"}
+EVALUATOR_KEYS = {
+    "command",
+    "format",
+    "key",
+    "direction",
+    "timeout_s",
+    "contract",
+    "description",
+    "guard",
+}
 EVALUATOR_KEYS |= {"holdout", "holdout_timeout_s"}  # the private evaluator (holdout.py)
+# `guard: none` turns the guard off; with no guard key the target's tests are the guard.
+GUARD_OFF = "none"
 CONTRACT_FIELDS = {"pass", "score", "notes"}
 # A mission stops on its runtime ceiling only: a failing evaluation is data, and neither
 # a run of discards nor a plateau ends it (the spec may still set these keys).
@@ -124,6 +135,10 @@ class ExperimentConfig:
     verify_timeout_s: float = 300.0
     guard: str | None = None
     guard_timeout_s: float | None = None  # None: the verify timeout
+    guard_off: bool = False  # `guard: none`: the spec turned the default guard off
+    # The default guard (guard.py): the target's test command, judged by test identity as
+    # the test gate judges; {"stack", "allow_test_removal"}. None: judged by its exit code.
+    guard_tests: dict[str, Any] | None = None
     baseline_command: str | None = None
     max_iterations: int | None = None
     max_duration_s: float | None = None
@@ -494,6 +509,7 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
             f"{spec_file}: key 'experiment.allow_flagged': write true or false, "
             f"got {allow_flagged!r}"
         )
+    guard, guard_off = _guard(merged.get("guard"), spec_file)
     max_gain = merged.get("max_gain")
     if max_gain is not None and not (
         isinstance(max_gain, str) and re.fullmatch(r"\s*\d+(\.\d+)?\s*%\s*", max_gain)
@@ -516,7 +532,8 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         direction=direction,
         format=fmt,
         key=metric.get("key"),
-        guard=merged.get("guard") or None,
+        guard=guard,
+        guard_off=guard_off,
         baseline_command=merged.get("baseline_command") or None,
         max_duration_s=max_duration,
         target=target_text,
@@ -675,7 +692,29 @@ def evaluator_config(path: Path) -> dict[str, dict[str, Any]]:
     if data.get("timeout_s") is not None:
         top["verify_timeout_s"] = data["timeout_s"]
     top |= evaluator_holdout(data, f"{path}: key '")
+    if data.get("guard") is not None:
+        if not isinstance(data["guard"], str) or not data["guard"].strip():
+            raise SpecError(
+                f"{path}: key 'guard': {data['guard']!r}; write a shell command, or "
+                f"{GUARD_OFF!r} for no guard (default: the target's tests)"
+            )
+        top["guard"] = data["guard"]
     return {"metric": metric, "top": top}
+
+
+def _guard(value: Any, spec_file: str) -> tuple[str | None, bool]:
+    """(the guard command or None, whether the spec turned the guard off): `none` (or
+    false) turns it off; no key leaves the default, the target's tests (guard.py)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, False
+    if value is False or (isinstance(value, str) and value.strip().lower() == GUARD_OFF):
+        return None, True
+    if not isinstance(value, str):
+        raise SpecError(
+            f"{spec_file}: key 'experiment.guard': {value!r}; write a shell command, or "
+            f"{GUARD_OFF} for no guard"
+        )
+    return value, False
 
 
 def _parallel(value: Any, spec_file: str) -> int:

@@ -31,8 +31,10 @@ from ...patch import changed_of, make_patch
 from ...protect import ProtectedChange
 from ...stage import StageEnv
 from ...teams import base_context
+from ...testrun import TestRun
 from ...tools import Toolbox
 from . import candidates, holdout, paired, pool, runs, tamper
+from . import guard as guards
 from . import log as logs
 from . import summary as run_summary
 from .log import fmt
@@ -112,7 +114,9 @@ def _guard(
     jail: Jail | None = None,
     trace_to: Path | None = None,
 ) -> commands.CommandResult | None:
-    if not cfg.guard:
+    """The spec's guard run as a plain command (setup's check of the base commit); None
+    without one, or for the default guard, whose base run is setup's test run."""
+    if not cfg.guard or cfg.guard_tests is not None:
         return None
     return commands.run(
         cfg.guard,
@@ -271,6 +275,8 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
         env.worktree,
         [cfg.command, cfg.guard, cfg.baseline_command],
         list(env.protection.patterns),
+        # The file a json_file metric is read from: code that writes it writes the result.
+        [cfg.format.split(":", 1)[1]] if cfg.format.startswith("json_file:") else [],
     )
     options = env.toolbox_options()
     options["include"] = list(cfg.scope)
@@ -449,17 +455,23 @@ def _measure_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None
     }
 
 
-def _guard_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None) -> dict[str, Any]:
-    result = _guard(cfg, cwd, secrets, jail)
-    if result is None:
-        return {"ok": None}
-    return {
-        "ok": result.ok,
-        "timed_out": result.timed_out,
-        "exit_code": result.exit_code,
-        "duration_s": round(result.duration_s, 3),
-        "tail": result.tail(1500),
-    }
+def _guard_record(
+    cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None, reference: TestRun | None = None
+) -> dict[str, Any]:
+    # The guard runs the agent's code: the holdout's files are hidden from it, as from the
+    # metric's runs (holdout.py).
+    return guards.run(cfg, cwd, secrets, holdout.blind(jail, cfg), reference)
+
+
+def guard_reference(env: StageEnv) -> TestRun:
+    """The test run the default guard holds a change to: the incumbent's, from the last
+    kept experiment that recorded one, else setup's run of the base commit."""
+    for rec in reversed(experiments(env.layout, upto=env.cycle)):
+        if rec.get("status") == KEPT:
+            if rec.get("guard_tests"):
+                return TestRun.from_record(rec["guard_tests"])
+            break  # kept without a test run of its tree: only the base's is known
+    return TestRun.from_record(env.record.baseline)
 
 
 def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
@@ -499,7 +511,14 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
     else:
         rec["remeasured"] = remeasure_incumbent(env, cfg, best, start, cache)
         measured = apply_and_measure(
-            cfg, env.worktree, env.cycle_dir / "proposal.patch", proposal, secrets, cache, env.jail
+            cfg,
+            env.worktree,
+            env.cycle_dir / "proposal.patch",
+            proposal,
+            secrets,
+            cache,
+            env.jail,
+            reference=guard_reference(env),
         )
         status, verdict = judge_measured(cfg, measured, best, rec, compare)
     # Against the incumbent as measured in this comparison (the paired runs), if it was.
@@ -565,7 +584,7 @@ def measure_paired(env: StageEnv, cfg: ExperimentConfig, start: str) -> dict[str
     try:
         return paired.compare(
             design,
-            lambda: _guard_record(cfg, env.worktree, secrets, env.jail),
+            lambda: _guard_record(cfg, env.worktree, secrets, env.jail, guard_reference(env)),
             paired.metric_run(cfg, env.worktree, secrets, holdout.blind(env.jail, cfg), deadline),
             paired.metric_run(cfg, inc.worktree, secrets, holdout.blind(inc.jail, cfg), deadline),
             earlier,
@@ -690,11 +709,12 @@ def apply_and_measure(
     cache: Path | None = None,
     jail: Jail | None = None,
     measure: Callable[[], dict[str, Any]] | None = None,
+    reference: TestRun | None = None,
 ) -> dict[str, Any]:
     """Apply the proposal's patch in `worktree` (at the proposal's start commit), measure
     and guard it (or call `measure`, the sequential comparison). The change stays applied
     for the caller to commit or reset. With a `cache`, a measurement taken before a kill
-    is reused."""
+    is reused. `reference`: the test run a default guard is held to (guard_reference)."""
     proc = git.worktree_proc(worktree, "apply", "--index", "--binary", str(patch_file.resolve()))
     if proc.returncode != 0:
         return {
@@ -706,7 +726,7 @@ def apply_and_measure(
         measured = _measure_record(cfg, worktree, secrets, jail)
         if "error" in measured:  # a crash whatever the guard says: do not spend a guard run
             return measured | {"guard": {"ok": None}}
-        return measured | {"guard": _guard_record(cfg, worktree, secrets, jail)}
+        return measured | {"guard": _guard_record(cfg, worktree, secrets, jail, reference)}
 
     if measure is not None:
         produce = measure
@@ -731,6 +751,8 @@ def judge_measured(
     rec.update(value_fields(measured))
     guard = measured["guard"]
     rec["guard_ok"] = guard["ok"]
+    if guard.get("tests"):  # the default guard's run: what a later change is held to
+        rec["guard_tests"] = guard["tests"]
     # The metric is judged whatever the guard says: `improved` records whether the change
     # beat the incumbent, so a guard-failed improvement is not logged as no improvement.
     verdict = compare(
@@ -746,11 +768,7 @@ def judge_measured(
             rec["error"] = f"guard `{cfg.guard}` timed out after {cfg.guard_timeout:g}s"
             return CRASH, ""
         beat = "beat" if verdict.kept else "did not beat"
-        return (
-            GUARD_FAILED,
-            f"guard `{cfg.guard}` failed (exit code {guard['exit_code']}); the metric {beat} "
-            "the incumbent",
-        )
+        return GUARD_FAILED, f"{guards.failure(cfg, guard)}; the metric {beat} the incumbent"
     return (KEPT if verdict.kept else DISCARDED), verdict.reason
 
 

@@ -11,14 +11,16 @@ too. The sure defence is an evaluator that runs the code under test in a process
 own and reads its result from a file or a pipe the code cannot reach (docs/experiment.md).
 
 The Python checks read the syntax tree (aliases resolved: `import builtins as b;
-b.print = f` is `builtins.print`); other files are read line by line for the same things in
-JavaScript. The list errs on the side of flagging: a flag costs an iteration, a false keep
-costs the user's trust in every result.
+b.print = f` is `builtins.print`, and so are `p = b; p.print = f` and `getattr(b, "print")`);
+other files are read line by line for the same things in JavaScript. The list errs on the
+side of flagging: a flag costs an iteration, a false keep costs the user's trust in every
+result.
 """
 
 from __future__ import annotations
 
 import ast
+import codecs
 import re
 import sys
 from collections import Counter
@@ -31,14 +33,16 @@ from ... import git
 # The classes of tampering, each with what it means; a Flag names one.
 CHECKS = {
     "builtins": "rebinds or reaches into builtins (print, open, ...)",
-    "modules": "rebinds an imported module's attribute or changes the import system "
-    "(sys.modules, sys.path, importlib, __import__, exec)",
+    "modules": "rebinds an imported module's attribute (directly, through an alias, its "
+    "__dict__, vars(), __setattr__ or mock.patch) or changes the import system (sys.modules, "
+    "sys.path, importlib, __import__, exec)",
     "output": "writes or redirects the interpreter's output (print, sys.stdout, fd 1 and 2, "
-    "atexit), which the metric parses",
+    "atexit) or sets its exit status (sys.exit, os._exit), which the metric and guard read",
     "timers": "rebinds a clock (time, datetime)",
-    "environment": "changes the environment the evaluator reads (os.environ, putenv)",
+    "environment": "changes the environment the evaluator reads (os.environ, putenv) or reads "
+    "what its process was started with (sys.argv)",
     "frames": "reaches into other code's frames or objects (sys._getframe, inspect, gc, ctypes)",
-    "evaluator": "changes a file the evaluator runs or names",
+    "evaluator": "changes a file the evaluator runs or names, or names one in code",
     "startup": "adds or changes a file the interpreter or a test runner loads by itself "
     "(sitecustomize, usercustomize, .pth, conftest.py, runner configs)",
     "shadowing": "adds a module that shadows the standard library or one the evaluator imports",
@@ -61,6 +65,10 @@ IMPORT_CHECKS = {
     "pty": "output",
     "multiprocessing": "output",
     "signal": "frames",
+    # Patches any attribute named by a string ("json.dumps"), past every check on names.
+    "unittest.mock": "modules",
+    "mock": "modules",
+    "_io": "output",
 }
 # Names and attributes whose mere use is a flag (qualified, aliases resolved).
 REFERENCE_CHECKS = {
@@ -84,13 +92,27 @@ REFERENCE_CHECKS = {
     "os.dup2": "output",
     "os.dup": "output",
     "os.fdopen": "output",
+    "io.FileIO": "output",  # a file object on fd 1 or 2, past the check of open()
     **{
         f"os.{name}": "output"
         for name in "system popen fork forkpty posix_spawn posix_spawnp execv execve execvp "
         "execvpe execl execle execlp execlpe spawnv spawnve spawnvp spawnvpe spawnl spawnle "
         "spawnlp spawnlpe".split()
     },
+    # The exit status is what a guard reads: a test run that fails can still exit 0 from a
+    # cleanup (request.config.add_cleanup(lambda: os._exit(0))), and forge its report too.
+    # A call that can only exit non-zero is not flagged (EXITS).
+    "os._exit": "output",
+    "os.kill": "output",
+    "os.killpg": "output",
+    "sys.exit": "output",
+    "SystemExit": "output",
+    "exit": "output",
+    "quit": "output",
     "os.putenv": "environment",
+    # What the process was started with: a test run's argv names where its report goes.
+    "sys.argv": "environment",
+    "sys.orig_argv": "environment",
     "os.unsetenv": "environment",
     "sys._getframe": "frames",
     "sys.settrace": "frames",
@@ -110,7 +132,12 @@ NAMED_CHECKS = {
     "__import__": "modules",
 }
 ENVIRON_WRITES = frozenset("update setdefault pop popitem clear __setitem__ __delitem__".split())
-OUTPUT_PATHS = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd")
+# Ways to end the process with a status of one's choosing; a call whose argument can only
+# give a failing status (a message, a non-zero number) cannot fake a pass.
+EXITS = frozenset("os._exit sys.exit SystemExit exit quit".split())
+# setattr by another name: object.__setattr__(json, "dumps", f), type(m).__setattr__(...).
+SETATTR_LIKE = frozenset("__setattr__ __delattr__".split())
+OUTPUT_PATHS = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/", "/proc/thread-self/")
 # Files an interpreter or a test runner loads without being asked to.
 STARTUP_NAMES = frozenset(
     "sitecustomize.py usercustomize.py conftest.py pytest.ini tox.ini setup.cfg pyproject.toml "
@@ -132,6 +159,12 @@ LINE_CHECKS = (
     (re.compile(r"\brequire\.cache\b|\bModule\._|\beval\s*\(|new\s+Function\s*\("), "modules"),
 )
 MAX_BYTES = 1_000_000  # a file larger than this is not parsed; it is flagged as unreadable
+# What _blob gives for a version too large or not UTF-8: a code file like that cannot be
+# checked, so python_uses and line_uses say unreadable and it is flagged.
+UNREADABLE = "\0" * (MAX_BYTES + 1)
+# PEP 263: a source encoding declared on the first two lines. The checks read the text as
+# UTF-8; under `coding: utf-7` a comment's "+AAo-" is a line break the interpreter runs.
+CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
 @dataclass(frozen=True)
@@ -221,8 +254,9 @@ def check_file(
     if new is None:
         return flags
     if path.endswith((".py", ".pyw", ".pyi")):
-        before = python_uses(old or "")
-        after = python_uses(new)
+        watched = watched_names(evaluator)
+        before = python_uses(old or "", watched)
+        after = python_uses(new, watched)
     elif path.endswith(SCRIPT_SUFFIXES):
         before = line_uses(old or "")
         after = line_uses(new)
@@ -239,6 +273,11 @@ def check_file(
             continue
         flags.append(Flag(check, path, line, detail))
     return flags
+
+
+def watched_names(evaluator: list[str]) -> frozenset[str]:
+    """The evaluator's files as code would name them: the path and the bare file name."""
+    return frozenset(evaluator) | {PurePosixPath(p).name for p in evaluator}
 
 
 def evaluator_imports(worktree: Path, start: str, evaluator: list[str]) -> set[str]:
@@ -258,13 +297,20 @@ def evaluator_imports(worktree: Path, start: str, evaluator: list[str]) -> set[s
     return names
 
 
-def evaluator_files(worktree: Path, commands: list[str | None], protected: list[str]) -> list[str]:
+def evaluator_files(
+    worktree: Path,
+    commands: list[str | None],
+    protected: list[str],
+    outputs: list[str] = (),  # type: ignore[assignment]
+) -> list[str]:
     """The files the evaluator runs or names: each word of its commands that is a tracked
-    file of the worktree, and the protected literal paths."""
+    file of the worktree, the protected literal paths, and `outputs`, the files it reads
+    its result from (json_file:<path>), tracked or not."""
     words = {w.strip("'\"") for c in commands if c for w in re.split(r"[\s=:;|&<>()]+", c)}
     tracked = set(git.worktree_git(worktree, "ls-files", "-z").split("\0"))
     found = {w[2:] if w.startswith("./") else w for w in words} & tracked
-    return sorted(found | {p for p in protected if p in tracked})
+    made = {o[2:] if o.startswith("./") else o for o in outputs}
+    return sorted(found | made | {p for p in protected if p in tracked})
 
 
 # --- reading one version of a file ---------------------------------------------------------
@@ -272,17 +318,35 @@ def evaluator_files(worktree: Path, commands: list[str | None], protected: list[
 Use = tuple[str, str, int | None]  # (check, detail, line)
 
 
-def python_uses(source: str) -> list[Use] | None:
-    """Every checked thing a Python source reaches for; None when it does not parse."""
+def python_uses(source: str, watched: frozenset[str] = frozenset()) -> list[Use] | None:
+    """Every checked thing a Python source reaches for; None when it does not parse.
+    `watched`: the evaluator's file names, which a string in the code may not name."""
     if len(source) > MAX_BYTES:
         return None
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    finder = _Finder()
+    finder = _Finder(watched)
     finder.visit(tree)
-    return finder.uses
+    return finder.uses + _declared_encoding(source)
+
+
+def _declared_encoding(source: str) -> list[Use]:
+    """A source encoding other than UTF-8 declared by the file: what runs is not what was
+    read."""
+    for number, line in enumerate(source.splitlines()[:2], 1):
+        match = CODING.match(line)
+        if match is None:
+            continue
+        try:
+            name = codecs.lookup(match.group(1)).name
+        except LookupError:
+            name = match.group(1)
+        if name in ("utf-8", "ascii"):
+            return []
+        return [("modules", f"declares source encoding {match.group(1)}", number)]
+    return []
 
 
 def line_uses(source: str) -> list[Use] | None:
@@ -299,10 +363,13 @@ def line_uses(source: str) -> list[Use] | None:
 class _Finder(ast.NodeVisitor):
     """Collects the checked uses of one module, its import aliases resolved."""
 
-    def __init__(self) -> None:
+    def __init__(self, watched: frozenset[str] = frozenset()) -> None:
         self.uses: list[Use] = []
         self.aliases: dict[str, str] = {}  # local name -> qualified name
         self.modules: set[str] = set()  # local names bound to an imported module
+        self.watched = watched  # the evaluator's file names
+        self.called: set[int] = set()  # ids of the names a call is made through
+        self.failing_exits: set[int] = set()  # ids of exit names called to fail, not flagged
 
     def use(self, check: str, detail: str, node: ast.AST) -> None:
         self.uses.append((check, detail, getattr(node, "lineno", None)))
@@ -325,15 +392,20 @@ class _Finder(ast.NodeVisitor):
             self.aliases[local] = qual
             if qual in REFERENCE_CHECKS:
                 self.use(REFERENCE_CHECKS[qual], f"imports {qual}", node)
+            elif qual in IMPORT_CHECKS:  # from unittest import mock
+                self.use(IMPORT_CHECKS[qual], f"imports {qual}", node)
             if alias.name == "*":
                 self.use("modules", f"imports * from {module}", node)
                 continue
             self.modules.add(local)  # from package import name: may be a module or a class
 
     def _imported(self, module: str, node: ast.AST) -> None:
-        top = module.split(".")[0]
-        if top in IMPORT_CHECKS:
-            self.use(IMPORT_CHECKS[top], f"imports {module}", node)
+        parts = module.split(".")
+        for depth in range(1, len(parts) + 1):
+            name = ".".join(parts[:depth])
+            if name in IMPORT_CHECKS:
+                self.use(IMPORT_CHECKS[name], f"imports {module}", node)
+                return
 
     # names and attributes
 
@@ -348,21 +420,48 @@ class _Finder(ast.NodeVisitor):
             func = self.qual(node.func)
             if func in ("__import__", "importlib.import_module"):
                 return str(node.args[0].value)
+        if isinstance(node, ast.Call) and len(node.args) >= 2 and self._func(node) == "getattr":
+            name = node.args[1]
+            base = self.qual(node.args[0])
+            if base and isinstance(name, ast.Constant) and isinstance(name.value, str):
+                return f"{base}.{name.value}"  # getattr(sys, "stdout") is sys.stdout
         return None
+
+    def _func(self, node: ast.Call) -> str | None:
+        """The plain name a call is made through (`getattr`, `super`), aliases resolved."""
+        if isinstance(node.func, ast.Name):
+            return self.aliases.get(node.func.id, node.func.id)
+        return None
+
+    def on_module(self, node: ast.AST) -> bool:
+        """Whether `node` is a name bound to an imported module, or an attribute of one."""
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in self.modules
 
     def visit_Name(self, node: ast.Name) -> None:
         qual = self.aliases.get(node.id, node.id)
+        if id(node) in self.failing_exits:
+            return
         if qual in REFERENCE_CHECKS:  # exec, __import__, or an alias of sys.modules ...
             self.use(REFERENCE_CHECKS[qual], f"uses {qual}", node)
+        elif qual == "print" and isinstance(node.ctx, ast.Load) and id(node) not in self.called:
+            # p = print; weakref.finalize(x, print, ...): a print the call check misses.
+            self.use("output", "uses print as a value", node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         qual = self.qual(node)
+        if id(node) in self.failing_exits:
+            return
         if node.attr in FRAME_ATTRIBUTES:
             self.use("frames", f"uses .{node.attr}", node)
         if qual in REFERENCE_CHECKS:
             self.use(REFERENCE_CHECKS[qual], f"uses {qual}", node)
         elif qual and qual.startswith("builtins."):
             self.use("builtins", f"uses {qual}", node)
+        elif node.attr == "__dict__" and self.on_module(node.value):
+            # json.__dict__["dumps"] = f, sys.__dict__["modules"]: setattr by another name.
+            self.use("modules", f"uses {qual or node.attr}", node)
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -370,6 +469,8 @@ class _Finder(ast.NodeVisitor):
             return
         if any(p in node.value for p in OUTPUT_PATHS):
             self.use("output", f"names {node.value[:40]!r}", node)
+        elif node.value.removeprefix("./") in self.watched:  # open("measure.py", "w")
+            self.use("evaluator", f"names {node.value!r}, a file the evaluator runs", node)
         elif node.value in NAMED_CHECKS:  # globals()["__builtins__"], getattr(x, "f_back")
             self.use(NAMED_CHECKS[node.value], f"names {node.value!r}", node)
 
@@ -379,6 +480,14 @@ class _Finder(ast.NodeVisitor):
         for target in node.targets:
             self._target(target)
         self.generic_visit(node)
+        # j = json; e = os.environ: the new name stands for what it was given, so a change
+        # made through it is seen as one made through the module.
+        qual = self.qual(node.value)
+        if qual and self.on_module(node.value):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.aliases[target.id] = qual
+                    self.modules.add(target.id)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self._target(node.target)
@@ -438,11 +547,25 @@ class _Finder(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = self.qual(node.func)
+        self.called.add(id(node.func))
+        if func in EXITS and node.args and _fails(node.args[0]):
+            self.failing_exits.add(id(node.func))  # raise SystemExit("LEAK"): exits 1
+        fetched = self.qual(node) if self._func(node) == "getattr" else None
+        if fetched in REFERENCE_CHECKS:  # getattr(sys, "stdout").write(...)
+            self.use(REFERENCE_CHECKS[fetched], f"uses {fetched}", node)
         if func in ("setattr", "delattr") and node.args:
             obj = node.args[0]
             if not (isinstance(obj, ast.Name) and obj.id in ("self", "cls")):
                 what = self.qual(obj) or ast.unparse(obj)[:40]
                 self.use(_rebind_check(what), f"{func} on {what}", node)
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in SETATTR_LIKE:
+            owner, first = node.func.value, (node.args[0] if node.args else None)
+            mine = _is_self(owner) or (first is not None and _is_self(first))
+            if not mine and not (isinstance(owner, ast.Call) and self._func(owner) == "super"):
+                what = ast.unparse(node.func)[:40]
+                self.use("modules", f"calls {what}", node)
+        elif func == "vars" and node.args and self.on_module(node.args[0]):
+            self.use("modules", f"uses vars({ast.unparse(node.args[0])[:40]})", node)
         elif func == "print":
             self.use("output", "prints", node)
         elif func in ("open", "io.open") and node.args:
@@ -453,6 +576,26 @@ class _Finder(ast.NodeVisitor):
             if self.qual(node.func.value) in ("os.environ", "os.environb"):
                 self.use("environment", f"calls os.environ.{node.func.attr}", node)
         self.generic_visit(node)
+
+
+def _fails(arg: ast.AST) -> bool:
+    """Whether an exit status argument can only be a failing one: a non-zero number, or a
+    message (any text exits 1)."""
+    if isinstance(arg, ast.Constant):
+        return isinstance(arg.value, str) or (type(arg.value) is int and arg.value != 0)
+    if isinstance(arg, ast.JoinedStr):
+        return True
+    if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Add):
+        return any(
+            isinstance(side, ast.JoinedStr)
+            or (isinstance(side, ast.Constant) and isinstance(side.value, str))
+            for side in (arg.left, arg.right)
+        )
+    return False
+
+
+def _is_self(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id in ("self", "cls")
 
 
 def _rebind_check(qual: str) -> str:
@@ -481,9 +624,9 @@ def _blob(worktree: Path, spec: str) -> str | None:
     if proc.returncode != 0:
         return None
     if int(proc.stdout.strip() or 0) > MAX_BYTES:
-        return "\0" * (MAX_BYTES + 1)  # too large to check: python_uses says unreadable
+        return UNREADABLE
     try:
         shown = git.worktree_proc(worktree, "show", spec)
-    except UnicodeDecodeError:  # not text: nothing here parses it as code
-        return ""
+    except UnicodeDecodeError:  # not UTF-8: a source in another encoding is not read here
+        return UNREADABLE
     return shown.stdout if shown.returncode == 0 else None
