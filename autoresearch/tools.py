@@ -27,6 +27,7 @@ from autoresearch import commands
 from autoresearch.backends.base import TEAMS, SessionStop, StageFailed, ToolResult
 from autoresearch.jail import Jail
 from autoresearch.sandbox import Hidden, Refused, Sandbox, glob_match
+from autoresearch.shown import Shown, digest
 
 # Output caps: a tool result goes back into the model's context on every later turn.
 MAX_LIST_ENTRIES = 1000
@@ -518,6 +519,8 @@ class Toolbox:
             for name in self.tool_names
         ]
         self._finished = False
+        # What this conversation has already been shown of the files (autoresearch/shown.py).
+        self.shown = Shown()
 
     # -- Toolbox protocol ------------------------------------------------------------------
 
@@ -532,6 +535,12 @@ class Toolbox:
     def mark_finished(self) -> None:
         """Called by a harness hook when the team's work is over."""
         self._finished = True
+
+    def forget_shown(self) -> None:
+        """Called by a backend that keeps a conversation, when one starts and whenever it
+        shortens earlier outputs: from then on a file's text already sent (and still
+        there) is pointed at rather than sent again, until that happens again."""
+        self.shown.forget()
 
     def call(self, name: str, args: dict[str, Any]) -> ToolResult:
         available = ", ".join(self.tool_names)
@@ -620,17 +629,18 @@ class Toolbox:
             text += f"\n[... {len(names) - len(shown)} more files; narrow with path or glob]"
         return ToolResult(text)
 
-    def _read_text(self, path: str) -> tuple[Path, str, str]:
-        target, rel = self.sandbox.resolve(path)
+    def _read_text(self, path: str) -> tuple[str, str, str]:
+        """(relative path, text, digest of the bytes) of a text file."""
+        _, rel = self.sandbox.resolve(path)
         data = self.sandbox.read_bytes(rel or ".", MAX_READ_BYTES)
         if _is_binary(data):
             raise Refused(f"{path!r} is a binary file")
-        return target, rel, data.decode("utf-8", errors="replace")
+        return rel, data.decode("utf-8", errors="replace"), digest(data)
 
     def _tool_read_file(
         self, path: str, start_line: int = 1, end_line: int | None = None
     ) -> ToolResult:
-        _, _, text = self._read_text(path)
+        rel, text, file_digest = self._read_text(path)
         lines = text.splitlines()
         if not lines:
             return ToolResult("(empty file)")
@@ -641,15 +651,25 @@ class Toolbox:
         last = min(len(lines), end_line or len(lines), start_line + MAX_READ_LINES - 1)
         if last < start_line:
             return _error("end_line is before start_line")
+        asked = range(start_line, last + 1)
+        if self.shown.note_instead(rel, file_digest, asked):
+            return ToolResult(
+                f"[{rel} is unchanged since earlier output in this conversation showed "
+                f"lines {start_line}-{last} of it: read them there. Ask again for the text.]"
+            )
         width = len(str(last))
         out = []
-        for number in range(start_line, last + 1):
+        whole: list[int] = []  # the lines shown in full, not cut
+        for number in asked:
             line = lines[number - 1]
             if len(line) > MAX_LINE_CHARS:
                 line = line[:MAX_LINE_CHARS] + " [... line cut ...]"
+            else:
+                whole.append(number)
             out.append(f"{number:>{width}}\t{line}")
         if last < len(lines) and (end_line is None or end_line > last):
             out.append(f"[... {len(lines) - last} more lines; continue with start_line={last + 1}]")
+        self.shown.add(rel, file_digest, whole)
         return ToolResult("\n".join(out))
 
     def _tool_search(self, pattern: str, path: str = "", glob: str | None = None) -> ToolResult:
@@ -684,16 +704,29 @@ class Toolbox:
             if _is_binary(data):
                 continue
             lines = data.decode("utf-8", "replace").splitlines()
+            # Lines whose text this conversation already has, from this very file content.
+            known = self.shown.lines_of(rel, digest(data))
+            pointed: list[int] = []
             for number in _candidate_lines(whole, lines, deadline):
                 line = lines[number - 1]
                 if compiled.search(line, timeout=_remaining(deadline)):
-                    if len(hits) < MAX_SEARCH_HITS:
+                    if number in known:
+                        if not pointed:
+                            hits.append("")  # its place: the file's first hit
+                            at = len(hits) - 1
+                        pointed.append(number)
+                    elif len(hits) < MAX_SEARCH_HITS:
                         text = line.strip()
                         if len(text) > MAX_HIT_CHARS:
                             text = text[:MAX_HIT_CHARS] + " [...]"
                         hits.append(f"{rel}:{number}: {text}")
                     else:
                         more += 1
+            if pointed:
+                hits[at] = (
+                    f"{rel}: {len(pointed)} matching line{'s' if len(pointed) > 1 else ''} "
+                    "already shown above, unchanged: " + ", ".join(map(str, pointed))
+                )
         if more:
             hits.append(f"[... {more} more matches; narrow with path or glob]")
         if skipped:

@@ -1,0 +1,68 @@
+"""What one conversation has already been shown of the worktree's files, so a tool need not
+send the same text twice (docs/cost.md: every token a tool returns is paid for again).
+
+A record is a file's bytes (their sha256) and the line numbers whose full text an earlier
+output carried. It stands only while that output is still in the conversation and the
+file still has those bytes: the backend calls `forget` when a conversation starts and
+whenever it shortens old outputs, and every use compares the digest of the file as it is
+now, so a change by edit_file, by a command, or by a restore between fixes means the text
+is sent again. A note in place of text is given once: asking again gets the text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class Seen:
+    digest: str  # of the file's bytes when its lines were shown
+    lines: set[int] = field(default_factory=set)
+    noted: bool = False  # the last read of it was answered with a note, not the text
+
+
+class Shown:
+    """Per conversation: path -> what of it is in the conversation. Off until `forget` is
+    first called, so a toolbox that no conversation-keeping backend drives (a script, a
+    test) answers every call in full."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self._files: dict[str, Seen] = {}
+
+    def forget(self) -> None:
+        """The conversation starts, or lost outputs: nothing shown before counts."""
+        self.active = True
+        self._files.clear()
+
+    def add(self, rel: str, file_digest: str, lines: range | set[int]) -> None:
+        if not self.active:
+            return
+        seen = self._files.get(rel)
+        if seen is None or seen.digest != file_digest:
+            seen = self._files[rel] = Seen(file_digest)
+        seen.lines.update(lines)
+        seen.noted = False
+
+    def lines_of(self, rel: str, file_digest: str) -> set[int]:
+        """The lines of `rel` whose text is in the conversation, if it still has these bytes."""
+        seen = self._files.get(rel) if self.active else None
+        if seen is None or seen.digest != file_digest:
+            return set()
+        return seen.lines
+
+    def note_instead(self, rel: str, file_digest: str, lines: range) -> bool:
+        """Whether a read of `lines` may be answered with a note: all of them are in the
+        conversation, unchanged, and the last read of the file was not already a note."""
+        seen = self._files.get(rel) if self.active else None
+        if seen is None or seen.digest != file_digest or seen.noted:
+            return False
+        if not seen.lines.issuperset(lines):
+            return False
+        seen.noted = True
+        return True
