@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -23,7 +24,7 @@ from typing import Any
 import regex
 from jsonschema import Draft202012Validator
 
-from autoresearch import commands
+from autoresearch import commands, run_output
 from autoresearch.backends.base import TEAMS, SessionStop, StageFailed, ToolResult
 from autoresearch.jail import Jail
 from autoresearch.sandbox import Hidden, Refused, Sandbox, glob_match
@@ -738,7 +739,7 @@ class Toolbox:
 
     # -- commands --------------------------------------------------------------------------
 
-    def _run(self, command: str | None, key: str) -> ToolResult:
+    def _run(self, command: str | None, key: str, *, tests: bool = False) -> ToolResult:
         if not command:
             return _error(f"no command is configured for this (spec key `{key}`)")
         result = commands.run(
@@ -752,11 +753,13 @@ class Toolbox:
             head = f"timed out after {self.test_timeout_s:g}s (counts as a failure)"
         else:
             head = f"exit code: {result.exit_code}"
+        if tests:  # the lines of passing tests left out first, so the tail holds more
+            result = dataclasses.replace(result, output=run_output.condense(result.output))
         tail = self.sandbox.redact(result.tail(TEST_OUTPUT_TAIL))
         return ToolResult(f"$ {command}\n{head}\n{tail}")
 
     def _tool_run_tests(self) -> ToolResult:
-        return self._run(self.test_command, "test_command")
+        return self._run(self.test_command, "test_command", tests=True)
 
     def _tool_run_linter(self) -> ToolResult:
         return self._run(self.linter_command, "linter_command")
