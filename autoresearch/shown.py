@@ -40,6 +40,11 @@ class Shown:
         self.active = True
         self._files.clear()
 
+    def drop(self, rel: str) -> None:
+        """The agent wrote `rel`: what it was shown before is not what it now has in mind,
+        even if the bytes come back (a restore, an edit undone)."""
+        self._files.pop(rel, None)
+
     def add(self, rel: str, file_digest: str, lines: range | set[int]) -> None:
         if not self.active:
             return

@@ -655,8 +655,9 @@ class Toolbox:
         asked = range(start_line, last + 1)
         if self.shown.note_instead(rel, file_digest, asked):
             return ToolResult(
-                f"[{rel} is unchanged since earlier output in this conversation showed "
-                f"lines {start_line}-{last} of it: read them there. Ask again for the text.]"
+                f"[{rel} has the same content as when earlier output in this conversation "
+                f"showed lines {start_line}-{last} of it: read them there. Ask again for the "
+                "text.]"
             )
         width = len(str(last))
         out = []
@@ -798,6 +799,7 @@ class Toolbox:
             return _error(f"the edited file would be larger than {MAX_WRITE_BYTES} bytes")
         self.sandbox.write_bytes(target, rel, new)
         self.written[rel] = hashlib.sha256(new).hexdigest()
+        self.shown.drop(rel)
         return ToolResult(f"edited {rel}")
 
     def _tool_write_file(self, path: str, content: str) -> ToolResult:
@@ -816,6 +818,7 @@ class Toolbox:
             return _error(f"content is larger than {MAX_WRITE_BYTES} bytes as UTF-8")
         existed = self.sandbox.write_bytes(target, rel, data)
         self.written[rel] = hashlib.sha256(data).hexdigest()
+        self.shown.drop(rel)
         return ToolResult(
             f"{'overwrote' if existed else 'created'} {rel} ({len(content)} characters)"
         )

@@ -39,7 +39,7 @@ def read(toolbox: Toolbox, path: str = "pkg/mod.py", **lines) -> str:
 
 
 def is_note(text: str) -> bool:
-    return text.startswith("[pkg/mod.py is unchanged") and "def step_" not in text
+    return text.startswith("[pkg/mod.py has the same content") and "def step_" not in text
 
 
 # -- read_file ---------------------------------------------------------------------------
@@ -75,6 +75,19 @@ def test_a_file_changed_by_edit_file_is_sent_again(repo):
     assert not toolbox.call("edit_file", edit).is_error
     again = read(toolbox)
     assert "40\t    return x + 21" in again and not is_note(again)
+
+
+def test_a_file_the_agent_wrote_is_sent_again_even_with_its_old_bytes_back(repo):
+    # Its edit undone (by the agent, or a restore after a refused fix): what the agent has
+    # in mind is its edit, so pointing at the old output would mislead.
+    toolbox = conversation(repo)
+    full = read(toolbox)
+    edit = {"path": "pkg/mod.py", "old_str": "return x + 20", "new_str": "return x + 21"}
+    assert not toolbox.call("edit_file", edit).is_error
+    (repo / "pkg" / "mod.py").write_text(MODULE)
+    assert read(toolbox) == full
+    assert not toolbox.call("write_file", {"path": "pkg/mod.py", "content": MODULE}).is_error
+    assert read(toolbox) == full
 
 
 def test_a_file_changed_by_a_command_is_sent_again(repo):
