@@ -720,7 +720,10 @@ class Toolbox:
                     elif len(hits) < MAX_SEARCH_HITS:
                         text = line.strip()
                         if len(text) > MAX_HIT_CHARS:
-                            text = text[:MAX_HIT_CHARS] + " [...]"
+                            text = (
+                                f"{text[:MAX_HIT_CHARS]} "
+                                f"[... {len(text) - MAX_HIT_CHARS} more characters]"
+                            )
                         hits.append(f"{rel}:{number}: {text}")
                     else:
                         more += 1

@@ -158,6 +158,12 @@ def test_search_hits_on_lines_already_shown_are_their_numbers_and_the_rest_are_t
     ]
 
 
+def test_a_long_hit_is_cut_saying_how_many_characters_were_left_out(repo):
+    (repo / "pkg" / "wide.py").write_text("key = '" + "v" * 400 + "'\n")
+    hit = Toolbox("green", repo).call("search", {"pattern": "key", "path": "pkg/wide.py"})
+    assert hit.content == f"pkg/wide.py:1: key = '{'v' * 293} [... 108 more characters]"
+
+
 def test_search_sends_the_text_of_a_file_changed_since_it_was_read(repo):
     toolbox = conversation(repo)
     read(toolbox)
