@@ -34,11 +34,14 @@ class Shown:
     def __init__(self) -> None:
         self.active = False
         self._files: dict[str, Seen] = {}
+        # A listing or search call (its name and arguments) -> (digest of its output, noted)
+        self._outputs: dict[str, tuple[str, bool]] = {}
 
     def forget(self) -> None:
         """The conversation starts, or lost outputs: nothing shown before counts."""
         self.active = True
         self._files.clear()
+        self._outputs.clear()
 
     def drop(self, rel: str) -> None:
         """The agent wrote `rel`: what it was shown before is not what it now has in mind,
@@ -71,3 +74,16 @@ class Shown:
             return False
         seen.noted = True
         return True
+
+    def same_output(self, call: str, output: str) -> bool:
+        """Whether `call` (a listing or a search) gave this very output earlier in the
+        conversation, still there, and that one was not already answered with a note."""
+        if not self.active:
+            return False
+        mark = digest(output.encode())
+        earlier = self._outputs.get(call)
+        if earlier == (mark, False):
+            self._outputs[call] = (mark, True)
+            return True
+        self._outputs[call] = (mark, False)
+        return False

@@ -48,6 +48,10 @@ MAX_PATTERN_CHARS = 1000
 SEARCH_TIME_S = 10.0
 TEST_OUTPUT_TAIL = 4000
 
+# Calls whose repeated, unchanged output is pointed at rather than sent again (read_file
+# has its own, finer rule: autoresearch/shown.py).
+_LOOKUPS = frozenset({"list_files", "search"})
+
 SEVERITIES = ["critical", "high", "medium", "low", "test-gap"]
 CATEGORIES = ["obvious", "bold", "creative", "adjacent", "wildcard"]
 
@@ -570,7 +574,7 @@ class Toolbox:
             return self._hook(name, args)
         self.sandbox.forget()
         try:
-            return getattr(self, f"_tool_{name}")(**args)
+            result = getattr(self, f"_tool_{name}")(**args)
         except Refused as refusal:
             return _error(f"refused: {refusal}")
         except TimeoutError:
@@ -582,6 +586,15 @@ class Toolbox:
             return _error(f"{name} failed: the input is nested too deeply; simplify it")
         except Exception as err:  # noqa: BLE001 - any failure is the agent's to read, not a crash
             return _error(f"{name} failed: {type(err).__name__}: {err}")
+        if name in _LOOKUPS and not result.is_error:
+            call = json.dumps([name, args], sort_keys=True)
+            if self.shown.same_output(call, result.content):
+                lines = result.content.count("\n") + 1
+                return ToolResult(
+                    f"[the same output ({lines} lines) as this very call gave earlier in this "
+                    "conversation: read it there. Ask again for the text.]"
+                )
+        return result
 
     # -- harness tools ---------------------------------------------------------------------
 

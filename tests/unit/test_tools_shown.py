@@ -124,9 +124,10 @@ def test_a_toolbox_answers_in_full_until_a_backend_says_a_conversation_began(rep
     toolbox = Toolbox("green", repo)  # a script backend, or none: never told of a conversation
     full = read(toolbox)
     assert read(toolbox) == full
-    assert toolbox.call("search", {"pattern": "def step_1\\b"}).content == (
-        "pkg/mod.py:1: def step_1(x):"
-    )
+    for _ in range(2):
+        assert toolbox.call("search", {"pattern": "def step_1\\b"}).content == (
+            "pkg/mod.py:1: def step_1(x):"
+        )
     toolbox.forget_shown()
     assert read(toolbox) == full and is_note(read(toolbox))
 
@@ -180,6 +181,37 @@ def test_search_after_forget_shown_sends_the_text(repo):
     assert toolbox.call("search", {"pattern": "def step_3\\b"}).content == (
         "pkg/mod.py:5: def step_3(x):"
     )
+
+
+def same_note(text: str) -> bool:
+    return text.startswith("[the same output (") and "earlier in this conversation" in text
+
+
+def test_a_search_repeated_with_the_same_output_is_a_note_and_again_the_text(repo):
+    toolbox = conversation(repo)
+    call = {"pattern": "step_1\\b", "path": "pkg/other.py"}
+    full = toolbox.call("search", call).content
+    assert full.startswith("pkg/other.py:1:")
+    assert same_note(toolbox.call("search", call).content)
+    assert toolbox.call("search", call).content == full
+
+
+def test_a_repeated_search_whose_output_changed_is_sent(repo):
+    toolbox = conversation(repo)
+    call = {"pattern": "step_1\\b", "path": "pkg/other.py"}
+    toolbox.call("search", call)
+    (repo / "pkg" / "other.py").write_text("step_1(3)\n")
+    assert toolbox.call("search", call).content == "pkg/other.py:1: step_1(3)"
+
+
+def test_a_listing_repeated_after_a_new_file_is_sent_and_unchanged_is_a_note(repo):
+    toolbox = conversation(repo)
+    toolbox.call("list_files", {})
+    assert same_note(toolbox.call("list_files", {}).content)
+    toolbox.call("write_file", {"path": "pkg/new.py", "content": "x = 1\n"})
+    assert "pkg/new.py" in toolbox.call("list_files", {}).content
+    toolbox.forget_shown()
+    assert "pkg/new.py" in toolbox.call("list_files", {}).content
 
 
 # -- the backend tells the toolbox ---------------------------------------------------------
