@@ -57,10 +57,11 @@ class Shown:
         seen.lines.update(lines)
         seen.noted = False
 
-    def lines_of(self, rel: str, file_digest: str) -> set[int]:
-        """The lines of `rel` whose text is in the conversation, if it still has these bytes."""
+    def lines_of(self, rel: str, data: bytes) -> set[int]:
+        """The lines of `rel` whose text is in the conversation, if it still has bytes `data`
+        (hashed only for a file shown: a search reads every file)."""
         seen = self._files.get(rel) if self.active else None
-        if seen is None or seen.digest != file_digest:
+        if seen is None or seen.digest != digest(data):
             return set()
         return seen.lines
 

@@ -720,7 +720,7 @@ class Toolbox:
                 continue
             lines = data.decode("utf-8", "replace").splitlines()
             # Lines whose text this conversation already has, from this very file content.
-            known = self.shown.lines_of(rel, digest(data))
+            known = self.shown.lines_of(rel, data)
             pointed: list[int] = []
             for number in _candidate_lines(whole, lines, deadline):
                 line = lines[number - 1]
