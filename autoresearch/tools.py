@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -23,10 +24,11 @@ from typing import Any
 import regex
 from jsonschema import Draft202012Validator
 
-from autoresearch import commands
+from autoresearch import commands, run_output
 from autoresearch.backends.base import TEAMS, SessionStop, StageFailed, ToolResult
 from autoresearch.jail import Jail
 from autoresearch.sandbox import Hidden, Refused, Sandbox, glob_match
+from autoresearch.shown import Shown, digest
 
 # Output caps: a tool result goes back into the model's context on every later turn.
 MAX_LIST_ENTRIES = 1000
@@ -45,6 +47,10 @@ MAX_PATTERN_CHARS = 1000
 # counts CPU time: on a busy machine a runaway match can take a few times this long.
 SEARCH_TIME_S = 10.0
 TEST_OUTPUT_TAIL = 4000
+
+# Calls whose repeated, unchanged output is pointed at rather than sent again (read_file
+# has its own, finer rule: autoresearch/shown.py).
+_LOOKUPS = frozenset({"list_files", "search"})
 
 SEVERITIES = ["critical", "high", "medium", "low", "test-gap"]
 CATEGORIES = ["obvious", "bold", "creative", "adjacent", "wildcard"]
@@ -518,6 +524,8 @@ class Toolbox:
             for name in self.tool_names
         ]
         self._finished = False
+        # What this conversation has already been shown of the files (autoresearch/shown.py).
+        self.shown = Shown()
 
     # -- Toolbox protocol ------------------------------------------------------------------
 
@@ -532,6 +540,12 @@ class Toolbox:
     def mark_finished(self) -> None:
         """Called by a harness hook when the team's work is over."""
         self._finished = True
+
+    def forget_shown(self) -> None:
+        """Called by a backend that keeps a conversation, when one starts and whenever it
+        shortens earlier outputs: from then on a file's text already sent (and still
+        there) is pointed at rather than sent again, until that happens again."""
+        self.shown.forget()
 
     def call(self, name: str, args: dict[str, Any]) -> ToolResult:
         available = ", ".join(self.tool_names)
@@ -560,7 +574,7 @@ class Toolbox:
             return self._hook(name, args)
         self.sandbox.forget()
         try:
-            return getattr(self, f"_tool_{name}")(**args)
+            result = getattr(self, f"_tool_{name}")(**args)
         except Refused as refusal:
             return _error(f"refused: {refusal}")
         except TimeoutError:
@@ -572,6 +586,15 @@ class Toolbox:
             return _error(f"{name} failed: the input is nested too deeply; simplify it")
         except Exception as err:  # noqa: BLE001 - any failure is the agent's to read, not a crash
             return _error(f"{name} failed: {type(err).__name__}: {err}")
+        if name in _LOOKUPS and not result.is_error:
+            call = json.dumps([name, args], sort_keys=True)
+            if self.shown.same_output(call, result.content):
+                lines = result.content.count("\n") + 1
+                return ToolResult(
+                    f"[the same output ({lines} lines) as this very call gave earlier in this "
+                    "conversation: read it there. Ask again for the text.]"
+                )
+        return result
 
     # -- harness tools ---------------------------------------------------------------------
 
@@ -620,17 +643,18 @@ class Toolbox:
             text += f"\n[... {len(names) - len(shown)} more files; narrow with path or glob]"
         return ToolResult(text)
 
-    def _read_text(self, path: str) -> tuple[Path, str, str]:
-        target, rel = self.sandbox.resolve(path)
+    def _read_text(self, path: str) -> tuple[str, str, str]:
+        """(relative path, text, digest of the bytes) of a text file."""
+        _, rel = self.sandbox.resolve(path)
         data = self.sandbox.read_bytes(rel or ".", MAX_READ_BYTES)
         if _is_binary(data):
             raise Refused(f"{path!r} is a binary file")
-        return target, rel, data.decode("utf-8", errors="replace")
+        return rel, data.decode("utf-8", errors="replace"), digest(data)
 
     def _tool_read_file(
         self, path: str, start_line: int = 1, end_line: int | None = None
     ) -> ToolResult:
-        _, _, text = self._read_text(path)
+        rel, text, file_digest = self._read_text(path)
         lines = text.splitlines()
         if not lines:
             return ToolResult("(empty file)")
@@ -641,15 +665,26 @@ class Toolbox:
         last = min(len(lines), end_line or len(lines), start_line + MAX_READ_LINES - 1)
         if last < start_line:
             return _error("end_line is before start_line")
+        asked = range(start_line, last + 1)
+        if self.shown.note_instead(rel, file_digest, asked):
+            return ToolResult(
+                f"[{rel} has the same content as when earlier output in this conversation "
+                f"showed lines {start_line}-{last} of it: read them there. Ask again for the "
+                "text.]"
+            )
         width = len(str(last))
         out = []
-        for number in range(start_line, last + 1):
+        whole: list[int] = []  # the lines shown in full, not cut
+        for number in asked:
             line = lines[number - 1]
             if len(line) > MAX_LINE_CHARS:
                 line = line[:MAX_LINE_CHARS] + " [... line cut ...]"
+            else:
+                whole.append(number)
             out.append(f"{number:>{width}}\t{line}")
         if last < len(lines) and (end_line is None or end_line > last):
             out.append(f"[... {len(lines) - last} more lines; continue with start_line={last + 1}]")
+        self.shown.add(rel, file_digest, whole)
         return ToolResult("\n".join(out))
 
     def _tool_search(self, pattern: str, path: str = "", glob: str | None = None) -> ToolResult:
@@ -684,16 +719,32 @@ class Toolbox:
             if _is_binary(data):
                 continue
             lines = data.decode("utf-8", "replace").splitlines()
+            # Lines whose text this conversation already has, from this very file content.
+            known = self.shown.lines_of(rel, data)
+            pointed: list[int] = []
             for number in _candidate_lines(whole, lines, deadline):
                 line = lines[number - 1]
                 if compiled.search(line, timeout=_remaining(deadline)):
-                    if len(hits) < MAX_SEARCH_HITS:
+                    if number in known:
+                        if not pointed:
+                            hits.append("")  # its place: the file's first hit
+                            at = len(hits) - 1
+                        pointed.append(number)
+                    elif len(hits) < MAX_SEARCH_HITS:
                         text = line.strip()
                         if len(text) > MAX_HIT_CHARS:
-                            text = text[:MAX_HIT_CHARS] + " [...]"
+                            text = (
+                                f"{text[:MAX_HIT_CHARS]} "
+                                f"[... {len(text) - MAX_HIT_CHARS} more characters]"
+                            )
                         hits.append(f"{rel}:{number}: {text}")
                     else:
                         more += 1
+            if pointed:
+                hits[at] = (
+                    f"{rel}: {len(pointed)} matching line{'s' if len(pointed) > 1 else ''} "
+                    "already shown above, unchanged: " + ", ".join(map(str, pointed))
+                )
         if more:
             hits.append(f"[... {more} more matches; narrow with path or glob]")
         if skipped:
@@ -705,7 +756,7 @@ class Toolbox:
 
     # -- commands --------------------------------------------------------------------------
 
-    def _run(self, command: str | None, key: str) -> ToolResult:
+    def _run(self, command: str | None, key: str, *, tests: bool = False) -> ToolResult:
         if not command:
             return _error(f"no command is configured for this (spec key `{key}`)")
         result = commands.run(
@@ -719,11 +770,13 @@ class Toolbox:
             head = f"timed out after {self.test_timeout_s:g}s (counts as a failure)"
         else:
             head = f"exit code: {result.exit_code}"
+        if tests:  # the lines of passing tests left out first, so the tail holds more
+            result = dataclasses.replace(result, output=run_output.condense(result.output))
         tail = self.sandbox.redact(result.tail(TEST_OUTPUT_TAIL))
         return ToolResult(f"$ {command}\n{head}\n{tail}")
 
     def _tool_run_tests(self) -> ToolResult:
-        return self._run(self.test_command, "test_command")
+        return self._run(self.test_command, "test_command", tests=True)
 
     def _tool_run_linter(self) -> ToolResult:
         return self._run(self.linter_command, "linter_command")
@@ -762,6 +815,7 @@ class Toolbox:
             return _error(f"the edited file would be larger than {MAX_WRITE_BYTES} bytes")
         self.sandbox.write_bytes(target, rel, new)
         self.written[rel] = hashlib.sha256(new).hexdigest()
+        self.shown.drop(rel)
         return ToolResult(f"edited {rel}")
 
     def _tool_write_file(self, path: str, content: str) -> ToolResult:
@@ -780,6 +834,7 @@ class Toolbox:
             return _error(f"content is larger than {MAX_WRITE_BYTES} bytes as UTF-8")
         existed = self.sandbox.write_bytes(target, rel, data)
         self.written[rel] = hashlib.sha256(data).hexdigest()
+        self.shown.drop(rel)
         return ToolResult(
             f"{'overwrote' if existed else 'created'} {rel} ({len(content)} characters)"
         )

@@ -20,8 +20,14 @@ Prints, per stage and per kept fix: input tokens (uncached, cache write, cache r
 output tokens, dollars at the configured prices (input's apart), model turns and wall
 seconds (the stages' own, from timings.tsv: on a loaded machine compare runs made side by
 side); with --compare, the ratios to an earlier run and whether the same fixes and the
-same final tree were kept. bench/agent_cost_before.json holds the figures of the code
-before each Green finding had its own conversation; docs/cost.md discusses them.
+same final tree were kept. Then what the tools returned, by stage and tool (each result is
+written to the cache once), how much of read_file's output repeats an earlier read (in the
+same conversation, in another of the stage), and the floor: what no shaping of the tools'
+outputs can take out while this agent asks for what it asks for.
+bench/agent_cost_before.json holds the figures of the code before each Green finding had
+its own conversation, bench/agent_cost_after.json those after it (old outputs trimmed),
+bench/agent_cost_shown.json those with the tools returning less (autoresearch/shown.py,
+autoresearch/run_output.py); docs/cost.md discusses them.
 
 With --parallel-green, one session per k of `agent.parallel_green` instead: Green's wall
 time (each cycle's sanitized.md to its green.json), its turns, and whether the same fixes
@@ -47,7 +53,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from fake_anthropic import FakeAnthropic, Reply, text_block, tool_use  # noqa: E402
+from fake_anthropic import FakeAnthropic, Reply, text_block, tokens, tool_use  # noqa: E402
 
 MODEL = "claude-sonnet-5-5"
 CYCLES = 3
@@ -242,6 +248,97 @@ def refactor_plan(task: str, n: int) -> list[tuple[str, dict]]:
     return plan
 
 
+class Outputs:
+    """What the tools returned, by tool: each result is written to the cache once (W), so
+    its size is what it costs at 1.25x. Counted as the fake counts (its JSON's characters
+    / 4), when the result first appears, that is in the request right after the call.
+
+    `repeated` is the part of read_file's output that repeats an earlier read of the same
+    text: in the same conversation (`in conversation`) or in another conversation of the
+    same stage (`in stage`, Red's, Green's or Refactor's of one cycle).
+
+    `floor` is what no shaping of the tools' outputs can take out while the agent asks for
+    what it asks for: the prefix (tools and system prompt) written once a team and read on
+    every turn, each conversation's task, and each text read_file returned written once a
+    conversation (`write`); and, if those stay in the conversation (`kept`), read again on
+    each later turn. Everything else a tool returns counts as nothing here."""
+
+    def __init__(self) -> None:
+        self.tokens: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.calls: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.repeated: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        # (team, cycle) -> {(path, text): the conversation that first read it}
+        self.seen: dict[tuple[str, str], dict[tuple[str, str], str]] = defaultdict(dict)
+        self.floor: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.teams: set[str] = set()
+
+    def add(self, team: str, body: dict[str, Any]) -> None:
+        self._floor(team, body)
+        messages = body["messages"]
+        if len(messages) < 3 or messages[-1]["role"] != "user":
+            return
+        calls = {b["id"]: b for b in messages[-2]["content"] if b.get("type") == "tool_use"}
+        task = task_of(body)
+        cycle = (re.search(r"# Cycle (\d+)", task) or [None, "?"])[1]
+        conversation = task[:4000]
+        for block in messages[-1]["content"]:
+            if block.get("type") != "tool_result":
+                continue
+            call = calls.get(block["tool_use_id"], {})
+            name = call.get("name", "?")
+            text = block["content"] if isinstance(block["content"], str) else ""
+            size = tokens(len(json.dumps(text, ensure_ascii=False)))
+            self.tokens[team][name] += size
+            self.calls[team][name] += 1
+            if name != "read_file":
+                continue
+            key = (str(call.get("input", {}).get("path")), text)
+            seen = self.seen[(team, cycle)]
+            if key in seen:
+                where = "in conversation" if seen[key] == conversation else "in stage"
+                self.repeated[team][where] += size
+            else:
+                seen[key] = conversation
+
+    def _floor(self, team: str, body: dict[str, Any]) -> None:
+        messages = body["messages"]
+        floor = self.floor[team]
+        prefix = tokens(sum(len(json.dumps(b)) for b in [*body["tools"], *body["system"]]))
+        floor["prefix_read"] += prefix
+        if team not in self.teams:
+            self.teams.add(team)
+            floor["write"] += prefix
+        task = tokens(len(json.dumps(messages[0]["content"])))
+        floor["write" if len(messages) == 1 else "kept_read"] += task
+        names = {
+            b["id"]: (b["name"], json.dumps(b["input"], sort_keys=True))
+            for m in messages
+            if m["role"] == "assistant"
+            for b in m["content"]
+            if b.get("type") == "tool_use"
+        }
+        texts: set[tuple[str, str]] = set()
+        for number, m in enumerate(messages):
+            for block in m["content"] if m["role"] == "user" and number else []:
+                name, args = names.get(block.get("tool_use_id"), ("?", ""))
+                text = block.get("content")
+                if name != "read_file" or block.get("is_error") or not isinstance(text, str):
+                    continue
+                if text.startswith("[") or (args, text) in texts:  # a note, a cut, a repeat
+                    continue
+                texts.add((args, text))
+                size = tokens(len(json.dumps(text, ensure_ascii=False)))
+                floor["write" if number == len(messages) - 1 else "kept_read"] += size
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "floor": {t: dict(v) for t, v in self.floor.items()},
+            "tokens": {t: dict(v) for t, v in self.tokens.items()},
+            "calls": {t: dict(v) for t, v in self.calls.items()},
+            "repeated_reads": {t: dict(v) for t, v in self.repeated.items()},
+        }
+
+
 class Agent:
     """Answers each request with the next step of its plan for the request's task."""
 
@@ -249,9 +346,11 @@ class Agent:
         self.locations = locations
         self.turn_s = turn_s
         self.tidied = 0
+        self.outputs = Outputs()
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         team, task = team_of(body), task_of(body)
+        self.outputs.add(team, body)
         done = sum(1 for m in body["messages"] if m["role"] == "assistant")
         if team == "red":
             plan = red_plan(task, self.locations)
@@ -386,6 +485,8 @@ def show(result: dict[str, Any], before: dict[str, Any] | None) -> None:
         print(_row(stage, s))
     print(_row("total", total))
     print(_row("per fix", {c: total[c] / max(kept, 1) for c in COLUMNS}))
+    if "outputs" in result:
+        show_outputs(result["outputs"], (before or {}).get("outputs"), kept)
     if before is None:
         return
     old_total: dict[str, float] = defaultdict(float)
@@ -407,6 +508,46 @@ def show(result: dict[str, Any], before: dict[str, Any] | None) -> None:
         )
     print("same fixes kept:", before["kept"] == result["kept"])
     print("same final tree:", before["tree"] == result["tree"])
+
+
+def show_outputs(outputs: dict[str, Any], before: dict[str, Any] | None, kept: int) -> None:
+    """What the tools returned (tokens the cache writes once), by stage and tool."""
+    print("\ntool outputs (tokens, each written to the cache once), by stage and tool:")
+    names = sorted({n for per in outputs["tokens"].values() for n in per})
+    print(f"{'stage':<10} {'tool':<16} {'calls':>6} {'tokens':>9} {'before':>9}")
+    for stage in STAGES:
+        for name in names:
+            size = outputs["tokens"].get(stage, {}).get(name)
+            if size is None:
+                continue
+            old = (before or {}).get("tokens", {}).get(stage, {}).get(name)
+            calls = outputs["calls"][stage][name]
+            print(
+                f"{stage:<10} {name:<16} {calls:>6} {size:>9} {old if old is not None else '-':>9}"
+            )
+    for stage, where in outputs["repeated_reads"].items():
+        for kind, size in where.items():
+            print(f"  {stage}: read_file output repeating an earlier read {kind}: {size} tokens")
+    if "floor" in outputs:
+        show_floor(outputs["floor"], kept)
+
+
+def show_floor(floor: dict[str, dict[str, int]], kept: int) -> None:
+    """The input dollars no output shaping can take out, with this agent (see Outputs)."""
+    price = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["prices"][MODEL]
+    write, read = price["cache_write"] / 1e6, price["cache_read"] / 1e6
+    total = defaultdict(int)
+    for per in floor.values():
+        for k, v in per.items():
+            total[k] += v
+    least = total["write"] * write + total["prefix_read"] * read
+    shape = least + total["kept_read"] * read
+    print(
+        f"floor: prefix, tasks and each read_file text written once a conversation "
+        f"({total['write']} tokens), the prefix read every turn ({total['prefix_read']}): "
+        f"${least:.4f} (${least / max(kept, 1):.4f} a kept fix); those texts also read on "
+        f"each later turn ({total['kept_read']}): ${shape:.4f} (${shape / max(kept, 1):.4f})"
+    )
 
 
 def _fmt(column: str, value: float) -> str:
@@ -497,6 +638,7 @@ def main() -> int:
             session = run_session(work, fake.url, agent_keys)
         result = figures(session, args.turn_s)
         result["agent"] = agent_keys
+        result["outputs"] = agent.outputs.as_dict()
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     before = json.loads(args.compare.read_text()) if args.compare else None

@@ -133,6 +133,10 @@ class ClaudeBackend:
         started = time.monotonic()
         deadline_at = None if limits.deadline_s is None else started + limits.deadline_s
         max_tokens = self.max_tokens
+        # The toolbox may point at text it already sent in this conversation, and only
+        # while that text is still here: a new conversation, or a cut, resets what it knows.
+        forget_shown = getattr(toolbox, "forget_shown", lambda: None)
+        forget_shown()
 
         def stop(reason: str, detail: str = "") -> StageRun:
             return StageRun(usage=usage, turns=turns, stop_reason=reason, detail=detail)
@@ -174,6 +178,7 @@ class ClaudeBackend:
                 messages.append({"role": "user", "content": results})
                 trimmed = self._trim(messages)
                 if trimmed:
+                    forget_shown()
                     progress(f"turn {turns}: shortened {trimmed} earlier tool outputs")
                 progress(_progress_line(turns, ", ".join(called) or "tool_use", usage))
                 continue
