@@ -56,7 +56,8 @@ rule green_lane:
 
 rule green:
     """Green team: fix one sanitized finding at a time; tests gate every commit. Under
-    agent.parallel_green, the lanes' commits are applied in finding order, then gated."""
+    agent.parallel_green, the lanes' commits are applied in finding order, then gated.
+    """
     input:
         # Clean room: sanitized findings (and the lanes' records of them), never
         # red-findings.md.
