@@ -148,7 +148,7 @@ def _json_objects(text: str) -> list[dict]:
 def _last_json_object(text: str, key: str | None, where: str) -> dict:
     objects = _json_objects(text)
     if not objects:
-        raise MetricError(f"no JSON object in {where}")
+        raise MetricError(f"no JSON object in {where}{_plain_line_hint(text, key)}")
     if key is None:
         return objects[-1]
     for obj in reversed(objects):
@@ -158,6 +158,21 @@ def _last_json_object(text: str, key: str | None, where: str) -> dict:
 
 
 _MISSING = object()
+
+
+def _plain_line_hint(text: str, key: str | None) -> str:
+    """What to change when the command printed `key: 12.5` (or `key=12.5`) instead of
+    JSON: the commonest first try, and both ways out."""
+    if not key:
+        return ""
+    line = re.search(rf"^\s*({re.escape(key)})\s*[:=]\s*(-?[0-9][0-9_.,eE+-]*)", text, re.M)
+    if line is None:
+        return ""
+    return (
+        f'; it printed {line.group(0).strip()!r}: print {{"{key}": {line.group(2)}}} '
+        f"instead, or set the metric's format to 'regex:^{re.escape(key)}\\s*[:=]\\s*(\\S+)' "
+        "(program.md: metric_format)"
+    )
 
 
 def _lookup(obj: Any, key: str) -> Any:

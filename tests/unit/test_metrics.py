@@ -449,3 +449,19 @@ def test_a_measurement_failing_on_a_src_layout_gets_the_hint_setup_gives(tmp_pat
     first = str(caught.value).splitlines()[0]
     assert "failed with exit code 1; likely fix: module 'calc' is under src/" in first
     assert "PYTHONPATH=src" in first
+
+
+def test_a_plain_key_value_line_where_json_was_expected_names_both_ways_out():
+    with pytest.raises(MetricError) as err:
+        parse_value("warming up\nms: 945.93\n", "json_stdout", "ms")
+    message = str(err.value)
+    assert message.startswith("no JSON object in stdout; it printed 'ms: 945.93'")
+    assert 'print {"ms": 945.93} instead' in message
+    # The format it proposes reads that very output.
+    proposed = message.split("format to '", 1)[1].split("'", 1)[0]
+    assert parse_value("warming up\nms: 945.93\n", proposed)[0] == 945.93
+
+
+def test_no_hint_when_the_output_has_no_line_of_the_key():
+    with pytest.raises(MetricError, match=r"^no JSON object in stdout$"):
+        parse_value("elapsed: 3\n", "json_stdout", "ms")
