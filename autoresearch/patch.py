@@ -24,6 +24,10 @@ def changed_of(worktree: Path, written: Iterable[str]) -> list[str]:
 def make_patch(worktree: Path, files: list[str]) -> str:
     """`files` as they differ from HEAD, as a binary patch; the index is left as it was."""
     git.worktree_git(worktree, "add", "-A", "--", *files)
-    patch = git.worktree_proc(worktree, "diff", "--cached", "--binary", "--", *files).stdout
+    proc = git.raw(worktree, "diff", "--cached", "--binary", "--", *files)
     git.worktree_git(worktree, "reset", "-q")
-    return patch
+    if proc.returncode != 0:
+        raise git.GitError(f"git diff --cached failed in {worktree}: {proc.stderr.decode()}")
+    # Decoded by hand: text mode would turn a CRLF file's "\r\n" lines into "\n" ones,
+    # and the patch would no longer apply to the file it was made from.
+    return proc.stdout.decode()

@@ -51,3 +51,15 @@ def test_no_mode_borrows_another_modes_stage_file():
             ):
                 borrowers.append(path.relative_to(ROOT).as_posix())
     assert borrowers == []
+
+
+def test_a_change_to_a_file_with_windows_line_endings_applies_where_it_was_made(tmp_path):
+    repo = worktree(tmp_path, {"core.py": "def f():\r\n    return 1\r\n"})
+    (repo / "core.py").write_text("def f():\n    return 2\n")  # the agent wrote plain LF
+    patch = make_patch(repo, ["core.py"])
+    assert "-    return 1\r\n" in patch  # the removed lines as the file holds them
+    ours.restore(repo)
+    (tmp_path / "change.patch").write_text(patch)
+    applied = ours.worktree_proc(repo, "apply", "--index", str(tmp_path / "change.patch"))
+    assert applied.returncode == 0, applied.stderr
+    assert (repo / "core.py").read_bytes() == b"def f():\n    return 2\n"
