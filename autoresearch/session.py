@@ -271,7 +271,18 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
             setup_undo.note(layout, branch=git.free_branch_name(pre.target, wanted))
             branch = git.open_worktree(pre.target, real, wanted, base)
         worktrees.link(layout.worktree(), real)
-        base = git.head(real)  # a rerun of setup finds the branch where it started
+        left = git.head(real)
+        if left != base:
+            # Setup undoes what a killed or failed setup made, so a worktree that is still
+            # here belonged to an earlier session of this name whose folder was deleted.
+            # Starting on it would carry that session's commits into this one unseen.
+            raise SessionError(
+                f"sessions/{layout.name} is new, but the worktree of an earlier session of "
+                f"that name is still at {real} on branch {branch} ({left[:12]}, not the "
+                f"target's HEAD {base[:12]}); to start over, remove it: git -C {pre.target} "
+                f"worktree remove --force {real} && git -C {pre.target} branch -D {branch} "
+                "(or name the session differently)"
+            )
         checkout = measured_in = real
     else:
         branch = mode.branch_name(layout.name)

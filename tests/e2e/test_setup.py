@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -134,6 +135,34 @@ def test_taken_branch_gets_next_free_number(workflow, target):
     run_setup_only(workflow, no_agent_spec(target))
     setup = json.loads((workflow.session("s") / "setup.json").read_text())
     assert setup["branch"] == "autoresearch/improve-2"
+
+
+def test_a_new_session_never_starts_on_the_commits_an_earlier_one_of_its_name_left(
+    workflow, target
+):
+    run_setup_only(workflow, no_agent_spec(target))
+    worktree = (workflow.session("s") / "worktree").resolve()
+    (worktree / "kept.py").write_text("X = 1\n")  # the earlier session's kept work
+    git(worktree, "add", "kept.py")
+    git(worktree, "commit", "-q", "-m", "fix: [F-001] kept by the earlier session")
+    kept = git(worktree, "rev-parse", "HEAD")
+    shutil.rmtree(workflow.session("s"))  # the user deletes the folder to start over
+    proc = run_setup_only(workflow, no_agent_spec(target))
+    assert_refused(
+        proc,
+        "sessions/s is new, but the worktree of an earlier session of that name is still at",
+        f"git -C {target} worktree remove --force {worktree}",
+    )
+    assert git(worktree, "rev-parse", "HEAD") == kept  # nothing of it is lost
+    assert not (workflow.session("s") / "setup.json").exists()
+
+
+def test_a_worktree_left_at_the_targets_head_is_taken_up_again(workflow, target):
+    run_setup_only(workflow, no_agent_spec(target))
+    shutil.rmtree(workflow.session("s"))
+    assert run_setup_only(workflow, no_agent_spec(target)).returncode == 0
+    setup = json.loads((workflow.session("s") / "setup.json").read_text())
+    assert setup["base_commit"] == git(target, "rev-parse", "HEAD")
 
 
 FAILING = {
