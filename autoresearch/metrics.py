@@ -254,6 +254,25 @@ def _evaluator_value(output: str) -> tuple[float, dict, bool | None, str | None]
     return value, obj, passed, notes
 
 
+class MetricCommand:
+    """A spec's metric record that measures itself: its dataclass holds `command`,
+    `format`, `key`, `repeats` and `timeout_s` (narrow's goal, broad's aspiration)."""
+
+    def measure(
+        self, cwd: Path, secrets: list[str] | None = None, jail: Jail | None = None
+    ) -> Measurement:
+        return measure(
+            self.command,  # type: ignore[attr-defined]
+            cwd,
+            fmt=self.format,  # type: ignore[attr-defined]
+            key=self.key,  # type: ignore[attr-defined]
+            repeats=self.repeats,  # type: ignore[attr-defined]
+            timeout_s=self.timeout_s,  # type: ignore[attr-defined]
+            secrets=secrets,
+            jail=jail,
+        )
+
+
 def measure(
     command: str,
     cwd: Path,

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ... import journal, measured, metrics
 from ...errors import SpecError
 from ...files import read_json, write_json
-from ...jail import Jail
 from ...layout import SessionLayout
 from ...record import SetupRecord
 from ...stage import jail_for
@@ -29,7 +27,7 @@ DEFAULTS: dict[str, Any] = {"format": "last_line", "key": None, "repeats": 1, "t
 
 
 @dataclass(frozen=True)
-class AspirationMetric:
+class AspirationMetric(metrics.MetricCommand):
     label: str
     command: str
     direction: str  # minimize | maximize
@@ -37,20 +35,6 @@ class AspirationMetric:
     key: str | None = None
     repeats: int = 1
     timeout_s: float = 300
-
-    def measure(
-        self, cwd: Path, secrets: list[str] | None = None, jail: Jail | None = None
-    ) -> metrics.Measurement:
-        return metrics.measure(
-            self.command,
-            cwd,
-            fmt=self.format,
-            key=self.key,
-            repeats=self.repeats,
-            timeout_s=self.timeout_s,
-            secrets=secrets,
-            jail=jail,
-        )
 
     def better(self, new: float, old: float) -> bool:
         return metrics.is_better(new, old, self.direction)

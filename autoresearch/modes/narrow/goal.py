@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ... import metrics
 from ...errors import SpecError
-from ...jail import Jail
 from ...sandbox import check_glob, glob_match
 
 GOAL_DEFAULTS: dict[str, Any] = {
@@ -44,7 +42,7 @@ class Angle:
 
 
 @dataclass(frozen=True)
-class Goal:
+class Goal(metrics.MetricCommand):
     metric: str
     command: str
     target: metrics.Target
@@ -54,20 +52,6 @@ class Goal:
     repeats: int = 1
     timeout_s: float = 300
     protect_tests: bool = True
-
-    def measure(
-        self, cwd: Path, secrets: list[str] | None = None, jail: Jail | None = None
-    ) -> metrics.Measurement:
-        return metrics.measure(
-            self.command,
-            cwd,
-            fmt=self.format,
-            key=self.key,
-            repeats=self.repeats,
-            timeout_s=self.timeout_s,
-            secrets=secrets,
-            jail=jail,
-        )
 
 
 # `autoresearch plan` without a target: this much better than the value measured now.
