@@ -126,7 +126,10 @@ _PATH_KEYS = ("pythonpath", "python_paths")
 # src/ itself (a test inside it finds its package by pytest's own rootdir rule), and the
 # folders pytest does not recurse into (its default norecursedirs).
 _SKIPPED_DIRS = frozenset({"src", "node_modules", "__pycache__", "build", "dist", "venv", "CVS"})
-_SCANNED_FILES = 2000  # test files read at most, looking for an import of src's packages
+# At most this many test files read and folders walked, looking for an import of src's
+# packages: detection runs while Snakemake builds its DAG, and must stay quick on any repo.
+_SCANNED_FILES = 2000
+_WALKED_FOLDERS = 5000
 _IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")
 
 
@@ -174,7 +177,9 @@ def _python_tests(repo: Path) -> list[str]:
     """The test files and conftest.py files pytest would collect outside src/ (relative
     paths), without following links, at most _SCANNED_FILES of them."""
     found: list[str] = []
-    for folder, dirs, files in os.walk(repo):
+    for walked, (folder, dirs, files) in enumerate(os.walk(repo)):
+        if walked >= _WALKED_FOLDERS:
+            break
         here = Path(folder)
         dirs[:] = sorted(
             d
