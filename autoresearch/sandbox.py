@@ -142,14 +142,48 @@ def _is_absolute(path: str) -> bool:
     return path.startswith(("/", "\\")) or bool(re.match(r"^[A-Za-z]:", path))
 
 
+HIDDEN = "[hidden]"
+# A name someone coined (snake_case, a digit, camelCase) is no word of any output: it goes
+# wherever it stands as a word. A plain word (test, eval, check) is a word of every output:
+# it goes only where it stands as the hidden file's name. Hiding it everywhere garbled each
+# test run ("3 [hidden]s passed (py[hidden])"), and the gaps told which word the name was.
+_COINED = re.compile(r"(?!__\w+__$)(?:[A-Za-z_]\w*(?:_|\d|[a-z][A-Z])\w*|_\w+)")
+_NAME = r"[\w.-]"  # a character of a file name: a match inside a longer name is another file
+_MODULE = r"(?:[\w.]+\.)?"  # the package path before a module's name
+
+
 def redact(text: str, paths: list[str]) -> str:
-    """`text` with every hidden path, file name and module name (the stem) replaced."""
-    words = set()
+    """`text` without the hidden paths' names: each path, file name with its extension and
+    dotted module path as a name (never inside a longer one), and each bare name (a stem,
+    an extensionless file or folder) where it names the file: imported, quoted, compiled
+    (`name.cpython-311.pyc`); anywhere as a word when it is coined."""
+    tokens: set[str] = set()
+    stems: set[str] = set()
     for path in paths:
+        path = path.strip("/")
         name = posixpath.basename(path)
-        words |= {path, name, name.rsplit(".", 1)[0]}
-    for word in sorted((w for w in words if len(w) >= 3), key=len, reverse=True):
-        text = text.replace(word, "[hidden]")
+        stem, ext = posixpath.splitext(name)
+        tokens |= {p for p in (path, name) if "/" in p or ext or p.startswith(".")}
+        if "/" in path and ext == ".py":
+            tokens.add(posixpath.splitext(path)[0].replace("/", "."))
+        stems.add(stem)
+    tokens = {t for t in tokens if len(t) >= 3}
+    if tokens:
+        names = "|".join(map(re.escape, sorted(tokens, key=len, reverse=True)))
+        text = re.sub(rf"(?<!{_NAME})(?:{names})(?![\w-])", HIDDEN, text)
+    for stem in sorted((s for s in stems if len(s) >= 3), key=len, reverse=True):
+        word = re.escape(stem)
+        if _COINED.fullmatch(stem):
+            text = re.sub(rf"(?<!\w){word}(?!\w)", HIDDEN, text, flags=re.IGNORECASE)
+            continue
+        contexts = (
+            rf"(\bimport\s+(?:[\w.]+\s*,\s*)*{_MODULE}){word}(?!\w)()",  # import a, pkg.name
+            rf"(\bfrom\s+{_MODULE}){word}(\s+import\b)",
+            rf"(['\"]{_MODULE}){word}(['\"])",  # No module named 'name', a listing's 'name'
+            rf"((?<!{_NAME})){word}(\.(?:cpython-|pypy|pyc\b|pyo\b))",  # its compiled copy
+        )
+        for context in contexts:
+            text = re.sub(context, rf"\1{HIDDEN}\2", text)
     return text
 
 

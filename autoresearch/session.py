@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 from . import (
     __version__,
     baseline,
+    files,
     git,
     journal,
     modes,
@@ -430,12 +432,19 @@ def check_resumable(
     check_checkouts(layout)
 
 
-UPGRADES_SAID: set[str] = set()  # sessions whose upgrade line this process printed
+# This process's run, as a session's upgrades.log names it: its pid and a random part (a
+# container's pid repeats from one run to the next).
+RUN = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def upgrades_log(layout: SessionLayout) -> Path:
+    """The session's record of each run that resumed it under a newer autoresearch."""
+    return layout.logs / "upgrades.log"
 
 
 def check_version(layout: SessionLayout, overrides: dict[str, Any], installed: str = "") -> None:
     """The protocol's version rule on resume: a MINOR or PATCH upgrade goes on with one line
-    saying so (once per process: Snakemake asks more than once), a MAJOR one only when
+    saying so (once per run: Snakemake asks more than once), a MAJOR one only when
     allowed, a newer stamp never."""
     installed = installed or __version__
     name = layout.name
@@ -452,9 +461,26 @@ def check_version(layout: SessionLayout, overrides: dict[str, Any], installed: s
             "is a new MAJOR version whose protocol may differ. Read its entry in CHANGELOG.md, "
             "then resume with --config allow_major_upgrade=true"
         )
-    if verdict != "same" and name not in UPGRADES_SAID:
-        UPGRADES_SAID.add(name)
-        print(f"autoresearch upgraded {stamp} → {installed}", file=sys.stderr, flush=True)
+    if verdict != "same":
+        say_upgrade(layout, f"autoresearch upgraded {stamp} → {installed}")
+
+
+def say_upgrade(layout: SessionLayout, line: str) -> None:
+    """Print `line` once per run of this session. What was said is kept in the session's
+    own log, by process: jobs are threads of one process, which may run other sessions
+    too, so no memory of the process's is a session's."""
+    run = f"run {RUN}"
+    log = upgrades_log(layout)
+    try:
+        if any(e.endswith(f"\t{run}") for e in log.read_text().splitlines()):
+            return
+    except FileNotFoundError:
+        pass
+    try:
+        files.append_line(log, f"{journal.now()}\t{line}\t{run}")
+    except OSError:
+        pass  # a session folder we cannot write to: the line is said again, never lost
+    print(line, file=sys.stderr, flush=True)
 
 
 def check_checkouts(layout: SessionLayout) -> None:

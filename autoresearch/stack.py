@@ -9,8 +9,9 @@ import re
 import shutil
 import tomllib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from . import words as shell_words
 from . import worktree_files
@@ -105,13 +106,97 @@ TEST_RUNNER_FILES: tuple[str, ...] = (
 
 def detect(repo: Path) -> Stack | None:
     """The first row of the table whose build file exists at the repo root; else Python when
-    the repository holds pytest-style test files."""
-    for stack in STACKS:
-        if (Path(repo) / stack.build_file).is_file():
-            return stack
-    if any(next(Path(repo).glob(pattern), None) for pattern in _PYTHON_TEST_GLOBS):
-        return PYTHON_TESTS
-    return None
+    the repository holds pytest-style test files. A Python `src/` layout gets its test
+    command with `PYTHONPATH=src` when it needs it (`src_path_needed`)."""
+    found = next((s for s in STACKS if (Path(repo) / s.build_file).is_file()), None)
+    if found is None and any(next(Path(repo).glob(p), None) for p in _PYTHON_TEST_GLOBS):
+        found = PYTHON_TESTS
+    if found is not None and found.name == "Python" and src_path_needed(Path(repo)):
+        return replace(found, test_command=f"{SRC_PATH} {found.test_command}")
+    return found
+
+
+# --- a src/ layout -------------------------------------------------------------------
+
+# Part of the command, not a hidden setting: setup.json and session.md show it, and the
+# user reruns the tests by hand with the same words.
+SRC_PATH = "PYTHONPATH=src"
+# pytest ini keys that put folders on sys.path (pytest's own, and pytest-pythonpath's).
+_PATH_KEYS = ("pythonpath", "python_paths")
+# src/ itself (a test inside it finds its package by pytest's own rootdir rule), and the
+# folders pytest does not recurse into (its default norecursedirs).
+_SKIPPED_DIRS = frozenset({"src", "node_modules", "__pycache__", "build", "dist", "venv", "CVS"})
+# At most this many test files read and folders walked, looking for an import of src's
+# packages: detection runs while Snakemake builds its DAG, and must stay quick on any repo.
+_SCANNED_FILES = 2000
+_WALKED_FOLDERS = 5000
+_IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")
+
+
+def src_path_needed(repo: Path) -> bool:
+    """Whether `python -m pytest` needs src/ on sys.path: src/ holds a package, a test
+    outside src/ imports it, and neither the pytest config (`pythonpath`) nor a conftest.py
+    (`sys.path`) puts it there. An installed copy of the package does not count: it is the
+    user's checkout (editable) or a snapshot, never the session's worktree, whose own src/
+    must be what the tests import (PYTHONPATH comes before both on sys.path)."""
+    packages = _src_packages(repo)
+    if not packages or set(pytest_config(repo) or {}) & set(_PATH_KEYS):
+        return False
+    imports = re.compile(
+        rf"^[ \t]*(?:from|import)[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*(?:{'|'.join(packages)})\b",
+        re.MULTILINE,
+    )
+    imported = False
+    for rel in _python_tests(repo):
+        text = worktree_files.read_if_any(repo, rel) or ""
+        if PurePosixPath(rel).name == "conftest.py" and "sys.path" in text:
+            return False  # the project puts its folders on the path itself
+        imported = imported or imports.search(text) is not None
+    return imported
+
+
+def _src_packages(repo: Path) -> list[str]:
+    """The importable names directly under src/: packages (with or without __init__.py)
+    and single modules."""
+    src = repo / "src"
+    if src.is_symlink() or not src.is_dir():
+        return []
+    names = []
+    for entry in sorted(src.iterdir()):
+        name = entry.stem if entry.suffix == ".py" else entry.name
+        if not _IDENTIFIER.match(name) or entry.is_symlink():
+            continue
+        if (entry.is_file() and entry.suffix == ".py") or (
+            entry.is_dir() and any(entry.glob("*.py"))
+        ):
+            names.append(re.escape(name))
+    return names
+
+
+def _python_tests(repo: Path) -> list[str]:
+    """The test files and conftest.py files pytest would collect outside src/ (relative
+    paths), without following links, at most _SCANNED_FILES of them."""
+    found: list[str] = []
+    for walked, (folder, dirs, files) in enumerate(os.walk(repo)):
+        if walked >= _WALKED_FOLDERS:
+            break
+        here = Path(folder)
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d not in _SKIPPED_DIRS
+            and not d.startswith(".")
+            and not d.endswith(".egg")
+            and not (here / d / "pyvenv.cfg").exists()
+        )
+        for name in sorted(files):
+            if name == "conftest.py" or (
+                name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+            ):
+                found.append(str((here / name).relative_to(repo)))
+                if len(found) >= _SCANNED_FILES:
+                    return found
+    return found
 
 
 def resolve_commands(
@@ -230,6 +315,13 @@ _PYTEST_CONFIGS = (
 
 def pytest_addopts(repo: Path) -> str:
     """The `addopts` of the pytest config pytest would pick in `repo`, or "" when there is none."""
+    addopts = (pytest_config(repo) or {}).get("addopts", "")
+    return " ".join(map(str, addopts)) if isinstance(addopts, list) else str(addopts)
+
+
+def pytest_config(repo: Path) -> dict[str, Any] | None:
+    """The options of the pytest config pytest would pick in `repo` (ini files: strings;
+    pyproject.toml: its TOML values), or None when there is none."""
     for name, section in _PYTEST_CONFIGS:
         # Read by the worktree reader's rules: a link out or a FIFO counts as no file.
         text = worktree_files.read_if_any(Path(repo), name)
@@ -242,17 +334,16 @@ def pytest_addopts(repo: Path) -> str:
                     continue
                 # pytest 9's native [tool.pytest] table, or the classic ini_options one.
                 options = table.get("ini_options", table)
-                addopts = options.get("addopts", "") if isinstance(options, dict) else ""
-                return " ".join(addopts) if isinstance(addopts, list) else str(addopts)
+                return dict(options) if isinstance(options, dict) else {}
             parser = configparser.ConfigParser(interpolation=None)
             parser.read_string(text, name)
         except (OSError, ValueError, tomllib.TOMLDecodeError, configparser.Error):
             continue
         if parser.has_section(section):
-            return parser.get(section, "addopts", fallback="")
+            return dict(parser.items(section))
         if name.endswith("pytest.ini"):
-            return ""
-    return ""
+            return {}
+    return None
 
 
 def package_test_script_is_jest(repo: Path) -> bool:

@@ -25,7 +25,7 @@ from .errors import UserError
 from .layout import LOOP_DIR, SessionLayout
 from .modes.base import Mode
 from .record import SetupRecord, load_record
-from .spec import SessionSpec
+from .spec import DEFAULT_TEAMS, SessionSpec
 from .testrun import TestRun
 
 SHOWN = 5  # differences printed; the rest are counted
@@ -337,6 +337,14 @@ class Loop:
     def index_name(self) -> str:
         return self.rel(self.layout.decisions_index(self.track))
 
+    def stages_run(self) -> list[str]:
+        """The loop's stages this session runs: a team stage the frozen spec's `teams` leave
+        out (Refactor) makes no files. Without a readable spec, every stage (said already)."""
+        if self.spec is None:
+            return list(self.mode.loop_stages)
+        dropped = set(DEFAULT_TEAMS) - set(self.spec.teams)
+        return [s for s in self.mode.loop_stages if s not in dropped]
+
     def check_cycle_files(self, number: int, folder: Path, decision: dict[str, Any]) -> None:
         self.check_stage_files_there(number, folder, decision)
         for stage in self.mode.loop_stages:
@@ -366,7 +374,7 @@ class Loop:
         candidates = [
             c["candidate"] for c in _records(decision.get("candidates")) if "candidate" in c
         ]
-        for stage in self.mode.loop_stages:
+        for stage in self.stages_run():
             for name in self.mode.stage_files[stage]:
                 if _not_written(folder / name) is None:
                     continue

@@ -213,6 +213,47 @@ def test_a_test_command_that_collects_nothing_is_not_a_baseline(workflow, tmp_pa
     assert not (workflow.session("s") / "setup.json").exists()
 
 
+# A src/ layout, not installed, with no pytest config: one test passes, one fails, and the
+# test file has Windows line endings.
+SRC_LAYOUT = {
+    "pyproject.toml": '[project]\nname = "shop"\nversion = "0.1"\n',
+    "src/shop/__init__.py": "def total(prices):\n    return sum(prices)\n",
+    "tests/test_total.py": (
+        "from shop import total\r\n\r\n\r\n"
+        "def test_total():\r\n    assert total([1, 2]) == 3\r\n\r\n\r\n"
+        "def test_total_of_nothing_is_none():\r\n    assert total([]) is None\r\n"
+    ),
+}
+SRC_FAILING = ["tests/test_total.py::test_total_of_nothing_is_none"]
+
+
+def test_a_src_layout_baseline_counts_its_tests_with_src_on_the_path_said_in_the_command(
+    workflow, tmp_path
+):
+    repo = make_repo(tmp_path / "t", SRC_LAYOUT)
+    proc = run_setup_only(workflow, no_agent_spec(repo, test_command=None))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    setup = json.loads((workflow.session("s") / "setup.json").read_text())
+    assert setup["test_command"] == "PYTHONPATH=src python -m pytest"
+    baseline = setup["baseline"]
+    assert (baseline["passed"], baseline["failed"]) == (1, 1), baseline["summary"]
+    assert baseline["failing_ids"] == SRC_FAILING
+    md = (workflow.session("s") / "session.md").read_text()
+    assert "- Test command: PYTHONPATH=src python -m pytest\n" in md
+
+
+def test_a_src_layout_whose_pytest_config_sets_pythonpath_keeps_the_plain_command(
+    workflow, tmp_path
+):
+    configured = SRC_LAYOUT["pyproject.toml"] + '\n[tool.pytest.ini_options]\npythonpath = "src"\n'
+    repo = make_repo(tmp_path / "t", {**SRC_LAYOUT, "pyproject.toml": configured})
+    proc = run_setup_only(workflow, no_agent_spec(repo, test_command=None))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    setup = json.loads((workflow.session("s") / "setup.json").read_text())
+    assert setup["test_command"] == "python -m pytest"
+    assert setup["baseline"]["failing_ids"] == SRC_FAILING
+
+
 def test_on_dirty_stash_records_changes_and_leaves_files(workflow, target):
     (target / "calc.py").write_text("# my local edit\n")
     run_setup_only(workflow, no_agent_spec(target, on_dirty="stash"))

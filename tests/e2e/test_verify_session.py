@@ -186,6 +186,22 @@ def test_a_deleted_eval_results_is_reported_and_the_redo_it_names_makes_the_sess
     assert cli(run.wf, "verify", "s").stdout == VERIFIED
 
 
+# --- the spec's teams ----------------------------------------------------------------------------
+
+
+def test_a_session_whose_teams_leave_out_refactor_verifies(tmp_path):
+    target = make_repo(tmp_path / "target", {"calc.py": CALC, "tests/test_calc.py": CALC_TESTS})
+    wf = Workflow(tmp_path / "work")
+    spec = script_spec(target, wf.script(SCRIPT), wf.workdir / "t.jsonl", max_cycles=1)
+    wf.run("s", spec | {"teams": ["red", "green"]})
+    assert not (wf.session("s") / "cycles/001/refactor.json").exists()
+    proc = cli(wf, "verify", "s")
+    assert (proc.returncode, proc.stdout) == (
+        0,
+        "verified: 1 cycle, 1 commit, 1 test runs matched to their trees\n",
+    )
+
+
 # --- another mode's stage files ----------------------------------------------------------------
 
 

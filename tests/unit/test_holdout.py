@@ -86,6 +86,45 @@ def test_command_output_shown_to_the_agent_loses_the_hidden_names():
     )
 
 
+def test_a_hidden_file_named_by_a_plain_word_hides_its_names_not_the_word():
+    # A holdout eval/test.py: a test run's output keeps its every "test"; the file's path,
+    # its name, its module and its compiled copy are what go.
+    text = (
+        "tests/test_fast.py::test_steps PASSED; 3 tests passed (pytest)\n"
+        "eval/test.py:4: boom in ./eval/test.py; ['test.py', 'fast.py'];"
+        " __pycache__/test.cpython-311.pyc\n"
+        "import test; from eval.test import score; from eval import test;"
+        " No module named 'eval.test'"
+    )
+    assert holdout.redact(text, ["eval/test.py"]) == (
+        "tests/test_fast.py::test_steps PASSED; 3 tests passed (pytest)\n"
+        "[hidden]:4: boom in ./[hidden]; ['[hidden]', 'fast.py'];"
+        " __pycache__/[hidden].cpython-311.pyc\n"
+        "import [hidden]; from [hidden] import score; from eval import [hidden];"
+        " No module named '[hidden]'"
+    )
+
+
+def test_a_longer_file_name_that_holds_a_hidden_one_is_another_file():
+    text = "pytest.py my_test.py test.pyx-notes attest.py"
+    assert holdout.redact(text, ["eval/test.py"]) == text
+
+
+def test_a_coined_hidden_name_is_hidden_wherever_it_stands_as_a_word():
+    # snake_case, digits, camelCase: a name someone made, never a word of the output.
+    text = "private_check() failed; PRIVATE_CHECK=1; private_checker; scoreV2 ok"
+    assert holdout.redact(text, ["private_check.py", "eval/scoreV2.py"]) == (
+        "[hidden]() failed; [hidden]=1; private_checker; [hidden] ok"
+    )
+
+
+def test_a_hidden_folder_hides_its_path_and_its_listed_name_not_the_word():
+    text = "eval/private/x.py; ['private', 'fast.py']; private data; def __init__(self)"
+    assert holdout.redact(text, ["eval/private", "eval/__init__.py"]) == (
+        "[hidden]/x.py; ['[hidden]', 'fast.py']; private data; def __init__(self)"
+    )
+
+
 # --- the keep rule ----------------------------------------------------------------------
 
 

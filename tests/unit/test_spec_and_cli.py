@@ -252,10 +252,10 @@ def test_worktree_root_beside_the_target_is_accepted(tmp_path, monkeypatch):
     assert merged.values["worktree_root"] == str(tmp_path / "wt")
 
 
-def stamped(tmp_path, version: str):
+def stamped(tmp_path, version: str, name: str = "old"):
     from autoresearch.layout import SessionLayout
 
-    layout = SessionLayout(tmp_path / "sessions" / "old")
+    layout = SessionLayout(tmp_path / "sessions" / name)
     layout.root.mkdir(parents=True)
     layout.setup.write_text(json.dumps({"version": version}))
     return layout
@@ -268,6 +268,34 @@ def test_a_resume_across_a_minor_upgrade_says_so_in_one_line_once(tmp_path, caps
     check_version(layout, {}, installed="0.2.0")
     check_version(layout, {}, installed="0.2.0")  # Snakemake asks again: said once
     assert capsys.readouterr().err == "autoresearch upgraded 0.1.0 → 0.2.0\n"
+
+
+def test_two_sessions_of_one_name_resumed_in_one_process_each_say_their_upgrade(tmp_path, capsys):
+    # Two workflow folders, each with a session `old`; one process asks of both.
+    from autoresearch.session import check_version
+
+    for folder, stamp in (("a", "0.1.0"), ("b", "0.1.1")):
+        check_version(stamped(tmp_path / folder, stamp), {}, installed="0.2.0")
+    assert capsys.readouterr().err == (
+        "autoresearch upgraded 0.1.0 → 0.2.0\nautoresearch upgraded 0.1.1 → 0.2.0\n"
+    )
+
+
+def test_each_run_that_resumes_a_session_under_an_upgrade_says_so_and_the_session_keeps_it(
+    tmp_path, capsys, monkeypatch
+):
+    from autoresearch import session
+
+    layout = stamped(tmp_path, "0.1.0")
+    for run in ("1-first", "2-second"):
+        monkeypatch.setattr(session, "RUN", run)
+        session.check_version(layout, {}, installed="0.2.0")
+        session.check_version(layout, {}, installed="0.2.0")
+    assert capsys.readouterr().err == "autoresearch upgraded 0.1.0 → 0.2.0\n" * 2
+    logged = session.upgrades_log(layout).read_text().splitlines()
+    assert [line.split("\t")[1:] for line in logged] == [
+        ["autoresearch upgraded 0.1.0 → 0.2.0", f"run {run}"] for run in ("1-first", "2-second")
+    ]
 
 
 def test_a_resume_under_the_same_version_says_nothing(tmp_path, capsys):

@@ -69,6 +69,66 @@ def test_a_python_project_with_no_build_file_is_found_by_its_test_files(tmp_path
     assert found is not None and (found.name, found.test_command) == ("Python", "python -m pytest")
 
 
+def src_layout(repo: Path, files: dict[str, str] | None = None) -> Path:
+    """A src/ layout: src/shop/ and a test outside it that imports it (CRLF line endings)."""
+    layout = {
+        "pyproject.toml": '[project]\nname = "shop"\n',
+        "src/shop/__init__.py": "def total(xs):\n    return sum(xs)\n",
+        "tests/test_total.py": "from shop import total\r\n\r\n"
+        "def test_t():\r\n    assert total([1])\r\n",
+    }
+    for name, text in {**layout, **(files or {})}.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_bytes(text.encode())
+    return repo
+
+
+def test_a_src_layout_whose_tests_import_its_package_runs_them_with_src_on_the_path(tmp_path):
+    found, test, _ = resolve_commands(src_layout(tmp_path), None, None)
+    assert (found.name, test) == ("Python", "PYTHONPATH=src python -m pytest")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "import shop",
+        "import os, shop.cart",
+        "from shop.cart import Cart",
+        "    import shop  # late",
+    ],
+)
+def test_each_form_of_importing_a_src_package_is_recognised(tmp_path, line):
+    src_layout(tmp_path, {"tests/test_total.py": f"{line}\n", "src/shop/cart.py": ""})
+    assert detect(tmp_path).test_command == "PYTHONPATH=src python -m pytest"
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"pyproject.toml": '[tool.pytest.ini_options]\npythonpath = ["src"]\n'},
+        {"pyproject.toml": '[tool.pytest.ini_options]\npythonpath = "src"\n'},
+        {"pytest.ini": "[pytest]\npythonpath = src\n"},
+        {"setup.cfg": "[tool:pytest]\npythonpath = src\n"},
+        {"tests/conftest.py": "import sys\nsys.path.insert(0, 'src')\n"},
+        {"tests/test_total.py": "import shopping\nfrom shops import x\nimport other.shop\n"},
+    ],
+    ids=["pyproject-list", "pyproject-str", "pytest.ini", "setup.cfg", "conftest", "no-import"],
+)
+def test_a_src_layout_whose_tests_already_find_it_or_never_import_it_is_left_alone(tmp_path, files):
+    src_layout(tmp_path, files)
+    assert detect(tmp_path).test_command == "python -m pytest"
+
+
+def test_a_src_folder_that_is_a_link_out_of_the_repository_is_no_src_layout(tmp_path):
+    outside = src_layout(tmp_path / "outside")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "pyproject.toml").write_text("")
+    (repo / "src").symlink_to(outside / "src")
+    (repo / "tests").symlink_to(outside / "tests")
+    assert detect(repo).test_command == "python -m pytest"
+
+
 def test_a_build_file_wins_over_python_test_files(tmp_path):
     (tmp_path / "test_x.py").write_text("")
     (tmp_path / "Makefile").write_text("")

@@ -231,6 +231,45 @@ def test_a_cycle_still_running_is_not_a_difference(session):
     assert session.lines() == []
 
 
+def without_refactor(session: Session) -> None:
+    """The session as `teams: [red, green]` leaves it: no Refactor files, rows or logs."""
+    spec = session.root / "session.yaml"
+    spec.write_text(spec.read_text() + "teams: [red, green]\n")
+    for n in (1, 2):
+        for name in ("refactor-patch.md", "refactor.json"):
+            (session.layout.cycle(n) / name).unlink()
+    shutil.rmtree(session.root / "logs/refactor")
+    rows = (session.root / "results.tsv").read_text().splitlines(keepends=True)
+    (session.root / "results.tsv").write_text("".join(r for r in rows if "\trefactor\t" not in r))
+
+
+def test_a_session_whose_teams_leave_out_refactor_verifies_without_its_files(session):
+    without_refactor(session)
+    assert session.lines() == []
+
+
+def test_a_refactor_record_deleted_from_a_session_with_refactor_is_still_reported(session):
+    (session.layout.cycle(2) / "refactor.json").unlink()
+    (line,) = session.lines()
+    assert line.startswith("sessions/s/cycles/002/refactor.json: missing, though cycle 2")
+
+
+def test_a_refactor_commit_hidden_by_dropping_refactor_from_the_spec_is_reported(session):
+    # Its record deleted and the frozen spec edited to say there never was a Refactor: the
+    # commit it made is still on the branch, and now no record names it.
+    tidied = session.commit(CALC + "# tidied\n", "refactor: tidy calc")
+    made = [{"commit": tidied, "message": "refactor: tidy calc"}]
+    session.edit("cycles/002/refactor.json", lambda d: d.update(end_commit=tidied, commits=made))
+    session.edit("cycles/002/decision.json", lambda d: d.update(end_commit=tidied))
+    unnamed = (
+        f"sessions/s/cycles/002/decision.json: commit {tidied[:12]} 'refactor: tidy calc' "
+        "is named by no record"
+    )
+    assert unnamed not in session.lines()  # its record names it
+    without_refactor(session)
+    assert unnamed in session.lines()
+
+
 def test_a_stage_file_linked_to_another_cycles_is_reported(session):
     eval_results = session.root / "cycles/002/eval-results.md"
     eval_results.unlink()
