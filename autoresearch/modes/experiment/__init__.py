@@ -1,7 +1,7 @@
 """Experiment: one atomic change per iteration, kept only if the metric strictly improves.
 
 Each iteration is `experiment_propose` (the agent, stages.propose) and the checkpoint
-`experiment_decide` (stages.decide, then this mode's stop rules), under
+`experiment_decide` (the one decide job: this mode's `judge`, then its stop rules), under
 `sessions/<name>/iterations/NNN/`; with `experiment.parallel: k`, k candidates proposed
 and measured as jobs of their own (batch.py) before the one decide. At the end,
 report.md and progress.png, and the run mirrored into an output folder if the spec names
