@@ -125,7 +125,7 @@ checkpoint broad_evaluate:
 rule broad_track_end:
     """Record how the track ended and what it did, for the comparison."""
     input:
-        track_end_inputs,
+        decision=final_decision,
     output:
         "sessions/{name}/tracks/{hid}/result.json",
     log:

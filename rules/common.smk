@@ -40,6 +40,19 @@ wildcard_constraints:
 # --- input functions (each calls the rules' Python half in scripts/) ---------------------
 
 
+# every mode's loop
+
+
+@one_line_errors
+def final_decision(wildcards):
+    """The decision that ended the session's loop (broad: the track's, `hid`), as the
+    session's mode says: what is made once from every step waits for it (experiment's
+    report and plot, narrow's plot, a track's end, security's fixes)."""
+    return scripts.common.final_decision_of(
+        wildcards.name, checkpoints, wildcards.get("hid", "")
+    )
+
+
 # rules/session.smk
 
 
@@ -88,15 +101,6 @@ def evaluate_inputs(wildcards):
     return scripts.cycle.evaluate_inputs(wildcards.name, wildcards.cycle)
 
 
-# rules/narrow.smk
-
-
-@one_line_errors
-def narrow_final_decision(wildcards):
-    """The decision that stopped the loop: the plot is drawn once, from every cycle."""
-    return scripts.narrow.final_decision(wildcards.name, checkpoints)
-
-
 # rules/experiment.smk
 
 
@@ -112,12 +116,6 @@ def experiment_decide_inputs(wildcards):
     return scripts.experiment.decide_inputs(wildcards.name, wildcards.cycle)
 
 
-@one_line_errors
-def experiment_final_decision(wildcards):
-    """The decision that stopped the loop."""
-    return scripts.experiment.final_decision(wildcards.name, checkpoints)
-
-
 # rules/lens.smk and rules/predict.smk
 
 
@@ -131,13 +129,6 @@ def lens_red_inputs(wildcards):
 def lens_report_inputs(wildcards):
     """What the lens's report waits for, as the lens says."""
     return scripts.lens.report_inputs(wildcards.name, checkpoints)
-
-
-@one_line_errors
-@one_line_errors
-def security_fix_inputs(wildcards):
-    """The audit's final decision: fixes start once the audit is over."""
-    return scripts.security.fix_inputs(wildcards.name, checkpoints)
 
 
 def debate_inputs(wildcards):
@@ -197,12 +188,6 @@ def broad_red_inputs(wildcards):
 @one_line_errors
 def broad_evaluate_inputs(wildcards):
     return scripts.cycle.evaluate_inputs(wildcards.name, wildcards.cycle, wildcards.hid)
-
-
-@one_line_errors
-def track_end_inputs(wildcards):
-    """The decision that ended the track; asks the checkpoint only for the next cycle."""
-    return scripts.broad.track_end_inputs(wildcards.name, wildcards.hid, checkpoints)
 
 
 @one_line_errors

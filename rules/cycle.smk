@@ -101,4 +101,4 @@ checkpoint evaluate:
     benchmark:
         "sessions/{name}/benchmarks/evaluate/{cycle}.tsv"
     run:
-        scripts.cycle.evaluate(wildcards, output, log)
+        scripts.step.decide(wildcards, output, log)

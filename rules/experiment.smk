@@ -80,13 +80,13 @@ checkpoint experiment_decide:
     resources:
         **scripts.experiment.measuring_resources("experiment_decide"),
     run:
-        scripts.experiment.decide(wildcards, output, log)
+        scripts.step.decide(wildcards, output, log)
 
 
 rule experiment_report:
     """The "Autoresearch Complete" summary: what was tried, kept and learned."""
     input:
-        decision=experiment_final_decision,
+        decision=final_decision,
     output:
         report(
             "sessions/{name}/report.md",
@@ -106,7 +106,7 @@ rule experiment_report:
 rule experiment_plot:
     """Metric per iteration, kept changes highlighted, running best."""
     input:
-        decision=experiment_final_decision,
+        decision=final_decision,
     output:
         report(
             "sessions/{name}/progress.png",

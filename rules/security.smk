@@ -5,7 +5,7 @@
 rule security_fix:
     """Fix the confirmed critical and high findings on the session branch, re-checked."""
     input:
-        security_fix_inputs,
+        decision=final_decision,
     output:
         md="sessions/{name}/security-fix.md",
         data="sessions/{name}/security-fix.json",

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from autoresearch import modes
 from autoresearch.jobs import run_stage
 from autoresearch.layout import rel, session_layout
 from autoresearch.modes.broad.tracks import track_ids
@@ -40,11 +39,6 @@ def red_inputs(name: str, hid: str, cycle_number: int) -> list[str]:
         if index > 0:
             inputs.append(rel(layout.track_result(ids[index - 1])))
     return inputs
-
-
-def track_end_inputs(name: str, hid: str, checkpoints: Any) -> str:
-    """The decision that ended the track; `.get()` is asked of the next open cycle only."""
-    return modes.get("broad").final_decision(session_layout(name), checkpoints, hid)
 
 
 def track_results(name: str, checkpoints: Any) -> list[str]:

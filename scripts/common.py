@@ -1,5 +1,6 @@
-"""rules/common.smk: session names, the per-session run lock taken at start, and the
-one-line report of a user error raised while Snakemake builds the DAG."""
+"""rules/common.smk: session names, a session's mode, the loop's final decision, the
+per-session run lock taken at start, and the one-line report of a user error raised while
+Snakemake builds the DAG."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from autoresearch import commands, slurm
+from autoresearch import commands, modes, slurm, spec
 from autoresearch.errors import SessionError, UserError
 from autoresearch.jobs import Stopped
 from autoresearch.layout import SESSIONS, SessionLayout, session_layout
+from autoresearch.modes.base import Mode
 from autoresearch.spec import SESSION_NAME
 
 NAME_PATTERN = SESSION_NAME.pattern.strip("^$")
@@ -54,6 +56,23 @@ def _leaves(layer: Any, prefix: str, origin: str, out: dict[str, str]) -> None:
 def layout_of(name: str) -> SessionLayout:
     """Paths of session `name` that every mode shares (its loop folder aside)."""
     return session_layout(name)
+
+
+def mode_and_layout(name: str) -> tuple[Mode, SessionLayout]:
+    """The mode session `name` was frozen with (its session.yaml), and its layout."""
+    layout = layout_of(name)
+    mode = modes.get(spec.load_frozen(layout.spec).mode)
+    return mode, mode.layout(layout.root)
+
+
+def final_decision_of(name: str, checkpoints: Any, track: str = "") -> str:
+    """The decision that ended session `name`'s loop (broad: `track`'s), asked of the
+    session's own mode: what is drawn once from every step (a report, a plot, a track's
+    end, security's fixes) waits for it. The setup checkpoint first: the mode is frozen
+    there."""
+    checkpoints.session.get(name=name)
+    mode, layout = mode_and_layout(name)
+    return mode.final_decision(layout, checkpoints, track)
 
 
 def start_run(workflow: Any, held: list[Any]) -> None:

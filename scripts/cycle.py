@@ -1,4 +1,5 @@
-"""rules/cycle.smk: Red, sanitize, Green, Refactor and the evaluate checkpoint."""
+"""rules/cycle.smk: Red, sanitize, Green and Refactor, and the evaluate checkpoint's inputs
+(its job is scripts/step.py's)."""
 
 from __future__ import annotations
 
@@ -118,10 +119,3 @@ def refactor(wildcards: Any, output: Any, log: Any) -> None:
         log,
         lambda env, mode: teams.refactor(env, Path(output.patch), Path(output.record)),
     )
-
-
-def evaluate(wildcards: Any, output: Any, log: Any) -> None:
-    """Tests and reverts (the mode's judge); the mode's policy; the files; decision.json last."""
-    from . import step
-
-    step.decide(wildcards, output, log)

@@ -1,5 +1,6 @@
 """rules/experiment.smk: propose (or a batch's candidates and their measurements), the
-decide checkpoint, the report and the plot."""
+decide checkpoint's inputs and resources, the report and the plot (the decide job is
+scripts/step.py's, with the mode's judge)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from autoresearch import modes
 from autoresearch.jobs import run_stage
 from autoresearch.layout import rel, session_layout
 from autoresearch.spec import load_frozen
@@ -93,11 +93,6 @@ def measuring_resources(rule: str) -> dict[str, Callable[[Any], Any]]:
     return {resource: value(resource) for resource in MEASURE_RESOURCES}
 
 
-def final_decision(name: str, checkpoints: Any) -> str:
-    """The decision that stopped the loop: report and plot are made once, from it."""
-    return modes.get("experiment").final_decision(session_layout(name, LOOP), checkpoints)
-
-
 # --- jobs (stage modules imported on first use, as in scripts/cycle.py) ---------------
 
 
@@ -139,23 +134,6 @@ def measure(wildcards: Any, output: Any, log: Any) -> None:
         lambda env, mode: batch.measure(
             candidates.candidate_env(env, wildcards.cand), Path(output.measurement)
         ),
-    )
-
-
-def decide(wildcards: Any, output: Any, log: Any) -> None:
-    """Measure (or read a batch's measurements) and keep or reset; the stop rules; the
-    logs; decision.json last."""
-    from autoresearch import loop
-    from autoresearch.modes.experiment import batch, stages
-
-    def judge(env) -> loop.Judged:
-        rec = batch.decide(env)
-        return loop.Judged(rec, lambda r: stages.write_iteration(env, r, Path(output.results)))
-
-    run_stage(
-        wildcards,
-        log,
-        lambda env, mode: loop.decide(env, mode, lambda: judge(env), Path(output.decision)),
     )
 
 

@@ -5,15 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from autoresearch import modes, spec
 from autoresearch.jobs import run_stage
-from autoresearch.layout import session_layout
 
-
-def mode_and_layout(name: str):
-    layout = session_layout(name)
-    mode = modes.get(spec.load_frozen(layout.spec).mode)
-    return mode, mode.layout(layout.root)
+from .common import mode_and_layout
 
 
 def red_inputs(name: str, cycle: int) -> list[str]:

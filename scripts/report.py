@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autoresearch import modes, spec
 from autoresearch.jobs import run_stage
 from autoresearch.layout import SessionLayout, rel
 from autoresearch.session_report import SessionFacts, step_label, write_report
 
-from .common import layout_of
+from .common import mode_and_layout
 
 # The job function a `run:` block calls: scripts.<module>.<function>(...)
 JOB_CALL = re.compile(r"\bscripts\.(\w+)\.(\w+)\(")
@@ -23,9 +22,8 @@ JOB_CALL = re.compile(r"\bscripts\.(\w+)\.(\w+)\(")
 def report_inputs(name: str, checkpoints: Any) -> list[str]:
     """What the report is drawn from: the mode's end products (what `done` waits for)."""
     checkpoints.session.get(name=name)
-    layout = layout_of(name)
-    mode = modes.get(spec.load_frozen(layout.spec).mode)
-    return mode.done_inputs(mode.layout(layout.root), checkpoints)
+    mode, layout = mode_and_layout(name)
+    return mode.done_inputs(layout, checkpoints)
 
 
 def outputs(layout: SessionLayout) -> list[str]:

@@ -7,14 +7,6 @@ from typing import Any
 
 from autoresearch.jobs import run_stage
 
-from .lens import mode_and_layout
-
-
-def fix_inputs(name: str, checkpoints: Any) -> list[str]:
-    """The audit's final decision."""
-    mode, layout = mode_and_layout(name)
-    return [mode.final_decision(layout, checkpoints)]
-
 
 def fix(wildcards: Any, output: Any, log: Any) -> None:
     from autoresearch.modes.security import fix as fixing

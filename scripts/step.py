@@ -1,6 +1,7 @@
-"""The one job that ends a loop step, for every rule that decides one (fix_decide,
-ship_prepare, learn_write, lens_check, broad_evaluate): the mode's judge, then loop.decide's
-one order (stop rules, results, session.md, decision.json last)."""
+"""The one job that ends a loop step, for every rule that decides one (evaluate,
+broad_evaluate, experiment_decide, fix_decide, learn_write, ship_prepare, lens_check): the
+mode's judge, then loop.decide's one order (stop rules, results, session.md, decision.json
+last)."""
 
 from __future__ import annotations
 

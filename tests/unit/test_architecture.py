@@ -209,8 +209,16 @@ def test_nothing_outside_the_modes_imports_a_modes_internals():
     assert not offenders, "\n".join(offenders)
 
 
-# The decide checkpoint of the experiment loop keeps its own job while that mode is reworked.
-OWN_DECIDE_JOB = {"experiment_decide"}
+# Every checkpoint that decides a step of a loop, one per loop folder (broad: per track).
+DECIDE_CHECKPOINTS = {
+    "evaluate",
+    "broad_evaluate",
+    "experiment_decide",
+    "fix_decide",
+    "learn_write",
+    "ship_prepare",
+    "lens_check",
+}
 
 
 def decision_rules() -> dict[str, str]:
@@ -230,20 +238,72 @@ def decision_rules() -> dict[str, str]:
 
 def test_every_loop_step_is_decided_by_the_one_job():
     # One job ends every loop: the mode's judge, then loop.decide. A rule with its own job
-    # is a second loop body, however much it resembles the first.
+    # is a second loop body, however much it resembles the first; so is a wrapper of it.
     rules = decision_rules()
-    assert {"evaluate", "broad_evaluate", "fix_decide", "lens_check"} <= set(rules)
-    own = {
-        rule: job
-        for rule, job in rules.items()
-        if rule not in OWN_DECIDE_JOB
-        and job not in ("scripts.step.decide", "scripts.cycle.evaluate")
-    }
+    assert set(rules) == DECIDE_CHECKPOINTS
+    own = {rule: job for rule, job in rules.items() if job != "scripts.step.decide"}
     assert not own, own
-    # scripts.cycle.evaluate (rules/cycle.smk's) is the one job under its old name.
-    cycle = (ROOT / "scripts" / "cycle.py").read_text()
-    body = cycle.split("def evaluate(", 1)[1].split("\ndef ", 1)[0]
-    assert "step.decide(" in body and "loop.decide(" not in body
+
+
+def script_functions() -> list[tuple[str, ast.FunctionDef]]:
+    return [
+        (f"{path.relative_to(ROOT)}::{node.name}", node)
+        for path in sorted((ROOT / "scripts").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef)
+    ]
+
+
+def calls_named(node: ast.AST, name: str) -> bool:
+    """Whether `node` calls something whose last name is `name` (loop.decide, Judged)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            func = sub.func
+            if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) == name:
+                return True
+    return False
+
+
+def test_no_job_hands_the_loop_a_judge_of_its_own():
+    # A mode's judge is its hook (`Mode.judge`): a job function that builds a Judged, or
+    # calls loop.decide itself, is a loop body outside the modes.
+    offenders = [
+        where
+        for where, fn in script_functions()
+        if calls_named(fn, "Judged")
+        or (calls_named(fn, "decide") and where != "scripts/step.py::decide")
+    ]
+    assert not offenders, offenders
+
+
+def rule_blocks() -> dict[str, str]:
+    """Every rule and checkpoint of rules/*.smk, by name: its text."""
+    out = {}
+    for path in sorted((ROOT / "rules").glob("*.smk")):
+        for block in path.read_text().split("\n\n"):
+            block = block.strip()
+            if block.startswith(("rule ", "checkpoint ")):
+                out[block.split()[1].rstrip(":")] = block
+    return out
+
+
+def test_the_rules_wait_for_the_final_decision_through_one_input_function():
+    # Mode.final_decision is the one implementation; the rules reach it through one input
+    # function that asks the session's own mode, not a wrapper per mode that names one.
+    askers = [where for where, fn in script_functions() if calls_named(fn, "final_decision")]
+    assert askers == ["scripts/common.py::final_decision_of"], askers
+    common = (ROOT / "rules" / "common.smk").read_text()
+    defined = [line for line in common.splitlines() if line.startswith("def ")]
+    assert [d for d in defined if "final_decision" in d] == ["def final_decision(wildcards):"]
+    waiting = {
+        rule: block
+        for rule, block in rule_blocks().items()
+        if rule in ("experiment_report", "experiment_plot", "goal_progress_plot")
+        or rule in ("broad_track_end", "security_fix")
+    }
+    assert len(waiting) == 5
+    for rule, block in waiting.items():
+        assert block.split("input:", 1)[1].split()[0] == "decision=final_decision,", rule
 
 
 # What every lens whose iterations commit reads the same way, written once (lens/changing.py).

@@ -162,17 +162,41 @@ def test_the_final_decision_asks_the_modes_checkpoint_for_the_next_open_cycle(tm
     assert checkpoints.asked == [(LOOP_MODES[name], {"name": "s", "cycle": "003"})]
 
 
-def test_a_broad_tracks_final_decision_is_of_its_own_loop(tmp_path):
-    import scripts.broad
+def frozen_session(root, mode: str) -> SessionLayout:
+    """sessions/s/ of `mode`, set up: its frozen spec says which mode it is."""
+    layout = modes.get(mode).layout(root / "sessions" / "s")
+    layout.spec.parent.mkdir(parents=True)
+    layout.spec.write_text(f"mode: {mode}\n")
+    return layout
 
+
+@pytest.mark.parametrize("name", ["experiment", "narrow", "security"])
+def test_a_rule_waits_for_the_final_decision_of_the_sessions_own_mode(tmp_path, monkeypatch, name):
+    # experiment's report and plot, narrow's plot and security's fixes share one input
+    # function: the session's frozen mode says which loop it is, not the rule asking.
+    import scripts.common
+
+    monkeypatch.chdir(tmp_path)
+    write_json(frozen_session(tmp_path, name).decision(1), {"cycle": 1, "stop": False})
+    checkpoints = Checkpoints()
+    assert scripts.common.final_decision_of("s", checkpoints) == f"{LOOP_MODES[name]}.json"
+    # Setup first (it freezes the mode), then the next open step of the mode's loop only.
+    assert checkpoints.asked == [
+        ("session", {"name": "s"}),
+        (LOOP_MODES[name], {"name": "s", "cycle": "002"}),
+    ]
+
+
+def test_a_broad_tracks_final_decision_is_of_its_own_loop(tmp_path, monkeypatch):
+    import scripts.common
+
+    monkeypatch.chdir(tmp_path)
+    layout = frozen_session(tmp_path, "broad")
     assert modes.get("broad").decide_checkpoint == "broad_evaluate"
-    layout = SessionLayout(tmp_path / "sessions" / "b")
     write_json(layout.decision(1, "h2"), {"cycle": 1, "track": "h2", "stop": True})
     checkpoints = Checkpoints()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(scripts.broad, "session_layout", lambda name: layout)
-        scripts.broad.track_end_inputs("b", "h2", checkpoints)
-    assert checkpoints.asked == [("broad_evaluate", {"name": "b", "cycle": "001", "hid": "h2"})]
+    scripts.common.final_decision_of("s", checkpoints, "h2")
+    assert checkpoints.asked[-1] == ("broad_evaluate", {"name": "s", "cycle": "001", "hid": "h2"})
 
 
 # --- the one order a step ends in -----------------------------------------------------
@@ -238,26 +262,20 @@ def test_a_judge_that_fails_leaves_no_decision(tmp_path):
     assert calls == [] and not out.exists()  # the rerun makes the step again
 
 
-# The jobs that end a loop step: the one job every mode's judge runs under (the rules that
-# call it: test_architecture.py::test_every_loop_step_is_decided_by_the_one_job), and
-# experiment's own while that mode is reworked.
-DECIDE_JOBS = {"step": "decide", "experiment": "decide"}
-
-
-@pytest.mark.parametrize("script", sorted(DECIDE_JOBS))
-def test_every_loops_deciding_job_ends_through_the_one_decide(script):
+def test_the_deciding_job_ends_through_the_one_decide():
+    # The one job every mode's judge runs under (the rules that call it:
+    # test_architecture.py::test_every_loop_step_is_decided_by_the_one_job).
     import ast
-    import importlib
     import inspect
 
-    module = importlib.import_module(f"scripts.{script}")
-    job = getattr(module, DECIDE_JOBS[script])
+    import scripts.step
+
     calls = {
         ast.unparse(node.func)
-        for node in ast.walk(ast.parse(inspect.getsource(job).strip()))
+        for node in ast.walk(ast.parse(inspect.getsource(scripts.step.decide).strip()))
         if isinstance(node, ast.Call)
     }
-    assert "loop.decide" in calls
+    assert "loop.decide" in calls and "mode.judge" in calls
     assert not {c for c in calls if c.endswith(("write_decision", "write_json", ".json"))}
 
 

@@ -1,7 +1,7 @@
 """Experiment: one atomic change per iteration, kept only if the metric strictly improves.
 
 Each iteration is `experiment_propose` (the agent, stages.propose) and the checkpoint
-`experiment_decide` (stages.decide, then this mode's stop rules), under
+`experiment_decide` (the one decide job: this mode's `judge`, then its stop rules), under
 `sessions/<name>/iterations/NNN/`; with `experiment.parallel: k`, k candidates proposed
 and measured as jobs of their own (batch.py) before the one decide. At the end,
 report.md and progress.png, and the run mirrored into an output folder if the spec names
@@ -24,7 +24,7 @@ from ...commands import CommandResult
 from ...errors import SessionError, SpecError
 from ...files import write_json, write_text
 from ...layout import SessionLayout, rel
-from ...loop import Decision
+from ...loop import Decision, Judged
 from ...record import SetupRecord
 from ...session_report import MetricChange, ReportStep
 from ...spec import SessionSpec
@@ -236,6 +236,15 @@ class Experiment(Mode):
 
     def cycle_cap(self, spec: SessionSpec) -> int | None:
         return None  # max_iterations and max_duration are the experiment's own stop rules
+
+    def judge(self, env: StageEnv, output: Any) -> Judged:
+        """Measure and guard the proposal (or read a batch's measurements), commit the best
+        strictly better one or reset; the results are the iteration's logs, results.tsv and
+        evaluation.md (`output.results`)."""
+        from . import batch, stages  # the measuring code: loaded by the job that decides
+
+        rec = batch.decide(env)
+        return Judged(rec, lambda r: stages.write_iteration(env, r, Path(output.results)))
 
     def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
         """Iteration or time limit, target reached, a crash loop, stuck, a plateau."""
