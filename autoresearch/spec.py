@@ -203,11 +203,21 @@ def validate(spec: Spec, root: Path, default_file: str) -> None:
         extra = next((k for k in err.instance if k not in known), "?")
         key = f"{dotted}.{extra}" if dotted else extra
         origin = spec.sources.get(key) or default_file
-        hint = difflib.get_close_matches(str(extra), known, n=1)
-        maybe = f"; did you mean '{f'{dotted}.' if dotted else ''}{hint[0]}'?" if hint else ""
+        prefix = f"{dotted}." if dotted else ""
+        # A key of a section one level down, written a level too high (`experiment.command`
+        # for `experiment.metric.command`), is that key, whatever key it happens to resemble.
+        nested = [f"{child}.{extra}" for child in known if extra in nested_keys(err.schema, child)]
+        hint = nested or difflib.get_close_matches(str(extra), known, n=1)
+        maybe = f"; did you mean '{prefix}{hint[0]}'?" if hint else ""
         raise SpecError(f"{origin}: unknown key '{key}'{maybe}")
     origin = spec.source_of(dotted)
     raise SpecError(f"{origin}: key '{dotted}': {err.message}{did_you_mean(err)}")
+
+
+def nested_keys(schema: dict[str, Any], child: str) -> dict[str, Any]:
+    """The keys of section `child` of an object schema (none when it is no section)."""
+    sub = (schema.get("properties") or {}).get(child) or {}
+    return sub.get("properties") or {} if isinstance(sub, dict) else {}
 
 
 def did_you_mean(err: Any) -> str:

@@ -62,6 +62,18 @@ def test_a_misspelt_mode_gets_a_did_you_mean_as_a_misspelt_key_does(tmp_path):
     assert message.endswith("; did you mean 'sweep'?")
 
 
+def test_a_key_written_a_section_too_high_is_pointed_to_its_section(tmp_path):
+    """`experiment.command` is `experiment.metric.command`, not the closest spelling."""
+    spec = {"target": "P", "mode": "experiment", "experiment": {"command": "python m.py"}}
+    root, repo = write_layers(tmp_path, {}, spec)
+    with pytest.raises(specs.SpecError) as caught:
+        specs.load("x", root, {"target": str(repo)})
+    assert str(caught.value) == (
+        "config/sessions/x.yaml: unknown key 'experiment.command'; "
+        "did you mean 'experiment.metric.command'?"
+    )
+
+
 def test_a_mode_asked_for_by_name_gets_a_did_you_mean():
     from autoresearch import modes
 
