@@ -23,11 +23,8 @@ from . import holdout, paired, preserve, stages, tamper
 from .candidates import CandidateEnv, candidate_ids, ensure_worktree
 from .log import fmt
 from .policy import (
-    CRASH,
     DISCARDED,
     KEPT,
-    NO_CHANGE,
-    SYNTAX_ERROR,
     Compare,
     judge,
     pick,
@@ -58,17 +55,7 @@ def measure(env: CandidateEnv, out: Path) -> dict[str, Any]:
     if result["measured"]:
         ensure_worktree(env, start)
         env.pristine(start)
-        sequential = cfg.sequential is not None
-        result |= stages.apply_and_measure(
-            cfg,
-            env.worktree,
-            env.cycle_dir / "proposal.patch",
-            proposal,
-            env.spec.secrets,
-            jail=env.jail,
-            measure=(lambda: stages.measure_paired(env, cfg, start)) if sequential else None,
-            reference=stages.guard_reference(env),
-        )
+        result |= stages.apply_and_measure(env, cfg, proposal)
         if changed := env.protection.changed(env.worktree):  # the run rewrote them
             result["error"] = ProtectedChange(changed).reason
         git.reset_to(env.worktree, start)
@@ -133,7 +120,6 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
     stamp = journal.now()
     for c in batch:
         c.update(
-            baseline_value=c.get("incumbent_value", best["value"]),
             end_commit=end if c is winner else start,
             files_changed=c["files"] if c is winner else [],
             tests_pass=c["guard_ok"] is not False,
@@ -169,43 +155,26 @@ def judge_candidate(
     proposal = read_json(folder / "proposal.json")
     rec = stages.new_record(env.cycle, proposal)
     rec.update(candidate=candidate, session_stop=proposal.get("stop"))
-    status, verdict = proposal["outcome"], ""
-    if status == SYNTAX_ERROR:
-        rec["error"] = "syntax_error: " + "; ".join(proposal["syntax_errors"][-1])
-    elif status == NO_CHANGE:
-        verdict = "the agent handed in no change"
-    elif proposal["start_commit"] != start:
-        status = CRASH
-        rec["error"] = (
-            f"proposed from {proposal['start_commit'][:12]}, but the incumbent is {start[:12]}"
-        )
-    elif refused := tamper.refusal(proposal.get("flags") or [], cfg.allow_flagged):
-        status, verdict = DISCARDED, refused
-        rec["flags"] = proposal["flags"]
-    else:
-        measured = read_json(folder / "measurement.json")
-        if cfg.sequential is not None:
-            status, verdict = paired.judge(measured, rec, cfg.guard)
-        else:
-            status, verdict = stages.judge_measured(cfg, measured, best, rec, compare)
-        rec["duration_seconds"] = measured.get("duration_seconds", 0)
-        rec["baseline_value"] = rec.get("incumbent_value", best["value"])
-        status, verdict = stages.check_flags(cfg, rec, proposal, status, verdict)
-        # Each candidate the metric keeps, measured by the holdout in the session worktree.
-        status, verdict = holdout.judge(
-            cfg,
-            rec,
-            best,
-            status,
-            verdict,
-            lambda: stages._cached(
-                env.cycle_dir / "measurements.json",
-                f"holdout:{proposal['patch_sha256']}:{start}",
-                lambda: holdout.measure_patch(
-                    cfg, env.worktree, folder / "proposal.patch", start, env.spec.secrets, env.jail
-                ),
-            ),
-        )
+
+    def measured() -> dict[str, Any]:  # by the candidate's measure job
+        result = read_json(folder / "measurement.json")
+        rec["duration_seconds"] = result.get("duration_seconds", 0)
+        return result
+
+    # Each candidate the metric keeps, measured by the holdout in the session worktree.
+    status, verdict = stages.judge_proposal(
+        cfg,
+        rec,
+        proposal,
+        best,
+        start,
+        measured,
+        lambda: holdout.measure_patch(
+            cfg, env.worktree, folder / "proposal.patch", start, env.spec.secrets, env.jail
+        ),
+        env.cycle_dir / "measurements.json",
+        compare,
+    )
     patch = folder / "proposal.patch"
     rec.update(status=status, verdict=verdict, patch=str(patch.relative_to(env.layout.root)))
     rec.setdefault("duration_seconds", 0)

@@ -479,8 +479,6 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
     record, before the mode's stop rules. `compare` is the keep rule (policy.judge)."""
     cfg = config_of(env.spec)
     cfg = within(cfg, time_left(env.layout, cfg))  # no measurement outlasts max_duration
-    key = key_of(cfg)
-    secrets = env.spec.secrets
     proposal = env.stage_record("proposal")
     best = dict(incumbent_before(env))
     start = proposal["start_commit"]
@@ -489,57 +487,28 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
     began = time.time()
     rec = new_record(env.cycle, proposal)
     rec["start_commit"] = start
-    status, verdict = proposal["outcome"], ""
-    if status == SYNTAX_ERROR:
-        rec["error"] = "syntax_error: " + "; ".join(proposal["syntax_errors"][-1])
-    elif status == NO_CHANGE:
-        verdict = "the agent handed in no change"
-    elif refused := tamper.refusal(proposal.get("flags") or [], cfg.allow_flagged):
-        status, verdict = DISCARDED, refused  # no metric run spent on it
-    elif cfg.sequential is not None:
-        measured = apply_and_measure(
-            cfg,
-            env.worktree,
-            env.cycle_dir / "proposal.patch",
-            proposal,
-            secrets,
-            cache,
-            env.jail,
-            measure=lambda: measure_paired(env, cfg, start),
-        )
-        status, verdict = paired.judge(measured, rec, cfg.guard)
-    else:
-        rec["remeasured"] = remeasure_incumbent(env, cfg, best, start, cache)
-        measured = apply_and_measure(
-            cfg,
-            env.worktree,
-            env.cycle_dir / "proposal.patch",
-            proposal,
-            secrets,
-            cache,
-            env.jail,
-            reference=guard_reference(env),
-        )
-        status, verdict = judge_measured(cfg, measured, best, rec, compare)
-    # Against the incumbent as measured in this comparison (the paired runs), if it was.
-    rec["baseline_value"] = rec.get("incumbent_value", best["value"])
-    status, verdict = check_flags(cfg, rec, proposal, status, verdict)
-    status, verdict = holdout.judge(
+
+    def measured() -> dict[str, Any]:
+        # The sequential test measures the incumbent next to the change: nothing to redo.
+        if cfg.sequential is None:
+            rec["remeasured"] = remeasure_incumbent(env, cfg, best, start, cache)
+        return apply_and_measure(env, cfg, proposal, cache)
+
+    status, verdict = judge_proposal(
         cfg,
         rec,
+        proposal,
         best,
-        status,
-        verdict,
-        lambda: _cached(
-            cache,
-            f"holdout:{proposal['patch_sha256']}:{start}",
-            lambda: holdout.measure(cfg, env.worktree, secrets, env.jail),
-        ),
+        start,
+        measured,
+        lambda: holdout.measure(cfg, env.worktree, env.spec.secrets, env.jail),
+        cache,
+        compare,
     )
     end = start
     if status == KEPT:
         try:
-            end = commit_kept(env, rec, best | {"value": rec["baseline_value"]}, key)
+            end = commit_kept(env, rec, best | {"value": rec["baseline_value"]}, key_of(cfg))
             best = best_after(rec, end, env.cycle)
         except ProtectedChange as err:
             status, verdict = DISCARDED, err.reason
@@ -548,6 +517,44 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
     git.reset_to(env.worktree, end, ignored=bool(cfg.holdout))
     rec.update(status=status, verdict=verdict)
     return close_record(rec, end, best, proposal.get("stop"), began)
+
+
+def judge_proposal(
+    cfg: ExperimentConfig,
+    rec: dict[str, Any],
+    proposal: dict[str, Any],
+    best: dict[str, Any],
+    start: str,
+    measured: Callable[[], dict[str, Any]],
+    held_out: Callable[[], dict[str, Any]],
+    cache: Path,
+    compare: Compare = judge,
+) -> tuple[str, str]:
+    """(status, why) of one proposal against the incumbent `best` at `start`; fills `rec`.
+    The same steps for the single proposal and each candidate of a batch: what propose
+    handed in, the measurement (`measured`, taken only for a change worth a metric run),
+    the keep rule, the flags and max_gain, the holdout (`held_out`, cached in `cache`)."""
+    status, verdict = proposal["outcome"], ""
+    if status == SYNTAX_ERROR:
+        rec["error"] = "syntax_error: " + "; ".join(proposal["syntax_errors"][-1])
+    elif status == NO_CHANGE:
+        verdict = "the agent handed in no change"
+    elif proposal["start_commit"] != start:  # a batch's candidate from an older incumbent
+        status = CRASH
+        rec["error"] = (
+            f"proposed from {proposal['start_commit'][:12]}, but the incumbent is {start[:12]}"
+        )
+    elif refused := tamper.refusal(proposal.get("flags") or [], cfg.allow_flagged):
+        status, verdict = DISCARDED, refused  # no metric run spent on it
+    elif cfg.sequential is not None:
+        status, verdict = paired.judge(measured(), rec, cfg.guard)
+    else:
+        status, verdict = judge_measured(cfg, measured(), best, rec, compare)
+    # Against the incumbent as measured in this comparison (the paired runs), if it was.
+    rec["baseline_value"] = rec.get("incumbent_value", best["value"])
+    status, verdict = check_flags(cfg, rec, proposal, status, verdict)
+    key = f"holdout:{proposal['patch_sha256']}:{start}"
+    return holdout.judge(cfg, rec, best, status, verdict, lambda: _cached(cache, key, held_out))
 
 
 def check_flags(
@@ -701,35 +708,30 @@ def write_iteration(env: StageEnv, rec: dict[str, Any], results_out: Path) -> No
 
 
 def apply_and_measure(
-    cfg: ExperimentConfig,
-    worktree: Path,
-    patch_file: Path,
-    proposal: dict[str, Any],
-    secrets,
-    cache: Path | None = None,
-    jail: Jail | None = None,
-    measure: Callable[[], dict[str, Any]] | None = None,
-    reference: TestRun | None = None,
+    env: StageEnv, cfg: ExperimentConfig, proposal: dict[str, Any], cache: Path | None = None
 ) -> dict[str, Any]:
-    """Apply the proposal's patch in `worktree` (at the proposal's start commit), measure
-    and guard it (or call `measure`, the sequential comparison). The change stays applied
-    for the caller to commit or reset. With a `cache`, a measurement taken before a kill
-    is reused. `reference`: the test run a default guard is held to (guard_reference)."""
-    proc = git.worktree_proc(worktree, "apply", "--index", "--binary", str(patch_file.resolve()))
+    """Apply the proposal's patch in `env`'s worktree (at the proposal's start commit) and
+    measure it the spec's way: the sequential comparison with the incumbent, or the metric
+    and the guard (held to guard_reference). The change stays applied for the caller to
+    commit or reset. With a `cache`, a measurement taken before a kill is reused."""
+    patch = (env.cycle_dir / "proposal.patch").resolve()
+    proc = git.worktree_proc(env.worktree, "apply", "--index", "--binary", str(patch))
     if proc.returncode != 0:
         return {
             "error": f"the proposal's patch does not apply to {proposal['start_commit'][:12]}: "
             + proc.stderr.strip()
         }
+    secrets = env.spec.secrets
 
     def produce() -> dict[str, Any]:
-        measured = _measure_record(cfg, worktree, secrets, jail)
+        if cfg.sequential is not None:
+            return measure_paired(env, cfg, proposal["start_commit"])
+        measured = _measure_record(cfg, env.worktree, secrets, env.jail)
         if "error" in measured:  # a crash whatever the guard says: do not spend a guard run
             return measured | {"guard": {"ok": None}}
-        return measured | {"guard": _guard_record(cfg, worktree, secrets, jail, reference)}
+        reference = guard_reference(env)
+        return measured | {"guard": _guard_record(cfg, env.worktree, secrets, env.jail, reference)}
 
-    if measure is not None:
-        produce = measure
     if cache is None:
         return produce()
     return _cached(
