@@ -96,21 +96,13 @@ def measure_base(
         return None
     worktree = layout.baseline_worktree.resolve()
     box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
-    watcher = measured.session_watcher(worktree, record.base_commit, values.get("scope"))
-    watcher.run(
-        f"{KEY}.command",
-        metric.command,
-        timeout_s=metric.timeout_s,
-        secrets=values.get("secrets"),
-        jail=box,
+    watch = measured.watch_at_setup(
+        worktree, record, values, f"{KEY}.command", metric.command, metric.timeout_s, box, log
     )
-    for note in watcher.watch.notes:
-        log(f"warning: {note}")
-        record.warnings.append(note)
     existing = list(values.get("protected") or [])
-    values["protected"] = list(dict.fromkeys([*existing, *watcher.watch.protected()]))
+    values["protected"] = list(dict.fromkeys([*existing, *watch.protected()]))
     labels = {p: "spec key protected" for p in existing}
-    record.measured = watcher.watch.to_record(values["protected"], labels)
+    record.measured = watch.to_record(values["protected"], labels)
     values[KEY] = DEFAULTS | {k: v for k, v in values[KEY].items() if v is not None}
     try:
         base = metric.measure(worktree, values.get("secrets"), box)
@@ -132,7 +124,7 @@ def measure_base(
     }
     write_json(layout.baseline, data)
     log(f"aspiration metric {metric.label}: {base.value:g} on the base (samples {base.samples})")
-    ran = ", ".join(watcher.watch.protected()) or "none found"
+    ran = ", ".join(watch.protected()) or "none found"
     log(f"protected, as the measurement runs them: {ran}")
     return data
 

@@ -83,22 +83,14 @@ class Narrow(Mode):
         worktree = layout.worktree().resolve()
         box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
         # What the measurement runs, watched in a run of its own (measured.py says why).
-        watcher = measured.session_watcher(worktree, record.base_commit, values.get("scope"))
-        watcher.run(
-            "goal.command",
-            goal.command,
-            timeout_s=goal.timeout_s,
-            secrets=values.get("secrets"),
-            jail=box,
+        watch = measured.watch_at_setup(
+            worktree, record, values, "goal.command", goal.command, goal.timeout_s, box, log
         )
-        for note in watcher.watch.notes:
-            log(f"warning: {note}")
-            record.warnings.append(note)
         # The frozen spec is what the stages read, so the toolbox refuses edits to these
         # paths; the frozen session.yaml shows them too.
         existing = list(values.get("protected") or [])
-        values["protected"] = protected_paths(goal, existing, watcher.watch.protected())
-        record.measured = watcher.watch.to_record(values["protected"], labels(goal, existing))
+        values["protected"] = protected_paths(goal, existing, watch.protected())
+        record.measured = watch.to_record(values["protected"], labels(goal, existing))
         # Defaults filled in, so session.yaml shows exactly how the metric is read.
         values["goal"] = GOAL_DEFAULTS | {k: v for k, v in values["goal"].items() if v is not None}
         values["angles"] = [asdict(a) for a in angles]
@@ -133,7 +125,7 @@ class Narrow(Mode):
             },
         )
         log(f"baseline {goal.metric}: {baseline.value:g} (samples {baseline.samples})")
-        ran = watcher.watch.protected()
+        ran = watch.protected()
         log(f"protected, as the measurement runs them: {', '.join(ran) or 'none found'}")
         progress.write_progress(layout, values, [])
         sections = progress.render_sections(layout, values, [])
