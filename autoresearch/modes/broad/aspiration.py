@@ -63,17 +63,7 @@ def metric_of(values: dict[str, Any], name: str = "<name>") -> AspirationMetric 
         raise SpecError(
             f"{where}: key '{KEY}.direction' must be minimize or maximize, not {direction!r}"
         )
-    merged = DEFAULTS | {k: v for k, v in raw.items() if v is not None}
-    try:
-        metrics.check_format(str(merged["format"]))
-    except ValueError as err:
-        raise SpecError(f"{where}: key '{KEY}.format': {err}") from None
-    repeats = merged["repeats"]
-    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
-        raise SpecError(f"{where}: key '{KEY}.repeats' must be a whole number >= 1")
-    timeout = merged["timeout_s"]
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-        raise SpecError(f"{where}: key '{KEY}.timeout_s' must be a number of seconds > 0")
+    merged = metrics.checked_settings(raw, DEFAULTS, where, KEY)
     label = str(raw.get("label") or "").strip() or command.strip()
     return AspirationMetric(
         label=label,
@@ -81,8 +71,8 @@ def metric_of(values: dict[str, Any], name: str = "<name>") -> AspirationMetric 
         direction=str(direction),
         format=str(merged["format"]),
         key=merged.get("key"),
-        repeats=repeats,
-        timeout_s=float(timeout),
+        repeats=merged["repeats"],
+        timeout_s=float(merged["timeout_s"]),
     )
 
 
