@@ -47,6 +47,11 @@ class Measurement:
     passed: bool | None = None  # evaluator format only
     notes: str | None = None  # evaluator format only
 
+    def raw_shown(self, limit: int = 2000) -> str | dict:
+        """`raw` as a setup's baseline.json keeps it: cut to `limit` characters when long."""
+        text = self.raw if isinstance(self.raw, str) else json.dumps(self.raw)
+        return self.raw if len(text) <= limit else text[:limit] + "..."
+
 
 def check_format(fmt: str) -> None:
     """Raise ValueError naming the valid formats if `fmt` is not one of them."""

@@ -10,7 +10,6 @@ value, and is ranked after every track that has one, never as a number.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,7 +106,7 @@ def measure_base(
         "direction": metric.direction,
         "value": base.value,
         "samples": base.samples,
-        "raw": _short(base.raw),
+        "raw": base.raw_shown(),
         "commit": record.base_commit,
         "measured_at": journal.now(),
         "protected": values["protected"],
@@ -153,8 +152,3 @@ def _one_line(text: str, limit: int = 300) -> str:
     """The error and the output it quotes on one line, for a table cell."""
     line = " / ".join(part.strip() for part in text.splitlines() if part.strip()) or "failed"
     return line if len(line) <= limit else line[:limit] + "..."
-
-
-def _short(raw: Any, limit: int = 2000) -> Any:
-    text = raw if isinstance(raw, str) else json.dumps(raw)
-    return raw if len(text) <= limit else text[:limit] + "..."

@@ -118,7 +118,7 @@ class Narrow(Mode):
                 "target": str(goal.target),
                 "value": baseline.value,
                 "samples": baseline.samples,
-                "raw": _short(baseline.raw),
+                "raw": baseline.raw_shown(),
                 "commit": record.base_commit,
                 "measured_at": journal.now(),
                 "protected": values["protected"],
@@ -266,11 +266,6 @@ def current_angle(env: StageEnv) -> Angle:
     angles = angles_of(env.spec, env.layout.name)
     state = state_before(angles, (env.previous_decision() or {}).get("narrow"))
     return next((a for a in angles if a.name == state.angle), angles[0])
-
-
-def _short(raw: Any, limit: int = 2000) -> Any:
-    text = raw if isinstance(raw, str) else json.dumps(raw)
-    return raw if len(text) <= limit else text[:limit] + "..."
 
 
 def _try_measure(goal: Goal, env: StageEnv) -> tuple[float | None, list[float], str | None]:
