@@ -34,6 +34,8 @@ from ...command_files import measurement_scripts
 from ...jail import Jail
 from ...loop import Status
 from ...sandbox import redact
+from .log import each_experiment, fmt
+from .policy import ref
 from .program import ExperimentConfig
 
 HOLDOUT_DISAGREES = Status.HOLDOUT_DISAGREES
@@ -217,17 +219,9 @@ def series(records: list[dict[str, Any]], key: str, last: int | None = None) -> 
     lines when the session has no holdout. `last`: only the latest experiments."""
     if not any(r.get("holdout") for r in records):
         return []
-    rows = []
-    for rec in records:
-        for r in rec.get("candidates") or [rec]:
-            name = f"{r['iteration']}" + (f"/{r['candidate']}" if r.get("candidate") else "")
-            held = value_of(r)
-            rows.append(
-                f"| {name} | {_fmt(r.get('metric_value'))} | {_fmt(held)} | {r['status']} |"
-            )
+    rows = [
+        f"| {ref(r)} | {fmt(r.get('metric_value'))} | {fmt(value_of(r))} | {r['status']} |"
+        for r in each_experiment(records)
+    ]
     head = [f"| iteration | {key} | holdout | status |", "|---|---|---|---|"]
     return head + rows[-last:] if last else head + rows
-
-
-def _fmt(value: float | None) -> str:
-    return "—" if value is None else f"{value:g}"

@@ -180,10 +180,7 @@ def records(layout: SessionLayout, upto: int | None = None) -> list[dict[str, An
 def experiments(layout: SessionLayout, upto: int | None = None) -> list[dict[str, Any]]:
     """Every experiment after the baseline, oldest first: an iteration's own record, or
     each candidate of a batch."""
-    out: list[dict[str, Any]] = []
-    for rec in records(layout, upto)[1:]:
-        out.extend(rec.get("candidates") or [rec])
-    return out
+    return logs.each_experiment(records(layout, upto)[1:])
 
 
 def incumbent_before(env: StageEnv) -> dict[str, Any]:
