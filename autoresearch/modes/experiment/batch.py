@@ -105,7 +105,7 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
                 if winner
                 else ""
             )
-    end = start
+    end, new_best = start, best
     if winner is not None:
         patch = env.layout.candidate(env.cycle, winner["candidate"]) / "proposal.patch"
         proc = git.worktree_proc(env.worktree, "apply", "--index", "--binary", str(patch.resolve()))
@@ -114,8 +114,7 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
                 f"candidate {winner['candidate']}'s patch, measured on {start[:12]}, does not "
                 f"apply there in the session worktree: {proc.stderr.strip()}"
             )
-        against = winner.get("incumbent_value", best["value"])
-        end = stages.commit_kept(env, winner, best | {"value": against}, key)
+        end, new_best = stages.commit_kept(env, winner, key)
     git.reset_to(env.worktree, end)
     stamp = journal.now()
     for c in batch:
@@ -125,7 +124,6 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
             tests_pass=c["guard_ok"] is not False,
             timestamp=stamp,
         )
-    new_best = stages.best_after(winner, end, env.cycle) if winner else best
     rep = winner or representative(batch, cfg.direction)
     proposal_stop = next((c.pop("session_stop") for c in batch if c.get("session_stop")), None)
     for c in batch:
@@ -136,7 +134,6 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
         cycle=env.cycle,
         start_commit=start,
         remeasured=remeasured,
-        baseline_value=rep["baseline_value"],
         candidates=batch,
     )
     return stages.close_record(rec, end, new_best, proposal_stop, began)

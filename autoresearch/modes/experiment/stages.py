@@ -505,8 +505,7 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
     end = start
     if status == KEPT:
         try:
-            end = commit_kept(env, rec, best | {"value": rec["baseline_value"]}, key_of(cfg))
-            best = best_after(rec, end, env.cycle)
+            end, best = commit_kept(env, rec, key_of(cfg))
         except ProtectedChange as err:
             status, verdict = DISCARDED, err.reason
     # Discard = reset to the last kept commit, and clean; after a holdout run (the agent's
@@ -639,14 +638,16 @@ def remeasure_incumbent(
     return again["value"]
 
 
-def commit_kept(env: StageEnv, rec: dict[str, Any], best: dict[str, Any], key: str) -> str:
-    """Commit the applied change in the session worktree; the new incumbent commit."""
+def commit_kept(env: StageEnv, rec: dict[str, Any], key: str) -> tuple[str, dict[str, Any]]:
+    """Commit the change applied in the session worktree, through the protection check
+    (ProtectedChange): the new incumbent's commit and its `best` record."""
     which = f" ({rec['candidate']})" if rec.get("candidate") else ""
     message = (
         f"autoresearch: exp {env.cycle}{which} -- {key}={fmt(rec['metric_value'])} "
-        f"(was {fmt(best['value'])}) -- " + " ".join(rec["hypothesis"].split())[:120]
+        f"(was {fmt(rec['baseline_value'])}) -- " + " ".join(rec["hypothesis"].split())[:120]
     )
-    return env.protection.commit(env.worktree, message, staged=True) or git.head(env.worktree)
+    end = env.protection.commit(env.worktree, message, staged=True) or git.head(env.worktree)
+    return end, best_after(rec, end, env.cycle)
 
 
 def best_after(rec: dict[str, Any], commit: str, iteration: int) -> dict[str, Any]:
