@@ -138,6 +138,7 @@ def judge(measured: dict[str, Any], rec: dict[str, Any], guard_cmd: str | None) 
         rec["pairs"] = len(measured.get("samples") or [])
         return CRASH, ""
     step = measured["sequential"]
+    kept = step["action"] == sequential.KEEP
     rec.update(
         metric_value=measured["value"],
         samples=measured["samples"],
@@ -146,17 +147,12 @@ def judge(measured: dict[str, Any], rec: dict[str, Any], guard_cmd: str | None) 
         passed=None,
         notes=None,
         raw=measured["raw"],
-        p_value=step["p_value"],
-        effect=step["effect"],
-        relative_effect=step["relative_effect"],
-        ci=step["ci"],
-        ci_level=step["ci_level"],
+        **{k: step[k] for k in ("p_value", "effect", "relative_effect", "ci", "ci_level")},
         pairs=step["samples"],
         sequential=step,
         machine=measured.get("machine"),
-        improved=step["action"] == sequential.KEEP,
+        improved=kept,
     )
-    kept = step["action"] == sequential.KEEP
     return (KEPT if kept else DISCARDED), describe(step)
 
 
