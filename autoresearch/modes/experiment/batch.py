@@ -3,9 +3,9 @@ step that keeps the best candidate beating the incumbent.
 
 An iteration of a batch is k `experiment_candidate` jobs (stages.propose in each
 candidate's worktree), k `experiment_measure` jobs (`measure`, with the spec's
-resources), and the decide checkpoint (`decide`). The keep rule is one call, `compare`
-(policy.judge), applied to each candidate against the incumbent; among those it keeps,
-the best value wins and the others are recorded as discarded, their patches kept.
+resources), and the decide checkpoint (`decide`). Each candidate is judged against the
+incumbent as a single proposal is (stages.judge_proposal); among those it keeps, the best
+value wins and the others are recorded as discarded, their patches kept.
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ from .log import fmt
 from .policy import (
     DISCARDED,
     KEPT,
-    Compare,
-    judge,
     pick,
     representative,
 )
@@ -66,19 +64,19 @@ def measure(env: CandidateEnv, out: Path) -> dict[str, Any]:
     return result
 
 
-def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
+def decide(env: StageEnv) -> dict[str, Any]:
     """The iteration's record: the single proposal's, or the batch's."""
     cfg = stages.config_of(env.spec)
     if cfg.parallel == 1:
-        rec = stages.decide(env, compare)
+        rec = stages.decide(env)
     else:
-        rec = decide_batch(env, cfg, compare)
+        rec = decide_batch(env, cfg)
     if cfg.preserve_on_fail:
         preserve.preserve(env, rec, stages.setup_state(env.layout)["run_id"])
     return rec
 
 
-def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict[str, Any]:
+def decide_batch(env: StageEnv, cfg: ExperimentConfig) -> dict[str, Any]:
     """Judge every candidate against the incumbent, commit the best that beats it, and
     record the others as discarded; the iteration's record holds every candidate."""
     key = stages.key_of(cfg)
@@ -93,9 +91,7 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
         remeasured = stages.remeasure_incumbent(
             env, cfg, best, start, env.cycle_dir / "measurements.json"
         )
-    batch = [
-        judge_candidate(env, cfg, c, best, start, compare) for c in candidate_ids(cfg.parallel)
-    ]
+    batch = [judge_candidate(env, cfg, c, best, start) for c in candidate_ids(cfg.parallel)]
     winner = paired.pick(batch) if cfg.sequential is not None else pick(batch, cfg.direction)
     for c in batch:
         if c is not winner and c["status"] == KEPT:
@@ -145,7 +141,6 @@ def judge_candidate(
     candidate: str,
     best: dict[str, Any],
     start: str,
-    compare: Compare,
 ) -> dict[str, Any]:
     """One candidate's record: its proposal, its measurement, the keep rule's verdict."""
     folder = env.layout.candidate(env.cycle, candidate)
@@ -170,7 +165,6 @@ def judge_candidate(
             cfg, env.worktree, folder / "proposal.patch", start, env.spec.secrets, env.jail
         ),
         env.cycle_dir / "measurements.json",
-        compare,
     )
     patch = folder / "proposal.patch"
     rec.update(status=status, verdict=verdict, patch=str(patch.relative_to(env.layout.root)))

@@ -45,7 +45,6 @@ from .policy import (
     KEPT,
     NO_CHANGE,
     SYNTAX_ERROR,
-    Compare,
     Sample,
     find_duplicate,
     improvement,
@@ -471,9 +470,9 @@ def guard_reference(env: StageEnv) -> TestRun:
     return TestRun.from_record(env.record.baseline)
 
 
-def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
+def decide(env: StageEnv) -> dict[str, Any]:
     """Measure and guard the proposal, then keep it (commit) or reset. The iteration's
-    record, before the mode's stop rules. `compare` is the keep rule (policy.judge)."""
+    record, before the mode's stop rules."""
     cfg = config_of(env.spec)
     cfg = within(cfg, time_left(env.layout, cfg))  # no measurement outlasts max_duration
     proposal = env.stage_record("proposal")
@@ -500,7 +499,6 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
         measured,
         lambda: holdout.measure(cfg, env.worktree, env.spec.secrets, env.jail),
         cache,
-        compare,
     )
     end = start
     if status == KEPT:
@@ -524,7 +522,6 @@ def judge_proposal(
     measured: Callable[[], dict[str, Any]],
     held_out: Callable[[], dict[str, Any]],
     cache: Path,
-    compare: Compare = judge,
 ) -> tuple[str, str]:
     """(status, why) of one proposal against the incumbent `best` at `start`; fills `rec`.
     The same steps for the single proposal and each candidate of a batch: what propose
@@ -545,7 +542,7 @@ def judge_proposal(
     elif cfg.sequential is not None:
         status, verdict = paired.judge(measured(), rec, cfg.guard)
     else:
-        status, verdict = judge_measured(cfg, measured(), best, rec, compare)
+        status, verdict = judge_measured(cfg, measured(), best, rec)
     # Against the incumbent as measured in this comparison (the paired runs), if it was.
     rec["baseline_value"] = rec.get("incumbent_value", best["value"])
     status, verdict = check_flags(cfg, rec, proposal, status, verdict)
@@ -742,7 +739,6 @@ def judge_measured(
     measured: dict[str, Any],
     best: dict[str, Any],
     rec: dict[str, Any],
-    compare: Compare = judge,
 ) -> tuple[str, str]:
     """(status, why) of a measured proposal against the incumbent `best`; fills `rec`."""
     if "error" in measured:
@@ -755,7 +751,7 @@ def judge_measured(
         rec["guard_tests"] = guard["tests"]
     # The metric is judged whatever the guard says: `improved` records whether the change
     # beat the incumbent, so a guard-failed improvement is not logged as no improvement.
-    verdict = compare(
+    verdict = judge(
         Sample(measured["value"], measured["samples"], measured["passed"]),
         Sample(best["value"], best["samples"], best.get("passed")),
         cfg,
