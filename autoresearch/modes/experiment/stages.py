@@ -33,7 +33,7 @@ from ...stage import StageEnv
 from ...teams import base_context
 from ...testrun import TestRun
 from ...tools import Toolbox
-from . import candidates, holdout, paired, pool, runs, tamper
+from . import candidates, holdout, paired, pool, preserve, runs, tamper
 from . import guard as guards
 from . import log as logs
 from . import summary as run_summary
@@ -920,12 +920,9 @@ def publish_run(
     preserved = {}
     for r in logs.each_experiment(all_recs):
         if r.get("preserved"):
-            name = f"iteration-{r['iteration']:04d}"
-            source = layout.cycle(r["iteration"]) / "proposal.patch"
-            if r.get("candidate"):
-                name += f"-{r['candidate']}"
-                source = layout.candidate(r["iteration"], r["candidate"]) / "proposal.patch"
-            preserved[name] = (source, r["preserved"])
+            which = f"-{r['candidate']}" if r.get("candidate") else ""
+            name = f"iteration-{r['iteration']:04d}{which}"
+            preserved[name] = (preserve.patch_of(layout, r), r["preserved"])
     runs.sync(
         layout,
         Path(folder),
