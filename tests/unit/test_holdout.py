@@ -10,8 +10,9 @@ from types import MappingProxyType
 
 import pytest
 
+from autoresearch import jail
 from autoresearch.errors import SpecError
-from autoresearch.modes.experiment import holdout
+from autoresearch.modes.experiment import guard, holdout
 from autoresearch.modes.experiment.program import ExperimentConfig, resolve
 from autoresearch.tools import Toolbox
 
@@ -87,6 +88,28 @@ def test_command_output_shown_to_the_agent_loses_the_hidden_names():
 
 
 # --- the keep rule ----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not jail.probe().works, reason="needs bubblewrap")
+@pytest.mark.parametrize("default_guard", [False, True])
+def test_the_guard_never_reads_the_holdouts_files_whoever_runs_it(tmp_path, default_guard):
+    # guard.run is the one way a change's guard runs (plain, paired or a batch's candidate):
+    # it hides the holdout's files itself, so no caller can forget to.
+    root = repo(tmp_path, {"secret/data.json": f'"{SECRET}"\n'})
+    tests = {"stack": None, "allow_test_removal": False} if default_guard else None
+    cfg = ExperimentConfig(
+        goal="g",
+        scope=["fast.py"],
+        command="python measure.py",
+        direction="minimize",
+        guard=f"! grep -rq {SECRET} secret",
+        guard_tests=tests,
+        holdout="python secret/check.py",
+        holdout_files=["secret/data.json"],
+    )
+    box = jail.build_jail({"sandbox": "bwrap"}, root, hide=[])
+    ran = guard.run(cfg, root, None, box, None)
+    assert ran["ok"] is True, ran
 
 
 def test_one_incumbent_run_allows_no_worsening_at_all():

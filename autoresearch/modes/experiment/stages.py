@@ -451,14 +451,6 @@ def _measure_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None
     }
 
 
-def _guard_record(
-    cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None, reference: TestRun | None = None
-) -> dict[str, Any]:
-    # The guard runs the agent's code: the holdout's files are hidden from it, as from the
-    # metric's runs (holdout.py).
-    return guards.run(cfg, cwd, secrets, holdout.blind(jail, cfg), reference)
-
-
 def guard_reference(env: StageEnv) -> TestRun:
     """The test run the default guard holds a change to: the incumbent's, from the last
     kept experiment that recorded one, else setup's run of the base commit."""
@@ -584,7 +576,7 @@ def measure_paired(env: StageEnv, cfg: ExperimentConfig, start: str) -> dict[str
     try:
         return paired.compare(
             design,
-            lambda: _guard_record(cfg, env.worktree, secrets, env.jail, guard_reference(env)),
+            lambda: guards.run(cfg, env.worktree, secrets, env.jail, guard_reference(env)),
             paired.metric_run(cfg, env.worktree, secrets, holdout.blind(env.jail, cfg), deadline),
             paired.metric_run(cfg, inc.worktree, secrets, holdout.blind(inc.jail, cfg), deadline),
             earlier,
@@ -725,7 +717,7 @@ def apply_and_measure(
         if "error" in measured:  # a crash whatever the guard says: do not spend a guard run
             return measured | {"guard": {"ok": None}}
         reference = guard_reference(env)
-        return measured | {"guard": _guard_record(cfg, env.worktree, secrets, env.jail, reference)}
+        return measured | {"guard": guards.run(cfg, env.worktree, secrets, env.jail, reference)}
 
     if cache is None:
         return produce()
