@@ -12,7 +12,7 @@ import pytest
 
 from autoresearch import jail
 from autoresearch.errors import SpecError
-from autoresearch.modes.experiment import guard, holdout
+from autoresearch.modes.experiment import guard, holdout, paired
 from autoresearch.modes.experiment.program import ExperimentConfig, resolve
 from autoresearch.tools import Toolbox
 
@@ -110,6 +110,23 @@ def test_the_guard_never_reads_the_holdouts_files_whoever_runs_it(tmp_path, defa
     box = jail.build_jail({"sandbox": "bwrap"}, root, hide=[])
     ran = guard.run(cfg, root, None, box, None)
     assert ran["ok"] is True, ran
+
+
+@pytest.mark.skipif(not jail.probe().works, reason="needs bubblewrap")
+def test_a_paired_metric_run_never_reads_the_holdouts_files(tmp_path):
+    # The sequential test's runs of either side hide the holdout as the plain metric does.
+    root = repo(tmp_path, {"secret/data.json": f'"{SECRET}"\n'})
+    cfg = ExperimentConfig(
+        goal="g",
+        scope=["fast.py"],
+        command=f"if grep -rq {SECRET} secret; then echo 2; else echo 1; fi",
+        direction="minimize",
+        format="last_line",
+        holdout="python secret/check.py",
+        holdout_files=["secret/data.json"],
+    )
+    box = jail.build_jail({"sandbox": "bwrap"}, root, hide=[])
+    assert paired.metric_run(cfg, root, None, box, None)()[0] == 1.0
 
 
 def test_one_incumbent_run_allows_no_worsening_at_all():

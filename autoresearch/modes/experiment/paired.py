@@ -20,7 +20,7 @@ from typing import Any
 from ... import metrics
 from ...jail import Jail
 from ...stage import StageEnv
-from . import sequential
+from . import holdout, sequential
 from .candidates import CandidateEnv, candidate_of, ensure_worktree
 from .policy import CRASH, DISCARDED, GUARD_FAILED, KEPT
 from .program import ExperimentConfig
@@ -88,8 +88,9 @@ def compare(
 def metric_run(
     cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None, deadline: float | None
 ) -> Run:
-    """One run of the metric command in `cwd`; its timeout is cut to what is left before
-    `deadline` (an epoch time, or None)."""
+    """One run of the metric command in `cwd`, the holdout's files hidden from it; its
+    timeout is cut to what is left before `deadline` (an epoch time, or None)."""
+    jail = holdout.blind(jail, cfg)
 
     def run() -> tuple[float, Any]:
         timeout = cfg.verify_timeout_s

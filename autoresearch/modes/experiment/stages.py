@@ -577,8 +577,8 @@ def measure_paired(env: StageEnv, cfg: ExperimentConfig, start: str) -> dict[str
         return paired.compare(
             design,
             lambda: guards.run(cfg, env.worktree, secrets, env.jail, guard_reference(env)),
-            paired.metric_run(cfg, env.worktree, secrets, holdout.blind(env.jail, cfg), deadline),
-            paired.metric_run(cfg, inc.worktree, secrets, holdout.blind(inc.jail, cfg), deadline),
+            paired.metric_run(cfg, env.worktree, secrets, env.jail, deadline),
+            paired.metric_run(cfg, inc.worktree, secrets, inc.jail, deadline),
             earlier,
             machine,
         )
