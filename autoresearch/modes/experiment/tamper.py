@@ -489,13 +489,11 @@ class _Finder(ast.NodeVisitor):
                     self.aliases[target.id] = qual
                     self.modules.add(target.id)
 
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+    def visit_AugAssign(self, node: ast.AugAssign | ast.AnnAssign) -> None:
         self._target(node.target)
         self.generic_visit(node)
 
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self._target(node.target)
-        self.generic_visit(node)
+    visit_AnnAssign = visit_AugAssign
 
     def visit_Delete(self, node: ast.Delete) -> None:
         for target in node.targets:
