@@ -148,25 +148,20 @@ def judge_candidate(
     rec = stages.new_record(env.cycle, proposal)
     rec.update(candidate=candidate, session_stop=proposal.get("stop"))
 
+    patch = folder / "proposal.patch"
+
     def measured() -> dict[str, Any]:  # by the candidate's measure job
         result = read_json(folder / "measurement.json")
         rec["duration_seconds"] = result.get("duration_seconds", 0)
         return result
 
-    # Each candidate the metric keeps, measured by the holdout in the session worktree.
+    def held_out() -> dict[str, Any]:  # in the session worktree, the patch applied there
+        return holdout.measure_patch(cfg, env.worktree, patch, start, env.spec.secrets, env.jail)
+
+    cache = env.cycle_dir / "measurements.json"
     status, verdict = stages.judge_proposal(
-        cfg,
-        rec,
-        proposal,
-        best,
-        start,
-        measured,
-        lambda: holdout.measure_patch(
-            cfg, env.worktree, folder / "proposal.patch", start, env.spec.secrets, env.jail
-        ),
-        env.cycle_dir / "measurements.json",
+        cfg, rec, proposal, best, start, measured, held_out, cache
     )
-    patch = folder / "proposal.patch"
     rec.update(status=status, verdict=verdict, patch=str(patch.relative_to(env.layout.root)))
     rec.setdefault("duration_seconds", 0)
     return rec

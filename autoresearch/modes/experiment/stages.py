@@ -482,16 +482,10 @@ def decide(env: StageEnv) -> dict[str, Any]:
             rec["remeasured"] = remeasure_incumbent(env, cfg, best, start, cache)
         return apply_and_measure(env, cfg, proposal, cache)
 
-    status, verdict = judge_proposal(
-        cfg,
-        rec,
-        proposal,
-        best,
-        start,
-        measured,
-        lambda: holdout.measure(cfg, env.worktree, env.spec.secrets, env.jail),
-        cache,
-    )
+    def held_out() -> dict[str, Any]:  # the change is applied here
+        return holdout.measure(cfg, env.worktree, env.spec.secrets, env.jail)
+
+    status, verdict = judge_proposal(cfg, rec, proposal, best, start, measured, held_out, cache)
     end = start
     if status == KEPT:
         try:
