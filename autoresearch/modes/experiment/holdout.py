@@ -183,9 +183,8 @@ def describe(said: dict[str, Any]) -> str:
 
 def carry(best: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any]:
     """The new incumbent `best` with the holdout its change was measured at."""
-    said = rec.get("holdout")
-    if said and said.get("value") is not None:
-        best["holdout"] = {"value": said["value"], "samples": said["samples"]}
+    if value_of(rec) is not None:
+        best["holdout"] = {"value": rec["holdout"]["value"], "samples": rec["holdout"]["samples"]}
     return best
 
 
@@ -204,7 +203,7 @@ def for_agent(rec: dict[str, Any], cfg: ExperimentConfig) -> dict[str, Any]:
 
 
 def value_of(rec: dict[str, Any]) -> float | None:
-    """The holdout figure of an iteration record: its own measurement, else its incumbent's."""
+    """The holdout figure of an experiment's record: its own measurement, None without one."""
     said = rec.get("holdout")
     if said and said.get("value") is not None:
         return said["value"]
