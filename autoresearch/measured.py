@@ -29,6 +29,7 @@ from typing import Any
 from . import commands, git, trace
 from .command_files import measurement_scripts
 from .jail import Jail
+from .metrics import MetricCommand
 from .record import SetupRecord
 from .sandbox import glob_match
 
@@ -411,14 +412,14 @@ def watch_at_setup(
     record: SetupRecord,
     values: dict[str, Any],
     key: str,
-    command: str,
-    timeout_s: float,
+    metric: MetricCommand,
     jail: Jail | None,
     log: Callable[[str], None],
 ) -> Watch:
-    """What the spec's measuring `command` (at `key`) runs, watched in a run of its own in
+    """What the spec's `metric` command (at `key`) runs, watched in a run of its own in
     `worktree` at setup; its notes are logged and kept among the setup's warnings."""
     watcher = session_watcher(worktree, record.base_commit, values.get("scope"))
+    command, timeout_s = metric.command, metric.timeout_s  # type: ignore[attr-defined]
     watcher.run(key, command, timeout_s=timeout_s, secrets=values.get("secrets"), jail=jail)
     for note in watcher.watch.notes:
         log(f"warning: {note}")

@@ -85,9 +85,7 @@ def measure_base(
         return None
     worktree = layout.baseline_worktree.resolve()
     box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
-    watch = measured.watch_at_setup(
-        worktree, record, values, f"{KEY}.command", metric.command, metric.timeout_s, box, log
-    )
+    watch = measured.watch_at_setup(worktree, record, values, f"{KEY}.command", metric, box, log)
     existing = list(values.get("protected") or [])
     values["protected"] = list(dict.fromkeys([*existing, *watch.protected()]))
     labels = {p: "spec key protected" for p in existing}

@@ -83,9 +83,7 @@ class Narrow(Mode):
         worktree = layout.worktree().resolve()
         box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
         # What the measurement runs, watched in a run of its own (measured.py says why).
-        watch = measured.watch_at_setup(
-            worktree, record, values, "goal.command", goal.command, goal.timeout_s, box, log
-        )
+        watch = measured.watch_at_setup(worktree, record, values, "goal.command", goal, box, log)
         # The frozen spec is what the stages read, so the toolbox refuses edits to these
         # paths; the frozen session.yaml shows them too.
         existing = list(values.get("protected") or [])
