@@ -29,6 +29,8 @@ from typing import Any
 from . import commands, git, trace
 from .command_files import measurement_scripts
 from .jail import Jail
+from .metrics import MetricCommand
+from .record import SetupRecord
 from .sandbox import glob_match
 
 EXECUTED = "traced exec"
@@ -403,3 +405,23 @@ def session_watcher(worktree: Path, base: str, scope: dict[str, Any] | None) -> 
     scope = scope or {}
     editable = scope_rule(scope.get("include") or (), scope.get("exclude") or ())
     return Watcher(worktree, base, editable, measurement_scripts)
+
+
+def watch_at_setup(
+    worktree: Path,
+    record: SetupRecord,
+    values: dict[str, Any],
+    key: str,
+    metric: MetricCommand,
+    jail: Jail | None,
+    log: Callable[[str], None],
+) -> Watch:
+    """What the spec's `metric` command (at `key`) runs, watched in a run of its own in
+    `worktree` at setup; its notes are logged and kept among the setup's warnings."""
+    watcher = session_watcher(worktree, record.base_commit, values.get("scope"))
+    command, timeout_s = metric.command, metric.timeout_s  # type: ignore[attr-defined]
+    watcher.run(key, command, timeout_s=timeout_s, secrets=values.get("secrets"), jail=jail)
+    for note in watcher.watch.notes:
+        log(f"warning: {note}")
+        record.warnings.append(note)
+    return watcher.watch

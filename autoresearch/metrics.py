@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch import commands, diagnosis, worktree_files
+from autoresearch.errors import SpecError
 from autoresearch.jail import Jail
 
 FORMATS = ("last_line", "json_stdout", "json_file:<path>", "metric", "regex:<pattern>", "evaluator")
@@ -45,6 +46,11 @@ class Measurement:
     raw: str | dict  # what the value was read from, for the audit trail (last run)
     passed: bool | None = None  # evaluator format only
     notes: str | None = None  # evaluator format only
+
+    def raw_shown(self, limit: int = 2000) -> str | dict:
+        """`raw` as a setup's baseline.json keeps it: cut to `limit` characters when long."""
+        text = self.raw if isinstance(self.raw, str) else json.dumps(self.raw)
+        return self.raw if len(text) <= limit else text[:limit] + "..."
 
 
 def check_format(fmt: str) -> None:
@@ -271,6 +277,25 @@ class MetricCommand:
             secrets=secrets,
             jail=jail,
         )
+
+
+def checked_settings(
+    raw: dict[str, Any], defaults: dict[str, Any], where: str, key: str
+) -> dict[str, Any]:
+    """A spec's metric section (`key`, in file `where`) with `defaults` filled in, its
+    format, repeats and timeout_s checked: a one-line SpecError naming the key."""
+    merged = defaults | {k: v for k, v in raw.items() if v is not None}
+    try:
+        check_format(str(merged["format"]))
+    except ValueError as err:
+        raise SpecError(f"{where}: key '{key}.format': {err}") from None
+    repeats = merged["repeats"]
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise SpecError(f"{where}: key '{key}.repeats' must be a whole number >= 1")
+    timeout = merged["timeout_s"]
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+        raise SpecError(f"{where}: key '{key}.timeout_s' must be a number of seconds > 0")
+    return merged
 
 
 def measure(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from autoresearch.commands import CommandResult
 from autoresearch.modes.experiment import base_guard_problem
+from autoresearch.modes.experiment.holdout import HOLDOUT_DISAGREES
 from autoresearch.modes.experiment.policy import (
     CRASH,
     DISCARDED,
@@ -27,7 +30,12 @@ from autoresearch.modes.experiment.program import (
     resolve,
     split_program,
 )
-from autoresearch.modes.experiment.stages import judge_measured, new_record, within
+from autoresearch.modes.experiment.stages import (
+    judge_measured,
+    judge_proposal,
+    new_record,
+    within,
+)
 from autoresearch.spec import SpecError
 
 PROGRAM = """# Faster parser
@@ -330,6 +338,63 @@ def test_a_guard_failed_change_that_did_not_improve_is_logged_not_improved():
     rec = new_record(1, {"hypothesis": "h", "change_summary": ""})
     status, _ = judge_measured(cfg(guard="pytest"), measured, {"value": 100.0, "samples": []}, rec)
     assert status == GUARD_FAILED and rec["improved"] is False
+
+
+FLAG = {"check": "builtins", "path": "a.py", "line": 3, "detail": "rebinds builtins.print"}
+
+
+def proposed(outcome: str = "proposed", start: str = "abc", **kw) -> dict:
+    return {
+        "hypothesis": "h",
+        "change_summary": "",
+        "outcome": outcome,
+        "start_commit": start,
+        "patch_sha256": "p",
+        "syntax_errors": [["a.py:1: invalid syntax"]],
+    } | kw
+
+
+def unmeasured() -> dict:
+    raise AssertionError("a metric run was spent on a change not worth one")
+
+
+@pytest.mark.parametrize(
+    "proposal, status, said",
+    [
+        (proposed(SYNTAX_ERROR, flags=[FLAG]), SYNTAX_ERROR, "syntax_error: a.py:1"),
+        (proposed(NO_CHANGE), NO_CHANGE, "the agent handed in no change"),
+        (proposed(start="old"), CRASH, "proposed from old, but the incumbent is abc"),
+        (proposed(flags=[FLAG]), DISCARDED, "flagged, not kept: "),
+    ],
+)
+def test_a_proposal_not_worth_a_metric_run_is_judged_without_one(tmp_path, proposal, status, said):
+    # One judge for the single proposal and each candidate of a batch: the same record.
+    rec = new_record(1, proposal)
+    best = {"value": 100.0, "samples": [100.0], "commit": "abc"}
+    cache = tmp_path / "measurements.json"
+    got, why = judge_proposal(cfg(), rec, proposal, best, "abc", unmeasured, unmeasured, cache)
+    assert got == status
+    assert said in (rec["error"] or why)
+    assert rec["baseline_value"] == 100.0 and rec["flags"] == proposal.get("flags", [])
+    assert not cache.exists()
+
+
+def test_a_kept_proposal_is_held_to_the_holdout_and_its_run_is_cached(tmp_path):
+    measured = {"value": 50.0, "samples": [50.0], "passed": None, "notes": None, "raw": None}
+    measured["guard"] = {"ok": True}
+    best = {"value": 100.0, "samples": [100.0], "commit": "abc", "holdout": {"value": 10.0}}
+    best["holdout"]["samples"] = [10.0]
+    held = [{"value": 30.0, "samples": [30.0]}]
+    cache = tmp_path / "measurements.json"
+    held_cfg = cfg(holdout="python holdout.py")
+    for _ in range(2):  # a rerun after a kill reads the holdout's run back
+        rec = new_record(1, proposed())
+        status, why = judge_proposal(
+            held_cfg, rec, proposed(), dict(best), "abc", lambda: measured, held.pop, cache
+        )
+        assert status == HOLDOUT_DISAGREES and "the holdout did not" in why
+        assert rec["holdout"]["value"] == 30.0
+    assert list(json.loads(cache.read_text())) == ["holdout:p:abc"]
 
 
 def test_measurement_timeouts_are_cut_to_what_is_left_of_max_duration():

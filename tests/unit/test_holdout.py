@@ -10,8 +10,9 @@ from types import MappingProxyType
 
 import pytest
 
+from autoresearch import jail
 from autoresearch.errors import SpecError
-from autoresearch.modes.experiment import holdout
+from autoresearch.modes.experiment import guard, holdout, paired
 from autoresearch.modes.experiment.program import ExperimentConfig, resolve
 from autoresearch.tools import Toolbox
 
@@ -126,6 +127,45 @@ def test_a_hidden_folder_hides_its_path_and_its_listed_name_not_the_word():
 
 
 # --- the keep rule ----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not jail.probe().works, reason="needs bubblewrap")
+@pytest.mark.parametrize("default_guard", [False, True])
+def test_the_guard_never_reads_the_holdouts_files_whoever_runs_it(tmp_path, default_guard):
+    # guard.run is the one way a change's guard runs (plain, paired or a batch's candidate):
+    # it hides the holdout's files itself, so no caller can forget to.
+    root = repo(tmp_path, {"secret/data.json": f'"{SECRET}"\n'})
+    tests = {"stack": None, "allow_test_removal": False} if default_guard else None
+    cfg = ExperimentConfig(
+        goal="g",
+        scope=["fast.py"],
+        command="python measure.py",
+        direction="minimize",
+        guard=f"! grep -rq {SECRET} secret",
+        guard_tests=tests,
+        holdout="python secret/check.py",
+        holdout_files=["secret/data.json"],
+    )
+    box = jail.build_jail({"sandbox": "bwrap"}, root, hide=[])
+    ran = guard.run(cfg, root, None, box, None)
+    assert ran["ok"] is True, ran
+
+
+@pytest.mark.skipif(not jail.probe().works, reason="needs bubblewrap")
+def test_a_paired_metric_run_never_reads_the_holdouts_files(tmp_path):
+    # The sequential test's runs of either side hide the holdout as the plain metric does.
+    root = repo(tmp_path, {"secret/data.json": f'"{SECRET}"\n'})
+    cfg = ExperimentConfig(
+        goal="g",
+        scope=["fast.py"],
+        command=f"if grep -rq {SECRET} secret; then echo 2; else echo 1; fi",
+        direction="minimize",
+        format="last_line",
+        holdout="python secret/check.py",
+        holdout_files=["secret/data.json"],
+    )
+    box = jail.build_jail({"sandbox": "bwrap"}, root, hide=[])
+    assert paired.metric_run(cfg, root, None, box, None)()[0] == 1.0
 
 
 def test_one_incumbent_run_allows_no_worsening_at_all():

@@ -10,7 +10,6 @@ value, and is ranked after every track that has one, never as a number.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,17 +62,7 @@ def metric_of(values: dict[str, Any], name: str = "<name>") -> AspirationMetric 
         raise SpecError(
             f"{where}: key '{KEY}.direction' must be minimize or maximize, not {direction!r}"
         )
-    merged = DEFAULTS | {k: v for k, v in raw.items() if v is not None}
-    try:
-        metrics.check_format(str(merged["format"]))
-    except ValueError as err:
-        raise SpecError(f"{where}: key '{KEY}.format': {err}") from None
-    repeats = merged["repeats"]
-    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
-        raise SpecError(f"{where}: key '{KEY}.repeats' must be a whole number >= 1")
-    timeout = merged["timeout_s"]
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-        raise SpecError(f"{where}: key '{KEY}.timeout_s' must be a number of seconds > 0")
+    merged = metrics.checked_settings(raw, DEFAULTS, where, KEY)
     label = str(raw.get("label") or "").strip() or command.strip()
     return AspirationMetric(
         label=label,
@@ -81,8 +70,8 @@ def metric_of(values: dict[str, Any], name: str = "<name>") -> AspirationMetric 
         direction=str(direction),
         format=str(merged["format"]),
         key=merged.get("key"),
-        repeats=repeats,
-        timeout_s=float(timeout),
+        repeats=merged["repeats"],
+        timeout_s=float(merged["timeout_s"]),
     )
 
 
@@ -96,21 +85,11 @@ def measure_base(
         return None
     worktree = layout.baseline_worktree.resolve()
     box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
-    watcher = measured.session_watcher(worktree, record.base_commit, values.get("scope"))
-    watcher.run(
-        f"{KEY}.command",
-        metric.command,
-        timeout_s=metric.timeout_s,
-        secrets=values.get("secrets"),
-        jail=box,
-    )
-    for note in watcher.watch.notes:
-        log(f"warning: {note}")
-        record.warnings.append(note)
+    watch = measured.watch_at_setup(worktree, record, values, f"{KEY}.command", metric, box, log)
     existing = list(values.get("protected") or [])
-    values["protected"] = list(dict.fromkeys([*existing, *watcher.watch.protected()]))
+    values["protected"] = list(dict.fromkeys([*existing, *watch.protected()]))
     labels = {p: "spec key protected" for p in existing}
-    record.measured = watcher.watch.to_record(values["protected"], labels)
+    record.measured = watch.to_record(values["protected"], labels)
     values[KEY] = DEFAULTS | {k: v for k, v in values[KEY].items() if v is not None}
     try:
         base = metric.measure(worktree, values.get("secrets"), box)
@@ -125,14 +104,14 @@ def measure_base(
         "direction": metric.direction,
         "value": base.value,
         "samples": base.samples,
-        "raw": _short(base.raw),
+        "raw": base.raw_shown(),
         "commit": record.base_commit,
         "measured_at": journal.now(),
         "protected": values["protected"],
     }
     write_json(layout.baseline, data)
     log(f"aspiration metric {metric.label}: {base.value:g} on the base (samples {base.samples})")
-    ran = ", ".join(watcher.watch.protected()) or "none found"
+    ran = ", ".join(watch.protected()) or "none found"
     log(f"protected, as the measurement runs them: {ran}")
     return data
 
@@ -171,8 +150,3 @@ def _one_line(text: str, limit: int = 300) -> str:
     """The error and the output it quotes on one line, for a table cell."""
     line = " / ".join(part.strip() for part in text.splitlines() if part.strip()) or "failed"
     return line if len(line) <= limit else line[:limit] + "..."
-
-
-def _short(raw: Any, limit: int = 2000) -> Any:
-    text = raw if isinstance(raw, str) else json.dumps(raw)
-    return raw if len(text) <= limit else text[:limit] + "..."

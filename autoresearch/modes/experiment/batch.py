@@ -3,9 +3,9 @@ step that keeps the best candidate beating the incumbent.
 
 An iteration of a batch is k `experiment_candidate` jobs (stages.propose in each
 candidate's worktree), k `experiment_measure` jobs (`measure`, with the spec's
-resources), and the decide checkpoint (`decide`). The keep rule is one call, `compare`
-(policy.judge), applied to each candidate against the incumbent; among those it keeps,
-the best value wins and the others are recorded as discarded, their patches kept.
+resources), and the decide checkpoint (`decide`). Each candidate is judged against the
+incumbent as a single proposal is (stages.judge_proposal); among those it keeps, the best
+value wins and the others are recorded as discarded, their patches kept.
 """
 
 from __future__ import annotations
@@ -23,13 +23,8 @@ from . import holdout, paired, preserve, stages, tamper
 from .candidates import CandidateEnv, candidate_ids, ensure_worktree
 from .log import fmt
 from .policy import (
-    CRASH,
     DISCARDED,
     KEPT,
-    NO_CHANGE,
-    SYNTAX_ERROR,
-    Compare,
-    judge,
     pick,
     representative,
 )
@@ -58,17 +53,7 @@ def measure(env: CandidateEnv, out: Path) -> dict[str, Any]:
     if result["measured"]:
         ensure_worktree(env, start)
         env.pristine(start)
-        sequential = cfg.sequential is not None
-        result |= stages.apply_and_measure(
-            cfg,
-            env.worktree,
-            env.cycle_dir / "proposal.patch",
-            proposal,
-            env.spec.secrets,
-            jail=env.jail,
-            measure=(lambda: stages.measure_paired(env, cfg, start)) if sequential else None,
-            reference=stages.guard_reference(env),
-        )
+        result |= stages.apply_and_measure(env, cfg, proposal)
         if changed := env.protection.changed(env.worktree):  # the run rewrote them
             result["error"] = ProtectedChange(changed).reason
         git.reset_to(env.worktree, start)
@@ -79,19 +64,19 @@ def measure(env: CandidateEnv, out: Path) -> dict[str, Any]:
     return result
 
 
-def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
+def decide(env: StageEnv) -> dict[str, Any]:
     """The iteration's record: the single proposal's, or the batch's."""
     cfg = stages.config_of(env.spec)
     if cfg.parallel == 1:
-        rec = stages.decide(env, compare)
+        rec = stages.decide(env)
     else:
-        rec = decide_batch(env, cfg, compare)
+        rec = decide_batch(env, cfg)
     if cfg.preserve_on_fail:
         preserve.preserve(env, rec, stages.setup_state(env.layout)["run_id"])
     return rec
 
 
-def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict[str, Any]:
+def decide_batch(env: StageEnv, cfg: ExperimentConfig) -> dict[str, Any]:
     """Judge every candidate against the incumbent, commit the best that beats it, and
     record the others as discarded; the iteration's record holds every candidate."""
     key = stages.key_of(cfg)
@@ -106,9 +91,7 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
         remeasured = stages.remeasure_incumbent(
             env, cfg, best, start, env.cycle_dir / "measurements.json"
         )
-    batch = [
-        judge_candidate(env, cfg, c, best, start, compare) for c in candidate_ids(cfg.parallel)
-    ]
+    batch = [judge_candidate(env, cfg, c, best, start) for c in candidate_ids(cfg.parallel)]
     winner = paired.pick(batch) if cfg.sequential is not None else pick(batch, cfg.direction)
     for c in batch:
         if c is not winner and c["status"] == KEPT:
@@ -118,7 +101,7 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
                 if winner
                 else ""
             )
-    end = start
+    end, new_best = start, best
     if winner is not None:
         patch = env.layout.candidate(env.cycle, winner["candidate"]) / "proposal.patch"
         proc = git.worktree_proc(env.worktree, "apply", "--index", "--binary", str(patch.resolve()))
@@ -127,19 +110,16 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
                 f"candidate {winner['candidate']}'s patch, measured on {start[:12]}, does not "
                 f"apply there in the session worktree: {proc.stderr.strip()}"
             )
-        against = winner.get("incumbent_value", best["value"])
-        end = stages.commit_kept(env, winner, best | {"value": against}, key)
+        end, new_best = stages.commit_kept(env, winner, key)
     git.reset_to(env.worktree, end)
     stamp = journal.now()
     for c in batch:
         c.update(
-            baseline_value=c.get("incumbent_value", best["value"]),
             end_commit=end if c is winner else start,
             files_changed=c["files"] if c is winner else [],
             tests_pass=c["guard_ok"] is not False,
             timestamp=stamp,
         )
-    new_best = stages.best_after(winner, end, env.cycle) if winner else best
     rep = winner or representative(batch, cfg.direction)
     proposal_stop = next((c.pop("session_stop") for c in batch if c.get("session_stop")), None)
     for c in batch:
@@ -150,7 +130,6 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig, compare: Compare) -> dict
         cycle=env.cycle,
         start_commit=start,
         remeasured=remeasured,
-        baseline_value=rep["baseline_value"],
         candidates=batch,
     )
     return stages.close_record(rec, end, new_best, proposal_stop, began)
@@ -162,51 +141,27 @@ def judge_candidate(
     candidate: str,
     best: dict[str, Any],
     start: str,
-    compare: Compare,
 ) -> dict[str, Any]:
     """One candidate's record: its proposal, its measurement, the keep rule's verdict."""
     folder = env.layout.candidate(env.cycle, candidate)
     proposal = read_json(folder / "proposal.json")
     rec = stages.new_record(env.cycle, proposal)
     rec.update(candidate=candidate, session_stop=proposal.get("stop"))
-    status, verdict = proposal["outcome"], ""
-    if status == SYNTAX_ERROR:
-        rec["error"] = "syntax_error: " + "; ".join(proposal["syntax_errors"][-1])
-    elif status == NO_CHANGE:
-        verdict = "the agent handed in no change"
-    elif proposal["start_commit"] != start:
-        status = CRASH
-        rec["error"] = (
-            f"proposed from {proposal['start_commit'][:12]}, but the incumbent is {start[:12]}"
-        )
-    elif refused := tamper.refusal(proposal.get("flags") or [], cfg.allow_flagged):
-        status, verdict = DISCARDED, refused
-        rec["flags"] = proposal["flags"]
-    else:
-        measured = read_json(folder / "measurement.json")
-        if cfg.sequential is not None:
-            status, verdict = paired.judge(measured, rec, cfg.guard)
-        else:
-            status, verdict = stages.judge_measured(cfg, measured, best, rec, compare)
-        rec["duration_seconds"] = measured.get("duration_seconds", 0)
-        rec["baseline_value"] = rec.get("incumbent_value", best["value"])
-        status, verdict = stages.check_flags(cfg, rec, proposal, status, verdict)
-        # Each candidate the metric keeps, measured by the holdout in the session worktree.
-        status, verdict = holdout.judge(
-            cfg,
-            rec,
-            best,
-            status,
-            verdict,
-            lambda: stages._cached(
-                env.cycle_dir / "measurements.json",
-                f"holdout:{proposal['patch_sha256']}:{start}",
-                lambda: holdout.measure_patch(
-                    cfg, env.worktree, folder / "proposal.patch", start, env.spec.secrets, env.jail
-                ),
-            ),
-        )
+
     patch = folder / "proposal.patch"
+
+    def measured() -> dict[str, Any]:  # by the candidate's measure job
+        result = read_json(folder / "measurement.json")
+        rec["duration_seconds"] = result.get("duration_seconds", 0)
+        return result
+
+    def held_out() -> dict[str, Any]:  # in the session worktree, the patch applied there
+        return holdout.measure_patch(cfg, env.worktree, patch, start, env.spec.secrets, env.jail)
+
+    cache = env.cycle_dir / "measurements.json"
+    status, verdict = stages.judge_proposal(
+        cfg, rec, proposal, best, start, measured, held_out, cache
+    )
     rec.update(status=status, verdict=verdict, patch=str(patch.relative_to(env.layout.root)))
     rec.setdefault("duration_seconds", 0)
     return rec

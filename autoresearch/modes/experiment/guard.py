@@ -23,6 +23,7 @@ from ...jail import Jail
 from ...record import SetupRecord
 from ...testrun import TIMED_OUT, TestRun, run_tests
 from ...verdict import acceptable
+from . import holdout
 from .program import GUARD_OFF, ExperimentConfig
 
 TAIL_CHARS = 1500
@@ -76,6 +77,9 @@ def run(
     guard is held to (where the change started)."""
     if not cfg.guard:
         return {"ok": None}
+    # The guard runs the agent's code: the holdout's files are hidden from it, as from the
+    # metric's runs.
+    jail = holdout.blind(jail, cfg)
     if cfg.guard_tests is None:
         result = commands.run(
             cfg.guard, cwd, timeout_s=cfg.guard_timeout, extra_secrets=secrets, jail=jail

@@ -34,6 +34,8 @@ from ...command_files import measurement_scripts
 from ...jail import Jail
 from ...loop import Status
 from ...sandbox import redact
+from .log import each_experiment, fmt
+from .policy import ref
 from .program import ExperimentConfig
 
 HOLDOUT_DISAGREES = Status.HOLDOUT_DISAGREES
@@ -181,9 +183,8 @@ def describe(said: dict[str, Any]) -> str:
 
 def carry(best: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any]:
     """The new incumbent `best` with the holdout its change was measured at."""
-    said = rec.get("holdout")
-    if said and said.get("value") is not None:
-        best["holdout"] = {"value": said["value"], "samples": said["samples"]}
+    if value_of(rec) is not None:
+        best["holdout"] = {"value": rec["holdout"]["value"], "samples": rec["holdout"]["samples"]}
     return best
 
 
@@ -202,7 +203,7 @@ def for_agent(rec: dict[str, Any], cfg: ExperimentConfig) -> dict[str, Any]:
 
 
 def value_of(rec: dict[str, Any]) -> float | None:
-    """The holdout figure of an iteration record: its own measurement, else its incumbent's."""
+    """The holdout figure of an experiment's record: its own measurement, None without one."""
     said = rec.get("holdout")
     if said and said.get("value") is not None:
         return said["value"]
@@ -217,17 +218,9 @@ def series(records: list[dict[str, Any]], key: str, last: int | None = None) -> 
     lines when the session has no holdout. `last`: only the latest experiments."""
     if not any(r.get("holdout") for r in records):
         return []
-    rows = []
-    for rec in records:
-        for r in rec.get("candidates") or [rec]:
-            name = f"{r['iteration']}" + (f"/{r['candidate']}" if r.get("candidate") else "")
-            held = value_of(r)
-            rows.append(
-                f"| {name} | {_fmt(r.get('metric_value'))} | {_fmt(held)} | {r['status']} |"
-            )
+    rows = [
+        f"| {ref(r)} | {fmt(r.get('metric_value'))} | {fmt(value_of(r))} | {r['status']} |"
+        for r in each_experiment(records)
+    ]
     head = [f"| iteration | {key} | holdout | status |", "|---|---|---|---|"]
     return head + rows[-last:] if last else head + rows
-
-
-def _fmt(value: float | None) -> str:
-    return "—" if value is None else f"{value:g}"

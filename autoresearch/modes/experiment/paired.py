@@ -20,7 +20,7 @@ from typing import Any
 from ... import metrics
 from ...jail import Jail
 from ...stage import StageEnv
-from . import sequential
+from . import holdout, sequential
 from .candidates import CandidateEnv, candidate_of, ensure_worktree
 from .policy import CRASH, DISCARDED, GUARD_FAILED, KEPT
 from .program import ExperimentConfig
@@ -88,8 +88,9 @@ def compare(
 def metric_run(
     cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None, deadline: float | None
 ) -> Run:
-    """One run of the metric command in `cwd`; its timeout is cut to what is left before
-    `deadline` (an epoch time, or None)."""
+    """One run of the metric command in `cwd`, the holdout's files hidden from it; its
+    timeout is cut to what is left before `deadline` (an epoch time, or None)."""
+    jail = holdout.blind(jail, cfg)
 
     def run() -> tuple[float, Any]:
         timeout = cfg.verify_timeout_s
@@ -138,6 +139,7 @@ def judge(measured: dict[str, Any], rec: dict[str, Any], guard_cmd: str | None) 
         rec["pairs"] = len(measured.get("samples") or [])
         return CRASH, ""
     step = measured["sequential"]
+    kept = step["action"] == sequential.KEEP
     rec.update(
         metric_value=measured["value"],
         samples=measured["samples"],
@@ -146,17 +148,12 @@ def judge(measured: dict[str, Any], rec: dict[str, Any], guard_cmd: str | None) 
         passed=None,
         notes=None,
         raw=measured["raw"],
-        p_value=step["p_value"],
-        effect=step["effect"],
-        relative_effect=step["relative_effect"],
-        ci=step["ci"],
-        ci_level=step["ci_level"],
+        **{k: step[k] for k in ("p_value", "effect", "relative_effect", "ci", "ci_level")},
         pairs=step["samples"],
         sequential=step,
         machine=measured.get("machine"),
-        improved=step["action"] == sequential.KEEP,
+        improved=kept,
     )
-    kept = step["action"] == sequential.KEEP
     return (KEPT if kept else DISCARDED), describe(step)
 
 

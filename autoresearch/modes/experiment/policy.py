@@ -11,7 +11,6 @@ import difflib
 import re
 import shutil
 import subprocess
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,9 +77,6 @@ def judge(candidate: Sample, incumbent: Sample, cfg: ExperimentConfig) -> Verdic
             )
         return Verdict(True, f"better (rank test p={p:.3f})", p_value=p)
     return Verdict(True, f"{candidate.value:g} beats {incumbent.value:g}")
-
-
-Compare = Callable[[Sample, Sample, ExperimentConfig], Verdict]
 
 
 def ref(rec: dict[str, Any]) -> int | str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import git
+from ...layout import SessionLayout
 from ...stage import StageEnv
 from .policy import KEPT
 
@@ -22,11 +23,11 @@ def ref_name(run_id: str, iteration: int, candidate: str | None = None) -> str:
     return f"{REF_ROOT}/{run_id}/{iteration:04d}" + (f"-{candidate}" if candidate else "")
 
 
-def patch_of(env: StageEnv, rec: dict[str, Any]) -> Path:
+def patch_of(layout: SessionLayout, rec: dict[str, Any]) -> Path:
     """The experiment's proposal.patch: the iteration's, or its candidate's."""
     if rec.get("candidate"):
-        return env.layout.candidate(env.cycle, rec["candidate"]) / "proposal.patch"
-    return env.cycle_dir / "proposal.patch"
+        return layout.candidate(rec["iteration"], rec["candidate"]) / "proposal.patch"
+    return layout.cycle(rec["iteration"]) / "proposal.patch"
 
 
 def preserve(env: StageEnv, rec: dict[str, Any], run_id: str) -> None:
@@ -34,7 +35,7 @@ def preserve(env: StageEnv, rec: dict[str, Any], run_id: str) -> None:
     its commit under a ref, named in its record as `preserved`. A rerun makes the same
     commit content again and moves the ref to it (never a second ref)."""
     for each in rec.get("candidates") or [rec]:
-        patch = patch_of(env, each)
+        patch = patch_of(env.layout, each)
         if each["status"] == KEPT or not patch.exists() or not patch.read_text().strip():
             continue
         which = f" ({each['candidate']})" if each.get("candidate") else ""

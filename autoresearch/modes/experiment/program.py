@@ -503,12 +503,7 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
     output = merged.get("output")
     if output is not None and (not isinstance(output, str) or not output.strip()):
         raise SpecError(f"{spec_file}: key 'experiment.output': write a folder path")
-    allow_flagged = merged.get("allow_flagged", False)
-    if not isinstance(allow_flagged, bool):
-        raise SpecError(
-            f"{spec_file}: key 'experiment.allow_flagged': write true or false, "
-            f"got {allow_flagged!r}"
-        )
+    allow_flagged = _switch(merged, "allow_flagged", spec_file)
     guard, guard_off = _guard(merged.get("guard"), spec_file)
     max_gain = merged.get("max_gain")
     if max_gain is not None and not (
@@ -519,11 +514,7 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
             "incumbent such as '50%'"
         )
     git_branch = _git_branch(merged.get("git_branch"), spec_file)
-    preserve = merged.get("preserve_on_fail", False)
-    if not isinstance(preserve, bool):
-        raise SpecError(
-            f"{spec_file}: key 'experiment.preserve_on_fail': write true or false, got {preserve!r}"
-        )
+    preserve = _switch(merged, "preserve_on_fail", spec_file)
     holdout_command, holdout_timeout = holdout_keys(merged, f"{spec_file}: key 'experiment.")
     return ExperimentConfig(
         goal=str(goal).strip(),
@@ -715,6 +706,13 @@ def _guard(value: Any, spec_file: str) -> tuple[str | None, bool]:
             f"{GUARD_OFF} for no guard"
         )
     return value, False
+
+
+def _switch(merged: dict[str, Any], key: str, spec_file: str) -> bool:
+    value = merged.get(key, False)
+    if not isinstance(value, bool):
+        raise SpecError(f"{spec_file}: key 'experiment.{key}': write true or false, got {value!r}")
+    return value
 
 
 def _parallel(value: Any, spec_file: str) -> int:

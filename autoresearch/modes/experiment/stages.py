@@ -33,7 +33,7 @@ from ...stage import StageEnv
 from ...teams import base_context
 from ...testrun import TestRun
 from ...tools import Toolbox
-from . import candidates, holdout, paired, pool, runs, tamper
+from . import candidates, holdout, paired, pool, preserve, runs, tamper
 from . import guard as guards
 from . import log as logs
 from . import summary as run_summary
@@ -45,7 +45,6 @@ from .policy import (
     KEPT,
     NO_CHANGE,
     SYNTAX_ERROR,
-    Compare,
     Sample,
     find_duplicate,
     improvement,
@@ -180,10 +179,7 @@ def records(layout: SessionLayout, upto: int | None = None) -> list[dict[str, An
 def experiments(layout: SessionLayout, upto: int | None = None) -> list[dict[str, Any]]:
     """Every experiment after the baseline, oldest first: an iteration's own record, or
     each candidate of a batch."""
-    out: list[dict[str, Any]] = []
-    for rec in records(layout, upto)[1:]:
-        out.extend(rec.get("candidates") or [rec])
-    return out
+    return logs.each_experiment(records(layout, upto)[1:])
 
 
 def incumbent_before(env: StageEnv) -> dict[str, Any]:
@@ -455,14 +451,6 @@ def _measure_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None
     }
 
 
-def _guard_record(
-    cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None, reference: TestRun | None = None
-) -> dict[str, Any]:
-    # The guard runs the agent's code: the holdout's files are hidden from it, as from the
-    # metric's runs (holdout.py).
-    return guards.run(cfg, cwd, secrets, holdout.blind(jail, cfg), reference)
-
-
 def guard_reference(env: StageEnv) -> TestRun:
     """The test run the default guard holds a change to: the incumbent's, from the last
     kept experiment that recorded one, else setup's run of the base commit."""
@@ -474,13 +462,11 @@ def guard_reference(env: StageEnv) -> TestRun:
     return TestRun.from_record(env.record.baseline)
 
 
-def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
+def decide(env: StageEnv) -> dict[str, Any]:
     """Measure and guard the proposal, then keep it (commit) or reset. The iteration's
-    record, before the mode's stop rules. `compare` is the keep rule (policy.judge)."""
+    record, before the mode's stop rules."""
     cfg = config_of(env.spec)
     cfg = within(cfg, time_left(env.layout, cfg))  # no measurement outlasts max_duration
-    key = key_of(cfg)
-    secrets = env.spec.secrets
     proposal = env.stage_record("proposal")
     best = dict(incumbent_before(env))
     start = proposal["start_commit"]
@@ -489,58 +475,21 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
     began = time.time()
     rec = new_record(env.cycle, proposal)
     rec["start_commit"] = start
-    status, verdict = proposal["outcome"], ""
-    if status == SYNTAX_ERROR:
-        rec["error"] = "syntax_error: " + "; ".join(proposal["syntax_errors"][-1])
-    elif status == NO_CHANGE:
-        verdict = "the agent handed in no change"
-    elif refused := tamper.refusal(proposal.get("flags") or [], cfg.allow_flagged):
-        status, verdict = DISCARDED, refused  # no metric run spent on it
-    elif cfg.sequential is not None:
-        measured = apply_and_measure(
-            cfg,
-            env.worktree,
-            env.cycle_dir / "proposal.patch",
-            proposal,
-            secrets,
-            cache,
-            env.jail,
-            measure=lambda: measure_paired(env, cfg, start),
-        )
-        status, verdict = paired.judge(measured, rec, cfg.guard)
-    else:
-        rec["remeasured"] = remeasure_incumbent(env, cfg, best, start, cache)
-        measured = apply_and_measure(
-            cfg,
-            env.worktree,
-            env.cycle_dir / "proposal.patch",
-            proposal,
-            secrets,
-            cache,
-            env.jail,
-            reference=guard_reference(env),
-        )
-        status, verdict = judge_measured(cfg, measured, best, rec, compare)
-    # Against the incumbent as measured in this comparison (the paired runs), if it was.
-    rec["baseline_value"] = rec.get("incumbent_value", best["value"])
-    status, verdict = check_flags(cfg, rec, proposal, status, verdict)
-    status, verdict = holdout.judge(
-        cfg,
-        rec,
-        best,
-        status,
-        verdict,
-        lambda: _cached(
-            cache,
-            f"holdout:{proposal['patch_sha256']}:{start}",
-            lambda: holdout.measure(cfg, env.worktree, secrets, env.jail),
-        ),
-    )
+
+    def measured() -> dict[str, Any]:
+        # The sequential test measures the incumbent next to the change: nothing to redo.
+        if cfg.sequential is None:
+            rec["remeasured"] = remeasure_incumbent(env, cfg, best, start, cache)
+        return apply_and_measure(env, cfg, proposal, cache)
+
+    def held_out() -> dict[str, Any]:  # the change is applied here
+        return holdout.measure(cfg, env.worktree, env.spec.secrets, env.jail)
+
+    status, verdict = judge_proposal(cfg, rec, proposal, best, start, measured, held_out, cache)
     end = start
     if status == KEPT:
         try:
-            end = commit_kept(env, rec, best | {"value": rec["baseline_value"]}, key)
-            best = best_after(rec, end, env.cycle)
+            end, best = commit_kept(env, rec, key_of(cfg))
         except ProtectedChange as err:
             status, verdict = DISCARDED, err.reason
     # Discard = reset to the last kept commit, and clean; after a holdout run (the agent's
@@ -548,6 +497,43 @@ def decide(env: StageEnv, compare: Compare = judge) -> dict[str, Any]:
     git.reset_to(env.worktree, end, ignored=bool(cfg.holdout))
     rec.update(status=status, verdict=verdict)
     return close_record(rec, end, best, proposal.get("stop"), began)
+
+
+def judge_proposal(
+    cfg: ExperimentConfig,
+    rec: dict[str, Any],
+    proposal: dict[str, Any],
+    best: dict[str, Any],
+    start: str,
+    measured: Callable[[], dict[str, Any]],
+    held_out: Callable[[], dict[str, Any]],
+    cache: Path,
+) -> tuple[str, str]:
+    """(status, why) of one proposal against the incumbent `best` at `start`; fills `rec`.
+    The same steps for the single proposal and each candidate of a batch: what propose
+    handed in, the measurement (`measured`, taken only for a change worth a metric run),
+    the keep rule, the flags and max_gain, the holdout (`held_out`, cached in `cache`)."""
+    status, verdict = proposal["outcome"], ""
+    if status == SYNTAX_ERROR:
+        rec["error"] = "syntax_error: " + "; ".join(proposal["syntax_errors"][-1])
+    elif status == NO_CHANGE:
+        verdict = "the agent handed in no change"
+    elif proposal["start_commit"] != start:  # a batch's candidate from an older incumbent
+        status = CRASH
+        rec["error"] = (
+            f"proposed from {proposal['start_commit'][:12]}, but the incumbent is {start[:12]}"
+        )
+    elif refused := tamper.refusal(proposal.get("flags") or [], cfg.allow_flagged):
+        status, verdict = DISCARDED, refused  # no metric run spent on it
+    elif cfg.sequential is not None:
+        status, verdict = paired.judge(measured(), rec, cfg.guard)
+    else:
+        status, verdict = judge_measured(cfg, measured(), best, rec)
+    # Against the incumbent as measured in this comparison (the paired runs), if it was.
+    rec["baseline_value"] = rec.get("incumbent_value", best["value"])
+    status, verdict = check_flags(cfg, rec, proposal, status, verdict)
+    key = f"holdout:{proposal['patch_sha256']}:{start}"
+    return holdout.judge(cfg, rec, best, status, verdict, lambda: _cached(cache, key, held_out))
 
 
 def check_flags(
@@ -584,9 +570,9 @@ def measure_paired(env: StageEnv, cfg: ExperimentConfig, start: str) -> dict[str
     try:
         return paired.compare(
             design,
-            lambda: _guard_record(cfg, env.worktree, secrets, env.jail, guard_reference(env)),
-            paired.metric_run(cfg, env.worktree, secrets, holdout.blind(env.jail, cfg), deadline),
-            paired.metric_run(cfg, inc.worktree, secrets, holdout.blind(inc.jail, cfg), deadline),
+            lambda: guards.run(cfg, env.worktree, secrets, env.jail, guard_reference(env)),
+            paired.metric_run(cfg, env.worktree, secrets, env.jail, deadline),
+            paired.metric_run(cfg, inc.worktree, secrets, inc.jail, deadline),
             earlier,
             machine,
         )
@@ -635,14 +621,16 @@ def remeasure_incumbent(
     return again["value"]
 
 
-def commit_kept(env: StageEnv, rec: dict[str, Any], best: dict[str, Any], key: str) -> str:
-    """Commit the applied change in the session worktree; the new incumbent commit."""
+def commit_kept(env: StageEnv, rec: dict[str, Any], key: str) -> tuple[str, dict[str, Any]]:
+    """Commit the change applied in the session worktree, through the protection check
+    (ProtectedChange): the new incumbent's commit and its `best` record."""
     which = f" ({rec['candidate']})" if rec.get("candidate") else ""
     message = (
         f"autoresearch: exp {env.cycle}{which} -- {key}={fmt(rec['metric_value'])} "
-        f"(was {fmt(best['value'])}) -- " + " ".join(rec["hypothesis"].split())[:120]
+        f"(was {fmt(rec['baseline_value'])}) -- " + " ".join(rec["hypothesis"].split())[:120]
     )
-    return env.protection.commit(env.worktree, message, staged=True) or git.head(env.worktree)
+    end = env.protection.commit(env.worktree, message, staged=True) or git.head(env.worktree)
+    return end, best_after(rec, end, env.cycle)
 
 
 def best_after(rec: dict[str, Any], commit: str, iteration: int) -> dict[str, Any]:
@@ -701,35 +689,30 @@ def write_iteration(env: StageEnv, rec: dict[str, Any], results_out: Path) -> No
 
 
 def apply_and_measure(
-    cfg: ExperimentConfig,
-    worktree: Path,
-    patch_file: Path,
-    proposal: dict[str, Any],
-    secrets,
-    cache: Path | None = None,
-    jail: Jail | None = None,
-    measure: Callable[[], dict[str, Any]] | None = None,
-    reference: TestRun | None = None,
+    env: StageEnv, cfg: ExperimentConfig, proposal: dict[str, Any], cache: Path | None = None
 ) -> dict[str, Any]:
-    """Apply the proposal's patch in `worktree` (at the proposal's start commit), measure
-    and guard it (or call `measure`, the sequential comparison). The change stays applied
-    for the caller to commit or reset. With a `cache`, a measurement taken before a kill
-    is reused. `reference`: the test run a default guard is held to (guard_reference)."""
-    proc = git.worktree_proc(worktree, "apply", "--index", "--binary", str(patch_file.resolve()))
+    """Apply the proposal's patch in `env`'s worktree (at the proposal's start commit) and
+    measure it the spec's way: the sequential comparison with the incumbent, or the metric
+    and the guard (held to guard_reference). The change stays applied for the caller to
+    commit or reset. With a `cache`, a measurement taken before a kill is reused."""
+    patch = (env.cycle_dir / "proposal.patch").resolve()
+    proc = git.worktree_proc(env.worktree, "apply", "--index", "--binary", str(patch))
     if proc.returncode != 0:
         return {
             "error": f"the proposal's patch does not apply to {proposal['start_commit'][:12]}: "
             + proc.stderr.strip()
         }
+    secrets = env.spec.secrets
 
     def produce() -> dict[str, Any]:
-        measured = _measure_record(cfg, worktree, secrets, jail)
+        if cfg.sequential is not None:
+            return measure_paired(env, cfg, proposal["start_commit"])
+        measured = _measure_record(cfg, env.worktree, secrets, env.jail)
         if "error" in measured:  # a crash whatever the guard says: do not spend a guard run
             return measured | {"guard": {"ok": None}}
-        return measured | {"guard": _guard_record(cfg, worktree, secrets, jail, reference)}
+        reference = guard_reference(env)
+        return measured | {"guard": guards.run(cfg, env.worktree, secrets, env.jail, reference)}
 
-    if measure is not None:
-        produce = measure
     if cache is None:
         return produce()
     return _cached(
@@ -742,7 +725,6 @@ def judge_measured(
     measured: dict[str, Any],
     best: dict[str, Any],
     rec: dict[str, Any],
-    compare: Compare = judge,
 ) -> tuple[str, str]:
     """(status, why) of a measured proposal against the incumbent `best`; fills `rec`."""
     if "error" in measured:
@@ -755,7 +737,7 @@ def judge_measured(
         rec["guard_tests"] = guard["tests"]
     # The metric is judged whatever the guard says: `improved` records whether the change
     # beat the incumbent, so a guard-failed improvement is not logged as no improvement.
-    verdict = compare(
+    verdict = judge(
         Sample(measured["value"], measured["samples"], measured["passed"]),
         Sample(best["value"], best["samples"], best.get("passed")),
         cfg,
@@ -924,12 +906,9 @@ def publish_run(
     preserved = {}
     for r in logs.each_experiment(all_recs):
         if r.get("preserved"):
-            name = f"iteration-{r['iteration']:04d}"
-            source = layout.cycle(r["iteration"]) / "proposal.patch"
-            if r.get("candidate"):
-                name += f"-{r['candidate']}"
-                source = layout.candidate(r["iteration"], r["candidate"]) / "proposal.patch"
-            preserved[name] = (source, r["preserved"])
+            which = f"-{r['candidate']}" if r.get("candidate") else ""
+            name = f"iteration-{r['iteration']:04d}{which}"
+            preserved[name] = (preserve.patch_of(layout, r), r["preserved"])
     runs.sync(
         layout,
         Path(folder),

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import log as logs
 from .log import fmt
-from .policy import ERRORS, GUARD_FAILED, KEPT, improvement
+from .policy import ERRORS, GUARD_FAILED, KEPT, improvement, ref
 
 # The latest experiments the advice looks at, and the share of them that is "many".
 WINDOW = 5
@@ -20,6 +20,16 @@ TREND_SHOWN = 20
 def best_trend(records: list[dict[str, Any]]) -> list[float | None]:
     """The best value after each iteration, the baseline first."""
     return [(r.get("best") or {}).get("value") for r in records]
+
+
+def gain_so_far(records: list[dict[str, Any]], direction: str) -> float | None:
+    """The best's gain over the baseline (0.05 = 5% better); None when either is unknown
+    or the gain is infinite (a baseline of 0)."""
+    base, best = records[0].get("metric_value"), records[-1]["best"]["value"]
+    if base is None or best is None:
+        return None
+    gain = improvement(base, best, direction)
+    return gain if math.isfinite(gain) else None
 
 
 def next_steps(
@@ -52,9 +62,7 @@ def next_steps(
             "(more files), give a new research direction in the prose, or stop here"
         )
     elif kept_recent and not target_reached:
-        base, best = records[0].get("metric_value"), records[-1]["best"]["value"]
-        gain = improvement(base, best, direction) if base is not None else None
-        gain = gain if gain is not None and math.isfinite(gain) else None
+        gain = gain_so_far(records, direction)
         so_far = f" ({gain:+.1%} over the baseline so far)" if gain is not None else ""
         steps.append(
             f"still improving: {len(kept_recent)} kept of the last {len(recent)}{so_far}; "
@@ -85,13 +93,7 @@ def render(
     trend = best_trend(records)
     shown = trend[-TREND_SHOWN:]
     skipped = "… → " if len(trend) > len(shown) else ""
-    gain = (
-        improvement(base["metric_value"], best["value"], direction)
-        if base["metric_value"] is not None and best["value"] is not None
-        else None
-    )
-    if gain is not None and not math.isfinite(gain):
-        gain = None
+    gain = gain_so_far(records, direction)
     lines = [
         f"# Run {run_id}",
         "",
@@ -113,8 +115,7 @@ def render(
         "|---|---|---|",
     ]
     for rec in logs.each_experiment(records)[-TREND_SHOWN:]:
-        name = f"{rec['iteration']}" + (f"/{rec['candidate']}" if rec.get("candidate") else "")
-        lines.append(f"| {name} | {fmt(rec['metric_value'])} | {rec['status']} |")
+        lines.append(f"| {ref(rec)} | {fmt(rec['metric_value'])} | {rec['status']} |")
     lines += ["", "## Recommended next steps", ""]
     lines += [f"- {step}" for step in next_steps(records, direction, target_reached)]
     return "\n".join(lines) + "\n"

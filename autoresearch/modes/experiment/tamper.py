@@ -489,13 +489,11 @@ class _Finder(ast.NodeVisitor):
                     self.aliases[target.id] = qual
                     self.modules.add(target.id)
 
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+    def visit_AugAssign(self, node: ast.AugAssign | ast.AnnAssign) -> None:
         self._target(node.target)
         self.generic_visit(node)
 
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self._target(node.target)
-        self.generic_visit(node)
+    visit_AnnAssign = visit_AugAssign
 
     def visit_Delete(self, node: ast.Delete) -> None:
         for target in node.targets:
@@ -522,12 +520,8 @@ class _Finder(ast.NodeVisitor):
                 self.use("output", "rebinds print", target)
             return
         if isinstance(target, ast.Attribute):
-            qual = self.qual(target)
-            base = target.value
-            root = base
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            on_module = isinstance(root, ast.Name) and root.id in self.modules
+            qual, base = self.qual(target), target.value
+            on_module = self.on_module(base)
             if isinstance(base, ast.Call) and self.qual(base):  # __import__('x').y = ...
                 on_module = True
             if qual and on_module:
@@ -555,7 +549,7 @@ class _Finder(ast.NodeVisitor):
             self.use(REFERENCE_CHECKS[fetched], f"uses {fetched}", node)
         if func in ("setattr", "delattr") and node.args:
             obj = node.args[0]
-            if not (isinstance(obj, ast.Name) and obj.id in ("self", "cls")):
+            if not _is_self(obj):
                 what = self.qual(obj) or ast.unparse(obj)[:40]
                 self.use(_rebind_check(what), f"{func} on {what}", node)
         elif isinstance(node.func, ast.Attribute) and node.func.attr in SETATTR_LIKE:

@@ -83,22 +83,12 @@ class Narrow(Mode):
         worktree = layout.worktree().resolve()
         box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
         # What the measurement runs, watched in a run of its own (measured.py says why).
-        watcher = measured.session_watcher(worktree, record.base_commit, values.get("scope"))
-        watcher.run(
-            "goal.command",
-            goal.command,
-            timeout_s=goal.timeout_s,
-            secrets=values.get("secrets"),
-            jail=box,
-        )
-        for note in watcher.watch.notes:
-            log(f"warning: {note}")
-            record.warnings.append(note)
+        watch = measured.watch_at_setup(worktree, record, values, "goal.command", goal, box, log)
         # The frozen spec is what the stages read, so the toolbox refuses edits to these
         # paths; the frozen session.yaml shows them too.
         existing = list(values.get("protected") or [])
-        values["protected"] = protected_paths(goal, existing, watcher.watch.protected())
-        record.measured = watcher.watch.to_record(values["protected"], labels(goal, existing))
+        values["protected"] = protected_paths(goal, existing, watch.protected())
+        record.measured = watch.to_record(values["protected"], labels(goal, existing))
         # Defaults filled in, so session.yaml shows exactly how the metric is read.
         values["goal"] = GOAL_DEFAULTS | {k: v for k, v in values["goal"].items() if v is not None}
         values["angles"] = [asdict(a) for a in angles]
@@ -126,14 +116,14 @@ class Narrow(Mode):
                 "target": str(goal.target),
                 "value": baseline.value,
                 "samples": baseline.samples,
-                "raw": _short(baseline.raw),
+                "raw": baseline.raw_shown(),
                 "commit": record.base_commit,
                 "measured_at": journal.now(),
                 "protected": values["protected"],
             },
         )
         log(f"baseline {goal.metric}: {baseline.value:g} (samples {baseline.samples})")
-        ran = watcher.watch.protected()
+        ran = watch.protected()
         log(f"protected, as the measurement runs them: {', '.join(ran) or 'none found'}")
         progress.write_progress(layout, values, [])
         sections = progress.render_sections(layout, values, [])
@@ -274,11 +264,6 @@ def current_angle(env: StageEnv) -> Angle:
     angles = angles_of(env.spec, env.layout.name)
     state = state_before(angles, (env.previous_decision() or {}).get("narrow"))
     return next((a for a in angles if a.name == state.angle), angles[0])
-
-
-def _short(raw: Any, limit: int = 2000) -> Any:
-    text = raw if isinstance(raw, str) else json.dumps(raw)
-    return raw if len(text) <= limit else text[:limit] + "..."
 
 
 def _try_measure(goal: Goal, env: StageEnv) -> tuple[float | None, list[float], str | None]:

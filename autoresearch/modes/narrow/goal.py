@@ -99,17 +99,7 @@ def goal_of(values: dict[str, Any], name: str = "<name>") -> Goal:
         target = metrics.parse_target(str(raw["target"]))
     except ValueError as err:
         raise SpecError(f"{where}: key 'goal.target': {err}") from None
-    merged = GOAL_DEFAULTS | {k: v for k, v in raw.items() if v is not None}
-    try:
-        metrics.check_format(str(merged["format"]))
-    except ValueError as err:
-        raise SpecError(f"{where}: key 'goal.format': {err}") from None
-    repeats = merged["repeats"]
-    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
-        raise SpecError(f"{where}: key 'goal.repeats' must be a whole number >= 1")
-    timeout = merged["timeout_s"]
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-        raise SpecError(f"{where}: key 'goal.timeout_s' must be a number of seconds > 0")
+    merged = metrics.checked_settings(raw, GOAL_DEFAULTS, where, "goal")
     return Goal(
         metric=str(raw["metric"]).strip(),
         command=str(raw["command"]),
@@ -117,8 +107,8 @@ def goal_of(values: dict[str, Any], name: str = "<name>") -> Goal:
         target_text=str(raw["target"]).strip(),
         format=str(merged["format"]),
         key=merged.get("key"),
-        repeats=repeats,
-        timeout_s=float(timeout),
+        repeats=merged["repeats"],
+        timeout_s=float(merged["timeout_s"]),
         protect_tests=bool(merged["protect_tests"]),
     )
 
