@@ -27,6 +27,7 @@ from ..base import Mode, Progress
 from .aspiration import measure_base, metric_of
 from .hypotheses import HypothesisError, from_spec, validate
 from .judges import panel_of
+from .step import TrackStep
 from .tracks import hypothesis_table, track_decisions, track_ids
 
 # Backends that can play the strategist (ruff is mechanical: it has no ideas).
@@ -43,6 +44,7 @@ approve: auto                              # manual: stop after hypotheses.md fo
 class Broad(Mode):
     name = "broad"
     decide_checkpoint = "broad_evaluate"  # a track's cycle (wildcard hid)
+    decision_extra = TrackStep
     spec_example = SPEC_EXAMPLE
     branch = "see tracks"  # each track has its own: autoresearch/broad/<name>/<hid>
     has_worktree = False
@@ -94,8 +96,8 @@ class Broad(Mode):
         return f"max_cycles reached ({cap} per track)"
 
     def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
-        prev = env.previous_decision()
-        if prev is not None and not decision["fixed"] and not prev.get("fixed"):
+        prev = self.previous_step(env)
+        if prev is not None and not decision["fixed"] and not prev.extra.fixed:
             return "two consecutive cycles with zero Green commits"
         return None
 
