@@ -309,10 +309,13 @@ class Strategy(Protocol):
 
 def decide(env: Any, mode: Strategy, judge: Callable[[], Judged], decision_out: Path) -> Decision:
     """A loop step's end, in one order for every loop: the mode's judge, its stop rules
-    (`apply_policy` sets stop and reason), the results, session.md, decision.json last, and
-    the step's line in the log."""
+    (`apply_policy` sets stop and reason), the decision held to the mode's record, the
+    results, session.md, decision.json last, and the step's line in the log."""
     judged = judge()
     mode.apply_policy(env, judged.record)
+    # Held to the mode's record before any of the step's files is written: a decision the
+    # writer would refuse leaves no results row or session.md that speaks of it either.
+    Decision.from_json(judged.record, decision_out, mode.decision_extra)
     judged.results(judged.record)
     mode.write_summary(env, judged.record)
     writer = mode.decision_writer(env)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -132,3 +133,39 @@ def test_a_resumed_broad_track_reads_its_decisions_into_its_record(tmp_path):
     # The index keeps the test run's counts only; the record reads it all the same.
     (again,) = journal.load_decisions(layout, "h3", TrackStep)
     assert again.extra == read.extra and "tail" not in again.tests
+
+
+class Cycle:
+    """A cycle mode as loop.decide sees it: its record, the stop rules already spoken in
+    the judge's record, and session.md written where the mode writes it."""
+
+    def __init__(self, extra, summary: Path) -> None:
+        self.decision_extra, self.summary = extra, summary
+
+    def apply_policy(self, env, decision) -> None:
+        pass
+
+    def write_summary(self, env, pending=None) -> None:
+        self.summary.write_text(f"cycle {pending['cycle']}\n")
+
+    def log_line(self, env, decision) -> str:
+        return ""
+
+    def decision_writer(self, env):
+        return None
+
+
+@pytest.mark.parametrize("mode", sorted(RECORDS))
+def test_a_cycle_its_record_refuses_leaves_no_results_row_or_summary(tmp_path, mode):
+    # The results row and session.md come before decision.json: a cycle decision refused
+    # at the end would leave a row and a summary of a cycle that was never decided.
+    out, results, summary = tmp_path / "004" / "decision.json", [], tmp_path / "session.md"
+    record = written(mode)
+    del record["skipped"]
+    judged = loop.Judged(record, lambda d: results.append(d["cycle"]))
+    with pytest.raises(SessionError, match=r"004/decision\.json: key 'skipped' missing"):
+        loop.decide(SimpleNamespace(log=print), Cycle(RECORDS[mode], summary), lambda: judged, out)
+    assert results == [] and not summary.exists() and not out.exists()
+    judged = loop.Judged(written(mode), lambda d: results.append(d["cycle"]))
+    loop.decide(SimpleNamespace(log=print), Cycle(RECORDS[mode], summary), lambda: judged, out)
+    assert results == [written(mode)["cycle"]] and summary.exists() and out.exists()
