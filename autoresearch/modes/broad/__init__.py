@@ -105,7 +105,7 @@ class Broad(Mode):
     def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
         """The shared stop cascade per track; the track's status goes to the table."""
         super().apply_policy(env, decision)
-        aborted = bool(decision.get("session_stop") or decision["broken"])
+        aborted = bool(decision["session_stop"] or decision["broken"])
         if decision["stop"]:
             decision["track_status"] = "aborted" if aborted else "complete"
         else:
