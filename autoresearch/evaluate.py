@@ -16,7 +16,7 @@ from . import git, journal
 from .backends import rechecker
 from .backends.base import Usage
 from .files import write_text
-from .loop import Judged
+from .loop import Decision, Judged, Status
 from .revert import undo_cycle
 from .stage import StageEnv
 from .testrun import TestRun
@@ -34,9 +34,10 @@ def refactor_record(env: StageEnv) -> dict[str, Any] | None:
     return None
 
 
-def assess(env: StageEnv) -> tuple[dict[str, Any], str]:
+def assess(env: StageEnv, previous: Decision | None = None) -> tuple[dict[str, Any], str]:
     """The cycle's decision before the mode's policy (tests, reverts, what was kept), and
-    the summary of the full test run."""
+    the summary of the full test run. `previous`: the cycle before, read as the mode's
+    record (a CycleStep, or one that extends it)."""
     red = env.stage_record("red")
     green = env.stage_record("green")
     refactor = refactor_record(env)
@@ -98,7 +99,10 @@ def assess(env: StageEnv) -> tuple[dict[str, Any], str]:
         "commits_total": env.commits_total(cycle_start, end),
         "session_stop": stops[0] if stops else None,
     }
-    decision["open"], decision["open_rechecked"] = open_issues(env, green["skipped"], fixed)
+    carried = previous.extra.open if previous else []  # type: ignore[attr-defined]
+    decision["open"], decision["open_rechecked"] = open_issues(
+        env, carried, green["skipped"], fixed
+    )
     decision["open_issues"] = [f"{o['id']} {o['key']}: {o['reason']}" for o in decision["open"]]
     if reverted:
         decision["first_test_verdict"] = first.reason
@@ -111,20 +115,22 @@ def write_results(env: StageEnv, decision: dict[str, Any], summary: str, out: Pa
     log_rows(env, decision)
 
 
-def judge(env: StageEnv, results_out: Path) -> Judged:
+def judge(env: StageEnv, results_out: Path, previous: Decision | None = None) -> Judged:
     """The cycle's decision before the mode's stop rules; eval-results.md and the journal
-    rows once they have spoken (loop.decide)."""
-    decision, summary = assess(env)
+    rows once they have spoken (loop.decide). `previous`: as `assess` takes it."""
+    decision, summary = assess(env, previous)
     return Judged(decision, lambda d: write_results(env, d, summary, results_out))
 
 
-def open_issues(env: StageEnv, skipped: list[dict], fixed: list[dict]) -> tuple[list[dict], bool]:
-    """Skipped findings carried forward until a later fix names the same problem, and
-    whether they were re-checked on the tree: a backend that can look again (ruff) drops
-    those it no longer reports; a model's findings stay as reported."""
-    prev = env.previous_decision() or {}
+def open_issues(
+    env: StageEnv, earlier: list[dict], skipped: list[dict], fixed: list[dict]
+) -> tuple[list[dict], bool]:
+    """Skipped findings carried forward (`earlier`: the previous cycle's open ones) until a
+    later fix names the same problem, and whether they were re-checked on the tree: a
+    backend that can look again (ruff) drops those it no longer reports; a model's findings
+    stay as reported."""
     fixed_keys = {f["key"] for f in fixed}
-    carried = [o for o in prev.get("open", []) if o["key"] not in fixed_keys]
+    carried = [o for o in earlier if o["key"] not in fixed_keys]
     known = {o["key"] for o in carried}
     items = carried + [
         {"id": s["id"], "key": s["key"], "reason": s["reason"]}
@@ -199,7 +205,7 @@ def log_rows(env: StageEnv, decision: dict[str, Any]) -> None:
     rows.append(
         row(
             "green",
-            "reverted" if decision["reverted"] else "ok",
+            Status.REVERTED if decision["reverted"] else "ok",
             f"{len(decision['fixed'])} fixed, {len(green['skipped'])} skipped",
             len(git.changed_files(env.worktree, green["start_commit"], green["end_commit"])),
         )

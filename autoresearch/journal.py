@@ -21,7 +21,7 @@ import orjson
 from . import findings
 from .files import append_line, append_text, locked, write_text
 from .layout import SessionLayout
-from .loop import Decision, read_decision
+from .loop import Decision, Extra, Keys, read_decision
 from .record import SetupRecord
 from .spec import SessionSpec
 
@@ -131,8 +131,11 @@ def record_ideas(
         write_text(layout.ideas, text)
 
 
-def load_decisions(layout: SessionLayout, track: str = "") -> list[Decision]:
-    """Every decision of the loop (of `track`), oldest first.
+def load_decisions(
+    layout: SessionLayout, track: str = "", extra: type[Extra] = Keys
+) -> list[Decision]:
+    """Every decision of the loop (of `track`), oldest first, the mode's keys read into
+    `extra` (the mode's record, when the reader is the mode's).
 
     Read from the loop's decisions index, one file however long the session (stages, status
     and every progress line ask for them, so reading hundreds of decision.json files each
@@ -151,7 +154,7 @@ def load_decisions(layout: SessionLayout, track: str = "") -> list[Decision]:
                 continue  # a line a crash cut short: its decision is rewritten on the rerun
             logged[int(decision["cycle"])] = decision
     if _index_matches(layout, track, logged):
-        return [Decision.from_json(logged[n], index) for n in sorted(logged)]
+        return [Decision.from_json(logged[n], index, extra) for n in sorted(logged)]
     # No lock: the rebuild is atomic, and one that races a new decision's line is found
     # out of date at the next read and rebuilt again.
     decisions = [
@@ -163,7 +166,7 @@ def load_decisions(layout: SessionLayout, track: str = "") -> list[Decision]:
             write_text(index, "".join(orjson.dumps(d).decode() + "\n" for d in decisions))
         except OSError:
             pass  # a reader that may not write (status on a session it does not own)
-    return [Decision.from_json(d, index) for d in decisions]
+    return [Decision.from_json(d, index, extra) for d in decisions]
 
 
 def note_decision(layout: SessionLayout, cycle: int, track: str = "") -> None:

@@ -60,12 +60,19 @@ _COMMON += ("stop", "reason", "usage")
 
 
 _ABSENT = "absent when None"  # a field's metadata: the key is written only when set
+_RECORD = "a record of its own"  # a field's metadata: its value is that Extra's JSON
 
 
 def absent() -> Any:
     """A field of a mode's record that some of its decisions do not have (a key only some
     paths set): not required on reading, and not written while it is None."""
     return field(default=None, metadata={_ABSENT: True})
+
+
+def record_field(kind: type[Extra]) -> Any:
+    """A field whose value is a record of its own (narrow's goal measurement): read into
+    `kind` and held to its keys as the decision is, written as its JSON."""
+    return field(metadata={_RECORD: kind})
 
 
 @dataclass(frozen=True)
@@ -75,23 +82,37 @@ class Extra:
     missing or unknown is an error naming the file), the one reader reads it back into it."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            f.name: getattr(self, f.name)
-            for f in fields(self)
-            if not (f.metadata.get(_ABSENT) and getattr(self, f.name) is None)
-        }
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not (f.metadata.get(_ABSENT) and value is None):
+                out[f.name] = value.to_json() if isinstance(value, Extra) else value
+        return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], source: str | Path = "decision") -> Self:
+    def from_json(
+        cls, data: Mapping[str, Any], source: str | Path = "decision", within: str = ""
+    ) -> Self:
+        """The record of `data`'s keys; `within`: the key that holds them ("narrow."), so an
+        error names the key as the file has it."""
         names = [f.name for f in fields(cls)]
         unknown = [k for k in data if k not in names]
         if unknown:
-            raise SessionError(f"{source}: key {unknown[0]!r} is not one of a {cls.__name__}'s")
+            raise SessionError(
+                f"{source}: key '{within}{unknown[0]}' is not one of a {cls.__name__}'s"
+            )
         required = (f.name for f in fields(cls) if f.default is f.default_factory is MISSING)
         missing = [name for name in required if name not in data]
         if missing:
-            raise SessionError(f"{source}: key {missing[0]!r} missing (a {cls.__name__})")
-        return cls(**data)
+            raise SessionError(f"{source}: key '{within}{missing[0]}' missing (a {cls.__name__})")
+        values = dict(data)
+        for f in fields(cls):
+            kind = f.metadata.get(_RECORD)
+            if kind is not None and not isinstance(values[f.name], Extra):
+                if not isinstance(values[f.name], Mapping):
+                    raise SessionError(f"{source}: key '{within}{f.name}' must be a mapping")
+                values[f.name] = kind.from_json(values[f.name], source, f"{within}{f.name}.")
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -117,7 +138,9 @@ class Keys(Extra, Mapping[str, Any]):
         return dict(self.values)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], source: str | Path = "decision") -> Keys:
+    def from_json(
+        cls, data: Mapping[str, Any], source: str | Path = "decision", within: str = ""
+    ) -> Keys:
         return cls(dict(data))
 
 
@@ -286,10 +309,13 @@ class Strategy(Protocol):
 
 def decide(env: Any, mode: Strategy, judge: Callable[[], Judged], decision_out: Path) -> Decision:
     """A loop step's end, in one order for every loop: the mode's judge, its stop rules
-    (`apply_policy` sets stop and reason), the results, session.md, decision.json last, and
-    the step's line in the log."""
+    (`apply_policy` sets stop and reason), the decision held to the mode's record, the
+    results, session.md, decision.json last, and the step's line in the log."""
     judged = judge()
     mode.apply_policy(env, judged.record)
+    # Held to the mode's record before any of the step's files is written: a decision the
+    # writer would refuse leaves no results row or session.md that speaks of it either.
+    Decision.from_json(judged.record, decision_out, mode.decision_extra)
     judged.results(judged.record)
     mode.write_summary(env, judged.record)
     writer = mode.decision_writer(env)

@@ -99,7 +99,7 @@ class StageEnv:
         `cycle_start`: the previous cycle's count and this cycle's own, when the cycle began
         where the previous one ended (git then walks this cycle's commits, not the branch's)."""
         prev = self.previous_decision()
-        if prev and prev.get("end_commit") == cycle_start:
+        if prev and prev.end_commit == cycle_start:
             earlier = prev.get("commits_total")
             if isinstance(earlier, int):
                 return earlier + git.count_commits(self.worktree, cycle_start, end)
@@ -114,7 +114,7 @@ class StageEnv:
 
     def cycle_start(self) -> str:
         prev = self.previous_decision()
-        return prev["end_commit"] if prev else self.track_base()
+        return prev.end_commit if prev else self.track_base()
 
     def reference_tests(self) -> TestRun:
         """The test run this cycle is held to: where the previous cycle left the suite, or

@@ -23,6 +23,7 @@ from . import journal
 from .files import write_bytes
 from .journal import History
 from .layout import SessionLayout
+from .loop import Status
 
 # The index's bytes just before the summarised length are saved with it: an index
 # rewritten to at least that length (a redo, then new cycles) is told from one that grew.
@@ -41,7 +42,7 @@ class Tally:
         return Tally(
             cycles=self.cycles + 1,
             fixed=self.fixed + len(decision.get("fixed") or []),
-            kept=self.kept + (decision.get("status") == "kept"),
+            kept=self.kept + (decision.get("status") == Status.KEPT),
             stopped_at=self.stopped_at
             if self.stopped_at is not None or not decision.get("stop")
             else int(decision["cycle"]),

@@ -241,7 +241,7 @@ class Mode:
         eval-results.md)."""
         from .. import evaluate  # the test gate: loaded by the job that judges, only
 
-        return evaluate.judge(env, Path(output.results))
+        return evaluate.judge(env, Path(output.results), self.previous_step(env))
 
     def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
         """After a cycle's tests: set decision['stop'] and ['reason'] (and mode extras)."""

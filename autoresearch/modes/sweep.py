@@ -5,24 +5,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..cycle_step import CycleStep
 from ..stage import StageEnv
 from .base import Mode
 
 
 class Sweep(Mode):
     name = "sweep"
+    decision_extra = CycleStep
     qualitative = True  # no number: stop 7 ends the sweep once its goal is satisfied
     sections_read_decisions = False  # session.md has no sweep section of its own
 
     def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
         """Two cycles in a row in which Refactor changed nothing (without a Refactor team:
         in which Green fixed nothing) mean the sweep has run dry."""
-        prev = env.previous_decision()
-        if prev is None:
+        previous = self.previous_step(env)
+        if previous is None:
             return None
-        dry = not decision["fixed"] and not prev.get("fixed")
+        prev: CycleStep = previous.extra  # type: ignore[assignment]
+        dry = not decision["fixed"] and not prev.fixed
         if env.spec.refactor_on:
-            if decision["refactor_changes"] == 0 and prev.get("refactor_changes") == 0:
+            if decision["refactor_changes"] == 0 and prev.refactor_changes == 0:
                 # With nothing fixed there was nothing for Refactor to change: say why.
                 if dry:
                     return nothing_fixable(decision, prev)
@@ -32,8 +35,8 @@ class Sweep(Mode):
         return None
 
 
-def nothing_fixable(decision: dict[str, Any], prev: dict[str, Any]) -> str:
+def nothing_fixable(decision: dict[str, Any], prev: CycleStep) -> str:
     """The stop reason of two cycles in a row that kept no fix."""
-    if not decision.get("findings") and not prev.get("findings"):
+    if not decision["findings"] and not prev.findings:
         return "nothing fixable was left: two consecutive cycles in which Red found nothing"
     return "nothing fixable was left: two consecutive cycles in which Green kept no fix"

@@ -114,15 +114,22 @@ def test_check_spec_ruff_cannot_be_strategist():
 
 
 class FakeEnv:
+    """A track's cycle; `prev`: what differs in the previous cycle's decision.json from a
+    broad decision as the loop writes it (tests/unit/decisions/broad.json)."""
+
     def __init__(self, tmp_path: Path, cycle: int, prev: dict | None, max_cycles=None):
+        from autoresearch.files import write_json
         from autoresearch.layout import SessionLayout
 
         self.layout = SessionLayout(tmp_path)
         self.spec = SessionSpec({"max_cycles": max_cycles})
-        self.cycle, self.track, self._prev = cycle, "h1", prev
+        self.cycle, self.track = cycle, "h1"
+        if prev is not None:
+            written = json.loads((Path(__file__).parent / "decisions" / "broad.json").read_text())
+            write_json(self.layout.decision(cycle - 1, "h1"), written | prev)
 
-    def previous_decision(self):
-        return self._prev
+    def finished(self, path: Path):
+        return json.loads(path.read_text())
 
 
 def decision(**extra) -> dict:

@@ -2,23 +2,33 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from autoresearch import findings
 from autoresearch.errors import SpecError
+from autoresearch.files import write_json
+from autoresearch.layout import SessionLayout
 from autoresearch.modes.base import check_judge
 from autoresearch.modes.sweep import Sweep
 from autoresearch.spec import SessionSpec
 
 
 class Env:
-    """A finished sweep cycle: what Red reported, the previous decision."""
+    """A finished sweep cycle: what Red reported, the previous decision (what differs in its
+    decision.json from a sweep decision as the loop writes it, tests/unit/decisions)."""
 
     def __init__(self, tmp_path, severities=(), previous=None, **spec):
         self.cycle_dir = tmp_path
         self.cycle = 2 if previous else 1
         self.spec = SessionSpec({"teams": ["red", "green"], "max_cycles": 9, **spec})
+        self.layout, self.track = SessionLayout(tmp_path / "s"), ""
         self._previous = previous
+        if previous:
+            written = json.loads((Path(__file__).parent / "decisions" / "sweep.json").read_text())
+            write_json(self.layout.decision(1), written | previous)
         reported = [
             findings.Finding(f"F-{i:03d}", s, f"t{i}", "calc.py:1", "i.", "x.")
             for i, s in enumerate(severities, 1)
@@ -27,6 +37,9 @@ class Env:
 
     def previous_decision(self):
         return self._previous
+
+    def finished(self, path):
+        return json.loads(path.read_text())
 
     def decisions_before(self):
         return [self._previous] if self._previous else []

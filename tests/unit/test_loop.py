@@ -43,6 +43,50 @@ def test_the_modes_share_one_spelling_of_each_status_word():
     assert ship_stages.KEPT == fix_stages.KEPT == policy.KEPT == Status.KEPT
 
 
+# Files being reworked on other branches (experiment's loop, verify): their last bare words
+# go with that work.
+SPELT_ELSEWHERE = {
+    ("autoresearch/modes/experiment/__init__.py", "kept"),
+    ("autoresearch/modes/experiment/stages.py", "baseline"),
+    ("autoresearch/verify.py", "reverted"),
+}
+
+
+def test_no_status_word_is_spelt_outside_the_enum():
+    # A bare "guard failed" next to Status.GUARD_FAILED is how two spellings came about: a
+    # status is compared with, or written as, a Status member, never a string of its own.
+    import ast
+    from pathlib import Path
+
+    import autoresearch
+
+    words = {s.value for s in Status} | {"guard failed", "no change"}
+    root = Path(autoresearch.__file__).parent
+    found = set()
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "loop.py" and path.parent == root:
+            continue
+        name = str(path.relative_to(root.parent))
+        for node in ast.walk(ast.parse(path.read_text())):
+            spelt: list[ast.expr] = []
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                if any("status" in ast.unparse(side) for side in sides):
+                    spelt = sides
+            elif isinstance(node, ast.Dict):
+                spelt = [
+                    v
+                    for k, v in zip(node.keys, node.values, strict=True)
+                    if isinstance(k, ast.Constant) and k.value == "status"
+                ]
+            elif isinstance(node, ast.keyword) and node.arg == "status":
+                spelt = [node.value]
+            for side in spelt:
+                if isinstance(side, ast.Constant) and side.value in words:
+                    found.add((name, side.value))
+    assert found == SPELT_ELSEWHERE
+
+
 def test_a_resumed_session_reads_the_old_spelling_as_todays_word(tmp_path):
     layout = SessionLayout(tmp_path / "s", "fixes")
     write_json(layout.decision(1), {"cycle": 1, "status": "guard failed", "stop": False})

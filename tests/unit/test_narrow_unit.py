@@ -16,6 +16,7 @@ from autoresearch.modes.narrow.angles import Step, angle_statuses, state_before,
 from autoresearch.modes.narrow.goal import angles_of, goal_of
 from autoresearch.modes.narrow.progress import metric_line
 from autoresearch.modes.narrow.protect import protected_paths
+from autoresearch.modes.narrow.step import GoalStep
 from autoresearch.record import SetupRecord
 from autoresearch.sandbox import Sandbox
 from autoresearch.spec import SpecError
@@ -90,19 +91,30 @@ def test_incomplete_goal_or_angles_refused_naming_key_and_file(changes, needle):
 ORDER = angles_of(spec())  # batch (1), cache (2)
 
 
+def goal_step(**changes) -> GoalStep:
+    """A cycle's goal record, as narrow's decision holds it under `narrow`."""
+    data = dict(
+        angle="batch", value=5.0, samples=[5.0], error=None, baseline=8.0, previous=8.0,
+        current=5.0, delta_baseline=-3.0, delta_previous=-3.0, met=False, regressed=False,
+        reverted=False, kept_fixes=1, regressions=0, idle=0, exhausted_now=None,
+        exhausted=[], next_angle="batch",
+    )  # fmt: skip
+    return GoalStep(**(data | changes))
+
+
 def run_cycles(outcomes: list[tuple[bool, int]]) -> list[Step]:
     """Feed (regressed, kept fixes) per cycle through the state machine, like the decisions."""
     prev, steps = None, []
     for regressed, kept in outcomes:
         state = state_before(ORDER, prev)
         moved = step(ORDER, state, regressed, kept)
-        prev = {
-            "angle": state.angle,
-            "regressions": moved.regressions,
-            "idle": moved.idle,
-            "exhausted": moved.exhausted,
-            "next_angle": moved.next_angle,
-        }
+        prev = goal_step(
+            angle=state.angle,
+            regressions=moved.regressions,
+            idle=moved.idle,
+            exhausted=moved.exhausted,
+            next_angle=moved.next_angle,
+        )
         steps.append(moved)
     return steps
 
@@ -138,9 +150,9 @@ def test_all_angles_exhausted_leaves_no_next_angle():
 
 def test_angle_statuses():
     assert angle_statuses(ORDER, None) == {"batch": "in-progress", "cache": "not-started"}
-    moved = {"angle": "batch", "exhausted": ["batch"], "next_angle": "cache", "met": False}
+    moved = goal_step(angle="batch", exhausted=["batch"], next_angle="cache", met=False)
     assert angle_statuses(ORDER, moved) == {"batch": "exhausted", "cache": "in-progress"}
-    met = {"angle": "cache", "exhausted": ["batch"], "next_angle": "cache", "met": True}
+    met = goal_step(angle="cache", exhausted=["batch"], next_angle="cache", met=True)
     assert angle_statuses(ORDER, met) == {"batch": "exhausted", "cache": "goal-met"}
 
 
@@ -296,16 +308,11 @@ def test_setup_refuses_a_target_already_met(tmp_path):
 
 def test_status_after_cycles(tmp_path):
     layout, values, _ = setup_session(tmp_path, "grep -c TODO src.py\n")
-    record = {
-        "angle": "todos",
-        "value": 1.0,
-        "current": 1.0,
-        "met": True,
-        "exhausted": [],
-        "next_angle": "todos",
-    }
+    # A narrow decision.json as the loop writes it (tests/unit/decisions), its goal record set.
+    written = json.loads((Path(__file__).parent / "decisions" / "narrow.json").read_text())
+    record = goal_step(angle="todos", value=1.0, current=1.0, met=True, next_angle="todos")
     layout.decision(1).parent.mkdir(parents=True)
-    layout.decision(1).write_text(json.dumps({"cycle": 1, "narrow": record}))
+    layout.decision(1).write_text(json.dumps(written | {"cycle": 1, "narrow": record.to_json()}))
     status = Narrow().status_lines(layout, values)
     assert "current 1, target <= 1, delta -1 (goal met)" in status[1]
     assert status[-1].split() == ["1.", "todos", "goal-met"]
@@ -313,18 +320,9 @@ def test_status_after_cycles(tmp_path):
 
 def test_metric_line_and_targets():
     goal = goal_of(spec())
-    record = {
-        "value": 90.0,
-        "baseline": 120.0,
-        "delta_baseline": -30.0,
-        "delta_previous": -5.0,
-        "met": True,
-        "angle": "batch",
-        "reverted": False,
-        "regressed": False,
-        "regressions": 0,
-        "exhausted_now": None,
-    }
+    record = goal_step(
+        value=90.0, baseline=120.0, delta_baseline=-30.0, delta_previous=-5.0, met=True
+    )
     line = metric_line(goal, record)
     assert line.startswith("p99: 90 (baseline 120, Δ baseline -30, Δ previous -5; target <= 100")
     assert metrics.is_closer(3, 5, metrics.parse_target("<= 0"))  # 5 after a baseline of 3: worse

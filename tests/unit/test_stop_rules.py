@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from autoresearch.files import write_json
+from autoresearch.layout import SessionLayout
 from autoresearch.modes.sweep import Sweep
 from autoresearch.spec import SessionSpec
 
+# A sweep decision.json as the loop writes it.
+WRITTEN = json.loads((Path(__file__).parent / "decisions" / "sweep.json").read_text())
 
-def test_ten_cycle_cap_when_nothing_else_is_set():
+
+def test_ten_cycle_cap_when_nothing_else_is_set(tmp_path):
+    layout = SessionLayout(tmp_path / "s")
+    for n in (8, 9):
+        write_json(layout.decision(n), WRITTEN | {"cycle": n, "refactor_changes": 1})
+
     class Env:
         spec = SessionSpec(
             {"teams": ["red", "green", "refactor"], "max_cycles": None, "stop_below": None}
         )
         cycle = 10
+        track = ""
 
-        def previous_decision(self):
-            return {"refactor_changes": 1, "fixed": [1]}
+        def __init__(self) -> None:
+            self.layout = layout
+
+        def finished(self, path):
+            return json.loads(path.read_text())
 
     decision = {"broken": False, "refactor_changes": 1, "fixed": [1]}
     Sweep().apply_policy(Env(), decision)

@@ -14,11 +14,12 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ... import journal, tally
+from ... import tally
 from ...changesets import ReviewLoop
 from ...errors import SpecError
 from ...files import read_json, write_text
 from ...layout import SessionLayout, rel
+from ...loop import Decision
 from ...record import SetupRecord
 from ...review import run_commands
 from ...spec import SessionSpec
@@ -27,6 +28,7 @@ from ..base import Mode, Progress
 from .aspiration import measure_base, metric_of
 from .hypotheses import HypothesisError, from_spec, validate
 from .judges import panel_of
+from .step import TrackStep
 from .tracks import hypothesis_table, track_decisions, track_ids
 
 # Backends that can play the strategist (ruff is mechanical: it has no ideas).
@@ -43,6 +45,7 @@ approve: auto                              # manual: stop after hypotheses.md fo
 class Broad(Mode):
     name = "broad"
     decide_checkpoint = "broad_evaluate"  # a track's cycle (wildcard hid)
+    decision_extra = TrackStep
     spec_example = SPEC_EXAMPLE
     branch = "see tracks"  # each track has its own: autoresearch/broad/<name>/<hid>
     has_worktree = False
@@ -94,15 +97,15 @@ class Broad(Mode):
         return f"max_cycles reached ({cap} per track)"
 
     def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
-        prev = env.previous_decision()
-        if prev is not None and not decision["fixed"] and not prev.get("fixed"):
+        prev = self.previous_step(env)
+        if prev is not None and not decision["fixed"] and not prev.extra.fixed:
             return "two consecutive cycles with zero Green commits"
         return None
 
     def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
         """The shared stop cascade per track; the track's status goes to the table."""
         super().apply_policy(env, decision)
-        aborted = bool(decision.get("session_stop") or decision["broken"])
+        aborted = bool(decision["session_stop"] or decision["broken"])
         if decision["stop"]:
             decision["track_status"] = "aborted" if aborted else "complete"
         else:
@@ -111,20 +114,25 @@ class Broad(Mode):
 
     def summary_decisions(
         self, env: StageEnv, pending: dict[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
-        """Every track's cycles, with the pending decision in its place."""
-        decisions: list[dict[str, Any]] = []
+    ) -> list[Decision]:
+        """Every track's cycles, with the pending decision in its place (held to its
+        record here, before it is written)."""
+        made = None
+        if pending is not None:
+            path = env.layout.decision(env.cycle, env.track)
+            made = Decision.from_json(pending, path, TrackStep)
+        decisions: list[Decision] = []
         for hid in track_ids(env.layout):
             own = track_decisions(env.layout, hid)
-            if pending is not None and hid == pending.get("track"):
-                own = [d for d in own if d["cycle"] < pending["cycle"]] + [pending]
+            if made is not None and hid == made.track:
+                own = [d for d in own if d.cycle < made.cycle] + [made]
             decisions += own
         return decisions
 
     def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
         aspiration = (env.spec.get("aspiration") or "").strip() or "(none given)"
         lines = ["## Aspiration (broad only)", aspiration, "", "## Hypotheses (broad only)"]
-        lines += hypothesis_table(env.layout, decisions)
+        lines += hypothesis_table(env.layout, decisions)  # type: ignore[arg-type]
         return "\n".join(lines) + "\n"
 
     def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
@@ -215,8 +223,9 @@ class Broad(Mode):
     def progress(self, layout: SessionLayout) -> Progress:
         """Per track: the tracks compete, so their figures are never added together."""
         ids = track_ids(layout)
-        per = {hid: journal.load_decisions(layout, hid) for hid in ids}
-        last = {hid: d[-1] for hid, d in per.items() if d}
+        # Each track's cycles as broad's records (track_decisions reads them into TrackStep).
+        per: dict[str, list[Any]] = {h: [d.extra for d in track_decisions(layout, h)] for h in ids}
+        last: dict[str, TrackStep] = {hid: d[-1] for hid, d in per.items() if d}
 
         def each(figure) -> str:
             return ", ".join(f"{hid} {figure(hid)}" for hid in ids) or "-"
@@ -224,16 +233,14 @@ class Broad(Mode):
         return Progress(
             started=bool(last),
             cycles=each(lambda hid: len(per[hid])),
-            commits=each(lambda hid: last[hid].get("commits_total", 0) if hid in last else 0),
-            fixes=each(lambda hid: sum(len(d.get("fixed", [])) for d in per[hid])),
+            commits=each(lambda hid: last[hid].commits_total if hid in last else 0),
+            fixes=each(lambda hid: sum(len(d.fixed) for d in per[hid])),
             tests=each(
                 lambda hid: "n/a"
                 if hid not in last
-                else ("pass" if last[hid].get("tests_pass") else "FAIL")
+                else ("pass" if last[hid].tests_pass else "FAIL")
             ),
-            open_issues=each(
-                lambda hid: len(last[hid].get("open_issues", [])) if hid in last else 0
-            ),
+            open_issues=each(lambda hid: len(last[hid].open_issues) if hid in last else 0),
         )
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal, prompts, worktrees
+from ... import git, prompts, worktrees
 from ...agent_run import run_agent
 from ...backends.base import StageRun
 from ...errors import UserError
@@ -31,7 +31,8 @@ from .hypotheses import (
     render_markdown,
     validate,
 )
-from .tracks import BRANCH, approved_hypotheses, load_approved
+from .step import TrackStep
+from .tracks import BRANCH, approved_hypotheses, load_approved, track_decisions
 
 STRATEGIST_ATTEMPTS = 2  # one retry that tells the strategist what was wrong
 
@@ -247,11 +248,12 @@ def end_track(env: StageEnv, out: Path) -> None:
     """The track's record for the comparison: what it did and how it ended."""
     hid, layout = env.track, env.layout
     meta = json.loads(layout.track_meta(hid).read_text())
-    decisions = journal.load_decisions(layout, hid)
-    last = decisions[-1]
-    base, end = meta["base_commit"], last["end_commit"]
+    decisions = track_decisions(layout, hid)
+    steps: list[TrackStep] = [d.extra for d in decisions]  # type: ignore[misc]
+    last, step = decisions[-1], steps[-1]
+    base, end = meta["base_commit"], last.end_commit
     worktree = layout.worktree(hid)
-    fixes = [f for d in decisions for f in d.get("fixed", [])]
+    fixes = [f for s in steps for f in s.fixed]
     result = {
         "id": hid,
         **{k: meta["hypothesis"][k] for k in ("category", "name", "statement")},
@@ -259,20 +261,20 @@ def end_track(env: StageEnv, out: Path) -> None:
         "base_commit": base,
         "end_commit": end,
         "tree": git.git(worktree, "rev-parse", f"{end}^{{tree}}"),
-        "status": last.get("track_status") or "complete",
-        "reason": last.get("reason"),
+        "status": step.track_status or "complete",
+        "reason": last.reason,
         "cycles": len(decisions),
-        "findings": sum(d.get("findings", 0) for d in decisions),
+        "findings": sum(s.findings for s in steps),
         "fixes_kept": len(fixes),
         "fixed": [f"[{f['id']}] {f['summary']}" for f in fixes],
-        "refactor_changes": sum(d.get("refactor_changes", 0) for d in decisions),
-        "reverted": sum(len(d.get("reverted", [])) for d in decisions),
-        "skipped": sum(len(d.get("skipped", [])) for d in decisions),
+        "refactor_changes": sum(s.refactor_changes for s in steps),
+        "reverted": sum(len(s.reverted) for s in steps),
+        "skipped": sum(len(s.skipped) for s in steps),
         "commits": len(git.commits_between(worktree, base, end)),
         "files_changed": git.changed_files(worktree, base, end),
         "diff_lines": diff_size(worktree, base, end),
-        "tests_pass": bool(last.get("tests_pass")),
-        "test_summary": last.get("test_summary"),
+        "tests_pass": step.tests_pass,
+        "test_summary": step.test_summary,
     }
     measured = aspiration.measure_tip(env)
     if measured is not None:

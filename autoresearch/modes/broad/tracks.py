@@ -9,7 +9,9 @@ from typing import Any
 from ... import journal
 from ...files import read_json
 from ...layout import SessionLayout
+from ...loop import Decision
 from .hypotheses import Hypothesis, HypothesisError, parse_markdown
+from .step import TrackStep
 
 BRANCH = "autoresearch/broad/{name}/{hid}"
 
@@ -38,13 +40,12 @@ def known_hypotheses(layout: SessionLayout) -> list[Hypothesis]:
     return []
 
 
-def track_decisions(layout: SessionLayout, hid: str) -> list[dict[str, Any]]:
-    return journal.load_decisions(layout, hid)
+def track_decisions(layout: SessionLayout, hid: str) -> list[Decision]:
+    """The track's decisions, read as broad's TrackStep records."""
+    return journal.load_decisions(layout, hid, TrackStep)
 
 
-def track_status(
-    layout: SessionLayout, hid: str, decisions: list[dict[str, Any]] | None = None
-) -> str:
+def track_status(layout: SessionLayout, hid: str, decisions: list[Decision] | None = None) -> str:
     """not-started | in-progress | complete | aborted, from the track's files (or from the
     decisions given, which may hold one not yet on disk)."""
     result = read_json(layout.track_result(hid))
@@ -52,8 +53,8 @@ def track_status(
         return result["status"]
     if decisions is None:
         decisions = track_decisions(layout, hid)
-    if decisions and decisions[-1].get("stop"):
-        return decisions[-1].get("track_status") or "complete"
+    if decisions and decisions[-1].stop:
+        return decisions[-1].extra.track_status or "complete"  # type: ignore[attr-defined]
     if decisions or layout.track_meta(hid).exists():
         return "in-progress"
     return "not-started"
@@ -64,9 +65,7 @@ def branch_of(layout: SessionLayout, hid: str) -> str:
     return meta["branch"] if meta else BRANCH.format(name=layout.name, hid=hid)
 
 
-def hypothesis_table(
-    layout: SessionLayout, decisions: list[dict[str, Any]] | None = None
-) -> list[str]:
+def hypothesis_table(layout: SessionLayout, decisions: list[Decision] | None = None) -> list[str]:
     """The table of session.md and `status`; `decisions` (every track's) may hold one not
     yet on disk."""
     items = known_hypotheses(layout)
@@ -78,7 +77,7 @@ def hypothesis_table(
     ]
     approved = layout.approved.exists()
     for item in items:
-        own = None if decisions is None else [d for d in decisions if d.get("track") == item.id]
+        own = None if decisions is None else [d for d in decisions if d.track == item.id]
         status = track_status(layout, item.id, own) if approved else "awaiting approval"
         cells = [item.id, item.category, item.name, item.statement, branch_of(layout, item.id)]
         cells = [c.replace("|", "\\|") for c in cells]

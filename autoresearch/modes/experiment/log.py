@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...files import write_json, write_text
-from .policy import ERRORS, HOLDOUT_DISAGREES, KEPT, REGRESSIONS, ref
+from .policy import DISCARDED, ERRORS, GUARD_FAILED, HOLDOUT_DISAGREES, KEPT, REGRESSIONS, ref
 
 TSV_COLUMNS = [
     "run_id",
@@ -267,8 +267,8 @@ def status_line(rec: dict[str, Any], key: str) -> str:
     """The status line `#24 [kept]     val_loss 0.991 -> 0.987  "Reduce weight decay"` line."""
     labels = {
         KEPT: "kept",
-        "discarded": "reverted",
-        "guard_failed": "guard",
+        DISCARDED: "reverted",
+        GUARD_FAILED: "guard",
         HOLDOUT_DISAGREES: "holdout",
     }
     label = labels.get(rec["status"], "error")

@@ -18,6 +18,7 @@ from ...checks.finding_schema import gate
 from ...errors import SessionError, SpecError
 from ...files import locked, read_json, write_text
 from ...layout import SessionLayout, rel
+from ...loop import Status
 from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
@@ -62,7 +63,7 @@ class Lens(Mode):
         return {
             d["end_commit"]: ChangeNote(self.change_title(d), tuple(self.change_lines(d)))
             for d in journal.load_decisions(layout, track)
-            if d.get("status") == "kept" and d.get("end_commit") != d.get("start_commit")
+            if d.get("status") == Status.KEPT and d.get("end_commit") != d.get("start_commit")
         }
 
     def change_title(self, decision: dict[str, Any]) -> str:

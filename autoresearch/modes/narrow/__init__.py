@@ -19,6 +19,7 @@ from ...errors import SpecError
 from ...files import write_json
 from ...findings import Finding
 from ...layout import SessionLayout, rel
+from ...loop import Decision
 from ...record import SetupRecord
 from ...revert import undo_cycle
 from ...session_report import MetricChange
@@ -29,6 +30,7 @@ from . import progress
 from .angles import state_before, step
 from .goal import GOAL_DEFAULTS, Angle, Goal, angles_of, default_target, goal_of, spec_file
 from .protect import labels, protected_paths
+from .step import GoalStep, NarrowStep
 
 # What `autoresearch new --mode narrow` writes into the spec, to edit.
 SPEC_EXAMPLE = """
@@ -47,6 +49,7 @@ class Narrow(Mode):
     spec_example = SPEC_EXAMPLE
     branch = "autoresearch/narrow/{name}"
     plannable = True
+    decision_extra = NarrowStep
 
     def plan_spec(self, plan: PlannedMetric) -> dict[str, Any]:
         """A goal from the dry-run metric, one angle in the person's words; the tests are
@@ -131,10 +134,10 @@ class Narrow(Mode):
 
     def red_scope(self, env: StageEnv) -> dict[str, Any]:
         """One angle, its hypothesis, the metric, its current value and the target."""
-        prev = env.previous_decision()
-        angle = current_angle(env)
+        prev = self.previous_goal(env)
+        angle = current_angle(env, prev)
         goal = goal_of(env.spec, env.layout.name)
-        current = (prev or {}).get("narrow", {}).get("current")
+        current = prev.current if prev else None
         if current is None:
             current = progress.load_baseline(env.layout)["value"]
         return {
@@ -151,8 +154,8 @@ class Narrow(Mode):
         """The goal metric at the baseline and as kept on the branch after the last cycle."""
         goal = goal_of(env.spec, env.layout.name)
         baseline = progress.load_baseline(env.layout)["value"]
-        kept = progress.records(journal.load_decisions(env.layout))
-        after = kept[-1]["current"] if kept else baseline
+        kept = progress.records(self.decisions(env.layout))
+        after = kept[-1][1].current if kept else baseline
         return MetricChange(goal.metric, baseline, after, f"target {goal.target}")
 
     def review_loops(
@@ -169,7 +172,7 @@ class Narrow(Mode):
     def held_back(self, env: StageEnv, findings: list[Finding]) -> list[Finding]:
         """What lies off the current angle (its `match` and `paths`) waits in ideas.md: the
         angle decides, not a finding's severity."""
-        angle = current_angle(env)
+        angle = current_angle(env, self.previous_goal(env))
         return [f for f in findings if not angle.covers(f.title, f.location)]
 
     def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
@@ -177,9 +180,9 @@ class Narrow(Mode):
         goal = goal_of(env.spec, env.layout.name)
         angles = angles_of(env.spec, env.layout.name)
         baseline = progress.load_baseline(env.layout)["value"]
-        prev_record = (env.previous_decision() or {}).get("narrow")
+        prev_record = self.previous_goal(env)
         state = state_before(angles, prev_record)
-        previous = prev_record["current"] if prev_record else baseline
+        previous = prev_record.current if prev_record else baseline
         kept = len(decision["fixed"])
 
         value, samples, error = _try_measure(goal, env)
@@ -198,49 +201,71 @@ class Narrow(Mode):
             elif reverted:
                 current = previous  # the tree is the cycle's start again
         moved = step(angles, state, regressed, kept)
-        record = {
-            "angle": state.angle,
-            "value": value,
-            "samples": samples,
-            "error": error if value is None else None,
-            "baseline": baseline,
-            "previous": previous,
-            "current": current,
-            "delta_baseline": None if value is None else value - baseline,
-            "delta_previous": None if value is None else value - previous,
-            "met": met,
-            "regressed": regressed,
-            "reverted": reverted,
-            "kept_fixes": kept,
-            "regressions": moved.regressions,
-            "idle": moved.idle,
-            "exhausted_now": moved.exhausted_now,
-            "exhausted": moved.exhausted,
-            "next_angle": moved.next_angle,
-        }
-        decision["narrow"] = record
+        record = GoalStep(
+            angle=state.angle,
+            value=value,
+            samples=samples,
+            error=error if value is None else None,
+            baseline=baseline,
+            previous=previous,
+            current=current,
+            delta_baseline=None if value is None else value - baseline,
+            delta_previous=None if value is None else value - previous,
+            met=met,
+            regressed=regressed,
+            reverted=reverted,
+            kept_fixes=kept,
+            regressions=moved.regressions,
+            idle=moved.idle,
+            exhausted_now=moved.exhausted_now,
+            exhausted=moved.exhausted,
+            next_angle=moved.next_angle,
+        )
+        decision["narrow"] = record.to_json()
         decision["metric"] = progress.metric_line(goal, record)
         super().apply_policy(env, decision)
         env.log(f"narrow: {decision['metric']}")
-        decisions = env.decisions_before() + [decision]
-        progress.write_progress(env.layout, env.spec, decisions, env.worktree)
+        progress.write_progress(
+            env.layout, env.spec, self.summary_decisions(env, decision), env.worktree
+        )
 
     def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
         goal = goal_of(env.spec, env.layout.name)
-        r = decision["narrow"]
-        if r["current"] is None:
-            return f"the measurement command fails even after reverting the cycle: {r['error']}"
-        if r["met"]:
-            return f"goal met: {goal.metric} is {r['value']:g} (target {goal.target})"
-        if r["next_angle"] is None:
+        r = GoalStep.from_json(decision["narrow"], env.layout.decision(env.cycle), "narrow.")
+        if r.current is None:
+            return f"the measurement command fails even after reverting the cycle: {r.error}"
+        if r.met:
+            return f"goal met: {goal.metric} is {r.value:g} (target {goal.target})"
+        if r.next_angle is None:
             return (
-                f"all angles exhausted (angle {r['angle']!r}: {r['exhausted_now']}); "
-                f"{goal.metric} is {r['current']:g}, target {goal.target}"
+                f"all angles exhausted (angle {r.angle!r}: {r.exhausted_now}); "
+                f"{goal.metric} is {r.current:g}, target {goal.target}"
             )
         return None
 
+    # --- the loop's decisions, read as narrow's record ------------------------------------
+
+    def decisions(self, layout: SessionLayout) -> list[Decision]:
+        return journal.load_decisions(layout, "", NarrowStep)
+
+    def previous_goal(self, env: StageEnv) -> GoalStep | None:
+        """The goal record of the cycle before this one (None: the first cycle)."""
+        prev = self.previous_step(env)
+        return prev.extra.narrow if prev else None  # type: ignore[attr-defined]
+
+    def summary_decisions(
+        self, env: StageEnv, pending: dict[str, Any] | None = None
+    ) -> list[Decision]:
+        """The decisions before `pending`'s cycle and `pending` itself, all as NarrowStep
+        records (the one being made is held to its keys here, before it is written)."""
+        done = self.decisions(env.layout)
+        if pending is None:
+            return done
+        made = Decision.from_json(pending, env.layout.decision(env.cycle), NarrowStep)
+        return [d for d in done if d.cycle < made.cycle] + [made]
+
     def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
-        return progress.render_sections(env.layout, env.spec, decisions)
+        return progress.render_sections(env.layout, env.spec, decisions)  # type: ignore[arg-type]
 
     def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
         """The loop's final decision, then the plot drawn from it."""
@@ -253,16 +278,16 @@ class Narrow(Mode):
         return [*plot, *super().end_files(layout, track)]
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
-        return progress.status_lines(layout, spec, journal.load_decisions(layout))
+        return progress.status_lines(layout, spec, self.decisions(layout))
 
     def plot(self, env: StageEnv, out: Path) -> None:
-        progress.plot_progress(env.layout, env.spec, journal.load_decisions(env.layout), out)
+        progress.plot_progress(env.layout, env.spec, self.decisions(env.layout), out)
 
 
-def current_angle(env: StageEnv) -> Angle:
-    """The angle this cycle works on, from the previous cycle's record."""
+def current_angle(env: StageEnv, prev: GoalStep | None) -> Angle:
+    """The angle this cycle works on, from the previous cycle's goal record."""
     angles = angles_of(env.spec, env.layout.name)
-    state = state_before(angles, (env.previous_decision() or {}).get("narrow"))
+    state = state_before(angles, prev)
     return next((a for a in angles if a.name == state.angle), angles[0])
 
 

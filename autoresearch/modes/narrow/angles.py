@@ -8,9 +8,9 @@ decision.json (key "narrow"), so a rerun recomputes the same answer from disk.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from .goal import Angle
+from .step import GoalStep
 
 MAX_REGRESSIONS = 3
 MAX_IDLE = 2
@@ -26,17 +26,16 @@ class AngleState:
     exhausted: list[str] = field(default_factory=list)
 
 
-def state_before(angles: list[Angle], prev: dict[str, Any] | None) -> AngleState:
+def state_before(angles: list[Angle], prev: GoalStep | None) -> AngleState:
     """The state entering a cycle, from the previous cycle's narrow record (None: cycle 1)."""
-    if not prev:
+    if prev is None:
         return AngleState(angles[0].name)
-    nxt = prev.get("next_angle")
-    same = nxt == prev.get("angle")
+    same = prev.next_angle == prev.angle
     return AngleState(
-        angle=nxt,
-        regressions=prev.get("regressions", 0) if same else 0,
-        idle=prev.get("idle", 0) if same else 0,
-        exhausted=list(prev.get("exhausted", [])),
+        angle=prev.next_angle,
+        regressions=prev.regressions if same else 0,
+        idle=prev.idle if same else 0,
+        exhausted=list(prev.exhausted),
     )
 
 
@@ -69,16 +68,16 @@ def step(angles: list[Angle], state: AngleState, regressed: bool, kept: int) -> 
     return Step(regressions, idle, why, exhausted, nxt)
 
 
-def angle_statuses(angles: list[Angle], last: dict[str, Any] | None) -> dict[str, str]:
+def angle_statuses(angles: list[Angle], last: GoalStep | None) -> dict[str, str]:
     """not-started | in-progress | exhausted | goal-met, from the last cycle's record."""
     status = {a.name: "not-started" for a in angles}
-    if not last:
+    if last is None:
         status[angles[0].name] = "in-progress"
         return status
-    for name in last.get("exhausted", []):
+    for name in last.exhausted:
         status[name] = "exhausted"
-    if last.get("met"):
-        status[last["angle"]] = "goal-met"
-    elif last.get("next_angle"):
-        status[last["next_angle"]] = "in-progress"
+    if last.met:
+        status[last.angle] = "goal-met"
+    elif last.next_angle:
+        status[last.next_angle] = "in-progress"
     return status

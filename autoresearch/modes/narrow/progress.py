@@ -12,17 +12,19 @@ from typing import Any
 from ... import git
 from ...files import write_text
 from ...layout import SessionLayout
+from ...loop import Decision
 from .angles import angle_statuses
 from .goal import Goal, angles_of, goal_of
+from .step import GoalStep
 
 
 def load_baseline(layout: SessionLayout) -> dict[str, Any]:
     return json.loads(layout.baseline.read_text())
 
 
-def records(decisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each cycle's narrow record, with its cycle number."""
-    return [d["narrow"] | {"cycle": d["cycle"]} for d in decisions if d.get("narrow")]
+def records(decisions: list[Decision]) -> list[tuple[int, GoalStep]]:
+    """Each cycle's number and goal record (the decisions read as narrow's NarrowStep)."""
+    return [(d.cycle, d.extra.narrow) for d in decisions]  # type: ignore[attr-defined]
 
 
 def _fmt(value: float | None, signed: bool = False) -> str:
@@ -31,37 +33,37 @@ def _fmt(value: float | None, signed: bool = False) -> str:
     return f"{value:+g}" if signed else f"{value:g}"
 
 
-def metric_line(goal: Goal, r: dict[str, Any]) -> str:
-    if r["value"] is None:
-        head = f"{goal.metric}: not measurable ({(r.get('error') or '').splitlines()[0]})"
+def metric_line(goal: Goal, r: GoalStep) -> str:
+    if r.value is None:
+        head = f"{goal.metric}: not measurable ({(r.error or '').splitlines()[0]})"
     else:
         head = (
-            f"{goal.metric}: {r['value']:g} (baseline {r['baseline']:g}, "
-            f"Δ baseline {_fmt(r['delta_baseline'], True)}, "
-            f"Δ previous {_fmt(r['delta_previous'], True)}; target {goal.target}"
-            f"{': met' if r['met'] else ''})"
+            f"{goal.metric}: {r.value:g} (baseline {r.baseline:g}, "
+            f"Δ baseline {_fmt(r.delta_baseline, True)}, "
+            f"Δ previous {_fmt(r.delta_previous, True)}; target {goal.target}"
+            f"{': met' if r.met else ''})"
         )
-    notes = [f"angle {r['angle']}"]
-    if r["reverted"]:
-        notes.append(f"regression {r['regressions']} on this angle, cycle reverted")
-    elif r["regressed"]:
-        notes.append(f"regression {r['regressions']} on this angle")
-    if r["exhausted_now"]:
-        notes.append(f"angle exhausted: {r['exhausted_now']}")
+    notes = [f"angle {r.angle}"]
+    if r.reverted:
+        notes.append(f"regression {r.regressions} on this angle, cycle reverted")
+    elif r.regressed:
+        notes.append(f"regression {r.regressions} on this angle")
+    if r.exhausted_now:
+        notes.append(f"angle exhausted: {r.exhausted_now}")
     return f"{head}; {', '.join(notes)}"
 
 
 def write_progress(
     layout: SessionLayout,
     values: dict[str, Any],
-    decisions: list[dict[str, Any]],
+    decisions: list[Decision],
     worktree: Path | None = None,
 ) -> None:
     """Rewritten whole from the per-cycle records, so a rerun never duplicates a row."""
     goal = goal_of(values, layout.name)
     base = load_baseline(layout)
     recs = records(decisions)
-    current = recs[-1]["current"] if recs else base["value"]
+    current = recs[-1][1].current if recs else base["value"]
     lines = [
         f"# Goal progress: {layout.name}",
         "",
@@ -75,15 +77,15 @@ def write_progress(
         "| cycle | value | Δ baseline | Δ previous | angle | samples | outcome |",
         "|------:|------:|-----------:|-----------:|-------|---------|---------|",
     ]
-    for r in recs:
+    for cycle, r in recs:
         lines.append(
-            f"| {r['cycle']} | {_fmt(r['value'])} | {_fmt(r['delta_baseline'], True)} | "
-            f"{_fmt(r['delta_previous'], True)} | {r['angle']} | {_samples(r['samples'])} | "
+            f"| {cycle} | {_fmt(r.value)} | {_fmt(r.delta_baseline, True)} | "
+            f"{_fmt(r.delta_previous, True)} | {r.angle} | {_samples(r.samples)} | "
             f"{_outcome(r)} |"
         )
     last = decisions[-1] if decisions else None
-    if last and last.get("stop"):
-        lines += ["", "## Final", f"- Stopped: {last['reason']}", f"- Final value: {_fmt(current)}"]
+    if last and last.stop:
+        lines += ["", "## Final", f"- Stopped: {last.reason}", f"- Final value: {_fmt(current)}"]
         if worktree is not None:
             history = git.git(
                 worktree, "log", "--oneline", "--no-decorate", f"{base['commit']}..HEAD"
@@ -96,34 +98,34 @@ def _samples(samples: list[float]) -> str:
     return ", ".join(f"{s:g}" for s in samples) if samples else "-"
 
 
-def _outcome(r: dict[str, Any]) -> str:
-    if r["met"]:
+def _outcome(r: GoalStep) -> str:
+    if r.met:
         return "goal met"
     parts = []
-    if r["value"] is None:
+    if r.value is None:
         parts.append("not measurable")
-    if r["reverted"]:
-        parts.append(f"regression {r['regressions']}, reverted")
-    elif r["regressed"]:
-        parts.append(f"regression {r['regressions']}")
-    elif r["kept_fixes"]:
-        parts.append(f"kept ({r['kept_fixes']} fixes)")
+    if r.reverted:
+        parts.append(f"regression {r.regressions}, reverted")
+    elif r.regressed:
+        parts.append(f"regression {r.regressions}")
+    elif r.kept_fixes:
+        parts.append(f"kept ({r.kept_fixes} fixes)")
     else:
-        parts.append(f"nothing kept (idle {r['idle']})")
-    if r["exhausted_now"]:
-        parts.append(f"angle exhausted ({r['exhausted_now']})")
+        parts.append(f"nothing kept (idle {r.idle})")
+    if r.exhausted_now:
+        parts.append(f"angle exhausted ({r.exhausted_now})")
     return "; ".join(parts)
 
 
 def render_sections(
-    layout: SessionLayout, values: dict[str, Any], decisions: list[dict[str, Any]]
+    layout: SessionLayout, values: dict[str, Any], decisions: list[Decision]
 ) -> str:
     goal = goal_of(values, layout.name)
     angles = angles_of(values, layout.name)
     base = load_baseline(layout)
     recs = records(decisions)
-    last = recs[-1] if recs else None
-    current = last["current"] if last else base["value"]
+    last = recs[-1][1] if recs else None
+    current = last.current if last else base["value"]
     delta = None if current is None else current - base["value"]
     lines = [
         "## Goal",
@@ -144,7 +146,7 @@ def render_sections(
 
 
 def status_lines(
-    layout: SessionLayout, values: dict[str, Any], decisions: list[dict[str, Any]]
+    layout: SessionLayout, values: dict[str, Any], decisions: list[Decision]
 ) -> list[str]:
     """`autoresearch status` extras: baseline, current, target, delta, angle table."""
     if not layout.baseline.exists():
@@ -152,8 +154,8 @@ def status_lines(
     goal = goal_of(values, layout.name)
     base = load_baseline(layout)
     recs = records(decisions)
-    last = recs[-1] if recs else None
-    current = last["current"] if last else base["value"]
+    last = recs[-1][1] if recs else None
+    current = last.current if last else base["value"]
     delta = None if current is None else current - base["value"]
     met = current is not None and goal.target.met(current)
     lines = [
@@ -171,7 +173,7 @@ def status_lines(
 
 
 def plot_progress(
-    layout: SessionLayout, values: dict[str, Any], decisions: list[dict[str, Any]], out: Path
+    layout: SessionLayout, values: dict[str, Any], decisions: list[Decision], out: Path
 ) -> None:
     """Metric per cycle, baseline and target lines; reverted cycles marked."""
     import matplotlib
@@ -183,13 +185,13 @@ def plot_progress(
     base = load_baseline(layout)
     recs = records(decisions)
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-    xs = [0] + [r["cycle"] for r in recs]
-    current = [base["value"]] + [r["current"] for r in recs]
+    xs = [0] + [cycle for cycle, _ in recs]
+    current = [base["value"]] + [r.current for _, r in recs]
     ax.step(xs, current, where="post", color="tab:blue", label="value kept on the branch")
-    kept = [(r["cycle"], r["value"]) for r in recs if r["value"] is not None and not r["reverted"]]
+    kept = [(n, r.value) for n, r in recs if r.value is not None and not r.reverted]
     if kept:
         ax.plot(*zip(*kept, strict=True), "o", color="tab:blue", label="measured, kept")
-    gone = [(r["cycle"], r["value"]) for r in recs if r["value"] is not None and r["reverted"]]
+    gone = [(n, r.value) for n, r in recs if r.value is not None and r.reverted]
     if gone:
         ax.plot(*zip(*gone, strict=True), "x", color="tab:red", ms=9, mew=2, label="reverted")
     ax.axhline(base["value"], color="grey", ls=":", label=f"baseline {base['value']:g}")
