@@ -75,6 +75,9 @@ def demo(tmp_path_factory) -> Workflow:
 
 def test_the_ml_training_example_runs_with_the_scripted_backend(demo):
     """The demo's session is experiment-ml-training's, as each example's above."""
+    # Every bundled experiment example is run: the others above, this one by the demo.
+    bundled = sorted(p.name for p in (ROOT / "examples").glob("experiment-*"))
+    assert bundled == sorted([*EXAMPLES, "experiment-ml-training"])
     session = demo.session("demo-experiment")
     target = demo.workdir / "sessions/_examples/experiment-ml-training"
     assert (target / "train.py").read_text() == (
