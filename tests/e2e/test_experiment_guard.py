@@ -53,6 +53,13 @@ def decisions(session, count):
     ]
 
 
+# conftest.py deselecting the broken test: flagged too (tamper.py), which the attacks'
+# session allows, so the guard alone decides on each of them.
+DESELECT = (
+    "def pytest_collection_modifyitems(config, items):\n"
+    "    items[:] = [i for i in items if i.name != 'test_steps']\n"
+)
+
 # Each iteration breaks test_steps and hides the break its own way; the last is honest.
 ATTACKS = {
     "experiment": {
@@ -79,7 +86,8 @@ ATTACKS = {
             ),
             finish("Relax the renamed test"),
         ],
-        5: change(800, "Halve the inner loop"),
+        5: [write("fast.py", BROKEN), write("conftest.py", DESELECT), finish("Trim tests")],
+        6: change(800, "Halve the inner loop"),
     }
 }
 
@@ -89,9 +97,9 @@ def attacks(tmp_path_factory):
     """One session of the attacks above, with no guard in its spec (read by the tests)."""
     base = tmp_path_factory.mktemp("guard")
     workflow, repo = Workflow(base / "work"), make_target(base / "target")
-    workflow.run("g", experiment(repo, workflow, ATTACKS))
+    workflow.run("g", experiment(repo, workflow, ATTACKS, allow_flagged=True))
     session = workflow.session("g")
-    return session, decisions(session, 5)
+    return session, decisions(session, 6)
 
 
 def test_with_no_guard_named_the_targets_tests_discard_a_change_that_breaks_one(attacks):
@@ -128,9 +136,18 @@ def test_a_test_renamed_with_the_break_is_no_pass(attacks):
     assert "not reported" in renamed["verdict"] and "test_fast.py::test_steps" in renamed["verdict"]
 
 
+def test_a_conftest_that_deselects_the_broken_test_is_no_pass(attacks):
+    _, found = attacks
+    deselected = found[4]
+    assert deselected["status"] == "guard_failed"
+    assert deselected["guard_tests"]["outcome"] == "passed"
+    assert "not reported" in deselected["verdict"]
+    assert "test_fast.py::test_steps" in deselected["verdict"]
+
+
 def test_an_honest_change_passes_the_default_guard_and_session_md_names_it(attacks):
     session, found = attacks
-    assert found[4]["status"] == "kept" and found[4]["guard_ok"] is True
+    assert found[5]["status"] == "kept" and found[5]["guard_ok"] is True
     assert [e["status"] for e in jsonl(session)][-1] == "kept"
     subjects = git(session / "worktree", "log", "--format=%s").splitlines()
     kept = [s for s in subjects if s.startswith("autoresearch: exp ")]
@@ -140,24 +157,6 @@ def test_an_honest_change_passes_the_default_guard_and_session_md_names_it(attac
         "- Guard: `python -m pytest -q` (the default: the target's test command, judged by "
         "test identity as the test gate is)"
     ) in summary
-
-
-def test_a_conftest_that_deselects_the_broken_test_is_no_pass(workflow, tmp_path):
-    # conftest.py is flagged too (tamper.py); allowed here, so the guard alone decides.
-    deselect = (
-        "def pytest_collection_modifyitems(config, items):\n"
-        "    items[:] = [i for i in items if i.name != 'test_steps']\n"
-    )
-    script = {
-        "experiment": {
-            1: [write("fast.py", BROKEN), write("conftest.py", deselect), finish("Trim tests")]
-        }
-    }
-    repo = make_target(tmp_path / "target")
-    workflow.run("c", experiment(repo, workflow, script, allow_flagged=True))
-    (rec,) = decisions(workflow.session("c"), 1)
-    assert rec["status"] == "guard_failed" and rec["guard_tests"]["outcome"] == "passed"
-    assert "not reported" in rec["verdict"] and "test_fast.py::test_steps" in rec["verdict"]
 
 
 def test_guard_none_turns_the_default_guard_off_and_session_md_says_so(workflow, tmp_path):

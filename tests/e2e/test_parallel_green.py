@@ -10,7 +10,8 @@ import signal
 import subprocess
 import sys
 
-from conftest import git, make_repo, script_spec, wait_for
+import pytest
+from conftest import Workflow, git, make_repo, script_spec, wait_for
 
 MODULES = {name: f"def {name}():\n    return {i}\n" for i, name in enumerate("abc", 1)}
 TESTS = "".join(
@@ -84,10 +85,15 @@ def fix_subjects(worktree) -> list[str]:
     return [s for s in git(worktree, "log", "--reverse", "--format=%s").splitlines() if "fix:" in s]
 
 
-def test_groups_are_worked_on_from_the_start_commit_and_applied_in_finding_order(
-    workflow, tmp_path
-):
-    session, record, _ = run(workflow, tmp_path, GREEN)
+@pytest.fixture(scope="module")
+def three_lanes(tmp_path_factory):
+    """One session of GREEN on three lanes: (session, green.json, transcript), read below."""
+    base = tmp_path_factory.mktemp("lanes")
+    return run(Workflow(base / "work"), base, GREEN)
+
+
+def test_groups_are_worked_on_from_the_start_commit_and_applied_in_finding_order(three_lanes):
+    session, record, _ = three_lanes
     worktree = session / "worktree"
     assert fix_subjects(worktree) == [
         "fix: [F-001] fix a",
@@ -153,8 +159,8 @@ def test_a_group_that_changes_an_earlier_groups_file_is_skipped_with_the_reason(
     assert [r["id"] for r in record["fixed"]] == ["F-001", "F-003", "F-004"]
 
 
-def test_each_groups_agent_is_told_only_its_own_findings(workflow, tmp_path):
-    _, _, transcript = run(workflow, tmp_path, GREEN)
+def test_each_groups_agent_is_told_only_its_own_findings(three_lanes):
+    _, _, transcript = three_lanes
     briefs = [json.loads(line) for line in transcript.read_text().splitlines()]
     told = sorted(
         sorted(fid for fid in ("F-001", "F-002", "F-003", "F-004") if f"[{fid}]" in b["task"])
