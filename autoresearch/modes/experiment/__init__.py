@@ -342,10 +342,11 @@ class Experiment(Mode):
         ]
 
     def log_line(self, env: StageEnv, decision: Decision) -> str:
+        step = decision.extra
+        assert isinstance(step, ExperimentStep)  # loop.decide read it into decision_extra
         return (
-            f"iteration {env.cycle}: {decision['status']} "
-            f"({decision['verdict'] or decision['error'] or ''})"
-            + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
+            f"iteration {env.cycle}: {decision.status_text} ({step.verdict or step.error or ''})"
+            + (f"; stopping: {decision.reason}" if decision.stop else "")
         )
 
     def report_metric(self, env: StageEnv) -> MetricChange | None:
