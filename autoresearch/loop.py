@@ -59,13 +59,30 @@ _COMMON = ("cycle", "track", "start_commit", "end_commit", "status", "tests", "m
 _COMMON += ("stop", "reason", "usage")
 
 
-_ABSENT = "absent when None"  # a field's metadata: the key is written only when set
+_ABSENT = "absent when unset"  # a field's metadata: the key is written only when set
 _RECORD = "a record of its own"  # a field's metadata: its value is that Extra's JSON
 
 
-def absent() -> Any:
+class Unset:
+    """The value of a `absent(null=True)` field whose key the decision does not have."""
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = Unset()
+
+
+def absent(null: bool = False) -> Any:
     """A field of a mode's record that some of its decisions do not have (a key only some
-    paths set): not required on reading, and not written while it is None."""
+    paths set): not required on reading, and not written while it is None. `null`: a key
+    whose paths may write it as null (experiment's sequential `ci`): then absent is UNSET,
+    and a None read is written back as null, so the file keeps its keys."""
+    if null:
+        return field(default=UNSET, metadata={_ABSENT: True})
     return field(default=None, metadata={_ABSENT: True})
 
 
@@ -85,7 +102,7 @@ class Extra:
         out = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if not (f.metadata.get(_ABSENT) and value is None):
+            if _ABSENT not in f.metadata or value is not f.default:
                 out[f.name] = value.to_json() if isinstance(value, Extra) else value
         return out
 

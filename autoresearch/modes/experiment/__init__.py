@@ -49,6 +49,7 @@ from .stages import (
     setup_state,
     write_iteration_logs,
 )
+from .step import ExperimentStep
 
 CONFIG_FILE = "config.json"
 # What `autoresearch new --mode experiment` writes into the spec, to edit.
@@ -79,6 +80,7 @@ class Experiment(Mode):
     plannable = True
     kept_label = "changes kept"
     tests_optional = True  # the target's tests are the default guard, when it has any
+    decision_extra = ExperimentStep
 
     def plan_spec(self, plan: PlannedMetric) -> dict[str, Any]:
         """The experiment keys for a dry-run metric; the goal doubles as the research text."""
@@ -340,10 +342,11 @@ class Experiment(Mode):
         ]
 
     def log_line(self, env: StageEnv, decision: Decision) -> str:
+        step = decision.extra
+        assert isinstance(step, ExperimentStep)  # loop.decide read it into decision_extra
         return (
-            f"iteration {env.cycle}: {decision['status']} "
-            f"({decision['verdict'] or decision['error'] or ''})"
-            + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
+            f"iteration {env.cycle}: {decision.status_text} ({step.verdict or step.error or ''})"
+            + (f"; stopping: {decision.reason}" if decision.stop else "")
         )
 
     def report_metric(self, env: StageEnv) -> MetricChange | None:
@@ -410,7 +413,7 @@ class Experiment(Mode):
         if not layout.experiment_setup.exists():
             return super().progress(layout)
         recs = records(layout)[1:]
-        kept = [r for r in recs if r["status"] == "kept"]
+        kept = [r for r in recs if r["status"] == KEPT]
         return Progress(
             started=bool(recs),
             cycles=len(recs),

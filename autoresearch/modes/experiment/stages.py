@@ -27,6 +27,7 @@ from ...backends.base import StageRun, ToolResult, Usage
 from ...files import read_json, write_json, write_text
 from ...jail import Jail
 from ...layout import SessionLayout
+from ...loop import Status
 from ...patch import changed_of, make_patch
 from ...protect import ProtectedChange
 from ...stage import StageEnv
@@ -143,7 +144,7 @@ def baseline_record(setup: dict[str, Any]) -> dict[str, Any]:
         "raw": b.get("raw"),
         "baseline_value": None,
         "improved": False,
-        "status": "baseline",
+        "status": Status.BASELINE,
         "verdict": "",
         "error": None,
         "guard_ok": None,
