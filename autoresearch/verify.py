@@ -23,6 +23,7 @@ from . import git, journal, modes, spec, testrun, verdict
 from .backends.base import Usage
 from .errors import UserError
 from .layout import LOOP_DIR, SessionLayout
+from .loop import Status
 from .modes.base import Mode
 from .record import SetupRecord, load_record
 from .spec import DEFAULT_TEAMS, SessionSpec
@@ -697,7 +698,7 @@ class Loop:
                 problems = _row_problems(row, d) + self.usage_problems(number, row)
                 for problem in problems:
                     self.audit.differ(RESULTS, f"{where}, {row['team']} row: {problem}")
-            if "reverted" in d and any(r["status"] == "reverted" for r in mine) != bool(
+            if "reverted" in d and any(r["status"] == Status.REVERTED for r in mine) != bool(
                 d["reverted"]
             ):
                 said = "reverted" if d["reverted"] else "nothing reverted"
