@@ -35,9 +35,6 @@ class AspirationMetric(metrics.MetricCommand):
     repeats: int = 1
     timeout_s: float = 300
 
-    def better(self, new: float, old: float) -> bool:
-        return metrics.is_better(new, old, self.direction)
-
 
 def metric_of(values: dict[str, Any], name: str = "<name>") -> AspirationMetric | None:
     """The spec's aspiration metric, or None without one; a one-line SpecError naming the

@@ -79,9 +79,7 @@ def validate(items: list[Hypothesis]) -> tuple[list[Hypothesis], list[str]]:
         )
     if len(items) <= MAX_HYPOTHESES:
         return list(items), []
-    keep: set[str] = set()
-    for category in REQUIRED_CATEGORIES:
-        keep.add(next(i.id for i in items if i.category == category))
+    keep = {next(i.id for i in items if i.category == c) for c in REQUIRED_CATEGORIES}
     for item in items:
         if len(keep) >= MAX_HYPOTHESES:
             break

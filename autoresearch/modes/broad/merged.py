@@ -176,19 +176,12 @@ def describe(session: Session, merged: Merged) -> str:
             f"branch `{merged.winner_branch}` is the merge.",
             "",
         ]
-    lines += ["## Added", ""]
-    lines += [
-        f"- Set {t.number} (track {t.track}): {t.title}: {t.reason}" for t in merged.added
-    ] or ["- none"]
-    lines += ["", "## Left out", ""]
-    lines += [
-        f"- Set {t.number} (track {t.track}): {t.title}: {t.reason}"
-        for t in merged.tried
-        if not t.added
-    ] or ["- none"]
+    for heading, added in (("## Added", True), ("## Left out", False)):
+        sets = [t for t in merged.tried if t.added is added]
+        shown = [f"- Set {t.number} (track {t.track}): {t.title}: {t.reason}" for t in sets]
+        lines += [heading, "", *(shown or ["- none"]), ""]
     base_run = session.base_runs.get(merged.base)
     lines += [
-        "",
         "## Tests",
         "",
         f"- Command: `{session.record.test_command}`, {session.jail}",

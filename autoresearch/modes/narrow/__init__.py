@@ -200,7 +200,6 @@ class Narrow(Mode):
                 error = error if retry is not None else error_after
             elif reverted:
                 current = previous  # the tree is the cycle's start again
-        moved = step(angles, state, regressed, kept)
         record = GoalStep(
             angle=state.angle,
             value=value,
@@ -215,11 +214,7 @@ class Narrow(Mode):
             regressed=regressed,
             reverted=reverted,
             kept_fixes=kept,
-            regressions=moved.regressions,
-            idle=moved.idle,
-            exhausted_now=moved.exhausted_now,
-            exhausted=moved.exhausted,
-            next_angle=moved.next_angle,
+            **asdict(step(angles, state, regressed, kept)),
         )
         decision["narrow"] = record.to_json()
         decision["metric"] = progress.metric_line(goal, record)
