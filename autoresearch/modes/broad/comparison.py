@@ -1,11 +1,8 @@
 """Broad mode's comparison: ranking the tracks, naming the winner, comparison.md.
 
-Best first: a green suite with a kept change; with an `aspiration_metric`, the better
-value on each track's tip (a track whose measurement failed after every measured one);
-most fixes kept; the less obvious category; the smaller diff; proposal order. comparison.md
-says which of these decided between the winner and the runner-up, calls every criterion
-after the first that counts (the metric when there is one, else fixes kept) a tie-break,
-and names the tracks that ended on the same tree (their changes are the same, whoever "won").
+Best first by CRITERIA; comparison.md says which criterion decided between the winner and
+the runner-up, calls every criterion after the first that counts a tie-break, and names the
+tracks that ended on the same tree (docs/broad.md, "Comparison and winner").
 """
 
 from __future__ import annotations
