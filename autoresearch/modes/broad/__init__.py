@@ -117,14 +117,11 @@ class Broad(Mode):
     ) -> list[Decision]:
         """Every track's cycles, with the pending decision in its place (held to its
         record here, before it is written)."""
-        made = None
-        if pending is not None:
-            path = env.layout.decision(env.cycle, env.track)
-            made = Decision.from_json(pending, path, TrackStep)
         decisions: list[Decision] = []
         for hid in track_ids(env.layout):
             own = track_decisions(env.layout, hid)
-            if made is not None and hid == made.track:
+            if pending is not None and hid == env.track:
+                made = Decision.from_json(pending, env.layout.decision(env.cycle, hid), TrackStep)
                 own = [d for d in own if d.cycle < made.cycle] + [made]
             decisions += own
         return decisions
