@@ -117,14 +117,11 @@ class Broad(Mode):
     ) -> list[Decision]:
         """Every track's cycles, with the pending decision in its place (held to its
         record here, before it is written)."""
-        made = None
-        if pending is not None:
-            path = env.layout.decision(env.cycle, env.track)
-            made = Decision.from_json(pending, path, TrackStep)
         decisions: list[Decision] = []
         for hid in track_ids(env.layout):
             own = track_decisions(env.layout, hid)
-            if made is not None and hid == made.track:
+            if pending is not None and hid == env.track:
+                made = Decision.from_json(pending, env.layout.decision(env.cycle, hid), TrackStep)
                 own = [d for d in own if d.cycle < made.cycle] + [made]
             decisions += own
         return decisions
@@ -222,25 +219,24 @@ class Broad(Mode):
 
     def progress(self, layout: SessionLayout) -> Progress:
         """Per track: the tracks compete, so their figures are never added together."""
-        ids = track_ids(layout)
         # Each track's cycles as broad's records (track_decisions reads them into TrackStep).
-        per: dict[str, list[Any]] = {h: [d.extra for d in track_decisions(layout, h)] for h in ids}
-        last: dict[str, TrackStep] = {hid: d[-1] for hid, d in per.items() if d}
+        per: dict[str, list[TrackStep]] = {
+            hid: [d.extra for d in track_decisions(layout, hid)]  # type: ignore[misc]
+            for hid in track_ids(layout)
+        }
 
         def each(figure) -> str:
-            return ", ".join(f"{hid} {figure(hid)}" for hid in ids) or "-"
+            return ", ".join(f"{hid} {figure(steps)}" for hid, steps in per.items()) or "-"
 
         return Progress(
-            started=bool(last),
-            cycles=each(lambda hid: len(per[hid])),
-            commits=each(lambda hid: last[hid].commits_total if hid in last else 0),
-            fixes=each(lambda hid: sum(len(d.fixed) for d in per[hid])),
+            started=any(per.values()),
+            cycles=each(len),
+            commits=each(lambda steps: steps[-1].commits_total if steps else 0),
+            fixes=each(lambda steps: sum(len(d.fixed) for d in steps)),
             tests=each(
-                lambda hid: "n/a"
-                if hid not in last
-                else ("pass" if last[hid].tests_pass else "FAIL")
+                lambda steps: ("pass" if steps[-1].tests_pass else "FAIL") if steps else "n/a"
             ),
-            open_issues=each(lambda hid: len(last[hid].open_issues) if hid in last else 0),
+            open_issues=each(lambda steps: len(steps[-1].open_issues) if steps else 0),
         )
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:

@@ -1,11 +1,9 @@
 """Broad mode's optional aspiration metric: one number that says how far a track got.
 
-`aspiration_metric:` in the spec is a command and a direction (like narrow's goal, without a
-target). It is checked at preflight, measured on the base commit at setup (a failure there
-stops the session, naming the key) and on each track's tip when the track ends, in the jail
-on a pristine tree. The files the command runs are protected, as narrow's are: a track that
-could edit the measurement could make any number. A track whose measurement fails has no
-value, and is ranked after every track that has one, never as a number.
+`aspiration_metric:` is a command and a direction, measured on the base at setup and on each
+track's tip at its end, in the jail on a pristine tree. The files the command runs are
+protected, as narrow's are: a track that could edit the measurement could make any number
+(docs/broad.md, "The aspiration metric").
 """
 
 from __future__ import annotations
@@ -34,9 +32,6 @@ class AspirationMetric(metrics.MetricCommand):
     key: str | None = None
     repeats: int = 1
     timeout_s: float = 300
-
-    def better(self, new: float, old: float) -> bool:
-        return metrics.is_better(new, old, self.direction)
 
 
 def metric_of(values: dict[str, Any], name: str = "<name>") -> AspirationMetric | None:
@@ -75,14 +70,12 @@ def metric_of(values: dict[str, Any], name: str = "<name>") -> AspirationMetric 
     )
 
 
-def measure_base(
-    layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
-) -> dict[str, Any] | None:
+def measure_base(layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log) -> None:
     """Setup: watch what the command runs (protected from then on), measure the base in the
     baseline checkout, write baseline.json. Amends `values['protected']`."""
     metric = metric_of(values, layout.name)
     if metric is None:
-        return None
+        return
     worktree = layout.baseline_worktree.resolve()
     box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
     watch = measured.watch_at_setup(worktree, record, values, f"{KEY}.command", metric, box, log)
@@ -98,7 +91,7 @@ def measure_base(
             f"config/sessions/{layout.name}.yaml: key '{KEY}.command': the measurement of the "
             f"base commit failed, so no track can be judged by it.\n{err}"
         ) from None
-    data = {
+    baseline = {
         "metric": metric.label,
         "command": metric.command,
         "direction": metric.direction,
@@ -109,11 +102,10 @@ def measure_base(
         "measured_at": journal.now(),
         "protected": values["protected"],
     }
-    write_json(layout.baseline, data)
+    write_json(layout.baseline, baseline)
     log(f"aspiration metric {metric.label}: {base.value:g} on the base (samples {base.samples})")
     ran = ", ".join(watch.protected()) or "none found"
     log(f"protected, as the measurement runs them: {ran}")
-    return data
 
 
 def measure_tip(env) -> dict[str, Any] | None:

@@ -1,16 +1,15 @@
 """Broad mode's comparison: ranking the tracks, naming the winner, comparison.md.
 
-Best first: a green suite with a kept change; with an `aspiration_metric`, the better
-value on each track's tip (a track whose measurement failed after every measured one);
-most fixes kept; the less obvious category; the smaller diff; proposal order. comparison.md
-says which of these decided between the winner and the runner-up, calls every criterion
-after the first that counts (the metric when there is one, else fixes kept) a tie-break,
-and names the tracks that ended on the same tree (their changes are the same, whoever "won").
+Best first by CRITERIA; comparison.md says which criterion decided between the winner and
+the runner-up, calls every criterion after the first that counts a tie-break, and names the
+tracks that ended on the same tree (docs/broad.md, "Comparison and winner").
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from ...metrics import is_better
 
 # Ties go to the less obvious idea: that is the result only the experiment could give.
 CATEGORY_PREFERENCE = {"bold": 0, "creative": 0, "wildcard": 1, "adjacent": 1, "obvious": 2}
@@ -26,6 +25,11 @@ CRITERIA = (
     "proposal order",
 )
 METRIC, JUDGES, FIXES = 1, 2, 3
+NO_WINNER = (
+    "No track kept a test-gated change with its suite green, so there is nothing to merge. "
+    "Every branch is kept for inspection."
+)
+NONE_RAN = "No track ran."
 
 
 def ranking(
@@ -35,21 +39,18 @@ def ranking(
     judged: bool = False,
 ) -> dict[str, Any]:
     """The ranking, the winner (a credible track only), the runner-up, why, and the merge
-    command; every track's record under `tracks`. `metric` (label, direction, base value)
-    when the spec has an aspiration metric: it ranks ahead of fixes kept; `judged` when a
-    judge panel voted on each track (judges.py): its share of `met` ranks after the metric."""
-
-    def key(r: dict[str, Any]) -> tuple:
-        return rank_key(r, metric, judged)
-
-    ranked = sorted(results, key=key)
+    command; every track's record under `tracks`. `metric` (label, direction, base value):
+    the spec's aspiration metric; `judged`: a judge panel voted on each track (judges.py)."""
+    ranked = sorted(results, key=lambda r: rank_key(r, metric, judged))
     best = ranked[0] if ranked else None
     winner = best if best and best["tests_pass"] and best["fixes_kept"] > 0 else None
     return {
         "ranking": [r["id"] for r in ranked],
         "winner": {"id": winner["id"], "branch": winner["branch"]} if winner else None,
         "runner_up": ranked[1]["id"] if winner and len(ranked) > 1 else None,
-        "why": why(winner, ranked, metric, judged) if winner else no_winner_reason(ranked),
+        "why": why(winner, ranked, metric, judged)
+        if winner
+        else (NO_WINNER if ranked else NONE_RAN),
         "merge_command": f"git -C {target} merge {winner['branch']}" if winner else None,
         "decided_by": decided_by(ranked, metric, judged) if winner else None,
         "same_trees": same_trees(ranked),
@@ -74,7 +75,10 @@ def decided_by(
     if not tie:
         text = f"decided by {criterion}"
     else:
-        tied = [c for i, c in enumerate(CRITERIA) if primary <= i < index and i != skipped(judged)]
+        # Without a judge panel its criterion is not there: never named as tied.
+        tied = [
+            c for i, c in enumerate(CRITERIA) if primary <= i < index and (judged or i != JUDGES)
+        ]
         if metric and metric_value(ranked[0]) is None:
             # Two failed measurements are no equal numbers: say there was none.
             tied[0] = "the aspiration metric (neither could be measured)"
@@ -103,11 +107,6 @@ def name_list(ids: list[str]) -> str:
     return ids[0] if len(ids) == 1 else ", ".join(ids[:-1]) + f" and {ids[-1]}"
 
 
-def skipped(judged: bool) -> int:
-    """The criterion that is not there (no judge panel): never named as tied."""
-    return -1 if judged else JUDGES
-
-
 def shown_votes(r: dict[str, Any]) -> str:
     j = r.get("judges") or {}
     return f"{j.get('met', 0)} of {j.get('panel', 0)} judges met"
@@ -132,10 +131,6 @@ def shown_value(r: dict[str, Any]) -> str:
     return f"measurement failed ({error.replace('|', '/')})" if error else "not measured"
 
 
-def improved(value: float, base: float, metric: dict[str, Any]) -> bool:
-    return value < base if metric["direction"] == "minimize" else value > base
-
-
 def shown_base(metric: dict[str, Any]) -> str:
     return "not measured" if metric.get("base") is None else f"{metric['base']:g}"
 
@@ -154,9 +149,7 @@ def metric_rank(r: dict[str, Any], metric: dict[str, Any] | None) -> tuple:
 def rank_key(
     r: dict[str, Any], metric: dict[str, Any] | None = None, judged: bool = False
 ) -> tuple:
-    """Best first: a green suite with a kept change, the aspiration metric (when there is
-    one), the judges' votes (when they voted), most fixes kept, the less obvious category,
-    the smaller diff, proposal order."""
+    """Best first, by CRITERIA in their order."""
     credible = r["tests_pass"] and r["fixes_kept"] > 0
     return (
         not credible,
@@ -186,16 +179,11 @@ def why(
             f"{shown_value(winner)} on its tip, {shown_base(metric)} on the base."
         )
         value, base = metric_value(winner), metric.get("base")
-        if value is not None and base is not None and not improved(value, base, metric):
+        if None not in (value, base) and not is_better(value, base, metric["direction"]):
             parts.append("No track improved on the base's value.")
-    rivals = [
-        r
-        for r in ranked[1:]
-        if r["tests_pass"]
-        and metric_rank(r, metric) == metric_rank(winner, metric)
-        and judge_rank(r, judged) == judge_rank(winner, judged)
-        and r["fixes_kept"] == winner["fixes_kept"]
-    ]
+    # Rivals: credible too, and level with the winner up to fixes kept.
+    level = rank_key(winner, metric, judged)[: FIXES + 1]
+    rivals = [r for r in ranked[1:] if rank_key(r, metric, judged)[: FIXES + 1] == level]
     ahead = ["the aspiration metric"] * bool(metric) + ["the judges' votes"] * judged
     tied = [*ahead, "fixes kept"]
     for rival in rivals:
@@ -230,15 +218,6 @@ def why(
             + "."
         )
     return " ".join(parts)
-
-
-def no_winner_reason(ranked: list[dict[str, Any]]) -> str:
-    return (
-        "No track kept a test-gated change with its suite green, so there is nothing to merge. "
-        "Every branch is kept for inspection."
-        if ranked
-        else "No track ran."
-    )
 
 
 def render_comparison(

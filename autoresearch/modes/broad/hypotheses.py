@@ -47,11 +47,8 @@ class Hypothesis:
 
 def validate(items: list[Hypothesis]) -> tuple[list[Hypothesis], list[str]]:
     """The set broad mode runs, and notes on what was pruned; HypothesisError if unusable.
-
-    3 to 5 hypotheses with at least one obvious, one bold and one creative. More than five
-    are pruned to five: the first of each required category is kept, the other places go
-    to the earliest remaining proposals, and proposal order is preserved.
-    """
+    More than five are pruned to five: the first of each required category is kept, the
+    other places go to the earliest remaining proposals, in proposal order."""
     seen: set[str] = set()
     for item in items:
         if not HID.match(item.id):
@@ -79,9 +76,7 @@ def validate(items: list[Hypothesis]) -> tuple[list[Hypothesis], list[str]]:
         )
     if len(items) <= MAX_HYPOTHESES:
         return list(items), []
-    keep: set[str] = set()
-    for category in REQUIRED_CATEGORIES:
-        keep.add(next(i.id for i in items if i.category == category))
+    keep = {next(i.id for i in items if i.category == c) for c in REQUIRED_CATEGORIES}
     for item in items:
         if len(keep) >= MAX_HYPOTHESES:
             break

@@ -1,15 +1,9 @@
 """Broad mode's optional judge panel: each track's diff weighed against the aspiration.
 
-`aspiration_judge: {panel: N}` with a model backend: before the comparison, each of N
-judges (the `judge` team: read tools and cast_vote, nothing it can change) is shown one
-track's diff against the base and the aspiration, and votes `met` (the change moves the
-code toward the aspiration) or `not met`, with its reason. A judge sees no track id, no
-category, name or statement of the hypothesis and no branch: the change is "change A",
-"B", … in the order of diff size (then tree id), and the checkout a judge can read is the
-base. One run per judge and change; a judge never sees another's vote. The votes are
-counted with the predict lens's rule (checks/votes.py `label`: confirmed, probable,
-minority, discarded), and the share of `met` ranks the tracks after the aspiration metric
-and ahead of fixes kept. The reasons go into comparison.md.
+`aspiration_judge: {panel: N}`: N judges (team `judge`, read tools and cast_vote) vote
+`met` or `not met` on each change, shown as "change A", "B", … with no track id, hypothesis
+or branch, one run per judge and change. Counted with the predict lens's rule (checks/votes.py
+`label`); the share of `met` ranks the tracks (docs/broad.md, "The judge panel").
 """
 
 from __future__ import annotations
@@ -57,11 +51,9 @@ def panel_of(values: dict[str, Any], name: str = "<name>") -> int | None:
 
 def change_labels(results: list[dict[str, Any]]) -> dict[str, str]:
     """Track id -> "A", "B", …: by diff size, then tree, never by id or category."""
+    # At most MAX_HYPOTHESES tracks: one letter each.
     order = sorted(results, key=lambda r: (r["diff_lines"], r.get("tree") or "", r["id"]))
-    letters = string.ascii_uppercase
-    return {
-        r["id"]: letters[i % 26] + ("" if i < 26 else str(i // 26)) for i, r in enumerate(order)
-    }
+    return {r["id"]: string.ascii_uppercase[i] for i, r in enumerate(order)}
 
 
 def diff_of(env: StageEnv, r: dict[str, Any]) -> str:

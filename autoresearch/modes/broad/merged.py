@@ -1,14 +1,8 @@
 """`autoresearch finalize` on a broad session: the winner plus the other tracks' wins.
 
-After the review sets are made (review.py), the winner's branch is taken as it is, and
-each review set of another track whose tests passed alone is cherry-picked onto it, one
-set at a time in set order. A set is kept on the merged branch only when all its commits
-apply cleanly and the target's tests, run in the session's jail, keep every test that
-passed before it was added (test identity, verdict.acceptable, starting from the winner's
-own tip, itself held to the base). What did not apply, broke tests, failed alone, or was
-already on the winner's branch is listed with the reason in review/merged.md. The branch
-`autoresearch/<name>/review/merged` is made only when at least one set was added: else
-the winner's branch is the merge, and merged.md says so.
+Each other track's review set that passed alone is cherry-picked onto the winner's branch,
+kept only when it applies cleanly and keeps every test that passed before it; review/merged.md
+lists what was added and what was left out, and why (docs/broad.md, "The merged branch").
 """
 
 from __future__ import annotations
@@ -176,19 +170,12 @@ def describe(session: Session, merged: Merged) -> str:
             f"branch `{merged.winner_branch}` is the merge.",
             "",
         ]
-    lines += ["## Added", ""]
-    lines += [
-        f"- Set {t.number} (track {t.track}): {t.title}: {t.reason}" for t in merged.added
-    ] or ["- none"]
-    lines += ["", "## Left out", ""]
-    lines += [
-        f"- Set {t.number} (track {t.track}): {t.title}: {t.reason}"
-        for t in merged.tried
-        if not t.added
-    ] or ["- none"]
+    for heading, added in (("## Added", True), ("## Left out", False)):
+        sets = [t for t in merged.tried if t.added is added]
+        shown = [f"- Set {t.number} (track {t.track}): {t.title}: {t.reason}" for t in sets]
+        lines += [heading, "", *(shown or ["- none"]), ""]
     base_run = session.base_runs.get(merged.base)
     lines += [
-        "",
         "## Tests",
         "",
         f"- Command: `{session.record.test_command}`, {session.jail}",

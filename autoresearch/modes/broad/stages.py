@@ -41,11 +41,6 @@ class BroadError(UserError):
     """A broad stage cannot go on; the message says what the user can do."""
 
 
-def refresh_summary(env: StageEnv) -> None:
-    """Rewrite session.md with every track's cycles and the hypothesis table."""
-    Broad().write_summary(env)
-
-
 # --- strategist ----------------------------------------------------------------------
 
 
@@ -170,7 +165,7 @@ def approve(env: StageEnv, markdown: Path, out: Path) -> None:
     name, layout = env.layout.name, env.layout
     manual = env.spec.get("approve") == "manual"
     if manual and not layout.approval_marker.exists():
-        refresh_summary(env)
+        Broad().write_summary(env)
         raise BroadError(
             f"broad session {name!r} waits for your approval of its hypotheses "
             "(spec key approve: manual); no track has started.\n"
@@ -199,7 +194,7 @@ def approve(env: StageEnv, markdown: Path, out: Path) -> None:
             "pruned": notes,
         },
     )
-    refresh_summary(env)
+    Broad().write_summary(env)
     env.log(
         f"approved: {', '.join(i.id for i in items)}" + (f" ({'; '.join(notes)})" if notes else "")
     )
@@ -280,7 +275,7 @@ def end_track(env: StageEnv, out: Path) -> None:
     if measured is not None:
         result["aspiration_metric"] = measured
     write_json(out, result)
-    refresh_summary(env)
+    Broad().write_summary(env)
     env.log(f"track {hid}: {result['status']} after {result['cycles']} cycles: {result['reason']}")
 
 
@@ -315,6 +310,6 @@ def compare(env: StageEnv, md_out: Path, json_out: Path) -> None:
     )
     write_text(md_out, md)
     write_json(json_out, data)
-    refresh_summary(env)
+    Broad().write_summary(env)
     winner = data["winner"]
     env.log(f"comparison: winner {winner['id'] if winner else 'none'}")

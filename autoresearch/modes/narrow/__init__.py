@@ -8,7 +8,6 @@ revert of a regression, and the angle rules (`apply_policy`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -200,7 +199,6 @@ class Narrow(Mode):
                 error = error if retry is not None else error_after
             elif reverted:
                 current = previous  # the tree is the cycle's start again
-        moved = step(angles, state, regressed, kept)
         record = GoalStep(
             angle=state.angle,
             value=value,
@@ -215,11 +213,7 @@ class Narrow(Mode):
             regressed=regressed,
             reverted=reverted,
             kept_fixes=kept,
-            regressions=moved.regressions,
-            idle=moved.idle,
-            exhausted_now=moved.exhausted_now,
-            exhausted=moved.exhausted,
-            next_angle=moved.next_angle,
+            **asdict(step(angles, state, regressed, kept)),
         )
         decision["narrow"] = record.to_json()
         decision["metric"] = progress.metric_line(goal, record)
@@ -303,14 +297,11 @@ def _try_measure(goal: Goal, env: StageEnv) -> tuple[float | None, list[float], 
 def revert_cycle(env: StageEnv, decision: dict[str, Any], goal: Goal, value: float | None) -> bool:
     """Undo what the cycle kept (revert.py's order) and update the decision so it says what
     is on the branch now. True if anything was undone."""
+    from ...evaluate import refactor_record  # loaded already: this is the judging job
+
     start = decision["start_commit"]
     done = {r["commit"] for r in decision["reverted"]}
-    refactor_path = env.cycle_dir / "refactor.json"
-    refactor = (
-        json.loads(refactor_path.read_text())
-        if refactor_path.exists() and env.spec.refactor_on
-        else {}
-    )
+    refactor = refactor_record(env) or {}
     shown = "unmeasurable" if value is None else f"{value:g}"
     why = f"{goal.metric} {shown} is worse than the baseline"
     order = [c["commit"] for c in reversed(refactor.get("commits", [])) if c["commit"] not in done]

@@ -51,8 +51,7 @@ class Step:
 
 
 def step(angles: list[Angle], state: AngleState, regressed: bool, kept: int) -> Step:
-    """The angle rules: 3 consecutive regressions or 2 consecutive cycles in which Green
-    keeps nothing exhaust the angle; the next angle by priority takes over."""
+    """The angle rules above, applied to one cycle."""
     regressions = state.regressions + 1 if regressed else 0
     idle = state.idle + 1 if kept == 0 else 0
     why = None

@@ -153,15 +153,8 @@ def angles_of(values: dict[str, Any], name: str = "<name>") -> list[Angle]:
             problem = check_glob(pattern)
             if problem:
                 raise SpecError(f"{where}: key 'angles.{i}.paths': glob {pattern!r}: {problem}")
-        angles.append(
-            Angle(
-                str(item["name"]).strip(),
-                str(item["hypothesis"]).strip(),
-                priority,
-                match,
-                paths,
-            )
-        )
+        label, hypothesis = (str(item[key]).strip() for key in ("name", "hypothesis"))
+        angles.append(Angle(label, hypothesis, priority, match, paths))
     for kind in ("name", "priority"):
         seen: dict[Any, str] = {}
         for angle in angles:
