@@ -130,18 +130,17 @@ class Experiment(Mode):
         """The experiment configuration as parsed from program.md and the spec."""
         target = git.toplevel(spec.resolve_target(str(values["target"])))
         cfg = resolve(values, target, f"config/sessions/{name}.yaml")
-        shown = {k: v for k, v in vars(cfg).items() if k not in ("research", "warnings")}
+        shown = {k: v for k, v in vars(cfg).items() if k != "research"}
         lines = [f"experiment config of session {name!r} (program.md and the spec):"]
-        lines += [f"  {key}: {value}" for key, value in shown.items() if value not in (None, "")]
-        return lines + [f"  warning: {w}" for w in cfg.warnings]
+        return lines + [
+            f"  {key}: {value}" for key, value in shown.items() if value not in (None, "")
+        ]
 
     def on_setup(
         self, layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
     ) -> None:
         """Baseline measurement (experiment 0), guard check, the frozen experiment config."""
         cfg = resolve(values, Path(record.target), f"config/sessions/{layout.name}.yaml")
-        for warning in cfg.warnings:
-            log(f"warning: {warning}")
         cfg = guards.with_default(cfg, record, values)
         log(f"guard: {guards.describe(cfg)}")
         worktree = layout.worktree().resolve()

@@ -42,8 +42,6 @@ SEED_ALIASES = {
     "cooldown_seconds": "cooldown_s",
     "max_runtime": "max_duration",
 }
-# Keys that mean nothing here (none left: git_branch and preserve_on_fail are ours).
-IGNORED_KEYS: set[str] = set()
 # The pause between iterations when program.md or a mission folder says none, as the
 # format documents it; a spec's own `experiment:` keys keep 0.
 FORMAT_COOLDOWN_S = 5.0
@@ -177,7 +175,6 @@ class ExperimentConfig:
     holdout: str | None = None
     holdout_timeout_s: float | None = None
     holdout_files: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
 
     @property
     def guard_timeout(self) -> float:
@@ -219,7 +216,6 @@ class ExperimentConfig:
     def to_spec(self) -> dict[str, Any]:
         """The canonical `experiment:` mapping that is frozen into session.yaml."""
         data = asdict(self)
-        data.pop("warnings")
         metric = {k: data.pop(k) for k in ("command", "format", "key", "direction")}
         data["max_duration"] = data.pop("max_duration_s")
         return {"metric": metric, **{k: v for k, v in data.items() if v is not None}}
@@ -291,7 +287,7 @@ def parse_duration(value: Any, where: str) -> float | None:
     return sum(float(n) * _UNITS[u.lower()] for n, u in parts)
 
 
-def _normalise(raw: dict[str, Any], origin: str, warnings: list[str]) -> dict[str, Any]:
+def _normalise(raw: dict[str, Any], origin: str) -> dict[str, Any]:
     """Common program.md names -> ours; unknown keys are an error (a typo must not pass)."""
     out: dict[str, Any] = {}
     metric: dict[str, Any] = (
@@ -302,9 +298,6 @@ def _normalise(raw: dict[str, Any], origin: str, warnings: list[str]) -> dict[st
             if not isinstance(value, dict):
                 raise SpecError(f"{origin}: key 'metric' must be a mapping (command, format, ...)")
             continue
-        if key in IGNORED_KEYS:
-            warnings.append(f"{origin}: key '{key}' is ignored in autoresearch")
-            continue
         name = SEED_ALIASES.get(key, key)
         if name.startswith("metric."):
             metric[name.split(".", 1)[1]] = value
@@ -313,7 +306,7 @@ def _normalise(raw: dict[str, Any], origin: str, warnings: list[str]) -> dict[st
         elif name in TOP_KEYS:
             out[name] = value
         else:
-            known = sorted(TOP_KEYS | set(SEED_ALIASES) | IGNORED_KEYS)
+            known = sorted(TOP_KEYS | set(SEED_ALIASES))
             raise SpecError(f"{origin}: unknown key '{key}'; known keys: {', '.join(known)}")
     unknown_metric = set(metric) - METRIC_KEYS
     if unknown_metric:
@@ -347,8 +340,7 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
     if section is not None and not isinstance(section, dict):
         raise SpecError(f"{spec_file}: key 'experiment' must be a mapping")
     section = dict(section or {})
-    warnings: list[str] = []
-    high = _normalise(section, f"{spec_file}: experiment", warnings)
+    high = _normalise(section, f"{spec_file}: experiment")
     low: dict[str, Any] = {}
     title = ""
     program = section.get("program")
@@ -375,11 +367,11 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         except worktree_files.Refused as err:
             raise SpecError(f"{spec_file}: key 'experiment.program': not read: {err}") from None
         config, _, title = split_program(text)
-        low = _normalise(config, f"{path} (```yaml block)", warnings)
+        low = _normalise(config, f"{path} (```yaml block)")
         low.pop("program", None)
         refuse_holdout(low, f"{path} (```yaml block)")
     if mission:
-        low, title = _mission_layer(str(mission), target, spec_file, warnings)
+        low, title = _mission_layer(str(mission), target, spec_file)
     merged = _merge(low, high)
     merged.setdefault("goal", title or None)
     metric = merged.get("metric") or {}
@@ -545,7 +537,6 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         preserve_on_fail=preserve,
         holdout=holdout_command,
         holdout_timeout_s=holdout_timeout,
-        warnings=warnings,
         **numbers,
     )
 
@@ -617,9 +608,7 @@ def mission_dir(value: str, target: Path) -> Path:
     return path if path.is_absolute() else target / path
 
 
-def _mission_layer(
-    mission: str, target: Path, spec_file: str, warnings: list[str]
-) -> tuple[dict[str, Any], str]:
+def _mission_layer(mission: str, target: Path, spec_file: str) -> tuple[dict[str, Any], str]:
     """The configuration a mission folder gives (under the session spec's keys) and its
     goal line: mission.md's ```yaml block if any, evaluator.json's command, and the
     mission's stop rules."""
@@ -637,7 +626,7 @@ def _mission_layer(
             )
     text = (folder / MISSION_FILE).read_text(errors="replace")
     config, prose, title = split_program(text)
-    low = _normalise(config, f"{folder / MISSION_FILE} (```yaml block)", warnings)
+    low = _normalise(config, f"{folder / MISSION_FILE} (```yaml block)")
     refuse_holdout(low, f"{folder / MISSION_FILE} (```yaml block)")
     for key in ("program", "mission"):
         low.pop(key, None)
