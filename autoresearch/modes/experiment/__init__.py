@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal, measured, metrics, spec, tally
+from ... import git, journal, measured, spec, tally
 from ...changesets import ChangeNote
 from ...command_files import measurement_scripts
 from ...commands import CommandResult
@@ -39,7 +39,7 @@ from .policy import KEPT, should_stop
 from .program import GUARD_OFF, ExperimentConfig, resolve
 from .stages import (
     _guard,
-    _measure,
+    _measure_record,
     baseline_record,
     config_of,
     experiments,
@@ -155,13 +155,12 @@ class Experiment(Mode):
                              ("experiment.baseline_command", cfg.baseline_command)):  # fmt: skip
             if command:
                 watcher.run(key, command, timeout_s=timeout, secrets=secrets, jail=box)
-        try:
-            sample, m = _measure(cfg, worktree, secrets, cfg.baseline_command, box)
-        except metrics.MetricError as err:
+        base = _measure_record(cfg, worktree, secrets, box, cfg.baseline_command)
+        if "error" in base:
             raise SpecError(
                 f"experiment.metric.command cannot measure the base commit, so no experiment "
-                f"could ever be judged:\n{err}"
-            ) from None
+                f"could ever be judged:\n{base['error']}"
+            )
         with tempfile.TemporaryDirectory(prefix="autoresearch-trace-") as traced:
             # The guard's own check on the base commit is the run that is traced: whether
             # it passes does not depend on how fast it runs.
@@ -178,7 +177,7 @@ class Experiment(Mode):
         # The baseline as the branch's first commit (empty: the tree is the target's), so
         # `git log` of the branch reads as the run did; experiments start from it.
         record.base_commit = git.commit_empty(
-            worktree, f"autoresearch: baseline {key_of(cfg)}={fmt(sample.value)}"
+            worktree, f"autoresearch: baseline {key_of(cfg)}={fmt(base['value'])}"
         )
         for note in watcher.watch.notes:
             log(f"warning: {note}")
@@ -217,13 +216,7 @@ class Experiment(Mode):
                 "started_at": journal.now(),
                 "base_commit": record.base_commit,
                 "branch": record.branch,
-                "baseline": {
-                    "value": sample.value,
-                    "samples": sample.samples,
-                    "passed": sample.passed,
-                    "notes": m.notes,
-                    "raw": m.raw,
-                },
+                "baseline": base,
                 **({"holdout": held} if held else {}),
             },
         )
@@ -233,7 +226,7 @@ class Experiment(Mode):
             path.unlink(missing_ok=True)  # a rerun of setup starts the logs again
         rec0 = baseline_record(json.loads(layout.experiment_setup.read_text()))
         write_iteration_logs(layout, cfg, rec0, [rec0], run_id)
-        log(f"baseline {key_of(cfg)} = {sample.value:g} (samples {sample.samples}); run {run_id}")
+        log(f"baseline {key_of(cfg)} = {base['value']:g} (samples {base['samples']}); run {run_id}")
 
     def cycle_cap(self, spec: SessionSpec) -> int | None:
         return None  # max_iterations and max_duration are the experiment's own stop rules

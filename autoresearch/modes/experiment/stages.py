@@ -91,22 +91,6 @@ def within(cfg: ExperimentConfig, left: float | None) -> ExperimentConfig:
     )
 
 
-def _measure(
-    cfg: ExperimentConfig, cwd: Path, secrets, command: str | None = None, jail: Jail | None = None
-) -> tuple[Sample, metrics.Measurement]:
-    m = metrics.measure(
-        command or cfg.command,
-        cwd,
-        cfg.format,
-        cfg.key,
-        repeats=cfg.repeats,
-        timeout_s=cfg.verify_timeout_s,
-        secrets=secrets,
-        jail=holdout.blind(jail, cfg),
-    )
-    return Sample(m.value, m.samples, m.passed), m
-
-
 def _guard(
     cfg: ExperimentConfig,
     cwd: Path,
@@ -438,15 +422,28 @@ def _cached(cache_path: Path, key: str, produce) -> dict[str, Any]:
     return cache[key]
 
 
-def _measure_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None) -> dict[str, Any]:
+def _measure_record(
+    cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None, command: str | None = None
+) -> dict[str, Any]:
+    """The metric (or `command`) measured in `cwd`, the holdout's files hidden from it:
+    {"value", "samples", "passed", "notes", "raw"}, or {"error"}."""
     try:
-        sample, m = _measure(cfg, cwd, secrets, jail=jail)
+        m = metrics.measure(
+            command or cfg.command,
+            cwd,
+            cfg.format,
+            cfg.key,
+            repeats=cfg.repeats,
+            timeout_s=cfg.verify_timeout_s,
+            secrets=secrets,
+            jail=holdout.blind(jail, cfg),
+        )
     except metrics.MetricError as err:
         return {"error": str(err)}
     return {
-        "value": sample.value,
-        "samples": sample.samples,
-        "passed": sample.passed,
+        "value": m.value,
+        "samples": m.samples,
+        "passed": m.passed,
         "notes": m.notes,
         "raw": m.raw,
     }
