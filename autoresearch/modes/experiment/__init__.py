@@ -36,13 +36,14 @@ from . import holdout, preserve, report, runs, show
 from . import log as logs
 from .log import fmt
 from .policy import KEPT, should_stop
-from .program import GUARD_OFF, ExperimentConfig, resolve
+from .program import GUARD_OFF, ExperimentConfig, resolve, target_path
 from .stages import (
     _guard,
     _measure_record,
     baseline_record,
     config_of,
     experiments,
+    final_reason,
     key_of,
     publish_run,
     records,
@@ -199,7 +200,7 @@ class Experiment(Mode):
         record.measured = watcher.watch.to_record(values["protected"], labels)
         run_folder = None
         if cfg.output:
-            output = runs.output_dir(cfg.output, Path(record.target))
+            output = target_path(cfg.output, Path(record.target))
             if runs.unignored_in_checkout(output, Path(record.target)):
                 log(
                     f"warning: experiment.output {cfg.output} is inside {record.target} and "
@@ -518,7 +519,3 @@ def base_guard_problem(cfg: ExperimentConfig, guard: CommandResult | None) -> st
         f"{guard.exit_code}), so every change would be discarded; make it pass first."
         f"\n{guard.tail(2000)}"
     )
-
-
-def final_reason(recs: list[dict[str, Any]]) -> str | None:
-    return next((r.get("reason") for r in reversed(recs) if r.get("stop")), None)

@@ -225,7 +225,7 @@ class ExperimentConfig:
         if self.program:
             return target / self.program
         if self.mission:
-            return mission_dir(self.mission, target) / MISSION_FILE
+            return target_path(self.mission, target) / MISSION_FILE
         return None
 
     def human_files(self) -> list[str]:
@@ -410,10 +410,7 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
             f"{spec_file}: key 'experiment.keep_policy': pass_only needs "
             "experiment.metric.format: evaluator (it keeps a change when the evaluator passes)"
         )
-    target = merged.get("target")
-    target_text = None
-    if target is not None:
-        target_text = str(target)
+    target_text = None if merged.get("target") is None else str(merged["target"])
     direction = metric.get("direction")
     if direction is None and fmt == "evaluator":
         direction = "maximize"  # an evaluator's score: higher is better
@@ -580,17 +577,6 @@ def holdout_keys(merged: dict[str, Any], where: str) -> tuple[str | None, float 
     return (command.strip() if command else None), (float(timeout) if timeout else None)
 
 
-def evaluator_holdout(data: dict[str, Any], where: str) -> dict[str, Any]:
-    """The holdout keys of a mission's evaluator.json, checked (`where`: "<path>: key '")."""
-    command, timeout = holdout_keys(data, where)
-    out: dict[str, Any] = {}
-    if command is not None:
-        out["holdout"] = command
-    if timeout is not None:
-        out["holdout_timeout_s"] = timeout
-    return out
-
-
 def refuse_holdout(layer: dict[str, Any], where: str) -> None:
     """program.md and mission.md are the agent's to read: a holdout named there is not one."""
     for key in ("holdout", "holdout_timeout_s"):
@@ -602,8 +588,9 @@ def refuse_holdout(layer: dict[str, Any], where: str) -> None:
             )
 
 
-def mission_dir(value: str, target: Path) -> Path:
-    """A mission folder: absolute, or relative to the target's checkout."""
+def target_path(value: str, target: Path) -> Path:
+    """A folder the spec names (a mission, the output): absolute, or relative to the
+    target's checkout."""
     path = Path(value).expanduser()
     return path if path.is_absolute() else target / path
 
@@ -615,7 +602,7 @@ def _mission_layer(mission: str, target: Path, spec_file: str) -> tuple[dict[str
     where = f"{spec_file}: key 'experiment.mission'"
     if not Path(mission).is_absolute() and ".." in Path(mission).parts:
         raise SpecError(f"{where}: {mission!r} must be inside the target or absolute")
-    folder = mission_dir(mission, target)
+    folder = target_path(mission, target)
     if not folder.is_dir():
         raise SpecError(f"{where}: {folder} is not a folder")
     for name in (MISSION_FILE, EVALUATOR_FILE):
@@ -671,7 +658,11 @@ def evaluator_config(path: Path) -> dict[str, dict[str, Any]]:
     top = {}
     if data.get("timeout_s") is not None:
         top["verify_timeout_s"] = data["timeout_s"]
-    top |= evaluator_holdout(data, f"{path}: key '")
+    command, timeout = holdout_keys(data, f"{path}: key '")
+    if command is not None:
+        top["holdout"] = command
+    if timeout is not None:
+        top["holdout_timeout_s"] = timeout
     if data.get("guard") is not None:
         if not isinstance(data["guard"], str) or not data["guard"].strip():
             raise SpecError(

@@ -24,12 +24,6 @@ SUMMARY = "summary.md"
 PRESERVED = "preserved"
 
 
-def output_dir(output: str, target: Path) -> Path:
-    """The spec's output folder: absolute, or relative to the target's checkout."""
-    path = Path(output).expanduser()
-    return path if path.is_absolute() else target / path
-
-
 def unignored_in_checkout(folder: Path, target: Path) -> bool:
     """True when `folder` is inside the target's checkout and git does not ignore its
     runs/: the mirrored runs would then show up there as untracked files."""

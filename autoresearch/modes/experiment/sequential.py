@@ -162,10 +162,6 @@ class Design:
         return (self.screen, *middle, self.max_samples)
 
     @property
-    def screen_level(self) -> float:
-        return self.levels[0]
-
-    @property
     def final_level(self) -> float:
         return self.levels[-1]
 

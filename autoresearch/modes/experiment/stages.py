@@ -167,6 +167,11 @@ def experiments(layout: SessionLayout, upto: int | None = None) -> list[dict[str
     return logs.each_experiment(records(layout, upto)[1:])
 
 
+def final_reason(recs: list[dict[str, Any]]) -> str | None:
+    """Why the loop stopped (or is stopping), or None while it runs."""
+    return next((r.get("reason") for r in reversed(recs) if r.get("stop")), None)
+
+
 def incumbent_before(env: StageEnv) -> dict[str, Any]:
     """The best so far when this iteration starts: from the previous decision, never from
     baseline.json (which this iteration may already have rewritten before a kill)."""
@@ -318,7 +323,7 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
         toolbox.mark_finished()
         state["patch"] = make_patch(env.worktree, files)  # kept whatever becomes of it
         flags = tamper.scan(env.worktree, files, start, evaluator)
-        state["flags"] = [f.to_record() for f in flags]
+        state["flags"] = [dataclasses.asdict(f) for f in flags]
         if problems:
             state["syntax_errors"].append(problems)
             state["outcome"] = SYNTAX_ERROR
@@ -544,7 +549,8 @@ def check_flags(
     if status == KEPT and limit is not None and rec.get("metric_value") is not None:
         gain = improvement(rec["baseline_value"], rec["metric_value"], cfg.direction)
         if gain > limit:
-            flags.append(tamper.gain_flag(gain, str(cfg.max_gain), key_of(cfg)).to_record())
+            detail = f"improves by {gain:.1%}, more than max_gain {cfg.max_gain}"
+            flags.append(dataclasses.asdict(tamper.Flag("gain", key_of(cfg), None, detail)))
     rec["flags"] = flags
     if status != KEPT or not flags:
         return status, verdict
@@ -887,7 +893,7 @@ def publish_run(
     if not folder:
         return
     last = all_recs[-1]
-    reason = next((r.get("reason") for r in reversed(all_recs) if r.get("stop")), None)
+    reason = final_reason(all_recs)
     if finished:
         status = f"stopped: {reason or 'finished'}"
     else:
