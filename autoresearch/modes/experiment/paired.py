@@ -141,9 +141,7 @@ def judge(measured: dict[str, Any], rec: dict[str, Any], guard_cmd: str | None) 
         samples=measured["samples"],
         incumbent_value=measured["incumbent_value"],
         incumbent_samples=measured["incumbent_samples"],
-        passed=None,
-        notes=None,
-        raw=measured["raw"],
+        raw=measured["raw"],  # passed and notes stay None: the metric is a number
         **{k: step[k] for k in ("p_value", "effect", "relative_effect", "ci", "ci_level")},
         pairs=step["samples"],
         sequential=step,

@@ -116,7 +116,7 @@ def baseline_record(setup: dict[str, Any]) -> dict[str, Any]:
     """Experiment 0: the base commit as measured at setup."""
     b = setup["baseline"]
     held = {"holdout": setup["holdout"]} if setup.get("holdout") else {}
-    return held | {
+    rec = held | {
         "iteration": 0,
         "timestamp": setup["started_at"],
         "hypothesis": "baseline",
@@ -135,16 +135,10 @@ def baseline_record(setup: dict[str, Any]) -> dict[str, Any]:
         "start_commit": setup["base_commit"],
         "end_commit": setup["base_commit"],
         "best_value": b["value"],
-        "best": {
-            "value": b["value"],
-            "samples": b["samples"],
-            "passed": b["passed"],
-            "commit": setup["base_commit"],
-            "experiment_id": 0,
-            **held,
-        },
         "duration_seconds": 0,
     }
+    rec["best"] = best_after(rec, setup["base_commit"], 0)
+    return rec
 
 
 # --- reading the loop's state --------------------------------------------------------------
