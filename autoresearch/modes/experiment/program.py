@@ -329,11 +329,6 @@ def _merge(low: dict[str, Any], high: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def program_path(values: dict[str, Any], target: Path) -> Path | None:
-    program = (values.get("experiment") or {}).get("program")
-    return (target / program) if program else None
-
-
 def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentConfig:
     """The experiment configuration of a merged session spec; SpecError names what is wrong."""
     section = values.get("experiment")

@@ -246,7 +246,8 @@ def check_file(
     if new is None:
         return flags
     if path.endswith((".py", ".pyw", ".pyi")):
-        watched = watched_names(evaluator)
+        # The evaluator's files as code would name them: the path and the bare file name.
+        watched = frozenset(evaluator) | {PurePosixPath(p).name for p in evaluator}
         before = python_uses(old or "", watched)
         after = python_uses(new, watched)
     elif path.endswith(SCRIPT_SUFFIXES):
@@ -265,11 +266,6 @@ def check_file(
             continue
         flags.append(Flag(check, path, line, detail))
     return flags
-
-
-def watched_names(evaluator: list[str]) -> frozenset[str]:
-    """The evaluator's files as code would name them: the path and the bare file name."""
-    return frozenset(evaluator) | {PurePosixPath(p).name for p in evaluator}
 
 
 def evaluator_imports(worktree: Path, start: str, evaluator: list[str]) -> set[str]:
