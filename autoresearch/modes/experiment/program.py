@@ -233,10 +233,8 @@ class ExperimentConfig:
         if self.program:
             return [self.program]
         if self.mission and not Path(self.mission).is_absolute():
-            return [
-                f"{self.mission.rstrip('/')}/{MISSION_FILE}",
-                f"{self.mission.rstrip('/')}/{EVALUATOR_FILE}",
-            ]
+            folder = self.mission.rstrip("/")
+            return [f"{folder}/{MISSION_FILE}", f"{folder}/{EVALUATOR_FILE}"]
         return []
 
 
