@@ -73,7 +73,7 @@ def test_program_md_seed_004_keys_map_to_the_spec(tmp_path):
         "ms",
     )
     assert (c.max_iterations, c.verify_timeout_s, c.cooldown_s) == (50, 120.0, 2.0)
-    assert (c.git_branch, c.preserve_on_fail, c.warnings) == ("autoresearch/parser", True, [])
+    assert (c.git_branch, c.preserve_on_fail) == ("autoresearch/parser", True)
     config, prose, title = split_program(PROGRAM)
     assert "caching the tokenizer" in prose and "eval_command" not in prose
 

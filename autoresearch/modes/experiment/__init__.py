@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal, measured, metrics, spec, tally
+from ... import git, journal, measured, spec, tally
 from ...changesets import ChangeNote
 from ...command_files import measurement_scripts
 from ...commands import CommandResult
@@ -36,13 +36,14 @@ from . import holdout, preserve, report, runs, show
 from . import log as logs
 from .log import fmt
 from .policy import KEPT, should_stop
-from .program import GUARD_OFF, ExperimentConfig, resolve
+from .program import GUARD_OFF, ExperimentConfig, resolve, target_path
 from .stages import (
     _guard,
-    _measure,
+    _measure_record,
     baseline_record,
     config_of,
     experiments,
+    final_reason,
     key_of,
     publish_run,
     records,
@@ -130,18 +131,17 @@ class Experiment(Mode):
         """The experiment configuration as parsed from program.md and the spec."""
         target = git.toplevel(spec.resolve_target(str(values["target"])))
         cfg = resolve(values, target, f"config/sessions/{name}.yaml")
-        shown = {k: v for k, v in vars(cfg).items() if k not in ("research", "warnings")}
+        shown = {k: v for k, v in vars(cfg).items() if k != "research"}
         lines = [f"experiment config of session {name!r} (program.md and the spec):"]
-        lines += [f"  {key}: {value}" for key, value in shown.items() if value not in (None, "")]
-        return lines + [f"  warning: {w}" for w in cfg.warnings]
+        return lines + [
+            f"  {key}: {value}" for key, value in shown.items() if value not in (None, "")
+        ]
 
     def on_setup(
         self, layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
     ) -> None:
         """Baseline measurement (experiment 0), guard check, the frozen experiment config."""
         cfg = resolve(values, Path(record.target), f"config/sessions/{layout.name}.yaml")
-        for warning in cfg.warnings:
-            log(f"warning: {warning}")
         cfg = guards.with_default(cfg, record, values)
         log(f"guard: {guards.describe(cfg)}")
         worktree = layout.worktree().resolve()
@@ -156,13 +156,12 @@ class Experiment(Mode):
                              ("experiment.baseline_command", cfg.baseline_command)):  # fmt: skip
             if command:
                 watcher.run(key, command, timeout_s=timeout, secrets=secrets, jail=box)
-        try:
-            sample, m = _measure(cfg, worktree, secrets, cfg.baseline_command, box)
-        except metrics.MetricError as err:
+        base = _measure_record(cfg, worktree, secrets, box, cfg.baseline_command)
+        if "error" in base:
             raise SpecError(
                 f"experiment.metric.command cannot measure the base commit, so no experiment "
-                f"could ever be judged:\n{err}"
-            ) from None
+                f"could ever be judged:\n{base['error']}"
+            )
         with tempfile.TemporaryDirectory(prefix="autoresearch-trace-") as traced:
             # The guard's own check on the base commit is the run that is traced: whether
             # it passes does not depend on how fast it runs.
@@ -179,7 +178,7 @@ class Experiment(Mode):
         # The baseline as the branch's first commit (empty: the tree is the target's), so
         # `git log` of the branch reads as the run did; experiments start from it.
         record.base_commit = git.commit_empty(
-            worktree, f"autoresearch: baseline {key_of(cfg)}={fmt(sample.value)}"
+            worktree, f"autoresearch: baseline {key_of(cfg)}={fmt(base['value'])}"
         )
         for note in watcher.watch.notes:
             log(f"warning: {note}")
@@ -201,7 +200,7 @@ class Experiment(Mode):
         record.measured = watcher.watch.to_record(values["protected"], labels)
         run_folder = None
         if cfg.output:
-            output = runs.output_dir(cfg.output, Path(record.target))
+            output = target_path(cfg.output, Path(record.target))
             if runs.unignored_in_checkout(output, Path(record.target)):
                 log(
                     f"warning: experiment.output {cfg.output} is inside {record.target} and "
@@ -218,13 +217,7 @@ class Experiment(Mode):
                 "started_at": journal.now(),
                 "base_commit": record.base_commit,
                 "branch": record.branch,
-                "baseline": {
-                    "value": sample.value,
-                    "samples": sample.samples,
-                    "passed": sample.passed,
-                    "notes": m.notes,
-                    "raw": m.raw,
-                },
+                "baseline": base,
                 **({"holdout": held} if held else {}),
             },
         )
@@ -234,7 +227,7 @@ class Experiment(Mode):
             path.unlink(missing_ok=True)  # a rerun of setup starts the logs again
         rec0 = baseline_record(json.loads(layout.experiment_setup.read_text()))
         write_iteration_logs(layout, cfg, rec0, [rec0], run_id)
-        log(f"baseline {key_of(cfg)} = {sample.value:g} (samples {sample.samples}); run {run_id}")
+        log(f"baseline {key_of(cfg)} = {base['value']:g} (samples {base['samples']}); run {run_id}")
 
     def cycle_cap(self, spec: SessionSpec) -> int | None:
         return None  # max_iterations and max_duration are the experiment's own stop rules
@@ -526,7 +519,3 @@ def base_guard_problem(cfg: ExperimentConfig, guard: CommandResult | None) -> st
         f"{guard.exit_code}), so every change would be discarded; make it pass first."
         f"\n{guard.tail(2000)}"
     )
-
-
-def final_reason(recs: list[dict[str, Any]]) -> str | None:
-    return next((r.get("reason") for r in reversed(recs) if r.get("stop")), None)

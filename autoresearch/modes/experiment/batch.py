@@ -121,9 +121,7 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig) -> dict[str, Any]:
             timestamp=stamp,
         )
     rep = winner or representative(batch, cfg.direction)
-    proposal_stop = next((c.pop("session_stop") for c in batch if c.get("session_stop")), None)
-    for c in batch:
-        c.pop("session_stop", None)
+    proposal_stop = next(filter(None, [c.pop("session_stop", None) for c in batch]), None)
     rec = {k: v for k, v in rep.items() if k not in ("end_commit", "timestamp", "duration_seconds")}
     rec.update(
         iteration=env.cycle,

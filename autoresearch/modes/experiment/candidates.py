@@ -40,7 +40,10 @@ class CandidateEnv(StageEnv):
 
 
 def candidate_env(env: StageEnv, candidate: str) -> CandidateEnv:
-    values = {f.name: getattr(env, f.name) for f in dataclasses.fields(env)}
+    """`env` (the iteration's, or another candidate's) as the stage of `candidate`."""
+    values = {
+        f.name: getattr(env, f.name) for f in dataclasses.fields(env) if f.name != "candidate"
+    }
     return CandidateEnv(**values, candidate=candidate)
 
 

@@ -93,13 +93,8 @@ def append_jsonl(path: Path, entry: dict[str, Any]) -> bool:
     """Append unless this experiment is already logged (the rerun of an interrupted
     iteration): an id, or an id and candidate."""
     ident = (entry["id"], entry.get("candidate"))
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if not line.strip():
-                continue
-            logged = json.loads(line)
-            if (logged.get("id"), logged.get("candidate")) == ident:
-                return False
+    if any((e.get("id"), e.get("candidate")) == ident for e in read_jsonl(path)):
+        return False
     with path.open("a") as handle:
         handle.write(json.dumps(entry) + "\n")
     return True

@@ -10,7 +10,6 @@ metric run is spent.
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import time
 from collections.abc import Callable
@@ -21,7 +20,7 @@ from ... import metrics
 from ...jail import Jail
 from ...stage import StageEnv
 from . import holdout, sequential
-from .candidates import CandidateEnv, candidate_of, ensure_worktree
+from .candidates import CandidateEnv, candidate_env, candidate_of, ensure_worktree
 from .policy import CRASH, DISCARDED, GUARD_FAILED, KEPT
 from .program import ExperimentConfig
 
@@ -108,10 +107,7 @@ def incumbent_env(env: StageEnv, commit: str) -> CandidateEnv:
     """The stage context of the incumbent's worktree (made on first use), reset to `commit`.
     A batch's candidate `cK` has its own (`cK-incumbent`): candidates are measured at once."""
     mine = candidate_of(env)
-    values = {
-        f.name: getattr(env, f.name) for f in dataclasses.fields(env) if f.name != "candidate"
-    }
-    inc = CandidateEnv(**values, candidate=f"{mine}-{INCUMBENT}" if mine else INCUMBENT)
+    inc = candidate_env(env, f"{mine}-{INCUMBENT}" if mine else INCUMBENT)
     ensure_worktree(inc, commit)
     inc.pristine(commit)  # measured like the candidate: the commit alone
     return inc
@@ -145,9 +141,7 @@ def judge(measured: dict[str, Any], rec: dict[str, Any], guard_cmd: str | None) 
         samples=measured["samples"],
         incumbent_value=measured["incumbent_value"],
         incumbent_samples=measured["incumbent_samples"],
-        passed=None,
-        notes=None,
-        raw=measured["raw"],
+        raw=measured["raw"],  # passed and notes stay None: the metric is a number
         **{k: step[k] for k in ("p_value", "effect", "relative_effect", "ci", "ci_level")},
         pairs=step["samples"],
         sequential=step,

@@ -42,8 +42,6 @@ SEED_ALIASES = {
     "cooldown_seconds": "cooldown_s",
     "max_runtime": "max_duration",
 }
-# Keys that mean nothing here (none left: git_branch and preserve_on_fail are ours).
-IGNORED_KEYS: set[str] = set()
 # The pause between iterations when program.md or a mission folder says none, as the
 # format documents it; a spec's own `experiment:` keys keep 0.
 FORMAT_COOLDOWN_S = 5.0
@@ -177,7 +175,6 @@ class ExperimentConfig:
     holdout: str | None = None
     holdout_timeout_s: float | None = None
     holdout_files: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
 
     @property
     def guard_timeout(self) -> float:
@@ -219,7 +216,6 @@ class ExperimentConfig:
     def to_spec(self) -> dict[str, Any]:
         """The canonical `experiment:` mapping that is frozen into session.yaml."""
         data = asdict(self)
-        data.pop("warnings")
         metric = {k: data.pop(k) for k in ("command", "format", "key", "direction")}
         data["max_duration"] = data.pop("max_duration_s")
         return {"metric": metric, **{k: v for k, v in data.items() if v is not None}}
@@ -229,7 +225,7 @@ class ExperimentConfig:
         if self.program:
             return target / self.program
         if self.mission:
-            return mission_dir(self.mission, target) / MISSION_FILE
+            return target_path(self.mission, target) / MISSION_FILE
         return None
 
     def human_files(self) -> list[str]:
@@ -237,10 +233,8 @@ class ExperimentConfig:
         if self.program:
             return [self.program]
         if self.mission and not Path(self.mission).is_absolute():
-            return [
-                f"{self.mission.rstrip('/')}/{MISSION_FILE}",
-                f"{self.mission.rstrip('/')}/{EVALUATOR_FILE}",
-            ]
+            folder = self.mission.rstrip("/")
+            return [f"{folder}/{MISSION_FILE}", f"{folder}/{EVALUATOR_FILE}"]
         return []
 
 
@@ -291,7 +285,7 @@ def parse_duration(value: Any, where: str) -> float | None:
     return sum(float(n) * _UNITS[u.lower()] for n, u in parts)
 
 
-def _normalise(raw: dict[str, Any], origin: str, warnings: list[str]) -> dict[str, Any]:
+def _normalise(raw: dict[str, Any], origin: str) -> dict[str, Any]:
     """Common program.md names -> ours; unknown keys are an error (a typo must not pass)."""
     out: dict[str, Any] = {}
     metric: dict[str, Any] = (
@@ -302,9 +296,6 @@ def _normalise(raw: dict[str, Any], origin: str, warnings: list[str]) -> dict[st
             if not isinstance(value, dict):
                 raise SpecError(f"{origin}: key 'metric' must be a mapping (command, format, ...)")
             continue
-        if key in IGNORED_KEYS:
-            warnings.append(f"{origin}: key '{key}' is ignored in autoresearch")
-            continue
         name = SEED_ALIASES.get(key, key)
         if name.startswith("metric."):
             metric[name.split(".", 1)[1]] = value
@@ -313,7 +304,7 @@ def _normalise(raw: dict[str, Any], origin: str, warnings: list[str]) -> dict[st
         elif name in TOP_KEYS:
             out[name] = value
         else:
-            known = sorted(TOP_KEYS | set(SEED_ALIASES) | IGNORED_KEYS)
+            known = sorted(TOP_KEYS | set(SEED_ALIASES))
             raise SpecError(f"{origin}: unknown key '{key}'; known keys: {', '.join(known)}")
     unknown_metric = set(metric) - METRIC_KEYS
     if unknown_metric:
@@ -336,19 +327,13 @@ def _merge(low: dict[str, Any], high: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def program_path(values: dict[str, Any], target: Path) -> Path | None:
-    program = (values.get("experiment") or {}).get("program")
-    return (target / program) if program else None
-
-
 def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentConfig:
     """The experiment configuration of a merged session spec; SpecError names what is wrong."""
     section = values.get("experiment")
     if section is not None and not isinstance(section, dict):
         raise SpecError(f"{spec_file}: key 'experiment' must be a mapping")
     section = dict(section or {})
-    warnings: list[str] = []
-    high = _normalise(section, f"{spec_file}: experiment", warnings)
+    high = _normalise(section, f"{spec_file}: experiment")
     low: dict[str, Any] = {}
     title = ""
     program = section.get("program")
@@ -375,11 +360,11 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         except worktree_files.Refused as err:
             raise SpecError(f"{spec_file}: key 'experiment.program': not read: {err}") from None
         config, _, title = split_program(text)
-        low = _normalise(config, f"{path} (```yaml block)", warnings)
+        low = _normalise(config, f"{path} (```yaml block)")
         low.pop("program", None)
         refuse_holdout(low, f"{path} (```yaml block)")
     if mission:
-        low, title = _mission_layer(str(mission), target, spec_file, warnings)
+        low, title = _mission_layer(str(mission), target, spec_file)
     merged = _merge(low, high)
     merged.setdefault("goal", title or None)
     metric = merged.get("metric") or {}
@@ -418,10 +403,7 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
             f"{spec_file}: key 'experiment.keep_policy': pass_only needs "
             "experiment.metric.format: evaluator (it keeps a change when the evaluator passes)"
         )
-    target = merged.get("target")
-    target_text = None
-    if target is not None:
-        target_text = str(target)
+    target_text = None if merged.get("target") is None else str(merged["target"])
     direction = metric.get("direction")
     if direction is None and fmt == "evaluator":
         direction = "maximize"  # an evaluator's score: higher is better
@@ -545,7 +527,6 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         preserve_on_fail=preserve,
         holdout=holdout_command,
         holdout_timeout_s=holdout_timeout,
-        warnings=warnings,
         **numbers,
     )
 
@@ -589,17 +570,6 @@ def holdout_keys(merged: dict[str, Any], where: str) -> tuple[str | None, float 
     return (command.strip() if command else None), (float(timeout) if timeout else None)
 
 
-def evaluator_holdout(data: dict[str, Any], where: str) -> dict[str, Any]:
-    """The holdout keys of a mission's evaluator.json, checked (`where`: "<path>: key '")."""
-    command, timeout = holdout_keys(data, where)
-    out: dict[str, Any] = {}
-    if command is not None:
-        out["holdout"] = command
-    if timeout is not None:
-        out["holdout_timeout_s"] = timeout
-    return out
-
-
 def refuse_holdout(layer: dict[str, Any], where: str) -> None:
     """program.md and mission.md are the agent's to read: a holdout named there is not one."""
     for key in ("holdout", "holdout_timeout_s"):
@@ -611,22 +581,21 @@ def refuse_holdout(layer: dict[str, Any], where: str) -> None:
             )
 
 
-def mission_dir(value: str, target: Path) -> Path:
-    """A mission folder: absolute, or relative to the target's checkout."""
+def target_path(value: str, target: Path) -> Path:
+    """A folder the spec names (a mission, the output): absolute, or relative to the
+    target's checkout."""
     path = Path(value).expanduser()
     return path if path.is_absolute() else target / path
 
 
-def _mission_layer(
-    mission: str, target: Path, spec_file: str, warnings: list[str]
-) -> tuple[dict[str, Any], str]:
+def _mission_layer(mission: str, target: Path, spec_file: str) -> tuple[dict[str, Any], str]:
     """The configuration a mission folder gives (under the session spec's keys) and its
     goal line: mission.md's ```yaml block if any, evaluator.json's command, and the
     mission's stop rules."""
     where = f"{spec_file}: key 'experiment.mission'"
     if not Path(mission).is_absolute() and ".." in Path(mission).parts:
         raise SpecError(f"{where}: {mission!r} must be inside the target or absolute")
-    folder = mission_dir(mission, target)
+    folder = target_path(mission, target)
     if not folder.is_dir():
         raise SpecError(f"{where}: {folder} is not a folder")
     for name in (MISSION_FILE, EVALUATOR_FILE):
@@ -637,7 +606,7 @@ def _mission_layer(
             )
     text = (folder / MISSION_FILE).read_text(errors="replace")
     config, prose, title = split_program(text)
-    low = _normalise(config, f"{folder / MISSION_FILE} (```yaml block)", warnings)
+    low = _normalise(config, f"{folder / MISSION_FILE} (```yaml block)")
     refuse_holdout(low, f"{folder / MISSION_FILE} (```yaml block)")
     for key in ("program", "mission"):
         low.pop(key, None)
@@ -682,7 +651,11 @@ def evaluator_config(path: Path) -> dict[str, dict[str, Any]]:
     top = {}
     if data.get("timeout_s") is not None:
         top["verify_timeout_s"] = data["timeout_s"]
-    top |= evaluator_holdout(data, f"{path}: key '")
+    command, timeout = holdout_keys(data, f"{path}: key '")
+    if command is not None:
+        top["holdout"] = command
+    if timeout is not None:
+        top["holdout_timeout_s"] = timeout
     if data.get("guard") is not None:
         if not isinstance(data["guard"], str) or not data["guard"].strip():
             raise SpecError(

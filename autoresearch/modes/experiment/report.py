@@ -73,21 +73,11 @@ def plot(records: list[dict[str, Any]], key: str, direction: str, out: Path) -> 
         if r["metric_value"] is not None and r["status"] != KEPT and r["iteration"] > 0
     ]
     kept = [r for r in measured if r["status"] == KEPT]
-    ax.scatter(
-        [r["iteration"] for r in others],
-        [r["metric_value"] for r in others],
-        color="0.6",
-        s=18,
-        label="discarded",
-    )
-    ax.scatter(
-        [r["iteration"] for r in kept],
-        [r["metric_value"] for r in kept],
-        color="tab:green",
-        s=40,
-        zorder=3,
-        label="kept",
-    )
+    for points, style in (
+        (others, {"color": "0.6", "s": 18, "label": "discarded"}),
+        (kept, {"color": "tab:green", "s": 40, "zorder": 3, "label": "kept"}),
+    ):
+        ax.scatter([r["iteration"] for r in points], [r["metric_value"] for r in points], **style)
     best = [(r["iteration"], r["best_value"]) for r in records if r["best_value"] is not None]
     if best:
         ax.step(

@@ -24,12 +24,6 @@ SUMMARY = "summary.md"
 PRESERVED = "preserved"
 
 
-def output_dir(output: str, target: Path) -> Path:
-    """The spec's output folder: absolute, or relative to the target's checkout."""
-    path = Path(output).expanduser()
-    return path if path.is_absolute() else target / path
-
-
 def unignored_in_checkout(folder: Path, target: Path) -> bool:
     """True when `folder` is inside the target's checkout and git does not ignore its
     runs/: the mirrored runs would then show up there as untracked files."""
@@ -77,25 +71,26 @@ def sync(
     if mine.get("session") != run["session"]:
         raise RuntimeError(f"{folder} is not the folder of session {run['session']}")
     source = layout.evaluations()
-    names = {p.name for p in source.glob("iteration-*.json")} if source.is_dir() else set()
-    out = folder / "evaluations"
-    for name in sorted(names):
-        _copy(source / name, out / name)
-    for stale in out.glob("iteration-*.json") if out.is_dir() else []:
-        if stale.name not in names:
-            stale.unlink()
+    names = sorted(p.name for p in source.glob("iteration-*.json")) if source.is_dir() else []
+    _mirror({name: source / name for name in names}, folder / "evaluations", "iteration-*.json")
     for path in (layout.decision_log, layout.baseline.with_name("config.json"), layout.report):
         if path.exists():
             _copy(path, folder / path.name)
-    keep = {f"{name}.patch" for name in preserved}
-    for name, patch in preserved.items():
-        if patch.exists():
-            _copy(patch, folder / PRESERVED / f"{name}.patch")
-    for stale in (folder / PRESERVED).glob("*.patch") if (folder / PRESERVED).is_dir() else []:
-        if stale.name not in keep:
-            stale.unlink()
+    patches = {f"{name}.patch": patch for name, patch in preserved.items()}
+    _mirror(patches, folder / PRESERVED, "*.patch")
     write_text(folder / SUMMARY, summary)
     write_json(folder / RUN_RECORD, mine | run | {"folder": str(folder)})
+
+
+def _mirror(files: dict[str, Path], dest: Path, pattern: str) -> None:
+    """`dest`'s files matching `pattern` made exactly `files` (name -> source; a source
+    that does not exist is neither copied nor removed)."""
+    for name, source in files.items():
+        if source.exists():
+            _copy(source, dest / name)
+    for stale in dest.glob(pattern) if dest.is_dir() else []:
+        if stale.name not in files:
+            stale.unlink()
 
 
 def _copy(source: Path, dest: Path) -> None:

@@ -162,10 +162,6 @@ class Design:
         return (self.screen, *middle, self.max_samples)
 
     @property
-    def screen_level(self) -> float:
-        return self.levels[0]
-
-    @property
     def final_level(self) -> float:
         return self.levels[-1]
 
@@ -335,20 +331,14 @@ def next_step(
         )
         return Step(KEEP, 0, reason=f"{what}; kept {stage}: p={p:.4g} < {level:.4g}", **common)
     if n == design.max_samples:
+        why = f"within noise after {n} pairs: p={p:.4g} >= {level:.4g}"
+    elif p > design.futility_p:
+        why = f"dropped after {n} pairs: p={p:.4g} > {design.futility_p:g}"
+    else:
         return Step(
-            DISCARD,
-            0,
-            reason=f"{what}; within noise after {n} pairs: p={p:.4g} >= {level:.4g}",
-            **common,
+            MEASURE_MORE, looks[look] - n, reason=f"{what}; promising, confirming", **common
         )
-    if p > design.futility_p:
-        return Step(
-            DISCARD,
-            0,
-            reason=f"{what}; dropped after {n} pairs: p={p:.4g} > {design.futility_p:g}",
-            **common,
-        )
-    return Step(MEASURE_MORE, looks[look] - n, reason=f"{what}; promising, confirming", **common)
+    return Step(DISCARD, 0, reason=f"{what}; {why}", **common)
 
 
 def compare(

@@ -82,7 +82,10 @@ def block(
         ]
         measured = read_json(folder / "measurement.json")
         if measured is not None:
-            lines.append(f"- Measured: {json.dumps(_measured(measured))}")
+            shown = {
+                k: measured[k] for k in ("value", "samples", "passed", "error") if k in measured
+            }
+            lines.append(f"- Measured: {json.dumps(shown)}")
     else:
         lines += experiment_lines(rec, key)
         if rec.get("error"):
@@ -96,8 +99,3 @@ def block(
     where = patch.relative_to(layout.root)
     lines += ["", f"diff ({where}):" if text else f"diff ({where}): no change", text.rstrip("\n")]
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def _measured(measured: dict[str, Any]) -> dict[str, Any]:
-    keep = ("value", "samples", "passed", "error")
-    return {k: measured[k] for k in keep if k in measured}

@@ -91,22 +91,6 @@ def within(cfg: ExperimentConfig, left: float | None) -> ExperimentConfig:
     )
 
 
-def _measure(
-    cfg: ExperimentConfig, cwd: Path, secrets, command: str | None = None, jail: Jail | None = None
-) -> tuple[Sample, metrics.Measurement]:
-    m = metrics.measure(
-        command or cfg.command,
-        cwd,
-        cfg.format,
-        cfg.key,
-        repeats=cfg.repeats,
-        timeout_s=cfg.verify_timeout_s,
-        secrets=secrets,
-        jail=holdout.blind(jail, cfg),
-    )
-    return Sample(m.value, m.samples, m.passed), m
-
-
 def _guard(
     cfg: ExperimentConfig,
     cwd: Path,
@@ -132,7 +116,7 @@ def baseline_record(setup: dict[str, Any]) -> dict[str, Any]:
     """Experiment 0: the base commit as measured at setup."""
     b = setup["baseline"]
     held = {"holdout": setup["holdout"]} if setup.get("holdout") else {}
-    return held | {
+    rec = held | {
         "iteration": 0,
         "timestamp": setup["started_at"],
         "hypothesis": "baseline",
@@ -151,16 +135,10 @@ def baseline_record(setup: dict[str, Any]) -> dict[str, Any]:
         "start_commit": setup["base_commit"],
         "end_commit": setup["base_commit"],
         "best_value": b["value"],
-        "best": {
-            "value": b["value"],
-            "samples": b["samples"],
-            "passed": b["passed"],
-            "commit": setup["base_commit"],
-            "experiment_id": 0,
-            **held,
-        },
         "duration_seconds": 0,
     }
+    rec["best"] = best_after(rec, setup["base_commit"], 0)
+    return rec
 
 
 # --- reading the loop's state --------------------------------------------------------------
@@ -181,6 +159,11 @@ def experiments(layout: SessionLayout, upto: int | None = None) -> list[dict[str
     """Every experiment after the baseline, oldest first: an iteration's own record, or
     each candidate of a batch."""
     return logs.each_experiment(records(layout, upto)[1:])
+
+
+def final_reason(recs: list[dict[str, Any]]) -> str | None:
+    """Why the loop stopped (or is stopping), or None while it runs."""
+    return next((r.get("reason") for r in reversed(recs) if r.get("stop")), None)
 
 
 def incumbent_before(env: StageEnv) -> dict[str, Any]:
@@ -334,7 +317,7 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
         toolbox.mark_finished()
         state["patch"] = make_patch(env.worktree, files)  # kept whatever becomes of it
         flags = tamper.scan(env.worktree, files, start, evaluator)
-        state["flags"] = [f.to_record() for f in flags]
+        state["flags"] = [dataclasses.asdict(f) for f in flags]
         if problems:
             state["syntax_errors"].append(problems)
             state["outcome"] = SYNTAX_ERROR
@@ -438,15 +421,28 @@ def _cached(cache_path: Path, key: str, produce) -> dict[str, Any]:
     return cache[key]
 
 
-def _measure_record(cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None) -> dict[str, Any]:
+def _measure_record(
+    cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None, command: str | None = None
+) -> dict[str, Any]:
+    """The metric (or `command`) measured in `cwd`, the holdout's files hidden from it:
+    {"value", "samples", "passed", "notes", "raw"}, or {"error"}."""
     try:
-        sample, m = _measure(cfg, cwd, secrets, jail=jail)
+        m = metrics.measure(
+            command or cfg.command,
+            cwd,
+            cfg.format,
+            cfg.key,
+            repeats=cfg.repeats,
+            timeout_s=cfg.verify_timeout_s,
+            secrets=secrets,
+            jail=holdout.blind(jail, cfg),
+        )
     except metrics.MetricError as err:
         return {"error": str(err)}
     return {
-        "value": sample.value,
-        "samples": sample.samples,
-        "passed": sample.passed,
+        "value": m.value,
+        "samples": m.samples,
+        "passed": m.passed,
         "notes": m.notes,
         "raw": m.raw,
     }
@@ -547,7 +543,8 @@ def check_flags(
     if status == KEPT and limit is not None and rec.get("metric_value") is not None:
         gain = improvement(rec["baseline_value"], rec["metric_value"], cfg.direction)
         if gain > limit:
-            flags.append(tamper.gain_flag(gain, str(cfg.max_gain), key_of(cfg)).to_record())
+            detail = f"improves by {gain:.1%}, more than max_gain {cfg.max_gain}"
+            flags.append(dataclasses.asdict(tamper.Flag("gain", key_of(cfg), None, detail)))
     rec["flags"] = flags
     if status != KEPT or not flags:
         return status, verdict
@@ -890,7 +887,7 @@ def publish_run(
     if not folder:
         return
     last = all_recs[-1]
-    reason = next((r.get("reason") for r in reversed(all_recs) if r.get("stop")), None)
+    reason = final_reason(all_recs)
     if finished:
         status = f"stopped: {reason or 'finished'}"
     else:

@@ -24,7 +24,7 @@ import codecs
 import re
 import sys
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -180,9 +180,6 @@ class Flag:
         where = f"{self.path}:{self.line}" if self.line else self.path
         return f"{where}: {self.detail} ({self.check})"
 
-    def to_record(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def summary(flags: list[dict[str, Any]] | list[Flag], limit: int = 3) -> str:
     """One line for a verdict: the first few flags and how many more."""
@@ -201,11 +198,6 @@ def refusal(flags: list[dict[str, Any]], allowed: bool) -> str | None:
         "process can move the metric without being better; experiment.allow_flagged: true "
         "keeps such changes)"
     )
-
-
-def gain_flag(gain: float, max_gain: str, key: str) -> Flag:
-    """The flag of an improvement larger than the spec's plausibility bound."""
-    return Flag("gain", key, None, f"improves by {gain:.1%}, more than max_gain {max_gain}")
 
 
 def scan(
@@ -254,7 +246,8 @@ def check_file(
     if new is None:
         return flags
     if path.endswith((".py", ".pyw", ".pyi")):
-        watched = watched_names(evaluator)
+        # The evaluator's files as code would name them: the path and the bare file name.
+        watched = frozenset(evaluator) | {PurePosixPath(p).name for p in evaluator}
         before = python_uses(old or "", watched)
         after = python_uses(new, watched)
     elif path.endswith(SCRIPT_SUFFIXES):
@@ -273,11 +266,6 @@ def check_file(
             continue
         flags.append(Flag(check, path, line, detail))
     return flags
-
-
-def watched_names(evaluator: list[str]) -> frozenset[str]:
-    """The evaluator's files as code would name them: the path and the bare file name."""
-    return frozenset(evaluator) | {PurePosixPath(p).name for p in evaluator}
 
 
 def evaluator_imports(worktree: Path, start: str, evaluator: list[str]) -> set[str]:
