@@ -20,17 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import worktree_files
+from ... import journal, worktree_files
 from ...checks import doc_checks
 from ...errors import SpecError
 from ...files import read_json
 from ...layout import SessionLayout, rel
 from ...loop import Decision, Extra, Judged, Status
-from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..lens.changing import ChangingLens, kept_steps
-from ..lens.output import Writer
 from . import docs
 
 MODES = ("check", "init", "update")
@@ -114,14 +112,7 @@ class Learn(ChangingLens):
             data["max_lines"], tuple(data["ignore"]), frozenset(keys) if keys is not None else None
         )
 
-    def recon(
-        self,
-        layout: SessionLayout,
-        record: SetupRecord,
-        values: dict[str, Any],
-        log,
-        writer: Writer,
-    ) -> dict[str, Any]:
+    def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
         section = self.section(values)
         mode = learn_mode(values)
         worktree = layout.worktree()
@@ -296,7 +287,7 @@ class Learn(ChangingLens):
 
     def write_done(self, env: StageEnv, out: Path) -> None:
         data = json.loads(self.handoff_path(env.layout).read_text())
-        decisions = self.decisions(env.layout)
+        decisions = journal.load_decisions(env.layout)
         kept = [d["doc"] for d in decisions if d["status"] == Status.KEPT]
         last = self.end_commit(env)
         lines = [

@@ -8,6 +8,7 @@ build on `loop.LoopLens`; predict has its own jobs. docs/lenses.md describes eac
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -40,14 +41,7 @@ class Lens(Mode):
     ruff_plays = False  # whether the model-free ruff backend can play this lens
     gate_label = "findings"  # what the gate counts, for `done`
 
-    def show(
-        self,
-        layout: SessionLayout,
-        spec: SessionSpec,
-        iteration: int,
-        candidate: str | None,
-        track: str = "",
-    ) -> str:
+    def show(self, layout, spec, iteration, candidate, track="") -> str:
         raise SessionError(
             f"session {layout.name!r} is a {self.name} session: `autoresearch show` prints the "
             f"cycles of sweep, narrow and broad sessions and the experiments of experiment "
@@ -86,18 +80,27 @@ class Lens(Mode):
     def findings_path(layout: SessionLayout) -> Path:
         return layout.root / "findings.md"
 
+    def read_log(self, layout: SessionLayout) -> list[lens_log.LogRow]:
+        path = self.results_path(layout)
+        return lens_log.parse(path.read_text()) if path.exists() else []
+
+    def new_run_id(self, layout: SessionLayout) -> str:
+        """An id for a new run, unused in the lens's log."""
+        existing = {r.run_id for r in self.read_log(layout)}
+        return lens_log.new_run_id(layout.name, dt.datetime.now(dt.UTC), existing)
+
     def record_iteration(
         self,
         env: StageEnv,
         row: lens_log.LogRow,
-        log: Path,
         usage: dict[str, Any],
         summary: str,
         tests_pass: Any = "",
         files_changed: Any = "",
     ) -> list[lens_log.LogRow]:
-        """The iteration's row in the lens's own log (`log`) and in results.tsv, both shared
-        by the session's jobs; returns the log's rows."""
+        """The iteration's row in the lens's own log and in results.tsv, both shared by the
+        session's jobs; returns the log's rows."""
+        log = self.results_path(env.layout)
         with locked(env.layout.journal_lock):
             rows = lens_log.merge(lens_log.parse(log.read_text()) if log.exists() else [], [row])
             write_text(log, lens_log.render(rows))
@@ -206,10 +209,6 @@ class Lens(Mode):
 
     def setup_data(self, layout: SessionLayout) -> dict[str, Any]:
         return read_json(self.setup_path(layout)) or {}
-
-    def handed_findings(self, layout: SessionLayout) -> list[dict[str, Any]]:
-        """The findings a parent lens handed on (a chain child's input), else none."""
-        return list((self.setup_data(layout).get("handoff") or {}).get("findings") or [])
 
     # --- the end -------------------------------------------------------------------------
 

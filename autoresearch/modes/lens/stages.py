@@ -10,7 +10,6 @@ the lens's own.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -41,8 +40,7 @@ def run_of(env: StageEnv, mode: Any) -> tuple[str, int]:
     prev = mode.previous_step(env)
     if prev and not (prev.stop and env.cycle - 1 in mode.closed_runs(env.layout)):
         return prev.extra.run_id, prev.extra.iteration + 1
-    existing = {r.run_id for r in mode.read_log(env.layout)}
-    return lens_log.new_run_id(env.layout.name, dt.datetime.now(dt.UTC), existing), 1
+    return mode.new_run_id(env.layout), 1
 
 
 def history(mode: Any, env: StageEnv, run_id: str, iteration: int) -> list:
@@ -137,7 +135,6 @@ def check(env: StageEnv, mode: Any, checked_out: Path) -> Judged:
     rows = mode.record_iteration(
         env,
         row,
-        mode.results_path(env.layout),
         raw.get("usage") or {},
         f"{raw['focus']['key']}: {len(items)} accepted, {len(dropped)} dropped",
     )

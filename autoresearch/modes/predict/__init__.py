@@ -10,7 +10,6 @@ predict-results.tsv.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -65,15 +64,7 @@ class Predict(Lens):
     def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
         personas = self.personas(values)
         log(f"predict: {len(personas)} personas, {self.rounds(values)} debate rounds")
-        started = dt.datetime.now(dt.UTC)
-        return {
-            "personas": personas,
-            "run_id": lens_log.new_run_id(layout.name, started, self._run_ids(layout)),
-        }
-
-    def _run_ids(self, layout: SessionLayout) -> set[str]:
-        path = self.results_path(layout)
-        return {r.run_id for r in lens_log.parse(path.read_text())} if path.exists() else set()
+        return {"personas": personas, "run_id": self.new_run_id(layout)}
 
     # --- files ---------------------------------------------------------------------------
 
@@ -184,10 +175,8 @@ class Predict(Lens):
                     timestamp=max((r.get("timestamp", "") for r in records), default=""),
                 )
             )
-        previous = lens_log.parse(self.results_path(layout).read_text()) if (
-            self.results_path(layout).exists()
-        ) else []  # fmt: skip
-        write_text(self.results_path(layout), lens_log.render(lens_log.merge(previous, rows)))
+        merged_rows = lens_log.merge(self.read_log(layout), rows)
+        write_text(self.results_path(layout), lens_log.render(merged_rows))
 
     def progress(self, layout: SessionLayout) -> Progress:
         return replace(

@@ -23,11 +23,9 @@ from ...checks.severity import SEVERITIES, rank
 from ...errors import SpecError
 from ...files import read_json
 from ...layout import SessionLayout, rel
-from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..lens.loop import Focus, LoopLens
-from ..lens.output import Writer
 from . import recon as recon_
 
 SPEC_EXAMPLE = """
@@ -70,14 +68,7 @@ class Security(LoopLens):
                 "(run it to its end first)"
             )
 
-    def recon(
-        self,
-        layout: SessionLayout,
-        record: SetupRecord,
-        values: dict[str, Any],
-        log,
-        writer: Writer,
-    ) -> dict[str, Any]:
+    def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
         worktree = layout.worktree()
         scope = None
         if values.get("diff_base"):
