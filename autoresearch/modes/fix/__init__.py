@@ -26,6 +26,7 @@ from ...layout import SESSIONS, SessionLayout, rel
 from ...loop import Decision, Extra, Judged, absent
 from ...spec import SessionSpec
 from ...stage import StageEnv
+from ..lens import check_ended
 from ..lens.changing import ChangingLens, kept_steps
 from ..narrow.protect import TEST_GLOBS
 from . import count as counting
@@ -112,12 +113,7 @@ class Fix(ChangingLens):
         section = self.section(values)
         if section.get("errors"):
             counting.resolve(section["errors"], where, [])
-        source = section.get("from")
-        if source and not (Path(SESSIONS) / source / "handoff.json").is_file():
-            raise SpecError(
-                f"{where}: key 'fix.from': session {source!r} has no handoff.json (run it to "
-                "its end first)"
-            )
+        check_ended("fix.from", section.get("from"), where)
 
     @staticmethod
     def handed_findings_of(values: dict[str, Any]) -> list[dict[str, Any]] | None:

@@ -12,16 +12,16 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from ... import chain, journal
+from ... import chain, git, journal
 from ...changesets import ChangeNote
 from ...checks import lens_log
 from ...checks.finding_schema import gate
 from ...errors import SessionError, SpecError
 from ...files import locked, read_json, write_text
-from ...layout import SessionLayout, rel
+from ...layout import SESSIONS, SessionLayout, rel
 from ...loop import Status
 from ...record import SetupRecord
-from ...spec import SessionSpec
+from ...spec import SessionSpec, resolve_target
 from ...stage import StageEnv
 from ..base import Mode, Progress
 from .output import Writer
@@ -300,6 +300,26 @@ class Lens(Mode):
         if not data:
             return [f"Gate: not decided yet (fail_on: {self.fail_on(spec)})"]
         return [f"Gate: {data['gate']} (fail_on: {data['fail_on']})"]
+
+
+def is_commit(repo: Path, ref: str) -> bool:
+    return bool(git.git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False))
+
+
+def check_ref(values: dict[str, Any], key: str, ref: str | None, where: str) -> None:
+    """The spec's `key` (`ref`) names a commit of the target, when the target is a repo."""
+    target = resolve_target(str(values["target"]))
+    if ref and git.is_repo(target) and not is_commit(target, ref):
+        raise SpecError(f"{where}: key '{key}': {ref!r} is not a commit of {target}")
+
+
+def check_ended(key: str, session: str | None, where: str) -> None:
+    """The session the spec's `key` names has run to its end (it has a handoff.json)."""
+    if session and not (Path(SESSIONS) / session / "handoff.json").is_file():
+        raise SpecError(
+            f"{where}: key '{key}': session {session!r} has no handoff.json (run it to its "
+            "end first)"
+        )
 
 
 def _frozen(layout: SessionLayout) -> dict[str, Any]:

@@ -20,11 +20,11 @@ from ...checks.saturation import (
     security_vectors,
 )
 from ...checks.severity import SEVERITIES, rank
-from ...errors import SpecError
 from ...files import read_json
 from ...layout import SessionLayout, rel
 from ...spec import SessionSpec
 from ...stage import StageEnv
+from ..lens import check_ended, check_ref
 from ..lens.loop import Focus, LoopLens
 from . import recon as recon_
 
@@ -52,21 +52,8 @@ class Security(LoopLens):
     # --- spec and setup ----------------------------------------------------------------
 
     def check_lens_spec(self, values: dict[str, Any], where: str) -> None:
-        from ...spec import resolve_target
-
-        base = values.get("diff_base")
-        if base:
-            target = resolve_target(str(values["target"]))
-            if git.is_repo(target) and not git.git(
-                target, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}", check=False
-            ):
-                raise SpecError(f"{where}: key 'diff_base': {base!r} is not a commit of {target}")
-        other = values.get("compare_with")
-        if other and not (Path("sessions") / other / "handoff.json").is_file():
-            raise SpecError(
-                f"{where}: key 'compare_with': session {other!r} has no handoff.json "
-                "(run it to its end first)"
-            )
+        check_ref(values, "diff_base", values.get("diff_base"), where)
+        check_ended("compare_with", values.get("compare_with"), where)
 
     def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
         worktree = layout.worktree()

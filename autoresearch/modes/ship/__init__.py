@@ -20,11 +20,12 @@ from typing import Any
 
 from ... import git, journal
 from ...checks import lens_log
-from ...errors import SessionError, SpecError
+from ...errors import SessionError
 from ...layout import SessionLayout, rel
 from ...loop import Decision, Extra, Judged, absent
 from ...spec import SessionSpec
 from ...stage import StageEnv
+from ..lens import check_ref, is_commit
 from ..lens.changing import ChangingLens
 from . import gates as gating
 
@@ -76,13 +77,7 @@ class Ship(ChangingLens):
     # --- the spec and setup --------------------------------------------------------------
 
     def check_lens_spec(self, values: dict[str, Any], where: str) -> None:
-        from ...spec import resolve_target
-
-        section = self.section(values)
-        base = section.get("base")
-        target = resolve_target(str(values["target"]))
-        if base and git.is_repo(target) and not _is_commit(target, base):
-            raise SpecError(f"{where}: key 'ship.base': {base!r} is not a commit of {target}")
+        check_ref(values, "ship.base", self.section(values).get("base"), where)
 
     def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
         section = self.section(values)
@@ -311,14 +306,10 @@ class Ship(ChangingLens):
         ]
 
 
-def _is_commit(repo: Path, ref: str) -> bool:
-    return bool(git.git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False))
-
-
 def default_base(repo: Path) -> str:
     """main or master when the repository has one, else the root commit."""
     for name in ("main", "master"):
-        if _is_commit(repo, name):
+        if is_commit(repo, name):
             return name
     return git.git(repo, "rev-list", "--max-parents=0", "HEAD").splitlines()[0]
 
