@@ -249,28 +249,20 @@ class Learn(ChangingLens):
         rules = self.rules(env.layout)
         docs_now = docs.docs_of(env.worktree, setup["docs_dir"])
         health = [docs.health(d, env.worktree, rules) for d in docs_now]
-        findings = []
+        problems = []  # (severity, title, file, line)
         for h in health:
-            for c in h.report.failures:
-                findings.append(
-                    {
-                        "id": f"D-{len(findings) + 1:03d}",
-                        "severity": SEVERITY.get(c.kind, "low"),
-                        "title": f"{c.kind} {c.subject}: {c.reason}",
-                        "file": h.doc,
-                        "line": c.line,
-                    }
-                )
+            problems += [
+                (SEVERITY.get(c.kind, "low"), f"{c.kind} {c.subject}: {c.reason}", h.doc, c.line)
+                for c in h.report.failures
+            ]
             if h.freshness != "fresh":
-                findings.append(
-                    {
-                        "id": f"D-{len(findings) + 1:03d}",
-                        "severity": "medium" if h.freshness == "very stale" else "low",
-                        "title": f"{h.freshness}: {h.stale_days:.0f} days older than its code",
-                        "file": h.doc,
-                        "line": None,
-                    }
-                )
+                severity = "medium" if h.freshness == "very stale" else "low"
+                title = f"{h.freshness}: {h.stale_days:.0f} days older than its code"
+                problems.append((severity, title, h.doc, None))
+        findings = [
+            {"id": f"D-{n:03d}", "severity": s, "title": t, "file": f, "line": line}
+            for n, (s, t, f, line) in enumerate(problems, 1)
+        ]
         writer = self.writer(env.record)
         writer.text(self.health_path(env.layout), render_health(env.layout.name, health))
         writer.text(findings_out, render_findings(env.layout.name, findings))

@@ -102,7 +102,7 @@ class Lens(Mode):
         session's jobs; returns the log's rows."""
         log = self.results_path(env.layout)
         with locked(env.layout.journal_lock):
-            rows = lens_log.merge(lens_log.parse(log.read_text()) if log.exists() else [], [row])
+            rows = lens_log.merge(self.read_log(env.layout), [row])
             write_text(log, lens_log.render(rows))
         journal.upsert_results(
             env.layout,

@@ -26,12 +26,7 @@ from ...loop import Judged
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox
-from .output import masked_log
-
-
-def _quiet(env: StageEnv, mode: Any) -> None:
-    """Every log line of a lens stage is masked (progress lines quote what tools read)."""
-    env.log = masked_log(env.log, (env.record.base_commit,), env.layout.root)  # type: ignore[method-assign]
+from .output import quiet
 
 
 def run_of(env: StageEnv, mode: Any) -> tuple[str, int]:
@@ -51,7 +46,7 @@ def history(mode: Any, env: StageEnv, run_id: str, iteration: int) -> list:
 
 def red(env: StageEnv, mode: Any, raw_out: Path) -> None:
     """The team works this iteration's focus; its reports are saved as they were made."""
-    _quiet(env, mode)
+    quiet(env)
     env.begin(env.record.base_commit)  # a lens never changes the target: always the base
     setup = mode.setup_data(env.layout)
     run_id, iteration = run_of(env, mode)
@@ -87,7 +82,7 @@ def red(env: StageEnv, mode: Any, raw_out: Path) -> None:
 def check(env: StageEnv, mode: Any, checked_out: Path) -> Judged:
     """The deterministic check, the log row and the stop rules (saturation reads the row
     just logged): the iteration's decision, which loop.decide writes last."""
-    _quiet(env, mode)
+    quiet(env)
     raw = json.loads((env.cycle_dir / "raw.json").read_text())
     setup = mode.setup_data(env.layout)
     run_id, iteration = raw["run_id"], raw["iteration"]
@@ -172,7 +167,7 @@ def _budget(env: StageEnv) -> str | None:
 
 def report(env: StageEnv, mode: Any, findings_out: Path, handoff_out: Path) -> None:
     """findings.md, the lens's other files and handoff.json (every lens, predict included)."""
-    _quiet(env, mode)
+    quiet(env)
     mode.write_report(env, findings_out, handoff_out)
     data = read_json(handoff_out) or {}
     env.log(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -103,13 +103,13 @@ class Ship(ChangingLens):
             "type": str(section.get("type") or "pr"),
             "base": base,
             "base_commit": base_commit,
-            "checklist": gating.to_json(checklist),
+            "checklist": [asdict(g) for g in checklist],
             "baseline": [r.__dict__ for r in results],
             "run_id": self.new_run_id(layout),
         }
 
     def checklist(self, layout: SessionLayout) -> list[gating.Gate]:
-        return gating.from_json(self.setup_data(layout)["checklist"])
+        return [gating.Gate(**g) for g in self.setup_data(layout)["checklist"]]
 
     def gate_context(self, env: StageEnv) -> gating.Context:
         setup = self.setup_data(env.layout)
