@@ -379,8 +379,7 @@ class Mode:
             f"commits on {env.record.branch}: {last.get('commits_total', 0)}",
             f"tests: {verdict.tests_word(full_decision(env.layout, last), env.record.baseline)}",
             f"final commit: {last.get('end_commit', env.record.base_commit)}",
-            f"review with: git -C {env.record.target} log --oneline "
-            f"{env.record.base_commit[:12]}..{env.record.branch}",
+            review_line(env.record),
         ]
         write_text(out, "\n".join(lines) + "\n")
         env.log(json.dumps({"done": env.layout.name, "reason": last.get("reason")}))
@@ -536,6 +535,12 @@ def check_judge(values: dict[str, Any], name: str) -> None:
     problem = judge.panel_problem(values.get("judge"), can_call)
     if problem:
         raise SpecError(f"config/sessions/{name}.yaml: key 'judge': {problem}")
+
+
+def review_line(record: SetupRecord) -> str:
+    """The command that lists what the session's branch holds beyond the base."""
+    span = f"{record.base_commit[:12]}..{record.branch}"
+    return f"review with: git -C {record.target} log --oneline {span}"
 
 
 def full_decision(layout: SessionLayout, decision: dict[str, Any]) -> dict[str, Any]:

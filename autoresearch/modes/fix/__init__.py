@@ -26,6 +26,7 @@ from ...layout import SESSIONS, SessionLayout, rel
 from ...loop import Decision, Extra, Judged, absent
 from ...spec import SessionSpec
 from ...stage import StageEnv
+from ..base import review_line
 from ..lens import check_ended
 from ..lens.changing import ChangingLens, kept_steps
 from ..narrow.protect import TEST_GLOBS
@@ -377,7 +378,7 @@ class Fix(ChangingLens):
             f"report: {rel(self.summary_path(env.layout))}",
             f"regression tests added: {len(data.get('regression_tests') or [])}",
             f"final commit: {final}",
-            self.review_line(env),
+            review_line(env.record),
         ]
         self.writer(env.record).text(out, "\n".join(lines) + "\n")
 

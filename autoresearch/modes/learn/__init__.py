@@ -28,6 +28,7 @@ from ...layout import SessionLayout, rel
 from ...loop import Decision, Extra, Judged, Status
 from ...spec import SessionSpec
 from ...stage import StageEnv
+from ..base import review_line
 from ..lens.changing import ChangingLens, kept_steps
 from . import docs
 
@@ -294,7 +295,7 @@ class Learn(ChangingLens):
             f"report: {rel(self.health_path(env.layout))}",
         ]
         if kept:
-            lines.append(f"{self.review_line(env)}  (final {last[:12]})")
+            lines.append(f"{review_line(env.record)}  (final {last[:12]})")
         else:
             lines.append(f"target unchanged: {env.record.target}")
         self.writer(env.record).text(out, "\n".join(lines) + "\n")

@@ -135,7 +135,8 @@ class Lens(Mode):
 
     def check_spec(self, values: dict[str, Any], name: str) -> None:
         where = f"config/sessions/{name}.yaml"
-        if values["agent"]["backend"] == "ruff" and not self.plays_with_ruff(values):
+        ruff = values["agent"]["backend"] == "ruff"
+        if ruff and not self.plays_with_ruff(values):
             raise SpecError(
                 f"{where}: key 'agent.backend': the {self.name} lens needs a model and the ruff "
                 "backend cannot play it; set agent.backend: claude (or script, to replay a "
@@ -150,9 +151,7 @@ class Lens(Mode):
                     f"{', '.join(sorted(MODES))}"
                 )
             # A chained lens inherits this backend: refuse now, not after this lens has run.
-            child = get(lens)
-            plays = getattr(child, "plays_with_ruff", lambda _values: False)(values)
-            if values["agent"]["backend"] == "ruff" and not plays:
+            if ruff and not get(lens).plays_with_ruff(values):
                 raise SpecError(
                     f"{where}: key 'chain': the {lens} lens needs a model and the ruff backend "
                     "cannot play it; set agent.backend: claude (or script)"

@@ -26,12 +26,6 @@ class ChangingLens(Lens):
         decisions = journal.load_decisions(env.layout)
         return decisions[-1]["end_commit"] if decisions else env.record.base_commit
 
-    def review_line(self, env: StageEnv) -> str:
-        return (
-            f"review with: git -C {env.record.target} log --oneline "
-            f"{env.record.base_commit[:12]}..{env.record.branch}"
-        )
-
     # --- why it ended, for `done`, the handoff and `status` --------------------------------
 
     def stopped(self, env: StageEnv) -> str | None:

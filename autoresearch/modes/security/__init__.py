@@ -24,6 +24,7 @@ from ...files import read_json
 from ...layout import SessionLayout, rel
 from ...spec import SessionSpec
 from ...stage import StageEnv
+from ..base import review_line
 from ..lens import check_ended, check_ref
 from ..lens.loop import Focus, LoopLens
 from . import recon as recon_
@@ -145,8 +146,7 @@ class Security(LoopLens):
         return [
             f"fixes kept: {len(fixed)} (confirmed critical/high only)",
             f"final commit: {end}",
-            f"review with: git -C {env.record.target} log --oneline "
-            f"{env.record.base_commit[:12]}..{env.record.branch}",
+            review_line(env.record),
         ]
 
     def report_findings(self, layout: SessionLayout) -> list[dict[str, Any]]:
