@@ -296,28 +296,18 @@ class Mode:
     sections_read_decisions = True
 
     def write_summary(self, env: StageEnv, pending: dict[str, Any] | None = None) -> None:
+        cycle_lines = None
         if self.lists_cycles and not self.sections_read_decisions:
             before = pending["cycle"] if pending else None
             history = tally.history(env.layout, env.track, before=before)
             if pending:
                 history.add(pending)
-            journal.write_summary(
-                env.layout,
-                env.record,
-                env.spec,
-                [],
-                self.summary_sections(env, []),
-                cycle_lines=history.sections(),
-            )
-            return
-        decisions = self.summary_decisions(env, pending)
+            decisions, cycle_lines = [], history.sections()
+        else:
+            decisions = self.summary_decisions(env, pending)
+        sections = self.summary_sections(env, decisions)
         journal.write_summary(
-            env.layout,
-            env.record,
-            env.spec,
-            decisions,
-            self.summary_sections(env, decisions),
-            list_cycles=self.lists_cycles,
+            env.layout, env.record, env.spec, decisions, sections, self.lists_cycles, cycle_lines
         )
 
     # --- the end -------------------------------------------------------------------------
@@ -387,21 +377,12 @@ class Mode:
             f"cycles: {len(decisions)}",
             f"fixes kept: {fixed}",
             f"commits on {env.record.branch}: {last.get('commits_total', 0)}",
-            f"tests: {verdict.tests_word(self.full_decision(env, last), env.record.baseline)}",
+            f"tests: {verdict.tests_word(full_decision(env.layout, last), env.record.baseline)}",
             f"final commit: {last.get('end_commit', env.record.base_commit)}",
-            f"review with: git -C {env.record.target} log --oneline "
-            f"{env.record.base_commit[:12]}..{env.record.branch}",
+            review_line(env.record),
         ]
         write_text(out, "\n".join(lines) + "\n")
         env.log(json.dumps({"done": env.layout.name, "reason": last.get("reason")}))
-
-    @staticmethod
-    def full_decision(env: StageEnv, decision: dict[str, Any]) -> dict[str, Any]:
-        """`decision` as its decision.json has it: the index keeps only a run's counts."""
-        if not decision:
-            return decision
-        path = env.layout.decision(int(decision["cycle"]), decision.get("track") or "")
-        return read_json(path) or decision
 
     def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
         """What is made after the loop (of `track`) ended, logs included: `redo` moves
@@ -506,9 +487,8 @@ class Mode:
         is said to be (the index keeps only counts: the ids are in decision.json)."""
         if last.get("tests_pass"):
             return "pass"
-        path = layout.decision(int(last["cycle"]), last.get("track") or "")
         setup = read_json(layout.setup) or {}
-        return verdict.tests_word(read_json(path) or last, setup.get("baseline") or {})
+        return verdict.tests_word(full_decision(layout, last), setup.get("baseline") or {})
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         """Extra lines for `autoresearch status NAME`."""
@@ -524,8 +504,6 @@ class Mode:
     ) -> str:
         """`autoresearch show NAME N`: one cycle's findings, kept commits with their diffs,
         and what was skipped and why (`track`: a broad track's cycle)."""
-        from . import cycle_view
-
         if candidate is not None:
             raise SessionError(f"session {layout.name!r} has no candidates: drop --candidate")
         tracks = self.tracks(layout)
@@ -557,6 +535,20 @@ def check_judge(values: dict[str, Any], name: str) -> None:
     problem = judge.panel_problem(values.get("judge"), can_call)
     if problem:
         raise SpecError(f"config/sessions/{name}.yaml: key 'judge': {problem}")
+
+
+def review_line(record: SetupRecord) -> str:
+    """The command that lists what the session's branch holds beyond the base."""
+    span = f"{record.base_commit[:12]}..{record.branch}"
+    return f"review with: git -C {record.target} log --oneline {span}"
+
+
+def full_decision(layout: SessionLayout, decision: dict[str, Any]) -> dict[str, Any]:
+    """`decision` as its decision.json has it: the index keeps only a run's counts."""
+    if not decision:
+        return decision
+    path = layout.decision(int(decision["cycle"]), decision.get("track") or "")
+    return read_json(path) or decision
 
 
 def red_saw_everything(env: StageEnv) -> bool:

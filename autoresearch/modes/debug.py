@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,9 @@ from ..checks.reproduction import MAX_ATTEMPTS, hypothesis_key, judge_reproducti
 from ..checks.saturation import Iteration
 from ..checks.severity import rank
 from ..files import read_json
-from ..record import SetupRecord
 from ..spec import SessionSpec
 from ..stage import StageEnv
 from .lens.loop import Focus, LoopLens
-from .lens.output import Writer
 
 SPEC_EXAMPLE = """
 debug:
@@ -53,14 +52,7 @@ class Debug(LoopLens):
 
     # --- leads ---------------------------------------------------------------------------
 
-    def recon(
-        self,
-        layout,
-        record: SetupRecord,
-        values: dict[str, Any],
-        log,
-        writer: Writer,
-    ) -> dict[str, Any]:
+    def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
         section = self.section(values)
         leads: list[dict[str, str]] = []
         if section.get("symptom"):
@@ -85,9 +77,10 @@ class Debug(LoopLens):
                 run = commands.run(command, worktree, timeout, extra_secrets=secrets)
                 if not run.ok:
                     leads.append({"source": source, "text": f"`{command}` fails:\n{run.tail(800)}"})
+        handoff = chain.inherited(Path(values["handoff"])) if values.get("handoff") else {}
         leads += [
             {"source": "handed on", "text": f"{f.get('id')} {f.get('title')} ({f.get('location')})"}
-            for f in (self._handoff(values).get("findings") or [])
+            for f in (handoff.get("findings") or [])
         ]
         leads = leads[:MAX_LEADS] or [{"source": "none", "text": GENERAL}]
         for n, lead in enumerate(leads, 1):
@@ -95,35 +88,27 @@ class Debug(LoopLens):
         log(f"debug: {len(leads)} leads ({', '.join(sorted({ld['source'] for ld in leads}))})")
         return {"leads": leads}
 
-    @staticmethod
-    def _handoff(values: dict[str, Any]) -> dict[str, Any]:
-        return chain.inherited(Path(values["handoff"])) if values.get("handoff") else {}
-
     def lead_state(self, env: StageEnv, history: list[Iteration], setup: dict[str, Any]):
         """lead id -> 'confirmed' | 'abandoned' | 'open' (attempts counted in this run)."""
         # The iteration being checked has no decision yet: its checked.json counts too.
         current = (read_json(env.cycle_dir / "checked.json") or {}).get("accepted", [])
         items = self.accepted(env.layout, before=env.cycle) + current
         confirmed = {i["focus"] for i in items if i["finding"].get("verdict") == "confirmed"}
-        state = {}
-        for lead in setup["leads"]:
-            tries = sum(1 for i in history if i.category == lead["id"])
-            if lead["id"] in confirmed:
-                state[lead["id"]] = "confirmed"
-            elif tries >= MAX_ATTEMPTS:
-                state[lead["id"]] = "abandoned"
-            else:
-                state[lead["id"]] = "open"
-        return state
+        tries = Counter(i.category for i in history)
+
+        def state(lead: str) -> str:
+            if lead in confirmed:
+                return "confirmed"
+            return "abandoned" if tries[lead] >= MAX_ATTEMPTS else "open"
+
+        return {ld["id"]: state(ld["id"]) for ld in setup["leads"]}
 
     def categories(self, spec: SessionSpec, setup: dict[str, Any]) -> list[str]:
         return [lead["id"] for lead in setup.get("leads", [])]
 
     def pick(self, env: StageEnv, history: list[Iteration], setup: dict[str, Any]) -> Focus:
         state = self.lead_state(env, history, setup)
-        tries = {
-            ld["id"]: sum(1 for i in history if i.category == ld["id"]) for ld in setup["leads"]
-        }
+        tries = Counter(i.category for i in history)
         open_leads = [ld for ld in setup["leads"] if state[ld["id"]] == "open"]
         lead = min(open_leads or setup["leads"], key=lambda ld: tries[ld["id"]])
         return Focus(lead["id"], lead["text"], {"lead": lead})

@@ -7,6 +7,7 @@ is never changed; `format: pytest` also writes skipped test skeletons.
 from __future__ import annotations
 
 import re
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -136,11 +137,9 @@ class Scenario(LoopLens):
         runs = list(dict.fromkeys(r.run_id for r in rows))
         log = lens_log.iterations(rows, runs[-1]) if runs else []
         counts = coverage(log, SCENARIO_DIMENSIONS)
-        dropped: dict[str, dict[str, int]] = {}
+        dropped: dict[str, Counter[str]] = defaultdict(Counter)
         for r in rows:
-            for kind, n in r.drop_reasons.items():
-                dropped.setdefault(r.category, {}).setdefault(kind, 0)
-                dropped[r.category][kind] += n
+            dropped[r.category].update(r.drop_reasons)
         lines = [
             f"# Scenario summary: {env.layout.name}",
             "",

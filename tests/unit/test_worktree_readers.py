@@ -153,8 +153,8 @@ def test_learn_stage_sees_a_linked_doc_as_absent(tmp_path, secret):
     from autoresearch.modes.learn import stages
 
     repo = repo_with_links(tmp_path, {"a.py": "x = 1\n"}, {"docs/overview.md": secret})
-    assert stages._text(repo, "docs/overview.md") is None
-    assert stages._text(repo, "a.py") == "x = 1\n"
+    assert stages.read_if_any(repo, "docs/overview.md") is None
+    assert stages.read_if_any(repo, "a.py") == "x = 1\n"
 
 
 def test_doc_checks_do_not_read_a_hard_link_to_a_file_outside(tmp_path):

@@ -11,7 +11,6 @@ iteration.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import tempfile
 from collections import Counter
@@ -19,17 +18,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import chain, commands, git, measured
+from ... import chain, commands, git, journal, measured
 from ...checks import error_counts, lens_log
 from ...checks.error_counts import Error
 from ...errors import SpecError
 from ...layout import SESSIONS, SessionLayout, rel
 from ...loop import Decision, Extra, Judged, absent
-from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
+from ..base import review_line
+from ..lens import check_ended
 from ..lens.changing import ChangingLens, kept_steps
-from ..lens.output import Writer
 from ..narrow.protect import TEST_GLOBS
 from . import count as counting
 from . import regression, report
@@ -115,12 +114,7 @@ class Fix(ChangingLens):
         section = self.section(values)
         if section.get("errors"):
             counting.resolve(section["errors"], where, [])
-        source = section.get("from")
-        if source and not (Path(SESSIONS) / source / "handoff.json").is_file():
-            raise SpecError(
-                f"{where}: key 'fix.from': session {source!r} has no handoff.json (run it to "
-                "its end first)"
-            )
+        check_ended("fix.from", section.get("from"), where)
 
     @staticmethod
     def handed_findings_of(values: dict[str, Any]) -> list[dict[str, Any]] | None:
@@ -145,14 +139,7 @@ class Fix(ChangingLens):
             setup.get("repro_command") or "",
         )
 
-    def recon(
-        self,
-        layout: SessionLayout,
-        record: SetupRecord,
-        values: dict[str, Any],
-        log,
-        writer: Writer,
-    ) -> dict[str, Any]:
+    def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
         """The error commands, the baseline count, the guard checked on the base commit."""
         section = self.section(values)
         where = f"config/sessions/{layout.name}.yaml"
@@ -215,8 +202,6 @@ class Fix(ChangingLens):
         labels |= {p: "spec key protected" for p in existing}
         record.measured = watcher.watch.to_record(values["protected"], labels)
         git.reset_to(worktree, record.base_commit)  # the counts may leave files behind
-        existing = {r.run_id for r in self.read_log(layout)}
-        started = dt.datetime.now(dt.UTC)
         total = len(counting.errors_of(baseline))
         log(f"fix: {total} errors at the base commit: {error_counts.by_category(baseline)}")
         return {
@@ -227,12 +212,8 @@ class Fix(ChangingLens):
             "guard": guard,
             "protected": protected,
             "baseline": [counting.to_json(c, keep) for c in baseline],
-            "run_id": lens_log.new_run_id(layout.name, started, existing),
+            "run_id": self.new_run_id(layout),
         }
-
-    def read_log(self, layout: SessionLayout) -> list[lens_log.LogRow]:
-        path = self.results_path(layout)
-        return lens_log.parse(path.read_text()) if path.exists() else []
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -280,7 +261,6 @@ class Fix(ChangingLens):
         self.record_iteration(
             env,
             row,
-            self.results_path(env.layout),
             usage,
             description,
             tests_pass=rec["tests_pass"],
@@ -316,12 +296,12 @@ class Fix(ChangingLens):
     # --- the report ------------------------------------------------------------------------
 
     def remaining(self, layout: SessionLayout) -> list[Error]:
-        decisions = self.decisions(layout)
+        decisions = journal.load_decisions(layout)
         data = decisions[-1]["counts_after"] if decisions else self.setup_data(layout)["baseline"]
         return counting.errors_of([counting.from_json(c) for c in data])
 
     def write_report(self, env: StageEnv, findings_out: Path, handoff_out: Path) -> None:
-        decisions = self.decisions(env.layout)
+        decisions = journal.load_decisions(env.layout)
         setup = self.setup_data(env.layout)
         baseline = [counting.from_json(c) for c in setup["baseline"]]
         left = error_counts.order(self.remaining(env.layout))
@@ -382,7 +362,7 @@ class Fix(ChangingLens):
 
     def write_done(self, env: StageEnv, out: Path) -> None:
         data = json.loads(self.handoff_path(env.layout).read_text())
-        decisions = self.decisions(env.layout)
+        decisions = journal.load_decisions(env.layout)
         final = data.get("final_commit") or self.end_commit(env)
         lines = [
             f"session: {env.layout.name}",
@@ -398,7 +378,7 @@ class Fix(ChangingLens):
             f"report: {rel(self.summary_path(env.layout))}",
             f"regression tests added: {len(data.get('regression_tests') or [])}",
             f"final commit: {final}",
-            self.review_line(env),
+            review_line(env.record),
         ]
         self.writer(env.record).text(out, "\n".join(lines) + "\n")
 
@@ -414,7 +394,7 @@ class Fix(ChangingLens):
         if not self.setup_path(layout).exists():
             return ["(fix not set up yet)"]
         baseline = [counting.from_json(c) for c in self.setup_data(layout)["baseline"]]
-        decisions = self.decisions(layout)
+        decisions = journal.load_decisions(layout)
         return [
             f"Errors: {len(counting.errors_of(baseline))} at the base commit, "
             f"{len(self.remaining(layout))} now",

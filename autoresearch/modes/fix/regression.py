@@ -51,20 +51,15 @@ def regression_test_path(worktree: Path, bug: HandedBug) -> str:
     return f"{folder}/{name}" if folder else name
 
 
-def recorded(layout: SessionLayout) -> RegressionTests | None:
-    data = read_json(path_of(layout))
-    return RegressionTests(**data) if data else None
-
-
 def add(
     env: StageEnv, bugs: list[HandedBug], fixed: set[str], repro_command: str, end: str
 ) -> RegressionTests:
     """Commit the reproductions of the `fixed` bugs (their ids) as regression tests on top of
     `end`, the last kept commit; recorded in regression.json, which a rerun reads back (unless
     the session has gone on since, from a later commit)."""
-    done = recorded(env.layout)
-    if done is not None and done.start == end:
-        return done
+    done = read_json(path_of(env.layout))
+    if done and done["start"] == end:
+        return RegressionTests(**done)
     worktree = env.worktree
     git.reset_to(worktree, end)
     result = RegressionTests(start=end, commit=end)

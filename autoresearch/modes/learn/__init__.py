@@ -20,17 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import worktree_files
+from ... import journal, worktree_files
 from ...checks import doc_checks
 from ...errors import SpecError
 from ...files import read_json
 from ...layout import SessionLayout, rel
 from ...loop import Decision, Extra, Judged, Status
-from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
+from ..base import review_line
 from ..lens.changing import ChangingLens, kept_steps
-from ..lens.output import Writer
 from . import docs
 
 MODES = ("check", "init", "update")
@@ -114,14 +113,7 @@ class Learn(ChangingLens):
             data["max_lines"], tuple(data["ignore"]), frozenset(keys) if keys is not None else None
         )
 
-    def recon(
-        self,
-        layout: SessionLayout,
-        record: SetupRecord,
-        values: dict[str, Any],
-        log,
-        writer: Writer,
-    ) -> dict[str, Any]:
+    def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
         section = self.section(values)
         mode = learn_mode(values)
         worktree = layout.worktree()
@@ -258,28 +250,20 @@ class Learn(ChangingLens):
         rules = self.rules(env.layout)
         docs_now = docs.docs_of(env.worktree, setup["docs_dir"])
         health = [docs.health(d, env.worktree, rules) for d in docs_now]
-        findings = []
+        problems = []  # (severity, title, file, line)
         for h in health:
-            for c in h.report.failures:
-                findings.append(
-                    {
-                        "id": f"D-{len(findings) + 1:03d}",
-                        "severity": SEVERITY.get(c.kind, "low"),
-                        "title": f"{c.kind} {c.subject}: {c.reason}",
-                        "file": h.doc,
-                        "line": c.line,
-                    }
-                )
+            problems += [
+                (SEVERITY.get(c.kind, "low"), f"{c.kind} {c.subject}: {c.reason}", h.doc, c.line)
+                for c in h.report.failures
+            ]
             if h.freshness != "fresh":
-                findings.append(
-                    {
-                        "id": f"D-{len(findings) + 1:03d}",
-                        "severity": "medium" if h.freshness == "very stale" else "low",
-                        "title": f"{h.freshness}: {h.stale_days:.0f} days older than its code",
-                        "file": h.doc,
-                        "line": None,
-                    }
-                )
+                severity = "medium" if h.freshness == "very stale" else "low"
+                title = f"{h.freshness}: {h.stale_days:.0f} days older than its code"
+                problems.append((severity, title, h.doc, None))
+        findings = [
+            {"id": f"D-{n:03d}", "severity": s, "title": t, "file": f, "line": line}
+            for n, (s, t, f, line) in enumerate(problems, 1)
+        ]
         writer = self.writer(env.record)
         writer.text(self.health_path(env.layout), render_health(env.layout.name, health))
         writer.text(findings_out, render_findings(env.layout.name, findings))
@@ -296,7 +280,7 @@ class Learn(ChangingLens):
 
     def write_done(self, env: StageEnv, out: Path) -> None:
         data = json.loads(self.handoff_path(env.layout).read_text())
-        decisions = self.decisions(env.layout)
+        decisions = journal.load_decisions(env.layout)
         kept = [d["doc"] for d in decisions if d["status"] == Status.KEPT]
         last = self.end_commit(env)
         lines = [
@@ -311,7 +295,7 @@ class Learn(ChangingLens):
             f"report: {rel(self.health_path(env.layout))}",
         ]
         if kept:
-            lines.append(f"{self.review_line(env)}  (final {last[:12]})")
+            lines.append(f"{review_line(env.record)}  (final {last[:12]})")
         else:
             lines.append(f"target unchanged: {env.record.target}")
         self.writer(env.record).text(out, "\n".join(lines) + "\n")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal, worktree_files
+from ... import git, journal
 from ...agent_run import run_agent, stop_reason_of
 from ...backends.base import ToolResult
 from ...checks import doc_checks
@@ -23,16 +23,12 @@ from ...sandbox import Refused, Sandbox
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox
+from ...worktree_files import read_if_any
 from . import docs
 
 ROUNDS = 3  # validation rounds a doc gets before the iteration ends
 # Checks of what a doc says about the code; one that fails keeps the doc out, whatever its score.
 REFERENCES = frozenset({"path", "symbol", "config-key", "link"})
-
-
-def _text(worktree: Path, doc: str) -> str | None:
-    """A doc's text; None when it does not exist or the reader refuses it (a link out)."""
-    return worktree_files.read_if_any(worktree, doc)
 
 
 def write_doc(worktree: Path, doc: str, text: str) -> str | None:
@@ -57,19 +53,19 @@ def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
     rules = mode.rules(env.layout)
     update = setup["mode"] == "update"
     before = docs.score(
-        doc, _text(env.worktree, doc), env.worktree, rules, False if update else None
+        doc, read_if_any(env.worktree, doc), env.worktree, rules, False if update else None
     )
     rounds: list[list[str]] = []
     toolbox = Toolbox(mode.team, env.worktree, **env.toolbox_options())
 
     def finish_docs(summary: str) -> ToolResult:
-        text = _text(env.worktree, doc)
+        text = read_if_any(env.worktree, doc)
         if text is None:
             return ToolResult(f"{doc} does not exist yet; write it first", is_error=True)
         refusal = write_doc(env.worktree, doc, doc_checks.with_marker(text))
         if refusal:
             return ToolResult(refusal, is_error=True)
-        report = docs.report_of(doc, _text(env.worktree, doc) or "", env.worktree, rules)
+        report = docs.report_of(doc, read_if_any(env.worktree, doc) or "", env.worktree, rules)
         failures = [_failure(c) for c in report.failures]
         rounds.append(failures)
         if not failures:
@@ -91,7 +87,7 @@ def write(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
     run = run_agent(env, mode.team, ctx, toolbox)
 
     others = [f for f in changed_of(env.worktree, toolbox.written) if f != doc]
-    text = _text(env.worktree, doc)
+    text = read_if_any(env.worktree, doc)
     changed = doc in changed_of(env.worktree, toolbox.written)
     after = before
     if changed and text is not None:

@@ -8,19 +8,20 @@ build on `loop.LoopLens`; predict has its own jobs. docs/lenses.md describes eac
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from ... import chain, journal
+from ... import chain, git, journal
 from ...changesets import ChangeNote
 from ...checks import lens_log
 from ...checks.finding_schema import gate
 from ...errors import SessionError, SpecError
 from ...files import locked, read_json, write_text
-from ...layout import SessionLayout, rel
+from ...layout import SESSIONS, SessionLayout, rel
 from ...loop import Status
 from ...record import SetupRecord
-from ...spec import SessionSpec
+from ...spec import SessionSpec, resolve_target
 from ...stage import StageEnv
 from ..base import Mode, Progress
 from .output import Writer
@@ -40,14 +41,7 @@ class Lens(Mode):
     ruff_plays = False  # whether the model-free ruff backend can play this lens
     gate_label = "findings"  # what the gate counts, for `done`
 
-    def show(
-        self,
-        layout: SessionLayout,
-        spec: SessionSpec,
-        iteration: int,
-        candidate: str | None,
-        track: str = "",
-    ) -> str:
+    def show(self, layout, spec, iteration, candidate, track="") -> str:
         raise SessionError(
             f"session {layout.name!r} is a {self.name} session: `autoresearch show` prints the "
             f"cycles of sweep, narrow and broad sessions and the experiments of experiment "
@@ -86,20 +80,29 @@ class Lens(Mode):
     def findings_path(layout: SessionLayout) -> Path:
         return layout.root / "findings.md"
 
+    def read_log(self, layout: SessionLayout) -> list[lens_log.LogRow]:
+        path = self.results_path(layout)
+        return lens_log.parse(path.read_text()) if path.exists() else []
+
+    def new_run_id(self, layout: SessionLayout) -> str:
+        """An id for a new run, unused in the lens's log."""
+        existing = {r.run_id for r in self.read_log(layout)}
+        return lens_log.new_run_id(layout.name, dt.datetime.now(dt.UTC), existing)
+
     def record_iteration(
         self,
         env: StageEnv,
         row: lens_log.LogRow,
-        log: Path,
         usage: dict[str, Any],
         summary: str,
         tests_pass: Any = "",
         files_changed: Any = "",
     ) -> list[lens_log.LogRow]:
-        """The iteration's row in the lens's own log (`log`) and in results.tsv, both shared
-        by the session's jobs; returns the log's rows."""
+        """The iteration's row in the lens's own log and in results.tsv, both shared by the
+        session's jobs; returns the log's rows."""
+        log = self.results_path(env.layout)
         with locked(env.layout.journal_lock):
-            rows = lens_log.merge(lens_log.parse(log.read_text()) if log.exists() else [], [row])
+            rows = lens_log.merge(self.read_log(env.layout), [row])
             write_text(log, lens_log.render(rows))
         journal.upsert_results(
             env.layout,
@@ -132,7 +135,8 @@ class Lens(Mode):
 
     def check_spec(self, values: dict[str, Any], name: str) -> None:
         where = f"config/sessions/{name}.yaml"
-        if values["agent"]["backend"] == "ruff" and not self.plays_with_ruff(values):
+        ruff = values["agent"]["backend"] == "ruff"
+        if ruff and not self.plays_with_ruff(values):
             raise SpecError(
                 f"{where}: key 'agent.backend': the {self.name} lens needs a model and the ruff "
                 "backend cannot play it; set agent.backend: claude (or script, to replay a "
@@ -147,9 +151,7 @@ class Lens(Mode):
                     f"{', '.join(sorted(MODES))}"
                 )
             # A chained lens inherits this backend: refuse now, not after this lens has run.
-            child = get(lens)
-            plays = getattr(child, "plays_with_ruff", lambda _values: False)(values)
-            if values["agent"]["backend"] == "ruff" and not plays:
+            if ruff and not get(lens).plays_with_ruff(values):
                 raise SpecError(
                     f"{where}: key 'chain': the {lens} lens needs a model and the ruff backend "
                     "cannot play it; set agent.backend: claude (or script)"
@@ -206,10 +208,6 @@ class Lens(Mode):
 
     def setup_data(self, layout: SessionLayout) -> dict[str, Any]:
         return read_json(self.setup_path(layout)) or {}
-
-    def handed_findings(self, layout: SessionLayout) -> list[dict[str, Any]]:
-        """The findings a parent lens handed on (a chain child's input), else none."""
-        return list((self.setup_data(layout).get("handoff") or {}).get("findings") or [])
 
     # --- the end -------------------------------------------------------------------------
 
@@ -301,6 +299,26 @@ class Lens(Mode):
         if not data:
             return [f"Gate: not decided yet (fail_on: {self.fail_on(spec)})"]
         return [f"Gate: {data['gate']} (fail_on: {data['fail_on']})"]
+
+
+def is_commit(repo: Path, ref: str) -> bool:
+    return bool(git.git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False))
+
+
+def check_ref(values: dict[str, Any], key: str, ref: str | None, where: str) -> None:
+    """The spec's `key` (`ref`) names a commit of the target, when the target is a repo."""
+    target = resolve_target(str(values["target"]))
+    if ref and git.is_repo(target) and not is_commit(target, ref):
+        raise SpecError(f"{where}: key '{key}': {ref!r} is not a commit of {target}")
+
+
+def check_ended(key: str, session: str | None, where: str) -> None:
+    """The session the spec's `key` names has run to its end (it has a handoff.json)."""
+    if session and not (Path(SESSIONS) / session / "handoff.json").is_file():
+        raise SpecError(
+            f"{where}: key '{key}': session {session!r} has no handoff.json (run it to its "
+            "end first)"
+        )
 
 
 def _frozen(layout: SessionLayout) -> dict[str, Any]:

@@ -21,24 +21,15 @@ def kept_steps(decisions: list[dict[str, Any]]) -> int:
 
 
 class ChangingLens(Lens):
-    def decisions(self, layout: SessionLayout) -> list[dict[str, Any]]:
-        return journal.load_decisions(layout)
-
     def end_commit(self, env: StageEnv) -> str:
         """Where the loop ended: the last decision's end, or the base when nothing ran."""
-        decisions = self.decisions(env.layout)
+        decisions = journal.load_decisions(env.layout)
         return decisions[-1]["end_commit"] if decisions else env.record.base_commit
-
-    def review_line(self, env: StageEnv) -> str:
-        return (
-            f"review with: git -C {env.record.target} log --oneline "
-            f"{env.record.base_commit[:12]}..{env.record.branch}"
-        )
 
     # --- why it ended, for `done`, the handoff and `status` --------------------------------
 
     def stopped(self, env: StageEnv) -> str | None:
-        decisions = self.decisions(env.layout)
+        decisions = journal.load_decisions(env.layout)
         reason = next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None)
         return reason or self.idle_reason(env, decisions)
 
@@ -53,7 +44,7 @@ class ChangingLens(Lens):
         return tally.read(layout).kept
 
     def progress(self, layout: SessionLayout) -> Progress:
-        decisions = self.decisions(layout)
+        decisions = journal.load_decisions(layout)
         kept = kept_steps(decisions)
         return Progress(
             started=bool(decisions),

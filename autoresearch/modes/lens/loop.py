@@ -154,10 +154,6 @@ class LoopLens(Lens):
 
     # --- reading what the iterations left ------------------------------------------------
 
-    def read_log(self, layout: SessionLayout) -> list[lens_log.LogRow]:
-        path = self.results_path(layout)
-        return lens_log.parse(path.read_text()) if path.exists() else []
-
     def accepted(self, layout: SessionLayout, before: int | None = None) -> list[dict[str, Any]]:
         """Every accepted finding so far, oldest first (of cycles before `before`)."""
         out: list[dict[str, Any]] = []

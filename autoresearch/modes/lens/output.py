@@ -83,3 +83,9 @@ def masked_log(
     keeps what it masked in the session's store (`root`)."""
     writer = Writer(tuple(keep), root=root)
     return lambda line: log(writer.line(line))
+
+
+def quiet(env: Any) -> None:
+    """Every log line of a lens stage (a StageEnv) is masked: progress lines quote what tools
+    read."""
+    env.log = masked_log(env.log, (env.record.base_commit,), env.layout.root)

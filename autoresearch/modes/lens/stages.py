@@ -10,7 +10,6 @@ the lens's own.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -27,12 +26,7 @@ from ...loop import Judged
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox
-from .output import masked_log
-
-
-def _quiet(env: StageEnv, mode: Any) -> None:
-    """Every log line of a lens stage is masked (progress lines quote what tools read)."""
-    env.log = masked_log(env.log, (env.record.base_commit,), env.layout.root)  # type: ignore[method-assign]
+from .output import quiet
 
 
 def run_of(env: StageEnv, mode: Any) -> tuple[str, int]:
@@ -41,8 +35,7 @@ def run_of(env: StageEnv, mode: Any) -> tuple[str, int]:
     prev = mode.previous_step(env)
     if prev and not (prev.stop and env.cycle - 1 in mode.closed_runs(env.layout)):
         return prev.extra.run_id, prev.extra.iteration + 1
-    existing = {r.run_id for r in mode.read_log(env.layout)}
-    return lens_log.new_run_id(env.layout.name, dt.datetime.now(dt.UTC), existing), 1
+    return mode.new_run_id(env.layout), 1
 
 
 def history(mode: Any, env: StageEnv, run_id: str, iteration: int) -> list:
@@ -53,7 +46,7 @@ def history(mode: Any, env: StageEnv, run_id: str, iteration: int) -> list:
 
 def red(env: StageEnv, mode: Any, raw_out: Path) -> None:
     """The team works this iteration's focus; its reports are saved as they were made."""
-    _quiet(env, mode)
+    quiet(env)
     env.begin(env.record.base_commit)  # a lens never changes the target: always the base
     setup = mode.setup_data(env.layout)
     run_id, iteration = run_of(env, mode)
@@ -89,7 +82,7 @@ def red(env: StageEnv, mode: Any, raw_out: Path) -> None:
 def check(env: StageEnv, mode: Any, checked_out: Path) -> Judged:
     """The deterministic check, the log row and the stop rules (saturation reads the row
     just logged): the iteration's decision, which loop.decide writes last."""
-    _quiet(env, mode)
+    quiet(env)
     raw = json.loads((env.cycle_dir / "raw.json").read_text())
     setup = mode.setup_data(env.layout)
     run_id, iteration = raw["run_id"], raw["iteration"]
@@ -137,7 +130,6 @@ def check(env: StageEnv, mode: Any, checked_out: Path) -> Judged:
     rows = mode.record_iteration(
         env,
         row,
-        mode.results_path(env.layout),
         raw.get("usage") or {},
         f"{raw['focus']['key']}: {len(items)} accepted, {len(dropped)} dropped",
     )
@@ -175,7 +167,7 @@ def _budget(env: StageEnv) -> str | None:
 
 def report(env: StageEnv, mode: Any, findings_out: Path, handoff_out: Path) -> None:
     """findings.md, the lens's other files and handoff.json (every lens, predict included)."""
-    _quiet(env, mode)
+    quiet(env)
     mode.write_report(env, findings_out, handoff_out)
     data = read_json(handoff_out) or {}
     env.log(

@@ -10,7 +10,7 @@ predict-results.tsv.
 
 from __future__ import annotations
 
-import datetime as dt
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -65,15 +65,7 @@ class Predict(Lens):
     def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
         personas = self.personas(values)
         log(f"predict: {len(personas)} personas, {self.rounds(values)} debate rounds")
-        started = dt.datetime.now(dt.UTC)
-        return {
-            "personas": personas,
-            "run_id": lens_log.new_run_id(layout.name, started, self._run_ids(layout)),
-        }
-
-    def _run_ids(self, layout: SessionLayout) -> set[str]:
-        path = self.results_path(layout)
-        return {r.run_id for r in lens_log.parse(path.read_text())} if path.exists() else set()
+        return {"personas": personas, "run_id": self.new_run_id(layout)}
 
     # --- files ---------------------------------------------------------------------------
 
@@ -93,25 +85,25 @@ class Predict(Lens):
 
     # --- reading the rounds --------------------------------------------------------------
 
+    def analysed(self, layout: SessionLayout, personas: list[str]) -> list[tuple[str, dict]]:
+        """(persona, finding) of each finding the independent analysis accepted, in order."""
+        return [
+            (persona, item["finding"])
+            for persona in personas
+            for item in read_json(self.round_path(layout, persona, 0))["accepted"]
+        ]
+
     def proposals(self, layout: SessionLayout, personas: list[str]) -> list[votes.Proposal]:
-        out = []
-        for persona in personas:
-            for item in read_json(self.round_path(layout, persona, 0))["accepted"]:
-                f = item["finding"]
-                out.append(
-                    votes.Proposal(
-                        persona, f["title"], f["location"], f["severity"], f["confidence"]
-                    )
-                )
-        return out
+        return [
+            votes.Proposal(persona, f["title"], f["location"], f["severity"], f["confidence"])
+            for persona, f in self.analysed(layout, personas)
+        ]
 
     def evidence(self, layout: SessionLayout, personas: list[str]) -> dict[str, dict[str, Any]]:
         """Merged id -> the first raiser's finding (its evidence and hypothesis)."""
         out: dict[str, dict[str, Any]] = {}
-        for persona in personas:
-            for item in read_json(self.round_path(layout, persona, 0))["accepted"]:
-                f = item["finding"]
-                out.setdefault(votes.merge_id(f["location"], f["title"]), f)
+        for _, f in self.analysed(layout, personas):
+            out.setdefault(votes.merge_id(f["location"], f["title"]), f)
         return out
 
     def debate_rounds(
@@ -167,9 +159,6 @@ class Predict(Lens):
         for number in range(0, self.rounds(env.spec) + 1):
             records = [read_json(self.round_path(layout, p, number)) or {} for p in personas]
             dropped = [d for r in records for d in r.get("dropped", [])]
-            kinds: dict[str, int] = {}
-            for d in dropped:
-                kinds[d["kind"]] = kinds.get(d["kind"], 0) + 1
             rows.append(
                 lens_log.LogRow(
                     run_id=run_id,
@@ -177,17 +166,15 @@ class Predict(Lens):
                     category="analysis" if number == 0 else f"debate-{number}",
                     new=len(merged) if number == 0 else 0,
                     dropped=len(dropped),
-                    drop_reasons=kinds,
+                    drop_reasons=dict(Counter(d["kind"] for d in dropped)),
                     hashes=tuple(m.id for m in merged) if number == 0 else (),
                     status="analysed" if number == 0 else "debated",
                     description=f"{len(personas)} personas",
                     timestamp=max((r.get("timestamp", "") for r in records), default=""),
                 )
             )
-        previous = lens_log.parse(self.results_path(layout).read_text()) if (
-            self.results_path(layout).exists()
-        ) else []  # fmt: skip
-        write_text(self.results_path(layout), lens_log.render(lens_log.merge(previous, rows)))
+        merged_rows = lens_log.merge(self.read_log(layout), rows)
+        write_text(self.results_path(layout), lens_log.render(merged_rows))
 
     def progress(self, layout: SessionLayout) -> Progress:
         return replace(

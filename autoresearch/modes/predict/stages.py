@@ -16,17 +16,13 @@ from ...checks.finding_schema import BUG_SEVERITIES, PREDICT, check
 from ...stage import StageEnv
 from ...teams import base_context
 from ...tools import Toolbox
-from ..lens.output import masked_log
+from ..lens.output import quiet
 from . import Predict, charge
-
-
-def _quiet(env: StageEnv) -> None:
-    env.log = masked_log(env.log, (env.record.base_commit,), env.layout.root)  # type: ignore[method-assign]
 
 
 def analysis(env: StageEnv, mode: Predict, persona: str, out: Path) -> None:
     """One persona alone with the target; its findings checked against predict's schema."""
-    _quiet(env)
+    quiet(env)
     reported: list[Any] = []
 
     def report(**fields: Any) -> str:
@@ -68,7 +64,7 @@ def analysis(env: StageEnv, mode: Predict, persona: str, out: Path) -> None:
 
 def debate(env: StageEnv, mode: Predict, persona: str, number: int, out: Path) -> None:
     """One persona's positions in round `number`, seeing every finding and position so far."""
-    _quiet(env)
+    quiet(env)
     personas = mode.personas(env.spec)
     merged = votes.merge(mode.proposals(env.layout, personas))
     before = votes.positions(merged, personas, mode.debate_rounds(env.layout, personas, number - 1))

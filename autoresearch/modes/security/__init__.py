@@ -20,14 +20,13 @@ from ...checks.saturation import (
     security_vectors,
 )
 from ...checks.severity import SEVERITIES, rank
-from ...errors import SpecError
 from ...files import read_json
 from ...layout import SessionLayout, rel
-from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
+from ..base import review_line
+from ..lens import check_ended, check_ref
 from ..lens.loop import Focus, LoopLens
-from ..lens.output import Writer
 from . import recon as recon_
 
 SPEC_EXAMPLE = """
@@ -54,30 +53,10 @@ class Security(LoopLens):
     # --- spec and setup ----------------------------------------------------------------
 
     def check_lens_spec(self, values: dict[str, Any], where: str) -> None:
-        from ...spec import resolve_target
+        check_ref(values, "diff_base", values.get("diff_base"), where)
+        check_ended("compare_with", values.get("compare_with"), where)
 
-        base = values.get("diff_base")
-        if base:
-            target = resolve_target(str(values["target"]))
-            if git.is_repo(target) and not git.git(
-                target, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}", check=False
-            ):
-                raise SpecError(f"{where}: key 'diff_base': {base!r} is not a commit of {target}")
-        other = values.get("compare_with")
-        if other and not (Path("sessions") / other / "handoff.json").is_file():
-            raise SpecError(
-                f"{where}: key 'compare_with': session {other!r} has no handoff.json "
-                "(run it to its end first)"
-            )
-
-    def recon(
-        self,
-        layout: SessionLayout,
-        record: SetupRecord,
-        values: dict[str, Any],
-        log,
-        writer: Writer,
-    ) -> dict[str, Any]:
+    def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
         worktree = layout.worktree()
         scope = None
         if values.get("diff_base"):
@@ -167,8 +146,7 @@ class Security(LoopLens):
         return [
             f"fixes kept: {len(fixed)} (confirmed critical/high only)",
             f"final commit: {end}",
-            f"review with: git -C {env.record.target} log --oneline "
-            f"{env.record.base_commit[:12]}..{env.record.branch}",
+            review_line(env.record),
         ]
 
     def report_findings(self, layout: SessionLayout) -> list[dict[str, Any]]:

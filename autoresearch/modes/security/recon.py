@@ -96,13 +96,17 @@ def scan(worktree: Path, scope: list[str] | None = None) -> Recon:
     return recon
 
 
-def dependencies(worktree: Path, unread: list[str] | None = None) -> list[str]:
-    out: list[str] = []
+def _project(worktree: Path, unread: list[str] | None = None) -> dict:
+    """pyproject.toml's [project] table; empty when there is none or it does not parse."""
     try:
         data = tomllib.loads(worktree_files.read_if_any(worktree, "pyproject.toml", unread) or "")
     except tomllib.TOMLDecodeError:
-        data = {}
-    out += list(data.get("project", {}).get("dependencies", []))
+        return {}
+    return data.get("project", {})
+
+
+def dependencies(worktree: Path, unread: list[str] | None = None) -> list[str]:
+    out = list(_project(worktree, unread).get("dependencies", []))
     for req in sorted(worktree.glob("requirements*.txt")):
         text = worktree_files.read_if_any(worktree, req.name, unread) or ""
         out += [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
@@ -117,11 +121,7 @@ def dependencies(worktree: Path, unread: list[str] | None = None) -> list[str]:
 
 def scripts_of(worktree: Path) -> list[str]:
     # A refusal is noted once, by `dependencies`, which reads the same file.
-    try:
-        data = tomllib.loads(worktree_files.read_if_any(worktree, "pyproject.toml") or "")
-    except tomllib.TOMLDecodeError:
-        return []
-    scripts = data.get("project", {}).get("scripts", {})
+    scripts = _project(worktree).get("scripts", {})
     return [f"pyproject.toml console script {name} = {target}" for name, target in scripts.items()]
 
 

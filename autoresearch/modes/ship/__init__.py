@@ -12,23 +12,21 @@ the file sessions/<name>/approved present, runs them, and as a dry run unless
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import git
+from ... import git, journal
 from ...checks import lens_log
-from ...errors import SessionError, SpecError
+from ...errors import SessionError
 from ...layout import SessionLayout, rel
 from ...loop import Decision, Extra, Judged, absent
-from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
+from ..lens import check_ref, is_commit
 from ..lens.changing import ChangingLens
-from ..lens.output import Writer
 from . import gates as gating
 
 SPEC_EXAMPLE = """
@@ -79,22 +77,9 @@ class Ship(ChangingLens):
     # --- the spec and setup --------------------------------------------------------------
 
     def check_lens_spec(self, values: dict[str, Any], where: str) -> None:
-        from ...spec import resolve_target
+        check_ref(values, "ship.base", self.section(values).get("base"), where)
 
-        section = self.section(values)
-        base = section.get("base")
-        target = resolve_target(str(values["target"]))
-        if base and git.is_repo(target) and not _is_commit(target, base):
-            raise SpecError(f"{where}: key 'ship.base': {base!r} is not a commit of {target}")
-
-    def recon(
-        self,
-        layout: SessionLayout,
-        record: SetupRecord,
-        values: dict[str, Any],
-        log,
-        writer: Writer,
-    ) -> dict[str, Any]:
+    def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
         section = self.section(values)
         worktree = layout.worktree()
         base = section.get("base") or default_base(worktree)
@@ -114,18 +99,17 @@ class Ship(ChangingLens):
         results = gating.run_all(checklist, ctx)
         git.reset_to(worktree, record.base_commit)  # a gate may leave files behind
         log(f"ship: {gating.passing(results)} of {gating.checked(results)} gates pass at setup")
-        existing = {r.run_id for r in self.read_log(layout)}
         return {
             "type": str(section.get("type") or "pr"),
             "base": base,
             "base_commit": base_commit,
-            "checklist": gating.to_json(checklist),
+            "checklist": [asdict(g) for g in checklist],
             "baseline": [r.__dict__ for r in results],
-            "run_id": lens_log.new_run_id(layout.name, dt.datetime.now(dt.UTC), existing),
+            "run_id": self.new_run_id(layout),
         }
 
     def checklist(self, layout: SessionLayout) -> list[gating.Gate]:
-        return gating.from_json(self.setup_data(layout)["checklist"])
+        return [gating.Gate(**g) for g in self.setup_data(layout)["checklist"]]
 
     def gate_context(self, env: StageEnv) -> gating.Context:
         setup = self.setup_data(env.layout)
@@ -137,12 +121,7 @@ class Ship(ChangingLens):
             (env.record.base_commit, setup["base_commit"]),
         )
 
-    def read_log(self, layout: SessionLayout) -> list[lens_log.LogRow]:
-        path = self.log_path(layout)
-        return lens_log.parse(path.read_text()) if path.exists() else []
-
-    @staticmethod
-    def log_path(layout: SessionLayout) -> Path:
+    def results_path(self, layout: SessionLayout) -> Path:
         return layout.root / "ship-log.tsv"
 
     @staticmethod
@@ -214,7 +193,7 @@ class Ship(ChangingLens):
             f"score {rec['score']:.2f}; {rec['summary']}",
             timestamp=rec["timestamp"],
         )
-        self.record_iteration(env, row, self.log_path(env.layout), usage, row.description)
+        self.record_iteration(env, row, usage, row.description)
 
     def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
         lines = ["## Ship", f"- Type: {self.setup_data(env.layout)['type']}"]
@@ -225,7 +204,7 @@ class Ship(ChangingLens):
     # --- the report and done -------------------------------------------------------------
 
     def final_results(self, layout: SessionLayout) -> list[gating.Result]:
-        decisions = self.decisions(layout)
+        decisions = journal.load_decisions(layout)
         data = decisions[-1]["results_after"] if decisions else self.setup_data(layout)["baseline"]
         return [gating.Result(**r) for r in data]
 
@@ -327,14 +306,10 @@ class Ship(ChangingLens):
         ]
 
 
-def _is_commit(repo: Path, ref: str) -> bool:
-    return bool(git.git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False))
-
-
 def default_base(repo: Path) -> str:
     """main or master when the repository has one, else the root commit."""
     for name in ("main", "master"):
-        if _is_commit(repo, name):
+        if is_commit(repo, name):
             return name
     return git.git(repo, "rev-list", "--max-parents=0", "HEAD").splitlines()[0]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,14 +86,6 @@ def checklist(
     ]
     gates += [Gate(name, "person", name) for name in manual]
     return gates
-
-
-def to_json(gates: list[Gate]) -> list[dict[str, Any]]:
-    return [asdict(g) for g in gates]
-
-
-def from_json(data: list[dict[str, Any]]) -> list[Gate]:
-    return [Gate(**g) for g in data]
 
 
 # --- running them ------------------------------------------------------------------------------
