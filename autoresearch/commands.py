@@ -279,12 +279,6 @@ class _LiveCommands:
 _live = _LiveCommands()
 
 
-def raise_if_interrupted() -> None:
-    """Raise Interrupted once Ctrl-C was pressed: for loops that run no command for a while
-    (an agent waiting on the model), so they stop at their next step."""
-    _live.refuse_if_interrupted()
-
-
 def end_commands_on_interrupt() -> bool:
     """Make Ctrl-C (SIGINT) end every running command before the usual KeyboardInterrupt.
 

@@ -25,7 +25,6 @@ from autoresearch.checks.finding_schema import normalize_text
 PRIORITY = ("build", "critical", "high", "type", "test", "medium", "low", "lint", "warning")
 CATEGORIES = ("build", "bug", "type", "test", "lint", "warning")
 MAX_ATTEMPTS = 3  # failed attempts on one error before it goes to blocked.md
-MAX_REWORKS = 2  # extra attempts when only the guard failed
 
 
 @dataclass(frozen=True)

@@ -224,7 +224,6 @@ FIX = Schema(
         Field("regression_test", required=False),  # a reproduction handed on by debug
     ),
 )
-SCHEMAS = {s.lens: s for s in (SECURITY, DEBUG, SCENARIO, PREDICT, FIX)}
 
 
 # --- identity ---

@@ -9,7 +9,6 @@ no Red finding at or above `stop_below` (default medium) and the tests and guard
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,20 +30,6 @@ def panel_problem(judge: Mapping[str, Any] | None, can_call_model: bool) -> str 
         return f"judge.panel must be an odd number of at least 3, got {panel!r}"
     if not can_call_model:
         return "judge.panel needs a model backend with a key; remove `judge` or set agent.backend"
-    return None
-
-
-_NOT_MET = re.compile(r"\bnot\s+met\b|\bunmet\b", re.IGNORECASE)
-_MET = re.compile(r"\bmet\b", re.IGNORECASE)
-
-
-def parse_vote(answer: str) -> str | None:
-    """'met', 'not met', or None when the answer's first non-empty line says neither."""
-    first = next((line for line in answer.splitlines() if line.strip()), "")
-    if _NOT_MET.search(first):
-        return "not met"
-    if _MET.search(first):
-        return "met"
     return None
 
 

@@ -149,14 +149,6 @@ class SecurityCoverage:
     owasp: tuple[str, ...]  # OWASP ids tried, in A01…A10 order
     stride: tuple[str, ...]  # STRIDE letters tried on any asset, in S…E order
 
-    @property
-    def owasp_ratio(self) -> float:
-        return len(self.owasp) / len(OWASP_2021)
-
-    @property
-    def stride_ratio(self) -> float:
-        return len(self.stride) / len(STRIDE)
-
     def __str__(self) -> str:
         return f"OWASP {len(self.owasp)}/{len(OWASP_2021)}, STRIDE {len(self.stride)}/{len(STRIDE)}"
 

@@ -160,10 +160,6 @@ INTERRUPT_A_THREAD = textwrap.dedent(
         commands.run("echo started anyway", worktree, jail=box)
     except commands.Interrupted:
         outcome.append("refused")
-    try:
-        commands.raise_if_interrupted()
-    except commands.Interrupted:
-        outcome.append("checked")
     print(*outcome, sep=",")
     print(time.monotonic() - start)
     """
@@ -195,7 +191,7 @@ def test_ctrl_c_ends_running_commands_and_refuses_new_ones(session_dirs, mode):
         done = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=ROOT)
         assert done.returncode == 0, done.stderr
         outcome, seconds = done.stdout.splitlines()
-        expected = ["main thread interrupted", "interrupted", "refused", "checked"]
+        expected = ["main thread interrupted", "interrupted", "refused"]
         assert outcome.split(",") == expected
         assert float(seconds) < 60  # not the command's 301 s
         assert live_processes("301.5") == []
