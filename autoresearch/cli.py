@@ -150,12 +150,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     root = find_root(args.directory)
     spec.check_session_name(args.name)
-    target = target_repo(args.target)
-    target = git.toplevel(target)
-    name = args.name
-    path = spec_path_for(root, name, args.force)
+    target = git.toplevel(target_repo(args.target))
+    path = spec_path_for(root, args.name, args.force)
     request = plan.Request(
-        name=name,
+        name=args.name,
         target=target,
         goal=args.goal,
         mode=args.mode,
@@ -180,7 +178,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(outcome.text)
     print(f"wrote {path.relative_to(root)}")
-    print(f"run: snakemake --cores 1 sessions/{name}/done")
+    print(f"run: snakemake --cores 1 sessions/{args.name}/done")
     return 0
 
 

@@ -77,8 +77,7 @@ def upsert_results(layout: SessionLayout, track: str, cycle: str, rows: list[dic
             r for r in read_results(layout) if not (r["track"] == track and r["cycle"] == cycle)
         ]
         writer.writeheader()
-        for row in kept + new:
-            writer.writerow({k: _cell(row.get(k, "")) for k in RESULTS_COLUMNS})
+        writer.writerows({k: _cell(r.get(k, "")) for k in RESULTS_COLUMNS} for r in kept + new)
         write_text(layout.results, out.getvalue())
 
 

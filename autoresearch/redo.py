@@ -242,13 +242,9 @@ def _superseded(row: dict[str, Any], step: Step) -> bool:
 def _set_results_aside(layout: SessionLayout, step: Step, dest: Path) -> None:
     """results.tsv rows of the redone cycle and later ones (of this track) go with the
     superseded files: they no longer describe the branch."""
-
-    def superseded(row: dict[str, Any]) -> bool:
-        return _superseded(row, step)
-
     with locked(layout.journal_lock):
         rows = journal.read_results(layout)
-        if not any(superseded(r) for r in rows):
+        if not any(_superseded(r, step) for r in rows):
             return
         for path, keep in ((dest / "results.tsv", True), (layout.results, False)):
             out = io.StringIO()
@@ -256,7 +252,7 @@ def _set_results_aside(layout: SessionLayout, step: Step, dest: Path) -> None:
                 out, journal.RESULTS_COLUMNS, delimiter="\t", lineterminator="\n"
             )
             writer.writeheader()
-            writer.writerows(r for r in rows if superseded(r) == keep)
+            writer.writerows(r for r in rows if _superseded(r, step) == keep)
             write_text(path, out.getvalue())
 
 
