@@ -147,9 +147,7 @@ def _run(
         out_path = Path(log_path) if log_path else work / "output"
         err_path = work / "stderr"
         jailed = jail is not None and jail.mode == "bwrap"
-        info_r = info_w = None
-        if jailed:
-            info_r, info_w = os.pipe()
+        info_r, info_w = os.pipe() if jailed else (None, None)
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             try:
                 if jailed:
