@@ -238,10 +238,7 @@ def cycle_table(steps: list[ReportStep], usage_path: Path) -> pd.DataFrame:
     )
     usage = read_tsv(usage_path)
     if usage.empty:
-        rows["cost_usd"] = 0.0
-        rows["tokens"] = 0
-        rows["agent_runs"] = 0
-        return rows
+        return rows.assign(cost_usd=0.0, tokens=0, agent_runs=0)
     # An unpriced run's empty cost is unknown: it adds nothing to a sum (spend_of says so).
     usage = usage.assign(
         cycle=usage["cycle"].astype(int),

@@ -370,14 +370,15 @@ class Loop:
         ]
         for stage in self.stages_run():
             for name in self.mode.stage_files[stage]:
-                if _not_written(folder / name) is None:
+                problem = _not_written(folder / name)
+                if problem is None:
                     continue
                 # A batch's proposals are made one per candidate, in its own folder.
                 places = [folder / c / name for c in candidates]
                 if places and all(_not_written(p) is None for p in places):
                     continue
-                if (folder / name).is_symlink() or (folder / name).exists():
-                    self.audit.differ(self.rel(folder / name), str(_not_written(folder / name)))
+                if problem != "missing":
+                    self.audit.differ(self.rel(folder / name), problem)
                     continue
                 self.audit.differ(
                     self.rel(folder / name),

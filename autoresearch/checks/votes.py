@@ -83,10 +83,6 @@ class Vote:
     severity: str  # after the debate
     priority: float
 
-    @property
-    def consensus(self) -> float:
-        return self.confirmations / self.personas
-
 
 def merge_id(location: str, title: str) -> str:
     """The merge identity: place and normalized title (the persona's category does not count)."""
