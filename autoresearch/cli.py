@@ -55,14 +55,14 @@ class NoWorkflow(UserError):
     """The working directory is not inside a workflow folder."""
 
 
-def find_root(start: Path, marker: str = "Snakefile") -> Path:
-    """The nearest folder at or above `start` holding `marker` (the Snakefile, or the
-    `sessions/` a run made); refuses rather than quietly using the working directory."""
+def find_root(start: Path) -> Path:
+    """The nearest folder at or above `start` holding the Snakefile; refuses rather than
+    quietly using the working directory."""
     for folder in (start, *start.parents):
-        if (folder / marker).exists():
+        if (folder / "Snakefile").exists():
             return folder
     raise NoWorkflow(
-        f"no {marker} in {start} or above: run autoresearch inside the workflow checkout "
+        f"no Snakefile in {start} or above: run autoresearch inside the workflow checkout "
         "(the folder holding Snakefile, config/ and sessions/), or pass -C DIR"
     )
 

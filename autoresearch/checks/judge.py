@@ -52,9 +52,10 @@ def panel_round(votes: Sequence[str | None], panel: int = DEFAULT_PANEL) -> Pane
     return PanelRound(tuple(votes))
 
 
-def panel_agrees(rounds: Sequence[PanelRound], required: int = REQUIRED_ROUNDS) -> bool:
-    """Whether the last `required` rounds each had a majority "met"."""
-    return len(rounds) >= required and all(r.majority_met for r in rounds[-required:])
+def panel_agrees(rounds: Sequence[PanelRound]) -> bool:
+    """Whether the last REQUIRED_ROUNDS rounds each had a majority "met"."""
+    last = rounds[-REQUIRED_ROUNDS:]
+    return len(rounds) >= REQUIRED_ROUNDS and all(r.majority_met for r in last)
 
 
 @dataclass(frozen=True)
