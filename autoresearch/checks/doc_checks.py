@@ -520,20 +520,10 @@ def _self_attributes(cls: ast.ClassDef) -> dict[str, ast.AST]:
     """Attributes the class's methods set on `self` (`self.x = ...`)."""
     found: dict[str, ast.AST] = {}
     for node in ast.walk(cls):
-        targets = (
-            node.targets
-            if isinstance(node, ast.Assign)
-            else [node.target]
-            if isinstance(node, ast.AnnAssign)
-            else []
-        )
-        for t in targets:
-            if (
-                isinstance(t, ast.Attribute)
-                and isinstance(t.value, ast.Name)
-                and t.value.id == "self"
-            ):
-                found[t.attr] = node
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(t, ast.Attribute) and getattr(t.value, "id", None) == "self":
+                    found[t.attr] = node
     return found
 
 
