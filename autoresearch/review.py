@@ -313,11 +313,9 @@ def describe(session: Session, review: ReviewSet) -> str:
         f"{verdict.reason if verdict else 'not judged'}",
     ]
     if review.needs:
+        sets = ("sets " if len(review.needs) > 1 else "set ") + ", ".join(map(str, review.needs))
         lines.append(
-            "- Only valid together with set"
-            + ("s " if len(review.needs) > 1 else " ")
-            + ", ".join(str(n) for n in review.needs)
-            + ": it failed alone and with each of them by itself"
+            f"- Only valid together with {sets}: it failed alone and with each of them by itself"
         )
     lines += ["", "## Files", ""]
     for row in diffstat.splitlines():
@@ -467,10 +465,8 @@ def report(
         state = ("tests pass" if passed else "no new failures") if review.ok else "tests FAIL alone"
         log(f"\n{review.number}. {set_title(review)} [{state}]\n   {review.branch}\n   {where}")
         if not review.ok:
-            log(
-                "   not offered for a pull request: "
-                + (review.verdict.reason if review.verdict else "")
-            )
+            reason = review.verdict.reason if review.verdict else ""
+            log(f"   not offered for a pull request: {reason}")
             continue
         if do_push:  # the printed commands, as the user would run them (their git and gh)
             run_commands(session, review.branch, commands_for(session, review, remote), log)
