@@ -145,17 +145,13 @@ def _outputs_from(layout: SessionLayout, mode: Mode, step: Step) -> list[Path]:
     return paths
 
 
-def _record_of(mode: Mode, stage: str) -> str | None:
-    return next((f for f in mode.stage_files[stage] if f.endswith(".json")), None)
-
-
 def start_commit(layout: SessionLayout, mode: Mode, step: Step, record: SetupRecord) -> str:
     """Where the stage started: the nearest earlier stage's record in the cycle (its end,
     or its start when it makes no commits), else where the cycle started."""
     folder = layout.cycle(step.cycle, step.track)
     index = mode.loop_stages.index(step.stage)
     for stage in reversed(mode.loop_stages[:index]):
-        name = _record_of(mode, stage)
+        name = next((f for f in mode.stage_files[stage] if f.endswith(".json")), None)
         data = json.loads((folder / name).read_text()) if name and (folder / name).exists() else {}
         commit = data.get("end_commit") or data.get("start_commit")
         if commit:
