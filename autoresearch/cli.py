@@ -55,14 +55,14 @@ class NoWorkflow(UserError):
     """The working directory is not inside a workflow folder."""
 
 
-def find_root(start: Path, marker: str = "Snakefile") -> Path:
-    """The nearest folder at or above `start` holding `marker` (the Snakefile, or the
-    `sessions/` a run made); refuses rather than quietly using the working directory."""
+def find_root(start: Path) -> Path:
+    """The nearest folder at or above `start` holding the Snakefile; refuses rather than
+    quietly using the working directory."""
     for folder in (start, *start.parents):
-        if (folder / marker).exists():
+        if (folder / "Snakefile").exists():
             return folder
     raise NoWorkflow(
-        f"no {marker} in {start} or above: run autoresearch inside the workflow checkout "
+        f"no Snakefile in {start} or above: run autoresearch inside the workflow checkout "
         "(the folder holding Snakefile, config/ and sessions/), or pass -C DIR"
     )
 
@@ -150,12 +150,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     root = find_root(args.directory)
     spec.check_session_name(args.name)
-    target = target_repo(args.target)
-    target = git.toplevel(target)
-    name = args.name
-    path = spec_path_for(root, name, args.force)
+    target = git.toplevel(target_repo(args.target))
+    path = spec_path_for(root, args.name, args.force)
     request = plan.Request(
-        name=name,
+        name=args.name,
         target=target,
         goal=args.goal,
         mode=args.mode,
@@ -180,7 +178,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(outcome.text)
     print(f"wrote {path.relative_to(root)}")
-    print(f"run: snakemake --cores 1 sessions/{name}/done")
+    print(f"run: snakemake --cores 1 sessions/{args.name}/done")
     return 0
 
 

@@ -23,7 +23,7 @@ SECRET_PREFIXES = ("ANTHROPIC_",)
 DEFAULT_TAIL_CHARS = 4000
 # `CommandResult.output` keeps at most this much of the end of the output: a suite that prints
 # a gigabyte must not take a gigabyte of memory. Test counts and metric values are read from
-# the end; the whole output is in `log` when the caller asked for it to be kept.
+# the end.
 OUTPUT_TAIL_BYTES = 1 << 20
 STDERR_TAIL_BYTES = 64 << 10
 # How long to wait for a killed command's processes to be gone before giving up on them.
@@ -51,7 +51,6 @@ class CommandResult:
     timed_out: bool = False
     stderr: str = ""  # with stdout_only: the end of stderr, kept apart
     output_bytes: int = 0  # the size of the whole output; `output` holds OUTPUT_TAIL_BYTES
-    log: Path | None = None  # the whole output, when the caller passed `log_path`
 
     @property
     def ok(self) -> bool:
@@ -93,7 +92,6 @@ def run(
     stdout_only: bool = False,
     *,
     jail: Jail | None = None,
-    log_path: Path | str | None = None,
     trace_to: Path | None = None,
 ) -> CommandResult:
     """Run a shell command from the spec in `cwd`, inside `jail` when it is a bwrap jail.
@@ -102,21 +100,21 @@ def run(
     new `run-N` folder there (trace.py reads it); where strace is missing, or cannot run,
     the command runs untraced and the folder holds no trace.
 
-    Output goes to a file, never through memory: `.output` is its last OUTPUT_TAIL_BYTES, and
-    `log_path`, when given, keeps all of it. On timeout the whole jail (bwrap) or process group
-    (no jail) is killed at once, however many processes it started or where they went.
+    Output goes to a file, never through memory: `.output` is its last OUTPUT_TAIL_BYTES. On
+    timeout the whole jail (bwrap) or process group (no jail) is killed at once, however many
+    processes it started or where they went.
     Raises Interrupted when Ctrl-C ended the command (see `end_commands_on_interrupt`).
     """
     if trace_to is not None and trace.strace() is not None:
         folder = _new_run_folder(Path(trace_to))
         traced = jail.allowing(folder) if jail is not None else None
-        result = _run(command, cwd, timeout_s, extra_secrets, stdout_only, traced, log_path,
-                      trace.wrapper(folder))  # fmt: skip
+        wrapper = trace.wrapper(folder)
+        result = _run(command, cwd, timeout_s, extra_secrets, stdout_only, traced, wrapper)
         if trace.written(folder):
             return result
         # strace could not start (no ptrace here): the command never ran, so run it plainly.
         (folder / "failed").write_text(result.tail(2000))
-    return _run(command, cwd, timeout_s, extra_secrets, stdout_only, jail, log_path, ())
+    return _run(command, cwd, timeout_s, extra_secrets, stdout_only, jail, ())
 
 
 def _new_run_folder(parent: Path) -> Path:
@@ -136,7 +134,6 @@ def _run(
     extra_secrets: list[str] | None,
     stdout_only: bool,
     jail: Jail | None,
-    log_path: Path | str | None,
     wrapper: Sequence[str],
 ) -> CommandResult:
     start = time.monotonic()
@@ -144,12 +141,10 @@ def _run(
     env = scrubbed_env(extra_secrets)
     with tempfile.TemporaryDirectory(prefix="autoresearch-cmd-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
-        out_path = Path(log_path) if log_path else work / "output"
+        out_path = work / "output"
         err_path = work / "stderr"
         jailed = jail is not None and jail.mode == "bwrap"
-        info_r = info_w = None
-        if jailed:
-            info_r, info_w = os.pipe()
+        info_r, info_w = os.pipe() if jailed else (None, None)
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             try:
                 if jailed:
@@ -206,7 +201,6 @@ def _run(
             timed_out=timed_out,
             stderr=stderr,
             output_bytes=size,
-            log=Path(log_path) if log_path else None,
         )
 
 
@@ -277,12 +271,6 @@ class _LiveCommands:
 
 
 _live = _LiveCommands()
-
-
-def raise_if_interrupted() -> None:
-    """Raise Interrupted once Ctrl-C was pressed: for loops that run no command for a while
-    (an agent waiting on the model), so they stop at their next step."""
-    _live.refuse_if_interrupted()
 
 
 def end_commands_on_interrupt() -> bool:

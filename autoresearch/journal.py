@@ -77,8 +77,7 @@ def upsert_results(layout: SessionLayout, track: str, cycle: str, rows: list[dic
             r for r in read_results(layout) if not (r["track"] == track and r["cycle"] == cycle)
         ]
         writer.writeheader()
-        for row in kept + new:
-            writer.writerow({k: _cell(row.get(k, "")) for k in RESULTS_COLUMNS})
+        writer.writerows({k: _cell(r.get(k, "")) for k in RESULTS_COLUMNS} for r in kept + new)
         write_text(layout.results, out.getvalue())
 
 
@@ -203,16 +202,6 @@ def _index_matches(layout: SessionLayout, track: str, logged: dict[int, dict[str
     )
 
 
-def tried_list(decisions: list[dict[str, Any]]) -> list[str]:
-    """What has been fixed or given up on so far (Red must not report it again)."""
-    return [
-        tried_line(d, f, group)
-        for d in decisions
-        for group in ("fixed", "skipped")
-        for f in d.get(group, [])
-    ]
-
-
 def tried_line(decision: dict[str, Any], finding: dict[str, Any], group: str) -> str:
     """One finding of `decision`'s `group` ("fixed" or "skipped"), as the tried list shows it."""
     track = f"{decision['track']} " if decision.get("track") else ""  # tracks number apart
@@ -225,7 +214,7 @@ TRIED_SHOWN = 40  # the newest tried findings Red is told verbatim
 
 
 def tried_for_red(tried: list[str], files: list[str], shown: int = TRIED_SHOWN) -> list[str]:
-    """The tried list (`tried_list`, with each finding's file) as Red is told it: the newest
+    """The tried list (History.tried_lines, with each finding's file) as Red is told it: the newest
     `shown` verbatim, older ones as counts per file, so a long session's brief stops
     growing. (The harness refuses a repeat of any of them, told or not.)"""
     if len(tried) <= shown:

@@ -122,14 +122,6 @@ def record_stage(
     _append(session_dir, _row(track, cycle, team, model, rest, run.stop_reason))
 
 
-def read_rows(session_dir: Path) -> list[dict[str, str]]:
-    path = Path(session_dir) / USAGE_FILE
-    if not path.exists():
-        return []
-    with open(path, newline="") as handle:
-        return list(csv.DictReader(handle, delimiter="\t"))
-
-
 def session_totals(session_dir: Path) -> Usage:
     """Usage and cost summed over every row so far (requests of unpriced models counted)."""
     path = Path(session_dir) / USAGE_FILE

@@ -145,17 +145,13 @@ def _outputs_from(layout: SessionLayout, mode: Mode, step: Step) -> list[Path]:
     return paths
 
 
-def _record_of(mode: Mode, stage: str) -> str | None:
-    return next((f for f in mode.stage_files[stage] if f.endswith(".json")), None)
-
-
 def start_commit(layout: SessionLayout, mode: Mode, step: Step, record: SetupRecord) -> str:
     """Where the stage started: the nearest earlier stage's record in the cycle (its end,
     or its start when it makes no commits), else where the cycle started."""
     folder = layout.cycle(step.cycle, step.track)
     index = mode.loop_stages.index(step.stage)
     for stage in reversed(mode.loop_stages[:index]):
-        name = _record_of(mode, stage)
+        name = next((f for f in mode.stage_files[stage] if f.endswith(".json")), None)
         data = json.loads((folder / name).read_text()) if name and (folder / name).exists() else {}
         commit = data.get("end_commit") or data.get("start_commit")
         if commit:
@@ -242,13 +238,9 @@ def _superseded(row: dict[str, Any], step: Step) -> bool:
 def _set_results_aside(layout: SessionLayout, step: Step, dest: Path) -> None:
     """results.tsv rows of the redone cycle and later ones (of this track) go with the
     superseded files: they no longer describe the branch."""
-
-    def superseded(row: dict[str, Any]) -> bool:
-        return _superseded(row, step)
-
     with locked(layout.journal_lock):
         rows = journal.read_results(layout)
-        if not any(superseded(r) for r in rows):
+        if not any(_superseded(r, step) for r in rows):
             return
         for path, keep in ((dest / "results.tsv", True), (layout.results, False)):
             out = io.StringIO()
@@ -256,7 +248,7 @@ def _set_results_aside(layout: SessionLayout, step: Step, dest: Path) -> None:
                 out, journal.RESULTS_COLUMNS, delimiter="\t", lineterminator="\n"
             )
             writer.writeheader()
-            writer.writerows(r for r in rows if superseded(r) == keep)
+            writer.writerows(r for r in rows if _superseded(r, step) == keep)
             write_text(path, out.getvalue())
 
 

@@ -172,15 +172,12 @@ def applicable_sets(worktree: Path, base: str, commits: list[Commit]) -> list[li
 # --- the review branches -------------------------------------------------------------------
 
 
-def branch_for(session: Session, number: int, title: str) -> str:
-    return f"autoresearch/{session.layout.name}/review/{number}-{slug(title)}"
-
-
 def build(session: Session, review: ReviewSet) -> None:
     """Make the set's branch and worktree, replay the set there, run the tests on its tip."""
     base = review.loop.base
     place = session.store / str(review.number)
-    wanted = branch_for(session, review.number, title_of(review.commits[0]))
+    title = slug(title_of(review.commits[0]))
+    wanted = f"autoresearch/{session.layout.name}/review/{review.number}-{title}"
     review.branch = git.open_worktree(session.target, place, wanted, base)
     review.worktree = place
     if replay(place, base, review.commits) is not None:
@@ -232,17 +229,14 @@ def join_failing(session: Session, sets: list[ReviewSet], log: Callable[[str], N
             log(f"set {review.number} fails alone and passes with set {other.number}: joined")
             # The same commits in the same order on the same base: the tree just tested.
             replay(other.worktree, base, merged)
-            other.commits, other.tip, other.run, other.verdict = (
-                merged,
-                git.head(other.worktree),
-                run,
-                verdict,
-            )
+            other.commits, other.run, other.verdict = merged, run, verdict
+            other.tip = git.head(other.worktree)
             other.joined.append(
                 f"Set {review.number} ({set_title(review)}) joined this set: its tests failed "
                 f"alone ({review.verdict.reason if review.verdict else 'not run'})."
             )
-            discard(session, review)
+            git.remove_worktree(session.target, review.worktree)
+            delete_branch(session.target, review.branch, review.tip)
             sets.remove(review)
             break
     for review in sets:  # after every join, so no number named here has gone since
@@ -250,24 +244,11 @@ def join_failing(session: Session, sets: list[ReviewSet], log: Callable[[str], N
             review.needs = [s.number for s in sets if s is not review and s.loop == review.loop]
 
 
-def discard(session: Session, review: ReviewSet) -> None:
-    if review.worktree is not None:
-        git.remove_worktree(session.target, review.worktree)
-    if review.branch:
-        delete_branch(session.target, review.branch, review.tip or None)
-
-
-def checked_out(target: Path) -> set[str]:
-    """Every branch some worktree of the repository has checked out (the user's own too)."""
-    out = git.git(target, "worktree", "list", "--porcelain")
-    prefix = "branch refs/heads/"
-    return {line[len(prefix) :] for line in out.splitlines() if line.startswith(prefix)}
-
-
 def delete_branch(target: Path, branch: str, expected: str | None) -> bool:
     """Delete our branch, only while it still points at `expected` (what we left there)
     and no worktree has it checked out (the user may have checked a review branch out)."""
-    if branch in checked_out(target):
+    worktrees = git.git(target, "worktree", "list", "--porcelain").splitlines()
+    if f"branch refs/heads/{branch}" in worktrees:
         return False
     ref = f"refs/heads/{branch}"
     args = ["update-ref", "-d", ref] + ([expected] if expected else [])
@@ -332,11 +313,9 @@ def describe(session: Session, review: ReviewSet) -> str:
         f"{verdict.reason if verdict else 'not judged'}",
     ]
     if review.needs:
+        sets = ("sets " if len(review.needs) > 1 else "set ") + ", ".join(map(str, review.needs))
         lines.append(
-            "- Only valid together with set"
-            + ("s " if len(review.needs) > 1 else " ")
-            + ", ".join(str(n) for n in review.needs)
-            + ": it failed alone and with each of them by itself"
+            f"- Only valid together with {sets}: it failed alone and with each of them by itself"
         )
     lines += ["", "## Files", ""]
     for row in diffstat.splitlines():
@@ -352,11 +331,6 @@ def commands_for(session: Session, review: ReviewSet, remote: str) -> list[list[
         ["gh", "pr", "create", "--head", review.branch, "--title", set_title(review)]
         + ["--body-file", str(body)],
     ]
-
-
-def push(session: Session, review: ReviewSet, remote: str, log: Callable[[str], None]) -> bool:
-    """Run the set's printed commands, as the user would (their own git and gh)."""
-    return run_commands(session, review.branch, commands_for(session, review, remote), log)
 
 
 def run_commands(
@@ -491,13 +465,11 @@ def report(
         state = ("tests pass" if passed else "no new failures") if review.ok else "tests FAIL alone"
         log(f"\n{review.number}. {set_title(review)} [{state}]\n   {review.branch}\n   {where}")
         if not review.ok:
-            log(
-                "   not offered for a pull request: "
-                + (review.verdict.reason if review.verdict else "")
-            )
+            reason = review.verdict.reason if review.verdict else ""
+            log(f"   not offered for a pull request: {reason}")
             continue
-        if do_push:
-            push(session, review, remote, log)
+        if do_push:  # the printed commands, as the user would run them (their git and gh)
+            run_commands(session, review.branch, commands_for(session, review, remote), log)
         else:
             for argv in commands_for(session, review, remote):
                 log("   " + shlex.join(argv))

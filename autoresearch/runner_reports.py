@@ -51,18 +51,15 @@ class _PytestCase(TestCase):
     file = Attr()
 
 
-def read_junit(paths: list[Path] | list[bytes]) -> Tally | None:
-    """pytest's JUnit XML files (or their contents); ids as pytest's node ids
+def read_junit(reports: list[bytes]) -> Tally | None:
+    """pytest's JUnit XML reports; ids as pytest's node ids
     (`tests/test_x.py::TestK::test_y[1]`)."""
     tally = Tally("junit")
     read_any = False
-    for path in paths:
+    for report in reports:
         try:
-            if isinstance(path, bytes):
-                xml = JUnitXml.fromstring(path)
-            else:
-                xml = JUnitXml.fromfile(str(path))
-        except (JUnitXmlError, SyntaxError, OSError, ValueError):
+            xml = JUnitXml.fromstring(report)
+        except (JUnitXmlError, SyntaxError, ValueError):
             continue  # killed mid-write, or not ours: the text fallback still has the summary
         read_any = True
         suites = [xml] if isinstance(xml, TestSuite) else list(xml)
@@ -145,9 +142,9 @@ def read_go_json(output: str) -> Tally | None:
 _GO_BUILD_FAILED = re.compile(r"^FAIL\s+(\S+)\s+\[(build|setup) failed\]")
 
 
-def _json_object(line: str) -> dict[str, Any] | None:
+def _json_object(text: str | bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(line)
+        value = json.loads(text)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
@@ -230,17 +227,14 @@ def _cargo_id(label: str, test: str) -> str:
     return f"{label}::{_DOCTEST_LINE.sub('', test)}"
 
 
-def read_jest_json(paths: list[Path] | list[bytes], cwd: Path) -> Tally | None:
-    """Jest's `--json` report (files or their contents); ids are `file > describe > test`, a
-    suite that failed to load is `file [suite failed to run]`."""
+def read_jest_json(reports: list[bytes], cwd: Path) -> Tally | None:
+    """Jest's `--json` reports; ids are `file > describe > test`, a suite that failed to load
+    is `file [suite failed to run]`."""
     tally = Tally("jest-json")
     read_any = False
-    for path in paths:
-        try:
-            report = json.loads(path if isinstance(path, bytes) else path.read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(report, dict):
+    for data in reports:
+        report = _json_object(data)
+        if report is None:
             continue
         read_any = True
         for suite in report.get("testResults") or []:

@@ -119,7 +119,9 @@ def write_report(
     the outcome the landing page embeds (with the review sets, when finalize made them)."""
     table = cycle_table(steps, layout.usage)
     spend = spend_of(layout.usage)
-    write_text(summary, markdown_page(f"{layout.name}: session.md", layout.summary.read_text()))
+    write_text(
+        summary, page(f"{layout.name}: session.md", markdown_html(layout.summary.read_text()))
+    )
     write_text(results, results_page(layout, table, kept_label, spend))
     for step in steps:
         write_text(evaluations / f"{step.name}.html", evaluation_page(layout, step))
@@ -151,10 +153,6 @@ def markdown_html(text: str) -> str:
     for name in INERT_MARKDOWN:
         md.inlinePatterns.deregister(name)
     return md.convert(text)
-
-
-def markdown_page(title: str, text: str) -> str:
-    return page(title, markdown_html(text))
 
 
 def evaluation_page(layout: SessionLayout, step: ReportStep) -> str:
@@ -238,10 +236,7 @@ def cycle_table(steps: list[ReportStep], usage_path: Path) -> pd.DataFrame:
     )
     usage = read_tsv(usage_path)
     if usage.empty:
-        rows["cost_usd"] = 0.0
-        rows["tokens"] = 0
-        rows["agent_runs"] = 0
-        return rows
+        return rows.assign(cost_usd=0.0, tokens=0, agent_runs=0)
     # An unpriced run's empty cost is unknown: it adds nothing to a sum (spend_of says so).
     usage = usage.assign(
         cycle=usage["cycle"].astype(int),
@@ -472,7 +467,7 @@ def review_pages(layout: SessionLayout, folder: Path) -> list[ReviewPage]:
         text = source.read_text()
         title = text.splitlines()[0].lstrip("#").strip() if text.strip() else f"set {number}"
         target = folder / f"review-{number}.html"
-        write_text(target, markdown_page(f"{layout.name}: review set {number}", text))
+        write_text(target, page(f"{layout.name}: review set {number}", markdown_html(text)))
         needs = entry.get("only_valid_with") or []
         state = "tests pass" if entry.get("tests_ok") else "FAILS ALONE"
         if needs:

@@ -63,7 +63,7 @@ def summarize(root: Path) -> dict:
     if not (root / "setup.json").exists():
         return {"name": root.name, "state": "not started"}
     mode, layout = mode_of(root)
-    setup = json.loads(layout.setup.read_text())
+    record = load_record(layout)
     progress: Progress = mode.progress(layout)
     usage = ledger.session_totals(layout.root)
     done = layout.done.exists()
@@ -77,22 +77,17 @@ def summarize(root: Path) -> dict:
     return {
         "name": layout.name,
         "state": state,
-        "mode": setup["mode"],
-        "version": setup["version"],
+        "mode": record.mode,
+        "version": record.version,
         **{k: v for k, v in asdict(progress).items() if k != "started"},
         "cost_usd": usage.cost_usd,
         "tokens": usage.tokens,
         "usage": ledger.describe(usage),
         "cost_known": not usage.unpriced,
         "stopped": stop_reason(layout),
-        "drift": drift(mode, layout),
+        # Every loop whose branch no longer matches its recorded cycles.
+        "drift": [line for t in mode.tracks(layout) if (line := branch_drift(layout, record, t))],
     }
-
-
-def drift(mode: Mode, layout: SessionLayout) -> list[str]:
-    """Lines for every loop whose branch no longer matches its recorded cycles."""
-    record = load_record(layout)
-    return [line for track in mode.tracks(layout) if (line := branch_drift(layout, record, track))]
 
 
 def stop_reason(layout: SessionLayout) -> str | None:
@@ -128,7 +123,7 @@ def render_one(root: Path) -> str:
     mode, layout = mode_of(root)
     if layout.spec.exists():
         lines += mode.status_lines(layout, spec.load_frozen(layout.spec))
-    lines += measured.lines(json.loads(layout.setup.read_text()).get("measured"))
+    lines += measured.lines(load_record(layout).measured)
     return "\n".join(lines)
 
 

@@ -169,9 +169,7 @@ class _Process:
         if call in PROBES:
             return None
         if call in ("execve", "execveat"):
-            base = self.cwd
-            if call == "execveat":
-                base, args = _dirfd(args, self.cwd)
+            base, args = _dirfd(args, self.cwd) if call == "execveat" else (self.cwd, args)
             strings = _strings(args)
             if strings:
                 path = _join(base, strings[0]) if strings[0] else base
@@ -198,17 +196,13 @@ class _Process:
         return None
 
     def _missing(self, call: str, args: str) -> None:
-        base = self.cwd
-        if call in AT_CALLS:
-            base, args = _dirfd(args, self.cwd)
+        base, args = _dirfd(args, self.cwd) if call in AT_CALLS else (self.cwd, args)
         strings = _strings(args)
         if strings and strings[0] and (call == "execve" or "O_WRONLY" not in args):
             self.seen.missing.append(_join(base, strings[0]))
 
     def _opened(self, call: str, args: str, ret: str, rest: str) -> None:
-        base = self.cwd
-        if call in AT_CALLS:
-            base, args = _dirfd(args, self.cwd)
+        base, args = _dirfd(args, self.cwd) if call in AT_CALLS else (self.cwd, args)
         strings = _strings(args)
         if not strings or "O_WRONLY" in args or "O_DIRECTORY" in args:
             return

@@ -101,9 +101,6 @@ class Branch:
             sha = commit.parent
         return line[::-1]
 
-    def with_subject(self, subject: str) -> list[str]:
-        return [c.sha for c in self.commits.values() if c.subject == subject]
-
 
 @dataclass
 class Audit:
@@ -152,7 +149,7 @@ def audit(root: Path) -> Audit:
             f"{root / 'setup.json'}: not a setup record this version reads ({err})"
         ) from None
     layout = mode.layout(root)
-    result = Audit(layout.name, step_of(mode))
+    result = Audit(layout.name, mode.step_word)
     rows = _results(_text(layout.results, result), result)
     runs = _test_runs(_text(layout.test_runs, result))
     frozen, spec_problem = _frozen(layout)
@@ -183,11 +180,6 @@ def audit(root: Path) -> Audit:
             "(their records name no run of a tree)"
         )
     return result
-
-
-def step_of(mode: Mode) -> str:
-    """What the mode's loop calls one turn, as `redo` and the progress lines name it."""
-    return mode.step_word
 
 
 def status_line(root: Path) -> str | None:
@@ -256,7 +248,7 @@ class Loop:
             if said != (number, self.track):
                 self.audit.differ(
                     self.rel(path),
-                    f"is the decision of {self.step()} {said[0]}"
+                    f"is the decision of {self.audit.step} {said[0]}"
                     + (f" of track {said[1]}" if said[1] else "")
                     + ", not of its folder's",
                 )
@@ -298,8 +290,10 @@ class Loop:
         """Every stage file of every decided cycle, and a decision for every cycle that
         something says has finished (the index, a later cycle, `done`)."""
         base = self.layout.cycles(self.track)
-        folders = _numbered(base.iterdir() if base.is_dir() else [], LOOP_DIR)
+        found = base.iterdir() if base.is_dir() else []
+        folders = {int(p.name) for p in found if LOOP_DIR.match(p.name)}
         indexed = self.indexed()
+        index = self.rel(self.layout.decisions_index(self.track))
         logged = self.logged()
         last = max(folders | set(decided) | indexed | set(logged) | self.row_cycles(), default=0)
         finished = self.layout.done.exists()
@@ -313,13 +307,15 @@ class Loop:
                 continue  # there but unreadable: said already
             decision = self.rel(path)
             if number in indexed:
-                self.audit.differ(decision, f"missing, though {self.index_name()} lists it")
+                self.audit.differ(decision, f"missing, though {index} lists it")
             elif number not in folders and number in logged:
                 self.audit.differ(
                     decision, f"missing with its folder, though {self.rel(logged[number])} ran"
                 )
             elif number < last:
-                self.audit.differ(decision, f"missing, though {self.step()} {last} after it ran")
+                self.audit.differ(
+                    decision, f"missing, though {self.audit.step} {last} after it ran"
+                )
             elif finished:
                 self.audit.differ(decision, "missing, though the session is done")
 
@@ -334,9 +330,6 @@ class Loop:
                     if LOOP_DIR.match(log.stem):
                         found.setdefault(int(log.stem), log)
         return found
-
-    def index_name(self) -> str:
-        return self.rel(self.layout.decisions_index(self.track))
 
     def stages_run(self) -> list[str]:
         """The loop's stages this session runs: a team stage the frozen spec's `teams` leave
@@ -377,28 +370,26 @@ class Loop:
         ]
         for stage in self.stages_run():
             for name in self.mode.stage_files[stage]:
-                if _not_written(folder / name) is None:
+                problem = _not_written(folder / name)
+                if problem is None:
                     continue
                 # A batch's proposals are made one per candidate, in its own folder.
                 places = [folder / c / name for c in candidates]
                 if places and all(_not_written(p) is None for p in places):
                     continue
-                if (folder / name).is_symlink() or (folder / name).exists():
-                    self.audit.differ(self.rel(folder / name), str(_not_written(folder / name)))
+                if problem != "missing":
+                    self.audit.differ(self.rel(folder / name), problem)
                     continue
                 self.audit.differ(
                     self.rel(folder / name),
-                    f"missing, though {self.step()} {number} is decided; rerun it whole, "
+                    f"missing, though {self.audit.step} {number} is decided; rerun it whole, "
                     f"as the resume rule does a cycle without its eval-results.md: "
                     f"{self.redo(number)} (later ones are set aside too)",
                 )
 
-    def step(self) -> str:
-        return step_of(self.mode)
-
     def redo(self, number: int) -> str:
         """The command that reruns cycle `number` from its first stage (the resume rule)."""
-        flag = f"--{self.step()}"
+        flag = f"--{self.audit.step}"
         track = f" --track {self.track}" if self.track else ""
         stage = self.mode.loop_stages[0]
         return f"`autoresearch redo {self.layout.name} {flag} {number}{track} --stage {stage}`"
@@ -500,10 +491,10 @@ class Loop:
         if _not_written(done) is not None:
             return
         said = dict(line.split(": ", 1) for line in done.read_text().splitlines() if ": " in line)
-        turns = said.get(f"{self.step()}s", "")
+        turns = said.get(f"{self.audit.step}s", "")
         if turns.isdigit() and int(turns) != count:
             self.audit.differ(
-                self.rel(done), f"says {turns} {self.step()}s, the session decided {count}"
+                self.rel(done), f"says {turns} {self.audit.step}s, the session decided {count}"
             )
         final = said.get("final commit")
         if final and final != last_end:
@@ -531,7 +522,8 @@ class Loop:
         subject = git.raw(Path(self.record.target), "log", "-1", "--format=%s", sha)
         if subject.returncode != 0:
             return " (and not in the repository)"
-        twins = branch.with_subject(subject.stdout.decode().strip())
+        said = subject.stdout.decode().strip()
+        twins = [c.sha for c in branch.commits.values() if c.subject == said]
         if twins:
             return f" (the branch has {twins[0][:12]} with its message: amended after the fact?)"
         return ""
@@ -757,10 +749,6 @@ def _records(value: Any) -> list[dict[str, Any]]:
 
 def _count(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def _numbered(paths: Any, pattern: re.Pattern[str]) -> set[int]:
-    return {int(p.name) for p in paths if pattern.match(p.name)}
 
 
 def _not_written(path: Path) -> str | None:

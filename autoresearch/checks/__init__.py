@@ -1,7 +1,7 @@
 """The lenses' deterministic parts: every rule a lens applies that code, not a model, decides.
 
 severity         the shared severity scale (critical … info) and `at_or_above`
-masking          the secret masker every written text passes (`mask`, `mask_file`, `scan`)
+masking          the secret masker every written text passes (`mask`, `scan`)
 finding_schema   per-lens finding schemas, `check` (drops with reasons), identity hash,
                  the `fail_on` gate and new/recurring/fixed labels
 lens_log         `<lens>-results.tsv` rows, `run_id`, rerun-safe merge, seen hashes

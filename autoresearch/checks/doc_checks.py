@@ -27,7 +27,7 @@ import functools
 import os
 import re
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -142,15 +142,11 @@ def check_doc(
         for span in re.findall(r"`([^`\n]+)`", line):
             check = _check_span(span.strip(), doc, resolver, config_keys, top_keys, ignore)
             if check is not None:
-                report.checks.append(
-                    Check(check.kind, check.subject, check.ok, check.reason, number)
-                )
+                report.checks.append(replace(check, line=number))
         for target in _links(re.sub(r"`[^`\n]*`", "", line)):
             check = _check_link(target, doc, text, resolver)
             if check is not None:
-                report.checks.append(
-                    Check(check.kind, check.subject, check.ok, check.reason, number)
-                )
+                report.checks.append(replace(check, line=number))
     return report
 
 
@@ -179,6 +175,8 @@ def _split_fences(lines: list[str]) -> tuple[list[tuple[int, str]], list[tuple[i
 
 
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?$")
+# Not a name to check: a placeholder, a glob, a URL, an absolute or home path.
+_NOT_A_NAME = re.compile(r"[<>*?{}$\[\]|]|://|^[~/]")
 
 
 def _check_span(
@@ -189,7 +187,7 @@ def _check_span(
     top_keys: set[str],
     ignore: Collection[str],
 ) -> Check | None:
-    if not span or " " in span or re.search(r"[<>*?{}$\[\]|]|://|^[~/]", span):
+    if not span or " " in span or _NOT_A_NAME.search(span):
         return None
     if _looks_like_path(span):
         path, _, line = span.partition(":")
@@ -202,7 +200,7 @@ def _check_span(
     if _DOTTED.match(span):
         name = span.removesuffix("()")
         parts = name.split(".")
-        if resolver.is_local_module(parts[0]):
+        if resolver.module_file(parts[:1]) is not None:
             problem = resolver.symbol_problem(parts)
             return Check("symbol", name, problem is None, problem or "")
         if config_keys is not None and parts[0] in top_keys:
@@ -330,7 +328,7 @@ class _Resolver:
     def path_problem(self, path: str, doc: str, line: int | None) -> str | None:
         candidates = [self.inside(path), self.inside(str(PurePosixPath(doc).parent / path))]
         found = next((c for c in candidates if c is not None and c.exists()), None)
-        if found is None and "/" not in path and path in self._file_names():
+        if found is None and "/" not in path and path in self._walk()[0]:
             return None
         if found is None and (self._is_path_tail(path) or self._code_names(path)):
             return None
@@ -351,9 +349,6 @@ class _Resolver:
             return worktree_files.read_text(self.root, path.relative_to(self.root).as_posix())
         except Refused as err:
             return err
-
-    def _file_names(self) -> set[str]:
-        return self._walk()[0]
 
     def _is_path_tail(self, path: str) -> bool:
         """`modes/lens/loop.py` for autoresearch/modes/lens/loop.py: a path inside a package
@@ -415,9 +410,6 @@ class _Resolver:
                 if candidate.is_file():
                     return candidate
         return None
-
-    def is_local_module(self, name: str) -> bool:
-        return self.module_file([name]) is not None
 
     def symbol_problem(self, parts: list[str]) -> str | None:
         for k in range(len(parts), 0, -1):
@@ -528,20 +520,10 @@ def _self_attributes(cls: ast.ClassDef) -> dict[str, ast.AST]:
     """Attributes the class's methods set on `self` (`self.x = ...`)."""
     found: dict[str, ast.AST] = {}
     for node in ast.walk(cls):
-        targets = (
-            node.targets
-            if isinstance(node, ast.Assign)
-            else [node.target]
-            if isinstance(node, ast.AnnAssign)
-            else []
-        )
-        for t in targets:
-            if (
-                isinstance(t, ast.Attribute)
-                and isinstance(t.value, ast.Name)
-                and t.value.id == "self"
-            ):
-                found[t.attr] = node
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(t, ast.Attribute) and getattr(t.value, "id", None) == "self":
+                    found[t.attr] = node
     return found
 
 
@@ -575,7 +557,7 @@ def referenced_files(text: str, worktree: Path) -> list[str]:
         for span in re.findall(r"`([^`\n]+)`", line):
             span = span.strip()
             path: Path | None = None
-            if " " in span or re.search(r"[<>*?{}$\[\]|]|://|^[~/]", span):
+            if " " in span or _NOT_A_NAME.search(span):
                 continue
             if _looks_like_path(span):
                 path = resolver.inside(span.split(":", 1)[0].rstrip("/"))

@@ -25,7 +25,6 @@ from autoresearch.checks.finding_schema import normalize_text
 PRIORITY = ("build", "critical", "high", "type", "test", "medium", "low", "lint", "warning")
 CATEGORIES = ("build", "bug", "type", "test", "lint", "warning")
 MAX_ATTEMPTS = 3  # failed attempts on one error before it goes to blocked.md
-MAX_REWORKS = 2  # extra attempts when only the guard failed
 
 
 @dataclass(frozen=True)
@@ -107,20 +106,7 @@ def compare(before: Sequence[Count], after: Sequence[Count]) -> Delta:
     """How a change moved the error count; see the module docstring for the verdicts."""
     old = [e for c in before for e in c.errors]
     new = [e for c in after for e in c.errors]
-    remaining = Counter(e.identity for e in old)
-    added: list[Error] = []
-    for e in new:
-        if remaining[e.identity] > 0:
-            remaining[e.identity] -= 1
-        else:
-            added.append(e)
-    still = Counter(e.identity for e in new)
-    fixed = []
-    for e in old:
-        if still[e.identity] > 0:
-            still[e.identity] -= 1
-        else:
-            fixed.append(e)
+    added, fixed = _beyond(new, old), _beyond(old, new)
     hidden = _hidden_before(before)
     revealed = [e for e in added if hidden(e)]
     introduced = [e for e in added if not hidden(e)]
@@ -134,6 +120,18 @@ def compare(before: Sequence[Count], after: Sequence[Count]) -> Delta:
     else:
         verdict = "unchanged"
     return Delta(fixed, introduced, revealed, len(old), after_total, verdict)
+
+
+def _beyond(errors: list[Error], other: list[Error]) -> list[Error]:
+    """The errors beyond as many of each identity as `other` holds, in their order."""
+    left = Counter(e.identity for e in other)
+    out = []
+    for e in errors:
+        if left[e.identity] > 0:
+            left[e.identity] -= 1
+        else:
+            out.append(e)
+    return out
 
 
 def _hidden_before(before: Sequence[Count]) -> Callable[[Error], bool]:
@@ -225,13 +223,8 @@ _MYPY_LINE = re.compile(
 def parse_mypy(output: str, root: Path | None = None, tool: str = "mypy") -> Count:
     """mypy's `file:line[:col]: error: message  [code]` lines (notes are context, not errors)."""
     errors = [
-        Error(
-            tool,
-            "type" if m["level"] == "error" else "warning",
-            m["code"] or "error",
-            _relative(m["file"], root),
-            int(m["line"]),
-            m["message"],
+        _checker_error(
+            tool, m["level"], m["code"] or "error", m["file"], int(m["line"]), m["message"], root
         )
         for m in _MYPY_LINE.finditer(output)
     ]
@@ -258,29 +251,24 @@ def parse_pyright(output: str, root: Path | None = None, tool: str = "pyright") 
             if d.get("severity") not in ("error", "warning"):
                 continue
             line = ((d.get("range") or {}).get("start") or {}).get("line")
+            line = None if line is None else line + 1  # pyright's JSON lines are 0-based
+            rule, message = d.get("rule") or d["severity"], d.get("message", "")
             errors.append(
-                Error(
-                    tool,
-                    "type" if d["severity"] == "error" else "warning",
-                    d.get("rule") or d["severity"],
-                    _relative(d.get("file", ""), root),
-                    None if line is None else line + 1,  # pyright's JSON lines are 0-based
-                    d.get("message", ""),
-                )
+                _checker_error(tool, d["severity"], rule, d.get("file", ""), line, message, root)
             )
         return Count(tool, errors)
     for m in _PYRIGHT_LINE.finditer(output):
-        errors.append(
-            Error(
-                tool,
-                "type" if m["level"] == "error" else "warning",
-                m["rule"] or m["level"],
-                _relative(m["file"], root),
-                int(m["line"]),
-                m["message"],
-            )
-        )
+        rule, line = m["rule"] or m["level"], int(m["line"])
+        errors.append(_checker_error(tool, m["level"], rule, m["file"], line, m["message"], root))
     return Count(tool, errors)
+
+
+def _checker_error(
+    tool: str, level: str, code: str, file: str, line: int | None, message: str, root: Path | None
+) -> Error:
+    """A type checker's error (a type error) or warning."""
+    category = "type" if level == "error" else "warning"
+    return Error(tool, category, code, _relative(file, root), line, message)
 
 
 def parse_regex(

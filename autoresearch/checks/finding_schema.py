@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -224,7 +225,6 @@ FIX = Schema(
         Field("regression_test", required=False),  # a reproduction handed on by debug
     ),
 )
-SCHEMAS = {s.lens: s for s in (SECURITY, DEBUG, SCENARIO, PREDICT, FIX)}
 
 
 # --- identity ---
@@ -408,10 +408,7 @@ class _Places:
 
 def drop_counts(dropped: Iterable[Dropped]) -> dict[str, int]:
     """How many were dropped for each kind of reason, for the lens's log."""
-    counts: dict[str, int] = {}
-    for d in dropped:
-        counts[d.kind] = counts.get(d.kind, 0) + 1
-    return counts
+    return dict(Counter(d.kind for d in dropped))
 
 
 def gate(severities: Iterable[str], fail_on: str) -> str:
@@ -423,10 +420,8 @@ def gate(severities: Iterable[str], fail_on: str) -> str:
 def gate_of(done_text: str) -> str | None:
     """The `gate:` line of a session's `done` file: PASSED, FAILED, or None (no gate: not a
     lens). `autoresearch check` reads it without asking which mode the session was."""
-    for line in done_text.splitlines():
-        if line.startswith("gate:"):
-            return line.split(":", 1)[1].strip()
-    return None
+    lines = done_text.splitlines()
+    return next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("gate:")), None)
 
 
 def compare(current: Collection[str], previous: Collection[str]) -> dict[str, str]:

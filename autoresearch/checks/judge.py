@@ -9,7 +9,6 @@ no Red finding at or above `stop_below` (default medium) and the tests and guard
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,20 +33,6 @@ def panel_problem(judge: Mapping[str, Any] | None, can_call_model: bool) -> str 
     return None
 
 
-_NOT_MET = re.compile(r"\bnot\s+met\b|\bunmet\b", re.IGNORECASE)
-_MET = re.compile(r"\bmet\b", re.IGNORECASE)
-
-
-def parse_vote(answer: str) -> str | None:
-    """'met', 'not met', or None when the answer's first non-empty line says neither."""
-    first = next((line for line in answer.splitlines() if line.strip()), "")
-    if _NOT_MET.search(first):
-        return "not met"
-    if _MET.search(first):
-        return "met"
-    return None
-
-
 @dataclass(frozen=True)
 class PanelRound:
     votes: tuple[str | None, ...]  # one per judge; None = unreadable
@@ -67,9 +52,10 @@ def panel_round(votes: Sequence[str | None], panel: int = DEFAULT_PANEL) -> Pane
     return PanelRound(tuple(votes))
 
 
-def panel_agrees(rounds: Sequence[PanelRound], required: int = REQUIRED_ROUNDS) -> bool:
-    """Whether the last `required` rounds each had a majority "met"."""
-    return len(rounds) >= required and all(r.majority_met for r in rounds[-required:])
+def panel_agrees(rounds: Sequence[PanelRound]) -> bool:
+    """Whether the last REQUIRED_ROUNDS rounds each had a majority "met"."""
+    last = rounds[-REQUIRED_ROUNDS:]
+    return len(rounds) >= REQUIRED_ROUNDS and all(r.majority_met for r in last)
 
 
 @dataclass(frozen=True)

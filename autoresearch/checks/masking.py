@@ -16,7 +16,6 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 REDACTED = "<REDACTED>"
 
@@ -177,17 +176,6 @@ def redact(text: str, keep: Iterable[str] = ()) -> tuple[str, list[str]]:
         position = secret.end
     out.append(text[position:])
     return "".join(out), [text[s.start : s.end] for s in secrets]
-
-
-def mask_file(path: Path, keep: Iterable[str] = ()) -> int:
-    """Mask a written file in place (rewritten only if it held a secret); how many were masked."""
-    text = path.read_text(errors="replace")
-    masked, count = mask(text, keep)
-    if count:
-        tmp = path.with_name(path.name + ".masking")
-        tmp.write_text(masked)
-        tmp.replace(path)
-    return count
 
 
 def entropy(text: str) -> float:

@@ -1,5 +1,5 @@
 """The debug lens's mechanical confirmation: whether a reproduction test's run confirms a bug,
-and whether a hypothesis is new.
+and a hypothesis's identity.
 
 Rule: a bug is confirmed only when its reproduction — a scratch test run by the harness with the
 target's test runner — ran and failed on the current tree: the runner exited non-zero, its
@@ -12,7 +12,6 @@ MAX_ATTEMPTS unconfirmed reproductions the hypothesis is abandoned.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
 from dataclasses import dataclass
 
 from autoresearch.checks.finding_schema import title_key
@@ -54,12 +53,3 @@ def judge_reproduction(output: str, exit_code: int | None) -> Reproduction:
 def hypothesis_key(hypothesis: str) -> str:
     """A hypothesis's identity: its normalized text (case and punctuation do not count)."""
     return title_key(hypothesis)
-
-
-def is_new_hypothesis(hypothesis: str, earlier: Collection[str]) -> bool:
-    """Whether the hypothesis differs from every earlier one (`earlier`: their keys)."""
-    return hypothesis_key(hypothesis) not in earlier
-
-
-def abandoned(unconfirmed_attempts: int) -> bool:
-    return unconfirmed_attempts >= MAX_ATTEMPTS

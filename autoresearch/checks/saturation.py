@@ -149,14 +149,6 @@ class SecurityCoverage:
     owasp: tuple[str, ...]  # OWASP ids tried, in A01…A10 order
     stride: tuple[str, ...]  # STRIDE letters tried on any asset, in S…E order
 
-    @property
-    def owasp_ratio(self) -> float:
-        return len(self.owasp) / len(OWASP_2021)
-
-    @property
-    def stride_ratio(self) -> float:
-        return len(self.stride) / len(STRIDE)
-
     def __str__(self) -> str:
         return f"OWASP {len(self.owasp)}/{len(OWASP_2021)}, STRIDE {len(self.stride)}/{len(STRIDE)}"
 
@@ -177,27 +169,23 @@ def security_coverage(
 # --- scenario: the least-covered dimension ---
 
 
-def next_dimension(
-    log: Sequence[Iteration],
-    dimensions: Sequence[str] = SCENARIO_DIMENSIONS,
-    window: int = DEFAULT_WINDOW,
-) -> str | None:
+def next_dimension(log: Sequence[Iteration], window: int = DEFAULT_WINDOW) -> str | None:
     """The least-covered dimension (fewest new situations, then fewest iterations, then table
     order) that is not saturated and was not the last MAX_SAME_IN_A_ROW iterations' dimension;
     None when every dimension is saturated (the run is done)."""
-    counts = coverage(log, dimensions)
-    candidates = [d for d in dimensions if not is_saturated(log, d, window)]
+    counts = coverage(log, SCENARIO_DIMENSIONS)
+    candidates = [d for d in SCENARIO_DIMENSIONS if not is_saturated(log, d, window)]
     if not candidates:
         return None
     recent = [i.category for i in log[-MAX_SAME_IN_A_ROW:]]
     if len(recent) == MAX_SAME_IN_A_ROW and len(set(recent)) == 1:
         repeated = recent[0]
         candidates = [d for d in candidates if d != repeated] or [
-            d for d in dimensions if d != repeated
+            d for d in SCENARIO_DIMENSIONS if d != repeated
         ]
         if not candidates:
             return None
     return min(
         candidates,
-        key=lambda d: (counts[d].new, counts[d].iterations, list(dimensions).index(d)),
+        key=lambda d: (counts[d].new, counts[d].iterations, SCENARIO_DIMENSIONS.index(d)),
     )

@@ -83,10 +83,6 @@ class Vote:
     severity: str  # after the debate
     priority: float
 
-    @property
-    def consensus(self) -> float:
-        return self.confirmations / self.personas
-
 
 def merge_id(location: str, title: str) -> str:
     """The merge identity: place and normalized title (the persona's category does not count)."""
@@ -209,18 +205,16 @@ class DevilsAdvocateCheck:
         return (len(self.majority) + 1) // 2
 
 
-def check_devils_advocate(
-    debate_round: Round, advocate: str = DEVILS_ADVOCATE
-) -> DevilsAdvocateCheck:
+def check_devils_advocate(debate_round: Round) -> DevilsAdvocateCheck:
     """Whether the devil's advocate disputed at least half of this round's majority positions."""
-    others = [p for p in debate_round if p != advocate]
+    others = [p for p in debate_round if p != DEVILS_ADVOCATE]
     fids = sorted({fid for p in others for fid in debate_round[p]})
     majority = tuple(
         fid
         for fid in fids
         if 2 * sum(1 for p in others if _agrees(debate_round[p].get(fid))) > len(others)
     )
-    own = debate_round.get(advocate, {})
+    own = debate_round.get(DEVILS_ADVOCATE, {})
     disputed = tuple(
         fid for fid in majority if own.get(fid) is not None and own[fid].stance == "dispute"
     )

@@ -107,16 +107,11 @@ def test_a_gigabyte_of_output_stays_within_bounded_memory(tmp_path):
     assert int(peak_mb) < 200  # the command's output, before: three times its size
 
 
-def test_output_keeps_the_end_and_the_log_keeps_everything(tmp_path):
-    log = tmp_path / "tests.log"
-    result = commands.run(
-        "seq 1 300000", tmp_path, log_path=log
-    )  # about 2 MB: more than the kept tail
+def test_output_keeps_the_end(tmp_path):
+    result = commands.run("seq 1 300000", tmp_path)  # about 2 MB: more than the kept tail
     assert result.cut
     assert result.output.endswith("299999\n300000\n")
     assert len(result.output) <= commands.OUTPUT_TAIL_BYTES
-    assert result.log == log
-    assert log.read_text().splitlines() == [str(n) for n in range(1, 300001)]
     assert result.tail(20).startswith("[... output cut ...]")
 
 
@@ -160,10 +155,6 @@ INTERRUPT_A_THREAD = textwrap.dedent(
         commands.run("echo started anyway", worktree, jail=box)
     except commands.Interrupted:
         outcome.append("refused")
-    try:
-        commands.raise_if_interrupted()
-    except commands.Interrupted:
-        outcome.append("checked")
     print(*outcome, sep=",")
     print(time.monotonic() - start)
     """
@@ -195,7 +186,7 @@ def test_ctrl_c_ends_running_commands_and_refuses_new_ones(session_dirs, mode):
         done = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=ROOT)
         assert done.returncode == 0, done.stderr
         outcome, seconds = done.stdout.splitlines()
-        expected = ["main thread interrupted", "interrupted", "refused", "checked"]
+        expected = ["main thread interrupted", "interrupted", "refused"]
         assert outcome.split(",") == expected
         assert float(seconds) < 60  # not the command's 301 s
         assert live_processes("301.5") == []

@@ -109,7 +109,8 @@ def test_reds_tried_list_stops_growing_and_counts_the_older_ones_per_file():
     places = [
         findings.file_of(f["key"]) for d in decisions for g in ("fixed", "skipped") for f in d[g]
     ]
-    told = journal.tried_for_red(journal.tried_list(decisions), places, shown=40)
+    tried = journal.History.of(decisions).tried_lines
+    told = journal.tried_for_red(tried, places, shown=40)
     assert len(told) == 41
     assert told[0] == "160 earlier findings, fixed or given up on (80 in b.py, 80 in src/a.py)"
-    assert told[-1] == journal.tried_list(decisions)[-1]
+    assert told[-1] == tried[-1]

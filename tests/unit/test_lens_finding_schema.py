@@ -12,7 +12,6 @@ from autoresearch.checks.finding_schema import (
     FIX,
     PREDICT,
     SCENARIO,
-    SCHEMAS,
     SECURITY,
     check,
     compare,
@@ -229,10 +228,6 @@ def test_fix_findings_carry_an_error_category(worktree):
     error["location"] = "app/views.py:1"
     accepted, _ = check([error], FIX, worktree)
     assert accepted[0].finding["category"] == "lint"
-
-
-def test_every_lens_schema_is_registered():
-    assert set(SCHEMAS) == {"security", "debug", "scenario", "predict", "fix"}
 
 
 def test_drop_counts_groups_the_reasons_by_kind(worktree):

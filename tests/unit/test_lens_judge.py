@@ -12,7 +12,6 @@ from autoresearch.checks.judge import (
     panel_agrees,
     panel_problem,
     panel_round,
-    parse_vote,
 )
 
 CLEAN = CycleRecord(full_scope=True, severities=("low", "test-gap"), tests_pass=True)
@@ -73,20 +72,6 @@ def test_an_unreadable_vote_counts_as_not_met():
 def test_a_round_must_hold_one_vote_per_judge():
     with pytest.raises(ValueError, match="needs 3 votes, got 2"):
         panel_round(["met", "met"])
-
-
-@pytest.mark.parametrize(
-    "answer,vote",
-    [
-        ("MET\nThe docs now cover every module.", "met"),
-        ("Not met: two modules lack docs.", "not met"),
-        ("\n  Verdict: not   met\n", "not met"),
-        ("Metadata looks fine", None),
-        ("I cannot tell.", None),
-    ],
-)
-def test_parse_vote_reads_the_first_line(answer, vote):
-    assert parse_vote(answer) == vote
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autoresearch.checks.masking import REDACTED, entropy, mask, mask_file, scan
+from autoresearch.checks.masking import REDACTED, entropy, mask, scan
 
 # Each value is a made-up credential of the named kind (none is real).
 PRIVATE_KEY = (
@@ -134,18 +134,6 @@ def test_mask_is_idempotent():
 def test_scan_names_the_kind_of_each_secret():
     kinds = {s.kind for s in scan(f"id {AWS_KEY_ID} and {JWT}")}
     assert kinds == {"AWS access key id", "JWT"}
-
-
-def test_mask_file_rewrites_only_a_file_that_held_a_secret(tmp_path):
-    dirty = tmp_path / "findings.md"
-    dirty.write_text(f"- Evidence: `token = '{GITHUB}'`\n")
-    clean = tmp_path / "summary.md"
-    clean.write_text("Nothing to hide.\n")
-    before = clean.stat().st_mtime_ns
-    assert mask_file(dirty) == 1
-    assert mask_file(clean) == 0
-    assert GITHUB not in dirty.read_text()
-    assert clean.stat().st_mtime_ns == before
 
 
 def test_entropy_is_higher_for_random_text_than_for_words():

@@ -21,7 +21,7 @@ from autoresearch.session_report import (
     cycle_figure,
     cycle_table,
     markdown_html,
-    markdown_page,
+    page,
     results_page,
     spend_of,
     step_label,
@@ -340,9 +340,9 @@ def test_every_rule_with_a_run_block_calls_a_job_function_the_report_can_show():
 
 
 def test_html_pages_have_a_title_and_a_charset():
-    page = markdown_page("s: <session.md>", "# x\n")
-    assert '<meta charset="utf-8">' in page
-    assert "<title>s: &lt;session.md&gt;</title>" in page
+    html = page("s: <session.md>", markdown_html("# x\n"))
+    assert '<meta charset="utf-8">' in html
+    assert "<title>s: &lt;session.md&gt;</title>" in html
 
 
 # --- the outcome, the kept diffs, what was spent ---------------------------------------------

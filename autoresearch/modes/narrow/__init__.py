@@ -318,7 +318,7 @@ def revert_cycle(env: StageEnv, decision: dict[str, Any], goal: Goal, value: flo
     end = git.head(worktree)
     decision["reverted"] = decision["reverted"] + undone
     # The reverted fixes were tried: listing them as skipped keeps Red from reporting them
-    # again (journal.tried_list) and the audit trail says why they are gone.
+    # again (journal.History.tried_lines) and the audit trail says why they are gone.
     decision["skipped"] = decision["skipped"] + [
         {"id": f["id"], "key": f["key"], "reason": f"reverted: {why}"} for f in decision["fixed"]
     ]
