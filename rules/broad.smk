@@ -125,7 +125,7 @@ checkpoint broad_evaluate:
 rule broad_track_end:
     """Record how the track ended and what it did, for the comparison."""
     input:
-        decision=final_decision,
+        decision=final_decision("tracks/{hid}/result.json"),
     output:
         "sessions/{name}/tracks/{hid}/result.json",
     log:

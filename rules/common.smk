@@ -43,14 +43,21 @@ wildcard_constraints:
 # every mode's loop
 
 
-@one_line_errors
-def final_decision(wildcards):
-    """The decision that ended the session's loop (broad: the track's, `hid`), as the
-    session's mode says: what is made once from every step waits for it (experiment's
-    report and plot, narrow's plot, a track's end, security's fixes)."""
-    return scripts.common.final_decision_of(
-        wildcards.name, checkpoints, wildcards.get("hid", "")
-    )
+def final_decision(product):
+    """The input function of `product`, a file made once from every step (experiment's
+    report and plot, narrow's plot, a track's end, security's fixes): the decision that
+    ended the session's loop (broad: the track's, `hid`), as the session's mode says."""
+
+    @one_line_errors
+    def decision(wildcards):
+        return scripts.common.final_decision_of(
+            wildcards.name,
+            checkpoints,
+            product.format(**wildcards),
+            wildcards.get("hid", ""),
+        )
+
+    return decision
 
 
 # rules/session.smk

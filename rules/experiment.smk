@@ -86,7 +86,7 @@ checkpoint experiment_decide:
 rule experiment_report:
     """The "Autoresearch Complete" summary: what was tried, kept and learned."""
     input:
-        decision=final_decision,
+        decision=final_decision("report.md"),
     output:
         report(
             "sessions/{name}/report.md",
@@ -106,7 +106,7 @@ rule experiment_report:
 rule experiment_plot:
     """Metric per iteration, kept changes highlighted, running best."""
     input:
-        decision=final_decision,
+        decision=final_decision("progress.png"),
     output:
         report(
             "sessions/{name}/progress.png",

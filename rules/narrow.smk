@@ -10,7 +10,7 @@ localrules:
 rule goal_progress_plot:
     """Narrow: the metric per cycle with baseline and target lines, reverted cycles marked."""
     input:
-        decision=final_decision,
+        decision=final_decision("goal-progress.png"),
     output:
         report(
             "sessions/{name}/goal-progress.png",

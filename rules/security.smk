@@ -5,7 +5,7 @@
 rule security_fix:
     """Fix the confirmed critical and high findings on the session branch, re-checked."""
     input:
-        decision=final_decision,
+        decision=final_decision("security-fix.json"),
     output:
         md="sessions/{name}/security-fix.md",
         data="sessions/{name}/security-fix.json",

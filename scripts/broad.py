@@ -11,6 +11,7 @@ from autoresearch.modes.broad.tracks import track_ids
 from autoresearch.spec import load_frozen
 
 from . import cycle
+from .common import made_by
 
 
 def approve_inputs(name: str) -> list[str]:
@@ -43,6 +44,8 @@ def red_inputs(name: str, hid: str, cycle_number: int) -> list[str]:
 
 def track_results(name: str, checkpoints: Any) -> list[str]:
     """Every approved track's end record, known once the approval checkpoint ran."""
+    checkpoints.session.get(name=name)
+    made_by(name, "comparison.md")
     checkpoints.broad_approve.get(name=name)
     layout = session_layout(name)
     return [rel(layout.track_result(hid)) for hid in _track_ids(name)]

@@ -65,14 +65,34 @@ def mode_and_layout(name: str) -> tuple[Mode, SessionLayout]:
     return mode, mode.layout(layout.root)
 
 
-def final_decision_of(name: str, checkpoints: Any, track: str = "") -> str:
+def final_decision_of(name: str, checkpoints: Any, product: str, track: str = "") -> str:
     """The decision that ended session `name`'s loop (broad: `track`'s), asked of the
-    session's own mode: what is drawn once from every step (a report, a plot, a track's
-    end, security's fixes) waits for it. The setup checkpoint first: the mode is frozen
-    there."""
+    session's own mode: what is drawn once from every step (`product`: a report, a plot,
+    a track's end, security's fixes) waits for it. The setup checkpoint first: the mode
+    is frozen there."""
     checkpoints.session.get(name=name)
-    mode, layout = mode_and_layout(name)
+    mode, layout = made_by(name, product, track)
     return mode.final_decision(layout, checkpoints, track)
+
+
+def made_by(name: str, product: str, track: str = "") -> tuple[Mode, SessionLayout]:
+    """Session `name`'s mode and layout, once that mode is known to make `product` (a
+    path in the session folder): one mode's file asked of another mode's session is
+    refused in one line before any job runs, not after its loop ran for nothing."""
+    mode, layout = mode_and_layout(name)
+    made = {p.relative_to(layout.root).as_posix() for p in mode.end_files(layout, track)}
+    if product not in made:
+        offered = sorted(
+            p.relative_to(layout.root).as_posix() + ("/" if p.is_dir() else "")
+            for p in mode.end_files(layout, track)
+            if p.relative_to(layout.root).parts[0] not in ("logs", "benchmarks")
+        )
+        article = "an" if mode.name[0] in "aeiou" else "a"
+        raise SessionError(
+            f"{SESSIONS}/{name}/{product}: {article} {mode.name} session makes no {product} "
+            f"(it makes {', '.join(offered)})"
+        )
+    return mode, layout
 
 
 def start_run(workflow: Any, held: list[Any]) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from autoresearch.jobs import run_stage
 
-from .common import mode_and_layout
+from .common import made_by, mode_and_layout
 
 
 def red_inputs(name: str, cycle: int) -> list[str]:
@@ -18,7 +18,8 @@ def red_inputs(name: str, cycle: int) -> list[str]:
 
 def report_inputs(name: str, checkpoints: Any) -> list[str]:
     """What the lens's report waits for, as the lens says."""
-    mode, layout = mode_and_layout(name)
+    checkpoints.session.get(name=name)
+    mode, layout = made_by(name, "findings.md")
     return mode.report_inputs(layout, checkpoints)
 
 

@@ -148,6 +148,24 @@ def test_keeps_strict_improvements_and_resets_the_rest(main_run):
     assert (target / "fast.py").read_text() == FAST.format(n=1000)
 
 
+def test_another_modes_file_asked_of_the_session_is_refused_in_one_line(main_run):
+    # narrow's plot asked of an experiment session by hand: refused before any job runs,
+    # not after waiting for the loop and failing in the plot's job with a traceback.
+    workflow, _, session = main_run
+    before = sorted(
+        str(p.relative_to(session)) for p in session.rglob("*") if ".git" not in p.parts
+    )
+    proc = workflow.run("e", target="sessions/e/goal-progress.png", check=False)
+    assert proc.returncode != 0
+    assert (
+        "Error: sessions/e/goal-progress.png: an experiment session makes no goal-progress.png"
+        in (proc.stderr)
+    )
+    assert "Traceback" not in proc.stderr
+    after = sorted(str(p.relative_to(session)) for p in session.rglob("*") if ".git" not in p.parts)
+    assert after == before
+
+
 def test_duplicate_hypothesis_is_refused_before_any_measurement(main_run):
     _, _, session = main_run
     proposal = json.loads((session / "iterations/004/proposal.json").read_text())

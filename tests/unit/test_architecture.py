@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from autoresearch import modes
@@ -294,7 +295,7 @@ def test_the_rules_wait_for_the_final_decision_through_one_input_function():
     assert askers == ["scripts/common.py::final_decision_of"], askers
     common = (ROOT / "rules" / "common.smk").read_text()
     defined = [line for line in common.splitlines() if line.startswith("def ")]
-    assert [d for d in defined if "final_decision" in d] == ["def final_decision(wildcards):"]
+    assert [d for d in defined if "final_decision" in d] == ["def final_decision(product):"]
     waiting = {
         rule: block
         for rule, block in rule_blocks().items()
@@ -303,7 +304,13 @@ def test_the_rules_wait_for_the_final_decision_through_one_input_function():
     }
     assert len(waiting) == 5
     for rule, block in waiting.items():
-        assert block.split("input:", 1)[1].split()[0] == "decision=final_decision,", rule
+        # Each names the file it makes, so a session whose mode makes no such file is
+        # refused before the loop runs (scripts.common.made_by).
+        first = block.split("input:", 1)[1].split()[0]
+        product = re.fullmatch(r'decision=final_decision\("([^"]+)"\),', first)
+        assert product, (rule, first)
+        outputs = block.split("output:", 1)[1].split("log:", 1)[0]
+        assert f'"sessions/{{name}}/{product.group(1)}"' in outputs, rule
 
 
 # What every lens whose iterations commit reads the same way, written once (lens/changing.py).

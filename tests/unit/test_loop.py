@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -210,6 +211,13 @@ def frozen_session(root, mode: str) -> SessionLayout:
     return layout
 
 
+PRODUCTS = {
+    "experiment": "report.md",
+    "narrow": "goal-progress.png",
+    "security": "security-fix.json",
+}
+
+
 @pytest.mark.parametrize("name", ["experiment", "narrow", "security"])
 def test_a_rule_waits_for_the_final_decision_of_the_sessions_own_mode(tmp_path, monkeypatch, name):
     # experiment's report and plot, narrow's plot and security's fixes share one input
@@ -219,7 +227,8 @@ def test_a_rule_waits_for_the_final_decision_of_the_sessions_own_mode(tmp_path, 
     monkeypatch.chdir(tmp_path)
     write_json(frozen_session(tmp_path, name).decision(1), {"cycle": 1, "stop": False})
     checkpoints = Checkpoints()
-    assert scripts.common.final_decision_of("s", checkpoints) == f"{LOOP_MODES[name]}.json"
+    final = scripts.common.final_decision_of("s", checkpoints, PRODUCTS[name])
+    assert final == f"{LOOP_MODES[name]}.json"
     # Setup first (it freezes the mode), then the next open step of the mode's loop only.
     assert checkpoints.asked == [
         ("session", {"name": "s"}),
@@ -235,8 +244,61 @@ def test_a_broad_tracks_final_decision_is_of_its_own_loop(tmp_path, monkeypatch)
     assert modes.get("broad").decide_checkpoint == "broad_evaluate"
     write_json(layout.decision(1, "h2"), {"cycle": 1, "track": "h2", "stop": True})
     checkpoints = Checkpoints()
-    scripts.common.final_decision_of("s", checkpoints, "h2")
+    scripts.common.final_decision_of("s", checkpoints, "tracks/h2/result.json", "h2")
     assert checkpoints.asked[-1] == ("broad_evaluate", {"name": "s", "cycle": "001", "hid": "h2"})
+
+
+@pytest.mark.parametrize(
+    ("mode", "product", "makes"),
+    [
+        ("experiment", "goal-progress.png", "done, progress.png, report.md, report/"),
+        ("sweep", "report.md", "done, report/"),
+        ("narrow", "security-fix.json", "done, goal-progress.png, report/"),
+        ("fix", "tracks/h1/result.json", "done, findings.md, handoff.json, report/"),
+    ],
+)
+def test_one_modes_file_asked_of_another_modes_session_is_refused_before_its_loop_runs(
+    tmp_path, monkeypatch, mode, product, makes
+):
+    # Asked by hand (snakemake sessions/s/goal-progress.png of an experiment session), the
+    # file's rule would wait for the whole loop and then fail in its job with a traceback.
+    import scripts.common
+
+    monkeypatch.chdir(tmp_path)
+    layout = frozen_session(tmp_path, mode)
+    (layout.root / "report").mkdir()
+    checkpoints = Checkpoints()
+    with pytest.raises(SessionError) as err:
+        scripts.common.final_decision_of("s", checkpoints, product, "h1" if "h1" in product else "")
+    article = "an" if mode == "experiment" else "a"
+    assert str(err.value) == (
+        f"sessions/s/{product}: {article} {mode} session makes no {product} (it makes {makes})"
+    )
+    assert checkpoints.asked == [("session", {"name": "s"})]  # no loop step asked for
+
+
+@pytest.mark.parametrize(
+    ("mode", "product", "track"),
+    [
+        ("experiment", "report.md", ""),
+        ("experiment", "progress.png", ""),
+        ("narrow", "goal-progress.png", ""),
+        ("broad", "tracks/h2/result.json", "h2"),
+        ("broad", "comparison.md", ""),
+        ("security", "security-fix.json", ""),
+        *((lens, "findings.md", "") for lens in ("fix", "learn", "ship", "debug", "predict")),
+        ("scenario", "findings.md", ""),
+    ],
+)
+def test_each_mode_makes_the_files_its_rules_are_asked_for(
+    tmp_path, monkeypatch, mode, product, track
+):
+    import scripts.common
+
+    monkeypatch.chdir(tmp_path)
+    frozen_session(tmp_path, mode)
+    got, layout = scripts.common.made_by("s", product, track)
+    assert got.name == mode and layout.root == Path("sessions/s").absolute()
 
 
 # --- the one order a step ends in -----------------------------------------------------

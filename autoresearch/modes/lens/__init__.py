@@ -248,6 +248,11 @@ class Lens(Mode):
             inputs.append(rel(layout.root.parent / nxt / "done"))
         return inputs
 
+    def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
+        """The report and handoff.json are made once the lens has looked."""
+        made = [self.findings_path(layout), self.handoff_path(layout)]
+        return [*made, *super().end_files(layout, track)]
+
     def write_done(self, env: StageEnv, out: Path) -> None:
         data = read_json(self.handoff_path(env.layout)) or {}
         findings = data.get("findings") or []

@@ -127,6 +127,10 @@ class Security(LoopLens):
     def fix_path(layout: SessionLayout) -> Path:
         return layout.root / "security-fix.json"
 
+    def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
+        fixed = self.fix_path(layout)
+        return [fixed, fixed.with_suffix(".md"), *super().end_files(layout, track)]
+
     def fixes(self, layout: SessionLayout) -> list[dict[str, Any]]:
         return list((read_json(self.fix_path(layout)) or {}).get("results") or [])
 
