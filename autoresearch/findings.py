@@ -269,6 +269,3 @@ def sanitize(findings: list[Finding], limit: int = 15) -> tuple[list[Finding], l
 def as_dicts(findings: list[Finding]) -> list[dict]:
     return [asdict(f) for f in findings]
 
-
-def from_dicts(rows: list[dict]) -> list[Finding]:
-    return [Finding(**row) for row in rows]
