@@ -327,23 +327,8 @@ TEAM_TOOLS: dict[str, tuple[str, ...]] = {
     "learn": (*READ_TOOLS, "edit_file", "write_file", "finish_docs"),
     "ship": (*READ_TOOLS, *WRITE_TOOLS, "finish_fix", "skip_finding"),
 }
-HARNESS_TOOLS = frozenset(
-    {
-        "report_finding",
-        "finish_fix",
-        "skip_finding",
-        "finish_refactor",
-        "propose_hypothesis",
-        "finish_experiment",
-        "report_vulnerability",
-        "report_bug",
-        "report_situation",
-        "report_prediction",
-        "state_position",
-        "cast_vote",
-        "finish_docs",
-    }
-)
+# Every tool the toolbox does not carry out itself goes to a hook the engine supplies.
+HARNESS_TOOLS = frozenset(TOOL_SPECS) - {*READ_TOOLS, *WRITE_TOOLS, "run_linter"}
 
 _VALIDATORS = {name: Draft202012Validator(schema) for name, (_, schema) in TOOL_SPECS.items()}
 
