@@ -18,17 +18,16 @@ fsmonitor, no external diff or textconv, no submodule recursion (docs/safety.md)
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
+from . import files
 from .errors import UserError
 
 AUTHOR = ["-c", "user.name=autoresearch", "-c", "user.email=autoresearch@localhost"]
@@ -205,18 +204,12 @@ def common_dir(repo: Path) -> Path:
     return (common if common.is_absolute() else Path(repo) / common).resolve()
 
 
-@contextmanager
-def repo_lock(repo: Path) -> Iterator[None]:
+def repo_lock(repo: Path) -> AbstractContextManager[None]:
     """Serialise ref and worktree changes on one repository (parallel sessions and tracks).
 
     Not re-entrant: flock excludes a second open of the file even in the same process.
     """
-    with open(common_dir(repo) / "autoresearch.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return files.locked(common_dir(repo) / "autoresearch.lock")
 
 
 # -- worktrees ---------------------------------------------------------------------------
