@@ -185,20 +185,11 @@ def work_lane(env: StageEnv, lane: str, sanitized_md: Path, out: Path) -> None:
                 "fixed": part.book.fixed,
                 "skipped": part.book.skipped,
                 "refusals": part.refusals,
-                "runs": [_run_record(r) for r in runs[first:]],
+                "runs": [asdict(r) for r in runs[first:]],
             }
         )
     write_json(out, {"lane": lane, "start_commit": start, "groups": done})
     env.log(f"green lane {lane}: {len(mine)} group(s) of {sum(len(g) for g in mine)} finding(s)")
-
-
-def _run_record(run: StageRun) -> dict[str, Any]:
-    return {
-        "usage": asdict(run.usage),
-        "turns": run.turns,
-        "stop_reason": run.stop_reason,
-        "detail": run.detail,
-    }
 
 
 def _run_of(record: dict[str, Any]) -> StageRun:
