@@ -110,7 +110,7 @@ def builds_on(worktree: Path, commit: Commit, earlier: dict[str, Commit]) -> set
 
 
 class Groups:
-    """Union-find over commit indexes; a set is named by its smallest index."""
+    """Union-find over indexes (of commits, of findings); a set is named by its smallest."""
 
     def __init__(self, size: int):
         self.parent = list(range(size))

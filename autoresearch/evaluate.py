@@ -19,13 +19,6 @@ from .files import write_text
 from .loop import Decision, Judged, Status
 from .revert import undo_cycle
 from .stage import StageEnv
-from .testrun import TestRun
-
-
-def full_test_run(env: StageEnv, *, reuse: bool = True) -> TestRun:
-    """The suite without the tool's caches; a tree already tested that way is not tested
-    again (Green's final run, an earlier cycle's) unless the spec says evaluate.rerun."""
-    return env.measure_tests(uncached=True, reuse=reuse)
 
 
 def refactor_record(env: StageEnv) -> dict[str, Any] | None:
@@ -46,7 +39,9 @@ def assess(env: StageEnv, previous: Decision | None = None) -> tuple[dict[str, A
     env.pristine(start)
 
     reference = env.reference_tests()
-    measured = after = full_test_run(env)
+    # The suite without the tool's caches; a tree already tested that way is not tested
+    # again (Green's final run, an earlier cycle's) unless the spec says evaluate.rerun.
+    measured = after = env.measure_tests(uncached=True, reuse=True)
     first = verdict = env.judge_tests(after, reference)
     reverted: list[dict[str, str]] = []
     if not verdict.ok:
@@ -58,7 +53,7 @@ def assess(env: StageEnv, previous: Decision | None = None) -> tuple[dict[str, A
             # Never an earlier run of the same tree here: whether undoing brings the tests
             # back is exactly what must be measured, now.
             nonlocal after, verdict
-            after = full_test_run(env, reuse=False)
+            after = env.measure_tests(uncached=True, reuse=False)
             verdict = env.judge_tests(after, reference)
             return verdict.ok
 

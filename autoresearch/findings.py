@@ -180,27 +180,20 @@ def parse(markdown: str) -> list[Finding]:
     """Read findings back from red-findings.md or sanitized.md (notes are ignored)."""
     findings: list[Finding] = []
     severity = None
-    current: dict | None = None
+    in_finding = False  # its fields follow a finding's heading, until the next section
     for line in markdown.splitlines():
         if line.startswith("## "):
             heading = line[3:].strip()
             severity = next((s for s, h in HEADINGS.items() if h == heading), None)
-            current = None
+            in_finding = False
             continue
         match = FINDING_RE.match(line)
         if match and severity:
-            current = {
-                "id": match.group(1),
-                "severity": severity,
-                "title": match.group(2).strip(),
-                "location": "",
-                "issue": "",
-                "impact": "",
-            }
-            findings.append(Finding(**current))
+            findings.append(Finding(match.group(1), severity, match.group(2).strip(), "", "", ""))
+            in_finding = True
             continue
         field = FIELD_RE.match(line)
-        if field and current is not None:
+        if field and in_finding:
             setattr(findings[-1], field.group(1).lower(), field.group(2).strip())
     return findings
 
@@ -268,7 +261,3 @@ def sanitize(findings: list[Finding], limit: int = 15) -> tuple[list[Finding], l
 
 def as_dicts(findings: list[Finding]) -> list[dict]:
     return [asdict(f) for f in findings]
-
-
-def from_dicts(rows: list[dict]) -> list[Finding]:
-    return [Finding(**row) for row in rows]

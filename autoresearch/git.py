@@ -18,17 +18,16 @@ fsmonitor, no external diff or textconv, no submodule recursion (docs/safety.md)
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
+from . import files
 from .errors import UserError
 
 AUTHOR = ["-c", "user.name=autoresearch", "-c", "user.email=autoresearch@localhost"]
@@ -205,18 +204,12 @@ def common_dir(repo: Path) -> Path:
     return (common if common.is_absolute() else Path(repo) / common).resolve()
 
 
-@contextmanager
-def repo_lock(repo: Path) -> Iterator[None]:
+def repo_lock(repo: Path) -> AbstractContextManager[None]:
     """Serialise ref and worktree changes on one repository (parallel sessions and tracks).
 
     Not re-entrant: flock excludes a second open of the file even in the same process.
     """
-    with open(common_dir(repo) / "autoresearch.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return files.locked(common_dir(repo) / "autoresearch.lock")
 
 
 # -- worktrees ---------------------------------------------------------------------------
@@ -440,18 +433,6 @@ def _create(repo: Path, worktree: Path, branch: str | None, start: str) -> None:
     _mark_ours(admin, worktree)
 
 
-def add_worktree(repo: Path, worktree: Path, branch: str, start: str) -> None:
-    """Create `branch` at `start` checked out in `worktree`; reuse it if a rerun finds it."""
-    with repo_lock(repo):
-        current = _reuse(repo, worktree)
-        if current is not None:
-            if current != branch:
-                raise GitError(f"{worktree} exists but is not on branch {branch}")
-            _mark_ours(worktree_admin(worktree), worktree)  # type: ignore[arg-type]
-            return
-        _create(repo, worktree, branch, start)
-
-
 def open_worktree(repo: Path, worktree: Path, wanted: str, start: str) -> str:
     """Our worktree at `worktree` on a fresh branch named `wanted` (or `wanted-N` when that
     is taken), made at `start`; a rerun gets the existing one back. Returns the branch.
@@ -638,14 +619,6 @@ def commits_between(worktree: Path, start: str, end: str = "HEAD") -> list[str]:
 def count_commits(worktree: Path, start: str, end: str = "HEAD") -> int:
     """How many commits start..end holds."""
     return int(git(worktree, "rev-list", "--count", f"{start}..{end}"))
-
-
-def tree_id(worktree: Path) -> str | None:
-    """The id of the committed tree when the worktree holds exactly it (no change, no
-    untracked file), else None: a test run of that tree can then be told apart from others."""
-    if worktree_git(worktree, "status", "--porcelain", "--untracked-files=all"):
-        return None
-    return worktree_git(worktree, "rev-parse", "HEAD^{tree}")
 
 
 def subject(worktree: Path, commit: str) -> str:

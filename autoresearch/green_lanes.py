@@ -20,6 +20,7 @@ from typing import Any
 
 from . import findings, git, ledger, worktrees
 from .backends.base import StageFailed, StageLimits, StageRun, Usage
+from .changesets import Groups
 from .files import read_json, write_json
 from .findings import Finding
 from .gate import gate_for
@@ -62,26 +63,12 @@ def file_groups(found: list[Finding], tracked: frozenset[str]) -> list[list[Find
     finding order, the groups in the order of their first finding. A finding that names
     no file is a group of its own: what it will touch is unknown until it is done, and
     `merge` skips it if that turns out to be an earlier group's file."""
-    parent = list(range(len(found)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    groups = Groups(len(found))
     owner: dict[str, int] = {}
     for i, finding in enumerate(found):
         for name in sorted(named_files(finding, tracked)):
-            if name in owner:
-                a, b = root(owner[name]), root(i)
-                parent[max(a, b)] = min(a, b)
-            else:
-                owner[name] = i
-    groups: dict[int, list[Finding]] = {}
-    for i, finding in enumerate(found):
-        groups.setdefault(root(i), []).append(finding)
-    return list(groups.values())
+            groups.join(owner.setdefault(name, i), i)
+    return [[found[i] for i in members] for members in groups.sets()]
 
 
 def deal(groups: list[list[Finding]], k: int) -> list[str]:
@@ -198,20 +185,11 @@ def work_lane(env: StageEnv, lane: str, sanitized_md: Path, out: Path) -> None:
                 "fixed": part.book.fixed,
                 "skipped": part.book.skipped,
                 "refusals": part.refusals,
-                "runs": [_run_record(r) for r in runs[first:]],
+                "runs": [asdict(r) for r in runs[first:]],
             }
         )
     write_json(out, {"lane": lane, "start_commit": start, "groups": done})
     env.log(f"green lane {lane}: {len(mine)} group(s) of {sum(len(g) for g in mine)} finding(s)")
-
-
-def _run_record(run: StageRun) -> dict[str, Any]:
-    return {
-        "usage": asdict(run.usage),
-        "turns": run.turns,
-        "stop_reason": run.stop_reason,
-        "detail": run.detail,
-    }
 
 
 def _run_of(record: dict[str, Any]) -> StageRun:

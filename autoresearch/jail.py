@@ -397,8 +397,4 @@ def _within(path: Path, root: Path) -> bool:
 
 
 def _unique(paths: Iterable[Path]) -> list[Path]:
-    seen: list[Path] = []
-    for path in paths:
-        if path not in seen:
-            seen.append(path)
-    return seen
+    return list(dict.fromkeys(paths))

@@ -14,6 +14,18 @@ SESSIONS = "sessions"
 LOOP_DIR = re.compile(r"^\d{3,}$")  # 001 ... 999, then 1000 ...
 
 
+class _At:
+    """A file or folder at a fixed place in the session folder, read as a layout's path."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+
+    def __get__(self, layout: SessionLayout | None, owner: type) -> Path:
+        if layout is None:
+            return self  # type: ignore[return-value]  # the class's own attribute
+        return layout.root.joinpath(*self.parts)
+
+
 @dataclass(frozen=True)
 class SessionLayout:
     root: Path  # sessions/<name>, absolute
@@ -27,57 +39,20 @@ class SessionLayout:
 
     # --- every session ---------------------------------------------------------------
 
-    @property
-    def spec(self) -> Path:
-        return self.root / "session.yaml"
-
-    @property
-    def setup(self) -> Path:
-        return self.root / "setup.json"
-
-    @property
-    def summary(self) -> Path:
-        return self.root / "session.md"
-
-    @property
-    def results(self) -> Path:
-        return self.root / "results.tsv"
-
-    @property
-    def usage(self) -> Path:
-        return self.root / "usage.tsv"
-
-    @property
-    def ideas(self) -> Path:
-        return self.root / "ideas.md"
-
-    @property
-    def done(self) -> Path:
-        return self.root / "done"
-
-    @property
-    def logs(self) -> Path:
-        return self.root / "logs"
-
-    @property
-    def timings(self) -> Path:
-        """Wall time and CPU of every stage run (timings.py)."""
-        return self.root / "timings.tsv"
-
-    @property
-    def test_runs(self) -> Path:
-        """Every full test run of a committed tree, so no tree is tested twice."""
-        return self.root / "test-runs.jsonl"
-
-    @property
-    def journal_lock(self) -> Path:
-        """Held while a shared session file (results, ideas, summary, usage) is rewritten."""
-        return self.root / ".journal.lock"
-
-    @property
-    def run_lock(self) -> Path:
-        """Held by the Snakemake process running this session."""
-        return self.root / ".run.lock"
+    spec = _At("session.yaml")
+    setup = _At("setup.json")
+    summary = _At("session.md")
+    results = _At("results.tsv")
+    usage = _At("usage.tsv")
+    ideas = _At("ideas.md")
+    done = _At("done")
+    logs = _At("logs")
+    timings = _At("timings.tsv")  # wall time and CPU of every stage run (timings.py)
+    # Every full test run of a committed tree, so no tree is tested twice.
+    test_runs = _At("test-runs.jsonl")
+    # Held while a shared session file (results, ideas, summary, usage) is rewritten.
+    journal_lock = _At(".journal.lock")
+    run_lock = _At(".run.lock")  # held by the Snakemake process running this session
 
     def worktree(self, track: str = "") -> Path:
         return self.root / "tracks" / track / "worktree" if track else self.root / "worktree"
@@ -89,31 +64,14 @@ class SessionLayout:
 
     # --- the report a user opens (`snakemake --report`): rule session_report ----------
 
-    @property
-    def report_dir(self) -> Path:
-        return self.root / "report"
-
-    @property
-    def report_summary(self) -> Path:
-        return self.report_dir / "session.html"
-
-    @property
-    def report_results(self) -> Path:
-        return self.report_dir / "results.html"
-
-    @property
-    def report_evaluations(self) -> Path:
-        """One page per finished cycle (or iteration): its evaluation."""
-        return self.report_dir / "evaluations"
-
-    @property
-    def report_plot(self) -> Path:
-        return self.report_dir / "cycles.png"
-
-    @property
-    def report_outcome(self) -> Path:
-        """The landing page's outcome fragment, and the review sets as pages (finalize)."""
-        return self.report_dir / "outcome"
+    report_dir = _At("report")
+    report_summary = _At("report", "session.html")
+    report_results = _At("report", "results.html")
+    # One page per finished cycle (or iteration): its evaluation.
+    report_evaluations = _At("report", "evaluations")
+    report_plot = _At("report", "cycles.png")
+    # The landing page's outcome fragment, and the review sets as pages (finalize).
+    report_outcome = _At("report", "outcome")
 
     # --- the loop ---------------------------------------------------------------------
 
@@ -144,42 +102,19 @@ class SessionLayout:
 
     # --- narrow and experiment: the metric --------------------------------------------
 
-    @property
-    def baseline(self) -> Path:
-        return self.root / "baseline.json"
-
-    @property
-    def goal_progress(self) -> Path:
-        return self.root / "goal-progress.md"
-
-    @property
-    def goal_progress_plot(self) -> Path:
-        return self.root / "goal-progress.png"
+    baseline = _At("baseline.json")
+    goal_progress = _At("goal-progress.md")
+    goal_progress_plot = _At("goal-progress.png")
 
     # --- broad ------------------------------------------------------------------------
 
-    @property
-    def baseline_worktree(self) -> Path:
-        """A detached checkout of the base commit (broad has no session worktree)."""
-        return self.root / "baseline-worktree"
-
-    @property
-    def hypotheses_md(self) -> Path:
-        return self.root / "hypotheses.md"
-
-    @property
-    def strategist_record(self) -> Path:
-        return self.root / "strategist.json"
-
-    @property
-    def approved(self) -> Path:
-        """The approved, validated hypotheses; its presence means approved."""
-        return self.root / "hypotheses.json"
-
-    @property
-    def approval_marker(self) -> Path:
-        """The file a person creates to approve hypotheses.md (`approve: manual`)."""
-        return self.root / "approved"
+    # A detached checkout of the base commit (broad has no session worktree).
+    baseline_worktree = _At("baseline-worktree")
+    hypotheses_md = _At("hypotheses.md")
+    strategist_record = _At("strategist.json")
+    approved = _At("hypotheses.json")  # the approved, validated hypotheses; present: approved
+    # The file a person creates to approve hypotheses.md (`approve: manual`).
+    approval_marker = _At("approved")
 
     def track_dir(self, hid: str) -> Path:
         return self.root / "tracks" / hid
@@ -190,35 +125,16 @@ class SessionLayout:
     def track_result(self, hid: str) -> Path:
         return self.track_dir(hid) / "result.json"
 
-    @property
-    def comparison_md(self) -> Path:
-        return self.root / "comparison.md"
-
-    @property
-    def comparison_json(self) -> Path:
-        return self.root / "comparison.json"
+    comparison_md = _At("comparison.md")
+    comparison_json = _At("comparison.json")
 
     # --- experiment -------------------------------------------------------------------
 
-    @property
-    def experiment_setup(self) -> Path:
-        return self.root / "experiment-setup.json"
-
-    @property
-    def experiments_jsonl(self) -> Path:
-        return self.root / "experiments.jsonl"
-
-    @property
-    def results_data(self) -> Path:
-        return self.root / "results-data.json"
-
-    @property
-    def experiments_tsv(self) -> Path:
-        return self.root / "experiments.tsv"
-
-    @property
-    def decision_log(self) -> Path:
-        return self.root / "decision-log.md"
+    experiment_setup = _At("experiment-setup.json")
+    experiments_jsonl = _At("experiments.jsonl")
+    results_data = _At("results-data.json")
+    experiments_tsv = _At("experiments.tsv")
+    decision_log = _At("decision-log.md")
 
     def evaluation(self, iteration: int) -> Path:
         return self.root / "evaluations" / f"iteration-{iteration:04d}.json"
@@ -230,13 +146,8 @@ class SessionLayout:
         """One candidate of an experiment batch: iterations/NNN/cK/."""
         return self.cycle(iteration) / candidate
 
-    @property
-    def report(self) -> Path:
-        return self.root / "report.md"
-
-    @property
-    def progress_plot(self) -> Path:
-        return self.root / "progress.png"
+    report = _At("report.md")
+    progress_plot = _At("progress.png")
 
 
 def session_layout(

@@ -197,18 +197,7 @@ class Decision(Mapping[str, Any]):
         return f"{word}: {self.status_detail}" if self.status_detail else word
 
     def _build_json(self) -> dict[str, Any]:
-        common = {
-            "cycle": self.cycle,
-            "track": self.track,
-            "start_commit": self.start_commit,
-            "end_commit": self.end_commit,
-            "status": self.status_text,
-            "tests": self.tests,
-            "metric": self.metric,
-            "stop": self.stop,
-            "reason": self.reason,
-            "usage": self.usage,
-        }
+        common = {key: getattr(self, key) for key in _COMMON} | {"status": self.status_text}
         extra = self.extra.to_json()
         order = self.keys_order or (*_COMMON, *extra)
         out = {}

@@ -191,21 +191,6 @@ def scratch_checkout(target: Path) -> Iterator[Path]:
             git.git(target, "worktree", "prune", check=False)
 
 
-@dataclass
-class Check:
-    """A command's dry run: the verdict and the stderr of its last run."""
-
-    verdict: Verdict
-    stderr: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.verdict.ok
-
-    def render(self) -> str:
-        return command_checks.render(self.verdict, self.stderr)
-
-
 def run_once(
     command: str,
     cwd: Path,
@@ -237,8 +222,9 @@ def dry_run(
     cwd: Path,
     tolerance: float = command_checks.DEFAULT_TOLERANCE,
     timeout_s: float = DEFAULT_TIMEOUT_S,
-) -> Check:
-    """Screen the command, then run it twice (once if the first run already fails)."""
+) -> tuple[Verdict, str]:
+    """Screen the command, then run it twice (once if the first run already fails): the
+    verdict, and the stderr of the last run."""
 
     def verdict(runs: list[Run]) -> Verdict:
         return command_checks.judge(
@@ -252,7 +238,7 @@ def dry_run(
         )
 
     if command_checks.dangers(candidate.command, cwd):
-        return Check(verdict([]))  # refused without running
+        return verdict([]), ""  # refused without running
     runs: list[Run] = []
     stderr = ""
     for _ in range(DRY_RUNS):
@@ -264,7 +250,7 @@ def dry_run(
     fix = _likely_fix(candidate.command, runs[-1], stderr, cwd, "--metric-command")
     if fix and not judged.ok and runs[-1].exit_code != 0:
         judged.hint = f"likely fix: {fix}"
-    return Check(judged, stderr)
+    return judged, stderr
 
 
 def _likely_fix(command: str, run: Run, stderr: str, cwd: Path, key: str) -> str | None:
@@ -381,7 +367,7 @@ def plan(
         raise SpecError(f"--mode: plan writes {planned} sessions, not {mode_name}")
     goal = req.goal.strip() or asker.ask("Goal, in one sentence", "improve the metric")
     with scratch_checkout(target) as checkout, tempfile.TemporaryDirectory() as traces:
-        candidate, check = _choose_metric(req, goal, asker, checkout, out)
+        candidate, verdict = _choose_metric(req, goal, asker, checkout, out)
         direction = req.direction or asker.ask(
             "Direction (minimize or maximize)", candidate.direction
         )
@@ -397,7 +383,6 @@ def plan(
     goal_target = req.goal_target or (
         asker.ask("Target value, e.g. '<= 90' (empty: 10% better than now)", "") or None
     )
-    verdict = check.verdict
     planned = PlannedMetric(
         goal=goal,
         label=candidate.label,
@@ -432,7 +417,7 @@ def _split(text: str) -> list[str]:
 
 def _choose_metric(
     req: Request, goal: str, asker: Asker, checkout: Path, out: Callable[[str], None]
-) -> tuple[Candidate, Check]:
+) -> tuple[Candidate, Verdict]:
     """The first candidate whose dry run passes (asking, on a terminal, which to try)."""
     if req.metric_command:
         queue = [Candidate("metric", req.metric_command, req.format, req.key, source="the flag")]
@@ -447,18 +432,19 @@ def _choose_metric(
         )
     for candidate in queue:
         out(f"dry run: {candidate.label} (from {candidate.source})")
-        check = dry_run(candidate, checkout, req.tolerance, req.timeout_s)
-        out(check.render())
-        if check.ok:
-            return candidate, check
+        verdict, stderr = dry_run(candidate, checkout, req.tolerance, req.timeout_s)
+        out(command_checks.render(verdict, stderr))
+        if verdict.ok:
+            return candidate, verdict
     flag = "--metric-command" if req.metric_command else "--metric-command (no suggestion passed)"
-    last = check.verdict
-    raise SpecError(f"{flag}: rejected — {last.reason}" + (f"; {last.hint}" if last.hint else ""))
+    raise SpecError(
+        f"{flag}: rejected — {verdict.reason}" + (f"; {verdict.hint}" if verdict.hint else "")
+    )
 
 
 def _ask_metric(
     req: Request, queue: list[Candidate], asker: Asker, checkout: Path, out: Callable[[str], None]
-) -> tuple[Candidate, Check]:
+) -> tuple[Candidate, Verdict]:
     for i, c in enumerate(queue, 1):
         out(f"  {i}. {c.label} ({c.direction}, from {c.source}): {c.command}")
     default = "1" if queue else ""
@@ -478,10 +464,10 @@ def _ask_metric(
         else:
             out(f"no candidate {answer!r}")
             continue
-        check = dry_run(candidate, checkout, req.tolerance, req.timeout_s)
-        out(check.render())
-        if check.ok:
-            return candidate, check
+        verdict, stderr = dry_run(candidate, checkout, req.tolerance, req.timeout_s)
+        out(command_checks.render(verdict, stderr))
+        if verdict.ok:
+            return candidate, verdict
         default = str(nxt) if nxt and nxt <= len(queue) else ""
     raise SpecError(f"no metric command passed its dry run in {MAX_TRIES} tries; nothing written")
 

@@ -115,7 +115,7 @@ def build_brief(
         raise ValueError(f"unknown team {ctx.team!r}; expected one of {', '.join(TEAMS)}")
     template = load_template(ctx.team, overrides)
     system = Template(template).safe_substitute(target=_target_block(ctx), team=ctx.team).strip()
-    task, data = _TASKS[ctx.team](ctx)
+    task, data = _TASKS.get(ctx.team, _lens_task)(ctx)
     return StageBrief(
         team=ctx.team,
         system=system + "\n",
@@ -318,19 +318,11 @@ def _lens_task(ctx: BriefContext) -> tuple[str, dict[str, Any]]:
     return "\n\n".join(parts), dict(lens.get("data") or {})
 
 
+# Every other team is a lens's, whose task the lens has written (_lens_task).
 _TASKS = {
     "red": _red_task,
     "green": _green_task,
     "refactor": _refactor_task,
     "strategist": _strategist_task,
     "experiment": _experiment_task,
-    "auditor": _lens_task,
-    "debugger": _lens_task,
-    "explorer": _lens_task,
-    "persona": _lens_task,
-    "debate": _lens_task,
-    "judge": _lens_task,
-    "fix": _lens_task,
-    "learn": _lens_task,
-    "ship": _lens_task,
 }

@@ -331,7 +331,8 @@ class Sandbox:
             self._mounts = mounts
         return self._mounts
 
-    def _names_inside(self, key: tuple[int, int]) -> int:
+    def _names(self, root: Path, key: tuple[int, int]) -> int:
+        """worktree_files.NamesInside for this worktree: every file counted once, till forget."""
         if self._links is None:
             links: Counter[tuple[int, int]] = Counter()
             for dirpath, dirnames, filenames in os.walk(self.root):
@@ -352,9 +353,6 @@ class Sandbox:
         worktree_files.check_file(st, rel, self.root, self._names)
         if write and st.st_nlink > 1:
             raise Refused(f"{rel!r} has other names (hard links) and cannot be changed")
-
-    def _names(self, root: Path, key: tuple[int, int]) -> int:
-        return self._names_inside(key)
 
     def read_bytes(self, rel: str, limit: int) -> bytes:
         """The content of a regular file of the worktree, at most `limit` bytes or Refused."""

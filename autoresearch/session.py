@@ -24,7 +24,6 @@ from . import (
     git,
     journal,
     modes,
-    sandbox,
     setup_undo,
     spec,
     stack,
@@ -62,7 +61,6 @@ def preflight(
     """Everything that can be checked before touching anything; raises SpecError."""
     merged = spec.load(name, root, overrides, origins)
     values = merged.values
-    check_globs(merged)
     where = merged.source_of("target")
     target = spec.resolve_target(str(values["target"]))
     if not target.exists():
@@ -113,23 +111,6 @@ def spec_file_of(merged: spec.Spec, key: str, name: str) -> str:
     """Where the user sets `key`: the file that set it, else their session spec."""
     where = merged.source_of(key)
     return f"config/sessions/{name}.yaml" if where == "config/config.yaml" else where
-
-
-def check_globs(merged: spec.Spec) -> None:
-    """Every glob the agents' sandbox will match against must be usable: a bad one would
-    make every write fail later, with nobody there to read why."""
-    values = merged.values
-    keyed = [("protected", values.get("protected") or [])]
-    scope = values.get("scope") or {}
-    keyed += [(f"scope.{k}", scope.get(k) or []) for k in ("include", "exclude")]
-    for key, patterns in keyed:
-        for pattern in patterns:
-            problem = sandbox.check_glob(str(pattern))
-            if problem:
-                raise spec.SpecError(
-                    f"{merged.source_of(key)}: key '{key}': glob {pattern!r} cannot be used: "
-                    f"{problem}"
-                )
 
 
 def check_backend_plays(values: dict[str, Any], needed: set[str], merged: spec.Spec) -> None:

@@ -12,6 +12,7 @@ import difflib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -312,6 +313,23 @@ def freeze(spec: Spec, path: Path) -> None:
     write_text(path, yaml.safe_dump(plain, sort_keys=False))
 
 
+class _Setting:
+    """A value of the frozen spec at a dotted key (`budget.max_cost_usd`), as `kind` makes
+    it, `default` where the key is unset."""
+
+    def __init__(self, dotted: str, kind: Callable[[Any], Any] | None = None, default: Any = None):
+        self.keys, self.kind, self.default = dotted.split("."), kind, default
+
+    def __get__(self, spec: SessionSpec | None, owner: type) -> Any:
+        if spec is None:
+            return self  # the class's own attribute
+        value: Any = spec
+        for key in self.keys:
+            value = (value or {}).get(key)
+        value = self.default if value is None else value
+        return value if self.kind is None else self.kind(value)
+
+
 class SessionSpec(dict):
     """A frozen spec, with typed accessors for the values the engine reads everywhere.
 
@@ -339,58 +357,25 @@ class SessionSpec(dict):
         return "refactor" in self.teams
 
     @property
-    def max_cycles(self) -> int | None:
-        return self.get("max_cycles")
-
-    @property
-    def budget_usd(self) -> float | None:
-        """The whole session's budget (`budget.max_cost_usd`), None for no limit."""
-        return (self.get("budget") or {}).get("max_cost_usd")
-
-    @property
-    def stage_budget_usd(self) -> float | None:
-        return (self.get("budget") or {}).get("max_cost_usd_per_stage")
-
-    @property
-    def secrets(self) -> list[str]:
-        return list(self.get("secrets") or [])
-
-    @property
-    def protected(self) -> list[str]:
-        return list(self.get("protected") or [])
-
-    @property
     def test_timeout_s(self) -> float:
         return self["test_timeout_s"]
 
-    @property
-    def allow_failing_baseline(self) -> bool:
-        return bool(self.get("allow_failing_baseline"))
-
-    @property
-    def allow_test_removal(self) -> bool:
-        """`allow_test_removal`: a change may make a test that passed stop being reported
-        (deleted, renamed, skipped, deselected); the ids removed are recorded."""
-        return bool(self.get("allow_test_removal"))
-
-    @property
-    def test_gate(self) -> str:
-        """`test_gate`: per_fix (the suite runs on each change before it is committed) or
-        batch (once at the stage's end, with a bisection when it fails)."""
-        return self.get("test_gate") or "batch"
-
-    @property
-    def rerun_tests(self) -> bool:
-        """`evaluate.rerun`: test every tree afresh, even one tested before (flaky suites)."""
-        return bool((self.get("evaluate") or {}).get("rerun"))
-
-    @property
-    def scope_include(self) -> list[str]:
-        return list((self.get("scope") or {}).get("include") or [])
-
-    @property
-    def scope_exclude(self) -> list[str]:
-        return list((self.get("scope") or {}).get("exclude") or [])
+    max_cycles = _Setting("max_cycles")
+    budget_usd = _Setting("budget.max_cost_usd")  # the whole session's; None: no limit
+    stage_budget_usd = _Setting("budget.max_cost_usd_per_stage")
+    secrets = _Setting("secrets", list, ())
+    protected = _Setting("protected", list, ())
+    allow_failing_baseline = _Setting("allow_failing_baseline", bool)
+    # A change may make a test that passed stop being reported (deleted, renamed, skipped,
+    # deselected); the ids removed are recorded.
+    allow_test_removal = _Setting("allow_test_removal", bool)
+    # per_fix (the suite runs on each change before it is committed) or batch (once at the
+    # stage's end, with a bisection when it fails).
+    test_gate = _Setting("test_gate", default="batch")
+    # evaluate.rerun: test every tree afresh, even one tested before (flaky suites).
+    rerun_tests = _Setting("evaluate.rerun", bool)
+    scope_include = _Setting("scope.include", list, ())
+    scope_exclude = _Setting("scope.exclude", list, ())
 
     @property
     def scope_text(self) -> str:

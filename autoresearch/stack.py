@@ -10,6 +10,7 @@ import shutil
 import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -466,19 +467,12 @@ def _parse_cargo(text: str) -> tuple[int, int, int] | None:
 _JEST_TESTS = re.compile(r"^\s*Tests:\s+(.*\d+ total)\s*$", re.MULTILINE)
 
 
-def _parse_jest(text: str) -> tuple[int, int, int] | None:
-    matches = _JEST_TESTS.findall(text)
-    if not matches:
-        return None
-    c = _counts_by_word(matches[-1])
-    return c.get("passed", 0), c.get("failed", 0), c.get("skipped", 0) + c.get("todo", 0)
-
-
 _VITEST_TESTS = re.compile(r"^\s*Tests\s+(\d+ [a-z]+(?: \| \d+ [a-z]+)*) \(\d+\)\s*$", re.MULTILINE)
 
 
-def _parse_vitest(text: str) -> tuple[int, int, int] | None:
-    matches = _VITEST_TESTS.findall(text)
+def _parse_js(summary: re.Pattern[str], text: str) -> tuple[int, int, int] | None:
+    """Jest's `Tests:` line or Vitest's `Tests` line (`summary`), the last one."""
+    matches = summary.findall(text)
     if not matches:
         return None
     c = _counts_by_word(matches[-1])
@@ -609,8 +603,8 @@ def _parse_go_packages(text: str) -> tuple[int, int, int] | None:
 _PARSERS: tuple[tuple[Callable[[str], tuple[int, int, int] | None], str], ...] = (
     (_parse_pytest, ""),
     (_parse_cargo, ""),
-    (_parse_jest, ""),
-    (_parse_vitest, ""),
+    (partial(_parse_js, _JEST_TESTS), ""),
+    (partial(_parse_js, _VITEST_TESTS), ""),
     (_parse_mocha, ""),
     (_parse_rspec, ""),
     (_parse_minitest, ""),

@@ -68,6 +68,13 @@ def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     }
 
 
+def _loose(fields: dict[str, str]) -> dict[str, Any]:
+    """A lens report: every field a string and none required at this door. The lens's own
+    schema check decides (and counts) what is missing or not allowed: nothing is refused
+    here that the harness should see and record as dropped."""
+    return _schema({k: {"type": "string", "description": d} for k, d in fields.items()}, [])
+
+
 # Name -> (description, input_schema). The order here is the order the model sees; it
 # never changes during a run, which keeps the tool list byte-stable for prompt caching.
 TOOL_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -190,122 +197,104 @@ TOOL_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
             ["hypothesis", "change_summary"],
         ),
     ),
+    # The lenses' report tools (docs/lenses.md): one per lens, plus the debate's position.
+    "report_vulnerability": (
+        "Record one security finding for this iteration's vector. The harness checks every "
+        "field and drops a finding that fails a check.",
+        _loose(
+            {
+                "title": "One line: what is vulnerable.",
+                "owasp": "OWASP Top 10 2021 id: A01 … A10.",
+                "stride": "STRIDE letter: S, T, R, I, D or E.",
+                "cwe": "Optional CWE id, e.g. CWE-78.",
+                "location": "path/to/file.py:42 (must exist).",
+                "scenario": "How an attacker gets there and what they gain.",
+                "evidence": "The code, quoted from the file.",
+                "confidence": "confirmed | likely | possible",
+                "severity": "critical | high | medium | low | info",
+                "mitigation": "What removes or limits the risk.",
+            }
+        ),
+    ),
+    "report_bug": (
+        "Record this iteration's hypothesis and its outcome. A bug counts as confirmed only "
+        "when its reproduction (a complete test file) fails when the harness runs it.",
+        _loose(
+            {
+                "title": "One line: the suspected bug.",
+                "category": "crash | wrong-result | data-loss | hang | race | resource-leak | "
+                "performance | error-handling | api-contract | security | other",
+                "location": "path/to/file.py:42 (must exist).",
+                "hypothesis": "I think X because Y; test by Z.",
+                "evidence": "What the experiment showed.",
+                "verdict": "confirmed | disproven | inconclusive | new-lead",
+                "severity": "critical | high | medium | low",
+                "reproduction": "A complete test file that fails while the bug is there.",
+                "impact": "What goes wrong for a user.",
+                "root_cause": "Why it happens.",
+            }
+        ),
+    ),
+    "report_situation": (
+        "Record one situation (use case or edge case) for this iteration's dimension.",
+        _loose(
+            {
+                "title": "One line.",
+                "dimension": "The dimension this situation belongs to.",
+                "actors": "Who takes part.",
+                "precondition": "What holds before.",
+                "trigger": "What starts it.",
+                "flow": "What happens, step by step.",
+                "expected": "The outcome the system should produce.",
+                "what_can_go_wrong": "How it can fail.",
+                "severity": "critical | high | medium | low",
+                "location": "Optional: path/to/file.py:42 where the code handles it.",
+            }
+        ),
+    ),
+    "report_prediction": (
+        "Record one finding from your own analysis of the target.",
+        _loose(
+            {
+                "title": "One line.",
+                "category": "architecture | security | performance | reliability | "
+                "correctness | maintainability | other",
+                "location": "path/to/file.py:42 (must exist).",
+                "evidence": "What in the code supports it.",
+                "severity": "critical | high | medium | low",
+                "confidence": "high | medium | low",
+                "hypothesis": "Optional: a change worth trying because of it.",
+            }
+        ),
+    ),
+    "state_position": (
+        "State your position on one finding of the debate: confirm, dispute, revise (confirm "
+        "with another severity) or abstain.",
+        _loose(
+            {
+                "finding_id": "The finding's id as listed.",
+                "stance": "confirm | dispute | revise | abstain",
+                "severity": "revise only: the severity you argue for.",
+                "reason": "One or two sentences.",
+            }
+        ),
+    ),
+    # The repair lenses' and stop 7's own harness tools (docs/lenses.md).
+    "cast_vote": (
+        "Give your verdict on the session's goal: met or not met, and why in one or two "
+        "sentences. Your vote is final; the other judges do not see it.",
+        _schema(
+            {"verdict": {"type": "string", "enum": ["met", "not met"]}, "reason": _STR},
+            ["verdict", "reason"],
+        ),
+    ),
+    "finish_docs": (
+        "Hand your documentation changes to the harness. It checks every doc (paths, "
+        "symbols, config keys, links, size, Mermaid) and either commits them or sends the "
+        "failures back to you.",
+        _schema({"summary": {**_STR, "description": "One line: what changed."}}, ["summary"]),
+    ),
 }
-
-
-def _loose(fields: dict[str, str]) -> dict[str, Any]:
-    """A lens report: every field a string and none required at this door. The lens's own
-    schema check decides (and counts) what is missing or not allowed: nothing is refused
-    here that the harness should see and record as dropped."""
-    return _schema({k: {"type": "string", "description": d} for k, d in fields.items()}, [])
-
-
-# The lenses' report tools (docs/lenses.md): one per lens, plus the debate's position.
-TOOL_SPECS.update(
-    {
-        "report_vulnerability": (
-            "Record one security finding for this iteration's vector. The harness checks every "
-            "field and drops a finding that fails a check.",
-            _loose(
-                {
-                    "title": "One line: what is vulnerable.",
-                    "owasp": "OWASP Top 10 2021 id: A01 … A10.",
-                    "stride": "STRIDE letter: S, T, R, I, D or E.",
-                    "cwe": "Optional CWE id, e.g. CWE-78.",
-                    "location": "path/to/file.py:42 (must exist).",
-                    "scenario": "How an attacker gets there and what they gain.",
-                    "evidence": "The code, quoted from the file.",
-                    "confidence": "confirmed | likely | possible",
-                    "severity": "critical | high | medium | low | info",
-                    "mitigation": "What removes or limits the risk.",
-                }
-            ),
-        ),
-        "report_bug": (
-            "Record this iteration's hypothesis and its outcome. A bug counts as confirmed only "
-            "when its reproduction (a complete test file) fails when the harness runs it.",
-            _loose(
-                {
-                    "title": "One line: the suspected bug.",
-                    "category": "crash | wrong-result | data-loss | hang | race | resource-leak | "
-                    "performance | error-handling | api-contract | security | other",
-                    "location": "path/to/file.py:42 (must exist).",
-                    "hypothesis": "I think X because Y; test by Z.",
-                    "evidence": "What the experiment showed.",
-                    "verdict": "confirmed | disproven | inconclusive | new-lead",
-                    "severity": "critical | high | medium | low",
-                    "reproduction": "A complete test file that fails while the bug is there.",
-                    "impact": "What goes wrong for a user.",
-                    "root_cause": "Why it happens.",
-                }
-            ),
-        ),
-        "report_situation": (
-            "Record one situation (use case or edge case) for this iteration's dimension.",
-            _loose(
-                {
-                    "title": "One line.",
-                    "dimension": "The dimension this situation belongs to.",
-                    "actors": "Who takes part.",
-                    "precondition": "What holds before.",
-                    "trigger": "What starts it.",
-                    "flow": "What happens, step by step.",
-                    "expected": "The outcome the system should produce.",
-                    "what_can_go_wrong": "How it can fail.",
-                    "severity": "critical | high | medium | low",
-                    "location": "Optional: path/to/file.py:42 where the code handles it.",
-                }
-            ),
-        ),
-        "report_prediction": (
-            "Record one finding from your own analysis of the target.",
-            _loose(
-                {
-                    "title": "One line.",
-                    "category": "architecture | security | performance | reliability | "
-                    "correctness | maintainability | other",
-                    "location": "path/to/file.py:42 (must exist).",
-                    "evidence": "What in the code supports it.",
-                    "severity": "critical | high | medium | low",
-                    "confidence": "high | medium | low",
-                    "hypothesis": "Optional: a change worth trying because of it.",
-                }
-            ),
-        ),
-        "state_position": (
-            "State your position on one finding of the debate: confirm, dispute, revise (confirm "
-            "with another severity) or abstain.",
-            _loose(
-                {
-                    "finding_id": "The finding's id as listed.",
-                    "stance": "confirm | dispute | revise | abstain",
-                    "severity": "revise only: the severity you argue for.",
-                    "reason": "One or two sentences.",
-                }
-            ),
-        ),
-    }
-)
-
-# The repair lenses' and stop 7's own harness tools (docs/lenses.md).
-TOOL_SPECS.update(
-    {
-        "cast_vote": (
-            "Give your verdict on the session's goal: met or not met, and why in one or two "
-            "sentences. Your vote is final; the other judges do not see it.",
-            _schema(
-                {"verdict": {"type": "string", "enum": ["met", "not met"]}, "reason": _STR},
-                ["verdict", "reason"],
-            ),
-        ),
-        "finish_docs": (
-            "Hand your documentation changes to the harness. It checks every doc (paths, "
-            "symbols, config keys, links, size, Mermaid) and either commits them or sends the "
-            "failures back to you.",
-            _schema({"summary": {**_STR, "description": "One line: what changed."}}, ["summary"]),
-        ),
-    }
-)
 
 READ_TOOLS = ("list_files", "read_file", "search")
 WRITE_TOOLS = ("run_tests", "edit_file", "write_file")
@@ -327,23 +316,8 @@ TEAM_TOOLS: dict[str, tuple[str, ...]] = {
     "learn": (*READ_TOOLS, "edit_file", "write_file", "finish_docs"),
     "ship": (*READ_TOOLS, *WRITE_TOOLS, "finish_fix", "skip_finding"),
 }
-HARNESS_TOOLS = frozenset(
-    {
-        "report_finding",
-        "finish_fix",
-        "skip_finding",
-        "finish_refactor",
-        "propose_hypothesis",
-        "finish_experiment",
-        "report_vulnerability",
-        "report_bug",
-        "report_situation",
-        "report_prediction",
-        "state_position",
-        "cast_vote",
-        "finish_docs",
-    }
-)
+# Every tool the toolbox does not carry out itself goes to a hook the engine supplies.
+HARNESS_TOOLS = frozenset(TOOL_SPECS) - {*READ_TOOLS, *WRITE_TOOLS, "run_linter"}
 
 _VALIDATORS = {name: Draft202012Validator(schema) for name, (_, schema) in TOOL_SPECS.items()}
 

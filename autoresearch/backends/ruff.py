@@ -320,20 +320,17 @@ class RuffBackend:
         return set(titles_of(diagnostics(worktree, path, extend=self.extra_rules), text))
 
     def run(self, brief: StageBrief, toolbox: Toolbox, progress: Callable[[str], None]) -> StageRun:
-        worktree = Path(brief.data["worktree"])
-        team = brief.team
-        if team == "red":
-            turns = self._red(worktree, brief, toolbox, progress)
-        elif team in ("green", "fix"):  # fix: one error, in the shape of a Green finding
-            turns = self._green(worktree, brief, toolbox, progress)
-        elif team == "refactor":
-            turns = self._refactor(worktree, brief, toolbox, progress)
-        elif team == "auditor":
-            turns = self._security(worktree, brief, toolbox, progress)
-        elif team == "ship":
-            turns = self._ship(brief, toolbox, progress)
-        else:
-            return StageRun(Usage(), 0, "error", f"the ruff backend has no {team} team")
+        plays = {
+            "red": self._red,
+            "green": self._green,
+            "fix": self._green,  # one error, in the shape of a Green finding
+            "refactor": self._refactor,
+            "auditor": self._security,
+            "ship": self._ship,
+        }
+        if brief.team not in plays:
+            return StageRun(Usage(), 0, "error", f"the ruff backend has no {brief.team} team")
+        turns = plays[brief.team](Path(brief.data["worktree"]), brief, toolbox, progress)
         return StageRun(Usage(), turns, "finished")
 
     def _red(self, worktree, brief, toolbox, progress) -> int:
@@ -369,7 +366,7 @@ class RuffBackend:
                 progress(f"turn {turns}: report_finding {title} -> {result.content}")
         return turns
 
-    def _ship(self, brief, toolbox, progress) -> int:
+    def _ship(self, worktree, brief, toolbox, progress) -> int:
         """Ship's gates are commands the harness runs: keyless, the checklist, its score and
         the shipping commands are the product. A failing gate is left for a person, never
         'fixed' by loosening what it checks."""

@@ -97,7 +97,6 @@ HARNESS_CALLS = {
     "commit_all": lambda wt: ar_git.commit_all(wt, "fix: something"),
     "reset_to": lambda wt: ar_git.reset_to(wt, "HEAD"),
     "git status": lambda wt: ar_git.git(wt, "status", "--porcelain"),
-    "tree_id": lambda wt: ar_git.tree_id(wt),
     "commits_between": lambda wt: ar_git.commits_between(wt, "HEAD~0"),
     "changed_files": lambda wt: ar_git.changed_files(wt, "HEAD"),
     "clear_stale_lock": lambda wt: ar_git.clear_stale_lock(wt),

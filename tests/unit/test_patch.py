@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def worktree(tmp_path: Path, files: dict[str, str]) -> Path:
     """A session worktree (the helpers act only on worktrees autoresearch made)."""
     repo = make_repo(tmp_path / "target", files)
-    ours.add_worktree(repo, tmp_path / "wt", "autoresearch/t", ours.head(repo))
+    ours.open_worktree(repo, tmp_path / "wt", "autoresearch/t", ours.head(repo))
     return tmp_path / "wt"
 
 

@@ -91,7 +91,7 @@ def test_the_pristine_tree_holds_the_commit_alone(worktree):
     (worktree / "src.py").write_text("x = 2\n")
     assert protection.pristine(worktree, ar_git.head(worktree)) == []
     assert not (worktree / "build").exists() and not (worktree / "leftover.txt").exists()
-    assert ar_git.tree_id(worktree) is not None  # exactly the commit's tree
+    assert ar_git.worktree_git(worktree, "status", "--porcelain", "--untracked-files=all") == ""
 
 
 def test_the_pristine_tree_takes_protected_files_from_the_base(worktree):
