@@ -128,11 +128,3 @@ def test_a_confirmed_high_bug_fails_the_gate_and_check_exits_1(debug_run):
         cwd=workflow.workdir, capture_output=True, text=True,
     )  # fmt: skip
     assert check.returncode == 1 and "FAILED" in check.stdout
-
-
-def test_the_ruff_backend_cannot_play_debug(workflow, target):
-    spec = {"mode": "debug", "target": str(target), "agent": {"backend": "ruff"}}
-    proc = workflow.run("nokey", spec, check=False)
-    assert proc.returncode != 0
-    assert "the debug lens needs a model" in proc.stderr
-    assert not (workflow.session("nokey") / "setup.json").exists()
