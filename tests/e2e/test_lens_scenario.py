@@ -111,9 +111,3 @@ def test_scenario_changes_nothing_and_gates_on_the_high_situation(scenario_run):
     workflow, target, head = scenario_run
     assert git(target, "rev-parse", "HEAD") == head and git(target, "status", "--porcelain") == ""
     assert "gate: FAILED" in (workflow.session("sc") / "done").read_text()
-
-
-def test_a_scenario_session_needs_a_seed(workflow, target):
-    spec = {"mode": "scenario", "target": str(target), "agent": {"backend": "script"}}
-    proc = workflow.run("noseed", spec, check=False)
-    assert proc.returncode != 0 and "key 'scenario.seed' is not set" in proc.stderr
