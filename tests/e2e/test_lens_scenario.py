@@ -8,7 +8,7 @@ import csv
 import json
 
 import pytest
-from conftest import git
+from conftest import Workflow, calc_repo, git
 
 
 def situation(title, dimension, severity="medium", **extra) -> dict:
@@ -42,8 +42,11 @@ SCRIPT = {
 }
 
 
-@pytest.fixture
-def scenario_run(workflow, target):
+@pytest.fixture(scope="module")
+def scenario_run(tmp_path_factory):
+    """One scenario session of SCRIPT: every test here reads it and changes nothing."""
+    base = tmp_path_factory.mktemp("scenario")
+    workflow, target = Workflow(base / "work"), calc_repo(base / "target")
     head = git(target, "rev-parse", "HEAD")
     spec = {
         "mode": "scenario",
