@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import CALC, CALC_TESTS, git, make_repo, script_spec
+import pytest
+from conftest import CALC, CALC_TESTS, Workflow, calc_repo, git, make_repo, script_spec
 
 FINDING = {
     "severity": "high",
@@ -56,8 +57,19 @@ def test_finding_ids_continue_across_cycles(workflow, target):
     assert "[F-002]" in second
 
 
-def test_stops_at_max_cycles(workflow, target):
-    run(workflow, target, {"red": {"*": []}}, max_cycles=1, stop_below=None)
+@pytest.fixture(scope="module")
+def one_cycle_without_refactor(tmp_path_factory):
+    """One cycle in which Red finds nothing, the teams without Refactor and no stop_below
+    (so only max_cycles can end it): read by the tests of either."""
+    base = tmp_path_factory.mktemp("loop")
+    workflow = Workflow(base / "work")
+    spec = dict(max_cycles=1, stop_below=None, teams=["red", "green"])
+    run(workflow, calc_repo(base / "target"), {"red": {"*": []}}, **spec)
+    return workflow
+
+
+def test_stops_at_max_cycles(one_cycle_without_refactor):
+    workflow = one_cycle_without_refactor
     assert workflow.decision("s", 1)["reason"] == "max_cycles reached (1)"
     assert "stopped: max_cycles reached (1)" in (workflow.session("s") / "done").read_text()
 
@@ -103,8 +115,8 @@ def test_without_refactor_stops_after_two_cycles_of_skips(workflow, target):
     )
 
 
-def test_teams_without_refactor_skip_the_rule(workflow, target):
-    run(workflow, target, {"red": {"*": []}}, max_cycles=1, teams=["red", "green"])
+def test_teams_without_refactor_skip_the_rule(one_cycle_without_refactor):
+    workflow = one_cycle_without_refactor
     cycle = workflow.session("s") / "cycles/001"
     assert not (cycle / "refactor-patch.md").exists()
     rows = (workflow.session("s") / "results.tsv").read_text().splitlines()[1:]
