@@ -211,6 +211,8 @@ def test_cli_status_outside_a_workflow_folder_is_refused(tmp_path):
 
 
 # --- a session whose branch or worktree was deleted ---------------------------------------
+# done's input function refuses to resume it: its variants (a gone branch, a newer version's
+# stamp) are tests/unit/test_resume_refusals.py; here that wiring once.
 
 
 def test_a_deleted_worktree_is_reported_before_any_stage(workflow, target):
@@ -223,18 +225,6 @@ def test_a_deleted_worktree_is_reported_before_any_stage(workflow, target):
     line = one_line_refusal(proc, "is gone")
     assert f"worktree add {path} {worktree['branch']}" in line
     assert not (workflow.session("s") / "cycles/001/red.json").exists()
-
-
-def test_a_deleted_branch_is_reported_with_the_commit_to_recreate_it_from(workflow, target):
-    values = sweep(target)
-    assert setup_only(workflow, values).returncode == 0
-    setup = json.loads((workflow.session("s") / "setup.json").read_text())
-    path = git(target, "worktree", "list", "--porcelain").split("worktree ")[2].split()[0]
-    git(target, "worktree", "remove", "--force", path)
-    git(target, "branch", "-D", setup["branch"])
-    proc = workflow.run("s", values, check=False)
-    line = one_line_refusal(proc, f"branch {setup['branch']} is gone")
-    assert f"branch {setup['branch']} {setup['base_commit'][:12]}" in line
 
 
 def test_a_worktree_left_from_a_deleted_repository_is_set_aside_and_setup_goes_on(workflow, target):
