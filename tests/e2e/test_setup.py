@@ -210,19 +210,6 @@ def test_users_checkout_is_identical_after_a_session(workflow, target):
     assert gitops.snapshot(target) == before
 
 
-# --- resuming across versions (seed 000, Resume step 2) ----------------------------------
-
-
-def test_resuming_a_session_from_a_newer_version_is_refused(workflow, target):
-    values = no_agent_spec(target, max_cycles=2)
-    run_setup_only(workflow, values)
-    setup = workflow.session("s") / "setup.json"
-    setup.write_text(setup.read_text().replace('"version": "0.1.0"', '"version": "9.0.0"'))
-    proc = workflow.run("s", values, check=False)
-    assert_refused(proc, "made by autoresearch 9.0.0", "upgrade autoresearch")
-    assert not (workflow.session("s") / "cycles/001").exists()
-
-
 def test_a_setup_error_is_said_once_with_its_last_lines_and_where_the_whole_output_is(
     workflow, tmp_path
 ):
