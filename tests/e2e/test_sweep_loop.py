@@ -25,9 +25,18 @@ def run(workflow, target, script, **extra):
     return workflow.transcript(transcript)
 
 
-def test_later_red_is_told_what_was_tried_and_where_to_look(workflow, target):
+OTHER = dict(FINDING, title="add is not commutative-safe", location="calc.py:2")
+
+
+@pytest.fixture(scope="module")
+def two_cycles(tmp_path_factory):
+    """Two cycles without Refactor: Red finds FINDING, Green fixes it, Red finds OTHER.
+    Returns the Workflow and the briefs; read by the tests of either cycle."""
     script = {
-        "red": {1: [{"tool": "report_finding", "args": FINDING}]},
+        "red": {
+            1: [{"tool": "report_finding", "args": FINDING}],
+            2: [{"tool": "report_finding", "args": OTHER}],
+        },
         "green": {
             1: [
                 {"tool": "write_file", "args": {"path": "calc.py", "content": GUARDED}},
@@ -35,7 +44,14 @@ def test_later_red_is_told_what_was_tried_and_where_to_look(workflow, target):
             ]
         },
     }
-    briefs = run(workflow, target, script, max_cycles=2, teams=["red", "green"])
+    base = tmp_path_factory.mktemp("loop")
+    workflow = Workflow(base / "work")
+    target = calc_repo(base / "target")
+    return workflow, run(workflow, target, script, max_cycles=2, teams=["red", "green"])
+
+
+def test_later_red_is_told_what_was_tried_and_where_to_look(two_cycles):
+    _, briefs = two_cycles
     red2 = [b for b in briefs if b["team"] == "red"][1]
     text = red2["system"] + red2["task"]
     assert "F-001 mean crashes on empty input (calc.py:5) (fixed)" in text
@@ -44,17 +60,10 @@ def test_later_red_is_told_what_was_tried_and_where_to_look(workflow, target):
     assert red2["data"]["categories"] == ["bugs"]
 
 
-def test_finding_ids_continue_across_cycles(workflow, target):
-    other = dict(FINDING, title="add is not commutative-safe", location="calc.py:2")
-    script = {
-        "red": {
-            1: [{"tool": "report_finding", "args": FINDING}],
-            2: [{"tool": "report_finding", "args": other}],
-        }
-    }
-    run(workflow, target, script, max_cycles=2, teams=["red", "green"])
+def test_finding_ids_continue_across_cycles(two_cycles):
+    workflow, _ = two_cycles
     second = (workflow.session("s") / "cycles/002/red-findings.md").read_text()
-    assert "[F-002]" in second
+    assert "[F-002]" in second and "add is not commutative-safe" in second
 
 
 @pytest.fixture(scope="module")
