@@ -7,8 +7,9 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 import yaml
-from conftest import git, make_repo, script_spec
+from conftest import Workflow, calc_repo, git, make_repo, script_spec
 
 from autoresearch import git as gitops
 
@@ -42,9 +43,20 @@ def assert_refused(proc, *needles):
 # --- spec layering and freezing ------------------------------------------------------
 
 
-def test_spec_is_frozen_at_start(workflow, target):
+@pytest.fixture(scope="module")
+def set_up(tmp_path_factory):
+    """One setup of the calc target (max_findings: 7), read by the tests of what setup writes
+    and of the frozen spec; the spec it ran with is returned for a rerun."""
+    base = tmp_path_factory.mktemp("setup")
+    workflow, target = Workflow(base / "work"), calc_repo(base / "target")
     values = no_agent_spec(target, max_findings=7)
-    run_setup_only(workflow, values)
+    assert run_setup_only(workflow, values).returncode == 0
+    return workflow, target, values
+
+
+def test_spec_is_frozen_at_start(set_up):
+    workflow, _, values = set_up
+    values = dict(values)
     frozen = yaml.safe_load((workflow.session("s") / "session.yaml").read_text())
     assert frozen["max_findings"] == 7
     values["max_findings"] = 3  # a later edit of the spec...
@@ -56,8 +68,8 @@ def test_spec_is_frozen_at_start(workflow, target):
 # --- setup results -----------------------------------------------------------------------
 
 
-def test_setup_records_baseline_counts_branch_and_context(workflow, target):
-    run_setup_only(workflow, no_agent_spec(target))
+def test_setup_records_baseline_counts_branch_and_context(set_up):
+    workflow, target, _ = set_up
     setup = json.loads((workflow.session("s") / "setup.json").read_text())
     assert setup["baseline"]["passed"] == 2 and setup["baseline"]["ok"]
     assert setup["branch"] == "autoresearch/improve"
