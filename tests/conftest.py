@@ -130,11 +130,10 @@ def pytest_collection_modifyitems(config, items) -> None:
     items[:] = [item for name in sorted(files, key=weight) for item in files[name]]
 
 
-@pytest.fixture
-def target(tmp_path) -> Path:
-    """A small Python project with a passing pytest suite."""
+def calc_repo(path: Path) -> Path:
+    """A small Python project with a passing pytest suite (also for module-scoped fixtures)."""
     return make_repo(
-        tmp_path / "target",
+        path,
         {
             "calc.py": CALC,
             "tests/test_calc.py": CALC_TESTS,
@@ -142,6 +141,12 @@ def target(tmp_path) -> Path:
             "pyproject.toml": '[project]\nname = "calc"\nversion = "0.1"\n',
         },
     )
+
+
+@pytest.fixture
+def target(tmp_path) -> Path:
+    """A small Python project with a passing pytest suite."""
+    return calc_repo(tmp_path / "target")
 
 
 def _default_sigint() -> None:

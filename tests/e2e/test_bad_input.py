@@ -70,19 +70,20 @@ def session_files(workflow, name="s") -> list[str]:
 # --- errors raised while Snakemake builds the DAG: the one line only -----------------------
 
 
-def test_a_missing_key_is_one_line_naming_the_configfile(workflow, untouched, monkeypatch):
+# The variants of a refusal are unit tests (tests/unit/test_setup_refusals.py); here each
+# wiring once: the setup rule's input function, --config's origin, the catch-all rule for a
+# bad name, the filter for a name Snakemake normalised, the dry run's summary.
+
+
+def test_a_spec_refused_at_parse_time_is_one_line_naming_the_configfile(
+    workflow, untouched, monkeypatch
+):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    proc = setup_only(workflow, sweep(untouched, agent={"backend": "claude"}))
+    proc = workflow.run("s", sweep(untouched, agent={"backend": "claude"}), check=False)
     line = one_line_refusal(proc, "ANTHROPIC_API_KEY is not set")
     assert f"--configfile {workflow.workdir / 'specs' / 's.yaml'}" in line
     assert "key 'agent.backend'" in line
-
-
-def test_a_mistyped_key_is_blamed_on_the_file_that_set_it(workflow, untouched):
-    proc = setup_only(workflow, sweep(untouched, agent={"backend": "ruff", "modle": "x"}))
-    line = one_line_refusal(proc, "unknown key 'agent.modle'")
-    assert "--configfile" in line and "did you mean 'agent.model'" in line
-    assert "config/config.yaml" not in line
+    assert not workflow.session("s").exists()  # refused before any stage: nothing written
 
 
 def test_config_on_the_command_line_is_named_as_such(workflow, untouched):
@@ -90,67 +91,17 @@ def test_config_on_the_command_line_is_named_as_such(workflow, untouched):
     one_line_refusal(proc, "--config: key 'test_timeout_s'", "maximum of 604800")
 
 
-def test_teams_without_red_are_refused(workflow, untouched):
-    proc = setup_only(workflow, sweep(untouched, teams=["green"]))
-    one_line_refusal(proc, "key 'teams'", "leaves out red")
-
-
-def test_an_invalid_glob_in_protected_is_refused(workflow, untouched):
-    proc = setup_only(workflow, sweep(untouched, protected=["[z-a].py"]))
-    one_line_refusal(proc, "key 'protected'", "'[z-a].py' is not a valid glob")
-
-
-def test_an_empty_repository_gets_its_own_message(workflow, tmp_path):
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    git(empty, "init", "-q")
-    proc = setup_only(workflow, sweep(empty))
-    one_line_refusal(proc, "key 'target'", "has no commits yet")
-    assert git(empty, "branch", "--list") == ""
-
-
-def test_a_bare_repository_gets_its_own_message(workflow, tmp_path):
-    bare = tmp_path / "bare.git"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
-    proc = setup_only(workflow, sweep(bare))
-    one_line_refusal(proc, "key 'target'", "is a bare repository")
-
-
 @pytest.mark.parametrize(
     ("path", "said"),
     [
-        ("sessions/café/done", "session name 'café' is not allowed"),
-        ("sessions/../done", "'done' is not a session"),
-        ("sessions/a/../../x/done", "'x/done' is not a session"),
+        ("sessions/café/done", "session name 'café' is not allowed"),  # the catch-all rule
+        ("sessions/a/../../x/done", "'x/done' is not a session"),  # normalised by Snakemake
     ],
 )
 def test_names_outside_the_naming_rule_get_its_message(workflow, path, said):
     proc = workflow.run("s", None, target=path, check=False)
     one_line_refusal(proc, said)
-
-
-def test_a_backend_that_cannot_play_a_needed_team_is_refused(workflow, tmp_path):
-    repo = make_repo(
-        tmp_path / "t", {"a.py": "x = 1\n", "tests/test_a.py": "def test_a():\n    pass\n"}
-    )
-    experiment = {
-        "goal": "smaller",
-        "scope": ["a.py"],
-        "max_iterations": 2,
-        "metric": {"command": "echo 1", "format": "last_line", "direction": "minimize"},
-    }
-    proc = setup_only(workflow, sweep(repo, mode="experiment", experiment=experiment))
-    one_line_refusal(proc, "key 'agent.backend'", "'ruff' cannot play the experiment team")
-
-
-def test_an_experiment_whose_target_file_is_missing_is_refused(workflow, tmp_path):
-    program = "# Faster\n\n```yaml\ntarget_file: nowhere.py\neval_command: echo 1\n"
-    program += "metric_key: v\ndirection: minimize\nmax_experiments: 2\n```\n"
-    repo = make_repo(tmp_path / "t", {"a.py": "x = 1\n", "program.md": program})
-    values = sweep(repo, mode="experiment", experiment={"program": "program.md"})
-    values["agent"] = {"backend": "script", "script": str(workflow.script({}))}
-    proc = setup_only(workflow, values)
-    one_line_refusal(proc, "key 'target_file'", "'nowhere.py' is not in")
+    assert not (workflow.workdir / "sessions").exists()  # nothing written
 
 
 def test_dry_run_of_an_experiment_prints_its_parsed_config(workflow, tmp_path):
@@ -249,29 +200,6 @@ def test_a_setup_killed_half_way_is_undone_by_the_next_run(workflow, tmp_path):
     assert not (workflow.session("s") / ".setup-created.json").exists()
 
 
-def test_the_model_is_checked_once_before_the_first_stage(workflow, untouched):
-    from fake_anthropic import FakeAnthropic
-
-    with FakeAnthropic() as fake:
-        workflow.extra_env.update({"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "k"})
-        values = sweep(untouched, agent={"backend": "claude", "model": "claude-sonnet-9-9"})
-        proc = setup_only(workflow, values)
-        assert fake.model_requests and not fake.requests  # no stage ran
-    line = one_line_refusal(proc, "key 'agent.model'", "no model 'claude-sonnet-9-9'")
-    assert "claude-sonnet-5-5" in line
-    assert session_files(workflow) == []
-
-
-def test_a_server_without_the_models_api_is_not_refused(workflow, target):
-    from fake_anthropic import FakeAnthropic
-
-    with FakeAnthropic(models=None) as fake:
-        workflow.extra_env.update({"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "k"})
-        values = sweep(target, agent={"backend": "claude", "model": "qwen3-coder"})
-        proc = setup_only(workflow, values)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-
-
 def test_cli_status_outside_a_workflow_folder_is_refused(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "autoresearch.cli", "status"],
@@ -283,6 +211,8 @@ def test_cli_status_outside_a_workflow_folder_is_refused(tmp_path):
 
 
 # --- a session whose branch or worktree was deleted ---------------------------------------
+# done's input function refuses to resume it: its variants (a gone branch, a newer version's
+# stamp) are tests/unit/test_resume_refusals.py; here that wiring once.
 
 
 def test_a_deleted_worktree_is_reported_before_any_stage(workflow, target):
@@ -295,18 +225,6 @@ def test_a_deleted_worktree_is_reported_before_any_stage(workflow, target):
     line = one_line_refusal(proc, "is gone")
     assert f"worktree add {path} {worktree['branch']}" in line
     assert not (workflow.session("s") / "cycles/001/red.json").exists()
-
-
-def test_a_deleted_branch_is_reported_with_the_commit_to_recreate_it_from(workflow, target):
-    values = sweep(target)
-    assert setup_only(workflow, values).returncode == 0
-    setup = json.loads((workflow.session("s") / "setup.json").read_text())
-    path = git(target, "worktree", "list", "--porcelain").split("worktree ")[2].split()[0]
-    git(target, "worktree", "remove", "--force", path)
-    git(target, "branch", "-D", setup["branch"])
-    proc = workflow.run("s", values, check=False)
-    line = one_line_refusal(proc, f"branch {setup['branch']} is gone")
-    assert f"branch {setup['branch']} {setup['base_commit'][:12]}" in line
 
 
 def test_a_worktree_left_from_a_deleted_repository_is_set_aside_and_setup_goes_on(workflow, target):

@@ -186,12 +186,3 @@ def test_a_base_that_cannot_be_measured_stops_setup_naming_the_key(tmp_path):
     )
     assert not (wf.session("x") / "session.yaml").exists()
     assert git(target, "branch", "--list") == before
-
-
-def test_an_incomplete_metric_is_refused_before_anything_is_written(tmp_path):
-    target = make_repo(tmp_path / "target", FILES)
-    wf = Workflow(tmp_path / "work")
-    proc = wf.run("y", spec(wf, target, aspiration_metric={"command": "x"}), check=False)
-    assert proc.returncode != 0 and "aspiration_metric" in proc.stderr
-    assert "direction" in proc.stderr
-    assert not wf.session("y").exists()

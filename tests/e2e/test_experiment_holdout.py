@@ -160,44 +160,6 @@ def test_a_batch_checks_each_candidate_the_metric_keeps_against_the_holdout(work
     assert first["best"]["value"] == 700 and first["best"]["holdout"]["value"] == 800
 
 
-@pytest.mark.parametrize(
-    ("extra", "needle"),
-    [
-        ({"holdout": ""}, "key 'experiment.holdout'"),
-        ({"holdout_timeout_s": "soon"}, "key 'experiment.holdout_timeout_s'"),
-    ],
-)
-def test_a_bad_holdout_key_is_one_line_naming_it(workflow, tmp_path, extra, needle):
-    repo = make_target(tmp_path / "target")
-    proc = workflow.run("x", holdout_spec(repo, workflow, **extra), check=False)
-    assert proc.returncode != 0
-    lines = [line for line in proc.stderr.splitlines() if needle in line]
-    assert lines and "x.yaml" in lines[0], proc.stderr[-3000:]
-    assert "unknown key" not in lines[0]  # a key this version knows, and says what is wrong
-    assert "Traceback" not in proc.stderr
-    assert not (workflow.session("x") / "worktree").exists()
-
-
-def test_a_holdout_named_in_the_agents_own_files_is_refused(workflow, tmp_path):
-    """A mission's evaluator.json may name it; mission.md, which the agent reads, may not."""
-    bad = {"timeout_s": 30, "command": "python measure.py", "holdout": 7}
-    repo = make_target(
-        tmp_path / "target",
-        **{"m/mission.md": MISSION, "m/evaluator.json": json.dumps(bad)},
-    )
-    spec = spec_for(repo, workflow, {}, None, mission="m", scope=["fast.py"], max_runtime="1h")
-    proc = workflow.run("x", spec, check=False)
-    assert proc.returncode != 0
-    assert "m/evaluator.json: key 'holdout': 7" in proc.stderr, proc.stderr[-3000:]
-    told = MISSION + "\n```yaml\nholdout: python private_check.py\n```\n"
-    (repo / "m/mission.md").write_text(told)
-    (repo / "m/evaluator.json").write_text(json.dumps({"command": "python measure.py"}))
-    git(repo, "commit", "-qam", "holdout in mission.md")
-    proc = workflow.run("y", spec, check=False)
-    assert proc.returncode != 0
-    assert "mission.md (```yaml block): key 'holdout': the agent reads this file" in proc.stderr
-
-
 # --- what the agent could try ---------------------------------------------------------
 
 

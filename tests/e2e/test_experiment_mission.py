@@ -100,21 +100,6 @@ def test_a_mission_runs_until_its_limit_and_each_run_gets_its_own_folder(workflo
     assert (folder / "run.json").read_text() == first_run
 
 
-def test_a_mission_folder_without_evaluator_json_stops_before_anything_is_written(
-    workflow, tmp_path
-):
-    target = make_mission_target(tmp_path / "target")
-    git(target, "rm", "-q", "missions/speed/evaluator.json")
-    git(target, "commit", "-qm", "no evaluator")
-    spec = mission_spec(target, workflow, {}, tmp_path / "t.jsonl", max_runtime="1h")
-    proc = workflow.run("x", spec, check=False)
-    assert proc.returncode != 0
-    assert "key 'experiment.mission'" in proc.stderr and "evaluator.json does not exist" in (
-        proc.stderr
-    )
-    assert not workflow.session("x").exists()
-
-
 # Iteration 2's change (950 steps) is measured slowly while the flag file exists: the test
 # reads the run folder then, and kills the session there.
 SLOW_EVALUATOR = (

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import git, make_repo
+from conftest import Workflow, git, make_repo
 
 CALC = (
     "def mean(values):\n    return sum(values) / len(values)\n\n\n"
@@ -53,9 +53,12 @@ SCRIPT = {
 }  # fmt: skip
 
 
-@pytest.fixture
-def debug_run(workflow, tmp_path):
-    target = make_repo(tmp_path / "target", {"calc.py": CALC, "tests/test_calc.py": TESTS})
+@pytest.fixture(scope="module")
+def debug_run(tmp_path_factory):
+    """One debug session of SCRIPT: every test here reads it and changes nothing."""
+    base = tmp_path_factory.mktemp("debug")
+    workflow = Workflow(base / "work")
+    target = make_repo(base / "target", {"calc.py": CALC, "tests/test_calc.py": TESTS})
     head = git(target, "rev-parse", "HEAD")
     spec = {
         "mode": "debug",
@@ -128,11 +131,3 @@ def test_a_confirmed_high_bug_fails_the_gate_and_check_exits_1(debug_run):
         cwd=workflow.workdir, capture_output=True, text=True,
     )  # fmt: skip
     assert check.returncode == 1 and "FAILED" in check.stdout
-
-
-def test_the_ruff_backend_cannot_play_debug(workflow, target):
-    spec = {"mode": "debug", "target": str(target), "agent": {"backend": "ruff"}}
-    proc = workflow.run("nokey", spec, check=False)
-    assert proc.returncode != 0
-    assert "the debug lens needs a model" in proc.stderr
-    assert not (workflow.session("nokey") / "setup.json").exists()

@@ -8,7 +8,7 @@ import csv
 import json
 
 import pytest
-from conftest import git
+from conftest import Workflow, calc_repo, git
 
 
 def situation(title, dimension, severity="medium", **extra) -> dict:
@@ -42,8 +42,11 @@ SCRIPT = {
 }
 
 
-@pytest.fixture
-def scenario_run(workflow, target):
+@pytest.fixture(scope="module")
+def scenario_run(tmp_path_factory):
+    """One scenario session of SCRIPT: every test here reads it and changes nothing."""
+    base = tmp_path_factory.mktemp("scenario")
+    workflow, target = Workflow(base / "work"), calc_repo(base / "target")
     head = git(target, "rev-parse", "HEAD")
     spec = {
         "mode": "scenario",
@@ -111,9 +114,3 @@ def test_scenario_changes_nothing_and_gates_on_the_high_situation(scenario_run):
     workflow, target, head = scenario_run
     assert git(target, "rev-parse", "HEAD") == head and git(target, "status", "--porcelain") == ""
     assert "gate: FAILED" in (workflow.session("sc") / "done").read_text()
-
-
-def test_a_scenario_session_needs_a_seed(workflow, target):
-    spec = {"mode": "scenario", "target": str(target), "agent": {"backend": "script"}}
-    proc = workflow.run("noseed", spec, check=False)
-    assert proc.returncode != 0 and "key 'scenario.seed' is not set" in proc.stderr

@@ -116,12 +116,6 @@ def test_schema_failures_and_duplicates_are_dropped_and_counted_and_the_cap_stop
     assert check_exit(workflow, "sec") == 0
 
 
-def test_a_bad_diff_base_is_refused_naming_the_key(workflow, target):
-    spec = security_spec(workflow, target, {}, diff_base="no-such-ref")
-    proc = workflow.run("badbase", spec, check=False)
-    assert proc.returncode != 0 and "key 'diff_base': 'no-such-ref' is not a commit" in proc.stderr
-
-
 SLOW = {"auditor": {1: [vuln()], 2: [{"sleep": 60}, vuln(title="late")], "*": []}}
 FAST = {"auditor": {1: [vuln()], 2: [vuln(title="late")], 4: [vuln()], "*": []}}
 

@@ -198,57 +198,7 @@ def test_regressions_revert_and_angles_exhaust_in_priority_order(workflow, todo_
 # --- the goal gate -------------------------------------------------------------------------
 
 
-TWO = [
-    {"name": "a", "hypothesis": "A.", "priority": 1},
-    {"name": "b", "hypothesis": "B.", "priority": 2},
-]
-
-
-@pytest.mark.parametrize(
-    "goal,angles,key",
-    [
-        ({k: v for k, v in GOOD_GOAL.items() if k != "metric"}, TWO, "goal.metric"),
-        ({k: v for k, v in GOOD_GOAL.items() if k != "command"}, TWO, "goal.command"),
-        ({k: v for k, v in GOOD_GOAL.items() if k != "target"}, TWO, "goal.target"),
-        (GOOD_GOAL | {"target": "about 3"}, TWO, "goal.target"),
-        (GOOD_GOAL | {"target": "!= 3"}, TWO, "goal.target"),
-        (GOOD_GOAL | {"format": "xml"}, TWO, "goal.format"),
-        (None, TWO, "'goal'"),
-        (GOOD_GOAL, [], "'angles'"),
-        (
-            GOOD_GOAL,
-            [{"name": "a", "hypothesis": "A."}, {"name": "b", "hypothesis": "B."}],
-            "angles.0.priority",
-        ),
-        (GOOD_GOAL, [TWO[0], TWO[1] | {"priority": 1}], "priority 1"),
-    ],
-    ids=[
-        "no-metric",
-        "no-command",
-        "no-target",
-        "bad-target",
-        "bad-comparator",
-        "bad-format",
-        "no-goal",
-        "no-angles",
-        "unranked",
-        "duplicate-priority",
-    ],
-)
-def test_bad_goal_spec_refuses_to_start(workflow, todo_repo, goal, angles, key):
-    before = ar_git.snapshot(todo_repo)
-    branches = git(todo_repo, "branch", "--list")
-    spec = narrow_spec(workflow, todo_repo, {}, angles=angles)
-    spec["goal"] = goal
-    if goal is None:
-        del spec["goal"]
-    proc = workflow.run("bad", spec, check=False)
-    assert proc.returncode != 0
-    assert key in proc.stderr and "config/sessions/bad.yaml" in proc.stderr
-    assert ar_git.snapshot(todo_repo) == before
-    assert git(todo_repo, "branch", "--list") == branches
-    assert not (workflow.session("bad") / "session.yaml").exists()
-    assert not (workflow.session("bad") / "cycles").exists()
+# A bad goal or angle is refused before anything runs: tests/unit/test_mode_spec_refusals.py.
 
 
 def test_failing_baseline_measurement_is_a_clear_error(workflow, todo_repo):

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from collections import Counter
 
-from conftest import git, script_spec
+import pytest
+from conftest import Workflow, calc_repo, git, script_spec
 
 FINDING = {
     "severity": "high",
@@ -74,6 +75,16 @@ def run_three_cycles(workflow, target):
     return script
 
 
+@pytest.fixture(scope="module")
+def three_cycles(tmp_path_factory):
+    """One three-cycle session for the tests of a redo that refuses or moves nothing (each
+    checks that nothing moved); the tests of a redo that moves something run their own."""
+    base = tmp_path_factory.mktemp("redo")
+    workflow, target = Workflow(base / "work"), calc_repo(base / "target")
+    run_three_cycles(workflow, target)
+    return workflow, target
+
+
 def test_redo_of_a_middle_green_reruns_the_rest_on_the_new_history(workflow, target):
     script = run_three_cycles(workflow, target)
     session = workflow.session("s")
@@ -120,8 +131,8 @@ def session_state(session, target) -> tuple:
     return files, git(target, "rev-parse", "autoresearch/improve")
 
 
-def test_redo_with_no_run_changes_nothing_and_lists_what_would_move(workflow, target):
-    run_three_cycles(workflow, target)
+def test_redo_with_no_run_changes_nothing_and_lists_what_would_move(three_cycles):
+    workflow, target = three_cycles
     session = workflow.session("s")
     start = json.loads((session / "cycles/003/red.json").read_text())["start_commit"]
     before = session_state(session, target)
@@ -149,19 +160,21 @@ def test_redo_with_move_only_resets_the_branch_and_prints_the_command(workflow, 
     assert not (session / "done").exists() and not (session / "cycles/003/red.json").exists()
 
 
-def test_redo_of_a_step_that_never_ran_moves_nothing(workflow, target):
-    run_three_cycles(workflow, target)
+def test_redo_of_a_step_that_never_ran_moves_nothing(three_cycles):
+    workflow, _ = three_cycles
     before = sorted(p.name for p in workflow.session("s").rglob("*"))
     proc = cli(workflow, "redo", "s", "--cycle", "7", "--stage", "green")
     assert proc.returncode == 2 and "cycles/007 does not exist" in proc.stderr
     assert sorted(p.name for p in workflow.session("s").rglob("*")) == before
 
 
-def test_redo_names_the_stages_of_the_mode(workflow, target):
-    run_three_cycles(workflow, target)
+def test_redo_names_the_stages_of_the_mode(three_cycles):
+    workflow, target = three_cycles
+    before = session_state(workflow.session("s"), target)
     proc = cli(workflow, "redo", "s", "--cycle", "1", "--stage", "propose")
     assert proc.returncode == 2
     assert "red, sanitize, green, refactor, evaluate" in proc.stderr
+    assert session_state(workflow.session("s"), target) == before
 
 
 def test_status_flags_a_branch_rewritten_outside_autoresearch(workflow, target):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import git, make_repo, script_spec
+from conftest import Workflow, calc_repo, git, make_repo, script_spec
 
 from autoresearch import git as gitops
 
@@ -30,15 +30,8 @@ def run_setup_only(workflow, values, name="s"):
     return workflow.run(name, values, target=f"sessions/{name}/session.yaml", check=False)
 
 
-# --- bad input: clear message, non-zero exit, nothing written to the target -------
-
-
-@pytest.fixture
-def untouched(target):
-    """Asserts after the test that the target's branches, HEAD, index and files are as before."""
-    before = gitops.snapshot(target), git(target, "branch", "--list")
-    yield target
-    assert (gitops.snapshot(target), git(target, "branch", "--list")) == before
+# A spec refused before anything runs: tests/unit/test_setup_refusals.py, and its wiring in
+# tests/e2e/test_bad_input.py. Here what the setup job itself refuses, and what it writes.
 
 
 def assert_refused(proc, *needles):
@@ -47,64 +40,23 @@ def assert_refused(proc, *needles):
         assert needle in proc.stderr, proc.stderr[-3000:]
 
 
-def test_missing_target_is_refused(workflow, tmp_path):
-    proc = run_setup_only(workflow, no_agent_spec(tmp_path / "nowhere"))
-    assert_refused(proc, "key 'target'", "does not exist")
-    assert not (workflow.session("s") / "session.yaml").exists()
-
-
-def test_target_that_is_not_a_git_repo_is_refused(workflow, tmp_path):
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    proc = run_setup_only(workflow, no_agent_spec(plain))
-    assert_refused(proc, "not a git repository")
-    assert list(plain.iterdir()) == []
-
-
-def test_dirty_target_with_on_dirty_abort_is_refused(workflow, target):
-    (target / "calc.py").write_text("# edited\n")
-    before = gitops.snapshot(target)
-    proc = run_setup_only(workflow, no_agent_spec(target))
-    assert_refused(proc, "uncommitted changes", "on_dirty: stash")
-    assert gitops.snapshot(target) == before
-    assert "autoresearch" not in git(target, "branch", "--list")
-
-
-def test_unknown_mode_is_refused(workflow, untouched):
-    proc = run_setup_only(workflow, no_agent_spec(untouched, mode="turbo"))
-    assert_refused(proc, "key 'mode'", "turbo")
-
-
-def test_schema_violation_names_key_and_file(workflow, untouched):
-    proc = run_setup_only(workflow, no_agent_spec(untouched, max_cycles=0))
-    assert_refused(proc, "--configfile", "specs/s.yaml: key 'max_cycles'")
-
-
-def test_unparsable_target_config_is_refused(workflow, tmp_path):
-    repo = make_repo(tmp_path / "t", {".autoresearch.yml": "teams: [red,\n", "a.py": "x = 1\n"})
-    before = gitops.snapshot(repo)
-    proc = run_setup_only(workflow, no_agent_spec(repo))
-    assert_refused(proc, ".autoresearch.yml", "not valid YAML")
-    assert gitops.snapshot(repo) == before
-
-
-def test_test_command_that_does_not_exist_is_refused(workflow, untouched):
-    proc = run_setup_only(workflow, no_agent_spec(untouched, test_command="no-such-tool --run"))
-    assert_refused(proc, "key 'test_command'", "no-such-tool")
-
-
-@pytest.mark.parametrize("bad", ["a b", "a/b", "_hidden"])
-def test_bad_session_name_is_refused(workflow, bad):
-    proc = workflow.run(bad, None, target=f"sessions/{bad}/done", check=False)
-    assert_refused(proc, f"session name {bad!r} is not allowed")
-
-
 # --- spec layering and freezing ------------------------------------------------------
 
 
-def test_spec_is_frozen_at_start(workflow, target):
+@pytest.fixture(scope="module")
+def set_up(tmp_path_factory):
+    """One setup of the calc target (max_findings: 7), read by the tests of what setup writes
+    and of the frozen spec; the spec it ran with is returned for a rerun."""
+    base = tmp_path_factory.mktemp("setup")
+    workflow, target = Workflow(base / "work"), calc_repo(base / "target")
     values = no_agent_spec(target, max_findings=7)
-    run_setup_only(workflow, values)
+    assert run_setup_only(workflow, values).returncode == 0
+    return workflow, target, values
+
+
+def test_spec_is_frozen_at_start(set_up):
+    workflow, _, values = set_up
+    values = dict(values)
     frozen = yaml.safe_load((workflow.session("s") / "session.yaml").read_text())
     assert frozen["max_findings"] == 7
     values["max_findings"] = 3  # a later edit of the spec...
@@ -116,8 +68,8 @@ def test_spec_is_frozen_at_start(workflow, target):
 # --- setup results -----------------------------------------------------------------------
 
 
-def test_setup_records_baseline_counts_branch_and_context(workflow, target):
-    run_setup_only(workflow, no_agent_spec(target))
+def test_setup_records_baseline_counts_branch_and_context(set_up):
+    workflow, target, _ = set_up
     setup = json.loads((workflow.session("s") / "setup.json").read_text())
     assert setup["baseline"]["passed"] == 2 and setup["baseline"]["ok"]
     assert setup["branch"] == "autoresearch/improve"
@@ -268,36 +220,6 @@ def test_users_checkout_is_identical_after_a_session(workflow, target):
     script = workflow.script({"red": {"*": []}})
     workflow.run("s", script_spec(target, script, workflow.workdir / "t.jsonl", max_cycles=2))
     assert gitops.snapshot(target) == before
-
-
-# --- the CLI ---------------------------------------------------------------------------
-
-
-def test_claude_backend_without_key_fails_before_any_stage(workflow, untouched, monkeypatch):
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    values = no_agent_spec(untouched, agent={"backend": "claude"})
-    proc = workflow.run("s", values, check=False)
-    assert_refused(proc, "ANTHROPIC_API_KEY is not set")
-    assert not workflow.session("s").exists()
-
-
-def test_missing_prompt_override_file_is_named(workflow, untouched):
-    values = no_agent_spec(untouched, agent={"backend": "ruff", "prompts": {"red": "/no/red.md"}})
-    proc = run_setup_only(workflow, values)
-    assert_refused(proc, "agent.prompts.red", "/no/red.md")
-
-
-# --- resuming across versions (seed 000, Resume step 2) ----------------------------------
-
-
-def test_resuming_a_session_from_a_newer_version_is_refused(workflow, target):
-    values = no_agent_spec(target, max_cycles=2)
-    run_setup_only(workflow, values)
-    setup = workflow.session("s") / "setup.json"
-    setup.write_text(setup.read_text().replace('"version": "0.1.0"', '"version": "9.0.0"'))
-    proc = workflow.run("s", values, check=False)
-    assert_refused(proc, "made by autoresearch 9.0.0", "upgrade autoresearch")
-    assert not (workflow.session("s") / "cycles/001").exists()
 
 
 def test_a_setup_error_is_said_once_with_its_last_lines_and_where_the_whole_output_is(

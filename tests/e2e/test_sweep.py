@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import git, script_spec
+import pytest
+from conftest import Workflow, calc_repo, git, script_spec
 
 FIXED_MEAN = """\
 def add(a, b):
@@ -89,8 +90,27 @@ def run_session(workflow, target, **extra):
     return workflow.transcript(transcript)
 
 
-def test_cycle_writes_every_stage_file(workflow, target):
-    run_session(workflow, target, max_cycles=1)
+def session_of(tmp_path_factory, **extra):
+    """One session of SCRIPT, run once for the tests of its module that only read it."""
+    base = tmp_path_factory.mktemp("sweep")
+    workflow, target = Workflow(base / "work"), calc_repo(base / "target")
+    return workflow, target, run_session(workflow, target, max_cycles=1, **extra)
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    """A cycle under the default (batch) test gate: its Workflow, target and briefs."""
+    return session_of(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def per_fix(tmp_path_factory):
+    """The same cycle under the per-fix test gate."""
+    return session_of(tmp_path_factory, test_gate="per_fix")
+
+
+def test_cycle_writes_every_stage_file(batch):
+    workflow, _, _ = batch
     cycle = workflow.session("s") / "cycles" / "001"
     for name in (
         "red-findings.md",
@@ -104,8 +124,8 @@ def test_cycle_writes_every_stage_file(workflow, target):
     assert (workflow.session("s") / "done").read_text().startswith("session: s")
 
 
-def test_green_commits_passing_fix_and_restores_failing_one(workflow, target):
-    run_session(workflow, target, max_cycles=1, test_gate="per_fix")
+def test_green_commits_passing_fix_and_restores_failing_one(per_fix):
+    workflow, _, _ = per_fix
     worktree = workflow.session("s") / "worktree"
     subjects = git(worktree, "log", "--format=%s").splitlines()
     assert subjects[:2] == ["refactor: comment add", "fix: [F-001] guard empty mean"]
@@ -116,14 +136,14 @@ def test_green_commits_passing_fix_and_restores_failing_one(workflow, target):
     assert "[F-003] cosmetic" in patch
 
 
-def test_refactor_patch_gives_its_change_count_under_its_title(workflow, target):
-    run_session(workflow, target, max_cycles=1)
+def test_refactor_patch_gives_its_change_count_under_its_title(batch):
+    workflow, _, _ = batch
     text = (workflow.session("s") / "cycles/001/refactor-patch.md").read_text()
     assert text.splitlines()[:3] == ["# Refactor team: cycle 001", "", "## Changes: 1"]
 
 
-def test_green_is_never_told_reds_narrative_or_fix_hints(workflow, target):
-    briefs = run_session(workflow, target, max_cycles=1)
+def test_green_is_never_told_reds_narrative_or_fix_hints(batch):
+    _, _, briefs = batch
     green = [b for b in briefs if b["team"] == "green"]
     assert green
     for brief in green:
@@ -133,8 +153,8 @@ def test_green_is_never_told_reds_narrative_or_fix_hints(workflow, target):
         assert "scripted notes" not in text
 
 
-def test_refactor_is_told_changed_files_and_no_finding(workflow, target):
-    briefs = run_session(workflow, target, max_cycles=1)
+def test_refactor_is_told_changed_files_and_no_finding(batch):
+    _, _, briefs = batch
     refactor = [b for b in briefs if b["team"] == "refactor"]
     assert refactor
     text = json.dumps(refactor)
@@ -143,14 +163,14 @@ def test_refactor_is_told_changed_files_and_no_finding(workflow, target):
         assert leaked not in text
 
 
-def test_red_gets_no_write_tool(workflow, target):
-    briefs = run_session(workflow, target, max_cycles=1)
+def test_red_gets_no_write_tool(batch):
+    _, _, briefs = batch
     red_tools = set(next(b for b in briefs if b["team"] == "red")["tools"])
     assert not red_tools & {"write_file", "edit_file", "run_tests"}
 
 
-def test_results_tsv_has_a_row_per_team(workflow, target):
-    run_session(workflow, target, max_cycles=1)
+def test_results_tsv_has_a_row_per_team(batch):
+    workflow, _, _ = batch
     rows = (workflow.session("s") / "results.tsv").read_text().splitlines()
     assert rows[0].split("\t") == [
         "cycle",
@@ -183,9 +203,9 @@ def test_one_committed_tree_is_tested_once_per_session(workflow, target):
     assert "was tested before" in (session / "logs/evaluate/001.log").read_text()  # ...once
 
 
-def test_under_the_per_fix_gate_no_stage_tests_again_the_tree_the_gate_tested(workflow, target):
+def test_under_the_per_fix_gate_no_stage_tests_again_the_tree_the_gate_tested(per_fix):
     # Green's final run and evaluate meet trees the per-fix gate's runs already tested.
-    run_session(workflow, target, max_cycles=1, test_gate="per_fix")
+    workflow, target, _ = per_fix
     session = workflow.session("s")
     runs = [json.loads(line) for line in (session / "test-runs.jsonl").read_text().splitlines()]
     trees = [r["tree"] for r in runs]

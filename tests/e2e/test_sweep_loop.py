@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import CALC, CALC_TESTS, git, make_repo, script_spec
+import pytest
+from conftest import CALC, CALC_TESTS, Workflow, calc_repo, git, make_repo, script_spec
 
 FINDING = {
     "severity": "high",
@@ -24,9 +25,18 @@ def run(workflow, target, script, **extra):
     return workflow.transcript(transcript)
 
 
-def test_later_red_is_told_what_was_tried_and_where_to_look(workflow, target):
+OTHER = dict(FINDING, title="add is not commutative-safe", location="calc.py:2")
+
+
+@pytest.fixture(scope="module")
+def two_cycles(tmp_path_factory):
+    """Two cycles without Refactor: Red finds FINDING, Green fixes it, Red finds OTHER.
+    Returns the Workflow and the briefs; read by the tests of either cycle."""
     script = {
-        "red": {1: [{"tool": "report_finding", "args": FINDING}]},
+        "red": {
+            1: [{"tool": "report_finding", "args": FINDING}],
+            2: [{"tool": "report_finding", "args": OTHER}],
+        },
         "green": {
             1: [
                 {"tool": "write_file", "args": {"path": "calc.py", "content": GUARDED}},
@@ -34,7 +44,14 @@ def test_later_red_is_told_what_was_tried_and_where_to_look(workflow, target):
             ]
         },
     }
-    briefs = run(workflow, target, script, max_cycles=2, teams=["red", "green"])
+    base = tmp_path_factory.mktemp("loop")
+    workflow = Workflow(base / "work")
+    target = calc_repo(base / "target")
+    return workflow, run(workflow, target, script, max_cycles=2, teams=["red", "green"])
+
+
+def test_later_red_is_told_what_was_tried_and_where_to_look(two_cycles):
+    _, briefs = two_cycles
     red2 = [b for b in briefs if b["team"] == "red"][1]
     text = red2["system"] + red2["task"]
     assert "F-001 mean crashes on empty input (calc.py:5) (fixed)" in text
@@ -43,21 +60,25 @@ def test_later_red_is_told_what_was_tried_and_where_to_look(workflow, target):
     assert red2["data"]["categories"] == ["bugs"]
 
 
-def test_finding_ids_continue_across_cycles(workflow, target):
-    other = dict(FINDING, title="add is not commutative-safe", location="calc.py:2")
-    script = {
-        "red": {
-            1: [{"tool": "report_finding", "args": FINDING}],
-            2: [{"tool": "report_finding", "args": other}],
-        }
-    }
-    run(workflow, target, script, max_cycles=2, teams=["red", "green"])
+def test_finding_ids_continue_across_cycles(two_cycles):
+    workflow, _ = two_cycles
     second = (workflow.session("s") / "cycles/002/red-findings.md").read_text()
-    assert "[F-002]" in second
+    assert "[F-002]" in second and "add is not commutative-safe" in second
 
 
-def test_stops_at_max_cycles(workflow, target):
-    run(workflow, target, {"red": {"*": []}}, max_cycles=1, stop_below=None)
+@pytest.fixture(scope="module")
+def one_cycle_without_refactor(tmp_path_factory):
+    """One cycle in which Red finds nothing, the teams without Refactor and no stop_below
+    (so only max_cycles can end it): read by the tests of either."""
+    base = tmp_path_factory.mktemp("loop")
+    workflow = Workflow(base / "work")
+    spec = dict(max_cycles=1, stop_below=None, teams=["red", "green"])
+    run(workflow, calc_repo(base / "target"), {"red": {"*": []}}, **spec)
+    return workflow
+
+
+def test_stops_at_max_cycles(one_cycle_without_refactor):
+    workflow = one_cycle_without_refactor
     assert workflow.decision("s", 1)["reason"] == "max_cycles reached (1)"
     assert "stopped: max_cycles reached (1)" in (workflow.session("s") / "done").read_text()
 
@@ -103,8 +124,8 @@ def test_without_refactor_stops_after_two_cycles_of_skips(workflow, target):
     )
 
 
-def test_teams_without_refactor_skip_the_rule(workflow, target):
-    run(workflow, target, {"red": {"*": []}}, max_cycles=1, teams=["red", "green"])
+def test_teams_without_refactor_skip_the_rule(one_cycle_without_refactor):
+    workflow = one_cycle_without_refactor
     cycle = workflow.session("s") / "cycles/001"
     assert not (cycle / "refactor-patch.md").exists()
     rows = (workflow.session("s") / "results.tsv").read_text().splitlines()[1:]

@@ -95,16 +95,6 @@ def test_by_default_green_hears_its_change_is_committed_and_tested_at_the_end(wo
     assert "the tests run once when the stage ends" in log
 
 
-def test_an_unknown_gate_is_refused_naming_the_key(workflow, target):
-    spec = script_spec(
-        target, workflow.script(SCRIPT), workflow.workdir / "t.jsonl", test_gate="later"
-    )
-    proc = workflow.run("s", spec, check=False)
-    assert proc.returncode != 0
-    assert "test_gate" in proc.stderr
-    assert not (workflow.session("s") / "setup.json").exists()
-
-
 # A module per fix and a test file per module, so that a fix's own tests are a few of the
 # suite's; the wrapper logs each run of the suite: the tree, the tests it was given as last
 # failures ("-" for none), the arguments but for the report's path (new each run).
