@@ -110,7 +110,9 @@ class Watch:
         """The record setup.json keeps: every protected path with its source (`labels` for
         those no command ran: the spec's list, test files), and the editable reads."""
         sources = {w.path: w for w in self.files if w.protected}
-        patterns = patterns or list(sources)
+        # Sorted where the trace gave the order: its processes report files in whatever
+        # order they ran, and two runs of one setup must write the same setup.json.
+        patterns = patterns or sorted(sources)
         protected = []
         for pattern in patterns:
             if pattern in sources:
@@ -123,7 +125,9 @@ class Watch:
             "traced": not self.notes,
             "notes": self.notes,
             "protected": protected,
-            "editable": [asdict(w) for w in self.files if not w.protected],
+            "editable": [
+                asdict(w) for w in sorted(self.files, key=lambda w: w.path) if not w.protected
+            ],
         }
 
 

@@ -240,6 +240,22 @@ def test_the_listing_shows_each_protected_file_and_where_it_came_from(tmp_path):
     assert any(line.split()[:3] == ["tests", "test", "files"] for line in shown)
 
 
+def test_setup_json_keeps_the_measured_files_in_one_order_whatever_order_the_trace_saw():
+    # A measurement's processes report files in whatever order they ran: two setups of
+    # one session must still write the same setup.json.
+    read = [measured.Watched(p, measured.READ_EDITABLE, "pytest", False) for p in ("b.py", "a.py")]
+    ran = [measured.Watched(p, "traced", "pytest") for p in ("z.sh", "y.sh")]
+    one, other = measured.Watch(), measured.Watch()
+    one.add([*read, *ran])
+    other.add([*reversed(ran), *reversed(read)])
+    assert one.to_record([], {}) == other.to_record([], {})
+    record = one.to_record([], {})
+    assert [e["path"] for e in record["editable"]] == ["a.py", "b.py"]
+    assert [e["path"] for e in record["protected"]] == ["y.sh", "z.sh"]
+    # The spec's own list keeps the order the spec gives it.
+    assert [e["path"] for e in one.to_record(["z.sh", "y.sh"], {})["protected"]] == ["z.sh", "y.sh"]
+
+
 # --- experiment: the metric (or evaluator) and the guard -----------------------------------
 
 
