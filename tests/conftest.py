@@ -76,6 +76,41 @@ def make_repo(path: Path, files: dict[str, str]) -> Path:
     return path
 
 
+def no_key_sweep(target, **extra) -> dict:
+    """A one-cycle sweep of `target` with the ruff backend (no model, no key)."""
+    values = {
+        "mode": "sweep",
+        "target": str(target),
+        "test_command": "python -m pytest -q",
+        "agent": {"backend": "ruff"},
+        "max_cycles": 1,
+    }
+    values.update(extra)
+    return values
+
+
+@pytest.fixture
+def untouched(target):
+    """The target's branches, HEAD, index, files and worktrees are as before the test."""
+    from autoresearch import git as gitops
+
+    def state():
+        worktrees = git(target, "worktree", "list")
+        return gitops.snapshot(target), git(target, "branch", "--list"), worktrees
+
+    before = state()
+    yield target
+    assert state() == before
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    """A workdir for a run with no Anthropic key in its environment."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    return tmp_path / "work"
+
+
 @pytest.fixture(autouse=True, scope="session")
 def private_worktree_store(tmp_path_factory):
     """Session worktrees go to $XDG_DATA_HOME: a folder of the test run's, never ~/.local."""

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, make_repo, wait_for
+from conftest import git, make_repo, no_key_sweep, wait_for
 
 from autoresearch import git as gitops
 
@@ -19,33 +19,8 @@ NARROW_GOAL = {"metric": "todo count", "command": "sh count.sh", "target": "<= 1
 ANGLES = [{"name": "todos", "hypothesis": "TODOs can be resolved."}]
 
 
-def sweep(target, **extra) -> dict:
-    values = {
-        "mode": "sweep",
-        "target": str(target),
-        "test_command": "python -m pytest -q",
-        "agent": {"backend": "ruff"},
-        "max_cycles": 1,
-    }
-    values.update(extra)
-    return values
-
-
 def setup_only(workflow, values, *extra, name="s"):
     return workflow.run(name, values, *extra, target=f"sessions/{name}/session.yaml", check=False)
-
-
-@pytest.fixture
-def untouched(target):
-    """The target's branches, HEAD, index, files and worktrees are as before the test."""
-
-    def state():
-        worktrees = git(target, "worktree", "list")
-        return gitops.snapshot(target), git(target, "branch", "--list"), worktrees
-
-    before = state()
-    yield target
-    assert state() == before
 
 
 def one_line_refusal(proc, *needles) -> str:
@@ -79,7 +54,7 @@ def test_a_spec_refused_at_parse_time_is_one_line_naming_the_configfile(
     workflow, untouched, monkeypatch
 ):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    proc = workflow.run("s", sweep(untouched, agent={"backend": "claude"}), check=False)
+    proc = workflow.run("s", no_key_sweep(untouched, agent={"backend": "claude"}), check=False)
     line = one_line_refusal(proc, "ANTHROPIC_API_KEY is not set")
     assert f"--configfile {workflow.workdir / 'specs' / 's.yaml'}" in line
     assert "key 'agent.backend'" in line
@@ -87,7 +62,7 @@ def test_a_spec_refused_at_parse_time_is_one_line_naming_the_configfile(
 
 
 def test_config_on_the_command_line_is_named_as_such(workflow, untouched):
-    proc = setup_only(workflow, sweep(untouched), "--config", "test_timeout_s=1e10")
+    proc = setup_only(workflow, no_key_sweep(untouched), "--config", "test_timeout_s=1e10")
     one_line_refusal(proc, "--config: key 'test_timeout_s'", "maximum of 604800")
 
 
@@ -108,7 +83,7 @@ def test_dry_run_of_an_experiment_prints_its_parsed_config(workflow, tmp_path):
     program = "# Faster\n\n```yaml\ntarget_file: a.py\neval_command: echo 1\n"
     program += "metric_key: v\ndirection: minimize\nmax_experiments: 7\n```\n"
     repo = make_repo(tmp_path / "t", {"a.py": "x = 1\n", "program.md": program})
-    values = sweep(repo, mode="experiment", experiment={"program": "program.md"})
+    values = no_key_sweep(repo, mode="experiment", experiment={"program": "program.md"})
     values["agent"] = {"backend": "script", "script": str(workflow.script({}))}
     proc = workflow.run("s", values, "-n")
     assert "experiment config of session 's'" in proc.stderr
@@ -130,7 +105,7 @@ def todo_repo(tmp_path):
 
 
 def narrow(repo, **goal) -> dict:
-    return sweep(repo, mode="narrow", goal={**NARROW_GOAL, **goal}, angles=ANGLES)
+    return no_key_sweep(repo, mode="narrow", goal={**NARROW_GOAL, **goal}, angles=ANGLES)
 
 
 def test_a_failing_baseline_command_leaves_nothing_and_a_rerun_starts_fresh(workflow, todo_repo):
@@ -182,7 +157,7 @@ def test_a_setup_killed_half_way_is_undone_by_the_next_run(workflow, tmp_path):
     marker = tmp_path / "marker"
     workflow.extra_env["SETUP_MARKER"] = str(marker)
     # No jail: the baseline must reach the marker outside it (the jail's /tmp is its own).
-    values = sweep(repo, test_command="python slow.py", commands={"sandbox": "none"})
+    values = no_key_sweep(repo, test_command="python slow.py", commands={"sandbox": "none"})
     proc = workflow.start("s", values)
     try:
         wait_for(marker.exists, timeout=300)
@@ -191,7 +166,7 @@ def test_a_setup_killed_half_way_is_undone_by_the_next_run(workflow, tmp_path):
         proc.wait()
     assert "autoresearch/improve" in git(repo, "branch", "--list")  # what the kill left
 
-    done = setup_only(workflow, sweep(repo))
+    done = setup_only(workflow, no_key_sweep(repo))
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads((workflow.session("s") / "setup.json").read_text())["branch"] == (
         "autoresearch/improve"
@@ -216,7 +191,7 @@ def test_cli_status_outside_a_workflow_folder_is_refused(tmp_path):
 
 
 def test_a_deleted_worktree_is_reported_before_any_stage(workflow, target):
-    values = sweep(target)
+    values = no_key_sweep(target)
     assert setup_only(workflow, values).returncode == 0
     worktree = json.loads((workflow.session("s") / "setup.json").read_text())
     path = git(target, "worktree", "list", "--porcelain").split("worktree ")[2].split()[0]
@@ -228,7 +203,7 @@ def test_a_deleted_worktree_is_reported_before_any_stage(workflow, target):
 
 
 def test_a_worktree_left_from_a_deleted_repository_is_set_aside_and_setup_goes_on(workflow, target):
-    values = sweep(target)
+    values = no_key_sweep(target)
     assert setup_only(workflow, values).returncode == 0
     path = Path(git(target, "worktree", "list", "--porcelain").split("worktree ")[2].split()[0])
     # The user deletes the target and the session, makes the target again and starts over

@@ -9,21 +9,9 @@ import sys
 
 import pytest
 import yaml
-from conftest import Workflow, calc_repo, git, make_repo, script_spec
+from conftest import Workflow, calc_repo, git, make_repo, no_key_sweep, script_spec
 
 from autoresearch import git as gitops
-
-
-def no_agent_spec(target, **extra):
-    values = {
-        "mode": "sweep",
-        "target": str(target),
-        "test_command": "python -m pytest -q",
-        "agent": {"backend": "ruff"},
-        "max_cycles": 1,
-    }
-    values.update(extra)
-    return values
 
 
 def run_setup_only(workflow, values, name="s"):
@@ -49,7 +37,7 @@ def set_up(tmp_path_factory):
     and of the frozen spec; the spec it ran with is returned for a rerun."""
     base = tmp_path_factory.mktemp("setup")
     workflow, target = Workflow(base / "work"), calc_repo(base / "target")
-    values = no_agent_spec(target, max_findings=7)
+    values = no_key_sweep(target, max_findings=7)
     assert run_setup_only(workflow, values).returncode == 0
     return workflow, target, values
 
@@ -84,7 +72,7 @@ def test_setup_records_baseline_counts_branch_and_context(set_up):
 
 def test_taken_branch_gets_next_free_number(workflow, target):
     git(target, "branch", "autoresearch/improve")
-    run_setup_only(workflow, no_agent_spec(target))
+    run_setup_only(workflow, no_key_sweep(target))
     setup = json.loads((workflow.session("s") / "setup.json").read_text())
     assert setup["branch"] == "autoresearch/improve-2"
 
@@ -92,14 +80,14 @@ def test_taken_branch_gets_next_free_number(workflow, target):
 def test_a_new_session_never_starts_on_the_commits_an_earlier_one_of_its_name_left(
     workflow, target
 ):
-    run_setup_only(workflow, no_agent_spec(target))
+    run_setup_only(workflow, no_key_sweep(target))
     worktree = (workflow.session("s") / "worktree").resolve()
     (worktree / "kept.py").write_text("X = 1\n")  # the earlier session's kept work
     git(worktree, "add", "kept.py")
     git(worktree, "commit", "-q", "-m", "fix: [F-001] kept by the earlier session")
     kept = git(worktree, "rev-parse", "HEAD")
     shutil.rmtree(workflow.session("s"))  # the user deletes the folder to start over
-    proc = run_setup_only(workflow, no_agent_spec(target))
+    proc = run_setup_only(workflow, no_key_sweep(target))
     assert_refused(
         proc,
         "sessions/s is new, but the worktree of an earlier session of that name is still at",
@@ -110,9 +98,9 @@ def test_a_new_session_never_starts_on_the_commits_an_earlier_one_of_its_name_le
 
 
 def test_a_worktree_left_at_the_targets_head_is_taken_up_again(workflow, target):
-    run_setup_only(workflow, no_agent_spec(target))
+    run_setup_only(workflow, no_key_sweep(target))
     shutil.rmtree(workflow.session("s"))
-    assert run_setup_only(workflow, no_agent_spec(target)).returncode == 0
+    assert run_setup_only(workflow, no_key_sweep(target)).returncode == 0
     setup = json.loads((workflow.session("s") / "setup.json").read_text())
     assert setup["base_commit"] == git(target, "rev-parse", "HEAD")
 
@@ -125,14 +113,14 @@ FAILING = {
 
 def test_failing_baseline_stops_setup_when_allow_failing_baseline_is_false(workflow, tmp_path):
     repo = make_repo(tmp_path / "t", FAILING)
-    proc = run_setup_only(workflow, no_agent_spec(repo, allow_failing_baseline=False))
+    proc = run_setup_only(workflow, no_key_sweep(repo, allow_failing_baseline=False))
     assert_refused(proc, "key 'allow_failing_baseline' is false", "test_x.py::test_x")
     assert not (workflow.session("s") / "setup.json").exists()
 
 
 def test_a_failing_baseline_is_warned_about_and_the_session_goes_on_by_default(workflow, tmp_path):
     repo = make_repo(tmp_path / "t", FAILING)
-    proc = run_setup_only(workflow, no_agent_spec(repo))
+    proc = run_setup_only(workflow, no_key_sweep(repo))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "warning: baseline FAILS" in proc.stderr  # said on the console, not only in a log
     setup = json.loads((workflow.session("s") / "setup.json").read_text())
@@ -146,7 +134,7 @@ def test_a_failing_baseline_is_warned_about_and_the_session_goes_on_by_default(w
 def test_a_fix_session_starts_on_failing_tests_by_default(workflow, tmp_path):
     # Fix exists to make failing tests pass: no key needed to start one on them.
     repo = make_repo(tmp_path / "t", FAILING)
-    proc = run_setup_only(workflow, no_agent_spec(repo, mode="fix"))
+    proc = run_setup_only(workflow, no_key_sweep(repo, mode="fix"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "- Failing at the base" in (workflow.session("s") / "session.md").read_text()
 
@@ -160,7 +148,7 @@ def test_a_test_command_that_collects_nothing_is_not_a_baseline(workflow, tmp_pa
         },
     )
     # Plain `pytest` does not put the rootdir on sys.path: `import calc` fails to collect.
-    proc = run_setup_only(workflow, no_agent_spec(repo, test_command="pytest -q"))
+    proc = run_setup_only(workflow, no_key_sweep(repo, test_command="pytest -q"))
     assert_refused(proc, "test_command", "python -m pytest")
     assert not (workflow.session("s") / "setup.json").exists()
 
@@ -183,7 +171,7 @@ def test_a_src_layout_baseline_counts_its_tests_with_src_on_the_path_said_in_the
     workflow, tmp_path
 ):
     repo = make_repo(tmp_path / "t", SRC_LAYOUT)
-    proc = run_setup_only(workflow, no_agent_spec(repo, test_command=None))
+    proc = run_setup_only(workflow, no_key_sweep(repo, test_command=None))
     assert proc.returncode == 0, proc.stderr[-3000:]
     setup = json.loads((workflow.session("s") / "setup.json").read_text())
     assert setup["test_command"] == "PYTHONPATH=src python -m pytest"
@@ -199,7 +187,7 @@ def test_a_src_layout_whose_pytest_config_sets_pythonpath_keeps_the_plain_comman
 ):
     configured = SRC_LAYOUT["pyproject.toml"] + '\n[tool.pytest.ini_options]\npythonpath = "src"\n'
     repo = make_repo(tmp_path / "t", {**SRC_LAYOUT, "pyproject.toml": configured})
-    proc = run_setup_only(workflow, no_agent_spec(repo, test_command=None))
+    proc = run_setup_only(workflow, no_key_sweep(repo, test_command=None))
     assert proc.returncode == 0, proc.stderr[-3000:]
     setup = json.loads((workflow.session("s") / "setup.json").read_text())
     assert setup["test_command"] == "python -m pytest"
@@ -208,7 +196,7 @@ def test_a_src_layout_whose_pytest_config_sets_pythonpath_keeps_the_plain_comman
 
 def test_on_dirty_stash_records_changes_and_leaves_files(workflow, target):
     (target / "calc.py").write_text("# my local edit\n")
-    run_setup_only(workflow, no_agent_spec(target, on_dirty="stash"))
+    run_setup_only(workflow, no_key_sweep(target, on_dirty="stash"))
     assert (target / "calc.py").read_text() == "# my local edit\n"
     assert "autoresearch s" in git(target, "stash", "list")
     worktree = workflow.session("s") / "worktree"
@@ -227,7 +215,7 @@ def test_a_setup_error_is_said_once_with_its_last_lines_and_where_the_whole_outp
 ):
     noisy = "".join(f"def test_{i}():\n    assert {i} == -1\n\n\n" for i in range(30))
     repo = make_repo(tmp_path / "t", {"test_many.py": noisy})
-    proc = run_setup_only(workflow, no_agent_spec(repo, allow_failing_baseline=False))
+    proc = run_setup_only(workflow, no_key_sweep(repo, allow_failing_baseline=False))
     assert_refused(proc, "the whole output: sessions/s/logs/session.log")
     assert proc.stderr.count("key 'allow_failing_baseline' is false") == 1, proc.stderr
     shown = proc.stderr.split("last lines:\n", 1)[1].split("the whole output:")[0]
@@ -242,7 +230,7 @@ def test_done_says_a_failing_base_test_that_still_fails_is_the_same_as_at_the_ba
     workflow, tmp_path
 ):
     repo = make_repo(tmp_path / "t", FAILING | {"calc.py": "X = 1\n"})
-    values = no_agent_spec(repo, allow_failing_baseline=True, stop_below=None)
+    values = no_key_sweep(repo, allow_failing_baseline=True, stop_below=None)
     proc = workflow.run("s", values)
     done = (workflow.session("s") / "done").read_text()
     assert "tests: FAIL (the same 2 tests as at the base)\n" in done

@@ -20,13 +20,6 @@ TESTS = "def test_a():\n    pass\n"
 
 
 @pytest.fixture
-def work(tmp_path, monkeypatch):
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-    return tmp_path / "work"
-
-
-@pytest.fixture
 def script(tmp_path) -> str:
     """A replay script for the script backend (its steps are never reached)."""
     path = tmp_path / "script.yaml"

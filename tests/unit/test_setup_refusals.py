@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from conftest import git, make_repo
+from conftest import git, make_repo, no_key_sweep
 from refusals import ask, refusal
 
 import scripts.common
@@ -18,87 +18,54 @@ from autoresearch import git as gitops
 from autoresearch import session
 from autoresearch.errors import SpecError
 
-
-def sweep(target, **extra) -> dict:
-    values = {
-        "mode": "sweep",
-        "target": str(target),
-        "test_command": "python -m pytest -q",
-        "agent": {"backend": "ruff"},
-        "max_cycles": 1,
-    }
-    values.update(extra)
-    return values
-
-
-@pytest.fixture
-def work(tmp_path, monkeypatch):
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-    return tmp_path / "work"
-
-
-@pytest.fixture
-def untouched(target):
-    """The target's branches, HEAD, index, files and worktrees are as before the test."""
-
-    def state():
-        worktrees = git(target, "worktree", "list")
-        return gitops.snapshot(target), git(target, "branch", "--list"), worktrees
-
-    before = state()
-    yield target
-    assert state() == before
-
-
 # --- the spec's own keys ----------------------------------------------------------------
 
 
 def test_a_missing_key_names_the_configfile_and_the_key(work, untouched):
-    said = refusal(work, sweep(untouched, agent={"backend": "claude"}))
+    said = refusal(work, no_key_sweep(untouched, agent={"backend": "claude"}))
     assert f"--configfile {work / 'specs' / 's.yaml'}: key 'agent.backend'" in said
     assert "ANTHROPIC_API_KEY is not set" in said
 
 
 def test_a_mistyped_key_is_blamed_on_the_file_that_set_it(work, untouched):
-    said = refusal(work, sweep(untouched, agent={"backend": "ruff", "modle": "x"}))
+    said = refusal(work, no_key_sweep(untouched, agent={"backend": "ruff", "modle": "x"}))
     assert "--configfile" in said and "unknown key 'agent.modle'" in said
     assert "did you mean 'agent.model'" in said
     assert "config/config.yaml" not in said
 
 
 def test_a_key_set_with_config_is_blamed_on_config(work, untouched):
-    said = refusal(work, sweep(untouched), {"test_timeout_s": 1e10})
+    said = refusal(work, no_key_sweep(untouched), {"test_timeout_s": 1e10})
     assert "--config: key 'test_timeout_s'" in said and "maximum of 604800" in said
 
 
 def test_a_schema_violation_names_key_and_file(work, untouched):
-    said = refusal(work, sweep(untouched, max_cycles=0))
+    said = refusal(work, no_key_sweep(untouched, max_cycles=0))
     assert "--configfile" in said and "specs/s.yaml: key 'max_cycles'" in said
 
 
 def test_an_unknown_mode_is_refused(work, untouched):
-    said = refusal(work, sweep(untouched, mode="turbo"))
+    said = refusal(work, no_key_sweep(untouched, mode="turbo"))
     assert "key 'mode'" in said and "turbo" in said
 
 
 def test_teams_without_red_are_refused(work, untouched):
-    said = refusal(work, sweep(untouched, teams=["green"]))
+    said = refusal(work, no_key_sweep(untouched, teams=["green"]))
     assert "key 'teams'" in said and "leaves out red" in said
 
 
 def test_an_invalid_glob_in_protected_is_refused(work, untouched):
-    said = refusal(work, sweep(untouched, protected=["[z-a].py"]))
+    said = refusal(work, no_key_sweep(untouched, protected=["[z-a].py"]))
     assert "key 'protected'" in said and "'[z-a].py' is not a valid glob" in said
 
 
 def test_a_test_command_that_does_not_exist_is_refused(work, untouched):
-    said = refusal(work, sweep(untouched, test_command="no-such-tool --run"))
+    said = refusal(work, no_key_sweep(untouched, test_command="no-such-tool --run"))
     assert "key 'test_command'" in said and "no-such-tool" in said
 
 
 def test_a_missing_prompt_override_file_is_named(work, untouched):
-    values = sweep(untouched, agent={"backend": "ruff", "prompts": {"red": "/no/red.md"}})
+    values = no_key_sweep(untouched, agent={"backend": "ruff", "prompts": {"red": "/no/red.md"}})
     said = refusal(work, values)
     assert "agent.prompts.red" in said and "/no/red.md" in said
 
@@ -113,7 +80,7 @@ def test_a_backend_that_cannot_play_a_needed_team_is_refused(work, tmp_path):
         "max_iterations": 2,
         "metric": {"command": "echo 1", "format": "last_line", "direction": "minimize"},
     }
-    said = refusal(work, sweep(repo, mode="experiment", experiment=experiment))
+    said = refusal(work, no_key_sweep(repo, mode="experiment", experiment=experiment))
     assert "key 'agent.backend'" in said and "'ruff' cannot play the experiment team" in said
 
 
@@ -123,7 +90,7 @@ def test_an_experiment_whose_target_file_is_missing_is_refused(work, tmp_path):
     repo = make_repo(tmp_path / "t", {"a.py": "x = 1\n", "program.md": program})
     script = tmp_path / "script.yaml"
     script.write_text("{}\n")
-    values = sweep(repo, mode="experiment", experiment={"program": "program.md"})
+    values = no_key_sweep(repo, mode="experiment", experiment={"program": "program.md"})
     values["agent"] = {"backend": "script", "script": str(script)}
     said = refusal(work, values)
     assert "key 'target_file'" in said and "'nowhere.py' is not in" in said
@@ -133,7 +100,7 @@ def test_an_experiment_whose_target_file_is_missing_is_refused(work, tmp_path):
 
 
 def test_a_missing_target_is_refused(work, tmp_path):
-    said = refusal(work, sweep(tmp_path / "nowhere"))
+    said = refusal(work, no_key_sweep(tmp_path / "nowhere"))
     assert "key 'target'" in said and "does not exist" in said
     assert not (tmp_path / "nowhere").exists()
 
@@ -141,7 +108,7 @@ def test_a_missing_target_is_refused(work, tmp_path):
 def test_a_target_that_is_not_a_git_repo_is_refused(work, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
-    said = refusal(work, sweep(plain))
+    said = refusal(work, no_key_sweep(plain))
     assert "key 'target'" in said and "not a git repository" in said
     assert list(plain.iterdir()) == []
 
@@ -150,7 +117,7 @@ def test_an_empty_repository_gets_its_own_message(work, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     git(empty, "init", "-q")
-    said = refusal(work, sweep(empty))
+    said = refusal(work, no_key_sweep(empty))
     assert "key 'target'" in said and "has no commits yet" in said
     assert git(empty, "branch", "--list") == ""
 
@@ -158,14 +125,14 @@ def test_an_empty_repository_gets_its_own_message(work, tmp_path):
 def test_a_bare_repository_gets_its_own_message(work, tmp_path):
     bare = tmp_path / "bare.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
-    said = refusal(work, sweep(bare))
+    said = refusal(work, no_key_sweep(bare))
     assert "key 'target'" in said and "is a bare repository" in said
 
 
 def test_a_dirty_target_with_on_dirty_abort_is_refused(work, target):
     (target / "calc.py").write_text("# edited\n")
     before = gitops.snapshot(target)
-    said = refusal(work, sweep(target))
+    said = refusal(work, no_key_sweep(target))
     assert "uncommitted changes" in said and "on_dirty: stash" in said
     assert gitops.snapshot(target) == before
     assert "autoresearch" not in git(target, "branch", "--list")
@@ -174,7 +141,7 @@ def test_a_dirty_target_with_on_dirty_abort_is_refused(work, target):
 def test_an_unparsable_target_config_is_refused(work, tmp_path):
     repo = make_repo(tmp_path / "t", {".autoresearch.yml": "teams: [red,\n", "a.py": "x = 1\n"})
     before = gitops.snapshot(repo)
-    said = refusal(work, sweep(repo))
+    said = refusal(work, no_key_sweep(repo))
     assert ".autoresearch.yml" in said and "not valid YAML" in said
     assert gitops.snapshot(repo) == before
 
@@ -191,7 +158,7 @@ def models_unchecked(monkeypatch):
 def test_an_unknown_model_is_refused_before_the_first_stage(work, untouched, models_unchecked):
     from fake_anthropic import FakeAnthropic
 
-    values = sweep(untouched, agent={"backend": "claude", "model": "claude-sonnet-9-9"})
+    values = no_key_sweep(untouched, agent={"backend": "claude", "model": "claude-sonnet-9-9"})
     with FakeAnthropic() as fake, pytest.MonkeyPatch.context() as env:
         env.setenv("ANTHROPIC_BASE_URL", fake.url)
         env.setenv("ANTHROPIC_API_KEY", "k")
@@ -204,7 +171,7 @@ def test_an_unknown_model_is_refused_before_the_first_stage(work, untouched, mod
 def test_a_server_without_the_models_api_is_not_refused(work, target, models_unchecked):
     from fake_anthropic import FakeAnthropic
 
-    values = sweep(target, agent={"backend": "claude", "model": "qwen3-coder"})
+    values = no_key_sweep(target, agent={"backend": "claude", "model": "qwen3-coder"})
     with FakeAnthropic(models=None) as fake, pytest.MonkeyPatch.context() as env:
         env.setenv("ANTHROPIC_BASE_URL", fake.url)
         env.setenv("ANTHROPIC_API_KEY", "k")
