@@ -21,9 +21,12 @@ from ..checks.reproduction import MAX_ATTEMPTS, hypothesis_key, judge_reproducti
 from ..checks.saturation import Iteration
 from ..checks.severity import rank
 from ..files import read_json
+from ..layout import SessionLayout
+from ..record import SetupRecord
 from ..spec import SessionSpec
 from ..stage import StageEnv
 from .lens.loop import Focus, LoopLens
+from .lens.output import Writer
 
 SPEC_EXAMPLE = """
 debug:
@@ -52,7 +55,14 @@ class Debug(LoopLens):
 
     # --- leads ---------------------------------------------------------------------------
 
-    def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
+    def recon(
+        self,
+        layout: SessionLayout,
+        record: SetupRecord,
+        values: dict[str, Any],
+        log,
+        writer: Writer,
+    ) -> dict[str, Any]:
         section = self.section(values)
         leads: list[dict[str, str]] = []
         if section.get("symptom"):

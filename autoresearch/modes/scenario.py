@@ -16,9 +16,12 @@ from ..checks.finding_schema import SCENARIO, SCENARIO_DIMENSIONS
 from ..checks.saturation import Iteration, coverage, next_dimension
 from ..checks.severity import at_or_above, rank
 from ..errors import SpecError
+from ..layout import SessionLayout
+from ..record import SetupRecord
 from ..spec import SessionSpec
 from ..stage import StageEnv
 from .lens.loop import Focus, LoopLens
+from .lens.output import Writer
 
 SPEC_EXAMPLE = """
 scenario:
@@ -62,7 +65,14 @@ class Scenario(LoopLens):
                 "an action, e.g. 'A clerk sells the last item'"
             )
 
-    def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
+    def recon(
+        self,
+        layout: SessionLayout,
+        record: SetupRecord,
+        values: dict[str, Any],
+        log,
+        writer: Writer,
+    ) -> dict[str, Any]:
         seed = self.section(values)["seed"]
         log(f"scenario: seed {seed!r} over {len(SCENARIO_DIMENSIONS)} dimensions")
         return {"seed": seed, "dimensions": {d: QUESTIONS[d] for d in SCENARIO_DIMENSIONS}}

@@ -24,11 +24,13 @@ from ...checks.error_counts import Error
 from ...errors import SpecError
 from ...layout import SESSIONS, SessionLayout, rel
 from ...loop import Decision, Extra, Judged, absent
+from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..base import review_line
 from ..lens import check_ended
 from ..lens.changing import ChangingLens, kept_steps
+from ..lens.output import Writer
 from ..narrow.protect import TEST_GLOBS
 from . import count as counting
 from . import regression, report
@@ -139,7 +141,14 @@ class Fix(ChangingLens):
             setup.get("repro_command") or "",
         )
 
-    def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
+    def recon(
+        self,
+        layout: SessionLayout,
+        record: SetupRecord,
+        values: dict[str, Any],
+        log,
+        writer: Writer,
+    ) -> dict[str, Any]:
         """The error commands, the baseline count, the guard checked on the base commit."""
         section = self.section(values)
         where = f"config/sessions/{layout.name}.yaml"

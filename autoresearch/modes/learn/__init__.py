@@ -26,10 +26,12 @@ from ...errors import SpecError
 from ...files import read_json
 from ...layout import SessionLayout, rel
 from ...loop import Decision, Extra, Judged, Status
+from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..base import review_line
 from ..lens.changing import ChangingLens, kept_steps
+from ..lens.output import Writer
 from . import docs
 
 MODES = ("check", "init", "update")
@@ -113,7 +115,14 @@ class Learn(ChangingLens):
             data["max_lines"], tuple(data["ignore"]), frozenset(keys) if keys is not None else None
         )
 
-    def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
+    def recon(
+        self,
+        layout: SessionLayout,
+        record: SetupRecord,
+        values: dict[str, Any],
+        log,
+        writer: Writer,
+    ) -> dict[str, Any]:
         section = self.section(values)
         mode = learn_mode(values)
         worktree = layout.worktree()

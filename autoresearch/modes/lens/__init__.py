@@ -41,7 +41,14 @@ class Lens(Mode):
     ruff_plays = False  # whether the model-free ruff backend can play this lens
     gate_label = "findings"  # what the gate counts, for `done`
 
-    def show(self, layout, spec, iteration, candidate, track="") -> str:
+    def show(
+        self,
+        layout: SessionLayout,
+        spec: SessionSpec,
+        iteration: int,
+        candidate: str | None,
+        track: str = "",
+    ) -> str:
         raise SessionError(
             f"session {layout.name!r} is a {self.name} session: `autoresearch show` prints the "
             f"cycles of sweep, narrow and broad sessions and the experiments of experiment "

@@ -19,10 +19,12 @@ from ...checks import lens_log, votes
 from ...checks.severity import at_or_above
 from ...files import read_json, write_text
 from ...layout import SessionLayout, rel
+from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..base import Progress
 from ..lens import Lens
+from ..lens.output import Writer
 from . import report
 
 DEFAULT_PERSONAS = ("architecture", "security", "performance", "reliability", "devils-advocate")
@@ -62,7 +64,14 @@ class Predict(Lens):
         value = self.section(spec).get("rounds")
         return DEFAULT_ROUNDS if value is None else int(value)
 
-    def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
+    def recon(
+        self,
+        layout: SessionLayout,
+        record: SetupRecord,
+        values: dict[str, Any],
+        log,
+        writer: Writer,
+    ) -> dict[str, Any]:
         personas = self.personas(values)
         log(f"predict: {len(personas)} personas, {self.rounds(values)} debate rounds")
         return {"personas": personas, "run_id": self.new_run_id(layout)}

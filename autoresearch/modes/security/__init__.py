@@ -22,11 +22,13 @@ from ...checks.saturation import (
 from ...checks.severity import SEVERITIES, rank
 from ...files import read_json
 from ...layout import SessionLayout, rel
+from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..base import review_line
 from ..lens import check_ended, check_ref
 from ..lens.loop import Focus, LoopLens
+from ..lens.output import Writer
 from . import recon as recon_
 
 SPEC_EXAMPLE = """
@@ -56,7 +58,14 @@ class Security(LoopLens):
         check_ref(values, "diff_base", values.get("diff_base"), where)
         check_ended("compare_with", values.get("compare_with"), where)
 
-    def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
+    def recon(
+        self,
+        layout: SessionLayout,
+        record: SetupRecord,
+        values: dict[str, Any],
+        log,
+        writer: Writer,
+    ) -> dict[str, Any]:
         worktree = layout.worktree()
         scope = None
         if values.get("diff_base"):

@@ -23,10 +23,12 @@ from ...checks import lens_log
 from ...errors import SessionError
 from ...layout import SessionLayout, rel
 from ...loop import Decision, Extra, Judged, absent
+from ...record import SetupRecord
 from ...spec import SessionSpec
 from ...stage import StageEnv
 from ..lens import check_ref, is_commit
 from ..lens.changing import ChangingLens
+from ..lens.output import Writer
 from . import gates as gating
 
 SPEC_EXAMPLE = """
@@ -79,7 +81,14 @@ class Ship(ChangingLens):
     def check_lens_spec(self, values: dict[str, Any], where: str) -> None:
         check_ref(values, "ship.base", self.section(values).get("base"), where)
 
-    def recon(self, layout, record, values, log, writer) -> dict[str, Any]:
+    def recon(
+        self,
+        layout: SessionLayout,
+        record: SetupRecord,
+        values: dict[str, Any],
+        log,
+        writer: Writer,
+    ) -> dict[str, Any]:
         section = self.section(values)
         worktree = layout.worktree()
         base = section.get("base") or default_base(worktree)
