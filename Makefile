@@ -34,7 +34,7 @@ demo: sandbox $(VENV)/.installed
 # first, quick unit files last to fill in); xdist's own order (most tests first) sent the
 # long e2e files with few tests last, and the suite's last minutes ran on one worker.
 test: sandbox $(VENV)/.installed
-	$(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
+	$(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
 
 # Sessions through profiles/slurm on a real Slurm: yours if AUTORESEARCH_SLURM_PARTITION
 # (and AUTORESEARCH_SLURM_ACCOUNT) are set, else a one-node cluster that

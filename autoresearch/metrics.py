@@ -33,6 +33,9 @@ _NUMBER = re.compile(
     r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 )
 _METRIC_LINE = re.compile(r"^\s*METRIC\s+([^\s=]+)\s*=\s*(\S+)", re.MULTILINE)
+# make's own "Entering/Leaving directory" lines (`make -C dir`, recursive make) carry a path,
+# not the measurement: the last line's first number would be a digit of that path.
+_MAKE_DIRECTORY = re.compile(r"^\S*make(\[\d+\])?: (Entering|Leaving) directory ")
 
 
 class MetricError(Exception):
@@ -89,7 +92,11 @@ def parse_value(
         raise MetricError(str(e)) from None
     name, _, arg = fmt.partition(":")
     if name == "last_line":
-        lines = [line.strip() for line in output.splitlines() if line.strip()]
+        lines = [
+            line.strip()
+            for line in output.splitlines()
+            if line.strip() and not _MAKE_DIRECTORY.match(line.strip())
+        ]
         if not lines:
             raise MetricError("no output to read the value from (format last_line)")
         return number_in(lines[-1]), lines[-1], None, None

@@ -42,6 +42,16 @@ def test_last_line_reads_the_first_number_of_the_last_nonempty_line(output, expe
     assert (passed, notes) == (None, None)
 
 
+def test_last_line_skips_makes_directory_lines_whose_paths_carry_digits():
+    output = (
+        "make: Entering directory '/tmp/pytest-0/bench'\n12.5 ms\n"
+        "make: Leaving directory '/tmp/pytest-0/bench'\n"
+    )
+    assert parse_value(output, "last_line", None, None)[0] == 12.5
+    nested = "make[1]: Leaving directory '/w/run-3'\n"
+    assert parse_value("7\n" + nested, "last_line", None, None)[0] == 7
+
+
 def test_last_line_without_number_is_an_error():
     with pytest.raises(MetricError, match="no number"):
         parse_value("42\ndone\n", "last_line", None, None)
