@@ -63,7 +63,7 @@ def test_no_status_word_is_spelt_outside_the_enum():
     root = Path(autoresearch.__file__).parent
     found = set()
     for path in sorted(root.rglob("*.py")):
-        if path.name == "loop.py" and path.parent == root:
+        if path == root / "engine" / "loop.py":
             continue
         name = str(path.relative_to(root.parent))
         for node in ast.walk(ast.parse(path.read_text())):

@@ -147,13 +147,13 @@ def test_the_harnesss_own_commit_is_refused_when_another_protected_file_changed(
 def test_the_harness_commits_agent_work_only_through_the_guard():
     """Every commit of agent work goes through Protection.commit: no other module calls
     git's commit helper or runs `git commit` itself."""
-    # review.py (finalize) commits no new agent work: it replays the changes of commits the
+    # finalize.py commits no new agent work: it replays the changes of commits the
     # session already made through the guard, onto review branches of their own.
     allowed = {
-        PACKAGE / "git.py",
-        PACKAGE / "protect.py",
-        PACKAGE / "examples.py",
-        PACKAGE / "review.py",
+        PACKAGE / "safety" / "git.py",
+        PACKAGE / "safety" / "protect.py",
+        PACKAGE / "session" / "examples.py",
+        PACKAGE / "session" / "finalize.py",
     }
     offenders = [
         str(path.relative_to(PACKAGE))
