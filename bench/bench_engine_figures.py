@@ -5,6 +5,7 @@
   per-mode job functions in scripts/ that hand a judge to `loop.decide`;
 - final_decision: the implementations of that name (methods and scripts/ functions);
 - hook points: the public methods and class attributes of Mode, Lens and LoopLens;
+- flat modules and wings: the modules at the package's top, and each wing's size;
 - import depth: the longest chain of our own module-level imports from scripts/ down.
 
     python bench/bench_engine_figures.py [--root PATH]
@@ -137,6 +138,12 @@ def main() -> None:
     finals = final_decisions(root)
     print(f"modes/ lines:            {lines(py_files(root, 'autoresearch/modes'))}")
     print(f"package lines:           {lines(py_files(root, 'autoresearch'))}")
+    package = root / "autoresearch"
+    flat = sorted(p.name for p in package.glob("*.py"))
+    print(f"flat modules at the top: {len(flat)} ({', '.join(flat)})")
+    for wing in sorted(p for p in package.iterdir() if (p / "__init__.py").exists()):
+        files = py_files(root, f"autoresearch/{wing.name}")
+        print(f"    {wing.name + '/':10} {len(files):3} modules {lines(files):6} lines")
     print(f"judges (build Judged):   {len(judges)}")
     for j in judges:
         print(f"    {j}")
