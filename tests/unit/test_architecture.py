@@ -329,3 +329,19 @@ def test_the_lenses_that_commit_read_their_loops_end_from_one_place():
         if hook in type(modes.get(name)).__dict__
     ]
     assert not copies, copies
+
+
+def test_the_package_is_in_wings_each_saying_what_it_owns():
+    """At most 12 modules at the package's top; every other module lives in a wing (a
+    subpackage) whose __init__ opens with a docstring saying what it owns."""
+    package = ROOT / "autoresearch"
+    flat = sorted(p.name for p in package.glob("*.py"))
+    assert len(flat) <= 12, flat
+    wings = sorted(p for p in package.iterdir() if p.is_dir() and p.name != "__pycache__")
+    for wing in wings:
+        if not any(wing.glob("*.py")):
+            continue  # a folder of data (none today), not a wing
+        init = wing / "__init__.py"
+        assert init.exists(), f"{wing.name}/ has modules but no __init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text()))
+        assert doc and len(doc.split()) >= 8, f"{wing.name}/__init__.py says nothing of its wing"
