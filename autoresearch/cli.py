@@ -12,8 +12,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import __version__, git, modes, spec, status
-from .errors import UserError
+from autoresearch import __version__, modes
+from autoresearch.errors import UserError
+from autoresearch.safety import git
+from autoresearch.session import spec
+from autoresearch.views import status
 
 EPILOG = """\
 run a session (or resume it) with Snakemake, from the workflow folder:
@@ -146,7 +149,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """From a goal to config/sessions/NAME.yaml; the metric command is dry-run first."""
-    from . import plan  # the dry runs' machinery is only needed here
+    from autoresearch.session import plan
 
     root = find_root(args.directory)
     spec.check_session_name(args.name)
@@ -249,7 +252,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """A CI gate on a finished lens session: 0 PASSED, 1 FAILED, 2 nothing to judge yet."""
-    from .checks.finding_schema import gate_of
+    from autoresearch.checks.finding_schema import gate_of
 
     done = sessions_root(args.directory) / "sessions" / args.name / "done"
     if not done.is_file():
@@ -264,7 +267,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_redo(args: argparse.Namespace) -> int:
-    from . import redo
+    from autoresearch.session import redo
 
     root = sessions_root(args.directory)
     plan = redo.plan(
@@ -286,7 +289,7 @@ def cmd_redo(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Every claim of a session's files checked against git and its test runs (docs/verify.md)."""
-    from . import verify
+    from autoresearch.session import verify
 
     found = verify.audit(sessions_root(args.directory) / "sessions" / args.name)
     if not found.ok:
@@ -298,8 +301,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_finalize(args: argparse.Namespace) -> int:
     """A finished session's kept commits as tested review branches (docs/finalize.md)."""
-    from . import review
-    from .record import load_record
+    from autoresearch.session import finalize as review
+    from autoresearch.session.record import load_record
 
     root = (sessions_root(args.directory) / "sessions" / args.name).absolute()
     if not (root / "setup.json").exists():

@@ -26,8 +26,8 @@ same conversation, in another of the stage), and the floor: what no shaping of t
 outputs can take out while this agent asks for what it asks for.
 bench/agent_cost_before.json holds the figures of the code before each Green finding had
 its own conversation, bench/agent_cost_after.json those after it (old outputs trimmed),
-bench/agent_cost_shown.json those with the tools returning less (autoresearch/shown.py,
-autoresearch/run_output.py); docs/cost.md discusses them.
+bench/agent_cost_shown.json those with the tools returning less (autoresearch/agents/shown.py,
+autoresearch/gate/run_output.py); docs/cost.md discusses them.
 
 With --parallel-green, one session per k of `agent.parallel_green` instead: Green's wall
 time (each cycle's sanitized.md to its green.json), its turns, and whether the same fixes

@@ -25,10 +25,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from fake_anthropic import FakeAnthropic, message, text_block, tool_call  # noqa: E402
 
-from autoresearch.backends.base import StageLimits  # noqa: E402
-from autoresearch.backends.claude import ClaudeBackend  # noqa: E402
-from autoresearch.prompts import BriefContext, build_brief  # noqa: E402
-from autoresearch.tools import Toolbox  # noqa: E402
+from autoresearch.agents.backends.base import StageLimits  # noqa: E402
+from autoresearch.agents.backends.claude import ClaudeBackend  # noqa: E402
+from autoresearch.agents.prompts import BriefContext, build_brief  # noqa: E402
+from autoresearch.agents.tools import Toolbox  # noqa: E402
 
 TARGET_SHARE = 0.80
 PRICES = {"claude-haiku-4-5": {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.1}}

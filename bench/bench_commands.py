@@ -23,14 +23,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autoresearch import commands, jail  # noqa: E402
+from autoresearch.safety import commands, jail  # noqa: E402
 
 LINGER = "25.90417"  # the lingering child's argument, to find it afterwards
 TESTS = "def test_add():\n    assert 1 + 1 == 2\n\n\ndef test_sub():\n    assert 2 - 1 == 1\n"
 PEAK = textwrap.dedent(
     """
     import resource, sys
-    from autoresearch import commands
+    from autoresearch.safety import commands
     n = int(float(sys.argv[2]) * 1e9)
     result = commands.run(f"yes 'a line of test output' | head -c {n}", sys.argv[1])
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -33,7 +33,7 @@ RUNNER = """
 import contextlib, cProfile, os, sys
 from pathlib import Path
 sys.path.insert(0, os.environ["PROFILE_ROOT"])
-from autoresearch import timings
+from autoresearch.engine import timings
 original = timings.timed
 cycles = {int(c) for c in os.environ["PROFILE_CYCLES"].split(",")}
 out = Path(os.environ["PROFILE_OUT"])

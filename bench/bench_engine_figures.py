@@ -55,7 +55,7 @@ def loop_bodies(root: Path) -> tuple[list[str], list[str]]:
     for path in py_files(root, "autoresearch", "scripts"):
         rel = path.relative_to(root)
         for fn in functions(path):
-            if calls(fn, "Judged") and str(rel) != "autoresearch/loop.py":
+            if calls(fn, "Judged") and str(rel) != "autoresearch/engine/loop.py":
                 judges.append(f"{rel}::{fn.name}")
             if rel.parts[0] == "scripts" and calls(fn, "decide") and fn.name != "judge":
                 glue.append(f"{rel}::{fn.name}")

@@ -39,7 +39,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autoresearch.metrics import median  # noqa: E402
+from autoresearch.measure.metrics import median  # noqa: E402
 from autoresearch.modes.experiment import paired  # noqa: E402
 from autoresearch.modes.experiment.policy import Sample, judge  # noqa: E402
 from autoresearch.modes.experiment.program import ExperimentConfig  # noqa: E402

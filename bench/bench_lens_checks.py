@@ -45,7 +45,7 @@ def main() -> None:
         {
             "title": f"finding {i}",
             "category": "bug",
-            "location": f"autoresearch/metrics.py:{1 + i % 300}",
+            "location": f"autoresearch/measure/metrics.py:{1 + i % 300}",
         }
         for i in range(1000)
     ]

@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autoresearch import git  # noqa: E402
-from autoresearch.protect import Protection  # noqa: E402
+from autoresearch.safety import git  # noqa: E402
+from autoresearch.safety.protect import Protection  # noqa: E402
 
 PROTECTED = ("bench.py", "tests", "program.md")
 

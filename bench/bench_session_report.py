@@ -27,7 +27,7 @@ start = time.perf_counter()
 import pandas, matplotlib.figure, markdown
 imported = time.perf_counter()
 from autoresearch import modes
-from autoresearch.session_report import SessionFacts, write_report
+from autoresearch.views.session_report import SessionFacts, write_report
 mode = modes.get("sweep")
 layout = mode.layout(Path({session!r}))
 out = layout.report_dir

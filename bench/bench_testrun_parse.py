@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoresearch import runner_reports
-from autoresearch.stack import parse_test_output
+from autoresearch.gate import runner_reports
+from autoresearch.session.stack import parse_test_output
 
 
 def junit_xml(n: int) -> str:

@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autoresearch import git as ar_git  # noqa: E402
-from autoresearch.tools import Toolbox  # noqa: E402
+from autoresearch.agents.tools import Toolbox  # noqa: E402
+from autoresearch.safety import git as ar_git  # noqa: E402
 
 LINE = "def f{n}(x):\n    return x * {n}  # TODO tidy\n\n"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from autoresearch.jobs import run_stage
-from autoresearch.layout import rel, session_layout
+from autoresearch.engine.jobs import run_stage
 from autoresearch.modes.broad.tracks import track_ids
-from autoresearch.spec import load_frozen
+from autoresearch.session.layout import rel, session_layout
+from autoresearch.session.spec import load_frozen
 
 from . import cycle
 from .common import made_by

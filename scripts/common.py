@@ -13,12 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from autoresearch import commands, modes, slurm, spec
+from autoresearch import modes
+from autoresearch.engine.jobs import Stopped
 from autoresearch.errors import SessionError, UserError
-from autoresearch.jobs import Stopped
-from autoresearch.layout import SESSIONS, SessionLayout, session_layout
 from autoresearch.modes.base import Mode
-from autoresearch.spec import SESSION_NAME
+from autoresearch.safety import commands
+from autoresearch.session import slurm, spec
+from autoresearch.session.layout import SESSIONS, SessionLayout, session_layout
+from autoresearch.session.spec import SESSION_NAME
 
 NAME_PATTERN = SESSION_NAME.pattern.strip("^$")
 SESSION_IN_PATH = re.compile(rf"^{SESSIONS}/({NAME_PATTERN})/")

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from autoresearch.jobs import run_stage
-from autoresearch.layout import rel, session_layout
-from autoresearch.spec import load_frozen
+from autoresearch.engine.jobs import run_stage
+from autoresearch.session.layout import rel, session_layout
+from autoresearch.session.spec import load_frozen
 
 
 def red_inputs(name: str, cycle: int, track: str = "", loop: str = "cycles") -> list[str]:
@@ -35,7 +35,7 @@ def evaluate_inputs(name: str, cycle: str, track: str = "") -> dict[str, str]:
 
 def green_inputs(name: str, cycle: str) -> dict[str, Any]:
     """sanitized.md, and with `agent.parallel_green: k` above 1 the k lanes' records."""
-    from autoresearch.green_lanes import lane_ids, lanes_of
+    from autoresearch.engine.green_lanes import lane_ids, lanes_of
 
     layout = session_layout(name)
     inputs: dict[str, Any] = {"findings": rel(layout.cycles() / cycle / "sanitized.md")}
@@ -52,7 +52,7 @@ def green_inputs(name: str, cycle: str) -> dict[str, Any]:
 
 
 def red(wildcards: Any, output: Any, log: Any) -> None:
-    from autoresearch import teams
+    from autoresearch.engine import teams
 
     run_stage(
         wildcards,
@@ -64,7 +64,7 @@ def red(wildcards: Any, output: Any, log: Any) -> None:
 
 
 def sanitize(wildcards: Any, input: Any, output: Any, log: Any) -> None:
-    from autoresearch import teams
+    from autoresearch.engine import teams
 
     run_stage(
         wildcards,
@@ -79,7 +79,7 @@ def sanitize(wildcards: Any, input: Any, output: Any, log: Any) -> None:
 
 
 def green(wildcards: Any, input: Any, output: Any, log: Any) -> None:
-    from autoresearch import green_lanes, teams
+    from autoresearch.engine import green_lanes, teams
 
     lanes = [Path(p) for p in input.get("lanes", [])]
 
@@ -100,7 +100,7 @@ def green(wildcards: Any, input: Any, output: Any, log: Any) -> None:
 
 
 def green_lane(wildcards: Any, input: Any, output: Any, log: Any) -> None:
-    from autoresearch import green_lanes
+    from autoresearch.engine import green_lanes
 
     run_stage(
         wildcards,
@@ -112,7 +112,7 @@ def green_lane(wildcards: Any, input: Any, output: Any, log: Any) -> None:
 
 
 def refactor(wildcards: Any, output: Any, log: Any) -> None:
-    from autoresearch import teams
+    from autoresearch.engine import teams
 
     run_stage(
         wildcards,

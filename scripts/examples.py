@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from autoresearch.examples import make_example_repo
-from autoresearch.jobs import run_job
+from autoresearch.engine.jobs import run_job
+from autoresearch.session.examples import make_example_repo
 
 
 def example_repo(input: Any, output: Any, log: Any) -> None:

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from autoresearch.jobs import run_stage
-from autoresearch.layout import rel, session_layout
-from autoresearch.spec import load_frozen
+from autoresearch.engine.jobs import run_stage
+from autoresearch.session.layout import rel, session_layout
+from autoresearch.session.spec import load_frozen
 
 from . import cycle
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from autoresearch import modes, spec
-from autoresearch.jobs import run_stage
-from autoresearch.layout import session_layout
+from autoresearch import modes
+from autoresearch.engine.jobs import run_stage
+from autoresearch.session import spec
+from autoresearch.session.layout import session_layout
 
 
 def debate_inputs(name: str, number: int) -> list[str]:

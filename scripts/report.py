@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autoresearch.jobs import run_stage
-from autoresearch.layout import SessionLayout, rel
-from autoresearch.session_report import SessionFacts, step_label, write_report
+from autoresearch.engine.jobs import run_stage
+from autoresearch.session.layout import SessionLayout, rel
+from autoresearch.views.session_report import SessionFacts, step_label, write_report
 
 from .common import mode_and_layout
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from autoresearch.jobs import run_stage
+from autoresearch.engine.jobs import run_stage
 
 
 def fix(wildcards: Any, output: Any, log: Any) -> None:

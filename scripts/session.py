@@ -6,10 +6,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autoresearch import chain, modes, session, spec
+from autoresearch import modes
+from autoresearch.engine import chain
+from autoresearch.engine.jobs import run_job, run_stage
 from autoresearch.errors import SessionError, SpecError
-from autoresearch.jobs import run_job, run_stage
-from autoresearch.layout import SESSIONS, rel
+from autoresearch.session import spec
+from autoresearch.session import start as session
+from autoresearch.session.layout import SESSIONS, rel
 
 from . import report
 from .common import layout_of

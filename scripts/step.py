@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from autoresearch.jobs import run_stage
+from autoresearch.engine.jobs import run_stage
 
 
 def decide(wildcards: Any, output: Any, log: Any) -> None:
-    from autoresearch import loop
+    from autoresearch.engine import loop
 
     run_stage(
         wildcards,

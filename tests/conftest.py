@@ -102,7 +102,7 @@ def no_key_sweep(target, **extra) -> dict:
 @pytest.fixture
 def untouched(target):
     """The target's branches, HEAD, index, files and worktrees are as before the test."""
-    from autoresearch import git as gitops
+    from autoresearch.safety import git as gitops
 
     def state():
         worktrees = git(target, "worktree", "list")

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoresearch import metrics
-from autoresearch import words as shell_words
+from autoresearch.measure import metrics
+from autoresearch.safety import words as shell_words
 
 DEFAULT_TOLERANCE = 0.05  # relative difference two runs may show
 SLOW_S = 120.0  # refused above this per run

@@ -32,8 +32,9 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .. import worktree_files
-from ..worktree_files import Refused
+from autoresearch.safety import worktree_files
+from autoresearch.safety.worktree_files import Refused
+
 from .suppressions import is_test_file
 
 MARKER = "generated-by: autoresearch"

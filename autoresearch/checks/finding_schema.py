@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from autoresearch import worktree_files
 from autoresearch.checks.severity import SEVERITIES, at_or_above
+from autoresearch.safety import worktree_files
 
 MAX_LOCATED_BYTES = 10_000_000  # as the agents' read_file: a file they could not have read
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from autoresearch.checks.finding_schema import title_key
-from autoresearch.stack import parse_test_output
+from autoresearch.session.stack import parse_test_output
 
 MAX_ATTEMPTS = 3
 # Signs that the test did not run at all, per runner (pytest, Jest, Go, cargo).

@@ -15,18 +15,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import findings, journal, ledger, tally, verdict
-from ..changesets import ChangeNote, ReviewLoop
+from autoresearch.agents import ledger
+from autoresearch.engine import findings, tally
+from autoresearch.engine.findings import Finding
+from autoresearch.engine.loop import Decision, Extra, JsonWriter, Judged, Keys
+from autoresearch.engine.stage import StageEnv
+from autoresearch.gate import verdict
+from autoresearch.session.changesets import ChangeNote, ReviewLoop
+from autoresearch.session.files import read_json, write_text
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.record import SetupRecord
+from autoresearch.session.spec import SessionSpec
+from autoresearch.views import journal
+from autoresearch.views.session_report import MetricChange, ReportStep
+
 from ..checks import judge
 from ..errors import SessionError, SpecError
-from ..files import read_json, write_text
-from ..findings import Finding
-from ..layout import SessionLayout
-from ..loop import Decision, Extra, JsonWriter, Judged, Keys
-from ..record import SetupRecord
-from ..session_report import MetricChange, ReportStep
-from ..spec import SessionSpec
-from ..stage import StageEnv
 from . import cycle_view
 
 BROKEN = "tests broke in this cycle and reverting did not bring them back"
@@ -215,7 +219,7 @@ class Mode:
     def judge_rounds(self, env: StageEnv, decision: dict[str, Any]) -> list[judge.PanelRound]:
         """This cycle's panel votes (asked now, kept in the decision) after the unbroken run
         of earlier cycles that had a round."""
-        from .. import panel  # agent runs: only a session with a judge panel needs them
+        from autoresearch.measure import panel
 
         size = int((env.spec.get("judge") or {}).get("panel", judge.DEFAULT_PANEL))
         facts = [
@@ -239,7 +243,7 @@ class Mode:
         reset; the decision before the stop rules, and what writes the step's results.
         `output`: the decide rule's named outputs. Here the cycle's evaluate (tests, reverts,
         eval-results.md)."""
-        from .. import evaluate  # the test gate: loaded by the job that judges, only
+        from autoresearch.engine import evaluate
 
         return evaluate.judge(env, Path(output.results), self.previous_step(env))
 
@@ -260,7 +264,7 @@ class Mode:
 
     def read_decision(self, path: Path) -> Decision:
         """A decision of this mode's loop, its own keys read into `decision_extra`."""
-        from .. import loop
+        from autoresearch.engine import loop
 
         return loop.read_decision(path, self.decision_extra)
 
@@ -406,7 +410,7 @@ class Mode:
     def plays_with_ruff(self, values: dict[str, Any]) -> bool:
         """Whether the model-free ruff backend can play every team this spec needs
         (`autoresearch new` then writes a spec that runs without a key)."""
-        from ..backends import BACKEND_TEAMS
+        from autoresearch.agents.backends import BACKEND_TEAMS
 
         return self.teams_needed(values) <= BACKEND_TEAMS["ruff"]
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .. import findings, git
+from autoresearch.engine import findings
+from autoresearch.engine.loop import maybe_decision
+from autoresearch.safety import git
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.record import load_record
+
 from ..errors import SessionError
-from ..layout import SessionLayout
-from ..loop import maybe_decision
-from ..record import load_record
 
 
 def render(layout: SessionLayout, cycle: int, track: str = "") -> str:

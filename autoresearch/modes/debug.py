@@ -14,17 +14,19 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .. import chain, commands
+from autoresearch.engine import chain
+from autoresearch.engine.stage import StageEnv
+from autoresearch.safety import commands
+from autoresearch.session.files import read_json
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.record import SetupRecord
+from autoresearch.session.spec import SessionSpec
+
 from ..checks import lens_log
 from ..checks.finding_schema import DEBUG
 from ..checks.reproduction import MAX_ATTEMPTS, hypothesis_key, judge_reproduction
 from ..checks.saturation import Iteration
 from ..checks.severity import rank
-from ..files import read_json
-from ..layout import SessionLayout
-from ..record import SetupRecord
-from ..spec import SessionSpec
-from ..stage import StageEnv
 from .lens.loop import Focus, LoopLens
 from .lens.output import Writer
 

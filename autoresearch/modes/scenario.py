@@ -11,15 +11,16 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from autoresearch.engine.stage import StageEnv
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.record import SetupRecord
+from autoresearch.session.spec import SessionSpec
+
 from ..checks import lens_log
 from ..checks.finding_schema import SCENARIO, SCENARIO_DIMENSIONS
 from ..checks.saturation import Iteration, coverage, next_dimension
 from ..checks.severity import at_or_above, rank
 from ..errors import SpecError
-from ..layout import SessionLayout
-from ..record import SetupRecord
-from ..spec import SessionSpec
-from ..stage import StageEnv
 from .lens.loop import Focus, LoopLens
 from .lens.output import Writer
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cycle_step import CycleStep
-from ..stage import StageEnv
+from autoresearch.engine.cycle_step import CycleStep
+from autoresearch.engine.stage import StageEnv
+
 from .base import Mode
 
 

@@ -21,7 +21,7 @@ from e2e.test_resilience import slow_green_script
 from e2e.test_sweep import SCRIPT as SWEEP_SCRIPT
 from slurm_cluster import PROFILE, Cluster, Unavailable, bring_up, tear_down
 
-from autoresearch import slurm
+from autoresearch.session import slurm
 
 pytestmark = [pytest.mark.slurm, pytest.mark.e2e]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import git, make_repo, no_key_sweep, wait_for
 
-from autoresearch import git as gitops
+from autoresearch.safety import git as gitops
 
 NARROW_GOAL = {"metric": "todo count", "command": "sh count.sh", "target": "<= 1"}
 ANGLES = [{"name": "todos", "hypothesis": "TODOs can be resolved."}]

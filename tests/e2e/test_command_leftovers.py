@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import CALC, CALC_TESTS, git, make_repo, script_spec
 
-from autoresearch import git as ar_git
+from autoresearch.safety import git as ar_git
 
 FINDING = {
     "severity": "high",

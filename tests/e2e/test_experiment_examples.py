@@ -12,7 +12,7 @@ import pytest
 import yaml
 from conftest import ROOT, Workflow, git
 
-from autoresearch.examples import make_example_repo
+from autoresearch.session.examples import make_example_repo
 
 # example -> (its experiment keys, the statuses of its experiments). experiment-ml-training
 # is the demo's (config/sessions/demo-experiment.yaml): its session is run once, by the

@@ -17,7 +17,7 @@ from fake_anthropic import FakeAnthropic, tool_call
 from test_experiment import TESTS, jsonl, spec_for
 from test_experiment_mission import MISSION
 
-from autoresearch.jail import probe
+from autoresearch.safety.jail import probe
 
 # steps() is what the metric counts; cost() is what it does not see, but the holdout does.
 FAST = "def steps():\n    return {n}\n\n\ndef cost():\n    return {c}\n"

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from conftest import CALC, ROOT, Workflow, git, make_repo
 
-from autoresearch import git as harness_git
+from autoresearch.safety import git as harness_git
 
 TEXT = 'def shout(s):\n    return s.upper() + "!"\n\n\ndef whisper(s):\n    return s.lower()\n'
 TESTS = {

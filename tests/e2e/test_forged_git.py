@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from conftest import make_repo
 
-from autoresearch import git as ar_git
-from autoresearch.jail import probe
+from autoresearch.safety import git as ar_git
+from autoresearch.safety.jail import probe
 
 MATHS = "def mean(xs):\n    return sum(xs) / len(xs)\n"
 # The attack, as a test would carry it out: a git directory of its own with an fsmonitor that

@@ -8,7 +8,7 @@ import time
 
 from conftest import git, kill_all, live_processes, script_spec, wait_for
 
-from autoresearch import commands
+from autoresearch.safety import commands
 
 FIX = "def add(a, b):\n    return b + a\n\n\ndef mean(values):\n    return sum(values) / len(values)\n"  # noqa: E501
 FINDING = {"severity": "high", "title": "t", "location": "calc.py:1", "issue": "i.", "impact": "x."}

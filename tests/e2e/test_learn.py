@@ -6,7 +6,7 @@ import json
 
 from conftest import CALC, CALC_TESTS, git, make_repo
 
-from autoresearch import git as gitops
+from autoresearch.safety import git as gitops
 
 PERSON = "# Overview\n\nWritten by hand: see `calc.add`.\n"
 GUIDE = "# Guide\n\nCall `calc.divide` from `src/main.py`; see [setup](setup.md).\n"

@@ -14,7 +14,7 @@ import sys
 import pytest
 from conftest import git, script_spec
 
-from autoresearch import trace
+from autoresearch.safety import trace
 
 pytestmark = pytest.mark.skipif(trace.strace() is None, reason="strace is not installed")
 

@@ -11,7 +11,7 @@ import json
 import pytest
 from conftest import git, make_repo, script_spec
 
-from autoresearch import git as ar_git
+from autoresearch.safety import git as ar_git
 
 
 def src(todos: int) -> str:

@@ -78,7 +78,7 @@ def counting_os_open(path, flags, *args, **kwargs):
 builtins.open = io.open = counting_open
 os.open = counting_os_open
 
-from autoresearch import jobs
+from autoresearch.engine import jobs
 
 real_run_job = jobs.run_job
 

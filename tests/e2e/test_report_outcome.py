@@ -18,7 +18,7 @@ import yaml
 from conftest import BIN, ROOT, Workflow, git, missing
 from report_pages import DEMO_TIMEOUT, Demo, Report, demo_workflow, make_report
 
-from autoresearch.session_report import markdown_html
+from autoresearch.views.session_report import markdown_html
 
 sys.path.insert(0, str(ROOT / "bench"))
 import bench_report_browser as browser  # noqa: E402

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from conftest import Workflow, calc_repo, git, make_repo, no_key_sweep, script_spec
 
-from autoresearch import git as gitops
+from autoresearch.safety import git as gitops
 
 
 def run_setup_only(workflow, values, name="s"):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from autoresearch import agent_run, prompts
-from autoresearch.backends.base import StageLimits, StageRun, Usage
+from autoresearch.agents import agent_run, prompts
+from autoresearch.agents.backends.base import StageLimits, StageRun, Usage
 
 
 class Recording:

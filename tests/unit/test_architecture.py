@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from autoresearch import modes
-from autoresearch.backends.base import TEAMS
+from autoresearch.agents.backends.base import TEAMS
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("autoresearch", "scripts")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.tools import MAX_EDIT_BYTES, MAX_PATTERN_CHARS, Toolbox
+from autoresearch.agents.tools import MAX_EDIT_BYTES, MAX_PATTERN_CHARS, Toolbox
 
 SECRET = "TOP SECRET, outside the worktree"
 APP = "def add(a, b):\n    return a + b\n"

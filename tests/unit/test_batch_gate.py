@@ -8,11 +8,11 @@ from pathlib import Path
 
 from conftest import git, make_repo
 
-from autoresearch import git as ar_git
-from autoresearch.gate import BatchGate, Landed
-from autoresearch.protect import Protection
-from autoresearch.testrun import FAILED, PASSED, TestRun
-from autoresearch.verdict import Verdict, acceptable
+from autoresearch.gate.keep import BatchGate, Landed
+from autoresearch.gate.testrun import FAILED, PASSED, TestRun
+from autoresearch.gate.verdict import Verdict, acceptable
+from autoresearch.safety import git as ar_git
+from autoresearch.safety.protect import Protection
 
 
 def run_of(ok: bool) -> TestRun:

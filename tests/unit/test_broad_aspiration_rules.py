@@ -8,7 +8,7 @@ from test_broad_rules import GIVEN, base_values, full_result
 
 from autoresearch.modes.broad import Broad
 from autoresearch.modes.broad.comparison import ranking, render_comparison
-from autoresearch.spec import SpecError
+from autoresearch.session.spec import SpecError
 
 MINIMIZE = {"label": "TODOs", "command": "python measure.py", "direction": "minimize", "base": 5}
 

@@ -17,7 +17,7 @@ from autoresearch.modes.broad.hypotheses import (
     render_markdown,
     validate,
 )
-from autoresearch.spec import SessionSpec, SpecError
+from autoresearch.session.spec import SessionSpec, SpecError
 
 GIVEN = [
     {"id": "h1", "category": "obvious", "name": "guard", "statement": "Guard the inputs."},
@@ -118,8 +118,8 @@ class FakeEnv:
     broad decision as the loop writes it (tests/unit/decisions/broad.json)."""
 
     def __init__(self, tmp_path: Path, cycle: int, prev: dict | None, max_cycles=None):
-        from autoresearch.files import write_json
-        from autoresearch.layout import SessionLayout
+        from autoresearch.session.files import write_json
+        from autoresearch.session.layout import SessionLayout
 
         self.layout = SessionLayout(tmp_path)
         self.spec = SessionSpec({"max_cycles": max_cycles})
@@ -190,7 +190,7 @@ def test_winner_most_fixes_then_less_obvious_then_smaller_diff():
 
 
 def fake_session(tmp_path: Path, **spec) -> Path:
-    from autoresearch.layout import SessionLayout
+    from autoresearch.session.layout import SessionLayout
 
     session = tmp_path / "sessions" / "s"
     session.mkdir(parents=True)
@@ -224,7 +224,7 @@ def test_tracks_start_together_unless_parallel_is_false(tmp_path, monkeypatch):
 
 
 def test_status_lines_show_tracks_and_pending_approval(tmp_path, monkeypatch):
-    from autoresearch.layout import SessionLayout
+    from autoresearch.session.layout import SessionLayout
 
     monkeypatch.chdir(tmp_path)
     layout = SessionLayout(fake_session(tmp_path))

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from autoresearch import chain, modes
+from autoresearch import modes
+from autoresearch.engine import chain
 from autoresearch.modes.lens import Lens
-from autoresearch.record import SetupRecord
+from autoresearch.session.record import SetupRecord
 
 CONFIRMED = {
     "id": "B-001",

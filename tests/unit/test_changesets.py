@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import git, make_repo
 
-from autoresearch.changesets import collided_with, group, session_commits
+from autoresearch.session.changesets import collided_with, group, session_commits
 
 LINES = "".join(f"line {n}\n" for n in range(1, 21))
 
@@ -119,7 +119,7 @@ def test_the_grouping_is_the_same_on_every_run(tmp_path):
 
 
 def test_a_commit_that_does_not_apply_is_joined_with_the_latest_one_of_its_files():
-    from autoresearch.changesets import Commit
+    from autoresearch.session.changesets import Commit
 
     commits = [
         Commit("a", "a", "a", ("x.py",)),

@@ -20,11 +20,17 @@ from fake_anthropic import (
 )
 from fake_messages_rules import problems
 
-from autoresearch import ledger
-from autoresearch.backends import get_backend
-from autoresearch.backends.base import SessionStop, StageBrief, StageFailed, StageLimits, ToolResult
-from autoresearch.backends.claude import STREAM_ABOVE_TOKENS, ClaudeBackend
-from autoresearch.tools import Toolbox
+from autoresearch.agents import ledger
+from autoresearch.agents.backends import get_backend
+from autoresearch.agents.backends.base import (
+    SessionStop,
+    StageBrief,
+    StageFailed,
+    StageLimits,
+    ToolResult,
+)
+from autoresearch.agents.backends.claude import STREAM_ABOVE_TOKENS, ClaudeBackend
+from autoresearch.agents.tools import Toolbox
 
 PRICES = {"claude-haiku-4-5": {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.1}}
 EPHEMERAL = {"type": "ephemeral"}

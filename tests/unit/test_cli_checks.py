@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 from fake_anthropic import FakeAnthropic
 
-from autoresearch import modes, session, spec
-from autoresearch.backends import BACKEND_TEAMS
-from autoresearch.jobs import progress_label, stage_name
-from autoresearch.record import SetupRecord
-from autoresearch.stage import StageEnv
+from autoresearch import modes
+from autoresearch.agents.backends import BACKEND_TEAMS
+from autoresearch.engine.jobs import progress_label, stage_name
+from autoresearch.engine.stage import StageEnv
+from autoresearch.session import spec
+from autoresearch.session import start as session
+from autoresearch.session.record import SetupRecord
 
 
 def values(**extra) -> dict:
@@ -112,7 +114,7 @@ def api(monkeypatch):
 
 
 def test_a_model_the_api_serves_passes(api):
-    from autoresearch.backends.claude import unknown_model
+    from autoresearch.agents.backends.claude import unknown_model
 
     fake = api(["claude-sonnet-5-5"])
     assert unknown_model("claude-sonnet-5-5") is None
@@ -120,7 +122,7 @@ def test_a_model_the_api_serves_passes(api):
 
 
 def test_an_unknown_model_is_named_with_the_ones_the_api_knows(api):
-    from autoresearch.backends.claude import unknown_model
+    from autoresearch.agents.backends.claude import unknown_model
 
     api(["claude-sonnet-5-5", "claude-opus-5-5"])
     problem = unknown_model("claude-sonet-5-5")
@@ -128,7 +130,7 @@ def test_an_unknown_model_is_named_with_the_ones_the_api_knows(api):
 
 
 def test_a_server_without_a_models_api_is_given_the_benefit_of_the_doubt(api):
-    from autoresearch.backends.claude import unknown_model
+    from autoresearch.agents.backends.claude import unknown_model
 
     api(None)
     assert unknown_model("qwen3-coder") is None

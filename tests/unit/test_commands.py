@@ -11,7 +11,7 @@ import textwrap
 import pytest
 from conftest import ROOT, kill_all, live_processes
 
-from autoresearch import commands, jail
+from autoresearch.safety import commands, jail
 
 PROBE = jail.probe()
 MODES = [
@@ -80,7 +80,7 @@ def test_timeout_ends_every_process_in_the_jail(session_dirs):
 PRINT_A_GIGABYTE = textwrap.dedent(
     r"""
     import re, sys
-    from autoresearch import commands
+    from autoresearch.safety import commands
     result = commands.run("yes 'a line of test output' | head -c 1000000000; echo; echo 7 passed",
                           sys.argv[1])
     # VmHWM is this process's own peak; ru_maxrss would carry over the forking parent's.
@@ -126,7 +126,7 @@ INTERRUPT_A_THREAD = textwrap.dedent(
     """
     import os, signal, sys, threading, time
     from pathlib import Path
-    from autoresearch import commands, jail
+    from autoresearch.safety import commands, jail
     worktree, sessions, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as started from a terminal
     box = jail.build_jail({"sandbox": mode}, worktree, hide=[sessions])
@@ -164,7 +164,7 @@ INTERRUPT_A_THREAD = textwrap.dedent(
 IGNORING_SIGINT = textwrap.dedent(
     """
     import signal
-    from autoresearch import commands
+    from autoresearch.safety import commands
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as under nohup, or `cmd &` in a script
     print(commands.end_commands_on_interrupt(), signal.getsignal(signal.SIGINT) == signal.SIG_IGN)
     """

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from conftest import git, make_repo
 
-from autoresearch import modes, spec
-from autoresearch.files import write_json
-from autoresearch.record import SetupRecord
-from autoresearch.stage import StageEnv
+from autoresearch import modes
+from autoresearch.engine.stage import StageEnv
+from autoresearch.session import spec
+from autoresearch.session.files import write_json
+from autoresearch.session.record import SetupRecord
 
 
 def env_at(tmp_path, cycle: int) -> tuple[StageEnv, list[str]]:

@@ -10,14 +10,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from autoresearch import journal, loop, modes
-from autoresearch.cycle_step import CycleStep
+from autoresearch import modes
+from autoresearch.engine import loop
+from autoresearch.engine.cycle_step import CycleStep
+from autoresearch.engine.stage import StageEnv
 from autoresearch.errors import SessionError
-from autoresearch.files import write_json
-from autoresearch.layout import SessionLayout
 from autoresearch.modes.broad.step import TrackStep
 from autoresearch.modes.narrow.step import GoalStep, NarrowStep
-from autoresearch.stage import StageEnv
+from autoresearch.session.files import write_json
+from autoresearch.session.layout import SessionLayout
+from autoresearch.views import journal
 
 WRITTEN = Path(__file__).parent / "decisions"
 RECORDS = {"sweep": CycleStep, "narrow": NarrowStep, "broad": TrackStep}

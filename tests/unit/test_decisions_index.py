@@ -7,9 +7,10 @@ import re
 import shutil
 from pathlib import Path
 
-from autoresearch import journal, tally
-from autoresearch.files import write_json
-from autoresearch.layout import SessionLayout
+from autoresearch.engine import tally
+from autoresearch.session.files import write_json
+from autoresearch.session.layout import SessionLayout
+from autoresearch.views import journal
 
 
 def decide(layout: SessionLayout, cycle: int, track: str = "", **extra) -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autoresearch import prompts
-from autoresearch.backends.base import StageLimits
-from autoresearch.layout import SessionLayout
+from autoresearch.agents import prompts
+from autoresearch.agents.backends.base import StageLimits
+from autoresearch.engine.stage import StageEnv
 from autoresearch.modes.experiment import candidates, log, runs
 from autoresearch.modes.experiment.policy import (
     CRASH,
@@ -31,8 +31,8 @@ from autoresearch.modes.experiment.program import (
     from_frozen,
     resolve,
 )
-from autoresearch.spec import SpecError
-from autoresearch.stage import StageEnv
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.spec import SpecError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from autoresearch.modes.experiment.program import from_frozen, resolve
-from autoresearch.spec import SpecError
+from autoresearch.session.spec import SpecError
 
 PROGRAM = """# Fewer steps
 

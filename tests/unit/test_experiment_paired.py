@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import random
 
-from autoresearch.metrics import MetricError
+from autoresearch.measure.metrics import MetricError
 from autoresearch.modes.experiment import paired
 from autoresearch.modes.experiment.policy import CRASH, DISCARDED, GUARD_FAILED, KEPT
 from autoresearch.modes.experiment.sequential import Design

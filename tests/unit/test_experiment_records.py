@@ -11,9 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from autoresearch import loop, modes
+from autoresearch import modes
+from autoresearch.engine import loop
+from autoresearch.engine.loop import Status
 from autoresearch.errors import SessionError
-from autoresearch.loop import Status
 from autoresearch.modes.experiment.step import ExperimentStep
 
 WRITTEN = Path(__file__).parent / "decisions"

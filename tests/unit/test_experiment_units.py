@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from autoresearch.commands import CommandResult
 from autoresearch.modes.experiment import base_guard_problem
 from autoresearch.modes.experiment.holdout import HOLDOUT_DISAGREES
 from autoresearch.modes.experiment.policy import (
@@ -36,7 +35,8 @@ from autoresearch.modes.experiment.stages import (
     new_record,
     within,
 )
-from autoresearch.spec import SpecError
+from autoresearch.safety.commands import CommandResult
+from autoresearch.session.spec import SpecError
 
 PROGRAM = """# Faster parser
 

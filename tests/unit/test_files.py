@@ -5,10 +5,12 @@ from __future__ import annotations
 import csv
 import threading
 
-from autoresearch import files, findings, journal
-from autoresearch.layout import SessionLayout
-from autoresearch.record import SetupRecord
-from autoresearch.spec import SessionSpec
+from autoresearch.engine import findings
+from autoresearch.session import files
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.record import SetupRecord
+from autoresearch.session.spec import SessionSpec
+from autoresearch.views import journal
 
 WRITERS = 8
 ROUNDS = 40

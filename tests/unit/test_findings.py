@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autoresearch.findings import Finding, clean_location, parse, render, sanitize
+from autoresearch.engine.findings import Finding, clean_location, parse, render, sanitize
 
 
 def test_a_line_break_inside_a_field_cannot_forge_a_second_finding():

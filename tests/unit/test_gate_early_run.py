@@ -9,11 +9,11 @@ from pathlib import Path
 
 from conftest import make_repo
 
-from autoresearch import git as ar_git
-from autoresearch.gate import BatchGate, Landed
-from autoresearch.protect import Protection
-from autoresearch.testrun import FAILED, PASSED, TestRun
-from autoresearch.verdict import Verdict, acceptable
+from autoresearch.gate.keep import BatchGate, Landed
+from autoresearch.gate.testrun import FAILED, PASSED, TestRun
+from autoresearch.gate.verdict import Verdict, acceptable
+from autoresearch.safety import git as ar_git
+from autoresearch.safety.protect import Protection
 
 FILES = [f"f{i}.txt" for i in range(8)]
 OTHER = "tests/test_other.py::test_other"  # fails when any file says OTHER

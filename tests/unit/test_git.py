@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import git, make_repo, wait_for
 
-from autoresearch import git as ar_git
+from autoresearch.safety import git as ar_git
 
 USER_EDIT = "the user's uncommitted edit\n"
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch import commands
-from autoresearch import git as ar_git
 from autoresearch.errors import UserError
-from autoresearch.jail import build_jail, probe
+from autoresearch.safety import commands
+from autoresearch.safety import git as ar_git
+from autoresearch.safety.jail import build_jail, probe
 
 CANARY = "planted-code-ran"
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch import findings
+from autoresearch.engine import findings
 from autoresearch.errors import SpecError
-from autoresearch.files import write_json
-from autoresearch.layout import SessionLayout
 from autoresearch.modes.base import check_judge
 from autoresearch.modes.sweep import Sweep
-from autoresearch.spec import SessionSpec
+from autoresearch.session.files import write_json
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.spec import SessionSpec
 
 
 class Env:

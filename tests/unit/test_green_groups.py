@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from autoresearch.findings import Finding
-from autoresearch.teams import conversation_groups
+from autoresearch.engine.findings import Finding
+from autoresearch.engine.teams import conversation_groups
 
 
 def finding(fid: str, location: str) -> Finding:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from autoresearch.findings import Finding
-from autoresearch.green_lanes import LaneEnv, deal, file_groups, named_files
+from autoresearch.engine.findings import Finding
+from autoresearch.engine.green_lanes import LaneEnv, deal, file_groups, named_files
 
 TRACKED = frozenset({"a.py", "b.py", "c.py", "pkg/d.py"})
 

@@ -10,11 +10,11 @@ from types import MappingProxyType
 
 import pytest
 
-from autoresearch import jail
+from autoresearch.agents.tools import Toolbox
 from autoresearch.errors import SpecError
 from autoresearch.modes.experiment import guard, holdout, paired
 from autoresearch.modes.experiment.program import ExperimentConfig, resolve
-from autoresearch.tools import Toolbox
+from autoresearch.safety import jail
 
 SECRET = "HOLDOUT-SECRET"
 

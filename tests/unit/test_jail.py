@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from autoresearch import commands, jail
+from autoresearch.safety import commands, jail
 
 PROBE = jail.probe()
 needs_bwrap = pytest.mark.skipif(
@@ -42,7 +42,7 @@ HUNT_ENVIRON = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from autoresearch import commands, jail
+    from autoresearch.safety import commands, jail
     worktree, sessions, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     box = jail.build_jail({"sandbox": mode}, worktree, hide=[sessions])
     hunt = "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\\\0' '\\\\n'"

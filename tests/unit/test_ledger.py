@@ -6,8 +6,8 @@ import csv
 
 import pytest
 
-from autoresearch.backends.base import StageRun, Usage
-from autoresearch.ledger import (
+from autoresearch.agents.backends.base import StageRun, Usage
+from autoresearch.agents.ledger import (
     COLUMNS,
     budget_exceeded,
     describe,

@@ -8,8 +8,9 @@ import json
 import pytest
 import yaml
 
-from autoresearch import chain, cli
+from autoresearch import cli
 from autoresearch.checks.finding_schema import gate_of
+from autoresearch.engine import chain
 from autoresearch.errors import SpecError
 from autoresearch.modes.lens import Lens
 from autoresearch.modes.lens.output import Writer, mask_data
@@ -135,7 +136,7 @@ def test_the_spec_autoresearch_new_writes_for_a_lens_is_valid(tmp_path, monkeypa
     from conftest import ROOT, make_repo
 
     from autoresearch import modes
-    from autoresearch import spec as specs
+    from autoresearch.session import spec as specs
 
     root = tmp_path / "wf"
     (root / "config" / "sessions").mkdir(parents=True)

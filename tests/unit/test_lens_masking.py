@@ -152,8 +152,9 @@ def session_folder(tmp_path):
 
 
 def test_a_bare_value_quoted_after_setup_is_masked_in_every_later_file(tmp_path):
-    from autoresearch import files, seen
     from autoresearch.modes.lens.output import Writer, masked_log
+    from autoresearch.safety import seen
+    from autoresearch.session import files
 
     root = session_folder(tmp_path)
     Writer().text(root / "lens-setup.md", 'db.py: password = "Tr0ub4dor-and-3"\n')
@@ -172,8 +173,8 @@ def test_a_bare_value_quoted_after_setup_is_masked_in_every_later_file(tmp_path)
 
 
 def test_the_seen_values_are_kept_as_private_digests(tmp_path):
-    from autoresearch import seen
     from autoresearch.modes.lens.output import Writer
+    from autoresearch.safety import seen
 
     root = session_folder(tmp_path)
     Writer().text(root / "lens-setup.md", 'API_KEY = "sk-live-0123456789abcdef"\n')
@@ -184,8 +185,8 @@ def test_the_seen_values_are_kept_as_private_digests(tmp_path):
 
 
 def test_a_log_line_masks_what_the_stages_writer_saw(tmp_path):
+    from autoresearch.engine.stage import StageEnv
     from autoresearch.modes.lens.output import Writer
-    from autoresearch.stage import StageEnv
 
     root = session_folder(tmp_path)
     Writer().text(root / "a.md", 'secret: "correct-horse-battery"\n')

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from autoresearch.backends import ruff_security
+from autoresearch.agents.backends import ruff_security
 from autoresearch.checks.finding_schema import OWASP_2021, SCENARIO_DIMENSIONS, STRIDE
 from autoresearch.checks.saturation import (
     Iteration,

@@ -8,17 +8,19 @@ from types import SimpleNamespace
 
 import pytest
 
-from autoresearch import journal, loop, modes
+from autoresearch import modes
+from autoresearch.engine import loop
+from autoresearch.engine.loop import Decision, Status
+from autoresearch.engine.stage import StageEnv
 from autoresearch.errors import SessionError
-from autoresearch.files import write_json
-from autoresearch.layout import SessionLayout
-from autoresearch.loop import Decision, Status
 from autoresearch.modes.base import Mode
 from autoresearch.modes.experiment import policy
 from autoresearch.modes.fix import stages as fix_stages
 from autoresearch.modes.lens.output import Writer
 from autoresearch.modes.ship import stages as ship_stages
-from autoresearch.stage import StageEnv
+from autoresearch.session.files import write_json
+from autoresearch.session.layout import SessionLayout
+from autoresearch.views import journal
 
 
 def sweep_decision(cycle: int) -> dict:

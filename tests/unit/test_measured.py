@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 from conftest import git
 
-from autoresearch import commands, measured, trace
-from autoresearch.layout import SessionLayout
+from autoresearch.measure import measured
 from autoresearch.modes.narrow import Narrow
-from autoresearch.protect import ProtectedChange, Protection
-from autoresearch.record import SetupRecord
-from autoresearch.sandbox import Refused, Sandbox
+from autoresearch.safety import commands, trace
+from autoresearch.safety.protect import ProtectedChange, Protection
+from autoresearch.safety.sandbox import Refused, Sandbox
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.record import SetupRecord
 
 needs_strace = pytest.mark.skipif(trace.strace() is None, reason="strace is not installed")
 

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from autoresearch.metrics import (
+from autoresearch.measure.metrics import (
     Measurement,
     MetricError,
     Target,

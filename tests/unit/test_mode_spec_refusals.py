@@ -14,7 +14,7 @@ import pytest
 from conftest import git, make_repo
 from refusals import refusal
 
-from autoresearch import git as gitops
+from autoresearch.safety import git as gitops
 
 TESTS = "def test_a():\n    pass\n"
 

@@ -8,18 +8,18 @@ from pathlib import Path
 import pytest
 from conftest import git, make_repo
 
-from autoresearch import metrics
-from autoresearch.command_files import measurement_scripts
-from autoresearch.layout import SessionLayout
+from autoresearch.measure import metrics
 from autoresearch.modes.narrow import Narrow
 from autoresearch.modes.narrow.angles import Step, angle_statuses, state_before, step
 from autoresearch.modes.narrow.goal import angles_of, goal_of
 from autoresearch.modes.narrow.progress import metric_line
 from autoresearch.modes.narrow.protect import protected_paths
 from autoresearch.modes.narrow.step import GoalStep
-from autoresearch.record import SetupRecord
-from autoresearch.sandbox import Sandbox
-from autoresearch.spec import SpecError
+from autoresearch.safety.command_files import measurement_scripts
+from autoresearch.safety.sandbox import Sandbox
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.record import SetupRecord
+from autoresearch.session.spec import SpecError
 
 GOAL = {"metric": "p99", "command": "./bench.sh", "target": "<= 100ms"}
 ANGLES = [

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from conftest import git, make_repo
 
-from autoresearch import git as ours
-from autoresearch.patch import changed_of, make_patch
+from autoresearch.safety import git as ours
+from autoresearch.safety.patch import changed_of, make_patch
 
 ROOT = Path(__file__).resolve().parents[2]
 

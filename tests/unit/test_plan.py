@@ -9,10 +9,10 @@ import pytest
 import yaml
 from conftest import BIN, ROOT, git, make_repo
 
-from autoresearch import plan, spec
 from autoresearch.cli import main as cli_main
 from autoresearch.modes.experiment import Experiment
 from autoresearch.modes.narrow import Narrow
+from autoresearch.session import plan, spec
 
 PRINT_42 = "python -c 'print(42)'"
 # Deterministically not deterministic: every run prints a different number.

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from autoresearch.backends.base import StageLimits
-from autoresearch.prompts import FINDING_FIELDS, RED_CATEGORIES, BriefContext, build_brief
-from autoresearch.tools import TEAM_TOOLS, TOOL_SPECS
+from autoresearch.agents.backends.base import StageLimits
+from autoresearch.agents.prompts import FINDING_FIELDS, RED_CATEGORIES, BriefContext, build_brief
+from autoresearch.agents.tools import TEAM_TOOLS, TOOL_SPECS
 
 # Text that only Red (or the coordinator) may know: it must never reach Green or Refactor.
 RED_ONLY = [

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import git, make_repo
 
-from autoresearch import git as ar_git
 from autoresearch.modes.narrow.protect import TEST_GLOBS
-from autoresearch.protect import ProtectedChange, Protection
+from autoresearch.safety import git as ar_git
+from autoresearch.safety.protect import ProtectedChange, Protection
 
 PACKAGE = Path(__file__).resolve().parents[2] / "autoresearch"
 BENCH = "print(3)\n"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from autoresearch import redo
-from autoresearch.layout import SessionLayout
-from autoresearch.record import SetupRecord
+from autoresearch.session import redo
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.record import SetupRecord
 
 
 def a_session(tmp_path, mode: str) -> SessionLayout:

@@ -3,11 +3,12 @@ run that did not get to its tests."""
 
 from __future__ import annotations
 
-from autoresearch import modes, spec
-from autoresearch.files import write_json
-from autoresearch.record import SetupRecord
-from autoresearch.stage import StageEnv
-from autoresearch.testrun import NOT_RUN, PASSED
+from autoresearch import modes
+from autoresearch.engine.stage import StageEnv
+from autoresearch.gate.testrun import NOT_RUN, PASSED
+from autoresearch.session import spec
+from autoresearch.session.files import write_json
+from autoresearch.session.record import SetupRecord
 
 
 def run_record(outcome: str, passing: list[str]) -> dict:

@@ -13,10 +13,11 @@ import pytest
 from conftest import ROOT, calc_repo, git
 
 import scripts.session
-from autoresearch import __version__, spec
+from autoresearch import __version__
 from autoresearch.errors import SessionError
-from autoresearch.layout import SessionLayout
-from autoresearch.record import SetupRecord
+from autoresearch.session import spec
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.record import SetupRecord
 
 BRANCH = "autoresearch/improve"
 

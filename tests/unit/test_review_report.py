@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from autoresearch.changesets import Commit, ReviewLoop
-from autoresearch.review import ReviewSet, report
-from autoresearch.testrun import FAILED, PASSED, TestRun
-from autoresearch.verdict import Verdict
+from autoresearch.gate.testrun import FAILED, PASSED, TestRun
+from autoresearch.gate.verdict import Verdict
+from autoresearch.session.changesets import Commit, ReviewLoop
+from autoresearch.session.finalize import ReviewSet, report
 
 
 def run_of(outcome: str) -> TestRun:

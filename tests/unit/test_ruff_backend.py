@@ -6,10 +6,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from autoresearch import findings
-from autoresearch.backends.base import StageBrief
-from autoresearch.backends.ruff import RuffBackend, apply_edits
-from autoresearch.tools import Toolbox
+from autoresearch.agents.backends.base import StageBrief
+from autoresearch.agents.backends.ruff import RuffBackend, apply_edits
+from autoresearch.agents.tools import Toolbox
+from autoresearch.engine import findings
 
 
 def repo_with(tmp_path: Path, files: dict[str, bytes]) -> Path:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autoresearch.backends.ruff import diagnostics
+from autoresearch.agents.backends.ruff import diagnostics
 
 CODE = "import os\nimport sys\n\n\ndef f():\n    x = 1\n    return f'{1}'\n"
 ONLY_F401 = '[tool.ruff.lint]\nselect = ["F401"]\n'

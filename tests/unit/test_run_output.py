@@ -1,13 +1,13 @@
 """run_tests shows an agent what it acts on: the lines of passing tests are left out (with
-their count), never a failure, its traceback or the summary (autoresearch/run_output.py)."""
+their count), never a failure, its traceback or the summary (autoresearch/gate/run_output.py)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from autoresearch.run_output import condense
-from autoresearch.tools import TEST_OUTPUT_TAIL, Toolbox
+from autoresearch.agents.tools import TEST_OUTPUT_TAIL, Toolbox
+from autoresearch.gate.run_output import condense
 
 FAILING = """\
 ..........s.....x....................................................... [ 40%]

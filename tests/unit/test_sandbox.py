@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.sandbox import Refused, Sandbox, check_glob, glob_match
-from autoresearch.tools import Toolbox
+from autoresearch.agents.tools import Toolbox
+from autoresearch.safety.sandbox import Refused, Sandbox, check_glob, glob_match
 
 SECRET = "TOP SECRET, outside the worktree"
 

@@ -20,7 +20,7 @@ from autoresearch.modes.experiment.sequential import (
     compare,
     next_step,
 )
-from autoresearch.spec import SpecError
+from autoresearch.session.spec import SpecError
 
 
 def pairs_with_gains(gains: list[float], base: float = 100.0) -> tuple[list[float], list[float]]:

@@ -10,10 +10,10 @@ import pytest
 from conftest import git, make_repo
 
 from autoresearch import modes
-from autoresearch.files import write_json
-from autoresearch.layout import SessionLayout
-from autoresearch.ledger import COLUMNS as USAGE_COLUMNS
-from autoresearch.session_report import (
+from autoresearch.agents.ledger import COLUMNS as USAGE_COLUMNS
+from autoresearch.session.files import write_json
+from autoresearch.session.layout import SessionLayout
+from autoresearch.views.session_report import (
     MetricChange,
     ReportStep,
     SessionFacts,

@@ -14,9 +14,9 @@ from refusals import ask, refusal
 
 import scripts.common
 import scripts.session
-from autoresearch import git as gitops
-from autoresearch import session
 from autoresearch.errors import SpecError
+from autoresearch.safety import git as gitops
+from autoresearch.session import start as session
 
 # --- the spec's own keys ----------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autoresearch import slurm
+from autoresearch.session import slurm
 
 BATCH_SCRIPT = """#!/bin/sh
 # This script was created by sbatch --wrap.

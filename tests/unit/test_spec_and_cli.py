@@ -10,8 +10,8 @@ import pytest
 import yaml
 from conftest import ROOT, make_repo
 
-from autoresearch import spec as specs
 from autoresearch.cli import main as cli_main
+from autoresearch.session import spec as specs
 
 
 def write_layers(tmp_path, target_cfg: dict, session_cfg: dict):
@@ -186,14 +186,14 @@ def test_every_option_of_every_command_has_help_text():
     ],
 )
 def test_version_verdict_follows_the_seed(stamp, installed, verdict):
-    from autoresearch.session import version_verdict
+    from autoresearch.session.start import version_verdict
 
     assert version_verdict(stamp, installed) == verdict
 
 
 def test_a_key_to_set_is_blamed_on_the_session_spec_when_only_the_defaults_set_it():
-    from autoresearch.session import spec_file_of
-    from autoresearch.spec import Spec
+    from autoresearch.session.spec import Spec
+    from autoresearch.session.start import spec_file_of
 
     merged = Spec(values={}, sources={"test_command": "/t/.autoresearch.yml"})
     assert spec_file_of(merged, "test_command", "foo") == "/t/.autoresearch.yml"
@@ -232,8 +232,9 @@ def test_a_huge_spec_file_is_refused_before_it_is_parsed(tmp_path):
 
 
 def test_splitting_a_huge_command_returns_at_once(tmp_path):
-    from autoresearch import jail, stack, words
     from autoresearch.checks import command_checks
+    from autoresearch.safety import jail, words
+    from autoresearch.session import stack
 
     huge = "a" * 5_000_000
     with pytest.raises(words.TooLong):
@@ -265,7 +266,7 @@ def test_worktree_root_beside_the_target_is_accepted(tmp_path, monkeypatch):
 
 
 def stamped(tmp_path, version: str, name: str = "old"):
-    from autoresearch.layout import SessionLayout
+    from autoresearch.session.layout import SessionLayout
 
     layout = SessionLayout(tmp_path / "sessions" / name)
     layout.root.mkdir(parents=True)
@@ -274,7 +275,7 @@ def stamped(tmp_path, version: str, name: str = "old"):
 
 
 def test_a_resume_across_a_minor_upgrade_says_so_in_one_line_once(tmp_path, capsys):
-    from autoresearch.session import check_version
+    from autoresearch.session.start import check_version
 
     layout = stamped(tmp_path, "0.1.0")
     check_version(layout, {}, installed="0.2.0")
@@ -284,7 +285,7 @@ def test_a_resume_across_a_minor_upgrade_says_so_in_one_line_once(tmp_path, caps
 
 def test_two_sessions_of_one_name_resumed_in_one_process_each_say_their_upgrade(tmp_path, capsys):
     # Two workflow folders, each with a session `old`; one process asks of both.
-    from autoresearch.session import check_version
+    from autoresearch.session.start import check_version
 
     for folder, stamp in (("a", "0.1.0"), ("b", "0.1.1")):
         check_version(stamped(tmp_path / folder, stamp), {}, installed="0.2.0")
@@ -296,7 +297,7 @@ def test_two_sessions_of_one_name_resumed_in_one_process_each_say_their_upgrade(
 def test_each_run_that_resumes_a_session_under_an_upgrade_says_so_and_the_session_keeps_it(
     tmp_path, capsys, monkeypatch
 ):
-    from autoresearch import session
+    from autoresearch.session import start as session
 
     layout = stamped(tmp_path, "0.1.0")
     for run in ("1-first", "2-second"):
@@ -311,7 +312,7 @@ def test_each_run_that_resumes_a_session_under_an_upgrade_says_so_and_the_sessio
 
 
 def test_a_resume_under_the_same_version_says_nothing(tmp_path, capsys):
-    from autoresearch.session import check_version
+    from autoresearch.session.start import check_version
 
     check_version(stamped(tmp_path, "0.2.0"), {}, installed="0.2.0")
     assert capsys.readouterr().err == ""
@@ -320,7 +321,7 @@ def test_a_resume_under_the_same_version_says_nothing(tmp_path, capsys):
 def test_a_major_upgrade_points_at_the_changelog_that_ships(tmp_path):
     from autoresearch import __version__
     from autoresearch.errors import SessionError
-    from autoresearch.session import check_version
+    from autoresearch.session.start import check_version
 
     with pytest.raises(SessionError, match="Read its entry in CHANGELOG.md"):
         check_version(stamped(tmp_path, "0.9.0"), {}, installed="1.0.0")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.stack import (
+from autoresearch.session.stack import (
     STACKS,
     command_exists,
     detect,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
-from autoresearch import modes, spec
-from autoresearch.record import SetupRecord
-from autoresearch.stage import StageEnv
+from autoresearch import modes
+from autoresearch.engine.stage import StageEnv
+from autoresearch.session import spec
+from autoresearch.session.record import SetupRecord
 
 
 def env_of(tmp_path, cycle: int) -> StageEnv:

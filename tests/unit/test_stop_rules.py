@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from autoresearch.files import write_json
-from autoresearch.layout import SessionLayout
 from autoresearch.modes.sweep import Sweep
-from autoresearch.spec import SessionSpec
+from autoresearch.session.files import write_json
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.spec import SessionSpec
 
 # A sweep decision.json as the loop writes it.
 WRITTEN = json.loads((Path(__file__).parent / "decisions" / "sweep.json").read_text())

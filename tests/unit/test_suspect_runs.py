@@ -8,8 +8,8 @@ import pytest
 from conftest import git
 from test_tested_trees import Session
 
-from autoresearch import stage as stages
-from autoresearch.stack import last_failed_command, touching_tests
+from autoresearch.engine import stage as stages
+from autoresearch.session.stack import last_failed_command, touching_tests
 
 SECOND = "def test_other():\n    assert True\n"
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import random
 import shutil
 
-from autoresearch import journal, tally
-from autoresearch.files import write_json
-from autoresearch.layout import SessionLayout
-from autoresearch.tally import Tally
+from autoresearch.engine import tally
+from autoresearch.engine.tally import Tally
+from autoresearch.session.files import write_json
+from autoresearch.session.layout import SessionLayout
+from autoresearch.views import journal
 
 
 def decide(layout: SessionLayout, cycle: int, **extra) -> None:

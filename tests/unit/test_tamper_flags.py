@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 from conftest import make_repo
 
-from autoresearch import git as ar_git
 from autoresearch.modes.experiment.program import from_frozen, resolve
 from autoresearch.modes.experiment.stages import check_flags
 from autoresearch.modes.experiment.tamper import (
@@ -21,7 +20,8 @@ from autoresearch.modes.experiment.tamper import (
     scan,
     summary,
 )
-from autoresearch.spec import SpecError
+from autoresearch.safety import git as ar_git
+from autoresearch.session.spec import SpecError
 
 BEFORE = (
     "def steps():\n    total = 0\n    for i in range(1000):\n        total += i\n    return 1000\n"

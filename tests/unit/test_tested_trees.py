@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 from conftest import git, make_repo
 
-from autoresearch import gate as gates
-from autoresearch import git as ar_git
-from autoresearch import modes, spec
-from autoresearch.record import SetupRecord
-from autoresearch.stage import StageEnv
-from autoresearch.tested import RunKey, TestRunLog, exact_tree
-from autoresearch.testrun import TIMED_OUT
+from autoresearch import modes
+from autoresearch.engine.stage import StageEnv
+from autoresearch.gate import keep as gates
+from autoresearch.gate.tested import RunKey, TestRunLog, exact_tree
+from autoresearch.gate.testrun import TIMED_OUT
+from autoresearch.safety import git as ar_git
+from autoresearch.session import spec
+from autoresearch.session.record import SetupRecord
 
 # The suite passes when value.txt says "ok"; test_local passes only with an ignored file.
 FILES = {

@@ -16,18 +16,19 @@ from pathlib import Path
 import pytest
 from conftest import CALC, make_repo
 
-from autoresearch import jail, testrun, verdict
-from autoresearch.baseline import (
+from autoresearch.gate import testrun, verdict
+from autoresearch.gate.baseline import (
     check_baseline,
     describe_baseline,
     likely_fix,
     measure_baseline,
     stops_at_first_failure,
 )
-from autoresearch.runner_reports import read_go_json
-from autoresearch.stack import pytest_cache_disabled, uncached_test_command
-from autoresearch.testrun import FAILED, NOT_RUN, PASSED, TIMED_OUT, TestRun
-from autoresearch.verdict import GONE, SKIPPED_NOW, acceptable, regressions
+from autoresearch.gate.runner_reports import read_go_json
+from autoresearch.gate.testrun import FAILED, NOT_RUN, PASSED, TIMED_OUT, TestRun
+from autoresearch.gate.verdict import GONE, SKIPPED_NOW, acceptable, regressions
+from autoresearch.safety import jail
+from autoresearch.session.stack import pytest_cache_disabled, uncached_test_command
 
 PY = sys.executable
 PYTEST = f"{PY} -m pytest"

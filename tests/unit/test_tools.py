@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.backends.base import StageFailed, ToolResult
-from autoresearch.tools import (
+from autoresearch.agents.backends.base import StageFailed, ToolResult
+from autoresearch.agents.tools import (
     MAX_EDIT_BYTES,
     MAX_READ_LINES,
     MAX_SEARCH_HITS,

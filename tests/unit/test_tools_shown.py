@@ -1,4 +1,4 @@
-"""A conversation is not sent the same file text twice (autoresearch/shown.py, docs/cost.md),
+"""A conversation is not sent the same file text twice (autoresearch/agents/shown.py, docs/cost.md),
 and never pointed at text it does not have: the file changed since (by an edit, a command,
 the harness), the earlier output shortened, a new conversation."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from fake_anthropic import FakeAnthropic, message, text_block, tool_call
 
-from autoresearch.backends.base import StageBrief, StageLimits
-from autoresearch.backends.claude import ClaudeBackend
-from autoresearch.tools import MAX_LINE_CHARS, Toolbox
+from autoresearch.agents.backends.base import StageBrief, StageLimits
+from autoresearch.agents.backends.claude import ClaudeBackend
+from autoresearch.agents.tools import MAX_LINE_CHARS, Toolbox
 
 MODULE = "".join(f"def step_{i}(x):\n    return x + {i}\n" for i in range(1, 21))
 

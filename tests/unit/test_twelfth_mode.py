@@ -16,11 +16,13 @@ import pytest
 import yaml
 from conftest import git, make_repo
 
-from autoresearch import loop, modes, spec
+from autoresearch import modes
+from autoresearch.engine import loop
+from autoresearch.engine.stage import StageEnv
 from autoresearch.modes.base import Mode
-from autoresearch.protect import ProtectedChange
-from autoresearch.record import SetupRecord
-from autoresearch.stage import StageEnv
+from autoresearch.safety.protect import ProtectedChange
+from autoresearch.session import spec
+from autoresearch.session.record import SetupRecord
 from scripts import step as step_job
 
 ROOT = Path(__file__).resolve().parents[2]

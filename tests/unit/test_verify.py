@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 from conftest import CALC, CALC_TESTS, ROOT, git, make_repo
 
-from autoresearch import journal, status, verify
-from autoresearch.files import append_line
-from autoresearch.layout import SessionLayout
-from autoresearch.record import SetupRecord
+from autoresearch.session import verify
+from autoresearch.session.files import append_line
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.record import SetupRecord
+from autoresearch.views import journal, status
 
 BRANCH = "autoresearch/improve"
 IDS = ["tests/test_calc.py::test_add", "tests/test_calc.py::test_mean"]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch import worktree_files
-from autoresearch.worktree_files import Missing, Refused, read_bytes, read_if_any, read_text
+from autoresearch.safety import worktree_files
+from autoresearch.safety.worktree_files import Missing, Refused, read_bytes, read_if_any, read_text
 
 SECRET = "SECRET-KEY-0xdeadbeef"
 
@@ -220,13 +220,22 @@ RAW_READS = {"read_text", "read_bytes", "open", "fromfile", "read"}
 PARSERS = {"os", "worktree_files", "json", "yaml", "tomllib"}  # their .open/.read are not files
 # Raw reads under a target's name that are meant: (module, the call) -> why.
 ALLOWED = {
-    ("autoresearch/git.py", "open(common_dir(repo)"): "the harness's own lock, in git's dir",
-    ("autoresearch/git.py", "dot_git.read_text()"): "`.git` itself, lstat-checked before",
-    ("autoresearch/git.py", "(admin / "): "git's admin directory, not the worktree",
-    ("autoresearch/git.py", "record_of(worktree)"): "the harness's record beside the worktree",
-    ("autoresearch/jail.py", "dot_git.read_text()"): "`.git`, which the reader refuses by design",
-    ("autoresearch/jail.py", "(own / 'commondir')"): "git's admin directory, not the worktree",
-    ("autoresearch/metrics.py", "path.read_text("): "an absolute json_file the spec names",
+    ("autoresearch/safety/git.py", "open(common_dir(repo)"): "the harness's own lock, in git's dir",
+    ("autoresearch/safety/git.py", "dot_git.read_text()"): "`.git` itself, lstat-checked before",
+    ("autoresearch/safety/git.py", "(admin / "): "git's admin directory, not the worktree",
+    (
+        "autoresearch/safety/git.py",
+        "record_of(worktree)",
+    ): "the harness's record beside the worktree",
+    (
+        "autoresearch/safety/jail.py",
+        "dot_git.read_text()",
+    ): "`.git`, which the reader refuses by design",
+    (
+        "autoresearch/safety/jail.py",
+        "(own / 'commondir')",
+    ): "git's admin directory, not the worktree",
+    ("autoresearch/measure/metrics.py", "path.read_text("): "an absolute json_file the spec names",
     ("autoresearch/modes/experiment/program.py", "(folder / MISSION_FILE)"): "the spec's mission",
 }
 
@@ -275,12 +284,12 @@ def test_harness_code_reads_no_target_file_but_through_the_reader():
     unexpected = []
     for path in sorted((ROOT / "autoresearch").rglob("*.py")):
         module = path.relative_to(ROOT).as_posix()
-        if module == "autoresearch/worktree_files.py":
+        if module == "autoresearch/safety/worktree_files.py":
             continue
         for call in _raw_reads_of_target_paths(ast.parse(path.read_text())):
             if not any(module == m and call.startswith(c) for m, c in ALLOWED):
                 unexpected.append(f"{module}: {call}")
-    assert unexpected == [], "read these through autoresearch.worktree_files"
+    assert unexpected == [], "read these through autoresearch.safety.worktree_files"
 
 
 def test_a_bind_mount_inside_the_worktree_is_refused(tree):

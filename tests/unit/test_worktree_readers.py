@@ -176,7 +176,7 @@ def test_doc_checks_do_not_read_a_hard_link_to_a_file_outside(tmp_path):
 
 
 def test_ruff_diagnostics_say_nothing_about_a_linked_file(tmp_path):
-    from autoresearch.backends.ruff import diagnostics
+    from autoresearch.agents.backends.ruff import diagnostics
 
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "keys.py").write_text(f"import {SECRET}\n")
@@ -189,7 +189,7 @@ def test_ruff_diagnostics_say_nothing_about_a_linked_file(tmp_path):
 
 
 def test_ruff_refactor_does_not_read_a_linked_file(tmp_path):
-    from autoresearch.backends.ruff import RuffBackend
+    from autoresearch.agents.backends.ruff import RuffBackend
 
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "keys.py").write_text(f"x=  '{SECRET}'\n")
@@ -210,7 +210,7 @@ def test_ruff_refactor_does_not_read_a_linked_file(tmp_path):
 
 
 def test_conventions_for_the_agents_leave_out_a_linked_claude_md(tmp_path, secret):
-    from autoresearch.session import read_conventions
+    from autoresearch.session.start import read_conventions
 
     repo = repo_with_links(tmp_path, {"README.md": "# Calc\n"}, {"CLAUDE.md": secret})
     notes: list[str] = []
@@ -224,8 +224,8 @@ def test_conventions_for_the_agents_leave_out_a_linked_claude_md(tmp_path, secre
 
 
 def test_a_linked_target_config_is_a_spec_error_naming_the_file(tmp_path, secret):
-    from autoresearch import spec
     from autoresearch.errors import SpecError
+    from autoresearch.session import spec
 
     (tmp_path / "outside" / "conf.yml").write_text(f"{SECRET}: 1\ntest_command: x\n")
     repo = repo_with_links(
@@ -242,7 +242,7 @@ def test_a_linked_target_config_is_a_spec_error_naming_the_file(tmp_path, secret
 
 
 def test_stack_detection_reads_no_linked_pytest_or_package_config(tmp_path):
-    from autoresearch import stack
+    from autoresearch.session import stack
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -261,7 +261,7 @@ def test_stack_detection_reads_no_linked_pytest_or_package_config(tmp_path):
 
 
 def test_plan_reads_no_linked_package_json(tmp_path):
-    from autoresearch import plan
+    from autoresearch.session import plan
 
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "package.json").write_text('{"scripts": {"bench": "x"}}')
@@ -275,7 +275,7 @@ def test_plan_reads_no_linked_package_json(tmp_path):
 
 
 def test_a_json_file_metric_linked_out_is_not_read(tmp_path):
-    from autoresearch import metrics
+    from autoresearch.measure import metrics
 
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "score.json").write_text('{"score": 42}')
@@ -287,8 +287,8 @@ def test_a_json_file_metric_linked_out_is_not_read(tmp_path):
 
 
 def test_a_finding_location_in_a_hard_link_out_is_not_counted(tmp_path):
-    from autoresearch import findings
     from autoresearch.checks.finding_schema import _Places
+    from autoresearch.engine import findings
 
     outside = tmp_path / "outside.py"
     outside.write_text("1\n2\n3\n4\n5\n")
@@ -309,7 +309,7 @@ JUNIT = (
 
 
 def test_test_reports_left_as_links_out_are_not_read(tmp_path):
-    from autoresearch import testrun
+    from autoresearch.gate import testrun
 
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "junit.xml").write_text(JUNIT)

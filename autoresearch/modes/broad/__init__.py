@@ -14,16 +14,17 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ... import tally
-from ...changesets import ReviewLoop
+from autoresearch.engine import tally
+from autoresearch.engine.loop import Decision
+from autoresearch.engine.stage import StageEnv
+from autoresearch.session.changesets import ReviewLoop
+from autoresearch.session.files import read_json, write_text
+from autoresearch.session.finalize import run_commands
+from autoresearch.session.layout import SessionLayout, rel
+from autoresearch.session.record import SetupRecord
+from autoresearch.session.spec import SessionSpec
+
 from ...errors import SpecError
-from ...files import read_json, write_text
-from ...layout import SessionLayout, rel
-from ...loop import Decision
-from ...record import SetupRecord
-from ...review import run_commands
-from ...spec import SessionSpec
-from ...stage import StageEnv
 from ..base import Mode, Progress
 from .aspiration import measure_base, metric_of
 from .hypotheses import HypothesisError, from_spec, validate

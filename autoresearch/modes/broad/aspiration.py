@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ... import journal, measured, metrics
+from autoresearch.engine.stage import jail_for
+from autoresearch.measure import measured, metrics
+from autoresearch.session.files import read_json, write_json
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.record import SetupRecord
+from autoresearch.views import journal
+
 from ...errors import SpecError
-from ...files import read_json, write_json
-from ...layout import SessionLayout
-from ...record import SetupRecord
-from ...stage import jail_for
 
 KEY = "aspiration_metric"
 DIRECTIONS = ("minimize", "maximize")

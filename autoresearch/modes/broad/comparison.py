@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...metrics import is_better
+from autoresearch.measure.metrics import is_better
 
 # Ties go to the less obvious idea: that is the result only the experiment could give.
 CATEGORY_PREFERENCE = {"bold": 0, "creative": 0, "wildcard": 1, "adjacent": 1, "obvious": 2}

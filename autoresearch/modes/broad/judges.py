@@ -11,14 +11,15 @@ from __future__ import annotations
 import string
 from typing import Any
 
-from ... import git
-from ...agent_run import run_agent
-from ...backends.base import ToolResult
+from autoresearch.agents.agent_run import run_agent
+from autoresearch.agents.backends.base import ToolResult
+from autoresearch.agents.tools import Toolbox
+from autoresearch.engine.stage import StageEnv
+from autoresearch.engine.teams import base_context
+from autoresearch.safety import git
+
 from ...checks.votes import label
 from ...errors import SpecError
-from ...stage import StageEnv
-from ...teams import base_context
-from ...tools import Toolbox
 
 KEY = "aspiration_judge"
 TEAM = "judge"

@@ -11,9 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ... import git
-from ...files import read_json, write_json, write_text
-from ...review import (
+from autoresearch.gate.testrun import TestRun
+from autoresearch.gate.verdict import Verdict, acceptable
+from autoresearch.safety import git
+from autoresearch.session.files import read_json, write_json, write_text
+from autoresearch.session.finalize import (
     ReviewSet,
     Session,
     branches_file,
@@ -22,8 +24,6 @@ from ...review import (
     run_suite,
     set_title,
 )
-from ...testrun import TestRun
-from ...verdict import Verdict, acceptable
 
 FILE = "merged.md"
 

@@ -10,14 +10,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ... import git, prompts, worktrees
-from ...agent_run import run_agent
-from ...backends.base import StageRun
+from autoresearch.agents import prompts
+from autoresearch.agents.agent_run import run_agent
+from autoresearch.agents.backends.base import StageRun
+from autoresearch.agents.tools import Toolbox
+from autoresearch.engine.stage import StageEnv
+from autoresearch.safety import git, worktrees
+from autoresearch.session.files import read_json, write_json, write_text
+from autoresearch.session.layout import rel
+
 from ...errors import UserError
-from ...files import read_json, write_json, write_text
-from ...layout import rel
-from ...stage import StageEnv
-from ...tools import Toolbox
 from . import Broad, aspiration, judges
 from .comparison import ranking, render_comparison
 from .hypotheses import (

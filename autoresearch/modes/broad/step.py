@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...cycle_step import CycleStep
+from autoresearch.engine.cycle_step import CycleStep
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ... import journal
-from ...files import read_json
-from ...layout import SessionLayout
-from ...loop import Decision
+from autoresearch.engine.loop import Decision
+from autoresearch.session.files import read_json
+from autoresearch.session.layout import SessionLayout
+from autoresearch.views import journal
+
 from .hypotheses import Hypothesis, HypothesisError, parse_markdown
 from .step import TrackStep
 

@@ -17,18 +17,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal, measured, spec, tally
-from ...changesets import ChangeNote
-from ...command_files import measurement_scripts
-from ...commands import CommandResult
+from autoresearch.engine import tally
+from autoresearch.engine.loop import Decision, Judged
+from autoresearch.engine.stage import StageEnv, jail_for
+from autoresearch.measure import measured
+from autoresearch.safety import git
+from autoresearch.safety.command_files import measurement_scripts
+from autoresearch.safety.commands import CommandResult
+from autoresearch.session import spec
+from autoresearch.session.changesets import ChangeNote
+from autoresearch.session.files import write_json, write_text
+from autoresearch.session.layout import SessionLayout, rel
+from autoresearch.session.record import SetupRecord
+from autoresearch.session.spec import SessionSpec
+from autoresearch.views import journal
+from autoresearch.views.session_report import MetricChange, ReportStep
+
 from ...errors import SessionError, SpecError
-from ...files import write_json, write_text
-from ...layout import SessionLayout, rel
-from ...loop import Decision, Judged
-from ...record import SetupRecord
-from ...session_report import MetricChange, ReportStep
-from ...spec import SessionSpec
-from ...stage import StageEnv, jail_for
 from .. import cycle_view
 from ..base import Mode, PlannedMetric, Progress
 from . import guard as guards

@@ -14,11 +14,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal
-from ...backends.base import StageFailed
-from ...files import read_json, write_json
-from ...protect import ProtectedChange
-from ...stage import StageEnv
+from autoresearch.agents.backends.base import StageFailed
+from autoresearch.engine.stage import StageEnv
+from autoresearch.safety import git
+from autoresearch.safety.protect import ProtectedChange
+from autoresearch.session.files import read_json, write_json
+from autoresearch.views import journal
+
 from . import holdout, paired, preserve, stages, tamper
 from .candidates import CandidateEnv, candidate_ids, ensure_worktree
 from .log import fmt

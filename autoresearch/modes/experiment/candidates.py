@@ -13,9 +13,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ... import git, worktrees
-from ...files import locked, read_json, write_json
-from ...stage import StageEnv
+from autoresearch.engine.stage import StageEnv
+from autoresearch.safety import git, worktrees
+from autoresearch.session.files import locked, read_json, write_json
+
 from .policy import find_duplicate
 
 

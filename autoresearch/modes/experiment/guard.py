@@ -18,11 +18,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ... import commands
-from ...jail import Jail
-from ...record import SetupRecord
-from ...testrun import TIMED_OUT, TestRun, run_tests
-from ...verdict import acceptable
+from autoresearch.gate.testrun import TIMED_OUT, TestRun, run_tests
+from autoresearch.gate.verdict import acceptable
+from autoresearch.safety import commands
+from autoresearch.safety.jail import Jail
+from autoresearch.session.record import SetupRecord
+
 from . import holdout
 from .program import GUARD_OFF, ExperimentConfig
 

@@ -29,11 +29,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ... import git, measured, metrics
-from ...command_files import measurement_scripts
-from ...jail import Jail
-from ...loop import Status
-from ...sandbox import redact
+from autoresearch.engine.loop import Status
+from autoresearch.measure import measured, metrics
+from autoresearch.safety import git
+from autoresearch.safety.command_files import measurement_scripts
+from autoresearch.safety.jail import Jail
+from autoresearch.safety.sandbox import redact
+
 from .log import each_experiment, fmt
 from .policy import ref
 from .program import ExperimentConfig

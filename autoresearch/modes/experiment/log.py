@@ -17,7 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ...files import write_json, write_text
+from autoresearch.session.files import write_json, write_text
+
 from .policy import DISCARDED, ERRORS, GUARD_FAILED, HOLDOUT_DISAGREES, KEPT, REGRESSIONS, ref
 
 TSV_COLUMNS = [

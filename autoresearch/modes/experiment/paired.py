@@ -16,9 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ... import metrics
-from ...jail import Jail
-from ...stage import StageEnv
+from autoresearch.engine.stage import StageEnv
+from autoresearch.measure import metrics
+from autoresearch.safety.jail import Jail
+
 from . import holdout, sequential
 from .candidates import CandidateEnv, candidate_env, candidate_of, ensure_worktree
 from .policy import CRASH, DISCARDED, GUARD_FAILED, KEPT

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import metrics, worktree_files
-from ...loop import Status
+from autoresearch.engine.loop import Status
+from autoresearch.measure import metrics
+from autoresearch.safety import worktree_files
+
 from .program import ExperimentConfig
 
 # Iteration outcomes. Only `kept` changes the branch.

@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ... import git
-from ...layout import SessionLayout
-from ...stage import StageEnv
+from autoresearch.engine.stage import StageEnv
+from autoresearch.safety import git
+from autoresearch.session.layout import SessionLayout
+
 from .policy import KEPT
 
 REF_ROOT = "refs/autoresearch/preserved"

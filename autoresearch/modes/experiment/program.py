@@ -21,7 +21,9 @@ from typing import Any
 
 import yaml
 
-from ... import metrics, worktree_files
+from autoresearch.measure import metrics
+from autoresearch.safety import worktree_files
+
 from ...errors import SpecError
 from . import sequential
 

@@ -15,9 +15,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ... import git
-from ...files import read_json, write_json, write_text
-from ...layout import SessionLayout
+from autoresearch.safety import git
+from autoresearch.session.files import read_json, write_json, write_text
+from autoresearch.session.layout import SessionLayout
 
 RUN_RECORD = "run.json"
 SUMMARY = "summary.md"

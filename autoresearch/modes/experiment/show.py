@@ -11,10 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from autoresearch.engine.loop import maybe_decision
+from autoresearch.session.files import read_json
+from autoresearch.session.layout import SessionLayout
+
 from ...errors import SessionError
-from ...files import read_json
-from ...layout import SessionLayout
-from ...loop import maybe_decision
 from .log import fmt
 from .policy import KEPT
 from .stages import experiment_lines, records

@@ -21,19 +21,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ... import commands, git, journal, metrics
-from ...agent_run import run_agent, stop_reason_of
-from ...backends.base import StageRun, ToolResult, Usage
-from ...files import read_json, write_json, write_text
-from ...jail import Jail
-from ...layout import SessionLayout
-from ...loop import Status
-from ...patch import changed_of, make_patch
-from ...protect import ProtectedChange
-from ...stage import StageEnv
-from ...teams import base_context
-from ...testrun import TestRun
-from ...tools import Toolbox
+from autoresearch.agents.agent_run import run_agent, stop_reason_of
+from autoresearch.agents.backends.base import StageRun, ToolResult, Usage
+from autoresearch.agents.tools import Toolbox
+from autoresearch.engine.loop import Status
+from autoresearch.engine.stage import StageEnv
+from autoresearch.engine.teams import base_context
+from autoresearch.gate.testrun import TestRun
+from autoresearch.measure import metrics
+from autoresearch.safety import commands, git
+from autoresearch.safety.jail import Jail
+from autoresearch.safety.patch import changed_of, make_patch
+from autoresearch.safety.protect import ProtectedChange
+from autoresearch.session.files import read_json, write_json, write_text
+from autoresearch.session.layout import SessionLayout
+from autoresearch.views import journal
+
 from . import candidates, holdout, paired, pool, preserve, runs, tamper
 from . import guard as guards
 from . import log as logs

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...loop import Extra, Unset, absent
+from autoresearch.engine.loop import Extra, Unset, absent
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ... import git
+from autoresearch.safety import git
 
 # The classes of tampering, each with what it means; a Flag names one.
 CHECKS = {

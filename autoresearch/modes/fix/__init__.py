@@ -18,15 +18,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import chain, commands, git, journal, measured
+from autoresearch.engine import chain
+from autoresearch.engine.loop import Decision, Extra, Judged, absent
+from autoresearch.engine.stage import StageEnv
+from autoresearch.measure import measured
+from autoresearch.safety import commands, git
+from autoresearch.session.layout import SESSIONS, SessionLayout, rel
+from autoresearch.session.record import SetupRecord
+from autoresearch.session.spec import SessionSpec
+from autoresearch.views import journal
+
 from ...checks import error_counts, lens_log
 from ...checks.error_counts import Error
 from ...errors import SpecError
-from ...layout import SESSIONS, SessionLayout, rel
-from ...loop import Decision, Extra, Judged, absent
-from ...record import SetupRecord
-from ...spec import SessionSpec
-from ...stage import StageEnv
 from ..base import review_line
 from ..lens import check_ended
 from ..lens.changing import ChangingLens, kept_steps

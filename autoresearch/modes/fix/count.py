@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import commands, worktree_files
+from autoresearch.safety import commands, worktree_files
+
 from ...checks import error_counts
 from ...checks.error_counts import Count, Error
 from ...checks.reproduction import judge_reproduction

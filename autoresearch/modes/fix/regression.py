@@ -19,13 +19,14 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ... import commands, git
+from autoresearch.engine.stage import StageEnv
+from autoresearch.gate.testrun import TestRun
+from autoresearch.safety import commands, git
+from autoresearch.safety.protect import ProtectedChange
+from autoresearch.session.files import read_json, write_json
+from autoresearch.session.layout import SessionLayout
+
 from ...checks.reproduction import judge_reproduction
-from ...files import read_json, write_json
-from ...layout import SessionLayout
-from ...protect import ProtectedChange
-from ...stage import StageEnv
-from ...testrun import TestRun
 from .count import HandedBug
 
 

@@ -24,20 +24,22 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ... import commands, git, journal
-from ...agent_run import run_agent, stop_reason_of
-from ...backends import DETERMINISTIC
-from ...backends.base import ToolResult, Usage
+from autoresearch.agents.agent_run import run_agent, stop_reason_of
+from autoresearch.agents.backends import DETERMINISTIC
+from autoresearch.agents.backends.base import ToolResult, Usage
+from autoresearch.agents.tools import Toolbox
+from autoresearch.engine.loop import Status
+from autoresearch.engine.stage import StageEnv
+from autoresearch.engine.teams import base_context
+from autoresearch.safety import commands, git
+from autoresearch.safety.patch import changed_of, make_patch
+from autoresearch.safety.protect import ProtectedChange
+from autoresearch.safety.sandbox import glob_match
+from autoresearch.session.files import write_json
+from autoresearch.views import journal
+
 from ...checks import error_counts, suppressions
 from ...checks.error_counts import Count, Error
-from ...files import write_json
-from ...loop import Status
-from ...patch import changed_of, make_patch
-from ...protect import ProtectedChange
-from ...sandbox import glob_match
-from ...stage import StageEnv
-from ...teams import base_context
-from ...tools import Toolbox
 from . import count as counting
 
 KEPT = Status.KEPT

@@ -20,15 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import journal, worktree_files
+from autoresearch.engine.loop import Decision, Extra, Judged, Status
+from autoresearch.engine.stage import StageEnv
+from autoresearch.safety import worktree_files
+from autoresearch.session.files import read_json
+from autoresearch.session.layout import SessionLayout, rel
+from autoresearch.session.record import SetupRecord
+from autoresearch.session.spec import SessionSpec
+from autoresearch.views import journal
+
 from ...checks import doc_checks
 from ...errors import SpecError
-from ...files import read_json
-from ...layout import SessionLayout, rel
-from ...loop import Decision, Extra, Judged, Status
-from ...record import SetupRecord
-from ...spec import SessionSpec
-from ...stage import StageEnv
 from ..base import review_line
 from ..lens.changing import ChangingLens, kept_steps
 from ..lens.output import Writer

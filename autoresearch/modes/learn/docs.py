@@ -17,7 +17,8 @@ from typing import Any
 
 import yaml
 
-from ... import git, worktree_files
+from autoresearch.safety import git, worktree_files
+
 from ...checks import doc_checks
 from ...checks.doc_checks import Check, DocReport
 

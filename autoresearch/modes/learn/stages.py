@@ -12,18 +12,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal
-from ...agent_run import run_agent, stop_reason_of
-from ...backends.base import ToolResult
+from autoresearch.agents.agent_run import run_agent, stop_reason_of
+from autoresearch.agents.backends.base import ToolResult
+from autoresearch.agents.tools import Toolbox
+from autoresearch.engine.loop import Status
+from autoresearch.engine.stage import StageEnv
+from autoresearch.engine.teams import base_context
+from autoresearch.safety import git
+from autoresearch.safety.patch import changed_of
+from autoresearch.safety.protect import ProtectedChange
+from autoresearch.safety.sandbox import Refused, Sandbox
+from autoresearch.safety.worktree_files import read_if_any
+from autoresearch.views import journal
+
 from ...checks import doc_checks
-from ...loop import Status
-from ...patch import changed_of
-from ...protect import ProtectedChange
-from ...sandbox import Refused, Sandbox
-from ...stage import StageEnv
-from ...teams import base_context
-from ...tools import Toolbox
-from ...worktree_files import read_if_any
 from . import docs
 
 ROUNDS = 3  # validation rounds a doc gets before the iteration ends

@@ -12,17 +12,20 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from ... import chain, git, journal
-from ...changesets import ChangeNote
+from autoresearch.engine import chain
+from autoresearch.engine.loop import Status
+from autoresearch.engine.stage import StageEnv
+from autoresearch.safety import git
+from autoresearch.session.changesets import ChangeNote
+from autoresearch.session.files import locked, read_json, write_text
+from autoresearch.session.layout import SESSIONS, SessionLayout, rel
+from autoresearch.session.record import SetupRecord
+from autoresearch.session.spec import SessionSpec, resolve_target
+from autoresearch.views import journal
+
 from ...checks import lens_log
 from ...checks.finding_schema import gate
 from ...errors import SessionError, SpecError
-from ...files import locked, read_json, write_text
-from ...layout import SESSIONS, SessionLayout, rel
-from ...loop import Status
-from ...record import SetupRecord
-from ...spec import SessionSpec, resolve_target
-from ...stage import StageEnv
 from ..base import Mode, Progress
 from .output import Writer
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import journal, tally
-from ...layout import SessionLayout
-from ...loop import Status
-from ...stage import StageEnv
+from autoresearch.engine import tally
+from autoresearch.engine.loop import Status
+from autoresearch.engine.stage import StageEnv
+from autoresearch.session.layout import SessionLayout
+from autoresearch.views import journal
+
 from ..base import Progress
 from . import Lens
 

@@ -17,15 +17,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ... import journal
+from autoresearch.engine.loop import Decision, Extra, Judged
+from autoresearch.engine.stage import StageEnv
+from autoresearch.session.files import read_json, write_json
+from autoresearch.session.layout import SessionLayout, rel
+from autoresearch.session.spec import SessionSpec
+from autoresearch.views import journal
+
 from ...checks import lens_log
 from ...checks.finding_schema import Schema
 from ...checks.saturation import Iteration
-from ...files import read_json, write_json
-from ...layout import SessionLayout, rel
-from ...loop import Decision, Extra, Judged
-from ...spec import SessionSpec
-from ...stage import StageEnv
 from ..base import Progress
 from . import Lens
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ... import files, seen
+from autoresearch.safety import seen
+from autoresearch.session import files
+
 from ...checks.masking import redact
 
 

@@ -15,17 +15,19 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ... import journal, ledger
-from ...agent_run import run_agent, stop_reason_of
+from autoresearch.agents import ledger
+from autoresearch.agents.agent_run import run_agent, stop_reason_of
+from autoresearch.agents.tools import Toolbox
+from autoresearch.engine.loop import Judged
+from autoresearch.engine.stage import StageEnv
+from autoresearch.engine.teams import base_context
+from autoresearch.session.files import read_json
+from autoresearch.views import journal
+
 from ...checks import lens_log
 from ...checks.finding_schema import check as check_findings
 from ...checks.finding_schema import drop_counts, title_key
 from ...checks.saturation import stop_reason as saturation_stop
-from ...files import read_json
-from ...loop import Judged
-from ...stage import StageEnv
-from ...teams import base_context
-from ...tools import Toolbox
 from .output import quiet
 
 

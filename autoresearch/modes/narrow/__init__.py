@@ -12,18 +12,21 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal, measured, metrics
-from ...changesets import ReviewLoop
+from autoresearch.engine.findings import Finding
+from autoresearch.engine.loop import Decision
+from autoresearch.engine.revert import undo_cycle
+from autoresearch.engine.stage import StageEnv, jail_for
+from autoresearch.measure import measured, metrics
+from autoresearch.safety import git
+from autoresearch.session.changesets import ReviewLoop
+from autoresearch.session.files import write_json
+from autoresearch.session.layout import SessionLayout, rel
+from autoresearch.session.record import SetupRecord
+from autoresearch.session.spec import SessionSpec
+from autoresearch.views import journal
+from autoresearch.views.session_report import MetricChange
+
 from ...errors import SpecError
-from ...files import write_json
-from ...findings import Finding
-from ...layout import SessionLayout, rel
-from ...loop import Decision
-from ...record import SetupRecord
-from ...revert import undo_cycle
-from ...session_report import MetricChange
-from ...spec import SessionSpec
-from ...stage import StageEnv, jail_for
 from ..base import Mode, PlannedMetric
 from . import progress
 from .angles import state_before, step
@@ -297,7 +300,9 @@ def _try_measure(goal: Goal, env: StageEnv) -> tuple[float | None, list[float], 
 def revert_cycle(env: StageEnv, decision: dict[str, Any], goal: Goal, value: float | None) -> bool:
     """Undo what the cycle kept (revert.py's order) and update the decision so it says what
     is on the branch now. True if anything was undone."""
-    from ...evaluate import refactor_record  # loaded already: this is the judging job
+    from autoresearch.engine.evaluate import (
+        refactor_record,  # loaded already: this is the judging job
+    )
 
     start = decision["start_commit"]
     done = {r["commit"] for r in decision["reverted"]}

@@ -10,9 +10,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ... import metrics
+from autoresearch.measure import metrics
+from autoresearch.safety.sandbox import check_glob, glob_match
+
 from ...errors import SpecError
-from ...sandbox import check_glob, glob_match
 
 GOAL_DEFAULTS: dict[str, Any] = {
     "format": "last_line",

@@ -9,10 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ... import git
-from ...files import write_text
-from ...layout import SessionLayout
-from ...loop import Decision
+from autoresearch.engine.loop import Decision
+from autoresearch.safety import git
+from autoresearch.session.files import write_text
+from autoresearch.session.layout import SessionLayout
+
 from .angles import angle_statuses
 from .goal import Goal, angles_of, goal_of
 from .step import GoalStep

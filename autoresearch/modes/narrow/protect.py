@@ -6,7 +6,8 @@ runs, the Makefile of `make bench`, and (by default) the target's tests are prot
 
 from __future__ import annotations
 
-from ...stack import TEST_RUNNER_FILES
+from autoresearch.session.stack import TEST_RUNNER_FILES
+
 from .goal import Goal
 
 # What counts as a test file when `goal.protect_tests` is on (an agent must not

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...cycle_step import CycleStep
-from ...loop import Extra, record_field
+from autoresearch.engine.cycle_step import CycleStep
+from autoresearch.engine.loop import Extra, record_field
 
 
 @dataclass(frozen=True)

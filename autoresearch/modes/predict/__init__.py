@@ -15,13 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from autoresearch.engine.stage import StageEnv
+from autoresearch.session.files import read_json, write_text
+from autoresearch.session.layout import SessionLayout, rel
+from autoresearch.session.record import SetupRecord
+from autoresearch.session.spec import SessionSpec
+
 from ...checks import lens_log, votes
 from ...checks.severity import at_or_above
-from ...files import read_json, write_text
-from ...layout import SessionLayout, rel
-from ...record import SetupRecord
-from ...spec import SessionSpec
-from ...stage import StageEnv
 from ..base import Progress
 from ..lens import Lens
 from ..lens.output import Writer
@@ -86,7 +87,7 @@ class Predict(Lens):
         return [rel(self.round_path(layout, p, number - 1)) for p in self.personas(spec)]
 
     def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
-        from ...spec import load_frozen
+        from autoresearch.session.spec import load_frozen
 
         spec = load_frozen(layout.spec)
         last = self.rounds(spec)

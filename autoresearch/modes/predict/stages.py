@@ -8,14 +8,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ... import journal
-from ...agent_run import run_agent
-from ...backends.base import ToolResult
+from autoresearch.agents.agent_run import run_agent
+from autoresearch.agents.backends.base import ToolResult
+from autoresearch.agents.tools import Toolbox
+from autoresearch.engine.stage import StageEnv
+from autoresearch.engine.teams import base_context
+from autoresearch.views import journal
+
 from ...checks import votes
 from ...checks.finding_schema import BUG_SEVERITIES, PREDICT, check
-from ...stage import StageEnv
-from ...teams import base_context
-from ...tools import Toolbox
 from ..lens.output import quiet
 from . import Predict, charge
 

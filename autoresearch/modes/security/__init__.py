@@ -8,8 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ... import git
-from ...backends import security_reach
+from autoresearch.agents.backends import security_reach
+from autoresearch.engine.stage import StageEnv
+from autoresearch.safety import git
+from autoresearch.session.files import read_json
+from autoresearch.session.layout import SessionLayout, rel
+from autoresearch.session.record import SetupRecord
+from autoresearch.session.spec import SessionSpec
+
 from ...checks import lens_log
 from ...checks.finding_schema import OWASP_2021, SECURITY, STRIDE, compare
 from ...checks.saturation import (
@@ -20,11 +26,6 @@ from ...checks.saturation import (
     security_vectors,
 )
 from ...checks.severity import SEVERITIES, rank
-from ...files import read_json
-from ...layout import SessionLayout, rel
-from ...record import SetupRecord
-from ...spec import SessionSpec
-from ...stage import StageEnv
 from ..base import review_line
 from ..lens import check_ended, check_ref
 from ..lens.loop import Focus, LoopLens
@@ -144,7 +145,7 @@ class Security(LoopLens):
         return list((read_json(self.fix_path(layout)) or {}).get("results") or [])
 
     def report_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
-        from ...spec import load_frozen
+        from autoresearch.session.spec import load_frozen
 
         inputs = super().report_inputs(layout, checkpoints)
         if self.fixing(load_frozen(layout.spec)):

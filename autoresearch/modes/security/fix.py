@@ -10,15 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ... import git
-from ...agent_run import run_agent
-from ...backends.base import ToolResult
+from autoresearch.agents.agent_run import run_agent
+from autoresearch.agents.backends.base import ToolResult
+from autoresearch.agents.tools import Toolbox
+from autoresearch.engine.stage import StageEnv
+from autoresearch.engine.teams import base_context
+from autoresearch.gate.keep import TestGate
+from autoresearch.safety import git
+from autoresearch.safety.protect import ProtectedChange
+
 from ...checks.finding_schema import SECURITY, check, normalize_text
-from ...gate import TestGate
-from ...protect import ProtectedChange
-from ...stage import StageEnv
-from ...teams import base_context
-from ...tools import Toolbox
 
 MAX_ATTEMPTS = 3
 FIXABLE = ("critical", "high")

@@ -13,7 +13,8 @@ import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ... import git, worktree_files
+from autoresearch.safety import git, worktree_files
+
 from ...checks.finding_schema import STRIDE
 
 ENTRY = (

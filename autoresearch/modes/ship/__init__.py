@@ -18,14 +18,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import git, journal
+from autoresearch.engine.loop import Decision, Extra, Judged, absent
+from autoresearch.engine.stage import StageEnv
+from autoresearch.safety import git
+from autoresearch.session.layout import SessionLayout, rel
+from autoresearch.session.record import SetupRecord
+from autoresearch.session.spec import SessionSpec
+from autoresearch.views import journal
+
 from ...checks import lens_log
 from ...errors import SessionError
-from ...layout import SessionLayout, rel
-from ...loop import Decision, Extra, Judged, absent
-from ...record import SetupRecord
-from ...spec import SessionSpec
-from ...stage import StageEnv
 from ..lens import check_ref, is_commit
 from ..lens.changing import ChangingLens
 from ..lens.output import Writer

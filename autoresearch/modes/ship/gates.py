@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import commands, git, worktree_files
+from autoresearch.safety import commands, git, worktree_files
+
 from ...checks.masking import scan
 from ...checks.suppressions import is_test_file, parse_diff
 

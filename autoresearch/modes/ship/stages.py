@@ -14,17 +14,19 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ... import commands, git, journal
-from ...agent_run import run_agent, stop_reason_of
-from ...backends import DETERMINISTIC
-from ...backends.base import ToolResult
+from autoresearch.agents.agent_run import run_agent, stop_reason_of
+from autoresearch.agents.backends import DETERMINISTIC
+from autoresearch.agents.backends.base import ToolResult
+from autoresearch.agents.tools import Toolbox
+from autoresearch.engine.loop import Status
+from autoresearch.engine.stage import StageEnv
+from autoresearch.engine.teams import base_context
+from autoresearch.safety import commands, git
+from autoresearch.safety.patch import changed_of
+from autoresearch.safety.protect import ProtectedChange
+from autoresearch.views import journal
+
 from ...checks import error_counts
-from ...loop import Status
-from ...patch import changed_of
-from ...protect import ProtectedChange
-from ...stage import StageEnv
-from ...teams import base_context
-from ...tools import Toolbox
 from . import gates as gating
 
 KEPT = Status.KEPT

@@ -1,0 +1,545 @@
+"""The `ruff` backend: a mechanical team that needs no model and no key.
+
+Red reports `ruff check` diagnostics under the target's own config (plus
+`agent.ruff.select`), Green applies for one finding at a time the fix the target's
+own `ruff check --fix` would, Refactor runs `ruff format` on the files Green changed.
+It works only through the toolbox, so every change is sandboxed, test-gated and
+committed by the harness exactly as a model's would be.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from autoresearch.agents.backends.base import (
+    StageBrief,
+    StageFailed,
+    StageRun,
+    Toolbox,
+    ToolResult,
+    Usage,
+)
+from autoresearch.safety import worktree_files
+
+LOCATION = re.compile(r"^(?P<path>.+?):(?P<line>\d+)")
+CODE = re.compile(r"^(?P<code>[A-Z]+[0-9]+)\b")
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# RUF100's message: "Unused `noqa` directive (unused: `F401`; non-enabled: `E501`, `A003`)"
+NOQA_GROUP = re.compile(r"(unused|non-enabled|unknown|duplicated): ((?:`[^`]+`(?:, )?)+)")
+NOQA_CODE = re.compile(r"[A-Z]+[0-9]+")
+SNIPPET = 60  # characters of the flagged line a finding's title quotes
+CRITICAL = re.compile(r"^(E9|F63|F7|F82)")
+HIGH = re.compile(r"^(B\d|E711|E712|E721|E722|F811|PLE|S\d)")
+MEDIUM = re.compile(r"^(F|SIM|C4|PERF|RET)")
+IMPACT = {
+    "critical": "The code fails at run time or cannot be imported.",
+    "high": "Likely incorrect behaviour or errors hidden from the caller.",
+    "medium": "Dead or misleading code that hides real problems and slows readers down.",
+    "low": "Inconsistent style that makes the code harder to read and review.",
+}
+
+
+def ruff(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", *args],
+        cwd=str(cwd),
+        capture_output=True,
+        text=True,
+    )
+
+
+def diagnostics(
+    worktree: Path, *paths: str, extend: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """ruff's findings under the target's own config, never fixed in place (`--no-fix`,
+    whatever that config says): reporting must not change a file. A ruff that fails is an
+    error, not "no findings". `extend` adds rules to the target's selection (a finding may
+    come from a count run with other rules than the project's); it never replaces it, so
+    what ruff calls enabled stays what the target enables."""
+    rules = ["--extend-select", ",".join(extend)] if extend else []
+    proc = ruff(
+        "check",
+        "--output-format=json",
+        "--no-cache",
+        "--no-fix",
+        "--exit-zero",
+        *rules,
+        *(paths or (".",)),
+        cwd=worktree,
+    )
+    try:
+        found = json.loads(proc.stdout or "")
+    except json.JSONDecodeError:
+        found = None
+    if proc.returncode != 0 or not isinstance(found, list):
+        detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [
+            f"exit {proc.returncode}"
+        ]
+        raise StageFailed(
+            f"ruff check failed in {worktree} ({detail[0]}); check agent.ruff.select and "
+            "the target's ruff config"
+        )
+    return readable_only(worktree, found)
+
+
+def readable_only(worktree: Path, diags: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """ruff follows links: drop what it says about a file the worktree reader refuses (a link
+    out of the worktree), whose messages would carry names from outside into the findings."""
+    root = Path(worktree).resolve()
+    kept = []
+    for diag in diags:
+        name = Path(diag.get("filename") or "")
+        for base in (Path(worktree).absolute(), root):
+            if name.is_relative_to(base):
+                rel = name.relative_to(base).as_posix()
+                if worktree_files.why_unreadable(worktree, rel) is None:
+                    kept.append(diag)
+                break
+    return kept
+
+
+def unused_imports(worktree: Path, path: str) -> list[dict[str, Any]]:
+    return [d for d in diagnostics(worktree, path, extend=["F401"]) if d.get("code") == "F401"]
+
+
+def titles_of(diags: list[dict[str, Any]], text: str) -> list[str]:
+    """Each diagnostic of one file as a finding's title: the rule and message, the source
+    line it is on and, when several alike share that line's text, which of them.
+
+    This is a diagnostic's identity across cycles: it survives lines moving above it (a
+    removed import), keeps twins apart (two `f""` on one line, the same call on two lines)
+    and changes when its own line does (a twin on it was fixed)."""
+    lines = LINE_BREAK.split(text.removeprefix("\ufeff"))
+    keys = []
+    for d in diags:
+        row, column = d["location"]["row"], d["location"]["column"]
+        line = lines[row - 1] if 0 < row <= len(lines) else ""
+        keys.append((f"{d.get('code') or 'syntax'} {d['message']}", snippet(line, column)))
+    total = Counter(keys)
+    seen: Counter[tuple[str, str]] = Counter()
+    order = sorted(
+        range(len(diags)),
+        key=lambda i: (diags[i]["location"]["row"], diags[i]["location"]["column"]),
+    )
+    titles = [""] * len(diags)
+    for i in order:
+        base, where = keys[i]
+        seen[keys[i]] += 1
+        titles[i] = base + (f" in `{where}`" if where else "")
+        if total[keys[i]] > 1:
+            titles[i] += f" ({seen[keys[i]]} of {total[keys[i]]})"
+    return titles
+
+
+def snippet(line: str, column: int, width: int = SNIPPET) -> str:
+    """The line without its indentation, cut to `width` characters around `column`."""
+    text = line.strip()
+    if len(text) <= width:
+        return text
+    at = column - 1 - (len(line) - len(line.lstrip()))
+    start = max(0, min(at - width // 3, len(text) - width))
+    cut = text[start : start + width]
+    return ("…" if start else "") + cut + ("…" if start + width < len(text) else "")
+
+
+def severity_of(code: str) -> str:
+    for level, pattern in (("critical", CRITICAL), ("high", HIGH), ("medium", MEDIUM)):
+        if pattern.match(code):
+            return level
+    return "low"
+
+
+def apply_edits(text: str, edits: list[dict[str, Any]]) -> str:
+    """Apply ruff's fix edits (1-based rows, columns in characters) from the end backwards.
+
+    Everything outside the edits comes back exactly: line endings, a byte-order mark (ruff
+    counts columns after it), a missing final newline. Rows are ruff's, which only \n, \r\n
+    and \r end (str.splitlines also splits at a form feed and would shift every row below).
+    """
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    text = text[len(bom) :]
+    starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+
+    def offset(loc: dict[str, int]) -> int:
+        row = loc["row"] - 1
+        base = starts[row] if row < len(starts) else len(text)
+        return min(base + loc["column"] - 1, len(text))
+
+    for edit in sorted(edits, key=lambda e: offset(e["location"]), reverse=True):
+        start, end = offset(edit["location"]), offset(edit["end_location"])
+        text = text[:start] + (edit.get("content") or "") + text[end:]
+    return bom + text
+
+
+def fix_edits(
+    diag: dict[str, Any], text: str, unsafe_allowed: Callable[[], bool]
+) -> tuple[list[dict[str, Any]], str]:
+    """The edits that fix `diag` in `text`, or none and why not: what the target's own
+    `ruff check --fix` would apply (its `unfixable` and safe-fix tables are already in the
+    diagnostic; an unsafe fix only where its config enables `unsafe-fixes`)."""
+    code = diag.get("code") or "syntax"
+    fix = diag.get("fix") or {}
+    edits = fix.get("edits") or []
+    if not edits:
+        return [], f"ruff has no automatic fix for {code}"
+    applicability = fix.get("applicability", "safe")
+    if applicability == "display-only":
+        return [], f"ruff only shows its fix for {code}; it never applies it"
+    if applicability != "safe" and not unsafe_allowed():
+        return [], (
+            f"ruff's fix for {code} is unsafe (it may change what the code does); the "
+            "target's ruff applies it only with unsafe-fixes enabled"
+        )
+    if code == "RUF100":
+        return noqa_edits(diag, text, edits)
+    return edits, ""
+
+
+def noqa_edits(
+    diag: dict[str, Any], text: str, edits: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], str]:
+    """RUF100's fix without removing another linter's suppression.
+
+    ruff drops every code of a `# noqa` it does not itself need, also those of rules the
+    target's ruff does not enable ("non-enabled", e.g. E501 left to flake8) or does not know
+    ("unknown", a plugin's code). Only the codes it calls unused (an enabled rule that
+    reports nothing there) or duplicated go; a blanket `# noqa` silences every linter and
+    stays."""
+    message = diag["message"]
+    if "blanket" in message:
+        return [], "a blanket `noqa` also silences the target's other linters; it stays"
+    listed = {label: NOQA_CODE.findall(codes) for label, codes in NOQA_GROUP.findall(message)}
+    others = listed.get("non-enabled", []) + listed.get("unknown", [])
+    if not others:
+        return edits, ""  # every code is one the target's ruff enables: ruff's own fix
+    start, end = diag["location"], diag["end_location"]
+    lines = LINE_BREAK.split(text.removeprefix("\ufeff"))
+    if start["row"] != end["row"] or start["row"] > len(lines):
+        return [], f"cannot read the `noqa` directive on line {start['row']}"
+    directive = lines[start["row"] - 1][start["column"] - 1 : end["column"] - 1]
+    head, colon, codes = directive.partition(":")
+    if not colon or head.lstrip("#").strip().lower() != "noqa":
+        return [], f"cannot read the `noqa` directive on line {start['row']}"
+    drop, seen, kept = set(listed.get("unused", [])), set(), []
+    for item in NOQA_CODE.findall(codes):
+        if item not in seen and item not in drop:
+            kept.append(item)
+        seen.add(item)
+    if kept == NOQA_CODE.findall(codes):
+        return [], (
+            f"the `noqa` is for rules the target's ruff does not enable ({', '.join(others)}): "
+            "another linter's suppression; it stays"
+        )
+    content = "# noqa: " + ", ".join(kept)
+    return [{"content": content, "location": start, "end_location": end}], ""
+
+
+def unsafe_fixes_enabled(worktree: Path, path: str) -> bool:
+    """Whether the target's ruff config for `path` applies unsafe fixes (`unsafe-fixes`)."""
+    proc = ruff("check", "--show-settings", path, cwd=worktree)
+    return proc.returncode == 0 and bool(
+        re.search(r"^unsafe_fixes = enabled$", proc.stdout, re.MULTILINE)
+    )
+
+
+# What `read_source` raises for a file the backend leaves alone.
+UNREADABLE = (UnicodeDecodeError, worktree_files.Refused)
+
+
+def read_source(worktree: Path, path: str) -> str:
+    """A file's exact text (the backend's one read of a worktree file), through the worktree
+    reader (no link out, no FIFO, a size cap). UTF-8, ruff's only encoding, decoded
+    strictly: a file that is not is refused, never rewritten lossily."""
+    return worktree_files.read_bytes(worktree, path).decode("utf-8")
+
+
+def write_source(toolbox: Toolbox, path: str, text: str) -> ToolResult:
+    """The backend's one write: through the toolbox, which writes the text's UTF-8 bytes
+    as they are (no newline translation)."""
+    return toolbox.call("write_file", {"path": path, "content": text})
+
+
+def formatted(worktree: Path, path: str, text: str) -> str | None:
+    """`ruff format` of the file's text under the target's config, or None when it fails.
+    Bytes in and out: text-mode pipes would turn \r\n into \n."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--stdin-filename", path, "-"],
+        cwd=str(worktree),
+        input=text.encode("utf-8"),
+        capture_output=True,
+    )
+    if proc.returncode != 0:
+        return None
+    try:
+        return proc.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def issue_of(diag: dict[str, Any], code: str) -> str:
+    """What the rule says about this line, without repeating the title."""
+    name = (diag.get("url") or "").rstrip("/").rsplit("/", 1)[-1]
+    rule = f"ruff rule {code}" + (f" ({name})" if name else "")
+    applicability = (diag.get("fix") or {}).get("applicability")
+    fixable = {
+        "safe": "ruff has an automatic fix",
+        "unsafe": "ruff's fix is unsafe (it may change behaviour)",
+        "display-only": "ruff only suggests a fix",
+    }.get(applicability, "ruff has no automatic fix")
+    return f"Flagged by {rule}; {fixable}."
+
+
+class RuffBackend:
+    name = "ruff"
+
+    def __init__(self, settings: dict[str, Any] | None = None) -> None:
+        # agent.ruff.select: rules Red reports on top of the target's own ruff config.
+        self.extra_rules = list((settings or {}).get("select") or [])
+
+    def still_reported(self, worktree: Path, keys: list[str]) -> set[str]:
+        """Which of these findings (`title (path:line)`) ruff still reports on the tree as
+        it is now; a line number may have moved."""
+        wanted: dict[str, list[tuple[str, str]]] = {}
+        for key in keys:
+            title, _, rest = key.rpartition(" (")
+            path = rest.rstrip(")").rsplit(":", 1)[0]
+            wanted.setdefault(path, []).append((key, title))
+        present: set[str] = set()
+        for path, items in wanted.items():
+            now = self._titles(worktree, path)
+            present |= {key for key, title in items if title in now}
+        return present
+
+    def _titles(self, worktree: Path, path: str) -> set[str]:
+        """The titles of the file's diagnostics now (a file that is gone has none)."""
+        try:
+            text = read_source(worktree, path)
+        except (OSError, *UNREADABLE):
+            return set()
+        return set(titles_of(diagnostics(worktree, path, extend=self.extra_rules), text))
+
+    def run(self, brief: StageBrief, toolbox: Toolbox, progress: Callable[[str], None]) -> StageRun:
+        plays = {
+            "red": self._red,
+            "green": self._green,
+            "fix": self._green,  # one error, in the shape of a Green finding
+            "refactor": self._refactor,
+            "auditor": self._security,
+            "ship": self._ship,
+        }
+        if brief.team not in plays:
+            return StageRun(Usage(), 0, "error", f"the ruff backend has no {brief.team} team")
+        turns = plays[brief.team](Path(brief.data["worktree"]), brief, toolbox, progress)
+        return StageRun(Usage(), turns, "finished")
+
+    def _red(self, worktree, brief, toolbox, progress) -> int:
+        # The tried list's lines read `F-001 <title> (<path>:<line>) (fixed)`: a title is a
+        # diagnostic's exact identity, so one in it was fixed or given up on, and its twins
+        # and other diagnostics of its rule in the file are new.
+        tried = "\n".join(brief.data.get("tried", []))
+        by_file: dict[str, list[dict[str, Any]]] = {}
+        for diag in diagnostics(worktree, extend=self.extra_rules):
+            path = Path(diag["filename"]).resolve().relative_to(worktree.resolve()).as_posix()
+            by_file.setdefault(path, []).append(diag)
+        turns = 0
+        for path, diags in by_file.items():
+            try:
+                text = read_source(worktree, path)
+            except UNREADABLE:
+                text = ""
+            for diag, title in zip(diags, titles_of(diags, text), strict=True):
+                if f" {title} ({path}:" in tried:
+                    continue
+                code = diag.get("code") or "syntax"
+                turns += 1
+                result = toolbox.call(
+                    "report_finding",
+                    {
+                        "severity": severity_of(code),
+                        "title": title,
+                        "location": f"{path}:{diag['location']['row']}",
+                        "issue": issue_of(diag, code),
+                        "impact": IMPACT[severity_of(code)],
+                    },
+                )
+                progress(f"turn {turns}: report_finding {title} -> {result.content}")
+        return turns
+
+    def _ship(self, worktree, brief, toolbox, progress) -> int:
+        """Ship's gates are commands the harness runs: keyless, the checklist, its score and
+        the shipping commands are the product. A failing gate is left for a person, never
+        'fixed' by loosening what it checks."""
+        gate = brief.data.get("gate") or ""
+        reason = f"the ruff backend changes no code to make a gate pass; {gate} needs a person"
+        result = toolbox.call("skip_finding", {"finding_id": gate, "reason": reason})
+        progress(f"turn 1: skip_finding {gate} -> {result.content}")
+        return 1
+
+    def _security(self, worktree, brief, toolbox, progress) -> int:
+        """ruff's `S` rules as the security auditor: the diagnostics of this iteration's vector."""
+        from autoresearch.agents.backends.ruff_security import IGNORED, matches, rule_for
+
+        vector = brief.data.get("vector") or {}
+        files = brief.data.get("files")  # diff_base: only the changed files
+        reported = set(brief.data.get("reported") or [])
+        proc = ruff(
+            "check", "--no-cache", "--exit-zero", "--output-format=json", "--select", "S",
+            "--ignore", ",".join(IGNORED), *(files or ["."]), cwd=worktree,
+        )  # fmt: skip
+        try:
+            diags = json.loads(proc.stdout or "[]")
+        except json.JSONDecodeError:
+            diags = []
+        turns = 0
+        for diag in diags:
+            code = diag.get("code") or ""
+            rule = rule_for(code)
+            if not matches(rule, vector):
+                continue
+            path = Path(diag["filename"]).resolve().relative_to(worktree.resolve()).as_posix()
+            row = diag["location"]["row"]
+            title = f"{code} {diag['message']}"
+            if f"{title} ({path}:{row})" in reported:
+                continue
+            try:
+                lines = LINE_BREAK.split(read_source(worktree, path))
+            except UNREADABLE:
+                lines = []
+            evidence = lines[row - 1].strip() if 0 < row <= len(lines) else diag["message"]
+            turns += 1
+            result = toolbox.call(
+                "report_vulnerability",
+                {
+                    "title": title,
+                    "owasp": rule.owasp,
+                    "stride": rule.stride,
+                    "cwe": rule.cwe,
+                    "location": f"{path}:{row}",
+                    "scenario": rule.scenario,
+                    "evidence": evidence,
+                    "confidence": "likely",
+                    "severity": rule.severity,
+                    "mitigation": rule.mitigation,
+                },
+            )
+            progress(f"turn {turns}: report_vulnerability {title} -> {result.content}")
+        return turns
+
+    def _green(self, worktree, brief, toolbox, progress) -> int:
+        turns = 0
+        batch = brief.data.get("findings", [])
+        for finding in batch:
+            turns += 1
+            fid = finding["id"]
+            others = {f["title"] for f in batch if f is not finding}
+            action, args = self._fix_one(worktree, finding, toolbox, others, tidy=brief.tidy)
+            result = toolbox.call(action, args)
+            progress(f"turn {turns}: {action} {fid} -> {result.content.splitlines()[0]}")
+        return turns
+
+    def _fix_one(
+        self, worktree, finding, toolbox, others: set[str], tidy=False
+    ) -> tuple[str, dict[str, str]]:
+        """The tool call that settles `finding`: its exact diagnostic fixed, or a skip with
+        why. `others`: the titles of the batch's other findings, which are theirs to fix."""
+        fid = finding["id"]
+        where, code = LOCATION.match(finding["location"]), CODE.match(finding["title"])
+        if not where or not code:
+            return "skip_finding", {"finding_id": fid, "reason": "not a ruff finding"}
+        path, line = where["path"], int(where["line"])
+        read = toolbox.call("read_file", {"path": path})
+        if read.is_error:
+            return "skip_finding", {"finding_id": fid, "reason": read.content}
+        try:
+            original = read_source(worktree, path)
+        except UnicodeDecodeError:
+            return "skip_finding", {"finding_id": fid, "reason": f"{path} is not UTF-8"}
+        except worktree_files.Refused as err:
+            return "skip_finding", {"finding_id": fid, "reason": str(err)}
+        found = [
+            d
+            for d in diagnostics(worktree, path, extend=[code["code"]])
+            if d.get("code") == code["code"]
+        ]
+        titles = titles_of(found, original)
+        title = finding["title"]
+        pairs = list(zip(found, titles, strict=True))
+        candidates = [d for d, t in pairs if t == title] or [
+            # The same rule and message whose line changed since Red saw it (a twin on it
+            # was fixed), or a title without the line (a count run's).
+            d
+            for d, t in pairs
+            if t not in others
+            and (
+                title == (base := f"{code['code']} {d['message']}")
+                or title.startswith(base + " in `")
+            )
+        ]
+        if not candidates:
+            return "skip_finding", {"finding_id": fid, "reason": "ruff no longer reports it"}
+        diag = min(candidates, key=lambda d: abs(d["location"]["row"] - line))
+        edits, why_not = fix_edits(diag, original, partial(unsafe_fixes_enabled, worktree, path))
+        if not edits:
+            return "skip_finding", {"finding_id": fid, "reason": why_not}
+        unused_before = {d["message"] for d in unused_imports(worktree, path)} if tidy else set()
+        written = write_source(toolbox, path, apply_edits(original, edits))
+        if written.is_error:
+            return "skip_finding", {"finding_id": fid, "reason": written.content}
+        summary = (diag.get("fix") or {}).get("message") or diag["message"]
+        if tidy:
+            self._drop_imports_left_unused(worktree, path, unused_before, toolbox)
+        return "finish_fix", {"finding_id": fid, "summary": summary}
+
+    def _drop_imports_left_unused(self, worktree, path, before: set[str], toolbox) -> None:
+        """Apply ruff's F401 fix to each import the change left unused, one at a time (two
+        names of one import line have overlapping edits)."""
+        unsafe = partial(unsafe_fixes_enabled, worktree, path)  # asked only if a fix is unsafe
+        for _ in range(10):
+            try:
+                text = read_source(worktree, path)
+            except UNREADABLE:
+                return
+            fresh = [
+                edits
+                for d in unused_imports(worktree, path)
+                if d["message"] not in before
+                for edits in [fix_edits(d, text, unsafe)[0]]
+                if edits
+            ]
+            if not fresh:
+                return
+            if write_source(toolbox, path, apply_edits(text, fresh[0])).is_error:
+                return
+
+    def _refactor(self, worktree, brief, toolbox, progress) -> int:
+        turns = 0
+        for path in brief.data.get("changed_files", []):
+            if not path.endswith(".py"):
+                continue
+            try:
+                source = read_source(worktree, path)
+            except UnicodeDecodeError:
+                continue  # ruff reads UTF-8 only; Green cannot have fixed it either
+            except worktree_files.Refused as err:
+                if not isinstance(err, worktree_files.Missing):
+                    progress(f"{path}: not read: {err}")
+                continue
+            new = formatted(worktree, path, source)
+            if new is None or new == source:
+                continue
+            turns += 1
+            written = write_source(toolbox, path, new)
+            if written.is_error:
+                progress(f"turn {turns}: write_file {path} refused: {written.content}")
+                continue
+            result = toolbox.call("finish_refactor", {"summary": f"format {path} with ruff format"})
+            progress(f"turn {turns}: finish_refactor {path} -> {result.content.splitlines()[0]}")
+        return turns

@@ -1,0 +1,317 @@
+"""The context every stage job works in: session, cycle, track, worktree, log.
+
+Also the rule that makes reruns safe: a stage first returns its worktree to the
+commit it started from, so a rerun never stacks duplicate commits (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from autoresearch.agents.backends.base import StageLimits
+from autoresearch.engine.loop import Decision
+from autoresearch.gate import tested, testrun
+from autoresearch.gate.testrun import TestRun
+from autoresearch.gate.verdict import Verdict, acceptable
+from autoresearch.safety import git, seen
+from autoresearch.safety.jail import Jail, build_jail
+from autoresearch.safety.protect import Protection
+from autoresearch.session import spec, stack
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.record import SetupRecord
+from autoresearch.views import journal
+
+
+@dataclass
+class StageEnv:
+    layout: SessionLayout
+    spec: spec.SessionSpec
+    record: SetupRecord
+    cycle: int
+    track: str = ""
+    log_file: Path | None = None
+
+    def finished(self, path: Path) -> Any:
+        """The JSON of a file no stage of this job writes (an earlier cycle's decision, an
+        earlier stage's record), read once per job; each caller gets its own copy.
+
+        Kept on this StageEnv, which is one job's (jobs are threads of one process: nothing
+        is shared between them), and not a dataclass field: an env derived from this one
+        (a candidate's) starts with nothing read."""
+        parsed = self.__dict__.setdefault("_parsed", {})
+        if path not in parsed:
+            parsed[path] = json.loads(path.read_text())
+        return copy.deepcopy(parsed[path])
+
+    @property
+    def worktree(self) -> Path:
+        """The worktree's real place (sessions/<name>/worktree is a link to it)."""
+        return self.layout.worktree(self.track).resolve()
+
+    @property
+    def place(self) -> str:
+        """Where this stage's test runs happen, for their record: the track (a lane of
+        parallel Green has a worktree, so a place, of its own)."""
+        return self.track
+
+    @cached_property
+    def jail(self) -> Jail:
+        """How this worktree's commands are confined (docs/safety.md)."""
+        return jail_for(
+            self.layout, self.record.worktrees, self.spec.get("commands"), self.worktree
+        )
+
+    @property
+    def cycle_dir(self) -> Path:
+        return self.layout.cycle(self.cycle, self.track)
+
+    @property
+    def label(self) -> str:
+        return f"{self.track + ' ' if self.track else ''}cycle {self.cycle:03d}"
+
+    def log(self, line: str) -> None:
+        """One line to the rule's log and to the terminal running Snakemake (each value
+        the session's masker has seen masked)."""
+        line = seen.scrub_for(self.layout.root / seen.STORE, line)
+        print(line, file=sys.stderr, flush=True)
+        if self.log_file:
+            with self.log_file.open("a") as handle:
+                handle.write(line + "\n")
+
+    def previous_decision(self) -> Decision | None:
+        if self.cycle <= 1:
+            return None
+        path = self.layout.decision(self.cycle - 1, self.track)
+        return Decision.from_json(self.finished(path), path) if path.exists() else None
+
+    def decisions_before(self) -> list[Decision]:
+        """Every completed decision of this loop (this track) before the current cycle."""
+        return [
+            d for d in journal.load_decisions(self.layout, self.track) if d["cycle"] < self.cycle
+        ]
+
+    def commits_total(self, cycle_start: str, end: str) -> int:
+        """Commits on the loop's branch from its base to `end`, which this cycle built on
+        `cycle_start`: the previous cycle's count and this cycle's own, when the cycle began
+        where the previous one ended (git then walks this cycle's commits, not the branch's)."""
+        prev = self.previous_decision()
+        if prev and prev.end_commit == cycle_start:
+            earlier = prev.get("commits_total")
+            if isinstance(earlier, int):
+                return earlier + git.count_commits(self.worktree, cycle_start, end)
+        return git.count_commits(self.worktree, self.track_base(), end)
+
+    def track_base(self) -> str:
+        """Where this loop's branch started (a broad track records its own)."""
+        if self.track:
+            meta = json.loads(self.layout.track_meta(self.track).read_text())
+            return meta["base_commit"]
+        return self.record.base_commit
+
+    def cycle_start(self) -> str:
+        prev = self.previous_decision()
+        return prev.end_commit if prev else self.track_base()
+
+    def reference_tests(self) -> TestRun:
+        """The test run this cycle is held to: where the previous cycle left the suite, or
+        the baseline. A change is kept only if it keeps every test that passed there.
+
+        A run that never got to its tests (timed out, not run) names no test that passes,
+        and holding a cycle to it would let any test go: the latest earlier run that did
+        stands in, since every change kept after it was held to it."""
+        for cycle in range(self.cycle - 1, 0, -1):
+            path = self.layout.decision(cycle, self.track)
+            earlier = Decision.from_json(self.finished(path), path) if path.exists() else None
+            tests = earlier.tests if earlier else None
+            if tests and tests.get("outcome") in (testrun.PASSED, testrun.FAILED):
+                return TestRun.from_record(tests)
+        return TestRun.from_record(self.record.baseline)
+
+    def judge_tests(self, after: TestRun, reference: TestRun | None = None) -> Verdict:
+        """Whether a change whose run is `after` may stay, held to `reference` (default: the
+        run where this cycle started) under the spec's allow_* keys (verdict.acceptable)."""
+        return acceptable(
+            after,
+            self.reference_tests() if reference is None else reference,
+            self.spec.allow_failing_baseline,
+            self.spec.allow_test_removal,
+        )
+
+    @property
+    def protection(self) -> Protection:
+        """The session's protected paths, held to its base commit (protect.py)."""
+        return Protection(self.record.base_commit, tuple(self.spec.protected))
+
+    def pristine(self, commit: str | None = None) -> None:
+        """Make the worktree hold exactly `commit` (default HEAD) before a measurement:
+        nothing an agent or a command left outside git, protected files from the base."""
+        restored = self.protection.pristine(self.worktree, commit or git.head(self.worktree))
+        if restored:
+            self.log(f"protected files restored from base before measuring: {', '.join(restored)}")
+
+    def run_tests(self, *, uncached: bool = False) -> TestRun:
+        """A run of the test command in the worktree as it is (an uncommitted change)."""
+        return testrun.run_tests(
+            self.record.test_command,
+            self.worktree,
+            stack=self.record.stack,
+            timeout_s=self.spec.test_timeout_s,
+            secrets=self.spec.secrets,
+            uncached=uncached,
+            jail=self.jail,
+        )
+
+    def measure_tests(self, *, uncached: bool = False, reuse: bool = False) -> TestRun:
+        """A run of the test command on the committed HEAD in a pristine worktree
+        (`pristine`), so nothing outside the commit reaches the result. With `reuse`, a
+        tree already tested with the same command in this session is not tested again
+        (unless the spec says `evaluate.rerun: true`): its recorded run is returned."""
+        self.pristine()
+        return self.tested_run(uncached=uncached, reuse=reuse)
+
+    def test_change(self) -> TestRun:
+        """The per-fix gate's run: the change staged in the index, on a worktree holding
+        nothing else (no ignored file either: only what would be committed may decide),
+        uncached, so the run stands for its tree and is not run again (tested.py)."""
+        git.worktree_git(self.worktree, "clean", "-ffdxq")
+        return self.tested_run(uncached=True, reuse=True)
+
+    def measure_only(self, test_ids: frozenset[str]) -> TestRun | None:
+        """A run of only `test_ids` on the committed HEAD in a pristine worktree, through
+        pytest's `--lf` with the ids written as its last failures; None when the stack
+        cannot select tests that way (stack.last_failed_command). Filed under its tree and
+        the selection, never as a run of the suite: it decides nothing on its own, and the
+        same selection on the same tree is not run again."""
+        command = stack.last_failed_command(self.record.test_command, self.worktree)
+        if command is None or not test_ids:
+            return None
+        self.pristine()
+        cache = self.worktree / ".pytest_cache"
+        if cache.exists() or cache.is_symlink():
+            return None  # committed: not ours to write (it could lead out of the worktree)
+        # The tree before the cache is written: the cache holds the selection, in the key.
+        key = self._run_key(uncached=False, command=command, selection=test_ids)
+        runs = self._run_log()
+        earlier = runs.find(key) if key and not self.spec.rerun_tests else None
+        if earlier is not None:
+            self.log(f"tests: these {len(test_ids)} ran on this tree before: {earlier.summary}")
+            return earlier
+        (cache / "v" / "cache").mkdir(parents=True)
+        lastfailed = {test_id: True for test_id in sorted(test_ids)}
+        (cache / "v" / "cache" / "lastfailed").write_text(json.dumps(lastfailed))
+        run = testrun.run_tests(
+            command,
+            self.worktree,
+            stack=self.record.stack,
+            timeout_s=self.spec.test_timeout_s,
+            secrets=self.spec.secrets,
+            jail=self.jail,
+        )
+        if key:
+            runs.add(key, run)
+        return run
+
+    def tested_before(self) -> TestRun | None:
+        """The recorded uncached run of the suite on the committed HEAD, if this session has
+        one (what `measure_tests(uncached=True, reuse=True)` would return without a run)."""
+        self.pristine()
+        key = self._run_key(uncached=True)
+        if key is None or self.spec.rerun_tests:
+            return None
+        return self._run_log().find(key)
+
+    def failed_before(self) -> frozenset[str]:
+        """The tests that failed in any recorded run of this track (tested.py)."""
+        return self._run_log().failed_before(self.track)
+
+    def tested_run(self, *, uncached: bool, reuse: bool) -> TestRun:
+        """A run of the worktree as it is, recorded under its tree when it holds one
+        exactly; with `reuse`, a run recorded under the same key stands in (tested.py)."""
+        key = self._run_key(uncached=uncached)
+        runs = self._run_log()
+        if key and reuse and not self.spec.rerun_tests:
+            earlier = runs.find(key)
+            if earlier is not None:
+                self.log(f"tests: tree {key.tree[:12]} was tested before: {earlier.summary}")
+                return earlier
+        run = self.run_tests(uncached=uncached)
+        if key:  # only a run of an exact tree stands for that tree
+            runs.add(key, run)
+        return run
+
+    def _run_key(
+        self,
+        *,
+        uncached: bool,
+        command: str | None = None,
+        selection: frozenset[str] = frozenset(),
+    ) -> tested.RunKey | None:
+        """What a run of the worktree as it is now depends on; None when it holds no exact
+        tree (tested.exact_tree). Per place: each track's worktree (and each parallel
+        Green lane's) is an environment of its own, and a result stands only for the place
+        it was measured in."""
+        tree = tested.exact_tree(self.worktree, self.protection)
+        if not tree:
+            return None
+        return tested.RunKey(
+            tree=tree,
+            command=command or self.record.test_command,
+            uncached=uncached,
+            track=self.place,
+            timeout_s=self.spec.test_timeout_s,
+            settings=tested.RunKey.settings_digest(
+                self.spec.secrets, self.spec.get("commands"), self.record.stack
+            ),
+            selection=tested.RunKey.selection_digest(selection) if selection else "",
+        )
+
+    def _run_log(self) -> tested.TestRunLog:
+        return tested.TestRunLog(self.layout.test_runs, self.layout.journal_lock)
+
+    def stage_record(self, stage: str) -> dict[str, Any]:
+        """An earlier stage's record of this cycle (its job has ended: the file is final)."""
+        return self.finished(self.cycle_dir / f"{stage}.json")
+
+    def begin(self, start: str) -> None:
+        """Reset the worktree to the stage's start commit (idempotent reruns)."""
+        git.reset_to(self.worktree, start)
+
+    def limits(self) -> StageLimits:
+        return StageLimits(
+            max_turns=self.spec.agent.get("max_turns"),
+            deadline_s=self.spec.agent.get("stage_timeout_s"),
+            max_cost_usd=self.spec.stage_budget_usd,
+        )
+
+    def toolbox_options(self) -> dict[str, Any]:
+        return {
+            "jail": self.jail,
+            "allow_ignored_writes": bool(self.spec.get("allow_ignored_writes")),
+            "test_command": self.record.test_command,
+            "linter_command": self.record.linter_command,
+            "test_timeout_s": self.spec.test_timeout_s,
+            "protected": self.spec.protected,
+            "include": self.spec.scope_include,
+            "exclude": self.spec.scope_exclude,
+            "secrets": self.spec.secrets,
+        }
+
+    def progress(self, team: str) -> Callable[[str], None]:
+        """A backend's progress lines, labelled with session, cycle and team."""
+        return lambda line: self.log(f"[{self.layout.name} {self.label} {team}] {line}")
+
+
+def jail_for(
+    layout: SessionLayout, store: str | None, settings: dict[str, Any] | None, worktree: Path
+) -> Jail:
+    """The jail for a command in `worktree`: it sees nothing of the workflow's folder
+    (sessions/, config/) or of other worktrees in the store, only this one."""
+    hide = [layout.root.parents[1]] + ([Path(store).parent] if store else [])
+    return build_jail(settings, worktree, hide=hide)

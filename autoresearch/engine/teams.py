@@ -1,0 +1,521 @@
+"""The Red, sanitize, Green and Refactor stages of a cycle, with their harness hooks.
+
+Each stage: reset the worktree to its start commit, build the team's brief (what
+the clean room allows it to know), let the backend work through the toolbox, then
+write its Markdown file for people and its JSON record for the workflow. What a mode
+changes (Red's scope, which findings wait) comes in as arguments.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autoresearch.agents import prompts
+from autoresearch.agents.agent_run import NOT_RUN, run_agent, stop_reason_of
+from autoresearch.agents.backends import CONVERSATIONS
+from autoresearch.agents.backends.base import StageRun, ToolResult, Usage
+from autoresearch.agents.tools import Toolbox
+from autoresearch.engine import findings, tally
+from autoresearch.engine.stage import StageEnv
+from autoresearch.gate.keep import BatchGate, Landed, Settled, TestGate, gate_for
+from autoresearch.safety import git
+from autoresearch.safety.protect import ProtectedChange
+from autoresearch.session.files import write_json, write_text
+from autoresearch.views import journal
+
+
+def base_context(env: StageEnv, team: str) -> prompts.BriefContext:
+    return prompts.BriefContext(
+        team=team,
+        target_path=str(env.worktree),
+        stack=env.record.stack,
+        test_command=env.record.test_command,
+        linter=env.record.linter_command,
+        scope_text=env.spec.scope_text,
+        branch=git.current_branch(env.worktree),
+        conventions=env.record.conventions,
+        cycle=env.cycle,
+    )
+
+
+# --- Red -------------------------------------------------------------------
+
+
+def red(
+    env: StageEnv, markdown_out: Path, record_out: Path, scope: dict[str, Any] | None = None
+) -> None:
+    """Red reports findings; `scope` narrows it to an angle or a hypothesis."""
+    start = env.cycle_start()
+    env.begin(start)
+    prev = env.previous_decision()
+    history = tally.history(env.layout, env.track, before=env.cycle)
+    reported: list[findings.Finding] = []
+    first_id = prev["next_finding_id"] if prev else 1
+    # What earlier cycles fixed or gave up on, by problem and place: not reported again.
+    tried = {entry[0]: entry[1] for entry in history.tried}
+
+    def report_finding(severity, title, location, issue, impact) -> str:
+        problem = findings.location_problem(location, env.worktree)
+        if problem:
+            raise ValueError(f"{problem}; report the file and line where the problem is")
+        same = findings.identity(title, location)
+        earlier = next((f for f in reported if f.identity() == same), None)
+        if earlier is not None:
+            raise ValueError(f"already reported in this run as {earlier.id}")
+        if same in tried:
+            raise ValueError(
+                f"already handled in an earlier cycle ({tried[same]}); do not report it again"
+            )
+        fid = f"F-{first_id + len(reported):03d}"
+        reported.append(findings.Finding(fid, severity, title, location, issue, impact))
+        return f"recorded as {fid}"
+
+    ctx = base_context(env, "red")
+    ctx.tried = journal.tried_for_red(history.tried_lines, history.tried_files)
+    if prev:
+        ctx.dropped_categories = [
+            c for c in findings.CATEGORIES if c not in prev.get("red_categories", [])
+        ]
+        ctx.adjacent_files = prev.get("files_changed", [])
+    if scope:
+        ctx.angle = scope.get("angle")
+        ctx.hypothesis = scope.get("hypothesis")
+        ctx.aspiration = scope.get("aspiration")
+    toolbox = Toolbox(
+        "red", env.worktree, hooks={"report_finding": report_finding}, **env.toolbox_options()
+    )
+    run = run_agent(env, "red", ctx, toolbox)
+    changed = git.is_dirty(env.worktree)
+    if changed:
+        # Red has no write tool, but a tool it runs may write (a linter set to fix): nothing
+        # Red does may reach a commit.
+        env.log("red: the worktree changed during Red's run; it was restored")
+        git.restore(env.worktree)
+    write_text(
+        markdown_out,
+        findings.render(
+            reported,
+            notes=run.detail if run.turns else "",
+            title=f"Red team findings: {env.label}",
+        ),
+    )
+    write_json(
+        record_out,
+        {
+            "stage": "red",
+            "cycle": env.cycle,
+            "track": env.track,
+            "start_commit": start,
+            "end_commit": git.head(env.worktree),
+            "findings": len(reported),
+            "worktree_restored": changed,
+            "categories": sorted({findings.categorize(f) for f in reported}),
+            "next_finding_id": first_id + len(reported),
+            "stop": stop_reason_of(run),
+            "usage": asdict(run.usage),
+        },
+    )
+
+
+# --- Sanitize ----------------------------------------------------------------
+
+
+def sanitize(
+    env: StageEnv,
+    red_markdown: Path,
+    out: Path,
+    held_back: Callable[[list[findings.Finding]], list[findings.Finding]] = lambda _: [],
+) -> None:
+    """Deterministic, no model: facts only, at most `max_findings`, the rest to ideas.md.
+    `held_back` picks the findings that wait in ideas.md whatever their rank."""
+    reported = findings.parse(red_markdown.read_text())
+    waiting = held_back(reported)
+    reported = [f for f in reported if f not in waiting]
+    passed, held = findings.sanitize(reported, env.spec["max_findings"])
+    held = held + waiting
+    write_text(out, findings.render(passed, title=f"Findings passed to Green: {env.label}"))
+    journal.record_ideas(
+        env.layout,
+        f"{env.label}: findings held back by sanitize",
+        [f"[{f.severity}] {f.key()}: {f.issue}" for f in held],
+        keys=[f.identity() for f in held],
+    )
+    env.log(f"sanitize: {len(passed)} passed to Green, {len(held)} to ideas.md")
+
+
+# --- Green -------------------------------------------------------------------
+
+
+@dataclass
+class GreenLedger:
+    fixed: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+
+    def handled(self, fid: str) -> bool:
+        return any(r["id"] == fid for r in self.fixed + self.skipped)
+
+
+# Why a conversation's end ends the stage's: its limits are the stage's, or the session's.
+STAGE_OVER = (*NOT_RUN, "max_turns", "deadline")
+
+
+def conversation_groups(
+    found: list[findings.Finding], size: int | None
+) -> list[list[findings.Finding]]:
+    """The findings each Green conversation is given: up to `size` findings of one file,
+    in the order the first of each file comes; `size` None: all in one conversation.
+
+    A conversation resends all its earlier turns on each turn, so one conversation for
+    every finding costs about the square of the findings; a file's findings together
+    still share what the agent reads of it."""
+    if size is None:
+        return [found] if found else []
+    by_file: dict[str, list[findings.Finding]] = {}
+    for finding in found:
+        by_file.setdefault(_file_of(finding.location), []).append(finding)
+    return [group[i : i + size] for group in by_file.values() for i in range(0, len(group), size)]
+
+
+def _file_of(location: str) -> str:
+    return location.strip().partition(":")[0].strip()
+
+
+def _combined(runs: list[StageRun]) -> StageRun:
+    """A stage's conversations as one run: usage and turns summed; the stop that ended the
+    stage early, if one did, else the last conversation's."""
+    usage = Usage()
+    for one in runs:
+        usage.add(one.usage)
+    last = next((r for r in runs if r.stop_reason in STAGE_OVER), runs[-1])
+    return StageRun(usage, sum(r.turns for r in runs), last.stop_reason, last.detail)
+
+
+@dataclass
+class GreenWork:
+    """What a stage's Green conversations did: fixes and skips, the last refusal per
+    finding (for its skip reason), and each conversation's run."""
+
+    book: GreenLedger = field(default_factory=GreenLedger)
+    refusals: dict[str, str] = field(default_factory=dict)
+    runs: list[StageRun] = field(default_factory=list)
+
+
+# Parallel Green's lanes applied onto the worktree at the stage's start commit: what they
+# did, and one record per group of findings (green_lanes.merge).
+Merge = Callable[[StageEnv, str, dict[str, findings.Finding]], tuple[GreenWork, list[dict]]]
+
+
+def green(
+    env: StageEnv, sanitized_md, markdown_out, record_out, merge: Merge | None = None
+) -> None:
+    """Green's stage. With `merge` (agent.parallel_green above 1), the findings were worked
+    on in the lanes' own worktrees (green_lanes.py): `merge` applies their commits here."""
+    red_record = env.stage_record("red")
+    start = red_record["end_commit"]
+    env.begin(start)
+    todo = {f.id: f for f in findings.parse(sanitized_md.read_text())}
+    groups: list[dict] | None = None
+    if merge is not None:
+        # Each lane's fixes were gated where it made them, on its own; together they are
+        # a new tree, which the stage's end run decides as a batch (bisecting on a failure).
+        gate: TestGate = BatchGate(env, env.reference_tests())
+        work, groups = merge(env, start, todo)
+    else:
+        gate = gate_for(env)
+        work = GreenWork()
+        fix_findings(env, todo, gate, work, time.monotonic())
+    book, refusals = work.book, work.refusals
+    run = _combined(work.runs) if work.runs else None
+    if git.is_dirty(env.worktree):
+        git.restore(env.worktree)  # an unfinished fix is never kept
+    settle_fixes(gate.settle(start, [_landed(r, r["id"]) for r in book.fixed]), book)
+    for fid, finding in todo.items():
+        if not book.handled(fid):
+            reason = f"not kept: {refusals[fid]}" if fid in refusals else "not attempted"
+            book.skipped.append({"id": fid, "key": finding.key(), "reason": reason})
+    # The stage's full, uncached run: evaluate reuses it when Refactor changes nothing.
+    final = env.measure_tests(uncached=True, reuse=True)
+    held = env.judge_tests(final, gate.reference)
+    end = git.head(env.worktree)
+    lines = [f"# Green team: {env.label}", "", f"Start commit: {start}", f"End commit: {end}", ""]
+    lines += [
+        "## Fixed",
+        *(f"- [{r['id']}] {r['summary']} ({r['commit'][:10]})" for r in book.fixed),
+    ]
+    if not book.fixed:
+        lines.append("(none)")
+    lines += ["", "## Skipped", *(f"- [{r['id']}] {r['reason']}" for r in book.skipped)]
+    if not book.skipped:
+        lines.append("(none)")
+    if groups is not None:
+        lines += ["", "## Groups (agent.parallel_green)"]
+        for g in groups:
+            why = f": {g['reason']}" if g.get("reason") else ""
+            lines.append(f"- {g['lane']}: {', '.join(g['findings'])}: {g['status']}{why}")
+    lines += ["", "## Final test status", final.summary, "", held.reason]
+    write_text(markdown_out, "\n".join(lines) + "\n")
+    write_json(
+        record_out,
+        {
+            "stage": "green",
+            "cycle": env.cycle,
+            "track": env.track,
+            "start_commit": start,
+            "end_commit": end,
+            "fixed": book.fixed,
+            "skipped": book.skipped,
+            "tests_pass": final.ok and held.ok,
+            "test_summary": final.summary,
+            "test_verdict": held.reason,
+            # Tests the stage's end no longer has, let go by allow_test_removal (else the
+            # gate took the change out): the ids, for the audit trail.
+            "tests_removed": list(held.removed),
+            "tests": final.to_record(),
+            "stop": stop_reason_of(run) if run else None,
+            "usage": asdict(run.usage) if run else asdict(Usage()),
+            # agent.parallel_green: each group of findings, its lane, and whether its
+            # commits were applied or, with the reason, skipped.
+            **({"groups": groups} if groups is not None else {}),
+        },
+    )
+
+
+def fix_findings(
+    env: StageEnv,
+    todo: dict[str, findings.Finding],
+    gate: TestGate,
+    work: GreenWork,
+    began: float,
+    data: dict[str, Any] | None = None,
+) -> None:
+    """Green's conversations on `todo` in `env`'s worktree, each fix gated and committed
+    there; what they did goes to `work`, whose earlier runs count against the stage's
+    limits, as does the time since `began`. `data` reaches the brief's structured facts."""
+    book, refusals, runs = work.book, work.refusals, work.runs
+    toolbox: Toolbox | None = None
+    current: dict[str, findings.Finding] = {}  # the findings of the conversation under way
+
+    def check_id(fid: str) -> str | None:
+        if fid not in current:
+            return f"unknown finding id {fid!r}; the findings are {sorted(current)}"
+        if book.handled(fid):
+            return f"{fid} was already handled"
+        return None
+
+    def maybe_finished() -> None:
+        if toolbox is not None and all(book.handled(fid) for fid in current):
+            toolbox.mark_finished()
+
+    def keep_written() -> list[str]:
+        return env.protection.keep_written(env.worktree, toolbox.written if toolbox else {})
+
+    def finish_fix(finding_id: str, summary: str) -> ToolResult:
+        problem = check_id(finding_id)
+        if problem:
+            return ToolResult(problem, is_error=True)
+        if not git.is_dirty(env.worktree):
+            refusals[finding_id] = "finish_fix was called with no change in the worktree"
+            return ToolResult("there is no change in the worktree to commit", is_error=True)
+        finding = todo[finding_id]
+        try:  # the tests run on the agent's change alone, and only it is committed
+            if not keep_written():
+                refusals[finding_id] = "finish_fix was called with no change the agent made"
+                return ToolResult("there is no change of yours in the worktree", is_error=True)
+        except ProtectedChange as err:
+            return reject(finding_id, err.reason)
+        if gate.check().ok:
+            message = f"fix: [{finding_id}] {' '.join(summary.split())[:120]}"
+            try:
+                keep_written()
+                sha = env.protection.commit(env.worktree, message, staged=True)
+            except ProtectedChange as err:
+                return reject(finding_id, err.reason)
+            book.fixed.append(
+                {
+                    "id": finding_id,
+                    "key": finding.key(),
+                    "commit": sha,
+                    "summary": summary,
+                    "message": message,
+                }
+            )
+            maybe_finished()
+            return ToolResult(f"{gate.kept_message()}; committed {sha[:10]}: {message}")
+        git.restore(env.worktree)
+        reason = gate.verdict.reason if gate.verdict else "the tests did not run"
+        book.skipped.append({"id": finding_id, "key": finding.key(), "reason": reason})
+        maybe_finished()
+        return ToolResult(
+            f"not kept, so the worktree was restored and {finding_id} recorded as skipped: "
+            f"{gate.refused()}"
+        )
+
+    def reject(finding_id: str, reason: str) -> ToolResult:
+        git.restore(env.worktree)
+        env.log(f"green: {finding_id}: {reason}")
+        book.skipped.append({"id": finding_id, "key": todo[finding_id].key(), "reason": reason})
+        maybe_finished()
+        return ToolResult(f"not kept, so the worktree was restored: {reason}", is_error=True)
+
+    def skip_finding(finding_id: str, reason: str) -> ToolResult:
+        problem = check_id(finding_id)
+        if problem:
+            return ToolResult(problem, is_error=True)
+        git.restore(env.worktree)
+        book.skipped.append({"id": finding_id, "key": todo[finding_id].key(), "reason": reason})
+        maybe_finished()
+        return ToolResult(f"{finding_id} recorded as skipped")
+
+    conversational = env.spec.agent.get("backend") in CONVERSATIONS
+    size = env.spec.agent.get("findings_per_conversation") if conversational else None
+    groups = conversation_groups(list(todo.values()), size)
+    timeout = env.limits().deadline_s
+    for number, group in enumerate(groups, 1):
+        if git.is_dirty(env.worktree):
+            git.restore(env.worktree)  # an unfinished fix of the last conversation is not kept
+        left = None if timeout is None else timeout - (time.monotonic() - began)
+        if left is not None and left <= 0:
+            break
+        current = {f.id: f for f in group}
+        if len(groups) > 1:
+            env.log(f"green: conversation {number} of {len(groups)}: {', '.join(current)}")
+        # Each conversation is told only its own findings; the system prompt and tools are
+        # the same bytes in each, so all but the first read them from the prompt cache.
+        ctx = base_context(env, "green")
+        ctx.findings = findings.as_dicts(group)
+        toolbox = Toolbox(
+            "green",
+            env.worktree,
+            hooks={"finish_fix": finish_fix, "skip_finding": skip_finding},
+            **env.toolbox_options(),
+        )
+        earlier = _combined(runs) if runs else None
+        runs.append(
+            run_agent(env, "green", ctx, toolbox, deadline_s=left, earlier=earlier, extra_data=data)
+        )
+        if runs[-1].stop_reason in STAGE_OVER:
+            break
+
+
+def _landed(entry: dict, label: str) -> Landed:
+    return Landed(entry["commit"], entry["message"], label)
+
+
+def settle_fixes(settled: Settled, book: GreenLedger) -> None:
+    """The fixes the gate took out move to skipped; the rest carry their sha now."""
+    fixed = []
+    for r in book.fixed:
+        if r["commit"] in settled.dropped:
+            book.skipped.append(
+                {"id": r["id"], "key": r["key"], "reason": settled.dropped[r["commit"]]}
+            )
+        else:
+            fixed.append({**r, "commit": settled.kept.get(r["commit"], r["commit"])})
+    book.fixed = fixed
+
+
+# --- Refactor -------------------------------------------------------------------
+
+MAX_REFACTOR_COMMITS = 5
+
+
+def refactor(env: StageEnv, markdown_out, record_out) -> None:
+    green_record = env.stage_record("green")
+    start = green_record["end_commit"]
+    env.begin(start)
+    # Clean room: the Refactor team learns which files changed, nothing of why.
+    changed = git.changed_files(env.worktree, green_record["start_commit"], start)
+    gate = gate_for(env)
+    commits: list[dict] = []
+    reverted: list[str] = []
+    toolbox: Toolbox | None = None
+
+    def keep_written() -> list[str]:
+        return env.protection.keep_written(env.worktree, toolbox.written if toolbox else {})
+
+    def finish_refactor(summary: str) -> ToolResult:
+        if not git.is_dirty(env.worktree):
+            return ToolResult("there is no change in the worktree to commit", is_error=True)
+        try:  # the tests run on the agent's change alone, and only it is committed
+            if not keep_written():
+                return ToolResult("there is no change of yours in the worktree", is_error=True)
+            passed = gate.check().ok
+        except ProtectedChange as err:
+            passed, reason = False, err.reason
+        else:
+            reason = ""
+        if passed:
+            message = f"refactor: {' '.join(summary.split())[:120]}"
+            try:
+                keep_written()
+                sha = env.protection.commit(env.worktree, message, staged=True)
+            except ProtectedChange as err:
+                git.restore(env.worktree)
+                env.log(f"refactor: {err.reason}")
+                reverted.append(f"{summary} ({err.reason})")
+                return ToolResult(
+                    f"not kept, so the change was reverted: {err.reason}", is_error=True
+                )
+            commits.append({"commit": sha, "summary": summary, "message": message})
+            if len(commits) >= MAX_REFACTOR_COMMITS and toolbox is not None:
+                toolbox.mark_finished()
+            return ToolResult(f"{gate.kept_message()}; committed {sha[:10]}: {message}")
+        git.restore(env.worktree)
+        reverted.append(f"{summary} ({reason})" if reason else summary)
+        return ToolResult(f"not kept, so the change was reverted: {reason or gate.refused()}")
+
+    run = None
+    if changed:
+        ctx = base_context(env, "refactor")
+        ctx.changed_files = changed
+        toolbox = Toolbox(
+            "refactor",
+            env.worktree,
+            hooks={"finish_refactor": finish_refactor},
+            **env.toolbox_options(),
+        )
+        run = run_agent(env, "refactor", ctx, toolbox)
+    else:
+        env.log("refactor: Green changed no files; nothing to look at")
+    if git.is_dirty(env.worktree):
+        git.restore(env.worktree)
+    settled = gate.settle(start, [_landed(c, f"refactor {c['summary']!r}") for c in commits])
+    reverted += [
+        f"{c['summary']} ({settled.dropped[c['commit']]})"
+        for c in commits
+        if c["commit"] in settled.dropped
+    ]
+    commits = [
+        {**c, "commit": settled.kept[c["commit"]]} for c in commits if c["commit"] in settled.kept
+    ]
+    end = git.head(env.worktree)
+    lines = [f"# Refactor team: {env.label}", "", f"## Changes: {len(commits)}", ""]
+    lines += [f"Start commit: {start}", f"End commit: {end}", ""]
+    lines += ["## Recently changed files given to the team", *(f"- {p}" for p in changed)]
+    lines += ["", "## Commits", *(f"- {c['summary']} ({c['commit'][:10]})" for c in commits)]
+    if reverted:
+        lines += [
+            "",
+            "## Reverted (tests failed or a protected file changed)",
+            *(f"- {s}" for s in reverted),
+        ]
+    write_text(markdown_out, "\n".join(lines) + "\n")
+    write_json(
+        record_out,
+        {
+            "stage": "refactor",
+            "cycle": env.cycle,
+            "track": env.track,
+            "start_commit": start,
+            "end_commit": end,
+            "changes": len(commits),
+            "commits": commits,
+            "files": changed,
+            "stop": stop_reason_of(run) if run else None,
+            "usage": asdict(run.usage) if run else asdict(Usage()),
+        },
+    )

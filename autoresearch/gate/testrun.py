@@ -1,0 +1,420 @@
+"""A run of the target's test suite and what it proved: the command instrumented for its
+runner's own report, run, and judged into a `TestRun` (outcome, cause, counts, test ids).
+
+The gate that compares two runs is verdict.py; setup's check of the first run baseline.py;
+the runners' reports are read in runner_reports.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autoresearch.gate import diagnosis
+from autoresearch.gate.runner_reports import (
+    ANSI,
+    Tally,
+    read_cargo,
+    read_go_json,
+    read_jest_json,
+    read_junit,
+)
+from autoresearch.safety import commands, worktree_files
+from autoresearch.safety.jail import Jail
+from autoresearch.session.stack import (
+    package_test_script_is_jest,
+    parse_test_output,
+    uncached_test_command,
+)
+
+MAX_REPORT_BYTES = 200_000_000  # a JUnit or Jest report; a big suite's stays far below
+
+PASSED = "passed"
+FAILED = "failed"
+NOT_RUN = "not_run"  # collection or usage error, no tests collected, command not found
+TIMED_OUT = "timed_out"
+TAIL_CHARS = 3000
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """One run of the test command; counts and ids are None when the runner did not give them."""
+
+    __test__ = False  # a record, not a pytest test class
+
+    command: str  # the test command as the spec gives it
+    ran: str  # what actually ran: the command with the flags we added
+    outcome: str  # PASSED | FAILED | NOT_RUN | TIMED_OUT
+    cause: str  # why, in a few words: "2 tests failed", "collection error", "no tests collected"
+    passed: int | None
+    failed: int | None
+    skipped: int | None
+    errors: int | None
+    failing_ids: frozenset[str] | None  # failed and errored tests
+    passing_ids: frozenset[str] | None
+    exit_code: int | None
+    duration_s: float
+    tail: str
+    source: str  # junit | go-json | cargo | jest-json | regex | exit-code-only
+    skipped_ids: frozenset[str] | None = None  # skipped and xfailed tests
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == PASSED
+
+    @property
+    def summary(self) -> str:
+        """One line for logs and the console. A run with failures never reads as a pass, and a run
+        that never got to its tests never reads as "N failed"."""
+        if self.outcome == TIMED_OUT:
+            return f"TIMED OUT after {self.duration_s:.0f} s"
+        if self.outcome == NOT_RUN:
+            return f"NOT RUN: {self.cause} ({exit_text(self.exit_code)})"
+        if self.outcome == PASSED:
+            if self.passed is None:
+                return "passed (exit code 0; counts unavailable)"
+            return f"{self.passed} passed" + (f", {self.skipped} skipped" if self.skipped else "")
+        if self.failed is None:
+            return f"FAILED: {self.cause} (counts unavailable)"
+        parts = [f"{self.failed} failed"]
+        if self.errors:
+            parts.append(f"{self.errors} error{'s' if self.errors != 1 else ''}")
+        parts.append(f"{self.passed or 0} ok")
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped")
+        if self.failed == 0 and not self.errors:
+            parts.append(self.cause)  # e.g. a coverage threshold: exit code 1, no failing test
+        return "FAILED: " + ", ".join(parts)
+
+    def to_record(self) -> dict[str, Any]:
+        """A JSON-ready dict (setup.json, decision.json, test-runs.jsonl); `ok` and `summary`
+        are kept for older readers. The passing ids are kept: a later change is held to them."""
+        return {
+            "outcome": self.outcome,
+            "ok": self.ok,
+            "summary": self.summary,
+            "cause": self.cause,
+            "passed": self.passed,
+            "failed": self.failed,
+            "skipped": self.skipped,
+            "errors": self.errors,
+            "failing_ids": _sorted_or_none(self.failing_ids),
+            "passing_ids": _sorted_or_none(self.passing_ids),
+            "skipped_ids": _sorted_or_none(self.skipped_ids),
+            "exit_code": self.exit_code,
+            "timed_out": self.outcome == TIMED_OUT,
+            "duration_s": round(self.duration_s, 3),
+            "source": self.source,
+            "command": self.command,
+            "ran": self.ran,
+            "tail": self.tail,
+        }
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> TestRun:
+        def ids(key: str) -> frozenset[str] | None:
+            value = data.get(key)
+            return None if value is None else frozenset(value)
+
+        return cls(
+            command=data.get("command", ""),
+            ran=data.get("ran", data.get("command", "")),
+            outcome=data["outcome"],
+            cause=data.get("cause", ""),
+            passed=data.get("passed"),
+            failed=data.get("failed"),
+            skipped=data.get("skipped"),
+            errors=data.get("errors"),
+            failing_ids=ids("failing_ids"),
+            passing_ids=ids("passing_ids"),
+            exit_code=data.get("exit_code"),
+            duration_s=float(data.get("duration_s") or 0.0),
+            tail=data.get("tail", ""),
+            source=data.get("source", "exit-code-only"),
+            skipped_ids=ids("skipped_ids"),
+        )
+
+
+def run_tests(
+    command: str,
+    cwd: Path | str,
+    *,
+    stack: str | None,
+    timeout_s: float,
+    secrets: list[str] | None = None,
+    uncached: bool = False,
+    results_dir: Path | None = None,
+    jail: Jail | None = None,
+) -> TestRun:
+    """Run the test command in `cwd` and read what it proved.
+
+    `stack` is the detected stack's name (it decides how `npm test` is treated). With `uncached`
+    the tool's cache is defeated first (`stack.uncached_test_command`). Flags for structured output
+    are added where the runner has them (pytest `--junitxml`, `go test -json`, cargo's
+    `--no-fail-fast` so every test binary runs, jest `--json --outputFile`); the result files go
+    to a fresh folder under `results_dir` (default: the system temp folder), outside the worktree.
+    A command jail must let the command write there.
+    """
+    cwd = Path(cwd)
+    base = uncached_test_command(stack, command, cwd) if uncached else command
+    parent = None if results_dir is None else str(results_dir)
+    with tempfile.TemporaryDirectory(prefix="autoresearch-tests-", dir=parent) as folder:
+        plan = instrument(base, cwd, stack, Path(folder))
+        started = time.time()
+        # The jail lets the command write `folder`, at this same path, for the reports.
+        inside = jail.allowing(Path(folder)) if jail is not None else None
+        result = commands.run(
+            plan.command, cwd, timeout_s=timeout_s, extra_secrets=secrets, jail=inside
+        )
+        tally = _read(plan, result, cwd, started)
+        if tally is None and _rejects_our_flags(plan, result):
+            # The target's setup refused a flag we added (a plugin turned off, say): run the
+            # command as given and make do with its text.
+            plan = _Plan(base, plan.runner, (), (), ())
+            result = commands.run(base, cwd, timeout_s=timeout_s, extra_secrets=secrets, jail=jail)
+            tally = None
+        return judge(command, plan, result, tally, cwd)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    command: str  # what will run
+    runner: str  # pytest | go | cargo | jest | other
+    added: tuple[str, ...]  # the flags we added, to recognise a refusal
+    files: tuple[Path, ...]  # structured output we asked for
+    theirs: tuple[Path, ...]  # structured output the command asks for itself (pytest)
+
+
+_CMD_START = r"(?<![\w./-])"
+PYTEST = re.compile(_CMD_START + r"((?:python[\d.]*\s+-m\s+)?(?:[\w./-]*/)?py\.?test)(?=\s|$)")
+_OWN_JUNIT = re.compile(r"--junit-?xml(?:=|\s+)(\S+)")
+_GO_CMD = re.compile(_CMD_START + r"(go\s+test)(?=\s|$)")
+_CARGO_CMD = re.compile(_CMD_START + r"(cargo\s+(?:\+\S+\s+)?test)(?=\s|$)")
+_JEST = re.compile(_CMD_START + r"((?:[\w./-]*/)?jest)(?=\s|$)")
+_NPM_TEST = re.compile(r"^\s*(npm\s+(?:run\s+)?test|yarn\s+test|pnpm\s+(?:run\s+)?test)\b")
+
+
+def instrument(command: str, cwd: Path, stack_name: str | None, folder: Path) -> _Plan:
+    """The command with structured-output flags for its runner, and where that output will be.
+
+    Flags go right after the runner's name (every occurrence), so `pytest -q && echo ok` still
+    hands them to pytest. Our `--junitxml` on the command line beats one in the target's `addopts`.
+    """
+    if PYTEST.search(command):
+        if "no:junitxml" in command:
+            return _Plan(command, "pytest", (), (), ())
+        files: list[Path] = []
+
+        def add_junit(match: re.Match[str]) -> str:
+            path = folder / f"junit-{len(files)}.xml"
+            files.append(path)
+            flags = f"--junitxml={shlex.quote(str(path))} -o junit_family=xunit1"
+            return f"{match.group(1)} {flags}"
+
+        ran = PYTEST.sub(add_junit, command)
+        theirs = tuple(cwd / Path(p).expanduser() for p in _OWN_JUNIT.findall(command))
+        return _Plan(ran, "pytest", ("--junitxml", "junit_family"), tuple(files), theirs)
+    if _GO_CMD.search(command):
+        if re.search(r"(?<!\S)-json\b", command):
+            return _Plan(command, "go", (), (), ())
+        return _Plan(_GO_CMD.sub(r"\1 -json", command), "go", ("-json",), (), ())
+    if _CARGO_CMD.search(command):
+        if "--no-fail-fast" in command:
+            return _Plan(command, "cargo", (), (), ())
+        ran = _CARGO_CMD.sub(r"\1 --no-fail-fast", command)
+        return _Plan(ran, "cargo", ("--no-fail-fast",), (), ())
+    jest_flags = "--json --outputFile={}"
+    if _JEST.search(command):
+        files = []
+
+        def add_json(match: re.Match[str]) -> str:
+            path = folder / f"jest-{len(files)}.json"
+            files.append(path)
+            return f"{match.group(1)} {jest_flags.format(shlex.quote(str(path)))}"
+
+        ran = _JEST.sub(add_json, command)
+        return _Plan(ran, "jest", ("--json", "--outputFile"), tuple(files), ())
+    npm = _NPM_TEST.match(command)
+    rest = command[npm.end() :].strip() if npm else None
+    if rest in ("", "-- --no-cache") and stack_name == "Node/TS":
+        if package_test_script_is_jest(cwd):
+            path = folder / "jest-0.json"
+            flags = jest_flags.format(shlex.quote(str(path)))
+            ran = command.rstrip() + (f" {flags}" if rest else f" -- {flags}")
+            return _Plan(ran, "jest", ("--json", "--outputFile"), (path,), ())
+    return _Plan(command, "other", (), (), ())
+
+
+def _rejects_our_flags(plan: _Plan, result: commands.CommandResult) -> bool:
+    if not plan.added or result.exit_code in (0, None):
+        return False
+    if plan.runner == "pytest" and result.exit_code != 4:  # pytest's code for a usage error
+        return False
+    refusal = re.search(
+        r"unrecognized arguments|unknown option|unrecognized option|flag provided but not defined"
+        r"|unexpected argument",
+        result.output,
+        re.IGNORECASE,
+    )
+    return refusal is not None and any(flag in result.output for flag in plan.added)
+
+
+def _read(plan: _Plan, result: commands.CommandResult, cwd: Path, started: float) -> Tally | None:
+    # The command may write where its reports go: each is read by the worktree reader's rules
+    # (a link it left there to a file outside, or a FIFO, is not read).
+    ours = [_report(p, p.parent) for p in plan.files]
+    if plan.runner == "pytest":
+        theirs = [_report(p, cwd) for p in plan.theirs if _written_since(p, started)]
+        return read_junit([data for data in ours + theirs if data is not None])
+    if plan.runner == "go":
+        return read_go_json(result.output)
+    if plan.runner == "cargo":
+        return read_cargo(result.output)
+    if plan.runner == "jest":
+        return read_jest_json([data for data in ours if data is not None], cwd)
+    return None
+
+
+def _report(path: Path, root: Path) -> bytes | None:
+    """A report file under `root`, through the worktree reader; None when absent or refused."""
+    try:
+        rel = os.path.relpath(path, root)
+        return worktree_files.read_bytes(root, rel, max_bytes=MAX_REPORT_BYTES)
+    except (worktree_files.Refused, ValueError):
+        return None
+
+
+def _written_since(path: Path, started: float) -> bool:
+    try:
+        return path.stat().st_mtime >= started - 1
+    except OSError:
+        return False
+
+
+# Text that means the runner never got to the tests, whatever the exit code says.
+_NOT_RUN_TEXT = (
+    (re.compile(r"errors? during collection"), "collection error"),
+    (re.compile(r"ImportError while loading conftest"), "import error while loading conftest"),
+    (re.compile(r"^ERROR: usage:", re.MULTILINE), "usage error"),
+    (re.compile(r"^[=\s]*no tests ran in [\d.]+s", re.MULTILINE), "no tests collected"),
+    (re.compile(r"No tests found, exiting with code"), "no tests collected"),
+    (re.compile(r'Missing script: "?test'), "no test script"),
+    (re.compile(r"Error: no test specified"), "no test script"),
+    (re.compile(r"No rule to make target"), "no such make target"),
+    (diagnosis.NO_PYTEST, "pytest is not installed"),
+)
+
+
+_PYTEST_EXIT = {
+    2: "interrupted before the tests ran",
+    3: "pytest internal error",
+    4: "usage error",
+    5: "no tests collected",
+}
+
+
+def judge(
+    command: str,
+    plan: _Plan,
+    result: commands.CommandResult,
+    tally: Tally | None,
+    cwd: Path,
+) -> TestRun:
+    """The TestRun for a finished command: outcome and cause from the exit code, the structured
+    results and the output's own words."""
+    text = tally.text if tally is not None and tally.text is not None else result.output
+    text = ANSI.sub("", text).replace("\r\n", "\n")
+    tail = text if len(text) <= TAIL_CHARS else "[... output cut ...]\n" + text[-TAIL_CHARS:]
+    code = result.exit_code
+
+    def make(outcome: str, cause: str, counts: tuple, ids: tuple, source: str) -> TestRun:
+        return TestRun(
+            command,
+            plan.command,
+            outcome,
+            cause,
+            *counts,
+            *ids,
+            code,
+            result.duration_s,
+            tail,
+            source,
+            skipped_ids,
+        )
+
+    counts: tuple = (None, None, None, None)
+    ids: tuple = (None, None)
+    skipped_ids: frozenset[str] | None = None
+    source = "exit-code-only"
+    if tally is not None:
+        counts = (len(tally.passed), len(tally.failed), len(tally.skipped), len(tally.errored))
+        failing = frozenset(tally.failed | tally.errored)
+        ids = (failing if tally.ids_complete else None, frozenset(tally.passed))
+        skipped_ids = frozenset(tally.skipped)
+        source = tally.source
+    else:
+        parsed = parse_test_output(text, code)
+        if parsed.parsed:
+            counts = (parsed.passed, parsed.failed, parsed.skipped, None)
+            source = "regex"
+
+    if result.timed_out:
+        return make(TIMED_OUT, "timed out", counts, ids, source)
+    not_run = _not_run_cause(plan.runner, code, text, tally)
+    if not_run:
+        return make(NOT_RUN, not_run, counts, ids, source)
+    passed, failed, skipped, errors = counts
+    bad = (failed or 0) + (errors or 0)
+    if code == 0 and bad == 0:
+        return make(PASSED, "all tests passed", counts, ids, source)
+    if bad:
+        noun = "test" if bad == 1 else "tests"
+        return make(FAILED, f"{bad} {noun} failed", counts, ids, source)
+    # A failing exit code and no failing test: a coverage threshold, a crash after the run, a
+    # second command. Nothing names the culprit, so there are no ids to compare with.
+    return make(
+        FAILED, f"{exit_text(code)} with no failing test reported", counts, (None, ids[1]), source
+    )
+
+
+def _not_run_cause(runner: str, code: int | None, text: str, tally: Tally | None) -> str | None:
+    if code == 127:
+        return "command not found"
+    if code == 126:
+        return "command cannot be executed"
+    if tally is not None:
+        if tally.collection_errors:
+            return "collection error"
+        if runner == "pytest" and code in _PYTEST_EXIT:
+            return _PYTEST_EXIT[code]
+        if not tally.tests_seen:
+            if any("build failed]" in unit or "setup failed]" in unit for unit in tally.broken):
+                return "build failed"
+            return "no test could be loaded" if tally.broken else "no tests collected"
+        return None
+    # No structured results: the runner's own words, read near the end only, where runners put
+    # their verdict (a failing test's captured output may quote anything).
+    end = text[-TAIL_CHARS:]
+    for pattern, cause in _NOT_RUN_TEXT:
+        if pattern.search(end):
+            return cause
+    if runner == "pytest" and code in _PYTEST_EXIT:
+        return _PYTEST_EXIT[code]
+    if runner in ("go", "cargo", "jest") and code != 0:
+        built = re.search(r"could not compile|\[build failed\]|\[setup failed\]", end)
+        return "build failed" if built else f"{runner} stopped before any test ran"
+    return None
+
+
+def exit_text(code: int | None) -> str:
+    return "no exit code" if code is None else f"exit code {code}"
+
+
+def _sorted_or_none(ids: frozenset[str] | None) -> list[str] | None:
+    return None if ids is None else sorted(ids)

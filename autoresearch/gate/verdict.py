@@ -1,0 +1,209 @@
+"""The test gate's judgement: whether a change whose run is `after` may be kept, by test
+identity against the run where the change started (`acceptable`), and what it lost."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from autoresearch.gate.testrun import FAILED, NOT_RUN, PASSED, TIMED_OUT, TestRun, exit_text
+
+IDS_SHOWN = 10  # failing ids named in a reason before "and N more"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a change may be kept, why, and the tests it was allowed to remove."""
+
+    ok: bool
+    reason: str
+    removed: tuple[str, ...] = ()  # test ids let go by allow_test_removal
+
+
+# What became of a test of the start that no longer passes.
+FAILS_NOW = "failed or errored"
+SKIPPED_NOW = "skipped or xfailed"
+GONE = "not reported (deselected, not collected, renamed, or its parametrize id changed)"
+# A failing id that names no test: a Go package that did not build, a crashed cargo binary, a
+# Jest suite that did not load, a pytest collection error. Fixing it makes it go away.
+_NOT_A_TEST = re.compile(r" \[[^\]]+\]$")
+
+
+def regressions(baseline: TestRun, after: TestRun) -> set[str] | None:
+    """Tests failing after a change that did not fail in the baseline, by id; None when either run
+    has no ids (the caller then asks for a run that passes outright).
+
+    A test the change added counts too: it did not fail before, and a change must not bring in a
+    failing test any more than break a passing one.
+    """
+    usable = (PASSED, FAILED)
+    if baseline.outcome not in usable or after.outcome not in usable:
+        return None
+    if baseline.failing_ids is None or after.failing_ids is None:
+        return None
+    return set(after.failing_ids - baseline.failing_ids)
+
+
+def lost_tests(start: TestRun, after: TestRun) -> dict[str, str] | None:
+    """The tests of `start` that `after` no longer has as it had them, each with what became of
+    it: one that passed and does not pass now, one that failed and is neither failing nor
+    passing now (a known-bad test deleted is no fix). None when either run names no passing
+    tests."""
+    if start.passing_ids is None or after.passing_ids is None:
+        return None
+    failing_now = after.failing_ids or frozenset()
+    skipped_now = after.skipped_ids or frozenset()
+
+    def fate(test_id: str) -> str:
+        if test_id in failing_now:
+            return FAILS_NOW
+        return SKIPPED_NOW if test_id in skipped_now else GONE
+
+    lost = {t: fate(t) for t in start.passing_ids - after.passing_ids}
+    for test_id in (start.failing_ids or frozenset()) - after.passing_ids - failing_now:
+        if not _NOT_A_TEST.search(test_id):
+            lost[test_id] = fate(test_id)
+    return lost
+
+
+def acceptable(
+    after: TestRun,
+    baseline: TestRun | None,
+    allow_failing_baseline: bool = False,
+    allow_test_removal: bool = False,
+) -> Verdict:
+    """Whether a change whose test run is `after` may be kept; `baseline` is the run of the
+    tree the change started from.
+
+    The gate judges test identity: every test that passed at the start must pass after, by id
+    (a test skipped, deselected, no longer collected or renamed counts as gone), and only
+    `allow_test_removal` lets one go, named in the verdict. With a green start the run must
+    also pass outright; with a failing one (allowed only by `allow_failing_baseline`) no test
+    may fail that did not fail at the start. Without ids the counts are compared (fewer passing
+    tests is never a pass), and a runner that gives neither is said to be unchecked. A run that
+    did not get to its tests, or timed out, is never acceptable.
+    """
+    if after.outcome == TIMED_OUT:
+        return Verdict(False, f"the test run timed out after {after.duration_s:.0f} s")
+    if after.outcome == NOT_RUN:
+        return Verdict(False, f"no test ran: {after.cause} ({exit_text(after.exit_code)})")
+    if after.outcome == PASSED:
+        held = f"tests pass ({after.summary})"
+    else:
+        failing_before = (
+            allow_failing_baseline and baseline is not None and baseline.outcome == FAILED
+        )
+        if not failing_before:
+            return Verdict(False, f"tests fail: {failure_detail(after)}")
+        new = regressions(baseline, after)
+        if new is None:
+            return Verdict(
+                False,
+                f"tests fail ({failure_detail(after)}) and the failing tests cannot be compared "
+                "with the baseline's by id, so the suite must pass outright",
+            )
+        if new:
+            return Verdict(False, f"tests that did not fail before fail now: {name_ids(new)}")
+        still = len(after.failing_ids or ())
+        held = f"no test fails that did not fail before ({still} still failing from the baseline)"
+    if baseline is None:
+        return Verdict(True, held)
+    return _same_tests(after, baseline, held, allow_test_removal)
+
+
+def _same_tests(after: TestRun, start: TestRun, held: str, allow_removal: bool) -> Verdict:
+    """`held` (the run passes as it must) stands only if no test of `start` went missing."""
+    lost = lost_tests(start, after)
+    if lost:
+        broken = any(fate == FAILS_NOW for fate in lost.values())
+        if broken or not allow_removal:
+            return Verdict(
+                False,
+                "tests that passed where the change started do not pass now: "
+                + describe_lost(lost)
+                + ("" if broken else "; removing a test needs allow_test_removal: true"),
+            )
+        removed = tuple(sorted(lost))
+        return Verdict(
+            True,
+            f"{held}; {len(removed)} test(s) removed, allowed by allow_test_removal: "
+            + describe_lost(lost),
+            removed,
+        )
+    if lost is not None:
+        return Verdict(True, held)
+    if start.passing_ids is not None:
+        # Whatever made this run stop naming its tests (a config that turns the report off)
+        # also hides which of them are gone.
+        return Verdict(
+            False,
+            f"this run names no tests where the run at the change's start named "
+            f"{len(start.passing_ids)} passing, so whether they still pass cannot be checked",
+        )
+    before, now = start.passed, after.passed
+    if before is not None and now is None:
+        return Verdict(
+            False,
+            f"this run counts no tests where the run at the change's start counted {before} "
+            "passing, so whether they still pass cannot be checked",
+        )
+    if before is not None and now is not None:
+        if now < before:
+            if not allow_removal:
+                return Verdict(
+                    False,
+                    f"{now} tests pass where {before} passed at the change's start (the runner "
+                    "names no tests, so which are gone cannot be said); removing a test needs "
+                    "allow_test_removal: true",
+                )
+            return Verdict(
+                True,
+                f"{held}; {before - now} fewer passing tests than at the change's start, "
+                "allowed by allow_test_removal (the runner names no tests)",
+            )
+        return Verdict(True, f"{held}; compared by count only: the runner names no tests")
+    return Verdict(
+        True,
+        f"{held}, unchecked: the runner gives no test ids or counts, so a test skipped or "
+        "removed would go unseen",
+    )
+
+
+def describe_lost(lost: dict[str, str]) -> str:
+    """The lost tests grouped by what became of them, each group capped as name_ids caps."""
+    groups: dict[str, set[str]] = {}
+    for test_id, fate in lost.items():
+        groups.setdefault(fate, set()).add(test_id)
+    order = (FAILS_NOW, SKIPPED_NOW, GONE)
+    return "; ".join(f"{fate}: {name_ids(groups[fate])}" for fate in order if fate in groups)
+
+
+def name_ids(ids: set[str] | frozenset[str]) -> str:
+    """At most IDS_SHOWN ids, sorted, then "and N more"."""
+    shown = sorted(ids)[:IDS_SHOWN]
+    text = ", ".join(shown)
+    if len(ids) > IDS_SHOWN:
+        text += f" and {len(ids) - IDS_SHOWN} more"
+    return text
+
+
+def failure_detail(run: TestRun) -> str:
+    if run.failing_ids:
+        return name_ids(run.failing_ids)
+    return f"{exit_text(run.exit_code)}: {run.cause}"
+
+
+def tests_word(decision: dict[str, Any], baseline: dict[str, Any]) -> str:
+    """How `done` says a decision's tests went: pass or FAIL, and when what fails is only
+    what already failed at the base (`baseline`, setup's record), that it is."""
+    if decision.get("tests_pass"):
+        return "pass"
+    failing = set((decision.get("tests") or {}).get("failing_ids") or ())
+    before = set(baseline.get("failing_ids") or ())
+    if decision.get("broken") or not failing or not failing <= before:
+        return "FAIL"
+    n = len(failing)
+    if failing == before:
+        return f"FAIL (the same {n} test{'s' if n != 1 else ''} as at the base)"
+    return f"FAIL ({n} of the {len(before)} tests that failed at the base; no other)"

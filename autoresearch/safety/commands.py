@@ -1,0 +1,368 @@
+"""Running the spec's shell commands (tests, linter, measure, guard): jail, timeout, bounded
+output, scrubbed environment, and ending every running command on Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from autoresearch.safety import trace
+from autoresearch.safety.jail import Jail
+
+# Never handed to a command the agent can cause to run: the target's code is untrusted.
+SECRET_PREFIXES = ("ANTHROPIC_",)
+DEFAULT_TAIL_CHARS = 4000
+# `CommandResult.output` keeps at most this much of the end of the output: a suite that prints
+# a gigabyte must not take a gigabyte of memory. Test counts and metric values are read from
+# the end.
+OUTPUT_TAIL_BYTES = 1 << 20
+STDERR_TAIL_BYTES = 64 << 10
+# How long to wait for a killed command's processes to be gone before giving up on them.
+KILL_WAIT_S = 30
+INTERRUPT_MESSAGE = (
+    "autoresearch: Ctrl-C: the running commands were ended; "
+    "the interrupted stage runs again when you rerun the same command.\n"
+)
+
+
+class Interrupted(KeyboardInterrupt):
+    """The user pressed Ctrl-C: the command was ended, and the stage must not record a result.
+
+    A KeyboardInterrupt, so no `except Exception` turns it into a failed test run, and
+    Snakemake ends the job quietly (the interrupted stage reruns on the next run).
+    """
+
+
+@dataclass
+class CommandResult:
+    command: str
+    exit_code: int | None  # None when it timed out
+    output: str  # the end of stdout and stderr, interleaved (stdout only with stdout_only)
+    duration_s: float
+    timed_out: bool = False
+    stderr: str = ""  # with stdout_only: the end of stderr, kept apart
+    output_bytes: int = 0  # the size of the whole output; `output` holds OUTPUT_TAIL_BYTES
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    @property
+    def cut(self) -> bool:
+        """Whether `output` lacks the beginning of the output."""
+        return self.output_bytes > OUTPUT_TAIL_BYTES
+
+    def tail(self, chars: int = DEFAULT_TAIL_CHARS) -> str:
+        if len(self.output) <= chars and not self.cut:
+            return self.output
+        return "[... output cut ...]\n" + self.output[-chars:]
+
+
+# Variables a `make` that started us hands its children: a target's own `make bench` would
+# join our make's job server, print "make[1]: Leaving directory" as its last line (read as
+# the metric) and take our make's flags. The target's commands get a make of their own.
+INVOKER_MAKE = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "MAKE_TERMOUT", "MAKE_TERMERR")
+
+
+def scrubbed_env(extra_secrets: list[str] | None = None) -> dict[str, str]:
+    """The current environment less ANTHROPIC_*, any variable the spec names, and what a
+    `make` that started us passes to its children."""
+    drop = set(extra_secrets or []) | set(INVOKER_MAKE)
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(SECRET_PREFIXES) and key not in drop
+    }
+
+
+def run(
+    command: str,
+    cwd: Path | str,
+    timeout_s: float = 600,
+    extra_secrets: list[str] | None = None,
+    stdout_only: bool = False,
+    *,
+    jail: Jail | None = None,
+    trace_to: Path | None = None,
+) -> CommandResult:
+    """Run a shell command from the spec in `cwd`, inside `jail` when it is a bwrap jail.
+
+    With `trace_to` (a folder), the command runs under strace and its trace is written to a
+    new `run-N` folder there (trace.py reads it); where strace is missing, or cannot run,
+    the command runs untraced and the folder holds no trace.
+
+    Output goes to a file, never through memory: `.output` is its last OUTPUT_TAIL_BYTES. On
+    timeout the whole jail (bwrap) or process group (no jail) is killed at once, however many
+    processes it started or where they went.
+    Raises Interrupted when Ctrl-C ended the command (see `end_commands_on_interrupt`).
+    """
+    if trace_to is not None and trace.strace() is not None:
+        folder = _new_run_folder(Path(trace_to))
+        traced = jail.allowing(folder) if jail is not None else None
+        wrapper = trace.wrapper(folder)
+        result = _run(command, cwd, timeout_s, extra_secrets, stdout_only, traced, wrapper)
+        if trace.written(folder):
+            return result
+        # strace could not start (no ptrace here): the command never ran, so run it plainly.
+        (folder / "failed").write_text(result.tail(2000))
+    return _run(command, cwd, timeout_s, extra_secrets, stdout_only, jail, ())
+
+
+def _new_run_folder(parent: Path) -> Path:
+    parent.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while (parent / f"run-{n}").exists():
+        n += 1
+    folder = parent / f"run-{n}"
+    folder.mkdir()
+    return folder
+
+
+def _run(
+    command: str,
+    cwd: Path | str,
+    timeout_s: float,
+    extra_secrets: list[str] | None,
+    stdout_only: bool,
+    jail: Jail | None,
+    wrapper: Sequence[str],
+) -> CommandResult:
+    start = time.monotonic()
+    _live.refuse_if_interrupted()
+    env = scrubbed_env(extra_secrets)
+    with tempfile.TemporaryDirectory(prefix="autoresearch-cmd-", ignore_cleanup_errors=True) as tmp:
+        work = Path(tmp)
+        out_path = work / "output"
+        err_path = work / "stderr"
+        jailed = jail is not None and jail.mode == "bwrap"
+        info_r, info_w = os.pipe() if jailed else (None, None)
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            try:
+                if jailed:
+                    argv = jail.argv(
+                        command, Path(cwd), work / "scratch", env, info_fd=info_w, wrapper=wrapper
+                    )
+                    env = jail.env(env)
+                elif wrapper:
+                    argv = [*wrapper, "/bin/sh", "-c", command]
+                proc = subprocess.Popen(
+                    argv if jailed or wrapper else command,
+                    shell=not (jailed or wrapper),
+                    cwd=str(cwd),
+                    env=env,
+                    stdout=out,
+                    stderr=err if stdout_only else subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    pass_fds=(info_w,) if jailed else (),
+                )
+            except BaseException:
+                if info_r is not None:
+                    os.close(info_r)
+                raise
+            finally:
+                if info_w is not None:
+                    os.close(info_w)
+        running = _Running(proc)
+        _live.add(running)
+        try:
+            if info_r is not None:
+                running.jail_pid = _read_jail_pid(info_r, start + timeout_s)
+            timed_out = not _wait(proc, start + timeout_s)
+            if timed_out or running.interrupted:
+                running.kill()
+            elif not jailed:
+                # Whatever the command left running in its process group ends with it (a
+                # jail ends everything inside it by itself when the command exits).
+                _killpg(proc.pid)
+        except BaseException:  # e.g. Ctrl-C when run() is called from the main thread
+            running.kill()
+            raise
+        finally:
+            _live.discard(running)
+        if running.interrupted:
+            raise Interrupted(f"`{command}` was ended by Ctrl-C")
+        output, size = _read_tail(out_path, OUTPUT_TAIL_BYTES)
+        stderr, _ = _read_tail(err_path, STDERR_TAIL_BYTES) if stdout_only else ("", 0)
+        return CommandResult(
+            command,
+            None if timed_out else proc.returncode,
+            output,
+            time.monotonic() - start,
+            timed_out=timed_out,
+            stderr=stderr,
+            output_bytes=size,
+        )
+
+
+# --- ending commands ---------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Running:
+    proc: subprocess.Popen
+    jail_pid: int | None = None  # the jail's PID 1: when it dies, everything inside dies
+    interrupted: bool = False
+
+    def signal_kill(self) -> None:
+        """Send the kill; safe in a signal handler (it never waits)."""
+        if self.jail_pid is not None and self.proc.poll() is None:
+            try:
+                os.kill(self.jail_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        else:
+            _killpg(self.proc.pid)
+
+    def kill(self) -> None:
+        """Kill the jail (or process group) and wait until it is gone."""
+        self.signal_kill()
+        try:
+            # bwrap exits once its PID 1 has gone, and PID 1 goes once all inside are gone.
+            self.proc.wait(timeout=KILL_WAIT_S)
+        except subprocess.TimeoutExpired:
+            _killpg(self.proc.pid)
+            self.proc.wait()
+
+
+class _LiveCommands:
+    """The commands running in this process, so that one Ctrl-C ends them all.
+
+    Process-wide on purpose: Snakemake runs our jobs as threads of its own process, and the
+    commands run in sessions of their own, so the terminal's Ctrl-C never reaches them.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: set[_Running] = set()
+        self.interrupted = False
+
+    def add(self, running: _Running) -> None:
+        with self._lock:
+            self._running.add(running)
+        if self.interrupted:  # Ctrl-C came between the check in `run` and now
+            running.interrupted = True
+            running.signal_kill()
+
+    def discard(self, running: _Running) -> None:
+        with self._lock:
+            self._running.discard(running)
+
+    def refuse_if_interrupted(self) -> None:
+        if self.interrupted:
+            raise Interrupted("not started: the run is ending after Ctrl-C")
+
+    def end_all(self) -> None:
+        """Mark the run interrupted and kill every running command (never waits, no lock:
+        this runs in a signal handler, possibly while the main thread holds the lock)."""
+        self.interrupted = True
+        for running in tuple(self._running):
+            running.interrupted = True
+            running.signal_kill()
+
+
+_live = _LiveCommands()
+
+
+def end_commands_on_interrupt() -> bool:
+    """Make Ctrl-C (SIGINT) end every running command before the usual KeyboardInterrupt.
+
+    Call once from the main thread of the Snakemake process (the workflow's `onstart`).
+    Returns False when called from another thread, where no signal handler can be set, and
+    when the process was started with SIGINT ignored (`nohup`, a background job of a
+    script): it asked not to be interrupted, and Snakemake itself will not be.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    previous = signal.getsignal(signal.SIGINT)
+    if previous == signal.SIG_IGN:
+        return False
+    if getattr(previous, "_ends_commands", False):
+        return True
+
+    def on_interrupt(signum, frame):
+        if not _live.interrupted:
+            # os.write, not print: the main thread may be inside a write to stderr right now.
+            os.write(2, INTERRUPT_MESSAGE.encode())
+        _live.end_all()
+        if callable(previous):
+            previous(signum, frame)
+        else:
+            raise KeyboardInterrupt
+
+    on_interrupt._ends_commands = True  # type: ignore[attr-defined]
+    signal.signal(signal.SIGINT, on_interrupt)
+    return True
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _wait(proc: subprocess.Popen, deadline: float) -> bool:
+    """Wait for the command to exit by `deadline`; False when it did not.
+
+    A pidfd wakes us the moment the process exits; Popen.wait(timeout) polls with sleeps
+    of up to 50 ms, which was half the jail's cost for a short command.
+    """
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux >= 5.3, or already reaped
+        pidfd = None
+    if pidfd is not None:
+        try:
+            select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()))
+        finally:
+            os.close(pidfd)
+    try:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _read_jail_pid(fd: int, deadline: float) -> int | None:
+    """The PID of the jail's init, from bwrap's --info-fd (bwrap closes it once written)."""
+    data = b""
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    try:
+        return int(json.loads(data)["child-pid"])
+    except (ValueError, KeyError, TypeError):
+        return None  # bwrap failed before the jail existed; its own error is in the output
+
+
+def _killpg(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _read_tail(path: Path, limit: int) -> tuple[str, int]:
+    """The last `limit` bytes of a file, decoded, and the file's whole size."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - limit))
+            data = handle.read(limit)
+    except FileNotFoundError:
+        return "", 0
+    return data.decode("utf-8", errors="replace"), size

@@ -1,0 +1,723 @@
+"""Git operations on the target: worktrees, branches, commits, resets, reverts.
+
+Every call names its repository and cannot land anywhere else: git runs with `-C <path>`
+and may not search above that path, and the helpers that change a worktree first check
+that it is a live worktree made by autoresearch and bind GIT_DIR/GIT_WORK_TREE to it. The
+user's checkout is only read (without git's optional index lock) and gets new refs under
+autoresearch/ and, for `on_dirty: stash`, one stash entry.
+
+The repository never runs code in the harness's git. A worktree's `.git` file lies in the
+worktree, where the target's commands and the agents write; a test can point it at a git
+directory of its own making, with hooks and an fsmonitor that git would run for us, with our
+environment. So the file is never taken on trust: when a worktree is made, its
+administrative and common directories are recorded beside it (`record_of`), out of the
+jail's reach; every call on the worktree names them, and one whose `.git` file no longer
+points there is refused. And every call runs with the settings in `LOCKDOWN`: no hook, no
+fsmonitor, no external diff or textconv, no submodule recursion (docs/safety.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from autoresearch.errors import UserError
+from autoresearch.session import files
+
+AUTHOR = ["-c", "user.name=autoresearch", "-c", "user.email=autoresearch@localhost"]
+# Settings that would let a repository run a program in the harness's git, switched off for
+# every call: the harness makes its commits and resets itself, and never needs one. (Filter
+# and merge drivers are defined in git config only, which the target cannot write: the
+# worktree's config is the recorded common directory's, read-only inside the jail.)
+LOCKDOWN = (
+    "core.hooksPath=/dev/null",  # no hook runs: /dev/null/<hook> never exists
+    "core.fsmonitor=false",  # a configured fsmonitor is a program git starts on status/add
+    "core.sshCommand=false",
+    "diff.external=",
+    "commit.gpgSign=false",  # gpg.program is a program too
+    "tag.gpgSign=false",
+    "submodule.recurse=false",  # a reset that updates submodules clones from any URL
+    "protocol.ext.allow=never",
+)
+# Commands that could run a textconv filter or an external diff: told not to.
+DIFFING = {"diff": 1, "log": 1, "show": 1}
+# A file in a linked worktree's administrative directory (.git/worktrees/<id>/) that marks
+# the worktree as made by autoresearch: only such worktrees are reset, cleaned or removed.
+MARKER = "autoresearch-worktree"
+# Inherited variables that point git at some other repository or index (a git hook or a
+# test runner may have set them); every harness call drops them and names its own.
+REDIRECTS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    # Variables that add configuration or name programs for git to run.
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_EXEC_PATH",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_PAGER",
+)
+# Lock files a killed git leaves behind in a worktree's administrative directory.
+WORKTREE_LOCKS = ("index.lock", "HEAD.lock")
+
+
+class GitError(RuntimeError):
+    pass
+
+
+class StaleWorktree(GitError):
+    """A folder whose `.git` names a worktree git no longer has (its repository went)."""
+
+
+class ForgedGitLink(GitError, UserError):
+    """A worktree's `.git` file no longer names the git directory recorded when it was made."""
+
+
+def environment(bound_to: Path | None, *, git_dir: Path | None = None) -> dict[str, str]:
+    """The environment for a git process that must act on `bound_to` and nothing else
+    (None: discovery upwards is allowed, for finding the top of a checkout)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in REDIRECTS and not k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))
+    }
+    # Reads never take the index lock: a kill during `git status` in the user's checkout
+    # must not leave .git/index.lock behind for their next commit.
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    if bound_to is not None:
+        # git may look for `.git` in the named directory only, never in an enclosing one.
+        env["GIT_CEILING_DIRECTORIES"] = str(Path(bound_to).resolve().parent)
+    if git_dir is not None:
+        env["GIT_DIR"] = str(git_dir)
+        env["GIT_WORK_TREE"] = str(Path(bound_to or ".").resolve())
+    return env
+
+
+def argv(path: Path | str, *args: str) -> list[str]:
+    """The command line of a harness git call in `path`, with LOCKDOWN's settings."""
+    lockdown = [word for setting in LOCKDOWN for word in ("-c", setting)]
+    if args and args[0] in DIFFING:
+        args = (args[0], "--no-ext-diff", "--no-textconv", *args[1:])
+    return ["git", "-C", str(path), *AUTHOR, *lockdown, *args]
+
+
+def _run(
+    path: Path | str,
+    args: tuple[str, ...],
+    env: dict[str, str],
+    *,
+    check: bool = True,
+    stdin: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        argv(path, *args),
+        capture_output=True,
+        text=True,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        env=env,
+    )
+    if check and proc.returncode != 0:
+        raise GitError(f"git {' '.join(args)} failed in {path}: {proc.stderr.strip()}")
+    return proc
+
+
+def git(repo: Path | str, *args: str, check: bool = True) -> str:
+    """Run git in `repo` itself: a directory without its own `.git` is an error, never a
+    reason to act on whatever repository encloses it. A worktree autoresearch made is named
+    by its recorded git directories, never by its `.git` file."""
+    env = _bound(Path(repo)) if record_of(Path(repo)).is_file() else environment(Path(repo))
+    return _run(repo, args, env, check=check).stdout.strip()
+
+
+def raw(path: Path | str, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """A harness git call whose bytes and exit code the caller reads itself (`-z` lists, a
+    yes/no answer); named and locked down like every other call, never checked."""
+    path = Path(path)
+    env = _bound(path) if record_of(path).is_file() else environment(path)
+    return subprocess.run(
+        argv(path, *args), capture_output=True, stdin=subprocess.DEVNULL, env=env, timeout=timeout
+    )
+
+
+def is_repo(path: Path) -> bool:
+    """Whether `path` is inside some work tree (the user may name any folder of theirs)."""
+    if not path.is_dir():
+        return False
+    proc = _run(path, ("rev-parse", "--is-inside-work-tree"), environment(None), check=False)
+    return proc.returncode == 0 and proc.stdout.strip() == "true"
+
+
+def toplevel(path: Path) -> Path:
+    return Path(_run(path, ("rev-parse", "--show-toplevel"), environment(None)).stdout.strip())
+
+
+def head(repo: Path) -> str:
+    return git(repo, "rev-parse", "HEAD")
+
+
+def is_dirty(repo: Path) -> bool:
+    return bool(git(repo, "status", "--porcelain"))
+
+
+def branch_exists(repo: Path, branch: str) -> bool:
+    return bool(git(repo, "branch", "--list", branch))
+
+
+def current_branch(repo: Path) -> str:
+    return git(repo, "rev-parse", "--abbrev-ref", "HEAD")
+
+
+def snapshot(repo: Path) -> dict[str, str]:
+    """What the user sees: branch, HEAD, index and working tree state."""
+    return {
+        "branch": current_branch(repo),
+        "head": head(repo),
+        "status": git(repo, "status", "--porcelain", "--untracked-files=all"),
+        "index": git(repo, "ls-files", "--stage"),
+        # Plumbing: porcelain `git diff` rewrites the index even with optional locks off.
+        "diff": git(repo, "diff-index", "-p", "HEAD", "--"),
+    }
+
+
+def common_dir(repo: Path) -> Path:
+    common = Path(git(repo, "rev-parse", "--git-common-dir"))
+    return (common if common.is_absolute() else Path(repo) / common).resolve()
+
+
+def repo_lock(repo: Path) -> AbstractContextManager[None]:
+    """Serialise ref and worktree changes on one repository (parallel sessions and tracks).
+
+    Not re-entrant: flock excludes a second open of the file even in the same process.
+    """
+    return files.locked(common_dir(repo) / "autoresearch.lock")
+
+
+# -- worktrees ---------------------------------------------------------------------------
+
+
+def record_of(worktree: Path) -> Path:
+    """Where the git directories of the worktree at `worktree` are recorded: beside it, in
+    its parent folder, which no command in the jail and no agent tool can write."""
+    worktree = Path(worktree).absolute()
+    return worktree.parent / f".{worktree.name}.git-dirs.json"
+
+
+def _record(worktree: Path, admin: Path) -> None:
+    common = (admin / (admin / "commondir").read_text().strip()).resolve()
+    data = {"worktree": str(Path(worktree).absolute()), "admin": str(admin), "common": str(common)}
+    path = record_of(worktree)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def _recorded_admin(worktree: Path) -> Path | None:
+    """The administrative directory recorded when the worktree was made; None when there is
+    no record (a worktree made by an older version, or by someone else)."""
+    try:
+        data = json.loads(record_of(worktree).read_text())
+        admin, common = Path(data["admin"]), Path(data["common"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    # The record was written by us, but check its shape anyway: <common>/worktrees/<id>.
+    if admin.parent != common / "worktrees":
+        return None
+    return admin
+
+
+def worktree_admin(worktree: Path) -> Path | None:
+    """The administrative directory of a live linked worktree at `worktree`, else None.
+
+    Live means: `worktree/.git` is a regular file naming a directory whose `gitdir` file
+    names `worktree/.git` back. A missing or foreign `.git` gives None. Where the worktree's
+    git directories were recorded (every worktree made by autoresearch), the `.git` file must
+    name the recorded one while both exist: ForgedGitLink otherwise.
+    """
+    admin = _linked_admin(worktree)
+    recorded = _recorded_admin(worktree)
+    if recorded is not None and admin != recorded:
+        if not Path(worktree).is_dir() or not recorded.is_dir():
+            return None  # the worktree or its repository is gone: stale, not forged
+        raise ForgedGitLink(
+            f"{worktree} is not a live git worktree any more: its .git file is missing or no "
+            f"longer points at the git directory recorded for it, {recorded} (something in the "
+            "worktree changed it); refusing to run git there. Put back the line "
+            f"'gitdir: {recorded}' in {Path(worktree) / '.git'}, then rerun"
+        )
+    if recorded is None and admin is not None and not _plausible(worktree, admin):
+        return None
+    return admin
+
+
+def _plausible(worktree: Path, admin: Path) -> bool:
+    """For a worktree with no record: its administrative directory lies where git makes one,
+    `<common>/worktrees/<id>` outside the worktree, with `commondir` naming that common."""
+    worktree = Path(worktree).resolve()
+    if admin == worktree or worktree in admin.parents or admin.parent.name != "worktrees":
+        return False
+    try:
+        common = (admin / (admin / "commondir").read_text().strip()).resolve()
+    except (OSError, UnicodeError):
+        return False
+    return common == admin.parent.parent and (common / "objects").is_dir()
+
+
+def _linked_admin(worktree: Path) -> Path | None:
+    """What the `.git` file of `worktree` names, when that names it back."""
+    dot_git = Path(worktree) / ".git"
+    try:
+        if dot_git.is_symlink() or not dot_git.is_file():
+            return None
+        line = dot_git.read_text().strip()
+    except (OSError, UnicodeError):
+        return None
+    if not line.startswith("gitdir: "):
+        return None
+    admin = Path(line[len("gitdir: ") :])
+    admin = (admin if admin.is_absolute() else Path(worktree) / admin).resolve()
+    try:
+        back = Path((admin / "gitdir").read_text().strip())
+    except (OSError, UnicodeError):
+        return None
+    if back.resolve() != dot_git.resolve():
+        return None
+    return admin
+
+
+def _is_ours(admin: Path) -> bool:
+    if (admin / MARKER).is_file():
+        return True
+    # Worktrees made before the marker existed: they hold a branch under autoresearch/.
+    try:
+        return (admin / "HEAD").read_text().startswith("ref: refs/heads/autoresearch/")
+    except OSError:
+        return False
+
+
+def _mark_ours(admin: Path, worktree: Path) -> None:
+    (admin / MARKER).write_text("made by autoresearch; it may reset, clean and remove it\n")
+    if not record_of(worktree).is_file():
+        _record(worktree, admin)
+
+
+def is_our_worktree(worktree: Path) -> bool:
+    admin = worktree_admin(worktree)
+    return admin is not None and _is_ours(admin)
+
+
+def _bound(worktree: Path) -> dict[str, str]:
+    """The environment for a git call that changes `worktree`; refuses any other path."""
+    admin = worktree_admin(worktree)
+    if admin is None:
+        raise GitError(
+            f"{worktree} is not a live git worktree (its .git file is missing or broken); "
+            "refusing to run git there, it would act on an enclosing repository"
+        )
+    if not _is_ours(admin):
+        raise GitError(f"{worktree} is a worktree autoresearch did not create; leaving it alone")
+    return environment(Path(worktree), git_dir=admin)
+
+
+def worktree_git(worktree: Path, *args: str, check: bool = True) -> str:
+    """Run git in our live worktree `worktree`, bound to it by GIT_DIR/GIT_WORK_TREE;
+    GitError for any other path. For changes to a worktree outside the helpers here."""
+    return _run(worktree, args, _bound(worktree), check=check).stdout.strip()
+
+
+def worktree_proc(worktree: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Like `worktree_git`, but the whole process back, output untouched (a patch needs its
+    last newline) and a failure left to the caller."""
+    return _run(worktree, args, _bound(worktree), check=False)
+
+
+def _registration(repo: Path, worktree: Path) -> Path | None:
+    """The administrative directory registering `worktree`, even when the path is gone."""
+    wanted = (Path(worktree) / ".git").resolve()
+    admin_root = common_dir(repo) / "worktrees"
+    if not admin_root.is_dir():
+        return None
+    for admin in sorted(admin_root.iterdir()):
+        try:
+            if Path((admin / "gitdir").read_text().strip()).resolve() == wanted:
+                return admin
+        except (OSError, UnicodeError):
+            continue
+    return None
+
+
+def remove_worktree(repo: Path, worktree: Path) -> bool:
+    """Remove our worktree at `worktree` (files and registration); False if none is there.
+
+    Only this path is touched: other worktrees of the repository, including ones whose
+    directory is missing (an unplugged drive), are never pruned.
+    """
+    admin = _registration(repo, worktree)
+    if admin is None:
+        return False
+    if not _is_ours(admin):
+        raise GitError(f"{worktree} is a worktree autoresearch did not create; leaving it alone")
+    if Path(worktree).exists() and worktree_admin(worktree) is None:
+        raise GitError(
+            f"{worktree} exists but its .git file is missing or broken; move the directory "
+            "away and rerun"
+        )
+    git(repo, "worktree", "remove", "--force", "--force", str(worktree))
+    record_of(worktree).unlink(missing_ok=True)
+    return True
+
+
+def free_branch_name(repo: Path, wanted: str) -> str:
+    """`wanted`, or `wanted-2`, `wanted-3`... whichever is not taken yet.
+
+    The answer is only good while `repo_lock` is held: use `open_worktree`, which chooses
+    and creates the branch in one step.
+    """
+    if not branch_exists(repo, wanted):
+        return wanted
+    n = 2
+    while branch_exists(repo, f"{wanted}-{n}"):
+        n += 1
+    return f"{wanted}-{n}"
+
+
+def _reuse(repo: Path, worktree: Path) -> str | None:
+    """The branch of our live worktree at `worktree` (a rerun), None if there is none."""
+    admin = worktree_admin(worktree)
+    if admin is None:
+        if (Path(worktree) / ".git").exists():
+            raise StaleWorktree(f"{worktree}/.git does not belong to a live worktree")
+        return None
+    if common_dir(worktree) != common_dir(repo):
+        raise GitError(f"{worktree} is a worktree of another repository than {repo}")
+    return current_branch(worktree)
+
+
+def _create(repo: Path, worktree: Path, branch: str | None, start: str) -> None:
+    stale = _registration(repo, worktree)
+    if stale is not None:
+        # Our earlier worktree at this path whose directory is gone: drop that one only.
+        remove_worktree(repo, worktree)
+    if Path(worktree).exists() and any(Path(worktree).iterdir()):
+        raise GitError(f"{worktree} exists, is not empty and is not a git worktree")
+    Path(worktree).parent.mkdir(parents=True, exist_ok=True)
+    if branch is None:
+        git(repo, "worktree", "add", "--detach", str(worktree), start)
+    elif branch_exists(repo, branch):
+        git(repo, "worktree", "add", str(worktree), branch)
+    else:
+        git(repo, "worktree", "add", "-b", branch, str(worktree), start)
+    record_of(worktree).unlink(missing_ok=True)  # a record of an earlier worktree at this path
+    admin = worktree_admin(worktree)
+    if admin is None:  # git said yes but left no worktree: never act on a guess
+        raise GitError(f"git worktree add did not create a live worktree at {worktree}")
+    _mark_ours(admin, worktree)
+
+
+def open_worktree(repo: Path, worktree: Path, wanted: str, start: str) -> str:
+    """Our worktree at `worktree` on a fresh branch named `wanted` (or `wanted-N` when that
+    is taken), made at `start`; a rerun gets the existing one back. Returns the branch.
+
+    Choosing the name and creating the branch happen under one hold of the repository
+    lock, so two sessions can never end up on the same branch.
+    """
+    with repo_lock(repo):
+        current = _reuse(repo, worktree)
+        if current is not None:
+            _mark_ours(worktree_admin(worktree), worktree)  # type: ignore[arg-type]
+            return current
+        branch = _registered_branch(repo, worktree) or free_branch_name(repo, wanted)
+        _create(repo, worktree, branch, start)
+        return branch
+
+
+def _registered_branch(repo: Path, worktree: Path) -> str | None:
+    """The branch our vanished worktree at this path had: a rerun continues on it."""
+    admin = _registration(repo, worktree)
+    if admin is None or not _is_ours(admin):
+        return None
+    try:
+        ref = (admin / "HEAD").read_text().strip()
+    except OSError:
+        return None
+    prefix = "ref: refs/heads/"
+    if ref.startswith(prefix) and branch_exists(repo, ref[len(prefix) :]):
+        return ref[len(prefix) :]
+    return None
+
+
+def add_detached_worktree(repo: Path, worktree: Path, start: str) -> None:
+    """A worktree at `start` with no branch (to run something at a fixed commit)."""
+    with repo_lock(repo):
+        if _reuse(repo, worktree) is None:
+            _create(repo, worktree, None, start)
+
+
+# -- stale locks ---------------------------------------------------------------------------
+
+
+def _inside(path: str, roots: list[str]) -> bool:
+    return any(path == root or path.startswith(root + os.sep) for root in roots)
+
+
+def _git_process_uses(roots: list[Path]) -> bool:
+    """Whether a live git process works in one of `roots` (cwd, open file or GIT_DIR).
+
+    Without /proc nothing can be ruled out, so the answer is yes.
+    """
+    proc = Path("/proc")
+    if not (proc / "self").is_dir():
+        return True
+    names = [str(Path(r).resolve()) for r in roots]
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or entry.name == str(os.getpid()):
+            continue
+        try:
+            if not (entry / "comm").read_text().startswith("git"):
+                continue
+            if _inside(os.readlink(entry / "cwd"), names):
+                return True
+            for fd in (entry / "fd").iterdir():
+                if _inside(os.readlink(fd), names):
+                    return True
+            for item in (entry / "environ").read_bytes().split(b"\0"):
+                key, _, value = item.decode("utf-8", "replace").partition("=")
+                if key in ("GIT_DIR", "GIT_WORK_TREE") and _inside(value, names):
+                    return True
+        except OSError:
+            continue  # the process ended meanwhile, or belongs to someone we cannot see
+    return False
+
+
+def clear_stale_lock(worktree: Path) -> list[Path]:
+    """Remove lock files a killed git left in our worktree; returns what was removed.
+
+    A lock is stale when no live git process works in the worktree: after `kill -9` in
+    the middle of a commit or reset, `index.lock` stays and every later git call there
+    fails. A lock some running git holds is left alone. Call before resetting.
+    """
+    admin = worktree_admin(worktree)
+    if admin is None or not _is_ours(admin):
+        return []
+    locks = [admin / name for name in WORKTREE_LOCKS]
+    try:
+        ref = (admin / "HEAD").read_text().strip()
+        common = (admin / (admin / "commondir").read_text().strip()).resolve()
+    except OSError:
+        ref = ""
+    if ref.startswith("ref: refs/heads/"):
+        # The branch is checked out here only, so its ref lock is this worktree's too.
+        locks.append(common / (ref[len("ref: ") :] + ".lock"))
+    present = {}
+    for lock in locks:
+        try:
+            present[lock] = os.lstat(lock).st_ino
+        except FileNotFoundError:
+            continue
+    if not present or _git_process_uses([Path(worktree), admin]):
+        return []
+    removed = []
+    for lock, inode in present.items():
+        try:
+            # The same file we judged stale, not one a git started since has made.
+            if os.lstat(lock).st_ino == inode:
+                os.unlink(lock)
+                removed.append(lock)
+        except FileNotFoundError:
+            continue
+    return removed
+
+
+# -- changing a worktree -------------------------------------------------------------------
+
+
+def reset_to(worktree: Path, commit: str, *, ignored: bool = False) -> None:
+    """Return the worktree to `commit` exactly: no stacked commits, no stray files
+    (`ignored`: no git-ignored file either, nested repositories included).
+
+    A lock left by a killed git is removed first, so a rerun after `kill -9` can start.
+    """
+    clear_stale_lock(worktree)
+    if _already_at(worktree, commit, ignored=ignored):
+        return  # one git call instead of two: each stage starts where the last one ended
+    worktree_git(worktree, "reset", "--hard", commit)
+    worktree_git(worktree, "clean", "-ffdx" if ignored else "-fd")
+
+
+def _already_at(worktree: Path, commit: str, *, ignored: bool) -> bool:
+    """HEAD is `commit` (a full sha, or HEAD itself) and nothing differs from it: no
+    change staged or not, no untracked file (`ignored`: no ignored one either)."""
+    if commit != "HEAD" and not re.fullmatch(r"[0-9a-f]{40}", commit):
+        return False
+    args = ["status", "--porcelain=v2", "--branch", "--untracked-files=all"]
+    lines = worktree_git(worktree, *args, *(["--ignored"] if ignored else [])).splitlines()
+    if any(not line.startswith("# ") for line in lines):
+        return False
+    head = next((line.split()[2] for line in lines if line.startswith("# branch.oid ")), "")
+    return commit in ("HEAD", head)
+
+
+def restore(worktree: Path) -> None:
+    """Throw away uncommitted changes (a failed fix)."""
+    reset_to(worktree, "HEAD")
+
+
+def commit_all(worktree: Path, message: str) -> str | None:
+    """Commit every change in the worktree; None when there is nothing to commit."""
+    worktree_git(worktree, "add", "-A")
+    if not worktree_git(worktree, "status", "--porcelain"):
+        return None
+    worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
+    return worktree_git(worktree, "rev-parse", "HEAD")
+
+
+def commit_empty(worktree: Path, message: str) -> str:
+    """A commit that changes no file (a marker, such as an experiment's baseline); its id."""
+    worktree_git(worktree, "commit", "-q", "--allow-empty", "--no-verify", "-m", message)
+    return head(worktree)
+
+
+def commit_patch(worktree: Path, start: str, patch: Path, message: str) -> str | None:
+    """A commit of `patch` applied to `start`, built in a throwaway index: the worktree's
+    files, its index and HEAD are untouched. None when the patch does not apply there."""
+    with tempfile.TemporaryDirectory(prefix="autoresearch-index-") as tmp:
+        env = _bound(worktree) | {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        _run(worktree, ("read-tree", start), env)
+        apply = ("apply", "--cached", "--binary", str(Path(patch).resolve()))
+        applied = _run(worktree, apply, env, check=False)
+        if applied.returncode != 0:
+            return None
+        tree = _run(worktree, ("write-tree",), env).stdout.strip()
+        return _run(worktree, ("commit-tree", tree, "-p", start, "-m", message), env).stdout.strip()
+
+
+def commits_between(worktree: Path, start: str, end: str = "HEAD") -> list[str]:
+    """Commits in start..end, newest first."""
+    out = git(worktree, "rev-list", f"{start}..{end}")
+    return out.split() if out else []
+
+
+def count_commits(worktree: Path, start: str, end: str = "HEAD") -> int:
+    """How many commits start..end holds."""
+    return int(git(worktree, "rev-list", "--count", f"{start}..{end}"))
+
+
+def subject(worktree: Path, commit: str) -> str:
+    return git(worktree, "log", "-1", "--format=%s", commit)
+
+
+def changed_files(worktree: Path, start: str, end: str = "HEAD") -> list[str]:
+    out = git(worktree, "diff", "--name-only", start, end)
+    return sorted(out.splitlines()) if out else []
+
+
+def apply_commit(worktree: Path, commit: str) -> bool:
+    """Apply one commit's change to the worktree, uncommitted (a replay); False, and the
+    worktree as it was, when it does not apply."""
+    env = _bound(worktree)
+    proc = _run(worktree, ("cherry-pick", "--no-commit", commit), env, check=False)
+    if proc.returncode != 0:
+        _run(worktree, ("cherry-pick", "--quit"), env, check=False)
+        reset_to(worktree, "HEAD")
+        return False
+    return True
+
+
+def revert(worktree: Path, commit: str) -> bool:
+    """Revert one commit; False (and the revert abandoned) on a conflict."""
+    env = _bound(worktree)
+    proc = _run(worktree, ("revert", "--no-edit", commit), env, check=False)
+    if proc.returncode != 0:
+        _run(worktree, ("revert", "--abort"), env, check=False)
+        return False
+    return True
+
+
+# -- the user's uncommitted changes ----------------------------------------------------------
+
+
+def record_dirty_state(repo: Path, message: str) -> str | None:
+    """Save the user's uncommitted work as a stash entry named `message`, touching nothing.
+
+    The entry has git's own stash layout (HEAD, the index, and the untracked non-ignored
+    files as a third parent), so `git stash apply --index` gives it all back. The user's
+    files, index and index lock are left alone: every tree is built in a temporary index.
+    Idempotent: the commits carry HEAD's date, so the same state always makes the same
+    entry, and an entry already in the stash list (a setup killed and rerun) is returned
+    rather than stored twice. None when there is nothing uncommitted.
+    """
+    repo = Path(repo)
+    with repo_lock(repo):
+        if not is_dirty(repo):
+            return None
+        base = head(repo)
+        label = f"{current_branch(repo)}: {base[:10]} {subject(repo, base)}"
+        env = environment(repo)
+        date = git(repo, "log", "-1", "--format=%cI", base)
+        for who in ("AUTHOR", "COMMITTER"):
+            env |= {f"GIT_{who}_NAME": "autoresearch", f"GIT_{who}_EMAIL": "autoresearch@localhost"}
+            env[f"GIT_{who}_DATE"] = date
+        index_file = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "index"))
+        untracked = _run(repo, ("ls-files", "--others", "--exclude-standard", "-z"), env).stdout
+
+        def commit(tree: str, text: str, *parents: str) -> str:
+            args = ["commit-tree", tree, "-m", text]
+            for parent in parents:
+                args += ["-p", parent]
+            return _run(repo, tuple(args), env).stdout.strip()
+
+        with tempfile.TemporaryDirectory(prefix="autoresearch-stash-") as tmp:
+
+            def tree(name: str, args: tuple[str, ...] = (), stdin: str | None = None) -> str:
+                scratch = Path(tmp) / name
+                if name != "untracked" and index_file.exists():
+                    shutil.copyfile(index_file, scratch)
+                scratch_env = env | {"GIT_INDEX_FILE": str(scratch)}
+                if args:
+                    _run(repo, args, scratch_env, stdin=stdin)
+                return _run(repo, ("write-tree",), scratch_env).stdout.strip()
+
+            parents = [base, commit(tree("index"), f"index on {label}", base)]
+            if untracked:
+                files = tree("untracked", ("update-index", "--add", "-z", "--stdin"), untracked)
+                parents.append(commit(files, f"untracked files on {label}"))
+            entry = commit(tree("work", ("add", "-u")), message, *parents)
+        stored = git(repo, "log", "-g", "--format=%H", "refs/stash", "--", check=False)
+        if entry not in stored.split():
+            git(repo, "stash", "store", "-m", message, entry)
+        return entry
+
+
+def ignored_paths(worktree: Path, paths: list[str]) -> set[str]:
+    """Which of `paths` (worktree-relative) git ignores in the session worktree."""
+    if not paths:
+        return set()
+    proc = _run(
+        worktree,
+        ("check-ignore", "-z", "--stdin"),
+        _bound(worktree),
+        check=False,
+        stdin="\0".join(paths) + "\0",
+    )
+    if proc.returncode not in (0, 1):
+        raise GitError(f"git check-ignore failed in {worktree}: {proc.stderr.strip()}")
+    return {p for p in proc.stdout.split("\0") if p}

@@ -1,0 +1,171 @@
+"""The protected paths of a session and the one door every harness commit goes through.
+
+A protected file (the spec's `protected`, plus what a mode adds at setup: narrow's
+measurement script, experiment's program and metric files, fix's guard) must stay
+byte-identical to the session's base commit. The agents' file tools refuse to write them,
+but a command can still change one (code under test that rewrites `bench.py` on import),
+so the check is made again on the files themselves, right before anything is committed,
+and before anything is measured (`pristine`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from autoresearch.agents.tools import MAX_WRITE_BYTES
+from autoresearch.safety import git, worktree_files
+from autoresearch.safety.sandbox import glob_match
+
+
+class ProtectedChange(Exception):
+    """A change touched protected files; they were restored and the change is not kept."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        noun = "file" if len(paths) == 1 else "files"
+        self.reason = f"protected {noun} {shown} changed: restored, change rejected"
+        super().__init__(self.reason)
+
+
+class AlteredWrite(ProtectedChange):
+    """A file the agent wrote was changed by a command afterwards (rewritten, deleted, made
+    a link): what would be committed is not what the agent wrote."""
+
+    def __init__(self, paths: list[str]) -> None:
+        super().__init__(paths)
+        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        self.reason = f"{shown} changed by a command after the agent wrote it: change rejected"
+        self.args = (self.reason,)
+
+
+def _digest(worktree: Path, rel: str) -> str | None:
+    """sha256 of the worktree's file `rel` as the worktree reader reads it; None when it
+    refuses it (a link out, not a regular file, larger than the agent could have written)."""
+    try:
+        data = worktree_files.read_bytes(worktree, rel, max_bytes=MAX_WRITE_BYTES)
+    except worktree_files.Refused:
+        return None
+    return hashlib.sha256(data).hexdigest()
+
+
+def _literal(path: str) -> str:
+    # A file name with glob characters must name that file only.
+    return f":(literal){path}"
+
+
+@dataclass(frozen=True)
+class Protection:
+    """The protected globs of one session and the commit they are held to."""
+
+    base: str
+    patterns: tuple[str, ...] = ()
+
+    def covers(self, rel: str) -> bool:
+        return any(glob_match(rel, pattern) for pattern in self.patterns)
+
+    def changed(self, worktree: Path) -> list[str]:
+        """Protected paths whose working-tree or staged content differs from the base
+        commit (deleted, edited, added to the index)."""
+        return self._listed(
+            worktree,
+            ("diff", "--name-only", "--no-renames", "-z", self.base, "--"),
+            ("diff", "--cached", "--name-only", "--no-renames", "-z", self.base, "--"),
+        )
+
+    def strays(self, worktree: Path) -> list[str]:
+        """New untracked files under protected paths (a test run's `tests/__pycache__`)."""
+        return self._listed(worktree, ("ls-files", "--others", "--exclude-standard", "-z"))
+
+    def _listed(self, worktree: Path, *calls: tuple[str, ...]) -> list[str]:
+        if not self.patterns:
+            return []
+        found: set[str] = set()
+        for args in calls:
+            proc = git.worktree_proc(worktree, *args)
+            if proc.returncode != 0:
+                raise git.GitError(f"git {' '.join(args)} failed in {worktree}: {proc.stderr}")
+            found.update(p for p in proc.stdout.split("\0") if p)
+        return sorted(p for p in found if self.covers(p))
+
+    def restore(self, worktree: Path, paths: list[str]) -> None:
+        """Put `paths` back as the base commit has them (in the index and on disk); a path
+        the base does not have is removed."""
+        for rel in paths:
+            in_base = git.worktree_proc(worktree, "cat-file", "-e", f"{self.base}:{rel}")
+            if in_base.returncode == 0:
+                git.worktree_git(worktree, "checkout", self.base, "--", _literal(rel))
+                continue
+            git.worktree_git(
+                worktree, "rm", "-q", "--cached", "--ignore-unmatch", "--", _literal(rel)
+            )
+            target = Path(worktree) / rel
+            if target.is_file() or target.is_symlink():
+                target.unlink()
+
+    def enforce(self, worktree: Path) -> None:
+        """Raise ProtectedChange, after restoring them, if protected files changed. New
+        untracked files there are removed, never committed, but reject nothing: commands
+        leave caches in protected folders, and the agents' tools cannot write there."""
+        self.restore(worktree, self.strays(worktree))
+        changed = self.changed(worktree)
+        if changed:
+            self.restore(worktree, changed)
+            raise ProtectedChange(changed)
+
+    def commit(self, worktree: Path, message: str, *, staged: bool = False) -> str | None:
+        """The one way the harness commits agent work: every change (`staged`: only what
+        is in the index), after `enforce`. None when there is nothing to commit."""
+        self.enforce(worktree)
+        if not staged:
+            return git.commit_all(worktree, message)
+        if not git.worktree_git(worktree, "diff", "--cached", "--name-only"):
+            return None
+        git.worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
+        return git.head(worktree)
+
+    def keep_written(self, worktree: Path, written: Mapping[str, str]) -> list[str]:
+        """Leave only the agent's own writes in the worktree, staged: every other change
+        and new file is removed, so what a command left behind (a link a test made, a file
+        it rewrote) never reaches a commit. `written`: path -> sha256 of what the agent's
+        tools wrote (Toolbox.written). Returns the paths changed; AlteredWrite (after
+        restoring HEAD) when a command changed one of them after the agent wrote it."""
+        git.worktree_git(worktree, "reset", "-q")
+        files: list[str] = []
+        if written:
+            args = ("status", "--porcelain", "-z", "-uall", "--")
+            out = git.worktree_proc(worktree, *args, *map(_literal, sorted(written))).stdout
+            files = sorted({e[3:] for e in out.split("\0") if len(e) > 3 and e[3:] in written})
+        altered = [p for p in files if _digest(worktree, p) != written[p]]
+        if altered:
+            git.restore(worktree)
+            raise AlteredWrite(altered)
+        if files:
+            git.worktree_git(worktree, "add", "-A", "--", *map(_literal, files))
+        git.worktree_git(worktree, "checkout", "--", ".", check=False)  # none tracked: fine
+        git.worktree_git(worktree, "clean", "-fdq")
+        return files
+
+    def commit_added(self, worktree: Path, paths: list[str], message: str) -> str:
+        """The harness's own new files (the fix lens's regression tests), committed alone,
+        protected or not: every other protected path must be as the base has it."""
+        self.restore(worktree, [p for p in self.strays(worktree) if p not in paths])
+        changed = [p for p in self.changed(worktree) if p not in paths]
+        if changed:
+            self.restore(worktree, changed)
+            raise ProtectedChange(changed)
+        git.worktree_git(worktree, "add", "--", *(_literal(p) for p in paths))
+        git.worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
+        return git.head(worktree)
+
+    def pristine(self, worktree: Path, commit: str) -> list[str]:
+        """Make `worktree` hold exactly `commit`: no change, no untracked and no ignored
+        file (`git clean -fdx`), protected files as the base has them. Returns the
+        protected paths that had to be restored (then the tree differs from `commit`)."""
+        git.reset_to(worktree, commit, ignored=True)
+        changed = self.changed(worktree)
+        self.restore(worktree, changed)
+        return changed

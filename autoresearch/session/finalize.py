@@ -1,0 +1,479 @@
+"""`autoresearch finalize NAME`: a finished session's kept commits as review branches.
+
+Each change set (changesets.py) is replayed onto the session's base in a worktree of its
+own, on `autoresearch/<name>/review/<n>-<slug>`, and the target's test command runs on its
+tip in the session's jail, judged by `verdict.acceptable` against the base's run. A set
+that fails alone is joined with the first other set it passes with, or reported as only
+valid together with the rest. Each set gets `sessions/<name>/review/<n>.md`, the body of
+its pull request. The push and `gh pr create` commands are printed, and run only with
+`--push`. Nothing is run in the user's checkout but ref changes: the branches are made,
+and a rerun deletes the branches its previous run recorded (only while they still point
+where that run left them), never any other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autoresearch.engine.stage import jail_for
+from autoresearch.errors import SessionError
+from autoresearch.gate import testrun
+from autoresearch.gate.testrun import TestRun
+from autoresearch.gate.verdict import Verdict, acceptable
+from autoresearch.safety import git
+from autoresearch.session.changesets import (
+    Commit,
+    Groups,
+    ReviewLoop,
+    collided_with,
+    group,
+    session_commits,
+)
+from autoresearch.session.files import locked, read_json, write_json, write_text
+from autoresearch.session.layout import SessionLayout
+from autoresearch.session.record import SetupRecord
+from autoresearch.session.spec import SessionSpec
+from autoresearch.views import session_report
+
+SUBJECT_PREFIX = re.compile(
+    r"^(fix|refactor|experiment|docs|learn)(\([^)]*\))?:\s*(\[[^\]]+\]\s*)?"
+)
+SLUG_CHARS = 40
+
+
+@dataclass
+class ReviewSet:
+    """One change set on its review branch, as tested there."""
+
+    loop: ReviewLoop
+    commits: list[Commit]
+    number: int = 0
+    branch: str = ""
+    worktree: Path | None = None
+    tip: str = ""
+    run: TestRun | None = None
+    verdict: Verdict | None = None
+    joined: list[str] = field(default_factory=list)  # why sets were joined into this one
+    tree: str = ""  # the tree the set's replay on the base ends at
+    needs: list[int] = field(default_factory=list)  # only valid together with these sets
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is not None and self.verdict.ok
+
+    @property
+    def files(self) -> list[str]:
+        return sorted({f for c in self.commits for f in c.files})
+
+
+@dataclass
+class Session:
+    """What finalize reads of a session, once."""
+
+    layout: SessionLayout
+    record: SetupRecord
+    spec: SessionSpec
+    mode: Any  # modes.Mode (not imported: the modes import this package's modules)
+    order: dict[str, int] = field(default_factory=dict)  # each commit's place on its branch
+    # The base's test run, made now in a worktree like the sets' (same machine, same
+    # tools), by base commit: what each set is judged against.
+    base_runs: dict[str, TestRun] = field(default_factory=dict)
+    jail: str = ""  # how the tests were confined: "bwrap", or "none" and why
+
+    @property
+    def target(self) -> Path:
+        return Path(self.record.target)
+
+    @property
+    def store(self) -> Path:
+        """Where the review worktrees go: beside the session's own, outside sessions/."""
+        return Path(self.record.worktrees or self.layout.root) / "review"
+
+    @property
+    def folder(self) -> Path:
+        return self.layout.root / "review"
+
+
+def title_of(commit: Commit) -> str:
+    """The title the mode gave the change, else the commit's subject without the
+    harness's `fix: [F-001]` prefix."""
+    if commit.note is not None and commit.note.title.strip():
+        return " ".join(commit.note.title.split())
+    return SUBJECT_PREFIX.sub("", commit.subject).strip() or commit.subject
+
+
+def slug(text: str) -> str:
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    out = ""
+    for word in words:
+        if len(out) + len(word) + 1 > SLUG_CHARS:
+            break
+        out = f"{out}-{word}" if out else word
+    return out or "change"
+
+
+def set_title(review: ReviewSet) -> str:
+    first = title_of(review.commits[0])
+    more = len(review.commits) - 1
+    return first if not more else f"{first} (+{more} more commit{'s' if more > 1 else ''})"
+
+
+# --- grouping checked by replay ----------------------------------------------------------
+
+
+def scratch(session: Session, base: str) -> Path:
+    """A detached worktree of ours at `base`, to read and try replays in."""
+    place = session.store / "scratch"
+    git.add_detached_worktree(session.target, place, base)
+    git.reset_to(place, base, ignored=True)
+    return place
+
+
+def replay(worktree: Path, base: str, commits: list[Commit]) -> int | None:
+    """Rebuild `commits` in order on `base` in `worktree`, each as a commit with its own
+    message; the index of the first that does not apply, or None when all did."""
+    # Ignored files too: what a test run in this worktree left (a build, a generated module)
+    # must not reach the next tree tested here.
+    git.reset_to(worktree, base, ignored=True)
+    for i, commit in enumerate(commits):
+        if not git.apply_commit(worktree, commit.sha):
+            return i
+        if git.commit_all(worktree, commit.message) is None:
+            continue  # its change is already there (a revert undid a revert, say)
+    return None
+
+
+def applicable_sets(worktree: Path, base: str, commits: list[Commit]) -> list[list[int]]:
+    """The rule's sets, joined further until every set applies on the base by itself."""
+    groups: Groups = group(worktree, commits)
+    while True:
+        for members in groups.sets():
+            failed = replay(worktree, base, [commits[i] for i in members])
+            if failed is None:
+                continue
+            needed = collided_with(commits, members[failed], members)
+            if needed is None:
+                raise SessionError(
+                    f"commit {commits[members[failed]].sha[:12]} does not apply on the base "
+                    "even with every earlier commit of the session"
+                )
+            groups.join(members[0], needed)
+            break
+        else:
+            return groups.sets()
+
+
+# --- the review branches -------------------------------------------------------------------
+
+
+def build(session: Session, review: ReviewSet) -> None:
+    """Make the set's branch and worktree, replay the set there, run the tests on its tip."""
+    base = review.loop.base
+    place = session.store / str(review.number)
+    title = slug(title_of(review.commits[0]))
+    wanted = f"autoresearch/{session.layout.name}/review/{review.number}-{title}"
+    review.branch = git.open_worktree(session.target, place, wanted, base)
+    review.worktree = place
+    if replay(place, base, review.commits) is not None:
+        raise SessionError(f"set {review.number} no longer applies on {base[:12]}")
+    review.tip = git.head(place)
+    review.run, review.verdict = test(session, place, base)
+
+
+def run_suite(session: Session, place: Path) -> TestRun:
+    """The target's test command on the tree in `place`, uncached, in the session's jail."""
+    jail = jail_for(session.layout, session.record.worktrees, session.spec.get("commands"), place)
+    session.jail = "in a bwrap jail" if jail.mode == "bwrap" else f"without a jail ({jail.note})"
+    return testrun.run_tests(
+        session.record.test_command,
+        place,
+        stack=session.record.stack,
+        timeout_s=session.spec.test_timeout_s,
+        secrets=session.spec.secrets,
+        uncached=True,
+        jail=jail,
+    )
+
+
+def test(session: Session, place: Path, base: str) -> tuple[TestRun, Verdict]:
+    """The tests on `place`, judged against the base's run as the session's own changes
+    were: no test that passed on the base may fail."""
+    run = run_suite(session, place)
+    verdict = acceptable(
+        run, session.base_runs[base], allow_failing_baseline=session.spec.allow_failing_baseline
+    )
+    return run, verdict
+
+
+def join_failing(session: Session, sets: list[ReviewSet], log: Callable[[str], None]) -> None:
+    """A set whose tests fail alone is tried together with each other set of its loop, in
+    order; the first pairing that passes becomes one set (on the other set's branch)."""
+    for review in list(sets):
+        if review.ok or review not in sets:
+            continue
+        base = review.loop.base
+        trial = scratch(session, base)
+        for other in [s for s in sets if s is not review and s.loop == review.loop]:
+            merged = sorted(other.commits + review.commits, key=lambda c: session.order[c.sha])
+            if replay(trial, base, merged) is not None:
+                continue
+            run, verdict = test(session, trial, base)
+            if not verdict.ok:
+                continue
+            log(f"set {review.number} fails alone and passes with set {other.number}: joined")
+            # The same commits in the same order on the same base: the tree just tested.
+            replay(other.worktree, base, merged)
+            other.commits, other.run, other.verdict = merged, run, verdict
+            other.tip = git.head(other.worktree)
+            other.joined.append(
+                f"Set {review.number} ({set_title(review)}) joined this set: its tests failed "
+                f"alone ({review.verdict.reason if review.verdict else 'not run'})."
+            )
+            git.remove_worktree(session.target, review.worktree)
+            delete_branch(session.target, review.branch, review.tip)
+            sets.remove(review)
+            break
+    for review in sets:  # after every join, so no number named here has gone since
+        if not review.ok:
+            review.needs = [s.number for s in sets if s is not review and s.loop == review.loop]
+
+
+def delete_branch(target: Path, branch: str, expected: str | None) -> bool:
+    """Delete our branch, only while it still points at `expected` (what we left there)
+    and no worktree has it checked out (the user may have checked a review branch out)."""
+    worktrees = git.git(target, "worktree", "list", "--porcelain").splitlines()
+    if f"branch refs/heads/{branch}" in worktrees:
+        return False
+    ref = f"refs/heads/{branch}"
+    args = ["update-ref", "-d", ref] + ([expected] if expected else [])
+    return git.raw(target, *args).returncode == 0
+
+
+# --- a rerun replaces what the last run made -----------------------------------------------
+
+
+def branches_file(session: Session) -> Path:
+    return session.folder / "branches.json"
+
+
+def clear_previous(session: Session, log: Callable[[str], None]) -> None:
+    """Remove the worktrees and branches the previous run recorded, and its descriptions.
+    A branch moved since (someone committed on it) is left alone, and said so."""
+    earlier = read_json(branches_file(session)) or {}
+    merged = [earlier["merged"]] if earlier.get("merged") else []  # broad's (modes/broad)
+    for entry in earlier.get("sets", []) + merged:
+        place = Path(entry["worktree"])
+        if place.exists() or git.worktree_admin(place) is not None:
+            git.remove_worktree(session.target, place)
+        if not delete_branch(session.target, entry["branch"], entry["tip"]):
+            if git.branch_exists(session.target, entry["branch"]):
+                log(
+                    f"left {entry['branch']} alone: it moved since the last finalize, or "
+                    "a worktree has it checked out"
+                )
+    for old in session.folder.glob("*.md") if session.folder.is_dir() else []:
+        old.unlink()
+
+
+# --- what the reviewer reads -----------------------------------------------------------------
+
+
+def describe(session: Session, review: ReviewSet) -> str:
+    base = review.loop.base
+    diffstat = git.git(review.worktree, "diff", "--numstat", base, review.tip)
+    run, verdict = review.run, review.verdict
+    lines = [
+        f"# {set_title(review)}",
+        "",
+        f"Review set {review.number} of session `{session.layout.name}` "
+        f"({session.mode.name}{', track ' + review.loop.track if review.loop.track else ''}): "
+        f"branch `{review.branch}`, made from the base commit {base[:12]}.",
+        "",
+    ]
+    if review.loop.context:
+        lines += [*review.loop.context, ""]
+    lines += ["## What changed and why", ""]
+    for commit in review.commits:
+        lines.append(f"- `{commit.sha[:12]}` {commit.subject}")
+        lines += [f"  - {line}" for line in (commit.note.lines if commit.note else ())]
+    lines += [*(f"\n{j}" for j in review.joined), "", "## Tests", ""]
+    baseline = session.base_runs[base]
+    lines += [
+        f"- Command: `{session.record.test_command}`, run on this branch's tip "
+        f"{review.tip[:12]}, {session.jail}",
+        f"- On the base {base[:12]}, run the same way: {baseline.summary}",
+        f"- On this branch: {run.summary if run else 'not run'}",
+        f"- Verdict: {'kept' if review.ok else 'FAILS ALONE'}: "
+        f"{verdict.reason if verdict else 'not judged'}",
+    ]
+    if review.needs:
+        sets = ("sets " if len(review.needs) > 1 else "set ") + ", ".join(map(str, review.needs))
+        lines.append(
+            f"- Only valid together with {sets}: it failed alone and with each of them by itself"
+        )
+    lines += ["", "## Files", ""]
+    for row in diffstat.splitlines():
+        added, removed, path = row.split("\t", 2)
+        lines.append(f"- {path} (+{added} -{removed})")
+    return "\n".join(lines) + "\n"
+
+
+def commands_for(session: Session, review: ReviewSet, remote: str) -> list[list[str]]:
+    body = session.folder / f"{review.number}.md"
+    return [
+        ["git", "-C", str(session.target), "push", remote, review.branch],
+        ["gh", "pr", "create", "--head", review.branch, "--title", set_title(review)]
+        + ["--body-file", str(body)],
+    ]
+
+
+def run_commands(
+    session: Session, branch: str, commands: list[list[str]], log: Callable[[str], None]
+) -> bool:
+    """Run a branch's push and pull-request commands; never for the checked-out branch."""
+    if branch == git.current_branch(session.target):
+        raise SessionError(f"{branch} is the checked-out branch of {session.target}")
+    for argv in commands:
+        if shutil.which(argv[0]) is None:
+            log(f"not run: {argv[0]} is not installed: {shlex.join(argv)}")
+            return False
+        cwd = session.target if argv[0] == "gh" else None
+        proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            log(f"failed ({proc.returncode}): {shlex.join(argv)}: {proc.stderr.strip()}")
+            return False
+        log(f"ran: {shlex.join(argv)}")
+    return True
+
+
+# --- the command ---------------------------------------------------------------------------
+
+
+def finalize(
+    session: Session, *, do_push: bool = False, remote: str = "origin", log=print
+) -> list[ReviewSet]:
+    layout = session.layout
+    if not layout.done.exists():
+        raise SessionError(
+            f"session {layout.name!r} has not finished (no {layout.done}): run it to its end "
+            "first, then finalize it"
+        )
+    if not git.is_repo(session.target):
+        raise SessionError(
+            f"{layout.setup}: key 'target': {session.target} is not a git repository any more"
+        )
+    # Two finalize runs of one session would replay into the same worktrees: one at a time.
+    with locked(layout.root / ".finalize.lock"):
+        return _finalize(session, do_push, remote, log)
+
+
+def _finalize(
+    session: Session, do_push: bool, remote: str, log: Callable[[str], None]
+) -> list[ReviewSet]:
+    layout = session.layout
+    clear_previous(session, log)
+    session.folder.mkdir(parents=True, exist_ok=True)
+    sets: list[ReviewSet] = []
+    order: dict[str, int] = {}
+    for loop in session.mode.review_loops(layout, session.record, session.spec):
+        if not git.branch_exists(session.target, loop.branch):
+            log(f"no branch {loop.branch} in {session.target}: nothing of it to review")
+            continue
+        place = scratch(session, loop.base)
+        notes = session.mode.change_notes(layout, loop.track, session.spec)
+        commits = [
+            dataclasses.replace(c, note=notes.get(c.sha))
+            for c in session_commits(place, loop.base, loop.branch)
+        ]
+        order |= {c.sha: i for i, c in enumerate(commits)}
+        if commits and loop.base not in session.base_runs:
+            git.reset_to(place, loop.base, ignored=True)
+            session.base_runs[loop.base] = run_suite(session, place)
+            log(f"tests on the base {loop.base[:12]}: {session.base_runs[loop.base].summary}")
+        for members in applicable_sets(place, loop.base, commits):
+            chosen = [commits[i] for i in members]
+            replay(place, loop.base, chosen)
+            tree = git.git(place, "rev-parse", "HEAD^{tree}")
+            title = set_title(ReviewSet(loop, chosen))
+            if tree == git.git(place, "rev-parse", f"{loop.base}^{{tree}}"):
+                log(f"skipped {len(chosen)} commits that cancel out: {title}")
+                continue
+            same = next((s for s in sets if s.tree == tree and s.loop.base == loop.base), None)
+            if same is not None:
+                # Broad's tracks can make the same change: one branch for it, not one per track.
+                where = f"track {loop.track}" if loop.track else loop.branch
+                shas = ", ".join(c.sha[:12] for c in chosen)
+                same.joined.append(f"The same change was made by {where} too ({shas}).")
+                log(f"the change of {where} ({title}) is one already found: not a set of its own")
+                continue
+            sets.append(ReviewSet(loop, chosen, tree=tree))
+        git.remove_worktree(session.target, place)
+    session.order = order
+    for n, review in enumerate(sets, 1):
+        review.number = n
+        build(session, review)
+        # Recorded as soon as made: a rerun after a kill finds and replaces them too.
+        write_json(branches_file(session), {"sets": [entry(r) for r in sets[:n]]})
+        log(f"set {n}: {review.branch}: {review.verdict.reason}")
+    join_failing(session, sets, log)
+    if (session.store / "scratch").exists():
+        git.remove_worktree(session.target, session.store / "scratch")
+    for review in sets:
+        write_text(session.folder / f"{review.number}.md", describe(session, review))
+    write_json(branches_file(session), {"sets": [entry(r) for r in sets]})
+    session_report.add_review_sets(layout)  # the report's landing page links them
+    for review in sets:
+        # The branches stay; their worktrees go, so the user can check a branch out.
+        git.remove_worktree(session.target, review.worktree)
+    report(session, sets, do_push, remote, log)
+    session.mode.after_review(session, sets, do_push, remote, log)
+    return sets
+
+
+def entry(review: ReviewSet) -> dict[str, Any]:
+    return {
+        "number": review.number,
+        "track": review.loop.track,
+        "branch": review.branch,
+        "worktree": str(review.worktree),
+        "tip": review.tip,
+        "commits": [c.sha for c in review.commits],
+        "files": review.files,
+        "tests_ok": review.ok,
+        "verdict": review.verdict.reason if review.verdict else None,
+        "only_valid_with": review.needs,
+    }
+
+
+def report(
+    session: Session, sets: list[ReviewSet], do_push: bool, remote: str, log: Callable[[str], None]
+) -> None:
+    if not sets:
+        log(f"session {session.layout.name!r} kept no change: nothing to review")
+        return
+    for review in sets:
+        where = session.folder / f"{review.number}.md"
+        # "tests pass" only when they ran and passed: a set kept against a failing base
+        # breaks nothing, but its tests do not pass.
+        passed = review.run is not None and review.run.ok
+        state = ("tests pass" if passed else "no new failures") if review.ok else "tests FAIL alone"
+        log(f"\n{review.number}. {set_title(review)} [{state}]\n   {review.branch}\n   {where}")
+        if not review.ok:
+            reason = review.verdict.reason if review.verdict else ""
+            log(f"   not offered for a pull request: {reason}")
+            continue
+        if do_push:  # the printed commands, as the user would run them (their git and gh)
+            run_commands(session, review.branch, commands_for(session, review, remote), log)
+        else:
+            for argv in commands_for(session, review, remote):
+                log("   " + shlex.join(argv))
+    if not do_push:
+        log("\nnothing was pushed: run the commands above, or finalize again with --push")

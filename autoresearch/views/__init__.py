@@ -1,0 +1,2 @@
+"""What a user reads: session.md, results.tsv and ideas.md, `autoresearch status`, and the
+report's pages."""
