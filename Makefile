@@ -52,13 +52,15 @@ $(VENV)/.slurm-installed: pyproject.toml $(VENV)/.installed
 # The Claude Code plugin (claude-plugin/) through the real Claude Code CLI, against the fake
 # Messages API on 127.0.0.1 with a dummy key and a fresh HOME (docs/claude-code.md). Uses
 # CLAUDE=/path/to/claude when given, else installs @anthropic-ai/claude-code from npm into
-# .claude-code/. Not part of `make test`: it needs npm (and the registry) once.
+# .claude-code/ (npm's cache too: nothing is left outside the checkout). Not part of
+# `make test`: it needs npm (and the registry) once.
 CLAUDE ?= $(CURDIR)/.claude-code/node_modules/.bin/claude
 test-claude-code: $(VENV)/.installed $(CLAUDE)
 	CLAUDE=$(CLAUDE) $(BIN)/python -m pytest -m claude_code -rs tests/claude_code
 
 $(CURDIR)/.claude-code/node_modules/.bin/claude:
-	npm install --prefix $(CURDIR)/.claude-code --no-save --no-audit --no-fund @anthropic-ai/claude-code
+	npm install --prefix $(CURDIR)/.claude-code --cache $(CURDIR)/.claude-code/npm-cache \
+	  --no-save --no-audit --no-fund --no-update-notifier @anthropic-ai/claude-code
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check autoresearch scripts tests bench

@@ -116,6 +116,9 @@ def view(report: Path, chromium: str) -> BrowserView:
         at = text.rindex("</body>")
         page.write_text(text[:at] + PROBE + text[at:])
         args = [chromium, "--headless", "--disable-gpu", "--no-first-run", "--window-size=1280,800"]
+        # Nothing to fetch: no update, sync or background requests (CI's network is closed,
+        # and a request that waits for it holds the page's load); a fresh profile each time.
+        args += ["--disable-background-networking", "--disable-component-update", "--disable-sync"]
         args += ["--user-data-dir=" + str(Path(tmp) / "profile")]
         if os.geteuid() == 0:
             args.append("--no-sandbox")  # Chromium refuses root without it

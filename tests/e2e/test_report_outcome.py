@@ -1,10 +1,12 @@
 """The report's landing page tells how the session ended: the sweep demo, run, reported,
 finalized and reported again, its report read as files and opened in headless Chromium
-(bench/bench_report_browser.py; those tests skip without a Chromium)."""
+(bench/bench_report_browser.py; those tests skip without a Chromium, and fail without one
+where AUTORESEARCH_BROWSER_REQUIRED is set, as .ci/run sets it where it installed one)."""
 
 from __future__ import annotations
 
 import html
+import os
 import re
 import subprocess
 import sys
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, Workflow, git
+from conftest import BIN, ROOT, Workflow, git, missing
 from report_pages import DEMO_TIMEOUT, Demo, Report, demo_workflow, make_report
 
 from autoresearch.views.session_report import markdown_html
@@ -21,6 +23,7 @@ from autoresearch.views.session_report import markdown_html
 sys.path.insert(0, str(ROOT / "bench"))
 import bench_report_browser as browser  # noqa: E402
 
+BROWSER_REQUIRED = "AUTORESEARCH_BROWSER_REQUIRED"
 LINK = re.compile(r"results\[&quot;(.+?)&quot;\]")
 
 
@@ -31,6 +34,14 @@ class Finalized:
     after: Demo  # the report once `autoresearch finalize` made its review sets
     page: Path  # the same, as one HTML file, for the browser
     dry_run: str  # `snakemake -n sessions/demo/done` after finalize
+
+
+@pytest.fixture
+def chromium() -> str:
+    found = browser.browser()
+    if found is None:
+        missing("no Chromium (apt-get install chromium)", BROWSER_REQUIRED)
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -118,9 +129,10 @@ def test_a_cycles_page_holds_the_diff_of_each_fix_it_kept(demo):
         assert removed and all(html.escape(line) in text for line in removed)
 
 
-@pytest.mark.skipif(browser.browser() is None, reason="no Chromium (apt-get install chromium)")
-def test_the_report_in_a_browser_shows_the_outcome_loads_every_image_and_opens_every_link(demo):
-    seen = browser.view(demo.page, browser.browser())
+def test_the_report_in_a_browser_shows_the_outcome_loads_every_image_and_opens_every_link(
+    demo, chromium
+):
+    seen = browser.view(demo.page, chromium)
     assert seen.problems() == []
     (text, in_view), *_ = seen.outcome
     assert in_view and "Mode: sweep" in text and "Cost: nothing: no model was called" in text
@@ -128,8 +140,7 @@ def test_the_report_in_a_browser_shows_the_outcome_loads_every_image_and_opens_e
     assert [path for _, path, _ in seen.opened] == links(demo.after.report)
 
 
-@pytest.mark.skipif(browser.browser() is None, reason="no Chromium (apt-get install chromium)")
-def test_the_browser_check_sees_a_broken_image_a_hidden_outcome_and_a_dead_link(tmp_path):
+def test_the_browser_check_sees_a_broken_image_a_hidden_outcome_and_a_dead_link(tmp_path, chromium):
     page = tmp_path / "report.html"
     page.write_text(
         '<html><body><div class="autoresearch-outcome" style="margin-top: 5000px">'
@@ -137,7 +148,34 @@ def test_the_browser_check_sees_a_broken_image_a_hidden_outcome_and_a_dead_link(
         '<script>var results = {"a.png": {"mime_type": "image/png", '
         '"data_uri": "data:image/png;base64,AAAA"}};</script></body></html>'
     )
-    problems = browser.view(page, browser.browser()).problems()
+    problems = browser.view(page, chromium).problems()
     assert "image does not load: a.png" in problems
     assert "outcome out of view: Mode: sweep cycle 001" in problems
     assert any(p.startswith("link does not open its page: cycle 001") for p in problems)
+
+
+@pytest.mark.parametrize("required", ["", "1"])
+def test_without_chromium_the_browser_tests_skip_unless_a_browser_is_required(tmp_path, required):
+    # This file's browser check, run where no Chromium is on the PATH: a skip passes CI
+    # unseen, so where .ci/run installed one (and set the variable) its absence fails.
+    env = {**os.environ, "PATH": BIN, BROWSER_REQUIRED: required}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    test = (
+        f"{__file__}::test_the_browser_check_sees_a_broken_image_a_hidden_outcome_and_a_dead_link"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rsf", test]
+        + [f"--basetemp={tmp_path / 'inner'}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if required:
+        assert run.returncode == 1, run.stdout  # an error in the test's set-up
+        assert "1 error" in run.stdout and "skipped" not in run.stdout
+        assert f"no Chromium (apt-get install chromium); {BROWSER_REQUIRED} is set" in run.stdout
+    else:
+        assert run.returncode == 0, run.stdout
+        assert "1 skipped" in run.stdout and "no Chromium (apt-get install chromium)" in run.stdout
