@@ -27,7 +27,14 @@ outputs can take out while this agent asks for what it asks for.
 bench/agent_cost_before.json holds the figures of the code before each Green finding had
 its own conversation, bench/agent_cost_after.json those after it (old outputs trimmed),
 bench/agent_cost_shown.json those with the tools returning less (autoresearch/agents/shown.py,
-autoresearch/gate/run_output.py); docs/cost.md discusses them.
+autoresearch/gate/run_output.py), bench/agent_cost_window.json those with read_file returning
+a window and Green's brief quoting each finding's code; docs/cost.md discusses them.
+
+    python bench/bench_agent_cost.py --profile short [--compare ...]
+
+runs a second, differently scripted agent (short conversations, one read per finding, and
+it acts only on code it has been shown: see short_plan); bench/agent_cost_short_before.json
+and bench/agent_cost_short_window.json hold its figures before and with the window.
 
 With --parallel-green, one session per k of `agent.parallel_green` instead: Green's wall
 time (each cycle's sanitized.md to its green.json), its turns, and whether the same fixes
@@ -248,6 +255,102 @@ def refactor_plan(task: str, n: int) -> list[tuple[str, dict]]:
     return plan
 
 
+# -- the second profile: short conversations, one read per finding -------------------
+
+
+def calls_and_results(body: dict[str, Any]) -> list[tuple[str, dict, str]]:
+    """The conversation's tool calls so far, each with the text of its result."""
+    texts = {
+        b["tool_use_id"]: b["content"] if isinstance(b["content"], str) else ""
+        for m in body["messages"][1:]
+        if m["role"] == "user"
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    }
+    return [
+        (b["name"], b["input"], texts.get(b["id"], ""))
+        for m in body["messages"]
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if b.get("type") == "tool_use"
+    ]
+
+
+def read_on(text: str) -> int | None:
+    """Where a read_file result says to go on (either wording the harness has used)."""
+    found = re.findall(r"start_line=(\d+)", text.splitlines()[-1] if text else "")
+    return int(found[0]) if found else None
+
+
+def short_step(body: dict[str, Any], steps: list[tuple[str, dict, str, str]]) -> tuple | None:
+    """The next call of a plan of (tool, args, text that must have been seen first, path to
+    read for it): before a step whose text the conversation has not shown yet (in the task
+    or a result), the agent reads the path, then reads on where the result says, until it
+    has: an agent that acts only on code it has seen, however much a read returns."""
+    made = calls_and_results(body)
+    seen = task_of(body)
+    at = 0
+    for name, args, needs, path in steps:
+        read_once = False
+        while needs and (needs not in seen or not read_once):
+            if at >= len(made):
+                last = made[at - 1][2] if read_once and at else ""
+                nxt = read_on(last) if read_once else None
+                if read_once and nxt is None:
+                    break  # nowhere left to read: act on what it has
+                return ("read_file", {"path": path, **({"start_line": nxt} if nxt else {})})
+            seen += made[at][2]
+            at += 1
+            read_once = True
+        if at >= len(made):
+            return (name, args)
+        at += 1
+    return None
+
+
+def short_plan(team: str, task: str, locations: dict, tidied: int) -> list[tuple]:
+    """Red searches for the markers and reports what it finds (no read); Green reads each
+    finding's module once (more only if the marker is not yet in sight), edits and hands
+    in, or skips; Refactor reads orders.py, edits its tidy line and hands in."""
+    if team == "red":
+        cycle = int(re.search(r"# Cycle (\d+)", task)[1])
+        steps = [("search", {"pattern": f"# BUG c{cycle}-"}, "", "")]
+        steps += [(name, args, "", "") for name, args in red_plan(task, locations)[2:]]
+        return [s for s in steps if s[0] != "read_file"]
+    if team == "green":
+        steps = []
+        for fid, cycle, k, path in re.findall(
+            r"### \[(F-\d+)\] c(\d+)-(\d+):.*?\n- Severity: .*?\n- Location: ([^:\n]+):", task
+        ):
+            marker = f"# BUG c{cycle}-{k}"
+            if int(k) in UNFIXABLE:
+                steps.append(
+                    (
+                        "skip_finding",
+                        {"finding_id": fid, "reason": "needs an API decision"},
+                        marker,
+                        path,
+                    )  # fmt: skip
+                )
+                continue
+            edit = {"path": path, "old_str": marker, "new_str": f"# fixed c{cycle}-{k}"}
+            steps.append(("edit_file", edit, marker, path))
+            summary = f"clamp before rounding (c{cycle}-{k})"
+            steps.append(("finish_fix", {"finding_id": fid, "summary": summary}, "", ""))
+        return steps
+    if team == "refactor":
+        tidy = {
+            "path": "shop/orders.py",
+            "old_str": f"# tidy c{tidied}",
+            "new_str": f"# tidied c{tidied}",
+        }
+        return [
+            ("edit_file", tidy, f"# tidy c{tidied}", "shop/orders.py"),
+            ("finish_refactor", {"summary": f"name the tidy step {tidied}"}, "", ""),
+        ]
+    return []
+
+
 class Outputs:
     """What the tools returned, by tool: each result is written to the cache once (W), so
     its size is what it costs at 1.25x. Counted as the fake counts (its JSON's characters
@@ -342,9 +445,10 @@ class Outputs:
 class Agent:
     """Answers each request with the next step of its plan for the request's task."""
 
-    def __init__(self, locations: dict, turn_s: float) -> None:
+    def __init__(self, locations: dict, turn_s: float, profile: str = "full") -> None:
         self.locations = locations
         self.turn_s = turn_s
+        self.profile = profile
         self.tidied = 0
         self.outputs = Outputs()
 
@@ -352,6 +456,13 @@ class Agent:
         team, task = team_of(body), task_of(body)
         self.outputs.add(team, body)
         done = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if self.profile == "short":
+            self.tidied += team == "refactor" and done == 0
+            step = short_step(body, short_plan(team, task, self.locations, self.tidied))
+            if step is None:
+                return Reply(content=[text_block("All done.")], delay_s=self.turn_s)
+            content = [text_block(f"Next: {step[0]}."), tool_use(*step)]
+            return Reply(content=content, stop_reason="tool_use", delay_s=self.turn_s)
         if team == "red":
             plan = red_plan(task, self.locations)
         elif team == "green":
@@ -609,6 +720,13 @@ def main() -> int:
     parser.add_argument("--compare", type=Path, help="figures of an earlier run (--json)")
     parser.add_argument("--keep", type=Path, help="run in this folder and keep it")
     parser.add_argument(
+        "--profile",
+        choices=("full", "short"),
+        default="full",
+        help="the agent: full (reads, searches, tests; the figures above) or short (Red "
+        "searches, Green reads each finding's module once and hands in)",
+    )
+    parser.add_argument(
         "--agent",
         action="append",
         default=[],
@@ -633,11 +751,12 @@ def main() -> int:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         locations = make_target(work / "target")
-        agent = Agent(locations, args.turn_s)
+        agent = Agent(locations, args.turn_s, args.profile)
         with FakeAnthropic(responder=agent) as fake:
             session = run_session(work, fake.url, agent_keys)
         result = figures(session, args.turn_s)
         result["agent"] = agent_keys
+        result["profile"] = args.profile
         result["outputs"] = agent.outputs.as_dict()
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")

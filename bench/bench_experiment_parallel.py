@@ -70,6 +70,21 @@ def script(iterations: int, k: int) -> dict:
     return {"experiment": steps}
 
 
+def phases(session: Path, iterations: int, start: float) -> list[tuple[float, float, float]]:
+    """Per iteration, from the files' times: (candidates, measurements, decide) seconds,
+    each from the end of the phase before (the last of the k jobs) to the end of its own;
+    what the scheduler does between jobs falls in the phase after it."""
+    out, before = [], start
+    for i in range(1, iterations + 1):
+        folder = session / "iterations" / f"{i:03d}"
+        proposed = max(p.stat().st_mtime for p in folder.glob("c*/proposal.json"))
+        measured = max(p.stat().st_mtime for p in folder.glob("c*/measurement.json"))
+        decided = (folder / "decision.json").stat().st_mtime
+        out.append((proposed - before, measured - proposed, decided - measured))
+        before = decided
+    return out
+
+
 def run(cores: int, sleep: float, iterations: int, k: int) -> float:
     with tempfile.TemporaryDirectory(prefix="bench-exp-") as tmp:
         base = Path(tmp)
@@ -112,13 +127,20 @@ def run(cores: int, sleep: float, iterations: int, k: int) -> float:
         )
         if setup.returncode != 0:
             sys.exit(f"setup failed:\n{setup.stderr[-4000:]}")
-        start = time.perf_counter()
+        start, started = time.perf_counter(), time.time()
         proc = subprocess.run(command, cwd=work, capture_output=True, text=True)
         if proc.returncode != 0:
             sys.exit(f"snakemake --cores {cores} failed:\n{proc.stderr[-4000:]}")
         elapsed = time.perf_counter() - start
         done = (work / "sessions" / "bench" / "done").read_text()
         assert f"iterations: {iterations}" in done, done
+        spans = phases(work / "sessions" / "bench", iterations, started)
+        sums = [sum(s[j] for s in spans) for j in range(3)]
+        rest = elapsed - sum(sums)
+        print(
+            f"  --cores {cores}: candidates {sums[0]:.1f} s, measurements {sums[1]:.1f} s, "
+            f"decide {sums[2]:.1f} s, after the last decide (report, done) {rest:.1f} s"
+        )
         return elapsed
 
 

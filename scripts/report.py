@@ -98,9 +98,38 @@ def show_job_code(workflow: Any) -> None:
 
             init_source.shows_job_code = True  # type: ignore[attr-defined]
             record.init_source = init_source
+        _link_only_what_captions_name(report)
         return create_report(*args, **kwargs)
 
     workflow.create_report = create_report_with_code
+
+
+# A reference in reStructuredText: `name_` or `` `a phrase`_ ``.
+RST_REFERENCE = re.compile(r"`([^`]+)`_(?!\w)|([\w.+\-/:]+)_(?!\w)")
+
+
+def _link_only_what_captions_name(report: Any) -> None:
+    """Render each caption with link targets for the result files it names, not for all.
+
+    Snakemake 9.27 appends a link target for every result file to every caption before
+    handing it to docutils (`FileRecord.render`'s `files`), so a report of n files parses
+    n x n targets: 1000 cycles' evaluation pages took 80 s. Our captions name no file
+    (report/*.rst), and a caption that does keeps its links: the files its text names."""
+    record = getattr(report, "FileRecord", None)
+    original = getattr(record, "render", None)
+    if original is None or getattr(original, "links_named_only", False):
+        return
+
+    def render(self: Any, env: Any, rst_links: str, categories: Any, files: list) -> None:
+        named = set()
+        if self.raw_caption is not None:
+            with self.workflow.sourcecache.open(self.raw_caption) as caption:
+                for phrase, word in RST_REFERENCE.findall(caption.read()):
+                    named.add(" ".join((phrase or word).split()))
+        original(self, env, rst_links, categories, [f for f in files if f.target in named])
+
+    render.links_named_only = True  # type: ignore[attr-defined]
+    record.render = render
 
 
 def job_code(run_src: str) -> str:

@@ -28,6 +28,7 @@ def run_agent(
     extra_data: dict[str, Any] | None = None,
     deadline_s: float | None = None,
     earlier: StageRun | None = None,
+    turns: int | None = None,
 ) -> StageRun:
     """Run the team's backend on `ctx`'s brief through `toolbox`.
 
@@ -37,6 +38,8 @@ def run_agent(
     (the strategist's). `deadline_s` shortens the stage's deadline (a session's time
     limit running out); it never lengthens it. `earlier` is what the stage's earlier
     conversations used: the stage's turn and cost limits hold for them all together.
+    `turns`, when given, is this conversation's own turn limit in place of the stage's
+    (Green's turns per finding): the earlier conversations' turns do not count against it.
     """
     limit = env.spec.budget_usd
     reason = ledger.budget_exceeded(env.layout.root, limit) if limit is not None else None
@@ -46,8 +49,10 @@ def run_agent(
     limits = env.limits()
     if deadline_s is not None:
         limits.deadline_s = min(deadline_s, limits.deadline_s or deadline_s)
+    if turns is not None:
+        limits.max_turns = turns
     if earlier is not None:
-        if limits.max_turns is not None:
+        if limits.max_turns is not None and turns is None:
             limits.max_turns = max(0, limits.max_turns - earlier.turns)
         if limits.max_cost_usd is not None:
             limits.max_cost_usd = max(0.0, limits.max_cost_usd - earlier.usage.cost_usd)

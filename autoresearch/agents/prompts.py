@@ -62,6 +62,9 @@ class BriefContext:
     dropped_categories: list[str] = field(default_factory=list)
     adjacent_files: list[str] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
+    # Finding id -> the numbered code around its location, read through the team's own
+    # tools (so a file they may not read is never shown): Green starts from it.
+    excerpts: dict[str, str] = field(default_factory=dict)
     changed_files: list[str] = field(default_factory=list)
     angle: dict[str, Any] | None = None
     hypothesis: dict[str, Any] | None = None
@@ -238,6 +241,7 @@ def _green_task(ctx: BriefContext) -> tuple[str, dict[str, Any]]:
             f"- Location: {f['location']}\n"
             f"- Issue: {f['issue']}\n"
             f"- Impact: {f['impact']}"
+            + (f"\n- Code:\n```\n{ctx.excerpts[f['id']]}\n```" if f["id"] in ctx.excerpts else "")
         )
     body = "\n\n".join(blocks) if blocks else "(no issues this cycle: end your turn)"
     task = (

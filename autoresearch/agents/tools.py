@@ -34,6 +34,12 @@ from autoresearch.safety.sandbox import Hidden, Refused, Sandbox, glob_match
 # Output caps: a tool result goes back into the model's context on every later turn.
 MAX_LIST_ENTRIES = 1000
 MAX_READ_LINES = 2000
+# What read_file shows when not asked for a range: a window, not the module. Each line
+# shown is paid for again on every later turn; the agent asks for more when it needs it.
+WINDOW_LINES = 100
+WINDOW_BEFORE = 25  # of a window around a line, the lines above it
+WHOLE_UP_TO = 150  # a file this short comes whole: a second call would cost more
+EXCERPT_BEFORE, EXCERPT_AFTER = 8, 12  # a finding's code in Green's brief
 MAX_LINE_CHARS = 2000
 MAX_SEARCH_HITS = 200
 MAX_HIT_CHARS = 300
@@ -92,11 +98,20 @@ TOOL_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         ),
     ),
     "read_file": (
-        "Read a text file; lines come back numbered ('   12\\t...'). Use start_line/end_line "
-        f"(1-based, inclusive) for long files: at most {MAX_READ_LINES} lines per call.",
+        "Read a text file; lines come back numbered ('   12\\t...'). Without start_line or "
+        f"line you get the top {WINDOW_LINES} lines (a file of up to {WHOLE_UP_TO} lines whole); "
+        f"line shows the {WINDOW_LINES} lines around that line; start_line and/or end_line "
+        f"(1-based, inclusive) any range, at most {MAX_READ_LINES} lines per call: end_line "
+        "alone reads from the top, so the whole file is one call. A part says the file's "
+        "length and how to read on.",
         _schema(
             {
                 "path": _PATH,
+                "line": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Show the lines around this one (instead of start_line).",
+                },
                 "start_line": {"type": "integer", "minimum": 1},
                 "end_line": {"type": "integer", "minimum": 1},
             },
@@ -443,6 +458,20 @@ def _candidate_lines(whole: Any, lines: list[str], deadline: float) -> Iterator[
         pos = starts[index + 1]
 
 
+def _read_range(
+    length: int, start: int | None, end: int | None, around: int | None
+) -> tuple[int, int]:
+    """(first, last) line of a read_file call: a window unless a range is asked for."""
+    if around is not None:
+        first = max(1, min(around - WINDOW_BEFORE, length - WINDOW_LINES + 1))
+        return first, min(length, first + WINDOW_LINES - 1)
+    first = start or 1
+    if end is None:
+        span = length if start is None and length <= WHOLE_UP_TO else WINDOW_LINES
+        return first, min(length, first + span - 1)
+    return first, min(length, end, first + MAX_READ_LINES - 1)
+
+
 def _remaining(deadline: float) -> float:
     left = deadline - time.monotonic()
     if left <= 0:
@@ -627,40 +656,76 @@ class Toolbox:
         return rel, data.decode("utf-8", errors="replace"), digest(data)
 
     def _tool_read_file(
-        self, path: str, start_line: int = 1, end_line: int | None = None
+        self,
+        path: str,
+        start_line: int | None = None,
+        end_line: int | None = None,
+        line: int | None = None,
     ) -> ToolResult:
         rel, text, file_digest = self._read_text(path)
         lines = text.splitlines()
         if not lines:
             return ToolResult("(empty file)")
-        if start_line > len(lines):
-            return _error(
-                f"start_line {start_line} is past the end of the file ({len(lines)} lines)"
-            )
-        last = min(len(lines), end_line or len(lines), start_line + MAX_READ_LINES - 1)
-        if last < start_line:
+        if line is not None and start_line is not None:
+            return _error("give line (a window around it) or start_line, not both")
+        first, last = _read_range(len(lines), start_line, end_line, line)
+        if first > len(lines):
+            return _error(f"start_line {first} is past the end of the file ({len(lines)} lines)")
+        if last < first:
             return _error("end_line is before start_line")
-        asked = range(start_line, last + 1)
+        asked = range(first, last + 1)
         if self.shown.note_instead(rel, file_digest, asked):
             return ToolResult(
                 f"[{rel} has the same content as when earlier output in this conversation "
-                f"showed lines {start_line}-{last} of it: read them there. Ask again for the "
+                f"showed lines {first}-{last} of it: read them there. Ask again for the "
                 "text.]"
             )
         width = len(str(last))
         out = []
+        if first > 1 or last < len(lines):
+            out.append(f"[{rel}: lines {first}-{last} of {len(lines)}]")
         whole: list[int] = []  # the lines shown in full, not cut
         for number in asked:
-            line = lines[number - 1]
-            if len(line) > MAX_LINE_CHARS:
-                line = line[:MAX_LINE_CHARS] + " [... line cut ...]"
+            shown = lines[number - 1]
+            if len(shown) > MAX_LINE_CHARS:
+                shown = shown[:MAX_LINE_CHARS] + " [... line cut ...]"
             else:
                 whole.append(number)
-            out.append(f"{number:>{width}}\t{line}")
+            out.append(f"{number:>{width}}\t{shown}")
         if last < len(lines) and (end_line is None or end_line > last):
-            out.append(f"[... {len(lines) - last} more lines; continue with start_line={last + 1}]")
+            if end_line is not None:  # the cap cut the range asked for
+                rest = f"at most {MAX_READ_LINES} lines come a call"
+            elif first == 1:
+                rest = f"the whole file with end_line={len(lines)}"
+            else:
+                rest = f"lines 1-{first - 1} with end_line={first - 1}"
+            out.append(
+                f"[... lines {last + 1}-{len(lines)} not shown: read on with "
+                f"start_line={last + 1}, or {rest}]"
+            )
+        elif first > 1 and start_line is None:
+            out.append(f"[lines 1-{first - 1} not shown: end_line={first - 1} reads them]")
         self.shown.add(rel, file_digest, whole)
         return ToolResult("\n".join(out))
+
+    def excerpt(self, location: str) -> str | None:
+        """The numbered lines around a finding's `path:line` (the first place named), as the
+        agent could read them, for Green's brief; None when there is no such line or the
+        file may not be read (hidden, binary, refused)."""
+        match = regex.match(r"\s*([^:,\s][^:,]*?):(\d+)", location)
+        if not match:
+            return None
+        try:
+            rel, text, _ = self._read_text(match[1].strip())
+        except (Refused, OSError):
+            return None
+        lines, at = text.splitlines(), int(match[2])
+        if not 1 <= at <= len(lines):
+            return None
+        first, last = max(1, at - EXCERPT_BEFORE), min(len(lines), at + EXCERPT_AFTER)
+        width = len(str(last))
+        body = [f"{n:>{width}}\t{lines[n - 1][:MAX_LINE_CHARS]}" for n in range(first, last + 1)]
+        return f"{rel}, lines {first}-{last} of {len(lines)}:\n" + "\n".join(body)
 
     def _tool_search(self, pattern: str, path: str = "", glob: str | None = None) -> ToolResult:
         deadline = time.monotonic() + self.search_time_s

@@ -23,7 +23,7 @@ from autoresearch.agents.backends.base import StageFailed, StageLimits, StageRun
 from autoresearch.engine import findings
 from autoresearch.engine.findings import Finding
 from autoresearch.engine.stage import StageEnv
-from autoresearch.engine.teams import STAGE_OVER, GreenWork, fix_findings
+from autoresearch.engine.teams import GreenWork, ends_stage, fix_findings, turns_per_finding
 from autoresearch.gate.keep import gate_for
 from autoresearch.safety import git, worktrees
 from autoresearch.safety.protect import ProtectedChange
@@ -102,8 +102,9 @@ def plan(env: StageEnv, start: str, sanitized_md: Path) -> tuple[list[list[Findi
 @dataclasses.dataclass
 class LaneEnv(StageEnv):
     """One lane's Green: its own worktree; the cycle's files are the stage's. The lanes
-    spend the stage's turns and money side by side, so each gets the part of them its
-    share of the findings is: together they never have more than the stage."""
+    spend the stage's money (and, without turns per finding, its turns) side by side, so
+    each gets the part of them its share of the findings is: together they never have
+    more than the stage. Turns per finding are each finding's, in any lane."""
 
     lane: str = ""
     share: float = 1.0
@@ -122,7 +123,9 @@ class LaneEnv(StageEnv):
 
     def limits(self) -> StageLimits:
         limits = super().limits()
-        if limits.max_turns is not None:
+        # Turns counted per finding (agent.max_turns_per_finding) are each conversation's
+        # own, whatever the lane: only the stage's shared turns are split by share.
+        if limits.max_turns is not None and not self.spec.agent.get("max_turns_per_finding"):
             limits.max_turns = int(limits.max_turns * self.share)
         if limits.max_cost_usd is not None:
             limits.max_cost_usd = limits.max_cost_usd * self.share
@@ -175,7 +178,7 @@ def work_lane(env: StageEnv, lane: str, sanitized_md: Path, out: Path) -> None:
         here.begin(start)
         part = GreenWork(runs=runs)
         first = len(runs)
-        if not runs or runs[-1].stop_reason not in STAGE_OVER:
+        if not runs or not ends_stage(runs[-1], turns_per_finding(here) is not None):
             # `group` in the brief's data: the script backend's key for this group's steps.
             todo = {f.id: f for f in group}
             fix_findings(here, todo, gate_for(here), part, began, data={"group": group[0].id})

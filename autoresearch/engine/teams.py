@@ -163,6 +163,22 @@ class GreenLedger:
 STAGE_OVER = (*NOT_RUN, "max_turns", "deadline")
 
 
+def turns_per_finding(env: StageEnv) -> int | None:
+    """`agent.max_turns_per_finding`: Green's turns, counted per finding (None: the stage's
+    `max_turns`, shared by its conversations, as other stages count them)."""
+    value = env.spec.agent.get("max_turns_per_finding")
+    return int(value) if value else None
+
+
+def ends_stage(run: StageRun, per_finding: bool) -> bool:
+    """Whether a Green conversation's end ends the stage. With turns counted per finding,
+    one out of its turns ends only itself: the next finding has turns of its own, so what
+    a finding gets never depends on the order, or the lane, it is worked on in."""
+    if per_finding and run.stop_reason == "max_turns":
+        return False
+    return run.stop_reason in STAGE_OVER
+
+
 def conversation_groups(
     found: list[findings.Finding], size: int | None
 ) -> list[list[findings.Finding]]:
@@ -184,13 +200,13 @@ def _file_of(location: str) -> str:
     return location.strip().partition(":")[0].strip()
 
 
-def _combined(runs: list[StageRun]) -> StageRun:
+def _combined(runs: list[StageRun], per_finding: bool = False) -> StageRun:
     """A stage's conversations as one run: usage and turns summed; the stop that ended the
     stage early, if one did, else the last conversation's."""
     usage = Usage()
     for one in runs:
         usage.add(one.usage)
-    last = next((r for r in runs if r.stop_reason in STAGE_OVER), runs[-1])
+    last = next((r for r in runs if ends_stage(r, per_finding)), runs[-1])
     return StageRun(usage, sum(r.turns for r in runs), last.stop_reason, last.detail)
 
 
@@ -229,7 +245,7 @@ def green(
         work = GreenWork()
         fix_findings(env, todo, gate, work, time.monotonic())
     book, refusals = work.book, work.refusals
-    run = _combined(work.runs) if work.runs else None
+    run = _combined(work.runs, turns_per_finding(env) is not None) if work.runs else None
     if git.is_dirty(env.worktree):
         git.restore(env.worktree)  # an unfinished fix is never kept
     settle_fixes(gate.settle(start, [_landed(r, r["id"]) for r in book.fixed]), book)
@@ -374,6 +390,7 @@ def fix_findings(
     size = env.spec.agent.get("findings_per_conversation") if conversational else None
     groups = conversation_groups(list(todo.values()), size)
     timeout = env.limits().deadline_s
+    per_finding = turns_per_finding(env)
     for number, group in enumerate(groups, 1):
         if git.is_dirty(env.worktree):
             git.restore(env.worktree)  # an unfinished fix of the last conversation is not kept
@@ -393,11 +410,24 @@ def fix_findings(
             hooks={"finish_fix": finish_fix, "skip_finding": skip_finding},
             **env.toolbox_options(),
         )
-        earlier = _combined(runs) if runs else None
+        ctx.excerpts = {
+            f.id: code for f in group if (code := toolbox.excerpt(f.location)) is not None
+        }
+        earlier = _combined(runs, per_finding is not None) if runs else None
+        turns = per_finding * len(group) if per_finding is not None else None
         runs.append(
-            run_agent(env, "green", ctx, toolbox, deadline_s=left, earlier=earlier, extra_data=data)
+            run_agent(
+                env,
+                "green",
+                ctx,
+                toolbox,
+                deadline_s=left,
+                earlier=earlier,
+                extra_data=data,
+                turns=turns,
+            )
         )
-        if runs[-1].stop_reason in STAGE_OVER:
+        if ends_stage(runs[-1], per_finding is not None):
             break
 
 

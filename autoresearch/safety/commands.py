@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -51,6 +52,10 @@ class CommandResult:
     timed_out: bool = False
     stderr: str = ""  # with stdout_only: the end of stderr, kept apart
     output_bytes: int = 0  # the size of the whole output; `output` holds OUTPUT_TAIL_BYTES
+    # CPU seconds (user + system) of a command run in a bwrap jail, measured inside it: the
+    # jail's processes are never reaped by ours, so rusage does not see them. None outside
+    # a jail (rusage counts it) and when the jail was killed before it could say.
+    jailed_cpu_s: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -82,6 +87,42 @@ def scrubbed_env(extra_secrets: list[str] | None = None) -> dict[str, str]:
         for key, value in os.environ.items()
         if not key.startswith(SECRET_PREFIXES) and key not in drop
     }
+
+
+# Inside a jail, the shell that runs the command (or its strace) reports its children's
+# CPU with `times` on its stdin, a file of ours; the command itself gets /dev/null as
+# stdin, as outside a jail. (A command bent on it could still reach that file through
+# /proc; the figure is a cost, never a verdict.)
+CPU_REPORTER = ("/bin/sh", "-c", '"$@" </dev/null; s=$?; times >&0; exit $s', "autoresearch-cpu")
+_TIMES = re.compile(r"(\d+)m([\d.]+)s")
+
+
+class _JailedCpu:
+    """The CPU of every jailed command this process ran, summed (timings.py reads it as it
+    reads rusage: with several jobs at once, theirs mix)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.total = 0.0
+
+    def add(self, seconds: float) -> None:
+        with self._lock:
+            self.total += seconds
+
+
+jailed_cpu = _JailedCpu()
+
+
+def _reported_cpu(path: Path) -> float | None:
+    """User + system CPU of the children from `times` output (its second line)."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    spans = _TIMES.findall(lines[1]) if len(lines) >= 2 else []
+    if len(spans) != 2:
+        return None
+    return sum(int(m) * 60 + float(s) for m, s in spans)
 
 
 def run(
@@ -145,11 +186,21 @@ def _run(
         err_path = work / "stderr"
         jailed = jail is not None and jail.mode == "bwrap"
         info_r, info_w = os.pipe() if jailed else (None, None)
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        cpu_path = work / "cpu"
+        with (
+            open(out_path, "wb") as out,
+            open(err_path, "wb") as err,
+            open(cpu_path, "wb") if jailed else open(os.devnull, "rb") as stdin,
+        ):
             try:
                 if jailed:
                     argv = jail.argv(
-                        command, Path(cwd), work / "scratch", env, info_fd=info_w, wrapper=wrapper
+                        command,
+                        Path(cwd),
+                        work / "scratch",
+                        env,
+                        info_fd=info_w,
+                        wrapper=(*CPU_REPORTER, *wrapper),
                     )
                     env = jail.env(env)
                 elif wrapper:
@@ -161,7 +212,7 @@ def _run(
                     env=env,
                     stdout=out,
                     stderr=err if stdout_only else subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
+                    stdin=stdin,
                     start_new_session=True,
                     pass_fds=(info_w,) if jailed else (),
                 )
@@ -191,6 +242,9 @@ def _run(
             _live.discard(running)
         if running.interrupted:
             raise Interrupted(f"`{command}` was ended by Ctrl-C")
+        jailed_cpu_s = _reported_cpu(cpu_path) if jailed else None
+        if jailed_cpu_s is not None:
+            jailed_cpu.add(jailed_cpu_s)
         output, size = _read_tail(out_path, OUTPUT_TAIL_BYTES)
         stderr, _ = _read_tail(err_path, STDERR_TAIL_BYTES) if stdout_only else ("", 0)
         return CommandResult(
@@ -201,6 +255,7 @@ def _run(
             timed_out=timed_out,
             stderr=stderr,
             output_bytes=size,
+            jailed_cpu_s=jailed_cpu_s,
         )
 
 

@@ -13,7 +13,7 @@ import io
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from autoresearch.errors import UserError
 from autoresearch.safety import git
@@ -335,6 +335,8 @@ def results_page(layout: SessionLayout, table: pd.DataFrame, kept_label: str, sp
         f"<p>{int(table['kept'].sum())} {html.escape(kept_label)} over {len(table)} "
         f"cycle(s); agent cost {html.escape(spend.text)} (usage.tsv, at the spec's prices).</p>",
         frame_html(shown, "(no cycle finished)"),
+        "<h2>Time and CPU</h2>",
+        cpu_html(layout.timings),
         "<h2>results.tsv</h2>",
         "<p>One row per team per cycle, as the session recorded it.</p>",
         frame_html(read_tsv(layout.results), "(empty)"),
@@ -343,6 +345,48 @@ def results_page(layout: SessionLayout, table: pd.DataFrame, kept_label: str, sp
         frame_html(usage, "(no agent run recorded)"),
     ]
     return page(f"{layout.name}: results", "\n".join(parts))
+
+
+TIMING_COLUMNS = ["wall_s", "cpu_s", "commands_cpu_s", "jailed_cpu_s"]
+
+
+def cpu_html(timings: Path) -> str:
+    """What the stages took (timings.tsv), summed per stage: wall seconds, the harness's own
+    CPU, and the CPU of the commands it ran (tests, git, metrics), those run in the jail
+    included (their part apart: rusage never sees a jail's processes)."""
+    frame = read_tsv(timings)
+    if frame.empty:
+        return "<p>(no stage timed)</p>"
+    for column in TIMING_COLUMNS:
+        # A session begun before the jailed CPU was counted has no such column: 0 there.
+        values = frame[column] if column in frame else "0"
+        frame[column] = pd_numeric(values)
+    sums = frame.groupby("stage", sort=False)[TIMING_COLUMNS].sum().reset_index()
+    totals = sums[TIMING_COLUMNS].sum()
+    return (
+        f"<p>Harness CPU {totals['cpu_s']:.1f} s; the commands it ran "
+        f"{totals['commands_cpu_s']:.1f} s CPU, of which {totals['jailed_cpu_s']:.1f} s in the "
+        f"jail; {totals['wall_s']:.1f} s of stage wall time (timings.tsv).</p>\n"
+        + frame_html(
+            sums.rename(
+                columns={
+                    "wall_s": "wall s",
+                    "cpu_s": "harness CPU s",
+                    "commands_cpu_s": "commands CPU s",
+                    "jailed_cpu_s": "of which in the jail",
+                }
+            ),
+            "(no stage timed)",
+        )
+    )
+
+
+def pd_numeric(values: Any) -> Any:
+    import pandas as pd
+
+    if isinstance(values, str):
+        return float(values)
+    return pd.to_numeric(values, errors="coerce").fillna(0.0)
 
 
 def frame_html(frame: pd.DataFrame, empty: str) -> str:

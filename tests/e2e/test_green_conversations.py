@@ -105,6 +105,11 @@ def test_each_finding_has_its_own_conversation_over_a_byte_identical_cached_pref
         # Each brief names its own finding and no other.
         assert f"[{fid}] {title}" in task
         assert task.count("### [F-") == 1
+    # ...and the code around its location as it is when the conversation starts, numbered
+    # as read_file numbers it (F-001's fix has made calc.py 8 lines long by F-002's).
+    assert "- Code:\n```\ncalc.py, lines 1-6 of 6:\n1\tdef add(a, b):\n" in tasks[0]
+    assert "5\tdef mean(values):\n6\t    return sum(values) / len(values)\n```" in tasks[0]
+    assert "calc.py, lines 1-8 of 8:\n1\tdef add(a, b):\n2\t    return a + b" in tasks[1]
     # The prefix (tools, system prompt) is the same bytes in every request of the stage...
     green = green_bodies(fake)
     prefix = {json.dumps([b["tools"], b["system"]], sort_keys=True) for b in green}
@@ -156,7 +161,37 @@ def test_an_unfinished_change_of_one_conversation_never_reaches_the_next_ones_co
     assert [(r["id"], r["reason"]) for r in record["skipped"]] == [("F-001", "not attempted")]
 
 
-def test_the_stages_max_turns_holds_for_all_its_conversations_together(workflow, target, fake):
+def test_each_finding_has_its_own_turns_so_one_running_out_leaves_the_next_theirs(
+    workflow, target, fake
+):
+    fake.push(
+        report("high", "mean crashes on an empty list", 5),
+        report("medium", "add accepts strings", 2),
+        report("low", "mean has no docstring", 6),
+        # Green, one turn per finding: F-001's conversation runs out after its edit...
+        tool_call("write_file", {"path": "calc.py", "content": GUARDED}),
+        # ...and F-002's and F-003's still get their own turn each.
+        tool_call("skip_finding", {"finding_id": "F-002", "reason": "by design"}),
+        tool_call("skip_finding", {"finding_id": "F-003", "reason": "cosmetic"}),
+        message([text_block("Nothing to simplify.")]),
+    )
+    run_cycle(workflow, target, fake, max_turns=3, max_turns_per_finding=1)
+    assert [len(t) for t in conversations(fake)] == [1, 1, 1]
+    record = json.loads((workflow.session("g") / "cycles/001/green.json").read_text())
+    assert record["fixed"] == []
+    assert [(r["id"], r["reason"]) for r in record["skipped"]] == [
+        ("F-002", "by design"),
+        ("F-003", "cosmetic"),
+        ("F-001", "not attempted"),
+    ]
+    # F-001's unfinished edit was restored, never committed.
+    worktree = workflow.session("g") / "worktree"
+    assert "raise ValueError" not in (worktree / "calc.py").read_text()
+
+
+def test_without_turns_per_finding_the_stages_max_turns_holds_for_all_its_conversations(
+    workflow, target, fake
+):
     fake.push(
         report("high", "mean crashes on an empty list", 5),
         report("medium", "add accepts strings", 2),
@@ -168,7 +203,7 @@ def test_the_stages_max_turns_holds_for_all_its_conversations_together(workflow,
         # The stage's three turns are used up: F-003's conversation is not started.
         message([text_block("Nothing to simplify.")]),
     )
-    run_cycle(workflow, target, fake, max_turns=3)
+    run_cycle(workflow, target, fake, max_turns=3, max_turns_per_finding=None)
     talks = conversations(fake)
     assert [len(t) for t in talks] == [2, 1]
     record = json.loads((workflow.session("g") / "cycles/001/green.json").read_text())

@@ -68,3 +68,17 @@ def test_a_stages_later_conversation_gets_only_the_turns_and_money_the_earlier_l
     assert (first.max_turns, first.max_cost_usd, first.deadline_s) == (2, 0.25, 100)
     # Past the stage's limits, nothing is left (never a negative limit, which means none).
     assert (second.max_turns, second.max_cost_usd) == (0, 0.0)
+
+
+def test_a_conversation_with_turns_of_its_own_keeps_them_whatever_the_earlier_used(
+    tmp_path, monkeypatch
+):
+    backend = Recording()
+    monkeypatch.setattr(agent_run, "get_backend", lambda spec: backend)
+    env = Env(tmp_path)
+    ctx = prompts.BriefContext(team="green")
+    earlier = StageRun(Usage(cost_usd=0.75), 58, "max_turns")
+    agent_run.run_agent(env, "green", ctx, Box(), earlier=earlier, turns=15)
+    (limits,) = backend.limits
+    # The turns are its own (per finding); the money is still what the stage has left.
+    assert (limits.max_turns, limits.max_cost_usd) == (15, 0.25)

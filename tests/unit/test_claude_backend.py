@@ -874,7 +874,7 @@ def test_old_tool_outputs_are_shortened_past_the_size_but_never_the_task_system_
             "".join(f"value_{n}_{i} = {i}  # a line of module {n}\n" for i in range(300))
         )
     fake.push(
-        *(tool_call("read_file", {"path": f"m{n}.py"}) for n in range(4)),
+        *(tool_call("read_file", {"path": f"m{n}.py", "end_line": 300}) for n in range(4)),
         tool_call("read_file", {"path": "missing.py"}),  # an error: short, never shortened
         tool_call("list_files", {}),
         message([text_block("done")]),

@@ -87,3 +87,12 @@ def test_lanes_side_by_side_may_spend_only_their_shares_of_the_sessions_budget(t
     assert [round(lim.max_cost_usd, 6) for lim in limits] == [0.25, 0.2, 0.15]
     both = [lane.limits() for lane in lanes(tmp_path, budget_usd=0.6, stage_budget_usd=0.12)]
     assert [round(lim.max_cost_usd, 6) for lim in both] == [0.05, 0.04, 0.03]
+
+
+def test_with_turns_per_finding_no_lane_gets_a_share_of_the_stages_turns(tmp_path):
+    # Each conversation has its findings' own turns (teams.fix_findings): a lane's share of
+    # the stage's max_turns would cut a finding short that a single Green would finish.
+    agent = {"max_turns": 10, "max_turns_per_finding": 6, "stage_timeout_s": 600}
+    limits = [lane.limits() for lane in lanes(tmp_path, agent=agent, stage_budget_usd=1.0)]
+    assert [lim.max_turns for lim in limits] == [10, 10, 10]
+    assert sum(lim.max_cost_usd for lim in limits) <= 1.0 + 1e-9  # money is still shared

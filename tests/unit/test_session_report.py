@@ -530,3 +530,69 @@ def test_a_cycle_that_kept_nothing_says_so_on_its_page(layout, tmp_path):
     write_session(layout, steps, SessionFacts("sweep", "5 passed"))
     page = (layout.report_dir / "evaluations" / "001.html").read_text()
     assert "Nothing: the branch is where the step started" in page
+
+
+def test_the_results_page_says_the_cpu_of_the_harness_and_of_its_commands_jailed_included(
+    layout,
+):
+    layout.timings.write_text(
+        "stage\ttrack\tcycle\twall_s\tcpu_s\tcommands_cpu_s\tfinished\tjailed_cpu_s\n"
+        "green\t\t001\t10.0\t0.5\t4.0\tyes\t3.5\n"
+        "red\t\t001\t2.0\t0.25\t0.5\tyes\t0.0\n"
+        "green\t\t002\t8.0\t0.5\t2.0\tyes\t1.5\n"
+    )
+    table = cycle_table([step(1), step(2)], layout.usage)
+    page = results_page(layout, table, "fixes kept", spend_of(layout.usage))
+    cpu = page.split("<h2>Time and CPU</h2>")[1].split("<h2>")[0]
+    assert "Harness CPU 1.2 s; the commands it ran 6.5 s CPU, of which 5.0 s in the jail" in cpu
+    green = cpu.split("<td>green</td>")[1].split("</tr>")[0]
+    assert [c.strip("<td>/ \n") for c in green.split("</td>")][:4] == [
+        "18.0000",
+        "1.0000",
+        "6.0000",
+        "5.0000",
+    ]
+
+
+def test_a_timings_file_from_before_the_jailed_cpu_counts_it_as_none(layout):
+    layout.timings.write_text(
+        "stage\ttrack\tcycle\twall_s\tcpu_s\tcommands_cpu_s\tfinished\n"
+        "red\t\t001\t2.0\t0.25\t0.5\tyes\n"
+    )
+    page = results_page(
+        layout, cycle_table([step(1)], layout.usage), "kept", spend_of(layout.usage)
+    )
+    assert "the commands it ran 0.5 s CPU, of which 0.0 s in the jail" in page
+
+
+def test_a_caption_gets_link_targets_only_for_the_files_it_names():
+    from types import SimpleNamespace
+
+    from scripts.report import _link_only_what_captions_name
+
+    seen = []
+
+    class FileRecord:
+        def __init__(self, caption):
+            self.raw_caption = caption
+            self.workflow = SimpleNamespace(sourcecache=SimpleNamespace(open=_opener))
+
+        def render(self, env, rst_links, categories, files):
+            seen.append([f.target for f in files])
+
+    report = SimpleNamespace(FileRecord=FileRecord)
+    _link_only_what_captions_name(report)
+    _link_only_what_captions_name(report)  # wrapped once, not twice
+    files = [SimpleNamespace(target=f"{n:03d}.html") for n in range(1, 1001)]
+    FileRecord("Each cycle's evaluation.").render(None, "", {}, files)
+    FileRecord("See 002.html_ and `the 7th <007.html>`_ or `010.html`_.").render(
+        None, "", {}, files
+    )
+    FileRecord(None).render(None, "", {}, files)
+    assert seen == [[], ["002.html", "010.html"], []]
+
+
+def _opener(text):
+    import io
+
+    return io.StringIO(text)

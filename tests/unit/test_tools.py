@@ -16,6 +16,8 @@ from autoresearch.agents.tools import (
     MAX_SEARCH_HITS,
     TEXT_FIELDS,
     TOOL_SPECS,
+    WHOLE_UP_TO,
+    WINDOW_LINES,
     Toolbox,
 )
 
@@ -128,17 +130,81 @@ def test_read_file_numbers_lines_and_honours_the_range(repo):
     tb = box(repo)
     assert tb.call("read_file", {"path": "pkg/mod.py"}).content == "1\tx = 1\n2\ty = 2\n3\tx = 1"
     assert tb.call("read_file", {"path": "pkg/mod.py", "start_line": 2, "end_line": 2}).content == (
-        "2\ty = 2"
+        "[pkg/mod.py: lines 2-2 of 3]\n2\ty = 2"
     )
     past = tb.call("read_file", {"path": "pkg/mod.py", "start_line": 9})
     assert past.is_error and "past the end" in past.content
 
 
-def test_read_file_caps_long_files_and_says_how_to_continue(repo):
+def _numbered(text: str) -> list[int]:
+    return [int(line.split("\t")[0]) for line in text.splitlines() if "\t" in line]
+
+
+@pytest.fixture
+def module(repo: Path) -> Path:
+    (repo / "mod.py").write_text("".join(f"line {i}\n" for i in range(1, 801)))
+    return repo
+
+
+def test_read_file_of_a_long_file_is_a_window_with_its_length_and_how_to_read_on(module):
+    text = box(module).call("read_file", {"path": "mod.py"}).content
+    assert _numbered(text) == list(range(1, WINDOW_LINES + 1))
+    assert text.splitlines()[0] == f"[mod.py: lines 1-{WINDOW_LINES} of 800]"
+    assert text.splitlines()[-1] == (
+        f"[... lines {WINDOW_LINES + 1}-800 not shown: read on with "
+        f"start_line={WINDOW_LINES + 1}, or the whole file with end_line=800]"
+    )
+
+
+def test_read_file_follows_its_own_hints_to_the_rest_and_to_the_whole_file(module):
+    tb = box(module)
+    nxt = tb.call("read_file", {"path": "mod.py", "start_line": WINDOW_LINES + 1}).content
+    assert _numbered(nxt) == list(range(WINDOW_LINES + 1, 2 * WINDOW_LINES + 1))
+    whole = tb.call("read_file", {"path": "mod.py", "end_line": 800}).content
+    assert _numbered(whole) == list(range(1, 801))
+    assert "not shown" not in whole and "line 800" in whole
+
+
+def test_read_file_around_a_line_shows_the_window_it_falls_in(module):
+    tb = box(module)
+    text = tb.call("read_file", {"path": "mod.py", "line": 400}).content
+    shown = _numbered(text)
+    assert 400 in shown and len(shown) == WINDOW_LINES and shown[0] < 400 - 10
+    assert text.splitlines()[0] == f"[mod.py: lines {shown[0]}-{shown[-1]} of 800]"
+    assert f"end_line={shown[0] - 1}" in text.splitlines()[-1]  # the lines above, too
+    last = _numbered(tb.call("read_file", {"path": "mod.py", "line": 799}).content)
+    assert last[-1] == 800 and len(last) == WINDOW_LINES  # not cut short at the end
+    both = tb.call("read_file", {"path": "mod.py", "line": 3, "start_line": 1})
+    assert both.is_error and "not both" in both.content
+
+
+def test_read_file_shows_a_short_file_whole_and_a_window_from_any_start(repo):
+    (repo / "short.py").write_text("".join(f"s {i}\n" for i in range(1, WHOLE_UP_TO + 1)))
+    text = box(repo).call("read_file", {"path": "short.py"}).content
+    assert _numbered(text) == list(range(1, WHOLE_UP_TO + 1)) and "[" not in text
+    (repo / "long.py").write_text("".join(f"s {i}\n" for i in range(1, WHOLE_UP_TO + 2)))
+    assert len(_numbered(box(repo).call("read_file", {"path": "long.py"}).content)) == (
+        WINDOW_LINES
+    )
+
+
+def test_read_file_caps_a_whole_file_read_and_says_how_to_continue(repo):
     (repo / "big.txt").write_text("".join(f"line {i}\n" for i in range(MAX_READ_LINES + 50)))
-    text = box(repo).call("read_file", {"path": "big.txt"}).content
+    text = box(repo).call("read_file", {"path": "big.txt", "end_line": MAX_READ_LINES + 50}).content
     assert f"start_line={MAX_READ_LINES + 1}" in text
-    assert len(text.splitlines()) == MAX_READ_LINES + 1
+    assert f"at most {MAX_READ_LINES} lines come a call" in text  # not "the whole file"
+    assert len(_numbered(text)) == MAX_READ_LINES
+
+
+def test_excerpt_is_the_numbered_code_around_a_location_or_nothing(module):
+    tb = box(module)
+    code = tb.excerpt("mod.py:400")
+    assert code.splitlines()[0] == "mod.py, lines 392-412 of 800:"
+    assert "400\tline 400" in code and _numbered(code) == list(range(392, 413))
+    assert tb.excerpt("mod.py:9000") is None and tb.excerpt("missing.py:3") is None
+    assert tb.excerpt("mod.py") is None  # no line: nothing to centre on
+    hidden = box(module, hidden=["mod.py"])
+    assert hidden.excerpt("mod.py:400") is None  # what the agent may not read, it is not shown
 
 
 def test_read_file_refuses_binary_and_directories(repo):
@@ -261,7 +327,7 @@ def test_edit_file_refuses_a_file_larger_than_its_cap(repo):
 
 def test_a_whole_number_written_as_a_float_is_taken_as_an_integer(repo):
     result = box(repo).call("read_file", {"path": "pkg/mod.py", "start_line": 2.0, "end_line": 2})
-    assert result.content == "2\ty = 2"
+    assert result.content.splitlines()[-1] == "2\ty = 2"
 
 
 # -- commands ------------------------------------------------------------------------------
