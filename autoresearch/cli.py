@@ -1,4 +1,4 @@
-"""The `autoresearch` command: new, plan, status, show, check, redo, finalize, verify,
+"""The `autoresearch` command: new, plan, status, run, show, check, redo, finalize, verify,
 version.
 Running a session is Snakemake's job.
 
@@ -9,12 +9,15 @@ Every command works on a workflow folder: the checkout holding the Snakefile (wh
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 from autoresearch import __version__, modes
 from autoresearch.errors import UserError
 from autoresearch.safety import git
+from autoresearch.safety.words import a_or_an
 from autoresearch.session import spec
 from autoresearch.views import status
 
@@ -35,9 +38,7 @@ mode: {mode}
 target: {target}
 
 # test_command: pytest -q      # default: detected from the target's build files
-# max_cycles: 5                # default: stop after 10 cycles
-# teams: [red, green, refactor]
-# scope:
+{loop_keys}# scope:
 #   include: ["src/**"]
 #   exclude: []
 # on_dirty: abort              # or stash: record uncommitted changes in a stash entry
@@ -137,12 +138,16 @@ def cmd_new(args: argparse.Namespace) -> int:
         target=target,
         backend=backend,
         model=default_model(),
+        loop_keys=mode.spec_loop_keys,
         mode_block=mode.spec_example,
     )
     path.write_text(text)
     print(f"wrote {rel}")
     if backend == "claude" and not args.backend:
-        print(f"a {args.mode} session needs a model: export ANTHROPIC_API_KEY before running it")
+        print(
+            f"{a_or_an(args.mode)} session needs a model: "
+            "export ANTHROPIC_API_KEY before running it"
+        )
     print(f"edit it, then run: snakemake --cores 1 sessions/{args.name}/done")
     return 0
 
@@ -227,9 +232,56 @@ def cmd_status(args: argparse.Namespace) -> int:
         if not root.is_dir():
             raise UserError(f"no session {args.name!r} under {sessions}/")
         print(status.render_one(root))
+        if args.log:
+            spec.check_session_name(args.name)
+            print("\n".join(run_log_tail(sessions.parent, args.name) or ["(no run log)"]))
     else:
         print(status.render_table(sessions))
     return 0
+
+
+RUN_LOGS = "sessions/_runs"  # where `run` writes a session's console output
+LOG_TAIL = 20
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run (or resume) session NAME with Snakemake, its console output in
+    sessions/_runs/NAME.log; `--dry-run` prints what would run instead. The command line is
+    fixed here, so a caller allowed to run this may run a session and nothing else (the
+    Claude Code plugin's `/autoresearch:run`)."""
+    from autoresearch.session import redo
+
+    root = find_root(args.directory)
+    spec.check_session_name(args.name)
+    if args.cores < 1:
+        raise UserError(f"--cores: {args.cores}; give 1 or more")
+    command = redo.snakemake_command(root, args.name, args.cores)
+    if args.dry_run:
+        return redo.run_snakemake(root, [command[0], "-n", *command[1:]])
+    log = root / RUN_LOGS / f"{args.name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    print(f"running: {' '.join(command)}; its output: {log.relative_to(root)}", flush=True)
+    with open(log, "w") as out:
+        out.write(f"$ {' '.join(command)}\n")
+        out.flush()
+        proc = subprocess.run(
+            [sys.executable, "-m", *command],
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    print(f"snakemake exited with {proc.returncode}; see {log.relative_to(root)}")
+    return proc.returncode
+
+
+def run_log_tail(root: Path, name: str) -> list[str]:
+    """The last lines of the session's `run` log, headed by its path; none without one."""
+    log = root / RUN_LOGS / f"{name}.log"
+    if not log.is_file():
+        return []
+    lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL:]
+    return [f"Last lines of {RUN_LOGS}/{name}.log:", *(f"  {line}" for line in lines)]
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -239,8 +291,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if not (root / "setup.json").exists():
         print(f"no set-up session {args.name!r} under {root.parent}/", file=sys.stderr)
         return 1
-    mode, layout = status.mode_of(root)
     try:
+        mode, layout = status.mode_of(root)
         frozen = spec.load_frozen(layout.spec)
         text = mode.show(layout, frozen, args.iteration, args.candidate, track=args.track or "")
     except UserError as err:
@@ -307,6 +359,14 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     root = (sessions_root(args.directory) / "sessions" / args.name).absolute()
     if not (root / "setup.json").exists():
         raise UserError(f"no set-up session {args.name!r} under {root.parent}/")
+    from autoresearch.session import verify
+
+    found = verify.audit(root)
+    if not found.ok:  # finalizing what verify rejects would publish claims that do not hold
+        raise UserError(
+            f"sessions/{args.name}: verify rejects it ({found.differences[0]}); nothing "
+            f"finalized: run `autoresearch verify {args.name}`"
+        )
     mode, layout = status.mode_of(root)
     session = review.Session(layout, load_record(layout), spec.load_frozen(layout.spec), mode)
     sets = review.finalize(session, do_push=args.push, remote=args.remote)
@@ -354,7 +414,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     stat = sub.add_parser("status", help="progress of one session, or a table of all")
     stat.add_argument("name", nargs="?", help="a session's name (default: every session)")
+    stat.add_argument(
+        "--log", action="store_true", help=f"also the last lines of {RUN_LOGS}/NAME.log"
+    )
     stat.set_defaults(func=cmd_status)
+
+    run = sub.add_parser(
+        "run",
+        help=f"run or resume a session with snakemake, its output in {RUN_LOGS}/NAME.log",
+    )
+    run.add_argument("name", help="the session's name (its spec: config/sessions/NAME.yaml)")
+    run.add_argument("--cores", type=int, default=1, metavar="N", help="passed to snakemake")
+    run.add_argument(
+        "-n", "--dry-run", action="store_true", help="print what would run; run nothing"
+    )
+    run.set_defaults(func=cmd_run)
 
     redo = sub.add_parser(
         "redo",
@@ -442,10 +516,17 @@ def main(argv: list[str] | None = None) -> int:
         setattr(args, words, " ".join(filter(None, [getattr(args, words), *extra])))
     args.directory = (args.directory or Path.cwd()).absolute()
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe is met here, inside the try, not at exit
+        return code
     except UserError as err:
         print(f"autoresearch: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`autoresearch status | head`): what is left unprinted is
+        # not wanted. Python's own flush at exit would raise again; send it nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as the shell reports a writer killed by SIGPIPE
 
 
 if __name__ == "__main__":

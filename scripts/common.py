@@ -18,6 +18,7 @@ from autoresearch.engine.jobs import Stopped
 from autoresearch.errors import SessionError, UserError
 from autoresearch.modes.base import Mode
 from autoresearch.safety import commands
+from autoresearch.safety.words import a_or_an
 from autoresearch.session import slurm, spec
 from autoresearch.session.layout import SESSIONS, SessionLayout, session_layout
 from autoresearch.session.spec import SESSION_NAME
@@ -89,9 +90,8 @@ def made_by(name: str, product: str, track: str = "") -> tuple[Mode, SessionLayo
             for p in mode.end_files(layout, track)
             if p.relative_to(layout.root).parts[0] not in ("logs", "benchmarks")
         )
-        article = "an" if mode.name[0] in "aeiou" else "a"
         raise SessionError(
-            f"{SESSIONS}/{name}/{product}: {article} {mode.name} session makes no {product} "
+            f"{SESSIONS}/{name}/{product}: {a_or_an(mode.name)} session makes no {product} "
             f"(it makes {', '.join(offered)})"
         )
     return mode, layout
@@ -100,7 +100,11 @@ def made_by(name: str, product: str, track: str = "") -> tuple[Mode, SessionLayo
 def start_run(workflow: Any, held: list[Any]) -> None:
     """When a run starts: hold each session's run lock, and make one Ctrl-C end the
     commands the jobs are running (they run in sessions of their own, out of its reach)."""
-    hold_session_locks(workflow, held)
+    try:
+        hold_session_locks(workflow, held)
+    except UserError as err:  # reported in its one line, as an input function's is
+        USER_ERRORS[f"{type(err).__name__}: {err}"] = str(err)
+        raise
     commands.end_commands_on_interrupt()
 
 
@@ -148,6 +152,7 @@ def hold_session_locks(workflow: Any, held: list[Any]) -> None:
 # Snakemake's logger prints that line instead (`--verbose` still logs the traceback).
 
 USER_ERRORS: dict[str, str] = {}  # Snakemake's text of the wrapped error -> our line
+RAISED_IN_FILE = re.compile(r"^\w+Error in file .*, line \d+:$", re.MULTILINE)
 MISSING_DONE = re.compile(r"MissingRuleException:\s*No rule to produce ((?:\S*/)?done)\b")
 
 
@@ -187,12 +192,31 @@ class UserErrorFilter(logging.Filter):
             )
         if USER_ERRORS:
             text = record.getMessage()
-            if "InputFunctionException" in text or "WorkflowError" in text:
+            # An input function's error comes wrapped; one `onstart` raised comes as
+            # "SessionError in file .../common.smk, line N:", the message, then its stack.
+            if (
+                "InputFunctionException" in text
+                or "WorkflowError" in text
+                or RAISED_IN_FILE.search(text)
+            ):
                 for wrapped, line in USER_ERRORS.items():
-                    if wrapped in text:
+                    if wrapped in text or line in text:
                         record.msg, record.args = f"Error: {line}", ()
                         break
         return True
+
+
+class SchedulerChatter(logging.Filter):
+    """Leaves out the scheduler's "Select jobs to execute..." and "Execute N jobs..." lines:
+    two per job, a third of the console, said before each of our own progress lines. No
+    `--quiet` category covers them; `--verbose` (debug) keeps them."""
+
+    LINE = re.compile(r"^(Select jobs to execute\.\.\.|Execute \d+ jobs\.\.\.)$")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO or logging.getLogger().isEnabledFor(logging.DEBUG):
+            return True
+        return not self.LINE.match(str(record.msg))
 
 
 def install_error_filter() -> None:
@@ -200,3 +224,5 @@ def install_error_filter() -> None:
     logger = logging.getLogger("snakemake.logging")
     if not any(isinstance(f, UserErrorFilter) for f in logger.filters):
         logger.addFilter(UserErrorFilter())
+    if not any(isinstance(f, SchedulerChatter) for f in logger.filters):
+        logger.addFilter(SchedulerChatter())

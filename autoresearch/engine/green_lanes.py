@@ -156,7 +156,14 @@ def _ensure_worktree(env: LaneEnv, start: str) -> None:
     if not (link / ".git").exists():
         store = Path(env.record.worktrees) if env.record.worktrees else env.layout.root
         real = worktrees.real_place(link, store, "tracks", _place(env.lane))
-        git.add_detached_worktree(Path(env.record.target), real, start)
+        try:
+            git.add_detached_worktree(Path(env.record.target), real, start)
+        except git.StaleWorktree:
+            # An earlier session's lane on a repository since deleted (a target made
+            # again at the same path): set aside, as setup does the session's worktree.
+            aside = worktrees.set_aside(real)
+            env.log(f"{real} belonged to a repository that is gone; moved it to {aside}")
+            git.add_detached_worktree(Path(env.record.target), real, start)
         worktrees.link(link, real)
 
 

@@ -332,7 +332,13 @@ def decide(env: Any, mode: Strategy, judge: Callable[[], Judged], decision_out: 
 
 def read_decision(path: Path, extra: type[Extra] = Keys) -> Decision:
     """The decision a cycle's decision.json holds (the mode's keys read into `extra`)."""
-    return Decision.from_json(json.loads(Path(path).read_text()), path, extra)
+    try:
+        data = json.loads(Path(path).read_text())
+    except ValueError as err:  # an empty or cut file, bytes that are not text
+        raise SessionError(f"{path}: not a decision the harness wrote ({err})") from None
+    if not isinstance(data, dict):
+        raise SessionError(f"{path}: not a decision the harness wrote (no JSON object)")
+    return Decision.from_json(data, path, extra)
 
 
 def maybe_decision(path: Path) -> Decision | None:

@@ -149,6 +149,28 @@ def lines(record: dict[str, Any] | None) -> list[str]:
     return out
 
 
+def status_lines(record: dict[str, Any] | None, files: set[str], where: str) -> list[str]:
+    """What `status` prints about the protected files: how many paths are protected, the
+    ones that match a file of the base commit (`files`) with where each came from, and
+    where the whole list is (`where`: setup.json); the others guard files that may appear."""
+    if not record:
+        return []
+    items = record["protected"]
+    present = [p for p in items if any(glob_match(f, p["path"]) for f in files)]
+    out = [
+        f"Protected: {len(items)} paths held to the base commit, {len(present)} of them "
+        f"naming files it has (the whole list: {where}):"
+    ]
+    width = max((len(p["path"]) for p in present), default=0)
+    for item in present:
+        how = f" ({item['command']})" if item.get("command") else ""
+        out.append(f"  {item['path'].ljust(width)}  {item['source']}{how}")
+    if record.get("editable"):
+        out.append(f"Read by the measurement, editable: {len(record['editable'])} files")
+    out += [f"  note: {note}" for note in record.get("notes") or []]
+    return out
+
+
 def scope_rule(include: Iterable[str] = (), exclude: Iterable[str] = ()) -> Callable[[str], bool]:
     """Whether a worktree path lies in the scope the agents may change (sandbox.in_scope)."""
     inc, exc = list(include), list(exclude)

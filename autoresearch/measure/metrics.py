@@ -473,7 +473,9 @@ def direction_of(target: Target) -> str | None:
 
 
 def is_better(new: float, old: float, direction: str, min_effect: float = 0.0) -> bool:
-    """Whether `new` beats `old` by more than `min_effect` (absolute); equal is never better."""
+    """Whether `new` beats `old` by more than `min_effect` (absolute); equal is never better.
+    A negative `min_effect` would make an equal or worse value better: refused, never used."""
+    _no_negative_effect(min_effect)
     if direction == "minimize":
         return old - new > min_effect
     if direction == "maximize":
@@ -483,10 +485,16 @@ def is_better(new: float, old: float, direction: str, min_effect: float = 0.0) -
 
 def is_closer(new: float, old: float, target: Target, min_effect: float = 0.0) -> bool:
     """Like is_better, for any target: an = target is approached by getting nearer to it."""
+    _no_negative_effect(min_effect)
     direction = direction_of(target)
     if direction is not None:
         return is_better(new, old, direction, min_effect)
     return abs(old - target.value) - abs(new - target.value) > min_effect
+
+
+def _no_negative_effect(min_effect: float) -> None:
+    if not min_effect >= 0:  # NaN too: every comparison with it is False
+        raise ValueError(f"min_effect must be >= 0 (equal is never better), got {min_effect!r}")
 
 
 # --- noise ---

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from autoresearch.engine.findings import Finding
 from autoresearch.engine.loop import Decision, Extra, JsonWriter, Judged, Keys
 from autoresearch.engine.stage import StageEnv
 from autoresearch.gate import verdict
+from autoresearch.safety.words import a_or_an
 from autoresearch.session.changesets import ChangeNote, ReviewLoop
 from autoresearch.session.files import read_json, write_text
 from autoresearch.session.layout import SessionLayout
@@ -102,6 +104,18 @@ class Mode:
         "evaluate": ("eval-results.md", "decision.json"),
     }
     stage_rules: dict[str, str] = {}  # stage -> its rule's log folder, when not the stage name
+    # The commented loop keys `autoresearch new` writes above the mode's own block: a mode
+    # with a bound and teams of its own (experiment, learn) writes none of these.
+    spec_loop_keys = (
+        "# max_cycles: 5                # default: stop after 10 cycles\n"
+        "# teams: [red, green, refactor]\n"
+    )
+
+    def unmade_files(self, decision: dict[str, Any]) -> frozenset[str]:
+        """Stage files a decided step did not make by design (verify does not miss them):
+        experiment's measurements when nothing was measured. Default: none."""
+        return frozenset()
+
     decide_checkpoint = "evaluate"  # the checkpoint whose job writes a cycle's decision.json
     # What the mode adds to decision.json, as its record (loop.Extra); Keys: not typed yet.
     decision_extra: type[Extra] = Keys
@@ -135,7 +149,7 @@ class Mode:
 
     def plan_spec(self, plan: PlannedMetric) -> dict[str, Any]:
         """`autoresearch plan`: the spec keys of this mode for a dry-run metric."""
-        raise SpecError(f"autoresearch plan cannot write a {self.name} session")
+        raise SpecError(f"autoresearch plan cannot write {a_or_an(self.name)} session")
 
     # --- the cycle ---------------------------------------------------------------------
 
@@ -544,7 +558,7 @@ def check_judge(values: dict[str, Any], name: str) -> None:
 def review_line(record: SetupRecord) -> str:
     """The command that lists what the session's branch holds beyond the base."""
     span = f"{record.base_commit[:12]}..{record.branch}"
-    return f"review with: git -C {record.target} log --oneline {span}"
+    return f"review with: git -C {shlex.quote(record.target)} log --oneline {span}"
 
 
 def full_decision(layout: SessionLayout, decision: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Splitting a shell command into words, the one way every module does it: bounded.
+"""Words: splitting a shell command into words, the one way every module does it
+(bounded), and the words a message counts and names things with (`count`, `a_or_an`).
 
 shlex grows each word one character at a time by copying it, so its time is quadratic in
 a word's length: a 5 MB command took setup minutes. A command longer than
@@ -30,3 +31,16 @@ def split(command: str, *, comments: bool = False, punctuation: bool = False) ->
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     return list(lexer)
+
+
+def count(n: int, noun: str) -> str:
+    """`1 fix`, `2 fixes`, `0 refactor changes`: a count with its noun agreeing."""
+    if n == 1:
+        return f"{n} {noun}"
+    plural = noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+    return f"{n} {plural}"
+
+
+def a_or_an(word: str) -> str:
+    """`an experiment`, `a sweep`: the article by the word's first letter."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"

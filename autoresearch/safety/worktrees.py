@@ -8,6 +8,7 @@ people; the stages work on the real path.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import os
 from pathlib import Path
@@ -45,6 +46,14 @@ def link(link_path: Path, real: Path) -> None:
     tmp.unlink(missing_ok=True)
     tmp.symlink_to(real, target_is_directory=True)
     os.replace(tmp, link_path)
+
+
+def set_aside(real: Path) -> Path:
+    """Move a worktree whose repository is gone (a target deleted and made again at the
+    same path) out of the way, never deleting it: `<name>.orphaned-<time>`."""
+    aside = real.with_name(f"{real.name}.orphaned-{dt.datetime.now():%Y%m%dT%H%M%S%f}")
+    os.replace(real, aside)
+    return aside
 
 
 def real_place(link_path: Path, store: Path, *parts: str) -> Path:

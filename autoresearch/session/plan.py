@@ -30,6 +30,7 @@ from autoresearch.measure import measured
 from autoresearch.modes.base import PlannedMetric
 from autoresearch.safety import commands, git, worktree_files
 from autoresearch.safety.command_files import measurement_scripts
+from autoresearch.safety.words import a_or_an
 from autoresearch.session import spec, stack
 
 DRY_RUNS = 2
@@ -369,6 +370,7 @@ def plan(
     if not mode.plannable:
         planned = ", ".join(m for m in modes.MODES if modes.get(m).plannable)
         raise SpecError(f"--mode: plan writes {planned} sessions, not {mode_name}")
+    _check_backend(req.backend, mode)
     goal = req.goal.strip() or asker.ask("Goal, in one sentence", "improve the metric")
     with scratch_checkout(target) as checkout, tempfile.TemporaryDirectory() as traces:
         candidate, verdict = _choose_metric(req, goal, asker, checkout, out)
@@ -413,6 +415,19 @@ def plan(
     out(text)
     where = f"config/sessions/{req.name}.yaml"
     return Outcome(values, text, asker.confirm(f"Write {where}?"))
+
+
+def _check_backend(backend: str, mode: Any) -> None:
+    """Refuse a backend that cannot play the mode's teams before any dry run: the spec it
+    would write is one the workflow refuses."""
+    from autoresearch.agents.backends import BACKEND_TEAMS
+
+    missing = sorted(mode.teams_needed({"mode": mode.name}) - BACKEND_TEAMS.get(backend, set()))
+    if missing:
+        raise SpecError(
+            f"--backend: {backend!r} cannot play the {' and '.join(missing)} team "
+            f"{a_or_an(mode.name)} session needs; pass --backend claude (with ANTHROPIC_API_KEY)"
+        )
 
 
 def _split(text: str) -> list[str]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
+from autoresearch.errors import SessionError
 from autoresearch.session.files import write_json
 from autoresearch.session.layout import SessionLayout
 
@@ -36,5 +38,23 @@ class SetupRecord:
         write_json(layout.setup, asdict(self))
 
 
+def read_setup(path: Path) -> dict[str, Any]:
+    """setup.json as written at setup; SessionError naming the file when it is not that."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SessionError(f"{path}: missing; the session was never set up") from None
+    except (OSError, ValueError) as err:  # unreadable, not JSON, not text at all
+        raise SessionError(f"{path}: not the setup record the harness wrote ({err})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("mode"), str):
+        raise SessionError(f"{path}: not the setup record the harness wrote (no 'mode')")
+    return data
+
+
 def load_record(layout: SessionLayout) -> SetupRecord:
-    return SetupRecord(**json.loads(layout.setup.read_text()))
+    data = read_setup(layout.setup)
+    try:
+        return SetupRecord(**data)
+    except TypeError as err:  # a key missing or one the record does not have
+        why = f"not the setup record the harness wrote ({err})"
+        raise SessionError(f"{layout.setup}: {why}") from None

@@ -26,6 +26,7 @@ from autoresearch import modes
 from autoresearch.errors import UserError
 from autoresearch.modes.base import Mode
 from autoresearch.safety import git
+from autoresearch.safety.words import a_or_an
 from autoresearch.session import spec
 from autoresearch.session.files import locked, write_json, write_text
 from autoresearch.session.layout import LOOP_DIR, SessionLayout, rel
@@ -73,19 +74,19 @@ def plan(session_dir: Path, step: Step) -> Plan:
     layout = mode.layout(session_dir)
     if not mode.loop_stages:
         raise RedoError(
-            f"a {mode.name} session cannot be redone stage by stage; start a new session "
+            f"{a_or_an(mode.name)} session cannot be redone stage by stage; start a new session "
             "with the same spec instead"
         )
     if step.stage not in mode.loop_stages:
         raise RedoError(
-            f"--stage {step.stage!r}: a {mode.name} session's stages are "
+            f"--stage {step.stage!r}: {a_or_an(mode.name)} session's stages are "
             + ", ".join(mode.loop_stages)
         )
     tracks = mode.tracks(layout)
     if tracks != [""] and step.track not in tracks:
         raise RedoError(f"--track: session {layout.name!r} has tracks {', '.join(tracks)}")
     if tracks == [""] and step.track:
-        raise RedoError(f"--track: a {mode.name} session has no tracks")
+        raise RedoError(f"--track: {a_or_an(mode.name)} session has no tracks")
     folder = layout.cycle(step.cycle, step.track)
     if step.cycle < 1 or not folder.is_dir():
         raise RedoError(f"{_rel(folder, layout)} does not exist: that step has not run yet")
@@ -95,6 +96,12 @@ def plan(session_dir: Path, step: Step) -> Plan:
     result.start_commit = start_commit(layout, mode, step, record)
     result.worktree = layout.worktree(step.track)
     result.branch = _branch(layout, record, step.track)
+    if not git.branch_exists(Path(record.target), result.branch):
+        # Renamed or deleted by hand: a reset would move whatever the worktree is on now.
+        raise RedoError(
+            f"{_rel(layout.setup, layout)}: branch {result.branch} is not in {record.target} "
+            "(renamed or deleted?); put it back and redo again"
+        )
     if not (result.worktree / ".git").exists():
         raise RedoError(
             f"the worktree {result.worktree} of session {layout.name!r} is missing; recreate "

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from autoresearch.errors import SpecError
+from autoresearch.errors import SessionError, SpecError
 from autoresearch.safety import worktree_files
 from autoresearch.session.files import write_text
 
@@ -390,4 +390,12 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_frozen(path: Path) -> SessionSpec:
-    return SessionSpec(yaml.load(Path(path).read_text(), Loader=_LOADER))
+    """The spec frozen into session.yaml at setup; SessionError naming it when unreadable."""
+    try:
+        values = yaml.load(Path(path).read_text(), Loader=_LOADER)
+    except (OSError, ValueError, yaml.YAMLError) as err:
+        why = " ".join(str(err).split())
+        raise SessionError(f"{path}: not the frozen spec setup wrote ({why})") from None
+    if not isinstance(values, dict):
+        raise SessionError(f"{path}: not the frozen spec setup wrote (no mapping of keys)")
+    return SessionSpec(values)

@@ -25,6 +25,7 @@ from autoresearch.gate import baseline
 from autoresearch.gate.testrun import TestRun
 from autoresearch.safety import git, worktree_files, worktrees
 from autoresearch.safety.jail import Jail
+from autoresearch.safety.words import a_or_an
 from autoresearch.session import files, setup_undo, spec, stack
 from autoresearch.session.layout import SessionLayout, rel
 from autoresearch.session.record import SetupRecord
@@ -114,7 +115,7 @@ def check_backend_plays(values: dict[str, Any], needed: set[str], merged: spec.S
     if missing:
         raise spec.SpecError(
             f"{merged.source_of('agent.backend')}: key 'agent.backend': {backend!r} cannot play "
-            f"the {' and '.join(missing)} team a {values['mode']} session needs; set "
+            f"the {' and '.join(missing)} team {a_or_an(values['mode'])} session needs; set "
             "agent.backend: claude (with ANTHROPIC_API_KEY)"
         )
 
@@ -239,8 +240,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         except git.StaleWorktree:
             # An earlier session of this name on a repository since deleted (a checkout
             # cloned again at the same path): set aside, never deleted, and start anew.
-            aside = real.with_name(f"{real.name}.orphaned-{dt.datetime.now():%Y%m%dT%H%M%S}")
-            os.replace(real, aside)
+            aside = worktrees.set_aside(real)
             log(f"{real} belonged to a repository that is gone; moved it to {aside}")
             setup_undo.note(layout, worktree=str(real))
             setup_undo.note(layout, branch=git.free_branch_name(pre.target, wanted))

@@ -372,10 +372,11 @@ class Loop:
         candidates = [
             c["candidate"] for c in _records(decision.get("candidates")) if "candidate" in c
         ]
+        unmade = self.mode.unmade_files(decision)
         for stage in self.stages_run():
             for name in self.mode.stage_files[stage]:
                 problem = _not_written(folder / name)
-                if problem is None:
+                if problem is None or (problem == "missing" and name in unmade):
                     continue
                 # A batch's proposals are made one per candidate, in its own folder.
                 places = [folder / c / name for c in candidates]

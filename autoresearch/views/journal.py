@@ -20,6 +20,7 @@ import orjson
 
 from autoresearch.engine import findings
 from autoresearch.engine.loop import Decision, Extra, Keys, read_decision
+from autoresearch.safety.words import count
 from autoresearch.session.files import append_line, append_text, locked, write_text
 from autoresearch.session.layout import SessionLayout
 from autoresearch.session.record import SetupRecord
@@ -294,9 +295,9 @@ def cycle_line(d: dict[str, Any]) -> str:
     return (
         f"- Cycle {d['cycle']}{' [' + d['track'] + ']' if d.get('track') else ''}: "
         f"{len(d.get('fixed', []))} fixed, {len(d.get('skipped', []))} skipped, "
-        f"{d.get('refactor_changes', 0)} refactor changes, tests "
+        f"{count(d.get('refactor_changes', 0), 'refactor change')}, tests "
         f"{'pass' if d.get('tests_pass') else 'FAIL'}"
-        f"{', reverted ' + str(len(d['reverted'])) + ' commits' if d.get('reverted') else ''}"
+        f"{', reverted ' + count(len(d['reverted']), 'commit') if d.get('reverted') else ''}"
         f" — ending commit {(d.get('end_commit') or '?')[:12]}"
     )
 

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 from dataclasses import asdict
 from pathlib import Path
 
 from autoresearch import __version__, modes
 from autoresearch.agents import ledger
+from autoresearch.errors import SessionError, UserError
 from autoresearch.measure import measured
 from autoresearch.modes.base import Mode, Progress
+from autoresearch.safety import git
 from autoresearch.session import spec, verify
 from autoresearch.session.layout import SessionLayout
-from autoresearch.session.record import load_record
+from autoresearch.session.record import load_record, read_setup
 from autoresearch.session.redo import branch_drift
 
 
@@ -26,8 +27,13 @@ def session_dirs(sessions: Path) -> list[Path]:
 
 def mode_of(root: Path) -> tuple[Mode, SessionLayout]:
     """The session's mode (from setup.json) and its layout."""
-    setup = json.loads((root / "setup.json").read_text())
-    mode = modes.get(setup["mode"])
+    setup = read_setup(root / "setup.json")
+    try:
+        mode = modes.get(setup["mode"])
+    except (KeyError, ValueError, UserError):
+        raise SessionError(
+            f"{root / 'setup.json'}: key 'mode': no mode {setup['mode']!r}"
+        ) from None
     return mode, mode.layout(root)
 
 
@@ -126,12 +132,28 @@ def render_one(root: Path) -> str:
     mode, layout = mode_of(root)
     if layout.spec.exists():
         lines += mode.status_lines(layout, spec.load_frozen(layout.spec))
-    lines += measured.lines(load_record(layout).measured)
+    record = load_record(layout)
+    try:
+        listed = git.git(Path(record.target), "ls-tree", "-r", "-z", "--name-only",
+                         record.base_commit)  # fmt: skip
+        files = {p for p in listed.split("\0") if p}
+    except (git.GitError, OSError):
+        files = set()  # the target is gone or rewritten: the count alone
+    where = f"sessions/{layout.name}/setup.json"
+    lines += measured.status_lines(record.measured, files, where)
     return "\n".join(lines)
 
 
+def _row(root: Path) -> dict:
+    """A session's row of the table; one the files of which cannot be read says so."""
+    try:
+        return summarize(root)
+    except UserError:
+        return {"name": root.name, "state": f"unreadable: autoresearch status {root.name}"}
+
+
 def render_table(sessions: Path) -> str:
-    rows = [summarize(p.absolute()) for p in session_dirs(sessions)]
+    rows = [_row(p.absolute()) for p in session_dirs(sessions)]
     if not rows:
         return f"no sessions under {sessions}/"
     header = ("session", "mode", "state", "cycles", "fixes", "tests", "cost_usd")

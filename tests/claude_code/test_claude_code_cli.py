@@ -194,17 +194,13 @@ def test_a_command_refuses_a_bash_call_outside_its_allowed_tools(home, tmp_path,
 
 
 def test_run_starts_snakemake_as_a_background_task_with_its_log(home, tmp_path):
-    # A stand-in workflow: the command's snakemake lines run for real against it.
+    # A stand-in workflow: `autoresearch run` starts snakemake for real against it.
     rule = 'rule done:\n    output: "sessions/{name}/done"\n    shell: "touch {output}"\n'
     folder = workflow_folder(tmp_path / "workflow", rule)
     log = folder / "sessions/_runs/x.log"
     lines = [
-        ("snakemake -n --cores 1 sessions/x/done", {}),
-        ("mkdir -p sessions/_runs", {}),
-        (
-            "snakemake --cores 1 sessions/x/done > sessions/_runs/x.log 2>&1 < /dev/null",
-            {"run_in_background": True},
-        ),
+        ("autoresearch run x --cores 1 --dry-run", {}),
+        ("autoresearch run x --cores 1", {"run_in_background": True}),
     ]
     calls = [tool_call("Bash", {"command": c, "description": "run", **kw}) for c, kw in lines]
 
@@ -218,14 +214,14 @@ def test_run_starts_snakemake_as_a_background_task_with_its_log(home, tmp_path):
         fake.push(*calls, started, message([text_block("The run has finished.")]))
         result = slash(home, fake, "/autoresearch:run x", folder)
     notice = texts(fake.bodies[-1]["messages"][-1]["content"])
-    assert f"<tool-use-id>{calls[2].content[0]['id']}</tool-use-id>" in notice
+    assert f"<tool-use-id>{calls[1].content[0]['id']}</tool-use-id>" in notice
     assert "<status>completed</status>" in notice and "(exit code 0)" in notice
     assert result["permission_denials"] == []
     first = texts(fake.bodies[0]["messages"][0]["content"])
     assert "run_in_background: true" in first
     dry_run = texts(tool_result(fake, calls[0].content[0]["id"])["content"])
     assert "sessions/x/done" in dry_run
-    background = texts(tool_result(fake, calls[2].content[0]["id"])["content"])
+    background = texts(tool_result(fake, calls[1].content[0]["id"])["content"])
     assert "running in background" in background
     assert finished()
     assert "snakemake --cores 1 sessions/x/done" in log.read_text()

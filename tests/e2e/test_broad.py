@@ -393,3 +393,32 @@ def test_strategist_fails_clearly_after_the_retry(tmp_path):
 
 
 # --- sequential tracks and status (unit) ------------------------------------------------
+
+
+def test_a_track_moved_on_from_ends_and_the_next_starts_and_fixes_kept_rank_says_so(tmp_path):
+    target = make_repo(tmp_path / "target", FILES)
+    wf = Workflow(tmp_path / "work")
+    (tmp_path / "breaks").mkdir()
+    wf.extra_env["BREAK_DIR"] = str(tmp_path / "breaks")
+    spec = broad_spec(
+        target, wf.workdir, hypotheses=GIVEN, parallel=False, commands={"sandbox": "none"}
+    )
+    first = wf.run("mv", spec, target="sessions/mv/session.yaml")
+    assert "warning: ranked by fixes kept: set `aspiration_metric`" in first.stderr
+    session = wf.session("mv")
+    # The person moves on from h1 (it would keep a fix in each of its two cycles): the
+    # loop reads the file at the end of each cycle, so one made now ends it after its first.
+    (session / "tracks/h1").mkdir(parents=True)
+    (session / "tracks/h1/move-on").touch()
+    wf.run("mv", spec, cores=3)
+    h1 = [p.name for p in (session / "cycles/h1").iterdir() if p.name.isdigit()]
+    assert h1 == ["001"]
+    decision = json.loads((session / "cycles/h1/001/decision.json").read_text())
+    assert decision["reason"].startswith("moved on: sessions/mv/tracks/h1/move-on")
+    assert (session / "cycles/h2/001/decision.json").exists()  # the next track ran
+    comparison = (session / "comparison.md").read_text()
+    assert "Note: ranked by fixes kept: set `aspiration_metric` or `aspiration_judge`" in (
+        comparison
+    )
+    setup = json.loads((session / "setup.json").read_text())
+    assert any("ranked by fixes kept" in w for w in setup["warnings"])

@@ -179,3 +179,27 @@ def test_the_run_folder_grows_while_the_session_runs_and_a_rerun_after_kill_comp
 
 def evaluations(folder):
     return sorted(p.name for p in (folder / "evaluations").iterdir())
+
+
+def test_without_output_a_mission_run_lands_in_its_folder_or_the_log_says_where(workflow, tmp_path):
+    one = {"experiment": {1: change(900, "Trim a tenth")}}
+    ignored = make_mission_target(tmp_path / "ignored")  # its .gitignore names runs/
+    spec = mission_spec(ignored, workflow, one, tmp_path / "t.jsonl", max_runtime="1h")
+    del spec["experiment"]["output"]
+    workflow.run("a", spec | {"experiment": spec["experiment"] | {"max_iterations": 1}})
+    run_id = json.loads((workflow.session("a") / "experiment-setup.json").read_text())["run_id"]
+    assert run_folders(ignored) == [run_id]
+    assert git(ignored, "status", "--porcelain") == ""
+
+    tracked = make_mission_target(tmp_path / "tracked")
+    (tracked / ".gitignore").unlink()
+    git(tracked, "commit", "-qam", "runs/ is not ignored")
+    spec = mission_spec(tracked, workflow, one, tmp_path / "t.jsonl", max_runtime="1h")
+    del spec["experiment"]["output"]
+    proc = workflow.run("b", spec | {"experiment": spec["experiment"] | {"max_iterations": 1}})
+    assert run_folders(tracked) == [] and git(tracked, "status", "--porcelain") == ""
+    said = "the run is kept under sessions/b/, not in missions/speed/runs/"
+    assert said in proc.stderr
+    assert said in " ".join(
+        json.loads((workflow.session("b") / "setup.json").read_text())["warnings"]
+    )

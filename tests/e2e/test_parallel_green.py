@@ -275,3 +275,23 @@ def test_groups_that_pass_alone_but_fail_together_lose_the_later_one_to_the_gate
     assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
     verified = cli(workflow, "verify", "p")
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_lanes_left_from_a_deleted_target_are_set_aside_and_the_new_session_completes(
+    workflow, tmp_path
+):
+    import shutil
+
+    session, _, _ = run(workflow, tmp_path, GREEN, k=2)
+    lanes = sorted(p.resolve() for p in session.glob("tracks/green-*/worktree"))
+    assert lanes  # the lanes' worktrees, in the store
+    # The user deletes the target and the session, makes the target again at the same path
+    # and starts over: the store still holds the lanes, whose .git names a repository gone.
+    shutil.rmtree(tmp_path / "abc")
+    shutil.rmtree(session)
+    session, green, _ = run(workflow, tmp_path, GREEN, k=2)
+    assert (session / "done").exists()
+    assert sorted(r["id"] for r in green["fixed"]) == ["F-001", "F-002", "F-003", "F-004"]
+    for lane in lanes:  # set aside, never deleted
+        (aside,) = lane.parent.glob(f"{lane.name}.orphaned-*")
+        assert (aside / ".git").exists()

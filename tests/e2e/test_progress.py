@@ -27,3 +27,6 @@ def test_progress_lines_count_from_the_sessions_start_and_snakemakes_noise_is_le
     # Snakemake's falling step counter, its block per job and its host header stay quiet.
     for noise in ("steps (", "jobid:", "wildcards:", "Platform:"):
         assert noise not in proc.stderr, noise
+    # Nor its scheduler's two lines per job, once a third of the console.
+    assert "Select jobs to execute" not in proc.stderr
+    assert not re.search(r"^Execute \d+ jobs", proc.stderr, re.MULTILINE), proc.stderr

@@ -225,15 +225,14 @@ def test_the_skill_names_the_modes_that_play_without_a_key_as_new_picks_them():
 
 
 @pytest.mark.parametrize("name", COMMANDS)
-def test_each_command_runs_its_own_autoresearch_subcommand_or_snakemake(name):
+def test_each_command_runs_its_own_autoresearch_subcommand(name):
     meta, body = frontmatter(plugin_dir() / "commands" / f"{name}.md")
     lines = run_lines(body)
     programs = {
         shlex.split(line)[1] if line.startswith("autoresearch ") else line.split()[0]
         for line in lines
     }
-    expected = "snakemake" if name == "run" else name
-    assert expected in programs, f"{name}.md never tells the model to run {expected}"
+    assert name in programs, f"{name}.md never tells the model to run autoresearch {name}"
 
 
 @pytest.mark.parametrize("name", COMMANDS)
@@ -264,19 +263,11 @@ def test_every_line_a_command_runs_is_permitted_by_its_allowed_tools(name):
 def test_each_command_permits_exactly_its_own_programs():
     # A rule like Bash(autoresearch:*) would let /autoresearch:status run `redo` or
     # `finalize --push` unasked; each command gets its subcommand and the reads it needs.
-    tail = "Bash(tail -n 20 sessions/_runs/:*)"
     expected = {
         "new": ["Bash(autoresearch new:*)", "Read"],
         "plan": ["Bash(autoresearch plan:*)", "Read"],
-        "run": [
-            "Bash(snakemake -n:*)",
-            "Bash(mkdir -p sessions/_runs)",
-            "Bash(snakemake --cores:*)",
-            "Edit(sessions/_runs/**)",
-            tail,
-            "Bash(autoresearch status:*)",
-        ],
-        "status": ["Bash(autoresearch status:*)", tail],
+        "run": ["Bash(autoresearch run:*)", "Bash(autoresearch status:*)"],
+        "status": ["Bash(autoresearch status:*)"],
         "show": ["Bash(autoresearch show:*)"],
         "finalize": ["Bash(autoresearch finalize:*)", "Read"],
     }
@@ -328,7 +319,7 @@ def test_the_frontmatter_reader_refuses_a_file_claude_code_would_load_without_me
 def test_the_cli_check_refuses_an_unknown_subcommand_or_an_invented_flag():
     assert cli_problems("autoresearch frobnicate NAME")
     assert cli_problems("autoresearch status --all")
-    assert cli_problems("autoresearch run NAME")  # running is snakemake's job, not ours
+    assert cli_problems("autoresearch run NAME --snakefile x")  # run fixes snakemake's line
     assert cli_problems("snakemake --coress 1 sessions/x/done")
     assert cli_problems("autoresearch plan NAME --target . --no-input") == []
 
@@ -342,3 +333,21 @@ def test_the_permission_check_refuses_a_line_no_rule_covers():
         "snakemake --cores 1 s/x/done"
     )
     assert written("snakemake --cores 1 s/x/done > sessions/l.log 2>&1") == ["sessions/l.log"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "snakemake --cores 1 --snakefile /tmp/evil.smk sessions/x/done",
+        "snakemake -n --snakefile /tmp/evil.smk sessions/x/done",  # -n parses it: runs it
+        "tail -n 20 sessions/_runs/../../../etc/shadow",
+        "autoresearch redo x --cycle 1 --stage red",
+        "autoresearch finalize x --push",
+    ],
+)
+def test_no_command_permits_a_line_beyond_the_ones_it_runs(command):
+    # A prefix rule permits whatever follows it: only a program that checks every
+    # argument itself (our CLI's subcommands) may be allowed by its prefix.
+    for name in ("run", "status"):
+        rules = tool_rules(frontmatter(plugin_dir() / "commands" / f"{name}.md")[0])
+        assert not allowed(rules, command), (name, command)

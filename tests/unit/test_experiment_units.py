@@ -417,3 +417,67 @@ def test_a_guard_failing_on_the_base_commit_gives_its_exit_code():
         cfg(guard="false"), result
     )
     assert base_guard_problem(cfg(), None) is None
+
+
+# --- equal is a discard, whatever the spec says ------------------------------------------
+
+
+@pytest.mark.parametrize("value", [-5, -0.001, "-5%", "-0.5 %"])
+def test_a_negative_min_effect_in_the_spec_is_refused_naming_the_key(tmp_path, value):
+    section = {"goal": "g", "scope": ["a.py"], "max_iterations": 3, "min_effect": value}
+    section["metric"] = {"command": "m", "direction": "maximize"}
+    with pytest.raises(SpecError) as err:
+        resolve({"experiment": section}, tmp_path, "s.yaml")
+    said = str(err.value)
+    assert "s.yaml: key 'experiment.min_effect'" in said and "\n" not in said
+
+
+def test_a_negative_min_effect_in_program_md_is_refused_naming_the_key(tmp_path):
+    (tmp_path / "program.md").write_text(PROGRAM.replace("cooldown_seconds: 2", "min_effect: -5"))
+    with pytest.raises(SpecError, match=r"key 'experiment\.min_effect'.*>= 0"):
+        resolve({"experiment": {"program": "program.md"}}, tmp_path, "s.yaml")
+
+
+def test_a_negative_min_effect_in_the_session_spec_is_refused_by_the_schema(work, untouched):
+    from refusals import refusal
+
+    values = {
+        "mode": "experiment",
+        "target": str(untouched),
+        "agent": {"backend": "ruff"},
+        "experiment": {"min_effect": -5},
+    }
+    said = refusal(work, values)
+    assert "key 'experiment.min_effect'" in said
+
+
+@pytest.mark.parametrize("direction", ["minimize", "maximize"])
+def test_equal_or_worse_is_never_kept_whatever_min_effect_is_passed(direction):
+    from autoresearch.measure.metrics import is_better, is_closer, parse_target
+
+    worse = 1003 if direction == "minimize" else 997
+    for new in (1000, worse):
+        with pytest.raises(ValueError, match="min_effect"):
+            is_better(new, 1000, direction, min_effect=-5)
+        with pytest.raises(ValueError, match="min_effect"):
+            is_closer(new, 1000, parse_target("= 0"), min_effect=-5)
+    with pytest.raises(ValueError, match="min_effect"):
+        judge(Sample(1000, [1000]), Sample(1000, [1000]), cfg(min_effect=-5, direction=direction))
+
+
+def test_git_branch_and_preserve_on_fail_are_accepted_under_the_session_specs_experiment(
+    tmp_path, target
+):
+    from conftest import ROOT
+
+    from autoresearch.session import spec
+
+    keys = {"git_branch": "autoresearch/mine", "preserve_on_fail": True}
+    section = {"goal": "g", "scope": ["calc.py"], "max_iterations": 2} | keys
+    section["metric"] = {"command": "python -c 'print(1)'", "direction": "minimize"}
+    values = {"mode": "experiment", "target": str(target), "experiment": section}
+    merged = spec.load("s", ROOT, overrides=values)  # the schema, as a session start checks it
+    c = resolve(merged.values, target, "s.yaml")
+    assert (c.git_branch, c.preserve_on_fail) == ("autoresearch/mine", True)
+    with pytest.raises(SpecError, match="experiment.preserve_on_fail"):
+        spec.load("s", ROOT, overrides=values | {"experiment": section | {"preserve_on_fail": 3}})

@@ -393,3 +393,22 @@ def test_the_trace_follows_fchdir_execveat_and_a_childs_inherited_cwd_and_stdin(
     assert f"{wt}/bench/gone.sh" in seen.missing
     # The redirected file was put on standard input: data to the shell, not its script.
     assert all(r.path != f"{wt}/bench/in.sh" for r in seen.read_by)
+
+
+def test_status_shows_the_count_and_only_the_protected_paths_that_name_files():
+    from autoresearch.modes.narrow.protect import TEST_GLOBS
+
+    patterns = list(dict.fromkeys(["bench/p99.sh", "Makefile", *TEST_GLOBS]))
+    record = {
+        "protected": [{"path": p, "source": "test files"} for p in patterns],
+        "editable": [],
+        "notes": [],
+    }
+    record["protected"][0] |= {"source": "traced exec", "command": "goal.command"}
+    files = {"bench/p99.sh", "Makefile", "tests/test_a.py", "src/app.py"}
+    shown = measured.status_lines(record, files, "sessions/s/setup.json")
+    assert shown[0].startswith(f"Protected: {len(patterns)} paths")
+    assert "4 of them" in shown[0] and "sessions/s/setup.json" in shown[0]
+    listed = [line.split()[0] for line in shown[1:]]  # not a line per pattern naming no file
+    assert listed == ["bench/p99.sh", "Makefile", "tests", "test_*.py"]
+    assert shown[1].split()[1:] == ["traced", "exec", "(goal.command)"]

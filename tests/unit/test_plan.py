@@ -236,3 +236,19 @@ def test_a_guard_failing_on_a_src_layout_gets_the_hint_setup_gives(capsys, tmp_p
     code, _, err = run_plan(capsys, repo, "--metric-command", PRINT_42, "--guard", guard, "--yes")
     assert code == 2
     assert "the guard fails on the current code (exit code 2); likely fix: module 'calc'" in err
+
+
+@pytest.mark.parametrize("mode", ["experiment", "narrow"])
+def test_a_backend_that_cannot_play_the_mode_is_refused_before_any_dry_run(
+    capsys, tmp_path, target, mode
+):
+    marker = tmp_path / "ran"
+    command = f'python -c \'open("{marker}", "w"); print(1)\''
+    args = ["--mode", mode, "--backend", "ruff", "--metric-command", command, "--yes"]
+    code, out, err = run_plan(capsys, target, *args)
+    if mode == "narrow":  # ruff plays narrow's teams: the spec is written and runs
+        assert code == 0 and written(tmp_path).exists()
+        return
+    assert code == 2 and not written(tmp_path).exists() and not marker.exists()
+    [line] = err.strip().splitlines()
+    assert "--backend" in line and "ruff" in line and "claude" in line

@@ -327,3 +327,17 @@ def test_a_major_upgrade_points_at_the_changelog_that_ships(tmp_path):
         check_version(stamped(tmp_path, "0.9.0"), {}, installed="1.0.0")
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert f"\n## {__version__} — " in changelog  # the installed version has its entry
+
+
+@pytest.mark.parametrize("mode", ["experiment", "sweep"])
+def test_new_writes_only_the_keys_the_mode_reads(tmp_path, monkeypatch, target, mode):
+    root = checkout(tmp_path)
+    monkeypatch.chdir(root)
+    assert cli_main(["new", "foo", "--target", str(target), "--mode", mode]) == 0
+    text = (root / "config/sessions/foo.yaml").read_text()
+    sweep_only = ("# max_cycles:", "# teams:")
+    if mode == "sweep":
+        assert all(key in text for key in sweep_only)
+    else:  # program.md bounds an experiment; it has one team of its own
+        assert not any(key in text for key in sweep_only), text
+        assert "program: program.md" in text

@@ -17,6 +17,7 @@ from typing import Any
 from autoresearch.engine import tally
 from autoresearch.engine.loop import Decision
 from autoresearch.engine.stage import StageEnv
+from autoresearch.safety.words import count
 from autoresearch.session.changesets import ReviewLoop
 from autoresearch.session.files import read_json, write_text
 from autoresearch.session.finalize import run_commands
@@ -27,11 +28,14 @@ from autoresearch.session.spec import SessionSpec
 from ...errors import SpecError
 from ..base import Mode, Progress
 from .aspiration import measure_base, metric_of
+from .comparison import UNRANKED
 from .hypotheses import HypothesisError, from_spec, validate
 from .judges import panel_of
 from .step import TrackStep
 from .tracks import hypothesis_table, track_decisions, track_ids
 
+# The file a person creates in a running track's folder to end it after its current cycle.
+MOVE_ON = "move-on"
 # Backends that can play the strategist (ruff is mechanical: it has no ideas).
 STRATEGIST_BACKENDS = ("claude", "script")
 
@@ -81,8 +85,12 @@ class Broad(Mode):
     def on_setup(
         self, layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
     ) -> None:
-        """With an aspiration metric: the base measured, the measurement protected."""
+        """With an aspiration metric: the base measured, the measurement protected.
+        Without a metric or a judge panel: the warning that fixes kept will rank."""
         measure_base(layout, record, values, log)
+        if not values.get("aspiration_metric") and not values.get("aspiration_judge"):
+            log(f"warning: {UNRANKED}")
+            record.warnings.append(UNRANKED)
 
     def tracks(self, layout: SessionLayout) -> list[str]:
         return track_ids(layout)
@@ -98,6 +106,10 @@ class Broad(Mode):
         return f"max_cycles reached ({cap} per track)"
 
     def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
+        if env.track and (env.layout.track_dir(env.track) / MOVE_ON).exists():
+            # The person's word (docs/broad.md, "Moving on"): this track ends with this
+            # cycle, and the next one starts.
+            return f"moved on: sessions/{env.layout.name}/tracks/{env.track}/{MOVE_ON} exists"
         prev = self.previous_step(env)
         if prev is not None and not decision["fixed"] and not prev.extra.fixed:
             return "two consecutive cycles with zero Green commits"
@@ -262,10 +274,10 @@ def observations(env: StageEnv, d: dict[str, Any]) -> str:
     hyp = meta.get("hypothesis") or {}
     parts = [
         f"Hypothesis {env.track} [{hyp.get('category', '?')}] {hyp.get('name', '')}: "
-        f"Red reported {d['findings']} findings, {len(d['fixed'])} fixes kept, "
-        f"{len(d['skipped'])} skipped, {d['refactor_changes']} refactor changes; "
-        f"{d['commits_total']} commits on the track so far."
+        f"Red reported {count(d['findings'], 'finding')}, {count(len(d['fixed']), 'fix')} "
+        f"kept, {len(d['skipped'])} skipped, {count(d['refactor_changes'], 'refactor change')}; "
+        f"{count(d['commits_total'], 'commit')} on the track so far."
     ]
     if d["reverted"]:
-        parts.append(f"{len(d['reverted'])} commits reverted because the tests broke.")
+        parts.append(f"{count(len(d['reverted']), 'commit')} reverted because the tests broke.")
     return " ".join(parts)

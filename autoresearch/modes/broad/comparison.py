@@ -30,6 +30,11 @@ NO_WINNER = (
     "Every branch is kept for inspection."
 )
 NONE_RAN = "No track ran."
+# Without a metric or a judge panel nothing measures the aspiration: said at setup, in
+# comparison.md and comparison.json, so a count of fixes is never read as its answer.
+UNRANKED = (
+    "ranked by fixes kept: set `aspiration_metric` or `aspiration_judge` to rank by the aspiration"
+)
 
 
 def ranking(
@@ -56,6 +61,7 @@ def ranking(
         "same_trees": same_trees(ranked),
         "aspiration_metric": metric,
         "judged": judged,
+        **({} if metric or judged else {"ranked_by": UNRANKED}),
         "tracks": {r["id"]: r for r in results},
     }
 
@@ -237,6 +243,7 @@ def render_comparison(
         "",
         "## Ranking",
         "",
+        *([f"Note: {UNRANKED}.", ""] if data.get("ranked_by") else []),
         "| Rank | ID | Category | Name | Status | Cycles | Commits | Fixes kept | "
         "Files changed | Lines changed | Tests |",
         "|---|---|---|---|---|---|---|---|---|---|---|",

@@ -35,7 +35,7 @@ from autoresearch.views.session_report import MetricChange, ReportStep
 
 from ...errors import SessionError, SpecError
 from .. import cycle_view
-from ..base import Mode, PlannedMetric, Progress
+from ..base import Mode, PlannedMetric, Progress, review_line
 from . import guard as guards
 from . import holdout, preserve, report, runs, show
 from . import log as logs
@@ -83,6 +83,15 @@ class Experiment(Mode):
         "decide": ("evaluation.md", "measurements.json", "decision.json"),
     }
     stage_rules = {"propose": "experiment_propose", "decide": "experiment_decide"}
+    spec_loop_keys = ""  # max_iterations and max_duration bound it; one team
+
+    def unmade_files(self, decision: dict[str, Any]) -> frozenset[str]:
+        """An iteration that measured nothing (a syntax error, no change, a refused or stale
+        proposal) has no measurements.json: its decision claims no value to back."""
+        if decision.get("metric_value") is None and not decision.get("samples"):
+            return frozenset({"measurements.json"})
+        return frozenset()
+
     plannable = True
     kept_label = "changes kept"
     tests_optional = True  # the target's tests are the default guard, when it has any
@@ -204,14 +213,29 @@ class Experiment(Mode):
         labels |= {p: "spec key protected" for p in existing}
         record.measured = watcher.watch.to_record(values["protected"], labels)
         run_folder = None
-        if cfg.output:
-            output = target_path(cfg.output, Path(record.target))
-            if runs.unignored_in_checkout(output, Path(record.target)):
-                log(
-                    f"warning: experiment.output {cfg.output} is inside {record.target} and "
-                    "git does not ignore its runs/ folder: add it to .gitignore, or the run "
-                    "leaves untracked files in your checkout"
+        output = target_path(cfg.output, Path(record.target)) if cfg.output else None
+        if output is not None and runs.unignored_in_checkout(output, Path(record.target)):
+            log(
+                f"warning: experiment.output {cfg.output} is inside {record.target} and "
+                "git does not ignore its runs/ folder: add it to .gitignore, or the run "
+                "leaves untracked files in your checkout"
+            )
+        if output is None and cfg.mission:
+            # A mission's runs go into its own folder, unless they would show up there as
+            # untracked files (a dirty checkout refuses the next session): then they stay
+            # under the session, and the log says how to have them in the mission folder.
+            mission = target_path(cfg.mission, Path(record.target))
+            if runs.unignored_in_checkout(mission, Path(record.target)):
+                note = (
+                    f"the run is kept under sessions/{layout.name}/, not in {cfg.mission}/runs/: "
+                    f"git does not ignore that folder in {record.target}; add `runs/` to "
+                    f"{cfg.mission}/.gitignore (or set experiment.output) to have it there"
                 )
+                log(f"note: {note}")
+                record.warnings.append(note)
+            else:
+                output = mission
+        if output is not None:
             run_folder = str(runs.claim(output / "runs", run_id, layout.name))
         write_json(
             layout.experiment_setup,
@@ -384,8 +408,7 @@ class Experiment(Mode):
             f"baseline: {key_of(cfg)} = {fmt(recs[0]['metric_value'])}",
             f"best: {key_of(cfg)} = {fmt(best['value'])} (experiment {logs.best_name(best)})",
             f"final commit: {last['end_commit']}",
-            f"review with: git -C {env.record.target} log --oneline "
-            f"{env.record.base_commit[:12]}..{env.record.branch}",
+            review_line(env.record),
         ]
         setup = setup_state(env.layout)
         lines.append(f"run: {setup['run_id']}")

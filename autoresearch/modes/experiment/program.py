@@ -440,12 +440,7 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
             f"{spec_file}: required key 'experiment.max_iterations' or 'experiment.max_duration' "
             "is not set (an unattended run needs a bound; program.md: max_experiments)"
         )
-    min_effect = merged.get("min_effect", 0.0)
-    if isinstance(min_effect, str) and not re.fullmatch(r"\s*\d+(\.\d+)?\s*%\s*", min_effect):
-        raise SpecError(
-            f"{spec_file}: key 'experiment.min_effect': {min_effect!r}; "
-            "write a number (metric units) or a percentage such as '2%'"
-        )
+    min_effect = _min_effect(merged.get("min_effect", 0.0), spec_file)
     design = _sequential(merged, keep_policy, direction, min_effect, spec_file)
     if (program or mission) and merged.get("cooldown_s") is None:
         merged["cooldown_s"] = FORMAT_COOLDOWN_S
@@ -531,6 +526,23 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         holdout_timeout_s=holdout_timeout,
         **numbers,
     )
+
+
+def _min_effect(value: Any, spec_file: str) -> float | str:
+    """min_effect: a number >= 0 or a percentage. Equal metrics are a discard: a negative
+    margin would keep an equal or worse value, so no setting may ask for one."""
+    where = f"{spec_file}: key 'experiment.min_effect': {value!r}"
+    if isinstance(value, str):
+        if re.fullmatch(r"\s*\d+(\.\d+)?\s*%\s*", value):
+            return value
+        if re.fullmatch(r"\s*-\s*\d+(\.\d+)?\s*%\s*", value):
+            raise SpecError(f"{where}; must be >= 0 (an equal or worse value is never kept)")
+        raise SpecError(f"{where}; write a number (metric units) or a percentage such as '2%'")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SpecError(f"{where}; write a number (metric units) or a percentage such as '2%'")
+    if not value >= 0:
+        raise SpecError(f"{where}; must be >= 0 (an equal or worse value is never kept)")
+    return value
 
 
 def _git_branch(value: Any, spec_file: str) -> str | None:

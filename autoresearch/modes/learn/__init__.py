@@ -87,6 +87,7 @@ class Learn(ChangingLens):
     branch = "autoresearch/learn/{name}"
     gate_label = "doc problems"
     spec_example = SPEC_EXAMPLE
+    spec_loop_keys = ""  # one iteration per planned doc; no team to choose
 
     def change_title(self, decision: dict[str, Any]) -> str:
         return f"Document {decision['doc']}"

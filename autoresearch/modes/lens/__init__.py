@@ -16,6 +16,7 @@ from autoresearch.engine import chain
 from autoresearch.engine.loop import Status
 from autoresearch.engine.stage import StageEnv
 from autoresearch.safety import git
+from autoresearch.safety.words import a_or_an
 from autoresearch.session.changesets import ChangeNote
 from autoresearch.session.files import locked, read_json, write_text
 from autoresearch.session.layout import SESSIONS, SessionLayout, rel
@@ -53,9 +54,9 @@ class Lens(Mode):
         track: str = "",
     ) -> str:
         raise SessionError(
-            f"session {layout.name!r} is a {self.name} session: `autoresearch show` prints the "
-            f"cycles of sweep, narrow and broad sessions and the experiments of experiment "
-            f"sessions; read its {self.loop}/NNN/ files instead"
+            f"session {layout.name!r} is {a_or_an(self.name)} session: `autoresearch show` "
+            "prints the cycles of sweep, narrow and broad sessions and the experiments of "
+            f"experiment sessions; read its {self.loop}/NNN/ files instead"
         )
 
     # --- autoresearch finalize ---------------------------------------------------------------
