@@ -369,6 +369,7 @@ def cmd_finalize(args: argparse.Namespace) -> int:
         )
     mode, layout = status.mode_of(root)
     session = review.Session(layout, load_record(layout), spec.load_frozen(layout.spec), mode)
+    session.grouping = args.grouping
     sets = review.finalize(session, do_push=args.push, remote=args.remote)
     return 0 if all(s.ok for s in sets) else 1
 
@@ -489,6 +490,23 @@ def build_parser() -> argparse.ArgumentParser:
     final.add_argument("name", help="a finished session's name")
     final.add_argument("--push", action="store_true", help="run the printed push and gh commands")
     final.add_argument("--remote", default="origin", help="the remote to push to (default origin)")
+    sizes = final.add_mutually_exclusive_group()
+    sizes.add_argument(
+        "--one-set",
+        dest="grouping",
+        action="store_const",
+        const="one",
+        default="kind",
+        help="one review branch with every kept change (default: mechanical changes grouped "
+        "by kind, each behaviour change its own set)",
+    )
+    sizes.add_argument(
+        "--per-commit",
+        dest="grouping",
+        action="store_const",
+        const="commit",
+        help="a set per kept commit, joined only where one builds on another",
+    )
     final.set_defaults(func=cmd_finalize)
     verify = sub.add_parser(
         "verify", help="check every claim of a session's files against git and its test runs"

@@ -23,7 +23,7 @@ from autoresearch.engine.loop import Decision, Extra, JsonWriter, Judged, Keys
 from autoresearch.engine.stage import StageEnv
 from autoresearch.gate import verdict
 from autoresearch.safety.words import a_or_an
-from autoresearch.session.changesets import ChangeNote, ReviewLoop
+from autoresearch.session.changesets import REFACTOR, ChangeNote, ReviewLoop, rule_of
 from autoresearch.session.files import read_json, write_text
 from autoresearch.session.layout import SessionLayout
 from autoresearch.session.record import SetupRecord
@@ -467,7 +467,9 @@ class Mode:
                         f"Issue: {f.issue}",
                         f"Impact: {f.impact}",
                     ]
-                notes[fix["commit"]] = ChangeNote(fix["summary"], tuple(lines + metric))
+                # A finding a lint rule names is that rule's mechanical fix (changesets.py).
+                kind = rule_of(f.title) if f is not None else ""
+                notes[fix["commit"]] = ChangeNote(fix["summary"], tuple(lines + metric), kind)
             refactor = folder / "refactor.json"
             done = json.loads(refactor.read_text()) if refactor.exists() else {}
             for change in done.get("commits", []):
@@ -475,7 +477,7 @@ class Mode:
                     f"Refactor (cycle {d['cycle']}) of the files the cycle's fixes changed: "
                     f"{change['summary']}"
                 )
-                notes[change["commit"]] = ChangeNote(change["summary"], (why, *metric))
+                notes[change["commit"]] = ChangeNote(change["summary"], (why, *metric), REFACTOR)
         return notes
 
     # --- autoresearch status ---------------------------------------------------------------

@@ -590,6 +590,30 @@ def commit_all(worktree: Path, message: str) -> str | None:
     return worktree_git(worktree, "rev-parse", "HEAD")
 
 
+def commit_like(worktree: Path, original: str) -> str | None:
+    """Commit every change in the worktree as a copy of `original`: its message, its
+    author's and committer's names, emails and dates, so the same change on the same parent
+    gets the same id on every run (a review branch re-pushed needs no force). None when
+    there is nothing to commit."""
+    worktree_git(worktree, "add", "-A")
+    if not worktree_git(worktree, "status", "--porcelain"):
+        return None
+    read = worktree_proc(
+        worktree, "log", "-1", "--date=raw", "--format=%cn%x00%ce%x00%cd", original
+    )
+    if read.returncode != 0:
+        raise GitError(f"git log {original} failed in {worktree}: {read.stderr.strip()}")
+    name, email, date = read.stdout.strip("\n").split("\0")
+    env = _bound(worktree) | {
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+        "GIT_COMMITTER_DATE": date,
+    }
+    # -C: the original's message byte for byte, its author, email and date.
+    _run(worktree, ("commit", "-q", "--no-verify", "-C", original), env)
+    return head(worktree)
+
+
 def commit_empty(worktree: Path, message: str) -> str:
     """A commit that changes no file (a marker, such as an experiment's baseline); its id."""
     worktree_git(worktree, "commit", "-q", "--allow-empty", "--no-verify", "-m", message)

@@ -8,6 +8,11 @@ commit that touched the same file. Commits that build on each other, directly or
 others, form one set (union-find); the sets are ordered by their first commit. The replay
 (review.py) is the check of the rule: a set that does not apply on the base alone is joined
 with the set it collided with.
+
+On top of that, the way a reviewer reads (`grouped`): mechanical changes of one kind (a
+lint rule's fixes, the refactors) form one set, a behaviour change stays its own; when that
+still makes more than MAX_SETS sets, the mechanical ones are joined by rule family, then
+all into one.
 """
 
 from __future__ import annotations
@@ -21,6 +26,12 @@ from autoresearch.safety import git
 
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 BLAMED = re.compile(r"^([0-9a-f]{40}) \d+ \d+")
+# A finding named by a lint rule (ruff's and flake8's codes: F401, E711, UP035, RUF100):
+# the fix is the rule's, mechanical, one of a kind with the rule's other fixes.
+RULE = re.compile(r"^([A-Z]{1,4})([0-9]{1,4})\b")
+REFACTOR = "refactor"  # the kind of a Refactor commit: behaviour kept, by its stage's contract
+MAX_SETS = 4  # the sets a reviewer gets by default, where the mechanical ones allow it
+GROUPINGS = ("kind", "one", "commit")  # finalize's --one-set, --per-commit
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,21 @@ class ChangeNote:
 
     title: str
     lines: tuple[str, ...]
+    # What kind of change: a lint rule's code (mechanical, one set with the rule's other
+    # fixes), REFACTOR, or "" for a change of behaviour (a set of its own).
+    kind: str = ""
+
+
+def rule_of(title: str) -> str:
+    """The lint rule a finding's title opens with (`F401 ...`), else ""."""
+    match = RULE.match(title.strip())
+    return match.group(0) if match else ""
+
+
+def family(kind: str) -> str:
+    """A rule's family, its letters (F401 -> F, UP035 -> UP); REFACTOR is its own."""
+    match = RULE.match(kind)
+    return match.group(1) if match else kind
 
 
 @dataclass(frozen=True)
@@ -126,6 +152,11 @@ class Groups:
         if a != b:
             self.parent[max(a, b)] = min(a, b)
 
+    def copy(self) -> Groups:
+        other = Groups(0)
+        other.parent = list(self.parent)
+        return other
+
     def sets(self) -> list[list[int]]:
         """Every set's indexes ascending, the sets by their first index."""
         out: dict[int, list[int]] = {}
@@ -143,6 +174,36 @@ def group(worktree: Path, commits: list[Commit]) -> Groups:
         for sha in builds_on(worktree, commit, earlier):
             groups.join(i, index[sha])
     return groups
+
+
+def kind_of(commit: Commit) -> str:
+    return commit.note.kind if commit.note is not None else ""
+
+
+def grouped(groups: Groups, commits: list[Commit], how: str = "kind") -> Groups:
+    """The sets a reviewer gets, from the rule's sets (`groups`, left as they are): `commit`,
+    those sets as they are (a set per commit wherever the lines allow); `one`, every commit
+    in one set; `kind` (the default), each mechanical kind's sets joined, then each family's
+    and then all mechanical ones together while there are more than MAX_SETS sets. A set
+    holding a behaviour change is never joined with another but by the rule."""
+    if how == "commit" or not commits:
+        return groups
+    if how == "one":
+        whole = groups.copy()
+        for i in range(1, len(commits)):
+            whole.join(0, i)
+        return whole
+    trial = groups
+    for key in (str, family, lambda kind: "mechanical"):
+        trial = groups.copy()
+        firsts: dict[str, int] = {}
+        for members in groups.sets():
+            kinds = [kind_of(commits[i]) for i in members]
+            if all(kinds):  # a set of mechanical changes only: its first commit's kind
+                trial.join(firsts.setdefault(key(kinds[0]), members[0]), members[0])
+        if len(trial.sets()) <= MAX_SETS:
+            break
+    return trial
 
 
 def collided_with(commits: list[Commit], failed: int, members: list[int]) -> int | None:

@@ -29,12 +29,16 @@ from autoresearch.gate import testrun
 from autoresearch.gate.testrun import TestRun
 from autoresearch.gate.verdict import Verdict, acceptable
 from autoresearch.safety import git
+from autoresearch.session.bindings import Removed, removed_names
 from autoresearch.session.changesets import (
+    REFACTOR,
     Commit,
     Groups,
     ReviewLoop,
     collided_with,
     group,
+    grouped,
+    kind_of,
     session_commits,
 )
 from autoresearch.session.files import locked, read_json, write_json, write_text
@@ -64,6 +68,7 @@ class ReviewSet:
     joined: list[str] = field(default_factory=list)  # why sets were joined into this one
     tree: str = ""  # the tree the set's replay on the base ends at
     needs: list[int] = field(default_factory=list)  # only valid together with these sets
+    size: Size | None = None  # base..tip, once described
 
     @property
     def ok(self) -> bool:
@@ -87,6 +92,7 @@ class Session:
     # tools), by base commit: what each set is judged against.
     base_runs: dict[str, TestRun] = field(default_factory=dict)
     jail: str = ""  # how the tests were confined: "bwrap", or "none" and why
+    grouping: str = "kind"  # changesets.GROUPINGS: by kind, all in one set, a set per commit
 
     @property
     def target(self) -> Path:
@@ -120,10 +126,57 @@ def slug(text: str) -> str:
     return out or "change"
 
 
+def purpose_of(commits: list[Commit]) -> str:
+    """What a run of mechanical changes of one kind does, in words: their title without
+    the names each one names (`Remove unused import: `os`` -> `Remove unused import`)."""
+    kind = kind_of(commits[0])
+    if kind == REFACTOR:
+        # The ruff backend's: `format PATH with ruff format`, a reformat and nothing else.
+        tools = {m.group(1) if (m := FORMATTED.match(title_of(c))) else "" for c in commits}
+        if len(tools) == 1 and "" not in tools:
+            return f"Reformat with {tools.pop()}"
+        return "Refactor, behaviour kept"
+    titles = {title_of(c) for c in commits}
+    if len(titles) == 1:
+        return titles.pop()
+    words = re.sub(r"`[^`]*`", " ", title_of(commits[0])).strip(" :,;.-")
+    words = " ".join(words.split())
+    if len(words.split()) < 2 or words.split()[-1].lower() in DANGLING:
+        return f"Fix what {kind} flags"
+    return words
+
+
+FORMATTED = re.compile(r"^format \S+ with (.+)$")
+DANGLING = {"with", "to", "for", "in", "of", "by", "as", "from", "on", "at", "and", "or"}
+TITLED = 3  # the behaviour changes a title names before it counts the rest
+
+
 def set_title(review: ReviewSet) -> str:
-    first = title_of(review.commits[0])
-    more = len(review.commits) - 1
-    return first if not more else f"{first} (+{more} more commit{'s' if more > 1 else ''})"
+    """What the set does: a mechanical set's purpose with its rules and count, a behaviour
+    change's own title, every commit's where a few were joined."""
+    commits = review.commits
+    kinds = [kind_of(c) for c in commits]
+    if all(kinds):
+        by_kind: dict[str, list[Commit]] = {}
+        for commit in commits:
+            by_kind.setdefault(kind_of(commit), []).append(commit)
+        if len(commits) == 1:
+            return title_of(commits[0])
+        said = [purpose_of(group) for group in by_kind.values()]
+        purposes = "; ".join([said[0], *(p[:1].lower() + p[1:] for p in said[1:])])
+        rules = ", ".join(k for k in by_kind if k != REFACTOR)
+        files = len(review.files)
+        count = f"{len(commits)} changes in {files} file{'s' if files > 1 else ''}"
+        return f"{purposes} ({rules + ': ' if rules else ''}{count})"
+    titles = list(dict.fromkeys(title_of(c) for c in commits if not kind_of(c)))
+    if len(titles) > TITLED:
+        titles = [*titles[: TITLED - 1], f"and {len(titles) - TITLED + 1} other changes"]
+    mechanical = list(dict.fromkeys(k for k in kinds if k))
+    if mechanical:  # joined with a behaviour change (the lines, --one-set): named, not hidden
+        rules = [k for k in mechanical if k != REFACTOR]
+        titles += [f"lint fixes ({', '.join(rules)})"] if rules else []
+        titles += ["refactor"] if REFACTOR in mechanical else []
+    return "; ".join(titles)
 
 
 # --- grouping checked by replay ----------------------------------------------------------
@@ -146,14 +199,31 @@ def replay(worktree: Path, base: str, commits: list[Commit]) -> int | None:
     for i, commit in enumerate(commits):
         if not git.apply_commit(worktree, commit.sha):
             return i
-        if git.commit_all(worktree, commit.message) is None:
+        # As the session made it (message, author, dates): a rerun makes the same ids.
+        if git.commit_like(worktree, commit.sha) is None:
             continue  # its change is already there (a revert undid a revert, say)
     return None
 
 
-def applicable_sets(worktree: Path, base: str, commits: list[Commit]) -> list[list[int]]:
-    """The rule's sets, joined further until every set applies on the base by itself."""
-    groups: Groups = group(worktree, commits)
+def applicable_sets(
+    worktree: Path,
+    base: str,
+    commits: list[Commit],
+    how: str = "kind",
+    log: Callable[[str], None] = lambda _: None,
+) -> list[list[int]]:
+    """The rule's sets, joined until every set applies on the base by itself; then joined
+    as a reviewer wants them (changesets.grouped), and checked the same way again. The
+    kinds are joined after the first check: a refactor that only applies with a fix is one
+    set with it, and its kind is that fix's, not a link between every set of refactors."""
+    groups = settle(worktree, base, commits, group(worktree, commits), log)
+    return settle(worktree, base, commits, grouped(groups, commits, how), log).sets()
+
+
+def settle(
+    worktree: Path, base: str, commits: list[Commit], groups: Groups, log: Callable[[str], None]
+) -> Groups:
+    """`groups` joined further until every set applies on the base by itself."""
     while True:
         for members in groups.sets():
             failed = replay(worktree, base, [commits[i] for i in members])
@@ -165,10 +235,32 @@ def applicable_sets(worktree: Path, base: str, commits: list[Commit]) -> list[li
                     f"commit {commits[members[failed]].sha[:12]} does not apply on the base "
                     "even with every earlier commit of the session"
                 )
+            log(
+                f"commit {commits[members[failed]].sha[:12]} does not apply without "
+                f"{commits[needed].sha[:12]}: their sets are one"
+            )
             groups.join(members[0], needed)
             break
         else:
-            return groups.sets()
+            return groups
+
+
+def review_base(repo: Path, base: str) -> str:
+    """Where a loop's review branches start: its base, less the empty marker commits the
+    session made on top of the target's own (experiment's baseline), which a pull request
+    would carry as commits that change nothing."""
+    while True:
+        parents, tree, email = git.git(repo, "log", "-1", "--format=%P%x00%T%x00%ae", base).split(
+            "\0"
+        )
+        if len(parents.split()) != 1 or email != HARNESS_EMAIL:
+            return base
+        if git.git(repo, "rev-parse", f"{parents}^{{tree}}") != tree:
+            return base
+        base = git.git(repo, "rev-parse", parents)
+
+
+HARNESS_EMAIL = "autoresearch@localhost"  # git.AUTHOR's: the commits the harness made
 
 
 # --- the review branches -------------------------------------------------------------------
@@ -178,7 +270,7 @@ def build(session: Session, review: ReviewSet) -> None:
     """Make the set's branch and worktree, replay the set there, run the tests on its tip."""
     base = review.loop.base
     place = session.store / str(review.number)
-    title = slug(title_of(review.commits[0]))
+    title = slug(set_title(review))
     wanted = f"autoresearch/{session.layout.name}/review/{review.number}-{title}"
     review.branch = git.open_worktree(session.target, place, wanted, base)
     review.worktree = place
@@ -286,12 +378,55 @@ def clear_previous(session: Session, log: Callable[[str], None]) -> None:
 # --- what the reviewer reads -----------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Size:
+    """Lines added and removed, and files changed, by a diff (`git diff --numstat`)."""
+
+    added: int
+    deleted: int
+    files: int
+
+    @property
+    def text(self) -> str:
+        return f"+{self.added} −{self.deleted}"  # the sign a reader knows from a review
+
+
+def size_of(numstat: str) -> Size:
+    """A numstat's totals; a binary file counts as a file of no lines."""
+    rows = [row.split("\t", 2) for row in numstat.splitlines() if row.strip()]
+    count = lambda n: int(n) if n.isdigit() else 0  # noqa: E731
+    return Size(sum(count(r[0]) for r in rows), sum(count(r[1]) for r in rows), len(rows))
+
+
+def commit_size(worktree: Path, sha: str) -> Size:
+    return size_of(
+        git.git(worktree, "diff-tree", "-r", "--numstat", "--no-renames", "--no-commit-id", sha)
+    )
+
+
+DEAD = re.compile(r"\bdead\b", re.I)
+
+
+def plainly(lines: tuple[str, ...], removed: list[Removed]) -> list[str]:
+    """A change note's lines, without a claim of dead code the tree does not bear out: only
+    where the set removes names and none of them is still named anywhere."""
+    proven = bool(removed) and all(r.unreferenced for r in removed)
+    return [line for line in lines if proven or not DEAD.search(line)]
+
+
 def describe(session: Session, review: ReviewSet) -> str:
     base = review.loop.base
     diffstat = git.git(review.worktree, "diff", "--numstat", base, review.tip)
+    size = review.size = size_of(diffstat)
     run, verdict = review.run, review.verdict
+    removed = removed_names(review.worktree, base, review.tip, review.files)
+    count = len(review.commits)
     lines = [
         f"# {set_title(review)}",
+        "",
+        # The size first: a reviewer sees at once whether a one-line title hides a rewrite.
+        f"**{size.text} lines in {size.files} file{'s' if size.files != 1 else ''}, "
+        f"{count} commit{'s' if count != 1 else ''}.**",
         "",
         f"Review set {review.number} of session `{session.layout.name}` "
         f"({session.mode.name}{', track ' + review.loop.track if review.loop.track else ''}): "
@@ -299,11 +434,25 @@ def describe(session: Session, review: ReviewSet) -> str:
         "",
     ]
     if review.loop.context:
-        lines += [*review.loop.context, ""]
+        lines += [*plainly(review.loop.context, removed), ""]
     lines += ["## What changed and why", ""]
     for commit in review.commits:
-        lines.append(f"- `{commit.sha[:12]}` {commit.subject}")
-        lines += [f"  - {line}" for line in (commit.note.lines if commit.note else ())]
+        lines.append(
+            f"- `{commit.sha[:12]}` {commit.subject} "
+            f"({commit_size(review.worktree, commit.sha).text})"
+        )
+        notes = plainly(commit.note.lines, removed) if commit.note else []
+        lines += [f"    - {line}" for line in notes]
+    if removed:
+        lines += ["", "## Names removed", ""]
+        for r in removed:
+            searched = f"in {r.path}" if r.what == "assignment" else "in the tree"
+            where = (
+                "still named in " + ", ".join(r.still_named_in)
+                if r.still_named_in
+                else f"named nowhere else {searched}"
+            )
+            lines.append(f"- `{r.name}` ({r.what}, {r.path}): {where}")
     lines += [*(f"\n{j}" for j in review.joined), "", "## Tests", ""]
     baseline = session.base_runs[base]
     lines += [
@@ -321,8 +470,8 @@ def describe(session: Session, review: ReviewSet) -> str:
         )
     lines += ["", "## Files", ""]
     for row in diffstat.splitlines():
-        added, removed, path = row.split("\t", 2)
-        lines.append(f"- {path} (+{added} -{removed})")
+        added, removed_lines, path = row.split("\t", 2)
+        lines.append(f"- {path} (+{added} -{removed_lines})")
     return "\n".join(lines) + "\n"
 
 
@@ -387,18 +536,20 @@ def _finalize(
         if not git.branch_exists(session.target, loop.branch):
             log(f"no branch {loop.branch} in {session.target}: nothing of it to review")
             continue
+        loop = dataclasses.replace(loop, base=review_base(session.target, loop.base))
         place = scratch(session, loop.base)
         notes = session.mode.change_notes(layout, loop.track, session.spec)
         commits = [
             dataclasses.replace(c, note=notes.get(c.sha))
             for c in session_commits(place, loop.base, loop.branch)
+            if c.files  # a marker that changes nothing (a baseline) is no change to review
         ]
         order |= {c.sha: i for i, c in enumerate(commits)}
         if commits and loop.base not in session.base_runs:
             git.reset_to(place, loop.base, ignored=True)
             session.base_runs[loop.base] = run_suite(session, place)
             log(f"tests on the base {loop.base[:12]}: {session.base_runs[loop.base].summary}")
-        for members in applicable_sets(place, loop.base, commits):
+        for members in applicable_sets(place, loop.base, commits, session.grouping, log):
             chosen = [commits[i] for i in members]
             replay(place, loop.base, chosen)
             tree = git.git(place, "rev-parse", "HEAD^{tree}")
@@ -450,6 +601,8 @@ def entry(review: ReviewSet) -> dict[str, Any]:
         "tests_ok": review.ok,
         "verdict": review.verdict.reason if review.verdict else None,
         "only_valid_with": review.needs,
+        # Lines added and deleted and files changed, base..tip: what the report shows.
+        "size": dataclasses.asdict(review.size) if review.size else None,
     }
 
 

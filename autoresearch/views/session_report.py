@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import io
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -119,9 +120,8 @@ def write_report(
     the outcome the landing page embeds (with the review sets, when finalize made them)."""
     table = cycle_table(steps, layout.usage)
     spend = spend_of(layout.usage)
-    write_text(
-        summary, page(f"{layout.name}: session.md", markdown_html(layout.summary.read_text()))
-    )
+    body = markdown_html(layout.summary.read_text()) + kept_list_html(steps)
+    write_text(summary, page(f"{layout.name}: session.md", body))
     write_text(results, results_page(layout, table, kept_label, spend))
     for step in steps:
         write_text(evaluations / f"{step.name}.html", evaluation_page(layout, step))
@@ -139,9 +139,53 @@ def write_report(
 
 def page(title: str, body: str) -> str:
     return (
-        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}'
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(plain(title))}'
         f"</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n"
     )
+
+
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def inline(text: str) -> str:
+    """One line of agent or git text as HTML: escaped, its `code` spans as <code>, never
+    as literal backticks."""
+    parts = CODE_SPAN.split(text)
+    return "".join(
+        f"<code>{html.escape(part)}</code>" if i % 2 else html.escape(part)
+        for i, part in enumerate(parts)
+    )
+
+
+def plain(text: str) -> str:
+    """A line for where no markup goes (a page's <title>): its code spans unquoted."""
+    return CODE_SPAN.sub(r"\1", text)
+
+
+LIST_ITEM = re.compile(r"^( *)([-*+]|\d+\.)\s")
+FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def nest_lists(text: str) -> str:
+    """Each list item indented by 4 spaces a level, as the markdown renderer needs: a list
+    nested by 2 spaces (as GitHub allows) would otherwise come out as one flat list. A
+    level is any deeper indent under an item of the same list; a line at the margin that
+    is no item ends the list. Fenced code is left as it is."""
+    out, fenced, levels = [], False, []
+    for line in text.split("\n"):
+        fenced ^= bool(FENCE.match(line))
+        match = None if fenced else LIST_ITEM.match(line)
+        if match:
+            indent = len(match.group(1))
+            while levels and levels[-1] > indent:
+                levels.pop()
+            if not levels or levels[-1] < indent:
+                levels.append(indent)
+            line = " " * (4 * (len(levels) - 1)) + line[indent:]
+        elif not fenced and line.strip() and not line[:1].isspace():
+            levels = []
+        out.append(line)
+    return "\n".join(out)
 
 
 def markdown_html(text: str) -> str:
@@ -152,7 +196,7 @@ def markdown_html(text: str) -> str:
     md.preprocessors.deregister("html_block")
     for name in INERT_MARKDOWN:
         md.inlinePatterns.deregister(name)
-    return md.convert(text)
+    return md.convert(nest_lists(text))
 
 
 def evaluation_page(layout: SessionLayout, step: ReportStep) -> str:
@@ -190,6 +234,7 @@ def kept_html(step: ReportStep) -> str:
         commits.append((sha, subject, diff.strip("\n")))
     if not commits:
         return f"{head}<p>Nothing: the branch is where the step started ({span} is empty).</p>\n"
+    sizes = commit_sizes(step.repo, start, end)
     parts = [f"{head}<p>{len(commits)} commit(s), oldest first ({span}).</p>"]
     for sha, subject, diff in commits:
         lines = diff.splitlines()
@@ -197,10 +242,54 @@ def kept_html(step: ReportStep) -> str:
             more = len(lines) - DIFF_LINES
             lines = [*lines[:DIFF_LINES], f"... {more} more lines: git show {sha[:12]}"]
         parts.append(
-            f"<h3><code>{html.escape(sha[:12])}</code> {html.escape(subject)}</h3>\n"
+            f"<h3><code>{html.escape(sha[:12])}</code> {inline(subject)} "
+            f'<span class="size">{html.escape(sizes.get(sha, ""))}</span></h3>\n'
             f'<pre class="diff">{html.escape(chr(10).join(lines) or "(no change)")}</pre>'
         )
     return "\n".join(parts) + "\n"
+
+
+def commit_sizes(repo: Path, start: str, end: str) -> dict[str, str]:
+    """Each commit of start..end by id: `+A −D` lines (a binary file counts no line), so a
+    whole-file rewrite never passes for a one-line fix."""
+    try:
+        log = git.git(repo, "log", "--numstat", "--format=%x00%H", f"{start}..{end}")
+    except (git.GitError, UserError, OSError):
+        return {}
+    sizes = {}
+    for chunk in log.split("\0")[1:]:
+        sha, *rows = chunk.strip("\n").split("\n")
+        added = deleted = 0
+        for row in rows:
+            fields = row.split("\t")
+            if len(fields) == 3:
+                added += int(fields[0]) if fields[0].isdigit() else 0
+                deleted += int(fields[1]) if fields[1].isdigit() else 0
+        sizes[sha] = f"(+{added} \u2212{deleted})"
+    return sizes
+
+
+def kept_list_html(steps: list[ReportStep]) -> str:
+    """The session page's list of every kept commit, its title and its size, per step."""
+    items = []
+    for step in steps:
+        if step.commits is None or step.repo is None:
+            continue
+        start, end = step.commits
+        try:
+            log = git.git(step.repo, "log", "--reverse", "--format=%H %s", f"{start}..{end}")
+        except (git.GitError, UserError, OSError):
+            continue
+        sizes = commit_sizes(step.repo, start, end)
+        for line in log.splitlines():
+            sha, _, subject = line.partition(" ")
+            items.append(
+                f"<li>{html.escape(step_label(step.name))}: <code>{html.escape(sha[:12])}</code> "
+                f"{inline(subject)} {html.escape(sizes.get(sha, ''))}</li>"
+            )
+    if not items:
+        return ""
+    return "\n<h2>Kept commits</h2>\n<ul>\n" + "\n".join(items) + "\n</ul>\n"
 
 
 def read_tsv(path: Path) -> pd.DataFrame:
@@ -410,6 +499,7 @@ class ReviewPage:
     branch: str
     state: str  # "tests pass", "FAILS ALONE", "only valid together with set 2"
     path: str  # the page as the report registers it
+    size: str = ""  # "+A −D lines, N files"; "" from a finalize that did not record it
 
 
 def outcome_of(
@@ -517,20 +607,27 @@ def review_pages(layout: SessionLayout, folder: Path) -> list[ReviewPage]:
         if needs:
             state = "only valid together with set(s) " + ", ".join(str(n) for n in needs)
         branch = str(entry.get("branch", ""))
-        found.append(ReviewPage(number, title, branch, state, report_path(layout, target)))
+        size = entry.get("size") or {}
+        said = (
+            f"+{size['added']} \u2212{size['deleted']} lines, {plural(size['files'], 'file')}"
+            if {"added", "deleted", "files"} <= set(size)
+            else ""
+        )
+        found.append(ReviewPage(number, title, branch, state, report_path(layout, target), said))
     return found
 
 
 def outcome_fragment(outcome: Outcome, reviews: list[ReviewPage]) -> str:
     """HTML for the landing page: every text escaped, every link one of ours."""
     rows = "\n".join(
-        f"<li><strong>{html.escape(what)}:</strong> {html.escape(text)}</li>"
+        f"<li><strong>{html.escape(what)}:</strong> {inline(text)}</li>"
         for what, text in outcome.lines
     )
     pages = ", ".join(view_link(p, step_label(Path(p).stem)) for p in outcome.evaluations)
     if reviews:
         sets = "\n".join(
-            f"<li>{view_link(r.path, f'{r.number}. {r.title}')} [{html.escape(r.state)}] "
+            f"<li>{view_link(r.path, f'{r.number}. {plain(r.title)}')} "
+            f"{'(' + html.escape(r.size) + ') ' if r.size else ''}[{html.escape(r.state)}] "
             f"<code>{html.escape(r.branch)}</code></li>"
             for r in reviews
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import Workflow, git, make_repo, wait_for
@@ -210,6 +211,27 @@ def test_iteration_limit_stops_and_every_log_is_written(main_run):
     assert "## Iteration 0004 — " in log and "**Evaluator result**: pass=true, score=700" in log
     results = (session / "results.tsv").read_text().splitlines()
     assert len(results) == 7 and all("\texperiment\t" in r for r in results[1:])
+
+
+def test_the_reports_counts_agree_with_its_lists(main_run):
+    _, _, session = main_run
+    report = (session / "report.md").read_text()
+
+    def count(label: str) -> int:
+        return int(re.search(rf"^- {label}: (\d+)", report, re.M).group(1))
+
+    def listed(heading: str) -> tuple[str, list[str]]:
+        """A section's heading line and its items (up to the next blank line)."""
+        start = report.index(f"### {heading}")
+        lines = report[start:].split("\n\n")[0].splitlines()
+        return lines[0], [line for line in lines[1:] if line != "(none)"]
+
+    _, improvements = listed("Improvements")
+    assert count("Improvements found") == len(improvements) == 3
+    heading, not_kept = listed("Experiments not kept")
+    # Two discarded and a guard failure: counted where they are listed, none called failed.
+    assert count("Discarded experiments") == 3 and count("Failed experiments") == 0
+    assert len(not_kept) == 3 and heading == "### Experiments not kept (3)"
 
 
 def test_agent_is_shown_research_prose_history_and_best(main_run):

@@ -140,7 +140,7 @@ def base_of(wf: Workflow, name: str = "s") -> str:
 
 
 PASSING = [
-    "autoresearch/s/review/1-guard-empty-mean",
+    "autoresearch/s/review/1-guard-empty-mean-say-what-is-empty",
     "autoresearch/s/review/2-soften-whisper",
     "autoresearch/s/review/3-add-clamp",
 ]
@@ -250,7 +250,7 @@ def test_a_rerun_replaces_its_own_branches_and_no_other(swept):
     assert f"left {moved} alone" in proc.stdout
     assert sorted(branches) == sorted(
         [
-            "autoresearch/s/review/1-guard-empty-mean",
+            "autoresearch/s/review/1-guard-empty-mean-say-what-is-empty",
             moved,
             moved + "-2",
             "autoresearch/s/review/3-add-clamp",
@@ -261,7 +261,7 @@ def test_a_rerun_replaces_its_own_branches_and_no_other(swept):
     assert subjects(target, base, moved + "-2") == ["fix: [F-002] soften whisper"]
     record = json.loads((wf.session("s") / "review" / "branches.json").read_text())
     assert [e["branch"] for e in record["sets"]] == [
-        "autoresearch/s/review/1-guard-empty-mean",
+        "autoresearch/s/review/1-guard-empty-mean-say-what-is-empty",
         moved + "-2",
         "autoresearch/s/review/3-add-clamp",
         ONLY_TOGETHER,
@@ -271,7 +271,7 @@ def test_a_rerun_replaces_its_own_branches_and_no_other(swept):
 
 def test_a_rerun_never_deletes_a_review_branch_the_user_has_checked_out(swept):
     wf, target, _, _, _ = swept
-    first = "autoresearch/s/review/1-guard-empty-mean"
+    first = "autoresearch/s/review/1-guard-empty-mean-say-what-is-empty"
     git(target, "checkout", "-q", first)  # the user looks at a review branch
     try:
         tip = review_branches(target)[first]
@@ -394,10 +394,17 @@ def test_finalize_on_an_experiment_session_describes_each_kept_hypothesis(tmp_pa
     # Both experiments rewrote the same line: one set, both commits, tested on its tip.
     record = json.loads((wf.session("e") / "review" / "branches.json").read_text())
     assert [len(e["commits"]) for e in record["sets"]] == [2]
-    assert record["sets"][0]["branch"] == "autoresearch/e/review/1-halve-the-inner-loop"
+    assert record["sets"][0]["branch"] == "autoresearch/e/review/1-halve-the-inner-loop-memoize"
     assert record["sets"][0]["tests_ok"] is True
+    # The branch starts at the target's own commit: the session's empty baseline marker
+    # is not a commit of the pull request.
+    tip = record["sets"][0]["tip"]
+    main = git(target, "rev-parse", "main")
+    assert git(target, "rev-list", "--count", f"{main}..{tip}") == "2"
+    for sha in git(target, "rev-list", f"{main}..{tip}").split():
+        assert git(target, "diff-tree", "-r", "--name-only", "--no-commit-id", sha)
     text = (wf.session("e") / "review" / "1.md").read_text()
-    assert text.startswith("# Halve the inner loop (+1 more commit)\n")
+    assert text.startswith("# Halve the inner loop; Memoize\n")
     assert "Experiment #1: Halve the inner loop" in text
     assert "ops: 1000 → 800" in text
     assert "Experiment #2: Memoize" in text

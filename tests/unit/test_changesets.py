@@ -6,7 +6,18 @@ from pathlib import Path
 
 from conftest import git, make_repo
 
-from autoresearch.session.changesets import collided_with, group, session_commits
+from autoresearch.session.changesets import (
+    REFACTOR,
+    ChangeNote,
+    Commit,
+    Groups,
+    collided_with,
+    family,
+    group,
+    grouped,
+    rule_of,
+    session_commits,
+)
 
 LINES = "".join(f"line {n}\n" for n in range(1, 21))
 
@@ -129,3 +140,54 @@ def test_a_commit_that_does_not_apply_is_joined_with_the_latest_one_of_its_files
     assert collided_with(commits, 2, [2]) == 0  # the last earlier commit touching x.py
     assert collided_with(commits, 1, [1]) == 0  # nothing shares y.py: the one before
     assert collided_with(commits, 1, [0, 1]) is None
+
+
+# --- the sets a reviewer gets (grouped) ------------------------------------------------------
+
+
+def kept(*kinds: str) -> list[Commit]:
+    """Commits with notes of these kinds ("" a behaviour change), no git needed."""
+    return [
+        Commit(f"{i:040x}", f"c{i}", "", (), ChangeNote(f"c{i}", (), kind))
+        for i, kind in enumerate(kinds)
+    ]
+
+
+def grouped_sets(kinds: tuple[str, ...], joined=(), how: str = "kind") -> list[list[int]]:
+    groups = Groups(len(kinds))
+    for a, b in joined:  # what the lines (or the replay) joined
+        groups.join(a, b)
+    return grouped(groups, kept(*kinds), how).sets()
+
+
+def test_fixes_of_one_rule_are_one_set_and_a_behaviour_change_stays_alone():
+    assert grouped_sets(("F401", "", "F401", "E711", "")) == [[0, 2], [1], [3], [4]]
+
+
+def test_a_refactor_that_only_applies_with_a_fix_takes_that_fixs_kind():
+    # Boltons: a whole-file format joined with the fix it reformatted must not link every
+    # set of refactors into one chain with every fix.
+    kinds = ("F811", REFACTOR, "F401", REFACTOR, "F841", "F401")
+    assert grouped_sets(kinds, joined=[(0, 1)]) == [[0, 1], [2, 5], [3], [4]]
+
+
+def test_more_than_four_sets_join_by_rule_family_then_all_mechanical_ones():
+    by_family = grouped_sets(("F401", "F841", "E711", "E712", ""))
+    assert by_family == [[0, 1], [2, 3], [4]]
+    families = ("F401", "E711", "W605", "UP035", "B006", "")
+    assert grouped_sets(families) == [[0, 1, 2, 3, 4], [5]]
+    # Behaviour changes are never joined to reach four.
+    assert len(grouped_sets(("", "", "", "", "", "F401"))) == 6
+
+
+def test_one_set_and_per_commit():
+    assert grouped_sets(("F401", "", "E711"), how="one") == [[0, 1, 2]]
+    assert grouped_sets(("F401", "F401", ""), how="commit") == [[0], [1], [2]]
+
+
+def test_a_rule_code_opens_a_finding_title_or_there_is_none():
+    assert rule_of("F401 `os` imported but unused") == "F401"
+    assert rule_of("UP035 Import from `collections.abc`") == "UP035"
+    assert rule_of("mean crashes on an empty list") == ""
+    assert rule_of("Fix F401 somewhere") == ""
+    assert family("UP035") == "UP" and family(REFACTOR) == REFACTOR

@@ -20,8 +20,11 @@ from autoresearch.views.session_report import (
     add_review_sets,
     cycle_figure,
     cycle_table,
+    inline,
     markdown_html,
+    nest_lists,
     page,
+    plain,
     results_page,
     spend_of,
     step_label,
@@ -76,6 +79,32 @@ def test_session_md_becomes_html_with_its_headings_lists_and_tables():
     assert "<h2>Cycles</h2>" in out
     assert "<li>Cycle 1: 2 fixed</li>" in out
     assert "<td>h1</td>" in out and "<th>Status</th>" in out
+
+
+def test_a_list_nested_by_two_spaces_renders_nested():
+    out = markdown_html("- `abc` fix one\n  - why it was made\n  - where\n- `def` fix two\n")
+    # Two items at the top, each with its own list: never one flat list of four.
+    assert out.count("<ul>") == 2
+    assert re.search(r"<li><code>abc</code> fix one\s*<ul>\s*<li>why it was made</li>", out)
+
+
+def test_a_list_indented_under_a_paragraph_stays_a_list_and_never_becomes_code():
+    out = markdown_html("Files:\n\n  - a.py\n  - b.py\n\nDone.\n\n  - c.py\n")
+    assert "<code>" not in out and out.count("<ul>") == 2 and "<li>c.py</li>" in out
+
+
+def test_a_list_nested_by_four_spaces_and_fenced_code_are_left_as_they_are():
+    assert markdown_html("- one\n    - two\n").count("<ul>") == 2
+    fenced = "```\n  - not a list\n```\n"
+    assert nest_lists("- one\n  - two\n" + fenced) == "- one\n    - two\n" + fenced
+
+
+def test_code_spans_render_as_code_and_never_as_backticks():
+    assert inline("Remove unused import: `os` <b>") == (
+        "Remove unused import: <code>os</code> &lt;b&gt;"
+    )
+    assert plain("Remove `os`") == "Remove os"
+    assert "<title>s: Remove os</title>" in page("s: Remove `os`", "")
 
 
 def test_agent_text_with_html_or_a_link_is_shown_as_text_not_made_live():
@@ -517,7 +546,9 @@ def test_a_cycles_page_holds_the_diff_of_each_commit_it_kept(layout, tmp_path):
     page = (layout.report_dir / "evaluations" / "001.html").read_text()
     assert "<h2>Fixed</h2>" in page  # the evaluation, then what it kept
     assert "2 commit(s), oldest first" in page
-    assert page.index("drop os</h3>") < page.index("drop sys &lt;b&gt;</h3>")
+    # Each commit's heading: its id, its subject (code spans as code), its size.
+    first = 'drop os <span class="size">(+0 \u22121)</span></h3>'
+    assert page.index(first) < page.index('drop sys &lt;b&gt; <span class="size">(+1 \u22122)')
     assert "-import os" in page and "-import sys" in page
     assert "<script" not in page and "+X = 1  # &lt;script&gt;" in page  # the diff is text
     assert "F-003" not in page and "X = 2" not in page  # after the cycle's end: not its own

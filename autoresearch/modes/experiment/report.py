@@ -9,6 +9,8 @@ from . import holdout
 from .log import counts, each_experiment, fmt
 from .policy import KEPT, ref
 
+NOTABLE = 10  # the experiments not kept that report.md lists, the latest
+
 
 def report(records: list[dict[str, Any]], key: str, branch: str, reason: str | None) -> str:
     """The "Autoresearch Complete" summary."""
@@ -24,7 +26,8 @@ def report(records: list[dict[str, Any]], key: str, branch: str, reason: str | N
         "",
         f"- Experiments run: {c['total']}",
         f"- Improvements found: {c['improvements']}",
-        f"- Failed experiments: {c['errors']}",
+        f"- Discarded experiments: {c['regressions']} (measured, not kept)",
+        f"- Failed experiments: {c['errors']} (nothing measured: crash, syntax error, no change)",
         f"- Starting baseline: {key} = {fmt(start)}",
         f"- Final baseline: {key} = {fmt(final)}{rel}",
         f"- Branch: {branch}",
@@ -38,9 +41,11 @@ def report(records: list[dict[str, Any]], key: str, branch: str, reason: str | N
         f"{fmt(r['metric_value'])}"
         for i, r in enumerate(kept, 1)
     ] or ["(none)"]
-    lines += ["", "### Notable Failed Experiments"]
     failed = [r for r in each_experiment(records) if r["iteration"] > 0 and r["status"] != KEPT]
-    for r in failed[-10:]:
+    # The heading counts what the list holds: the discarded and the failed ones, above.
+    shown = f"the last {NOTABLE} of {len(failed)}" if len(failed) > NOTABLE else len(failed)
+    lines += ["", f"### Experiments not kept ({shown})"]
+    for r in failed[-NOTABLE:]:
         if r["metric_value"] is not None:
             lines.append(
                 f"- Exp {ref(r)}: {r['hypothesis']} -- {key} {fmt(r['baseline_value'])} -> "

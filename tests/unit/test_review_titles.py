@@ -1,0 +1,56 @@
+"""A review set's title says what the set does (`autoresearch finalize`, docs/finalize.md)."""
+
+from __future__ import annotations
+
+from autoresearch.session.changesets import REFACTOR, ChangeNote, Commit, ReviewLoop
+from autoresearch.session.finalize import ReviewSet, set_title, size_of
+
+
+def commit(n: int, title: str, kind: str = "", path: str = "") -> Commit:
+    files = (path or f"f{n}.py",)
+    return Commit(f"{n:040x}", f"fix: [F-{n:03d}] {title}", "", files, ChangeNote(title, (), kind))
+
+
+def title(*commits: Commit) -> str:
+    return set_title(ReviewSet(ReviewLoop("", "b", "0" * 40), list(commits)))
+
+
+def test_one_rules_fixes_are_named_by_their_purpose_rule_and_count():
+    got = title(
+        commit(1, "Remove unused import: `os`", "F401"),
+        commit(2, "Remove unused import: `sys`", "F401", "f1.py"),
+    )
+    assert got == "Remove unused import (F401: 2 changes in 1 file)"
+
+
+def test_the_ruff_backends_reformats_are_called_a_reformat():
+    got = title(
+        commit(1, "format a.py with ruff format", REFACTOR),
+        commit(2, "format b.py with ruff format", REFACTOR),
+        commit(3, "Remove unused import: `os`", "F401"),
+    )
+    assert (
+        got == "Reformat with ruff format; remove unused import: `os` (F401: 3 changes in 3 files)"
+    )
+
+
+def test_behaviour_changes_are_each_named_and_never_hidden_behind_a_count():
+    got = title(*(commit(n, f"change {n}") for n in range(1, 6)))
+    assert got == "change 1; change 2; and 3 other changes"
+    assert "more commit" not in got
+    mixed = title(commit(1, "guard empty mean"), commit(2, "Remove unused import: `os`", "F401"))
+    assert mixed == "guard empty mean; lint fixes (F401)"
+
+
+def test_a_rules_fixes_whose_titles_say_nothing_without_their_names_say_the_rule():
+    got = title(
+        commit(1, "Replace with `cond is None`", "E711"),
+        commit(2, "Replace with `x is None`", "E711"),
+    )
+    assert got == "Fix what E711 flags (E711: 2 changes in 2 files)"
+
+
+def test_a_diffs_size_counts_lines_and_files_and_a_binary_file_as_no_line():
+    size = size_of("3\t1\ta.py\n-\t-\tlogo.png\n0\t7\tb.py\n")
+    assert (size.added, size.deleted, size.files) == (3, 8, 3)
+    assert size.text == "+3 \u22128"
