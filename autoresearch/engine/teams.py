@@ -62,6 +62,14 @@ def red(
         problem = findings.location_problem(location, env.worktree)
         if problem:
             raise ValueError(f"{problem}; report the file and line where the problem is")
+        root = Path(env.worktree).resolve()
+        path = (root / _file_of(location)).resolve().relative_to(root).as_posix()
+        if not toolbox.sandbox.in_scope(path):
+            # Green may not change it, so reporting it would only take a fix slot.
+            raise ValueError(
+                f"{path} is outside the session's scope (scope.include/exclude); report only "
+                "problems in files in scope"
+            )
         same = findings.identity(title, location)
         earlier = next((f for f in reported if f.identity() == same), None)
         if earlier is not None:
@@ -508,7 +516,9 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
             hooks={"finish_refactor": finish_refactor},
             **env.toolbox_options(),
         )
-        run = run_agent(env, "refactor", ctx, toolbox)
+        # The base tells a formatter which files the target keeps formatted (ruff backend).
+        base = {"base_commit": env.track_base()}
+        run = run_agent(env, "refactor", ctx, toolbox, extra_data=base)
     else:
         env.log("refactor: Green changed no files; nothing to look at")
     if git.is_dirty(env.worktree):

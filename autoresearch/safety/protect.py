@@ -1,4 +1,5 @@
-"""The protected paths of a session and the one door every harness commit goes through.
+"""The protected paths of a session and the one door every harness commit goes through
+(which also refuses a change that is mostly a reformat, restyle.py).
 
 A protected file (the spec's `protected`, plus what a mode adds at setup: narrow's
 measurement script, experiment's program and metric files, fix's guard) must stay
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autoresearch.agents.tools import MAX_WRITE_BYTES
-from autoresearch.safety import git, worktree_files
+from autoresearch.safety import git, restyle, worktree_files
 from autoresearch.safety.sandbox import glob_match
 
 
@@ -39,6 +40,16 @@ class AlteredWrite(ProtectedChange):
         super().__init__(paths)
         shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
         self.reason = f"{shown} changed by a command after the agent wrote it: change rejected"
+        self.args = (self.reason,)
+
+
+class Reformatted(ProtectedChange):
+    """The change rewrites a file's layout far beyond what it changes in code (restyle.py):
+    the worktree was put back and the change is not kept."""
+
+    def __init__(self, found: list[restyle.Restyled]) -> None:
+        super().__init__([r.path for r in found])
+        self.reason = "; ".join(r.reason() for r in found)
         self.args = (self.reason,)
 
 
@@ -118,8 +129,13 @@ class Protection:
 
     def commit(self, worktree: Path, message: str, *, staged: bool = False) -> str | None:
         """The one way the harness commits agent work: every change (`staged`: only what
-        is in the index), after `enforce`. None when there is nothing to commit."""
+        is in the index), after `enforce`. None when there is nothing to commit. A change
+        that is mostly a reformat of a file is not committed (Reformatted), whoever made it."""
         self.enforce(worktree)
+        found = restyle.pending(worktree, staged=staged)
+        if found:
+            git.restore(worktree)
+            raise Reformatted(found)
         if not staged:
             return git.commit_all(worktree, message)
         if not git.worktree_git(worktree, "diff", "--cached", "--name-only"):

@@ -33,6 +33,8 @@ class SetupRecord:
     sandbox: dict[str, Any] | None = None  # how the target's commands are confined
     measured: dict[str, Any] | None = None  # the protected files and where each came from
     started: str | None = None  # when setup began (UTC, ISO 8601): the progress lines' clock
+    # Which of the target's lint configs were read (ruff's, flake8's) and flake8's settings.
+    lint_config: dict[str, Any] | None = None
 
     def save(self, layout: SessionLayout) -> None:
         write_json(layout.setup, asdict(self))

@@ -26,7 +26,7 @@ from autoresearch.gate.testrun import TestRun
 from autoresearch.safety import git, worktree_files, worktrees
 from autoresearch.safety.jail import Jail
 from autoresearch.safety.words import a_or_an
-from autoresearch.session import files, setup_undo, spec, stack
+from autoresearch.session import files, lintconfig, setup_undo, spec, stack
 from autoresearch.session.layout import SessionLayout, rel
 from autoresearch.session.record import SetupRecord
 from autoresearch.views import journal
@@ -297,6 +297,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         worktrees=str(store),
         sandbox=box.describe(),
         started=started,
+        lint_config=lintconfig.read(checkout).describe(),
     )
     layout.cycles().mkdir(parents=True, exist_ok=True)
     journal.init_files(layout, record, spec.SessionSpec(values))

@@ -334,7 +334,7 @@ def test_finalize_on_a_narrow_session_tests_each_set_and_names_the_metric(narrow
     for entry in record["sets"]:
         assert entry["tests_ok"] is True
         md = (wf.session("n") / "review" / f"{entry['number']}.md").read_text()
-        assert "Goal of the session: lint warnings <= 4." in md
+        assert "Goal of the session: lint warnings <= 8." in md
         assert "measurement: lint warnings:" in md
         assert "- On this branch: 7 passed" in md
     assert harness_git.snapshot(target) == before

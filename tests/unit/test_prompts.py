@@ -97,6 +97,17 @@ def test_refactor_brief_has_the_changed_files_and_no_finding():
     assert b.data == {"changed_files": ["src/a.py", "src/b.py"]}
 
 
+@pytest.mark.parametrize("team", ["green", "refactor", "fix", "experiment"])
+def test_every_editing_team_is_told_to_keep_the_style_and_behaviour_preserving_imports(team):
+    system = " ".join(brief(team).system.split())
+    assert "never run a formatter" in system.lower() or "never reformat" in system.lower()
+    assert "`try:` block" in system and "side effects" in system and "re-export" in system
+
+
+def test_green_is_told_a_rule_the_project_ignores_is_no_issue():
+    assert "lint configuration ignores" in " ".join(brief("green").system.split())
+
+
 def test_strategist_and_experiment_briefs_carry_no_findings():
     for team in ("strategist", "experiment"):
         text = text_of(brief(team))

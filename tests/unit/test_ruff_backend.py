@@ -4,6 +4,8 @@ changes, byte for byte, and nothing a maintainer would refuse."""
 from __future__ import annotations
 
 import subprocess
+import sys
+from functools import partial
 from pathlib import Path
 
 from autoresearch.agents.backends.base import StageBrief
@@ -19,9 +21,13 @@ def repo_with(tmp_path: Path, files: dict[str, bytes]) -> Path:
     return tmp_path
 
 
-def run_team(repo: Path, team: str, settings: dict | None = None, **data) -> list[tuple]:
-    """One stage of `team`, its harness calls recorded instead of tested and committed."""
+def run_team(
+    repo: Path, team: str, settings: dict | None = None, progress: list | None = None, **data
+) -> list[tuple]:
+    """One stage of `team`, its harness calls recorded instead of tested and committed
+    (its progress lines into `progress`)."""
     calls: list[tuple] = []
+    said = progress if progress is not None else []
 
     def record(name):
         def hook(**args):
@@ -34,7 +40,7 @@ def run_team(repo: Path, team: str, settings: dict | None = None, **data) -> lis
     toolbox = Toolbox(team, repo, hooks={n: record(n) for n in names})
     tidy = bool(data.pop("tidy", False))
     brief = StageBrief(team, "", "", data={"worktree": str(repo), **data}, tidy=tidy)
-    RuffBackend(settings).run(brief, toolbox, lambda _: None)
+    RuffBackend(settings).run(brief, toolbox, said.append)
     return calls
 
 
@@ -85,13 +91,53 @@ def test_green_changes_only_the_fixed_line_of_a_crlf_file_without_final_newline(
     assert (repo / "app.py").read_bytes() == CRLF_SOURCE.replace(b"f'hello'", b"'hello'")
 
 
+def committed(repo: Path, files: dict[str, bytes]) -> str:
+    """`files` written and committed in `repo` (a new repository if need be): the base."""
+    repo_with(repo, files)
+    run = partial(subprocess.run, cwd=repo, check=True, capture_output=True)
+    run(["git", "init", "-q"])
+    run(["git", "add", "-A"])
+    run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"])
+    return run(["git", "rev-parse", "HEAD"], text=True).stdout.strip()
+
+
 def test_refactor_formats_a_crlf_file_as_ruff_format_would_in_place(tmp_path):
-    ugly = b"x = [1,2]\r\ny = {'a':1}\r\n"
-    repo = repo_with(tmp_path, {"app.py": ugly, "same.py": ugly})
-    run_team(repo, "refactor", changed_files=["app.py"])
-    subprocess.run(["python", "-m", "ruff", "format", "same.py"], cwd=repo, check=True)
+    base = committed(tmp_path, {"app.py": b"x = [1, 2]\r\n"})  # as ruff format writes it
+    changed = b"x = [1,2]\r\ny = {'a':1}\r\n"
+    repo = repo_with(tmp_path, {"app.py": changed, "same.py": changed})
+    run_team(repo, "refactor", changed_files=["app.py"], base_commit=base)
+    subprocess.run([sys.executable, "-m", "ruff", "format", "same.py"], cwd=repo, check=True)
     assert (repo / "app.py").read_bytes() == (repo / "same.py").read_bytes()
     assert b"\r\n" in (repo / "app.py").read_bytes()
+
+
+# A file of a target that does not use ruff's formatter: single quotes, a hand-wrapped list.
+HAND_STYLE = b"import os\n\nNUMBERS = [1, 2, 3,\n           4, 5]\nNAME = 'x'\n"
+
+
+def test_refactor_leaves_a_file_the_target_never_formatted_as_it_is(tmp_path):
+    base = committed(tmp_path, {"app.py": HAND_STYLE})
+    fixed = HAND_STYLE.replace(b"import os\n\n", b"")  # Green's fix, one line
+    repo_with(tmp_path, {"app.py": fixed})
+    progress: list[str] = []
+    calls = run_team(repo_with(tmp_path, {}), "refactor", changed_files=["app.py"],
+                     base_commit=base, progress=progress)  # fmt: skip
+    assert calls == [] and (tmp_path / "app.py").read_bytes() == fixed
+    assert any("not as `ruff format` writes it at the session's base" in p for p in progress)
+
+
+def test_refactor_without_the_session_base_formats_nothing(tmp_path):
+    repo = repo_with(tmp_path, {"app.py": b"x = [1,2]\n"})
+    assert run_team(repo, "refactor", changed_files=["app.py"]) == []
+    assert (repo / "app.py").read_bytes() == b"x = [1,2]\n"
+
+
+def test_refactor_formats_a_file_green_added_since_the_base(tmp_path):
+    base = committed(tmp_path, {"other.py": b"X = 1\n"})
+    repo_with(tmp_path, {"new.py": b"x = [1,2]\n"})
+    calls = run_team(tmp_path, "refactor", changed_files=["new.py"], base_commit=base)
+    assert [name for name, _ in calls] == ["finish_refactor"]
+    assert (tmp_path / "new.py").read_bytes() == b"x = [1, 2]\n"
 
 
 # --- suppressions that belong to the target's other linters -----------------------------------
@@ -155,7 +201,7 @@ def test_a_tidy_brief_drops_the_import_its_fix_left_unused(tmp_path):
     repo = repo_with(tmp_path, {"app.py": UP006_APP, "pyproject.toml": UP006_CONFIG})
     calls = run_team(repo, "green", findings=[finding("F-001", UP006)], tidy=True)
     assert calls[-1][0] == "finish_fix"
-    assert (repo / "app.py").read_bytes() == b"\nX: list[int] = []\n"
+    assert (repo / "app.py").read_bytes() == b"X: list[int] = []\n"
 
 
 def test_a_brief_that_is_not_tidy_leaves_other_imports_alone_whatever_its_team(tmp_path):
@@ -216,12 +262,221 @@ def test_twins_on_one_line_are_two_findings(tmp_path):
 NONE_COMPARISON = b"def f(a):\n    return a == None\n"  # E711's fix is unsafe: __eq__ may differ
 
 
-def test_an_unsafe_fix_is_applied_only_where_the_target_enables_unsafe_fixes(tmp_path):
-    plain = repo_with(tmp_path / "plain", {"app.py": NONE_COMPARISON})
-    [(name, args)] = fix_all(plain)
-    assert name == "skip_finding" and "unsafe" in args["reason"]
-    assert (plain / "app.py").read_bytes() == NONE_COMPARISON
+def test_an_unsafe_fix_is_never_applied_even_where_the_target_enables_unsafe_fixes(tmp_path):
     config = b"[tool.ruff]\nunsafe-fixes = true\n"
-    opted = repo_with(tmp_path / "opted", {"app.py": NONE_COMPARISON, "pyproject.toml": config})
-    assert [name for name, _ in fix_all(opted)] == ["finish_fix"]
-    assert (opted / "app.py").read_bytes() == b"def f(a):\n    return a is None\n"
+    for name, files in {
+        "plain": {"app.py": NONE_COMPARISON},
+        "opted": {"app.py": NONE_COMPARISON, "pyproject.toml": config},
+    }.items():
+        repo = repo_with(tmp_path / name, files)
+        [(call, args)] = fix_all(repo)
+        assert call == "skip_finding" and "unsafe" in args["reason"], name
+        assert (repo / "app.py").read_bytes() == NONE_COMPARISON, name
+
+
+# --- imports that are there for what importing does ----------------------------------------
+
+# boltons' ecoutils: the probe's failure is the flag; `except Exception` gets ruff's safe fix.
+PROBES = b"""try:
+    import readline
+except Exception:
+    HAVE_READLINE = False
+else:
+    HAVE_READLINE = True
+
+try:
+    import threading
+    HAVE_THREADING = True
+except Exception:
+    HAVE_THREADING = False
+"""
+
+
+def test_an_import_inside_a_try_block_is_a_feature_probe_and_stays(tmp_path):
+    repo = repo_with(tmp_path, {"eco.py": PROBES})
+    reports = red(repo)
+    assert {r["title"].split()[0] for r in reports} == {"F401"} and len(reports) == 2
+    calls = green(repo, [finding(f"F-{n}", r) for n, r in enumerate(reports, 1)])
+    assert [name for name, _ in calls] == ["skip_finding", "skip_finding"]
+    assert all("try: block, a feature probe" in args["reason"] for _, args in calls)
+    assert (repo / "eco.py").read_bytes() == PROBES
+
+
+def test_an_import_with_side_effects_stays(tmp_path):
+    source = b"import os\nimport readline\n"
+    repo = repo_with(tmp_path, {"cli.py": source})
+    calls = fix_all(repo)
+    assert [name for name, _ in calls] == ["finish_fix", "skip_finding"]
+    assert "side effects" in calls[1][1]["reason"]
+    assert (repo / "cli.py").read_bytes() == b"import readline\n"
+
+
+def test_an_import_in_a_package_init_is_a_re_export_and_stays(tmp_path):
+    # ruff's own fix for it is unsafe; the skip names the re-export whatever the target enables.
+    files = {"pkg/__init__.py": b"from os import path\n", "pyproject.toml": b"[tool.ruff]\n"}
+    repo = repo_with(tmp_path, files)
+    [(name, args)] = fix_all(repo)
+    assert name == "skip_finding"
+    assert (repo / "pkg/__init__.py").read_bytes() == b"from os import path\n"
+
+
+def test_a_tidy_fix_does_not_drop_a_probe_it_did_not_make_unused(tmp_path):
+    source = (
+        b"import typing\n\ntry:\n    import readline\nexcept Exception:\n"
+        b"    readline = None\n\nX: typing.List[int] = []\n"
+    )
+    repo = repo_with(tmp_path, {"app.py": source, "pyproject.toml": UP006_CONFIG})
+    calls = run_team(
+        repo, "green", findings=[finding("F-001", UP006 | {"location": "app.py:8"})], tidy=True
+    )
+    assert calls[-1][0] == "finish_fix"
+    assert b"import readline" in (repo / "app.py").read_bytes()
+
+
+# --- the target's flake8 settings ------------------------------------------------------------
+
+
+def codes_reported(repo: Path) -> set[tuple[str, str]]:
+    return {(r["title"].split()[0], r["location"].split(":")[0]) for r in red(repo)}
+
+
+SHIMS = {"cachetools/func.py": b"import os\nX = f'a'\n", "tests/test_a.py": b"import os\n"}
+
+
+def test_a_rule_ignored_in_pyproject_flake8_is_not_a_finding(tmp_path):
+    config = b'[tool.flake8]\nmax-line-length = 80\n# shims\nignore = ["F401", "E501"]\n'
+    repo = repo_with(tmp_path, {**SHIMS, "pyproject.toml": config})
+    assert codes_reported(repo) == {("F541", "cachetools/func.py")}
+
+
+def test_flake8_ini_files_ignore_extend_ignore_and_per_file_ignores(tmp_path):
+    for name in ("setup.cfg", "tox.ini", ".flake8"):
+        config = (
+            b"[flake8]\nextend-ignore =\n    F541,  # f-strings are fine\n"
+            b"per-file-ignores =\n    tests/*:F401\n"
+        )
+        repo = repo_with(tmp_path / name.strip("."), {**SHIMS, name: config})
+        assert codes_reported(repo) == {("F401", "cachetools/func.py")}, name
+
+
+def test_flake8_select_bounds_ruff_only_where_the_target_has_no_ruff_config(tmp_path):
+    files = {**SHIMS, "setup.cfg": b"[flake8]\nselect = E,W\n"}
+    assert codes_reported(repo_with(tmp_path / "a", files)) == set()
+    both = {**files, "ruff.toml": b""}
+    assert len(codes_reported(repo_with(tmp_path / "b", both))) == 3
+
+
+def test_flake8_max_line_length_decides_e501(tmp_path):
+    line = b"X = '" + b"a" * 90 + b"'\n"  # 96 characters
+    files = {"app.py": line, "tox.ini": b"[flake8]\nmax-line-length = 100\n"}
+    repo = repo_with(tmp_path, files)
+    assert red(repo, {"select": ["E501"]}) == []
+    (repo / "tox.ini").write_bytes(b"[flake8]\nmax-line-length = 92\n")
+    assert {r["title"].split()[0] for r in red(repo, {"select": ["E501"]})} == {"E501"}
+
+
+# boltons' iterutils.get_path: ruff calls the outer `exc` unused, but the nested handler
+# raises it on one path; without `as exc` that path fails with a NameError.
+NESTED_EXC = b"""def get(cur, seg):
+    try:
+        return cur[seg]
+    except TypeError as exc:
+        try:
+            return cur[int(seg)]
+        except ValueError:
+            if not cur:
+                exc = TypeError('not indexable')
+            raise LookupError(exc)
+"""
+
+
+def test_a_binding_whose_name_the_function_reads_elsewhere_stays(tmp_path):
+    repo = repo_with(tmp_path, {"it.py": NESTED_EXC})
+    [(name, args)] = fix_all(repo)
+    assert name == "skip_finding" and "read elsewhere in the same function" in args["reason"]
+    assert (repo / "it.py").read_bytes() == NESTED_EXC
+
+
+def test_an_unused_binding_nothing_reads_is_still_fixed(tmp_path):
+    source = b"def f():\n    try:\n        pass\n    except TypeError as exc:\n        pass\n"
+    repo = repo_with(tmp_path, {"it.py": source})
+    assert [name for name, _ in fix_all(repo)] == ["finish_fix"]
+    assert b"except TypeError:" in (repo / "it.py").read_bytes()
+
+
+def test_a_submodule_import_the_code_reads_through_its_package_stays(tmp_path):
+    # boltons' misc/bench_omd.py: `from lithoxyl import sinks` makes `lithoxyl.sinks` work.
+    source = b"import os\nimport lithoxyl\nfrom lithoxyl import sinks\n\nq = lithoxyl.sinks.Q()\n"
+    repo = repo_with(tmp_path, {"bench.py": source})
+    calls = fix_all(repo)
+    assert [name for name, _ in calls] == ["finish_fix", "skip_finding"]
+    assert "`lithoxyl.sinks`" in calls[1][1]["reason"]
+    assert (repo / "bench.py").read_bytes() == source.replace(b"import os\n", b"")
+
+
+def test_removing_the_first_import_leaves_no_blank_line_at_the_top(tmp_path):
+    # boltons' tests/test_listutils.py: `import sys` then a blank line, then the imports used.
+    source = b"import sys\r\n\r\nfrom os import path\r\n\r\nprint(path)\r\n"
+    repo = repo_with(tmp_path, {"t.py": source})
+    assert [name for name, _ in fix_all(repo)] == ["finish_fix"]
+    assert (repo / "t.py").read_bytes() == b"from os import path\r\n\r\nprint(path)\r\n"
+
+
+def test_red_reports_what_green_can_fix_first_so_the_fix_slots_go_to_it(tmp_path):
+    # Both medium; F841's fix is unsafe, F401's safe: sanitize passes on the first ones.
+    source = b"def f():\n    x = 1\n\n\nimport os\n"
+    repo = repo_with(tmp_path, {"app.py": source})
+    assert [r["title"].split()[0] for r in red(repo)][:2] == ["F401", "F841"]
+
+
+def test_an_import_in_a_compatibility_module_is_a_re_export_and_stays(tmp_path):
+    # toolz/compatibility.py ends with `from collections.abc import Sequence` for its users.
+    source = b"import operator\nfrom collections.abc import Sequence\n"
+    for name in ("compatibility.py", "pkg/_compat.py"):
+        repo = repo_with(tmp_path / name.replace("/", "-"), {name: source})
+        calls = fix_all(repo)
+        assert [call for call, _ in calls] == ["skip_finding", "skip_finding"], name
+        assert "compatibility module" in calls[0][1]["reason"]
+        assert (repo / name).read_bytes() == source
+
+
+def test_an_import_only_the_module_doctests_use_stays(tmp_path):
+    # boltons runs `pytest --doctest-modules`: the examples run in the module's namespace.
+    source = (
+        b'import os\nimport re\n\n\ndef f():\n    """\n'
+        b'    >>> bool(re.match("a", "a"))\n    True\n    """\n'
+    )
+    repo = repo_with(tmp_path, {"mod.py": source})
+    calls = fix_all(repo)
+    assert [name for name, _ in calls] == ["finish_fix", "skip_finding"]
+    assert "doctests" in calls[1][1]["reason"]
+    assert (repo / "mod.py").read_bytes() == source.replace(b"import os\n", b"")
+
+
+def test_an_import_that_is_a_whole_function_body_stays(tmp_path):
+    # bottle's test_importhook: the import's ImportError is what the test asserts.
+    source = (
+        b"import unittest\n\n\nclass T(unittest.TestCase):\n    def test_fail(self):\n"
+        b"        def attempt():\n            import bottle.ext.missing\n"
+        b"        self.assertRaises(ImportError, attempt)\n"
+    )
+    repo = repo_with(tmp_path, {"test_hook.py": source})
+    [(name, args)] = fix_all(repo)
+    assert name == "skip_finding" and "does nothing but import" in args["reason"]
+    assert (repo / "test_hook.py").read_bytes() == source
+
+
+def test_a_name_in_all_or_imported_as_itself_is_a_re_export_whatever_flags_it():
+    from autoresearch.agents.backends.ruff import kept_import
+
+    at = {"location": {"row": 1, "column": 1}}
+    for source in ("from os import path\n__all__ = ['path']\n", "from os import path as path\n"):
+        assert "re-exported" in kept_import(at, source, "mod.py"), source
+    assert kept_import(at, "from os import path\n__all__ = ['sep']\n", "mod.py") == ""
+
+
+def test_a_file_the_target_flake8_excludes_has_no_findings(tmp_path):
+    config = b"[flake8]\nexclude = .git,build\nextend-exclude = vendor/*\n"
+    files = {**SHIMS, "vendor/lib.py": b"import os\n", "setup.cfg": config}
+    reported = codes_reported(repo_with(tmp_path, files))
+    assert ("F401", "vendor/lib.py") not in reported and ("F401", "cachetools/func.py") in reported

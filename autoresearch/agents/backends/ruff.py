@@ -2,20 +2,22 @@
 
 Red reports `ruff check` diagnostics under the target's own config (plus
 `agent.ruff.select`), Green applies for one finding at a time the fix the target's
-own `ruff check --fix` would, Refactor runs `ruff format` on the files Green changed.
-It works only through the toolbox, so every change is sandboxed, test-gated and
-committed by the harness exactly as a model's would be.
+own `ruff check --fix` would when that fix keeps behaviour, Refactor runs `ruff format`
+on the files Green changed that were already as `ruff format` writes them at the session's
+base (a target that does not use the formatter gets no whole-file rewrite). It works only
+through the toolbox, so every change is sandboxed, test-gated and committed by the harness
+exactly as a model's would be.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,8 @@ from autoresearch.agents.backends.base import (
     ToolResult,
     Usage,
 )
-from autoresearch.safety import worktree_files
+from autoresearch.safety import git, worktree_files
+from autoresearch.session import lintconfig
 
 LOCATION = re.compile(r"^(?P<path>.+?):(?P<line>\d+)")
 CODE = re.compile(r"^(?P<code>[A-Z]+[0-9]+)\b")
@@ -39,6 +42,14 @@ SNIPPET = 60  # characters of the flagged line a finding's title quotes
 CRITICAL = re.compile(r"^(E9|F63|F7|F82)")
 HIGH = re.compile(r"^(B\d|E711|E712|E721|E722|F811|PLE|S\d)")
 MEDIUM = re.compile(r"^(F|SIM|C4|PERF|RET)")
+# Modules whose import changes the running interpreter (line editing, the site hooks, a
+# codec registry): an "unused" import of one is there for what importing it does.
+SIDE_EFFECT_MODULES = frozenset(
+    {"readline", "rlcompleter", "site", "sitecustomize", "usercustomize", "antigravity", "this"}
+)
+IMPORT_RULES = frozenset({"F401"})  # rules whose fix removes an import
+DOCTEST_LINE = re.compile(r"^\s*(?:>>>|\.\.\.)\s(.*)$", re.MULTILINE)
+UNUSED_NAME = re.compile(r"`(?P<name>[A-Za-z_][A-Za-z_0-9]*)`")
 IMPACT = {
     "critical": "The code fails at run time or cannot be imported.",
     "high": "Likely incorrect behaviour or errors hidden from the caller.",
@@ -87,7 +98,23 @@ def diagnostics(
             f"ruff check failed in {worktree} ({detail[0]}); check agent.ruff.select and "
             "the target's ruff config"
         )
-    return readable_only(worktree, found)
+    return target_rules_only(worktree, readable_only(worktree, found))
+
+
+def target_rules_only(worktree: Path, diags: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Drop what the target's own flake8 settings ignore (lintconfig): a rule the target
+    ignores on purpose is not a finding, and so never fixed."""
+    config = lintconfig.read(Path(worktree))
+    if config.flake8 is None:
+        return diags
+    root = Path(worktree).resolve()
+    kept = []
+    for diag in diags:
+        name = Path(diag.get("filename") or "").resolve()
+        path = name.relative_to(root).as_posix() if name.is_relative_to(root) else name.name
+        if not config.drops(diag.get("code") or "", path, diag.get("message") or ""):
+            kept.append(diag)
+    return kept
 
 
 def readable_only(worktree: Path, diags: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -179,12 +206,22 @@ def apply_edits(text: str, edits: list[dict[str, Any]]) -> str:
     return bom + text
 
 
-def fix_edits(
-    diag: dict[str, Any], text: str, unsafe_allowed: Callable[[], bool]
-) -> tuple[list[dict[str, Any]], str]:
-    """The edits that fix `diag` in `text`, or none and why not: what the target's own
-    `ruff check --fix` would apply (its `unfixable` and safe-fix tables are already in the
-    diagnostic; an unsafe fix only where its config enables `unsafe-fixes`)."""
+def no_new_leading_blank(before: str, after: str) -> str:
+    """`after` without the blank lines a fix left at the top of the file: removing a file's
+    first import leaves the blank line that followed it first, which the file never had."""
+    bom = "\ufeff" if after.startswith("\ufeff") else ""
+    body = after[len(bom) :]
+    if before.removeprefix("\ufeff")[:1] in ("\n", "\r") or body[:1] not in ("\n", "\r"):
+        return after
+    return bom + body.lstrip("\r\n")
+
+
+def fix_edits(diag: dict[str, Any], text: str, path: str) -> tuple[list[dict[str, Any]], str]:
+    """The edits that fix `diag` in `text` (the file `path`), or none and why not: what the
+    target's own `ruff check --fix` would apply (its `unfixable` and safe-fix tables are
+    already in the diagnostic), and only where that keeps what the code does: never a fix
+    ruff calls unsafe, whatever the target enables, nor the removal of an import that is
+    there for what importing it does (`kept_import`)."""
     code = diag.get("code") or "syntax"
     fix = diag.get("fix") or {}
     edits = fix.get("edits") or []
@@ -193,14 +230,174 @@ def fix_edits(
     applicability = fix.get("applicability", "safe")
     if applicability == "display-only":
         return [], f"ruff only shows its fix for {code}; it never applies it"
-    if applicability != "safe" and not unsafe_allowed():
+    if applicability != "safe":
         return [], (
-            f"ruff's fix for {code} is unsafe (it may change what the code does); the "
-            "target's ruff applies it only with unsafe-fixes enabled"
+            f"ruff's fix for {code} is unsafe (it may change what the code does); the ruff "
+            "backend applies only fixes that keep behaviour"
         )
+    if code in IMPORT_RULES:
+        why = kept_import(diag, text, path)
+        if why:
+            return [], why
+    if code == "F841":
+        why = kept_binding(diag, text)
+        if why:
+            return [], why
     if code == "RUF100":
         return noqa_edits(diag, text, edits)
     return edits, ""
+
+
+def kept_binding(diag: dict[str, Any], text: str) -> str:
+    """Why a local the rule calls unused is kept, or "": its name is read elsewhere in the
+    same function. ruff judges each binding alone, and an `except ... as exc` whose `exc` a
+    nested handler raises looks unused to it; without the binding that read fails."""
+    name = UNUSED_NAME.search(diag.get("message") or "")
+    try:
+        tree = ast.parse(text.removeprefix("\ufeff"))
+    except (SyntaxError, ValueError):
+        return "the file does not parse, so the name's uses cannot be read; it is kept"
+    if name is None:
+        return ""
+    row = diag["location"]["row"]
+    functions = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        and node.lineno <= row <= (node.end_lineno or node.lineno)
+    ]
+    scope = min(functions, key=lambda n: (n.end_lineno or n.lineno) - n.lineno, default=tree)
+    reads = [
+        node
+        for node in ast.walk(scope)
+        if isinstance(node, ast.Name) and node.id == name["name"] and isinstance(node.ctx, ast.Load)
+    ]
+    if reads:
+        return (
+            f"`{name['name']}` is read elsewhere in the same function (line {reads[0].lineno}): "
+            "whether this binding is unused depends on the paths through it; it is kept"
+        )
+    return ""
+
+
+def public_names(tree: ast.Module) -> set[str]:
+    """The names a module's own `__all__` lists (assigned or extended at module level)."""
+    names: set[str] = set()
+    for stmt in tree.body:
+        targets = (
+            stmt.targets
+            if isinstance(stmt, ast.Assign)
+            else [stmt.target]
+            if isinstance(stmt, (ast.AugAssign, ast.AnnAssign))
+            else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            value = getattr(stmt, "value", None)
+            if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+                names |= {
+                    e.value
+                    for e in value.elts
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                }
+    return names
+
+
+def kept_import(diag: dict[str, Any], text: str, path: str) -> str:
+    """Why the import `diag` flags stays although nothing reads its name, or "".
+
+    An import inside a `try:` (or its handlers) is a feature probe: whether it fails is
+    what the code reads (`HAVE_READLINE = False`), so removing it makes the probe always
+    succeed. Importing a module with side effects is the point of the line. A package's
+    `__init__.py` and a compatibility module (`compat.py`, `_compat.py`, `compatibility.py`)
+    import what they re-export. A file that does not parse is left alone."""
+    if Path(path).name == "__init__.py":
+        return (
+            f"{path} is a package's __init__.py: what it imports is what the package "
+            "re-exports, so an import there is kept"
+        )
+    if "compat" in Path(path).stem.lower():
+        return (
+            f"{path} is a compatibility module: the names it imports are there for others "
+            "to import from it (a re-export), so an import there is kept"
+        )
+    try:
+        tree = ast.parse(text.removeprefix("\ufeff"))
+    except (SyntaxError, ValueError):
+        return "the file does not parse, so the import's role cannot be read; it is kept"
+    row = diag["location"]["row"]
+    stack: list[ast.AST] = []
+
+    def find(node: ast.AST) -> ast.AST | None:
+        for child in ast.iter_child_nodes(node):
+            start, end = getattr(child, "lineno", None), getattr(child, "end_lineno", None)
+            if start is not None and end is not None and not start <= row <= end:
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                return child
+            stack.append(child)
+            found = find(child)
+            if found is not None:
+                return found
+            stack.pop()
+        return None
+
+    node = find(tree)
+    if node is None:
+        return ""
+    modules = (
+        [alias.name for alias in node.names]
+        if isinstance(node, ast.Import)
+        else [node.module or ""]
+    )
+    if any(isinstance(outer, (ast.Try, getattr(ast, "TryStar", ast.Try))) for outer in stack):
+        return (
+            f"the import on line {node.lineno} is inside a try: block, a feature probe: "
+            "whether it fails is what the code reads (a flag, a fallback), so removing it "
+            "changes behaviour; it is kept"
+        )
+    exported = public_names(tree)
+    for alias in node.names:
+        bound = alias.asname or alias.name.split(".")[0]
+        if bound in exported or (alias.asname and alias.asname == alias.name.split(".")[-1]):
+            return (
+                f"`{bound}` is re-exported (named in `__all__`, or imported `as` itself); "
+                "it is kept"
+            )
+    functions = [f for f in stack if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if functions and all(
+        isinstance(stmt, (ast.Import, ast.ImportFrom))
+        or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
+        for stmt in functions[-1].body
+    ):
+        return (
+            f"`{functions[-1].name}` does nothing but import: importing (or failing to, as "
+            "`assertRaises(ImportError, ...)` checks) is its purpose; it is kept"
+        )
+    if isinstance(node, ast.ImportFrom) and node.module:
+        # `from pkg import sub` also sets `pkg.sub`: code reading `pkg.sub` needs it.
+        for alias in node.names:
+            dotted = f"{node.module}.{alias.name}"
+            if re.search(rf"(?<![\w.]){re.escape(dotted)}\b", text):
+                return (
+                    f"the code reads `{dotted}`, which this import of `{alias.name}` "
+                    "makes reachable (importing a submodule sets it on its package); it is kept"
+                )
+    # A doctest runs in the module's globals: a name only its examples use is used.
+    examples = "\n".join(m.group(1) for m in DOCTEST_LINE.finditer(text))
+    for alias in node.names:
+        bound = alias.asname or alias.name.split(".")[0]
+        if examples and re.search(rf"(?<![\w.]){re.escape(bound)}\b", examples):
+            return (
+                f"`{bound}` is used by the module's doctests (`>>>` examples run in its "
+                "namespace); it is kept"
+            )
+    for module in modules:
+        if module.split(".")[0] in SIDE_EFFECT_MODULES:
+            return (
+                f"importing `{module}` has side effects (it changes the interpreter as it "
+                "loads), which is why it is imported; it is kept"
+            )
+    return ""
 
 
 def noqa_edits(
@@ -240,14 +437,6 @@ def noqa_edits(
         )
     content = "# noqa: " + ", ".join(kept)
     return [{"content": content, "location": start, "end_location": end}], ""
-
-
-def unsafe_fixes_enabled(worktree: Path, path: str) -> bool:
-    """Whether the target's ruff config for `path` applies unsafe fixes (`unsafe-fixes`)."""
-    proc = ruff("check", "--show-settings", path, cwd=worktree)
-    return proc.returncode == 0 and bool(
-        re.search(r"^unsafe_fixes = enabled$", proc.stdout, re.MULTILINE)
-    )
 
 
 # What `read_source` raises for a file the backend leaves alone.
@@ -349,28 +538,34 @@ class RuffBackend:
         for diag in diagnostics(worktree, extend=self.extra_rules):
             path = Path(diag["filename"]).resolve().relative_to(worktree.resolve()).as_posix()
             by_file.setdefault(path, []).append(diag)
-        turns = 0
+        # What Green can fix keeping behaviour is reported first: among findings of one
+        # severity the cycle's fix slots go in report order (findings.sanitize), and a slot
+        # spent on a diagnostic without a safe fix is one kept fix less.
+        reports = []
         for path, diags in by_file.items():
             try:
                 text = read_source(worktree, path)
             except UNREADABLE:
                 text = ""
             for diag, title in zip(diags, titles_of(diags, text), strict=True):
-                if f" {title} ({path}:" in tried:
-                    continue
-                code = diag.get("code") or "syntax"
-                turns += 1
-                result = toolbox.call(
-                    "report_finding",
-                    {
-                        "severity": severity_of(code),
-                        "title": title,
-                        "location": f"{path}:{diag['location']['row']}",
-                        "issue": issue_of(diag, code),
-                        "impact": IMPACT[severity_of(code)],
-                    },
-                )
-                progress(f"turn {turns}: report_finding {title} -> {result.content}")
+                if f" {title} ({path}:" not in tried:
+                    fixable = bool(text) and bool(fix_edits(diag, text, path)[0])
+                    reports.append((not fixable, path, diag, title))
+        turns = 0
+        for _, path, diag, title in sorted(reports, key=lambda r: r[0]):
+            code = diag.get("code") or "syntax"
+            turns += 1
+            result = toolbox.call(
+                "report_finding",
+                {
+                    "severity": severity_of(code),
+                    "title": title,
+                    "location": f"{path}:{diag['location']['row']}",
+                    "issue": issue_of(diag, code),
+                    "impact": IMPACT[severity_of(code)],
+                },
+            )
+            progress(f"turn {turns}: report_finding {title} -> {result.content}")
         return turns
 
     def _ship(self, worktree, brief, toolbox, progress) -> int:
@@ -486,11 +681,13 @@ class RuffBackend:
         if not candidates:
             return "skip_finding", {"finding_id": fid, "reason": "ruff no longer reports it"}
         diag = min(candidates, key=lambda d: abs(d["location"]["row"] - line))
-        edits, why_not = fix_edits(diag, original, partial(unsafe_fixes_enabled, worktree, path))
+        edits, why_not = fix_edits(diag, original, path)
         if not edits:
             return "skip_finding", {"finding_id": fid, "reason": why_not}
         unused_before = {d["message"] for d in unused_imports(worktree, path)} if tidy else set()
-        written = write_source(toolbox, path, apply_edits(original, edits))
+        written = write_source(
+            toolbox, path, no_new_leading_blank(original, apply_edits(original, edits))
+        )
         if written.is_error:
             return "skip_finding", {"finding_id": fid, "reason": written.content}
         summary = (diag.get("fix") or {}).get("message") or diag["message"]
@@ -501,7 +698,6 @@ class RuffBackend:
     def _drop_imports_left_unused(self, worktree, path, before: set[str], toolbox) -> None:
         """Apply ruff's F401 fix to each import the change left unused, one at a time (two
         names of one import line have overlapping edits)."""
-        unsafe = partial(unsafe_fixes_enabled, worktree, path)  # asked only if a fix is unsafe
         for _ in range(10):
             try:
                 text = read_source(worktree, path)
@@ -511,16 +707,22 @@ class RuffBackend:
                 edits
                 for d in unused_imports(worktree, path)
                 if d["message"] not in before
-                for edits in [fix_edits(d, text, unsafe)[0]]
+                for edits in [fix_edits(d, text, path)[0]]
                 if edits
             ]
             if not fresh:
                 return
-            if write_source(toolbox, path, apply_edits(text, fresh[0])).is_error:
+            new = no_new_leading_blank(text, apply_edits(text, fresh[0]))
+            if write_source(toolbox, path, new).is_error:
                 return
 
     def _refactor(self, worktree, brief, toolbox, progress) -> int:
+        """`ruff format` on each changed file the target keeps formatted: one that was
+        already as `ruff format` writes it at the session's base (`base_commit`), or new
+        since. Any other file would come back rewritten whole (quotes, wrapping), a diff
+        no maintainer of a target without the formatter merges: it is left as it is."""
         turns = 0
+        base = brief.data.get("base_commit") or ""
         for path in brief.data.get("changed_files", []):
             if not path.endswith(".py"):
                 continue
@@ -531,6 +733,10 @@ class RuffBackend:
             except worktree_files.Refused as err:
                 if not isinstance(err, worktree_files.Missing):
                     progress(f"{path}: not read: {err}")
+                continue
+            why_not = unformatted_at_base(worktree, base, path)
+            if why_not:
+                progress(f"{path}: not formatted: {why_not}")
                 continue
             new = formatted(worktree, path, source)
             if new is None or new == source:
@@ -543,3 +749,23 @@ class RuffBackend:
             result = toolbox.call("finish_refactor", {"summary": f"format {path} with ruff format"})
             progress(f"turn {turns}: finish_refactor {path} -> {result.content.splitlines()[0]}")
         return turns
+
+
+def unformatted_at_base(worktree: Path, base: str, path: str) -> str:
+    """Why `path` is not one the target keeps as `ruff format` writes it, or "" when it is
+    (as it was at `base`, or a file added since)."""
+    if not base:
+        return "the session's base is not known, so whether the target formats it is not"
+    shown = git.raw(worktree, "show", f"{base}:{path}")
+    if shown.returncode != 0:
+        return ""  # new since the base: nothing of the target's style to keep
+    try:
+        before = shown.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        return "it was not UTF-8 at the session's base"
+    if formatted(worktree, path, before) != before:
+        return (
+            "it was not as `ruff format` writes it at the session's base: the target does "
+            "not use the formatter there, and a rewrite of the whole file is not a fix"
+        )
+    return ""

@@ -38,7 +38,7 @@ from .step import GoalStep, NarrowStep
 SPEC_EXAMPLE = """
 goal:
   metric: lint warnings                    # a short label
-  command: ./measure.sh                    # prints the value; run in the worktree
+  command: ./measure.sh                    # prints a number, also 0 when all is clean
   format: last_line                        # json_stdout | json_file:<path> | metric | regex:<re>
   target: "<= 0"                           # comparator and value
 angles:
@@ -215,12 +215,21 @@ class Narrow(Mode):
             met=met,
             regressed=regressed,
             reverted=reverted,
-            kept_fixes=kept,
+            # What stays on the branch: a reverted cycle kept nothing, whatever it tried.
+            kept_fixes=len(decision["fixed"]),
             **asdict(step(angles, state, regressed, kept)),
         )
         decision["narrow"] = record.to_json()
         decision["metric"] = progress.metric_line(goal, record)
         super().apply_policy(env, decision)
+        if decision["stop"]:
+            # Why the goal was not reached may be a measurement that printed no number: the
+            # end says so, with what to change, whatever stop came first.
+            earlier = progress.records(self.decisions(env.layout))
+            cycles = [(c, r) for c, r in earlier if c < env.cycle] + [(env.cycle, record)]
+            notes = progress.unmeasured_notes(goal, cycles)
+            if notes:
+                decision["reason"] = f"{decision['reason']}. {' '.join(notes)}"
         env.log(f"narrow: {decision['metric']}")
         progress.write_progress(
             env.layout, env.spec, self.summary_decisions(env, decision), env.worktree

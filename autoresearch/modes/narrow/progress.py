@@ -28,6 +28,31 @@ def records(decisions: list[Decision]) -> list[tuple[int, GoalStep]]:
     return [(d.cycle, d.extra.narrow) for d in decisions]  # type: ignore[attr-defined]
 
 
+# A measurement that always prints a number: the count of ruff's diagnostics, 0 when clean
+# (plan.PY_LINT, which imports the modes, so it is written out here).
+COUNTING_COMMAND = (
+    "python -m ruff check --no-cache --exit-zero --output-format json . "
+    '| python -c "import json, sys; print(len(json.load(sys.stdin)))"'
+)
+
+
+def unmeasured_notes(goal: Goal, recs: list[tuple[int, GoalStep]]) -> list[str]:
+    """For each cycle whose measurement printed no number: which command, what it printed,
+    what became of the cycle and what to change (`done`, status, session.md)."""
+    notes = []
+    for cycle, r in recs:
+        if r.value is not None:
+            continue
+        said = (r.error or "no output").splitlines()[0]
+        notes.append(
+            f"Cycle {cycle} could not be judged: goal.command `{goal.command}` gave no value "
+            f"after it ({said}), so the cycle's commits were reverted. Make goal.command print "
+            f"a number whatever the outcome, e.g. a count that is 0 when all is clean: "
+            f"`{COUNTING_COMMAND}`."
+        )
+    return notes
+
+
 def _fmt(value: float | None, signed: bool = False) -> str:
     if value is None:
         return "n/a"
@@ -84,6 +109,9 @@ def write_progress(
             f"{_fmt(r.delta_previous, True)} | {r.angle} | {_samples(r.samples)} | "
             f"{_outcome(r)} |"
         )
+    notes = unmeasured_notes(goal, recs)
+    if notes:
+        lines += ["", "## Not measured", *(f"- {n}" for n in notes)]
     last = decisions[-1] if decisions else None
     if last and last.stop:
         lines += ["", "## Final", f"- Stopped: {last.reason}", f"- Final value: {_fmt(current)}"]
@@ -143,6 +171,9 @@ def render_sections(
     status = angle_statuses(angles, last)
     for a in angles:
         lines.append(f"| {a.priority} | {a.name} | {a.hypothesis} | {status[a.name]} |")
+    notes = unmeasured_notes(goal, recs)
+    if notes:
+        lines += ["", "## Not measured", *(f"- {n}" for n in notes)]
     return "\n".join(lines) + "\n"
 
 
@@ -170,7 +201,7 @@ def status_lines(
     width = max(len(a.name) for a in angles)
     for a in angles:
         lines.append(f"  {a.priority}. {a.name.ljust(width)}  {status[a.name]}")
-    return lines
+    return lines + unmeasured_notes(goal, recs)
 
 
 def plot_progress(
