@@ -25,7 +25,7 @@ rule broad_strategist:
     benchmark:
         "sessions/{name}/benchmarks/strategist.tsv"
     run:
-        scripts.broad.strategist(wildcards, output, log)
+        scripts.broad.strategist(wildcards, input, output, log)
 
 
 checkpoint broad_approve:
@@ -39,7 +39,7 @@ checkpoint broad_approve:
     benchmark:
         "sessions/{name}/benchmarks/approve.tsv"
     run:
-        scripts.broad.approve(wildcards, output, log)
+        scripts.broad.approve(wildcards, input, output, log)
 
 
 rule broad_track:
@@ -53,7 +53,7 @@ rule broad_track:
     benchmark:
         "sessions/{name}/benchmarks/track/{hid}.tsv"
     run:
-        scripts.broad.track(wildcards, output, log)
+        scripts.broad.track(wildcards, input, output, log)
 
 
 use rule red as broad_red with:
@@ -119,7 +119,7 @@ checkpoint broad_evaluate:
     benchmark:
         "sessions/{name}/benchmarks/evaluate/{hid}/{cycle}.tsv"
     run:
-        scripts.step.decide(wildcards, output, log)
+        scripts.step.decide(wildcards, input, output, log)
 
 
 rule broad_track_end:
@@ -133,7 +133,7 @@ rule broad_track_end:
     benchmark:
         "sessions/{name}/benchmarks/track-end/{hid}.tsv"
     run:
-        scripts.broad.track_end(wildcards, output, log)
+        scripts.broad.track_end(wildcards, input, output, log)
 
 
 rule broad_comparison:
@@ -154,4 +154,4 @@ rule broad_comparison:
     benchmark:
         "sessions/{name}/benchmarks/comparison.tsv"
     run:
-        scripts.broad.comparison(wildcards, output, log)
+        scripts.broad.comparison(wildcards, input, output, log)

@@ -19,7 +19,7 @@ rule red:
     benchmark:
         "sessions/{name}/benchmarks/red/{cycle}.tsv"
     run:
-        scripts.cycle.red(wildcards, output, log)
+        scripts.cycle.red(wildcards, input, output, log)
 
 
 rule sanitize:
@@ -86,7 +86,7 @@ rule refactor:
     benchmark:
         "sessions/{name}/benchmarks/refactor/{cycle}.tsv"
     run:
-        scripts.cycle.refactor(wildcards, output, log)
+        scripts.cycle.refactor(wildcards, input, output, log)
 
 
 checkpoint evaluate:
@@ -101,4 +101,4 @@ checkpoint evaluate:
     benchmark:
         "sessions/{name}/benchmarks/evaluate/{cycle}.tsv"
     run:
-        scripts.step.decide(wildcards, output, log)
+        scripts.step.decide(wildcards, input, output, log)

@@ -24,7 +24,7 @@ rule experiment_propose:
     benchmark:
         "sessions/{name}/benchmarks/experiment_propose/{cycle}.tsv"
     run:
-        scripts.experiment.propose(wildcards, output, log)
+        scripts.experiment.propose(wildcards, input, output, log)
 
 
 rule experiment_candidate:
@@ -44,7 +44,7 @@ rule experiment_candidate:
     wildcard_constraints:
         cand=r"c\d+",
     run:
-        scripts.experiment.propose_candidate(wildcards, output, log)
+        scripts.experiment.propose_candidate(wildcards, input, output, log)
 
 
 rule experiment_measure:
@@ -62,7 +62,7 @@ rule experiment_measure:
     resources:
         **scripts.experiment.measuring_resources("experiment_measure"),
     run:
-        scripts.experiment.measure(wildcards, output, log)
+        scripts.experiment.measure(wildcards, input, output, log)
 
 
 checkpoint experiment_decide:
@@ -80,7 +80,7 @@ checkpoint experiment_decide:
     resources:
         **scripts.experiment.measuring_resources("experiment_decide"),
     run:
-        scripts.step.decide(wildcards, output, log)
+        scripts.step.decide(wildcards, input, output, log)
 
 
 rule experiment_report:
@@ -100,7 +100,7 @@ rule experiment_report:
     benchmark:
         "sessions/{name}/benchmarks/experiment_report.tsv"
     run:
-        scripts.experiment.report(wildcards, output, log)
+        scripts.experiment.report(wildcards, input, output, log)
 
 
 rule experiment_plot:
@@ -120,4 +120,4 @@ rule experiment_plot:
     benchmark:
         "sessions/{name}/benchmarks/experiment_plot.tsv"
     run:
-        scripts.experiment.plot(wildcards, output, log)
+        scripts.experiment.plot(wildcards, input, output, log)

@@ -17,7 +17,7 @@ rule fix_attempt:
     benchmark:
         "sessions/{name}/benchmarks/fix_attempt/{cycle}.tsv"
     run:
-        scripts.fix.attempt(wildcards, output, log)
+        scripts.fix.attempt(wildcards, input, output, log)
 
 
 checkpoint fix_decide:
@@ -32,4 +32,4 @@ checkpoint fix_decide:
     benchmark:
         "sessions/{name}/benchmarks/fix_decide/{cycle}.tsv"
     run:
-        scripts.step.decide(wildcards, output, log)
+        scripts.step.decide(wildcards, input, output, log)

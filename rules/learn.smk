@@ -16,4 +16,4 @@ checkpoint learn_write:
     benchmark:
         "sessions/{name}/benchmarks/learn_write/{cycle}.tsv"
     run:
-        scripts.step.decide(wildcards, output, log)
+        scripts.step.decide(wildcards, input, output, log)

@@ -21,7 +21,7 @@ rule lens_red:
     benchmark:
         "sessions/{name}/benchmarks/lens_red/{cycle}.tsv"
     run:
-        scripts.lens.red(wildcards, output, log)
+        scripts.lens.red(wildcards, input, output, log)
 
 
 checkpoint lens_check:
@@ -36,7 +36,7 @@ checkpoint lens_check:
     benchmark:
         "sessions/{name}/benchmarks/lens_check/{cycle}.tsv"
     run:
-        scripts.step.decide(wildcards, output, log)
+        scripts.step.decide(wildcards, input, output, log)
 
 
 rule lens_report:
@@ -51,4 +51,4 @@ rule lens_report:
     benchmark:
         "sessions/{name}/benchmarks/lens_report.tsv"
     run:
-        scripts.lens.report(wildcards, output, log)
+        scripts.lens.report(wildcards, input, output, log)

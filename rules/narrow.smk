@@ -24,4 +24,4 @@ rule goal_progress_plot:
     benchmark:
         "sessions/{name}/benchmarks/goal_progress_plot.tsv"
     run:
-        scripts.narrow.goal_progress_plot(wildcards, output, log)
+        scripts.narrow.goal_progress_plot(wildcards, input, output, log)

@@ -14,7 +14,7 @@ rule predict_analysis:
     benchmark:
         "sessions/{name}/benchmarks/predict/{persona}/round-0.tsv"
     run:
-        scripts.predict.analysis(wildcards, output, log)
+        scripts.predict.analysis(wildcards, input, output, log)
 
 
 rule predict_debate:
@@ -28,4 +28,4 @@ rule predict_debate:
     benchmark:
         "sessions/{name}/benchmarks/predict/{persona}/round-{round}.tsv"
     run:
-        scripts.predict.debate(wildcards, output, log)
+        scripts.predict.debate(wildcards, input, output, log)

@@ -61,4 +61,4 @@ rule session_report:
     benchmark:
         "sessions/{name}/benchmarks/session_report.tsv"
     run:
-        scripts.report.session_report(wildcards, output, log)
+        scripts.report.session_report(wildcards, input, output, log)

@@ -14,4 +14,4 @@ rule security_fix:
     benchmark:
         "sessions/{name}/benchmarks/security_fix.tsv"
     run:
-        scripts.security.fix(wildcards, output, log)
+        scripts.security.fix(wildcards, input, output, log)

@@ -21,7 +21,7 @@ checkpoint session:
         overrides=config,
         origins=scripts.common.override_origins(workflow),
     run:
-        scripts.session.setup(wildcards, output, params, log, workflow.basedir)
+        scripts.session.setup(wildcards, input, output, params, log, workflow.basedir)
 
 
 rule done:
@@ -35,7 +35,7 @@ rule done:
     benchmark:
         "sessions/{name}/benchmarks/done.tsv"
     run:
-        scripts.session.done(wildcards, output, log)
+        scripts.session.done(wildcards, input, output, log)
 
 
 rule invalid_session_name:

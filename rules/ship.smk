@@ -17,7 +17,7 @@ checkpoint ship_prepare:
     benchmark:
         "sessions/{name}/benchmarks/ship_prepare/{cycle}.tsv"
     run:
-        scripts.step.decide(wildcards, output, log)
+        scripts.step.decide(wildcards, input, output, log)
 
 
 rule ship_execute:
@@ -31,4 +31,4 @@ rule ship_execute:
     benchmark:
         "sessions/{name}/benchmarks/ship_execute.tsv"
     run:
-        scripts.ship.execute(wildcards, output, log)
+        scripts.ship.execute(wildcards, input, output, log)

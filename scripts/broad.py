@@ -54,41 +54,53 @@ def track_results(name: str, checkpoints: Any) -> list[str]:
 # --- jobs (stage modules imported on first use, as in scripts/cycle.py) ---------------
 
 
-def strategist(wildcards: Any, output: Any, log: Any) -> None:
+def strategist(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     from autoresearch.modes.broad import stages
 
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: stages.strategist(env, Path(output.hypotheses), Path(output.record)),
     )
 
 
-def approve(wildcards: Any, output: Any, log: Any) -> None:
+def approve(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     from autoresearch.modes.broad import stages
 
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: stages.approve(env, env.layout.hypotheses_md, Path(output[0])),
     )
 
 
-def track(wildcards: Any, output: Any, log: Any) -> None:
-    from autoresearch.modes.broad import stages
-
-    run_stage(wildcards, log, lambda env, mode: stages.open_track(env, Path(output[0])))
-
-
-def track_end(wildcards: Any, output: Any, log: Any) -> None:
-    from autoresearch.modes.broad import stages
-
-    run_stage(wildcards, log, lambda env, mode: stages.end_track(env, Path(output[0])))
-
-
-def comparison(wildcards: Any, output: Any, log: Any) -> None:
+def track(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     from autoresearch.modes.broad import stages
 
     run_stage(
-        wildcards, log, lambda env, mode: stages.compare(env, Path(output.md), Path(output.data))
+        wildcards, input, output, log, lambda env, mode: stages.open_track(env, Path(output[0]))
+    )
+
+
+def track_end(wildcards: Any, input: Any, output: Any, log: Any) -> None:
+    from autoresearch.modes.broad import stages
+
+    run_stage(
+        wildcards, input, output, log, lambda env, mode: stages.end_track(env, Path(output[0]))
+    )
+
+
+def comparison(wildcards: Any, input: Any, output: Any, log: Any) -> None:
+    from autoresearch.modes.broad import stages
+
+    run_stage(
+        wildcards,
+        input,
+        output,
+        log,
+        lambda env, mode: stages.compare(env, Path(output.md), Path(output.data)),
     )

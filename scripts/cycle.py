@@ -51,11 +51,13 @@ def green_inputs(name: str, cycle: str) -> dict[str, Any]:
 # is parsed: every dry run and every cluster job parses it, and they need none of them.
 
 
-def red(wildcards: Any, output: Any, log: Any) -> None:
+def red(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     from autoresearch.engine import teams
 
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: teams.red(
             env, Path(output.findings), Path(output.record), mode.red_scope(env)
@@ -68,6 +70,8 @@ def sanitize(wildcards: Any, input: Any, output: Any, log: Any) -> None:
 
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: teams.sanitize(
             env,
@@ -88,6 +92,8 @@ def green(wildcards: Any, input: Any, output: Any, log: Any) -> None:
 
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: teams.green(
             env,
@@ -104,6 +110,8 @@ def green_lane(wildcards: Any, input: Any, output: Any, log: Any) -> None:
 
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: green_lanes.work_lane(
             env, wildcards.lane, Path(input.findings), Path(output[0])
@@ -111,11 +119,13 @@ def green_lane(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     )
 
 
-def refactor(wildcards: Any, output: Any, log: Any) -> None:
+def refactor(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     from autoresearch.engine import teams
 
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: teams.refactor(env, Path(output.patch), Path(output.record)),
     )

@@ -96,11 +96,13 @@ def measuring_resources(rule: str) -> dict[str, Callable[[Any], Any]]:
 # --- jobs (stage modules imported on first use, as in scripts/cycle.py) ---------------
 
 
-def propose(wildcards: Any, output: Any, log: Any) -> None:
+def propose(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     from autoresearch.modes.experiment import stages
 
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: stages.propose(
             env, Path(output.proposal), Path(output.record), Path(output.patch)
@@ -108,12 +110,14 @@ def propose(wildcards: Any, output: Any, log: Any) -> None:
     )
 
 
-def propose_candidate(wildcards: Any, output: Any, log: Any) -> None:
+def propose_candidate(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     """One candidate of a batch, in its own worktree."""
     from autoresearch.modes.experiment import candidates, stages
 
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: stages.propose(
             candidates.candidate_env(env, wildcards.cand),
@@ -124,12 +128,14 @@ def propose_candidate(wildcards: Any, output: Any, log: Any) -> None:
     )
 
 
-def measure(wildcards: Any, output: Any, log: Any) -> None:
+def measure(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     """Measure and guard one candidate of a batch."""
     from autoresearch.modes.experiment import batch, candidates
 
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: batch.measure(
             candidates.candidate_env(env, wildcards.cand), Path(output.measurement)
@@ -137,9 +143,13 @@ def measure(wildcards: Any, output: Any, log: Any) -> None:
     )
 
 
-def report(wildcards: Any, output: Any, log: Any) -> None:
-    run_stage(wildcards, log, lambda env, mode: mode.write_report(env, Path(output[0])))
+def report(wildcards: Any, input: Any, output: Any, log: Any) -> None:
+    run_stage(
+        wildcards, input, output, log, lambda env, mode: mode.write_report(env, Path(output[0]))
+    )
 
 
-def plot(wildcards: Any, output: Any, log: Any) -> None:
-    run_stage(wildcards, log, lambda env, mode: mode.write_plot(env, Path(output[0])))
+def plot(wildcards: Any, input: Any, output: Any, log: Any) -> None:
+    run_stage(
+        wildcards, input, output, log, lambda env, mode: mode.write_plot(env, Path(output[0]))
+    )

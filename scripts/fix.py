@@ -20,11 +20,13 @@ def attempt_inputs(name: str, iteration: str) -> list[str]:
 # --- jobs (stage modules imported on first use, as in scripts/cycle.py) ---------------
 
 
-def attempt(wildcards: Any, output: Any, log: Any) -> None:
+def attempt(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     from autoresearch.modes.fix import stages
 
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: stages.attempt(
             env, mode, Path(output.attempt), Path(output.record), Path(output.patch)

@@ -26,17 +26,21 @@ def report_inputs(name: str, checkpoints: Any) -> list[str]:
 # --- jobs (stage modules imported on first use, as in scripts/cycle.py) ---------------
 
 
-def red(wildcards: Any, output: Any, log: Any) -> None:
+def red(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     from autoresearch.modes.lens import stages
 
-    run_stage(wildcards, log, lambda env, mode: stages.red(env, mode, Path(output[0])))
+    run_stage(
+        wildcards, input, output, log, lambda env, mode: stages.red(env, mode, Path(output[0]))
+    )
 
 
-def report(wildcards: Any, output: Any, log: Any) -> None:
+def report(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     from autoresearch.modes.lens import stages
 
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: stages.report(env, mode, Path(output.findings), Path(output.handoff)),
     )

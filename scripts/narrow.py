@@ -9,5 +9,5 @@ from typing import Any
 from autoresearch.engine.jobs import run_stage
 
 
-def goal_progress_plot(wildcards: Any, output: Any, log: Any) -> None:
-    run_stage(wildcards, log, lambda env, mode: mode.plot(env, Path(output[0])))
+def goal_progress_plot(wildcards: Any, input: Any, output: Any, log: Any) -> None:
+    run_stage(wildcards, input, output, log, lambda env, mode: mode.plot(env, Path(output[0])))

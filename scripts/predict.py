@@ -18,21 +18,25 @@ def debate_inputs(name: str, number: int) -> list[str]:
     return modes.get(frozen.mode).debate_inputs(layout, frozen, number)
 
 
-def analysis(wildcards: Any, output: Any, log: Any) -> None:
+def analysis(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     from autoresearch.modes.predict import stages
 
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: stages.analysis(env, mode, wildcards.persona, Path(output[0])),
     )
 
 
-def debate(wildcards: Any, output: Any, log: Any) -> None:
+def debate(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     from autoresearch.modes.predict import stages
 
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: stages.debate(
             env, mode, wildcards.persona, int(wildcards.round), Path(output[0])

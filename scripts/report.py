@@ -45,9 +45,11 @@ def review_labels(number: str) -> dict[str, str]:
 # --- jobs ----------------------------------------------------------------------------
 
 
-def session_report(wildcards: Any, output: Any, log: Any) -> None:
+def session_report(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: write_report(
             env.layout,

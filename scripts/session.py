@@ -8,7 +8,7 @@ from typing import Any
 
 from autoresearch import modes
 from autoresearch.engine import chain
-from autoresearch.engine.jobs import run_job, run_stage
+from autoresearch.engine.jobs import Declared, run_job, run_stage
 from autoresearch.errors import SessionError, SpecError
 from autoresearch.session import spec
 from autoresearch.session import start as session
@@ -98,7 +98,7 @@ def invalid_session_name(name: str) -> list[str]:
 # --- jobs ----------------------------------------------------------------------------
 
 
-def setup(wildcards: Any, output: Any, params: Any, log: Any, basedir: str) -> None:
+def setup(wildcards: Any, input: Any, output: Any, params: Any, log: Any, basedir: str) -> None:
     run_job(
         log[0],
         lambda: session.start(
@@ -109,8 +109,11 @@ def setup(wildcards: Any, output: Any, params: Any, log: Any, basedir: str) -> N
             root=Path(basedir),
             origins=dict(params.origins),
         ),
+        Declared.of(input, output, log),
     )
 
 
-def done(wildcards: Any, output: Any, log: Any) -> None:
-    run_stage(wildcards, log, lambda env, mode: mode.write_done(env, Path(output[0])))
+def done(wildcards: Any, input: Any, output: Any, log: Any) -> None:
+    run_stage(
+        wildcards, input, output, log, lambda env, mode: mode.write_done(env, Path(output[0]))
+    )

@@ -27,7 +27,9 @@ def execute_inputs(name: str) -> list[str]:
     return modes.get(frozen.mode).execute_inputs(layout, frozen)
 
 
-def execute(wildcards: Any, output: Any, log: Any) -> None:
+def execute(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     from autoresearch.modes.ship import stages
 
-    run_stage(wildcards, log, lambda env, mode: stages.execute(env, mode, Path(output[0])))
+    run_stage(
+        wildcards, input, output, log, lambda env, mode: stages.execute(env, mode, Path(output[0]))
+    )

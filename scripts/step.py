@@ -11,11 +11,13 @@ from typing import Any
 from autoresearch.engine.jobs import run_stage
 
 
-def decide(wildcards: Any, output: Any, log: Any) -> None:
+def decide(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     from autoresearch.engine import loop
 
     run_stage(
         wildcards,
+        input,
+        output,
         log,
         lambda env, mode: loop.decide(
             env, mode, lambda: mode.judge(env, output), Path(output.decision)

@@ -12,7 +12,9 @@ import datetime as dt
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,38 @@ class Stopped(Exception):
     MARK = "the reason is given above"
 
 
-def run_job(log_path: str | Path, body: Callable[[], Any]) -> None:
+@dataclass(frozen=True)
+class Declared:
+    """The files a rule declared for its job (`input`, `output`, `log`), relative to the
+    workflow's folder as Snakemake names them: all a job may read of its session
+    (tests/e2e/test_job_inputs.py traces that it reads no other)."""
+
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    logs: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, input: Iterable[Any], output: Iterable[Any], log: Iterable[Any]) -> Declared:
+        """From a `run:` block's `input`, `output` and `log` (a named list of one value
+        may hold a list: `input.lanes`)."""
+
+        def flat(files: Iterable[Any]) -> tuple[str, ...]:
+            out: list[str] = []
+            for item in files:
+                out.extend(flat(item) if isinstance(item, list | tuple) else [str(item)])
+            return tuple(out)
+
+        return cls(flat(input), flat(output), flat(log))
+
+
+# The job this thread is running (jobs are threads of Snakemake's process), with what its
+# rule declared; None outside a job (Snakemake's own work, an input function).
+RUNNING: ContextVar[tuple[str, Declared] | None] = ContextVar("running_job", default=None)
+
+
+def run_job(
+    log_path: str | Path, body: Callable[[], Any], declared: Declared | None = None
+) -> None:
     """Run `body` with a fresh log; on failure log the traceback, say why, re-raise.
 
     A UserError is said once, by us: Snakemake would print it again in its RuleException
@@ -42,6 +75,7 @@ def run_job(log_path: str | Path, body: Callable[[], Any]) -> None:
     log = Path(log_path)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")  # a rerun starts a fresh log
+    running = RUNNING.set((str(log_path), declared or Declared(logs=(str(log_path),))))
     try:
         body()
     except Exception as err:
@@ -56,6 +90,8 @@ def run_job(log_path: str | Path, body: Callable[[], Any]) -> None:
             raise Stopped(f"{type(err).__name__}: {Stopped.MARK} (log: {log_path})") from None
         print(f"\na job failed ({type(err).__name__}); traceback: {log_path}", file=sys.stderr)
         raise
+    finally:
+        RUNNING.reset(running)
 
 
 def open_stage(wildcards: Mapping[str, str], log_path: str | Path) -> tuple[StageEnv, Mode]:
@@ -75,10 +111,12 @@ def open_stage(wildcards: Mapping[str, str], log_path: str | Path) -> tuple[Stag
     return env, mode
 
 
-def run_stage(wildcards: Any, log: Any, body: Callable[[StageEnv, Mode], Any]) -> None:
-    """A stage job: `body(env, mode)` under `run_job`, with the rule's wildcards and log,
-    between two progress lines (Snakemake's own counter restarts every cycle); its wall
-    time and CPU go to timings.tsv."""
+def run_stage(
+    wildcards: Any, input: Any, output: Any, log: Any, body: Callable[[StageEnv, Mode], Any]
+) -> None:
+    """A stage job: `body(env, mode)` under `run_job`, with the rule's wildcards, its
+    declared files and log, between two progress lines (Snakemake's own counter restarts
+    every cycle); its wall time and CPU go to timings.tsv."""
     values = dict(wildcards.items())
 
     def job() -> None:
@@ -100,7 +138,7 @@ def run_stage(wildcards: Any, log: Any, body: Callable[[StageEnv, Mode], Any]) -
             raise
         progress_line(f"{where} finished", kept, began)
 
-    run_job(log[0], job)
+    run_job(log[0], job, Declared.of(input, output, log))
 
 
 def _stamp(env: StageEnv) -> int | None:

@@ -50,7 +50,7 @@ def test_report_opens_with_the_workflow_description(sweep):
 
 def test_report_shows_each_rules_run_block_and_its_job_function(sweep):
     code = sweep.report.code_of("red")
-    assert code.startswith("scripts.cycle.red(wildcards, output, log)")
+    assert code.startswith("scripts.cycle.red(wildcards, input, output, log)")
     assert "# scripts/cycle.py" in code and "def red(wildcards" in code
     assert "def session_report(wildcards" in sweep.report.code_of("session_report")
 

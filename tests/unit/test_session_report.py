@@ -344,8 +344,8 @@ def test_an_experiments_steps_are_its_iterations_kept_or_not_with_their_guard(tm
 def test_a_run_blocks_code_is_shown_with_the_job_function_it_calls():
     import scripts.cycle  # noqa: F401 - the rules file imports it before a report is made
 
-    code = job_code("        scripts.cycle.red(wildcards, output, log)\n")
-    assert code.startswith("scripts.cycle.red(wildcards, output, log)\n")
+    code = job_code("        scripts.cycle.red(wildcards, input, output, log)\n")
+    assert code.startswith("scripts.cycle.red(wildcards, input, output, log)\n")
     assert "# scripts/cycle.py\ndef red(wildcards" in code
     assert "teams.red(" in code
 
