@@ -16,6 +16,7 @@ localrules:
 rule broad_strategist:
     """Hypotheses from the aspiration (an agent), or from the spec's `hypotheses`."""
     input:
+        unpack(state("cycles")),
         spec="sessions/{name}/session.yaml",
     output:
         hypotheses="sessions/{name}/hypotheses.md",
@@ -31,6 +32,7 @@ rule broad_strategist:
 checkpoint broad_approve:
     """Validate hypotheses.md into the approved set; `approve: manual` waits for a person."""
     input:
+        unpack(state("cycles")),
         approve_inputs,
     output:
         "sessions/{name}/hypotheses.json",
@@ -45,6 +47,7 @@ checkpoint broad_approve:
 rule broad_track:
     """The track's branch, fresh from the base commit, in its own worktree."""
     input:
+        unpack(state("cycles")),
         "sessions/{name}/hypotheses.json",
     output:
         "sessions/{name}/tracks/{hid}/track.json",
@@ -58,6 +61,7 @@ rule broad_track:
 
 use rule red as broad_red with:
     input:
+        unpack(state("cycles")),
         broad_red_inputs,
     output:
         findings="sessions/{name}/cycles/{hid}/{cycle}/red-findings.md",
@@ -70,6 +74,7 @@ use rule red as broad_red with:
 
 use rule sanitize as broad_sanitize with:
     input:
+        unpack(state("cycles")),
         findings="sessions/{name}/cycles/{hid}/{cycle}/red-findings.md",
     output:
         "sessions/{name}/cycles/{hid}/{cycle}/sanitized.md",
@@ -81,8 +86,10 @@ use rule sanitize as broad_sanitize with:
 
 use rule green as broad_green with:
     input:
+        unpack(state("cycles")),
         # Clean room: sanitized findings only, never red-findings.md.
         findings="sessions/{name}/cycles/{hid}/{cycle}/sanitized.md",
+        red="sessions/{name}/cycles/{hid}/{cycle}/red.json",
     output:
         patch="sessions/{name}/cycles/{hid}/{cycle}/green-patch.md",
         record="sessions/{name}/cycles/{hid}/{cycle}/green.json",
@@ -94,6 +101,7 @@ use rule green as broad_green with:
 
 use rule refactor as broad_refactor with:
     input:
+        unpack(state("cycles")),
         green="sessions/{name}/cycles/{hid}/{cycle}/green.json",
     output:
         patch="sessions/{name}/cycles/{hid}/{cycle}/refactor-patch.md",
@@ -110,6 +118,7 @@ use rule refactor as broad_refactor with:
 checkpoint broad_evaluate:
     """Full test run, the documented revert order, logs, and whether the track goes on."""
     input:
+        unpack(state("cycles")),
         unpack(broad_evaluate_inputs),
     output:
         results="sessions/{name}/cycles/{hid}/{cycle}/eval-results.md",
@@ -125,6 +134,7 @@ checkpoint broad_evaluate:
 rule broad_track_end:
     """Record how the track ended and what it did, for the comparison."""
     input:
+        unpack(state()),
         decision=final_decision("tracks/{hid}/result.json"),
     output:
         "sessions/{name}/tracks/{hid}/result.json",
@@ -139,6 +149,7 @@ rule broad_track_end:
 rule broad_comparison:
     """Rank the tracks, name the winner and how to merge it; keep every branch."""
     input:
+        unpack(state()),
         track_results,
     output:
         md=report(

@@ -60,6 +60,18 @@ def final_decision(product):
     return decision
 
 
+def state(loop=None):
+    """The input function every stage's rule adds: what its job reads of the session
+    besides its stage's files (the spec, the setup records, the loop's history);
+    `loop` is the rule's loop folder, None for a rule made once at the end."""
+
+    @one_line_errors
+    def files(wildcards):
+        return scripts.common.state_of(wildcards.name, loop, wildcards.get("hid", ""))
+
+    return files
+
+
 # rules/session.smk
 
 

@@ -10,6 +10,7 @@ localrules:
 rule red:
     """Red team: find problems, change nothing."""
     input:
+        unpack(state("cycles")),
         red_inputs,
     output:
         findings="sessions/{name}/cycles/{cycle}/red-findings.md",
@@ -25,6 +26,7 @@ rule red:
 rule sanitize:
     """Deterministic: what, where and impact only; at most max_findings go on."""
     input:
+        unpack(state("cycles")),
         findings="sessions/{name}/cycles/{cycle}/red-findings.md",
     output:
         "sessions/{name}/cycles/{cycle}/sanitized.md",
@@ -40,6 +42,7 @@ rule green_lane:
     """One lane of parallel Green (agent.parallel_green): its groups of findings, each
     from the stage's start commit in the lane's own worktree."""
     input:
+        unpack(state("cycles")),
         # Clean room: sanitized findings only, never red-findings.md.
         findings="sessions/{name}/cycles/{cycle}/sanitized.md",
     output:
@@ -59,6 +62,7 @@ rule green:
     agent.parallel_green, the lanes' commits are applied in finding order, then gated.
     """
     input:
+        unpack(state("cycles")),
         # Clean room: sanitized findings (and the lanes' records of them), never
         # red-findings.md.
         unpack(green_inputs),
@@ -76,6 +80,7 @@ rule green:
 rule refactor:
     """Refactor team: simplify the files Green changed, behaviour unchanged."""
     input:
+        unpack(state("cycles")),
         # Waits on Green for order; the stage passes on only the changed-file list.
         green="sessions/{name}/cycles/{cycle}/green.json",
     output:
@@ -92,6 +97,7 @@ rule refactor:
 checkpoint evaluate:
     """Full test run, the documented revert order, the mode's policy, whether to go on."""
     input:
+        unpack(state("cycles")),
         unpack(evaluate_inputs),
     output:
         results="sessions/{name}/cycles/{cycle}/eval-results.md",

@@ -14,6 +14,7 @@ localrules:
 rule experiment_propose:
     """The agent makes one atomic change and hands it in; nothing is committed here."""
     input:
+        unpack(state("iterations")),
         propose_inputs,
     output:
         proposal="sessions/{name}/iterations/{cycle}/proposal.md",
@@ -32,6 +33,7 @@ rule experiment_candidate:
     incumbent commit, its hypothesis distinct from its siblings'; nothing is committed.
     """
     input:
+        unpack(state("iterations")),
         propose_inputs,
     output:
         proposal="sessions/{name}/iterations/{cycle}/{cand}/proposal.md",
@@ -50,6 +52,7 @@ rule experiment_candidate:
 rule experiment_measure:
     """Measure and guard one candidate in its worktree, with the spec's resources."""
     input:
+        unpack(state("iterations")),
         record="sessions/{name}/iterations/{cycle}/{cand}/proposal.json",
     output:
         measurement="sessions/{name}/iterations/{cycle}/{cand}/measurement.json",
@@ -69,6 +72,7 @@ checkpoint experiment_decide:
     """Measure and guard the change (or read the batch's measurements): commit the best
     strictly better one, else reset; stop rules."""
     input:
+        unpack(state("iterations")),
         unpack(experiment_decide_inputs),
     output:
         results="sessions/{name}/iterations/{cycle}/evaluation.md",
@@ -86,6 +90,7 @@ checkpoint experiment_decide:
 rule experiment_report:
     """The "Autoresearch Complete" summary: what was tried, kept and learned."""
     input:
+        unpack(state()),
         decision=final_decision("report.md"),
     output:
         report(
@@ -106,6 +111,7 @@ rule experiment_report:
 rule experiment_plot:
     """Metric per iteration, kept changes highlighted, running best."""
     input:
+        unpack(state()),
         decision=final_decision("progress.png"),
     output:
         report(

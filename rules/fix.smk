@@ -7,6 +7,7 @@
 rule fix_attempt:
     """The agent fixes the first error in fixing order that is not blocked; nothing is kept yet."""
     input:
+        unpack(state("fixes")),
         fix_attempt_inputs,
     output:
         attempt="sessions/{name}/fixes/{cycle}/attempt.md",
@@ -23,6 +24,7 @@ rule fix_attempt:
 checkpoint fix_decide:
     """No model: suppressions refused, errors re-counted, guard; commit only if the count fell."""
     input:
+        unpack(state("fixes")),
         record="sessions/{name}/fixes/{cycle}/attempt.json",
     output:
         results="sessions/{name}/fixes/{cycle}/evaluation.md",

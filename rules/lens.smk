@@ -13,6 +13,7 @@ localrules:
 rule lens_red:
     """The lens's team works this iteration's focus only; it changes nothing."""
     input:
+        unpack(state("lens")),
         lens_red_inputs,
     output:
         "sessions/{name}/lens/{cycle}/raw.json",
@@ -27,6 +28,7 @@ rule lens_red:
 checkpoint lens_check:
     """Deterministic: the finding schema, drops counted with reasons, the log, the stop rules."""
     input:
+        unpack(state("lens")),
         "sessions/{name}/lens/{cycle}/raw.json",
     output:
         checked="sessions/{name}/lens/{cycle}/checked.json",
@@ -42,6 +44,7 @@ checkpoint lens_check:
 rule lens_report:
     """The lens's report files and handoff.json (what a chained lens takes on)."""
     input:
+        unpack(state()),
         lens_report_inputs,
     output:
         findings="sessions/{name}/findings.md",

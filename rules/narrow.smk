@@ -10,6 +10,7 @@ localrules:
 rule goal_progress_plot:
     """Narrow: the metric per cycle with baseline and target lines, reverted cycles marked."""
     input:
+        unpack(state()),
         decision=final_decision("goal-progress.png"),
     output:
         report(

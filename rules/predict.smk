@@ -6,6 +6,7 @@
 rule predict_analysis:
     """One persona's independent review; its brief holds no other persona's work."""
     input:
+        unpack(state()),
         "sessions/{name}/session.yaml",
     output:
         "sessions/{name}/predict/{persona}/round-0.json",
@@ -20,6 +21,7 @@ rule predict_analysis:
 rule predict_debate:
     """One persona's positions in a debate round, after every persona's previous round."""
     input:
+        unpack(state()),
         debate_inputs,
     output:
         "sessions/{name}/predict/{persona}/round-{round}.json",

@@ -14,6 +14,7 @@ localrules:
 rule session_report:
     """session.md, the tables, every evaluation and a plot, as pages of the report."""
     input:
+        unpack(state()),
         session_report_inputs,
     output:
         summary=report(

@@ -5,6 +5,7 @@
 rule security_fix:
     """Fix the confirmed critical and high findings on the session branch, re-checked."""
     input:
+        unpack(state()),
         decision=final_decision("security-fix.json"),
     output:
         md="sessions/{name}/security-fix.md",

@@ -27,6 +27,7 @@ checkpoint session:
 rule done:
     """Write why the session stopped; the target of every run."""
     input:
+        unpack(state()),
         done_inputs,
     output:
         "sessions/{name}/done",

@@ -8,6 +8,7 @@
 checkpoint ship_prepare:
     """One failing gate fixed by the agent; all gates again; kept only if the score rose."""
     input:
+        unpack(state("ship")),
         ship_prepare_inputs,
     output:
         record="sessions/{name}/ship/{cycle}/prepare.json",
@@ -23,6 +24,7 @@ checkpoint ship_prepare:
 rule ship_execute:
     """The shipping commands, after a person's approval; a dry run unless ship.dry_run: false."""
     input:
+        unpack(state()),
         ship_execute_inputs,
     output:
         "sessions/{name}/shipped",

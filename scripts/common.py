@@ -20,7 +20,7 @@ from autoresearch.modes.base import Mode
 from autoresearch.safety import commands
 from autoresearch.safety.words import a_or_an
 from autoresearch.session import slurm, spec
-from autoresearch.session.layout import SESSIONS, SessionLayout, session_layout
+from autoresearch.session.layout import SESSIONS, SessionLayout, rel, session_layout
 from autoresearch.session.spec import SESSION_NAME
 
 NAME_PATTERN = SESSION_NAME.pattern.strip("^$")
@@ -66,6 +66,41 @@ def mode_and_layout(name: str) -> tuple[Mode, SessionLayout]:
     layout = layout_of(name)
     mode = modes.get(spec.load_frozen(layout.spec).mode)
     return mode, mode.layout(layout.root)
+
+
+def state_of(name: str, loop: str | None, track: str = "") -> dict[str, Any]:
+    """What a stage's job reads of session `name` besides its stage's own files: the
+    frozen spec and the setup record (jobs.open_stage), the mode's own setup record when
+    it wrote one (experiment-setup.json), the history of `loop` (of `track`): its
+    index and the summaries kept beside it (tally.py), once a step has been decided, and
+    the session's tested trees. With no `loop` (a rule made once at the end), every loop's
+    history in the session.
+
+    All `ancient`: they are written at setup, or appended to by each deciding job, and
+    none is a reason to run a finished stage again (the workflow profile reruns on
+    mtime). The history is declared only once it exists: no rule makes it
+    (journal.note_decision appends to it), so Snakemake cannot be asked for it."""
+    from snakemake.io import ancient
+
+    from autoresearch.engine import tally
+
+    layout = layout_of(name)
+    files: dict[str, Any] = {"session_spec": layout.spec, "setup_record": layout.setup}
+    if layout.experiment_setup.exists():
+        files["mode_setup"] = layout.experiment_setup
+    if loop is None:
+        indexes = sorted(layout.root.glob("*/decisions.jsonl"))
+        indexes += sorted(layout.root.glob("*/h*/decisions.jsonl"))
+    else:
+        indexes = [session_layout(name, loop).decisions_index(track)]
+    history = [p for index in indexes for p in [index, *tally.saved_beside(index)] if p.exists()]
+    if history:
+        files["history"] = [ancient(rel(p)) for p in history]
+    if loop is not None and layout.test_runs.exists():
+        # The session's tested trees (gate/tested.py): a loop's stage looks up a tree there
+        # before running the tests on it, and adds the runs it makes.
+        files["tested"] = layout.test_runs
+    return {key: ancient(rel(p)) if isinstance(p, Path) else p for key, p in files.items()}
 
 
 def final_decision_of(name: str, checkpoints: Any, product: str, track: str = "") -> str:

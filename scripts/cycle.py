@@ -24,21 +24,25 @@ def red_inputs(name: str, cycle: int, track: str = "", loop: str = "cycles") -> 
 
 
 def evaluate_inputs(name: str, cycle: str, track: str = "") -> dict[str, str]:
-    """Green's record, and Refactor's unless the spec's teams leave it out."""
+    """Red's and Green's records, and Refactor's unless the spec's teams leave it out."""
     layout = session_layout(name)
     base = layout.cycles(track) / cycle
-    inputs = {"green": rel(base / "green.json")}
+    inputs = {"red": rel(base / "red.json"), "green": rel(base / "green.json")}
     if load_frozen(layout.spec).refactor_on:
         inputs["refactor"] = rel(base / "refactor.json")
     return inputs
 
 
 def green_inputs(name: str, cycle: str) -> dict[str, Any]:
-    """sanitized.md, and with `agent.parallel_green: k` above 1 the k lanes' records."""
+    """sanitized.md, Red's record (where the cycle starts: red.json, never its findings),
+    and with `agent.parallel_green: k` above 1 the k lanes' records."""
     from autoresearch.engine.green_lanes import lane_ids, lanes_of
 
     layout = session_layout(name)
-    inputs: dict[str, Any] = {"findings": rel(layout.cycles() / cycle / "sanitized.md")}
+    inputs: dict[str, Any] = {
+        "findings": rel(layout.cycles() / cycle / "sanitized.md"),
+        "red": rel(layout.cycles() / cycle / "red.json"),
+    }
     k = lanes_of(load_frozen(layout.spec))
     if k > 1:
         lanes = layout.cycles() / cycle / "green-lanes"

@@ -20,10 +20,17 @@ JOB_CALL = re.compile(r"\bscripts\.(\w+)\.(\w+)\(")
 
 
 def report_inputs(name: str, checkpoints: Any) -> list[str]:
-    """What the report is drawn from: the mode's end products (what `done` waits for)."""
+    """What the report is drawn from: the mode's end products (what `done` waits for),
+    then, the loop being over, each step's evaluation and the journals many rules write
+    (session.md, results.tsv, usage.tsv: `ancient`, no rule makes them)."""
+    from snakemake.io import ancient
+
     checkpoints.session.get(name=name)
     mode, layout = mode_and_layout(name)
-    return mode.done_inputs(layout, checkpoints)
+    products = mode.done_inputs(layout, checkpoints)
+    steps = [step.evaluation for step in mode.report_steps(layout)]
+    journals = [layout.summary, layout.results, layout.usage]
+    return products + [ancient(rel(p)) for p in steps + journals if p.exists()]
 
 
 def outputs(layout: SessionLayout) -> list[str]:

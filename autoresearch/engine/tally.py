@@ -164,8 +164,17 @@ def _ends_match(layout: SessionLayout, track: str, cycles: int) -> bool:
     )
 
 
+def saved_beside(index: Path) -> list[Path]:
+    """Where the summaries of a loop's decisions index are kept: beside it."""
+    return [_beside(index, fold) for fold in (_COUNTS, _HISTORY)]
+
+
 def _path(layout: SessionLayout, track: str, fold: _Fold) -> Path:
-    return layout.decisions_index(track).with_name(f"decisions.{fold.name}.json")
+    return _beside(layout.decisions_index(track), fold)
+
+
+def _beside(index: Path, fold: _Fold) -> Path:
+    return index.with_name(f"decisions.{fold.name}.json")
 
 
 def _read_saved(path: Path) -> dict[str, Any] | None:

@@ -1,0 +1,353 @@
+"""A job reads its session only through what its rule declares.
+
+Snakemake runs in one process with an audit hook on `open` (jobs are threads of that
+process: `run:` blocks and `force-use-threads`). `jobs.run_job` says which job a thread is
+running and what its rule declared (`jobs.RUNNING`); every file of `sessions/<name>/` a
+job opens for reading must be one of its rule's `input`, `output` or `log`, or on the
+short list below of what a rule cannot declare. Measured on a sweep and on an experiment
+session, with the script agent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, Workflow, make_repo
+
+RUNNER = r"""
+import atexit, json, os, sys
+from pathlib import Path
+
+root, out = os.environ["TRACE_ROOT"], Path(os.environ["TRACE_OUT"])
+sys.path.insert(0, root)
+from autoresearch.engine import jobs
+
+opens = []
+WRITING = os.O_WRONLY | os.O_RDWR
+
+
+def hook(event, args):
+    if event not in ("open", "os.rename", "os.replace"):
+        return
+    running = jobs.RUNNING.get()
+    if running is None:
+        return  # Snakemake's own work, an input function: not a job's
+    if event != "open":  # an atomic write: the file renamed into place is written
+        path, mode, flags = args[1], "w", 0
+    else:
+        path, mode, flags = args
+    if isinstance(path, int):
+        return
+    writes = set(mode) & set("wax+") if mode is not None else flags & WRITING
+    if not writes and (flags & os.O_DIRECTORY or not os.path.isfile(path)):
+        return  # a folder, or a file that is not there: nothing is read
+    job, declared = running
+    if os.environ.get("TRACE_STACKS"):
+        frames, frame = [], sys._getframe(1)
+        while frame is not None and len(frames) < 6:
+            name = frame.f_code.co_filename
+            if name.startswith(root) and "/.venv/" not in name:
+                frames.append(f"{name.removeprefix(root)}:{frame.f_lineno}:{frame.f_code.co_name}")
+            frame = frame.f_back
+        path = f"{os.fsdecode(path)}|{' < '.join(frames)}"
+    opens.append(
+        [job, os.path.abspath(os.fsdecode(path)), "write" if writes else "read",
+         [*declared.inputs], [*declared.outputs], [*declared.logs]]
+    )
+
+
+sys.addaudithook(hook)
+atexit.register(lambda: out.write_text(json.dumps(opens)))
+from snakemake.cli import main
+
+sys.argv = ["snakemake", *sys.argv[1:]]
+main()
+"""
+
+
+def traced(workflow: Workflow, name: str, spec: dict, out: Path) -> list[list]:
+    """Run session `name` to its end under the audit hook: every open of every job."""
+    command = workflow.command(name, spec)
+    command[:3] = [sys.executable, "-c", RUNNER]
+    env = workflow.env() | {"TRACE_ROOT": str(ROOT), "TRACE_OUT": str(out)}
+    proc = subprocess.run(
+        command, cwd=workflow.workdir, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(out.read_text())
+
+
+def rule_of(job: str) -> str:
+    """The rule, from its log's path: logs/<rule>/NNN.log, logs/<rule>.log."""
+    parts = Path(job).parts
+    after = parts[parts.index("logs") + 1 :]
+    return after[0] if len(after) > 1 else Path(after[0]).stem
+
+
+def step_of(job: str) -> int:
+    """The step a job works on, from its log's name (0: not a step's job)."""
+    match = re.match(r"(\d{3,})", Path(job).stem)
+    return int(match.group(1)) if match else 0
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """Files of the session some rules' jobs read without declaring them, and why."""
+
+    pattern: str  # relative to the session folder; NNN stands for a step's number
+    rules: frozenset[str]
+    why: str
+
+    first_step: bool = False  # only in the loop's first step's jobs
+
+    def covers(self, rule: str, job: str, path: str) -> bool:
+        if rule not in self.rules or (self.first_step and step_of(job) != 1):
+            return False
+        regex = re.escape(self.pattern).replace("NNN", r"(\d{3,})")
+        match = re.fullmatch(regex, path)
+        # A step number in the pattern is an earlier step's, never the job's own or later.
+        return bool(match) and all(int(n) < step_of(job) for n in match.groups())
+
+
+# What a rule cannot declare. The list only shrinks: an entry no job reads any more fails.
+UNDECLARED = (
+    Allowed(
+        "cycles/NNN/decision.json",
+        frozenset({"red", "green", "refactor", "evaluate"}),
+        "the previous cycle's decision (where the cycle starts, the tests it is held to): "
+        "declared until it is on disk (scripts/cycle.py:red_inputs), so that a finished "
+        "session's DAG does not reach back through every cycle",
+    ),
+    Allowed(
+        "iterations/NNN/decision.json",
+        frozenset({"experiment_propose", "experiment_decide"}),
+        "the previous iteration's decision (the incumbent): as the cycles' above",
+    ),
+    Allowed(
+        "test-runs.jsonl",
+        frozenset({"green", "refactor", "evaluate"}),
+        "the session's tested trees (gate/tested.py), declared once they exist "
+        "(scripts/common.py:state_of): the first cycle's jobs were planned before its first "
+        "test run made the file",
+        first_step=True,
+    ),
+    Allowed(
+        "cycles/decisions.history.json",
+        frozenset({"red", "green", "refactor", "evaluate"}),
+        "the history index's summary (tally.py), declared once it exists: made by the "
+        "first job that asks for the history, after the cycle's jobs were planned",
+    ),
+    Allowed(
+        "results.tsv",
+        frozenset({"evaluate", "experiment_decide"}),
+        "the session's results table, which every deciding job rewrites with its rows "
+        "(journal.upsert_results reads it to replace a rerun's rows): no rule's output",
+    ),
+    Allowed(
+        "ideas.md",
+        frozenset({"sanitize"}),
+        "the session's list of ideas, to which sanitize adds the findings it held back "
+        "(read, then written again): no rule's output",
+    ),
+    Allowed(
+        "experiments.jsonl",
+        frozenset({"experiment_decide"}),
+        "experiment's log of every measurement, appended to by each decide (read to "
+        "replace a rerun's line): no rule's output",
+    ),
+    Allowed(
+        "results-data.json",
+        frozenset({"experiment_decide"}),
+        "experiment's results as data, rewritten by each decide: no rule's output",
+    ),
+)
+
+
+class Trace:
+    """The session files each job read, and which of them its rule did not declare."""
+
+    def __init__(self, opens: list[list], session: Path, workdir: Path):
+        self.session = session.resolve()
+        self.reads: dict[str, Counter] = defaultdict(Counter)
+        self.undeclared: dict[str, Counter] = defaultdict(Counter)
+        written: dict[str, set[str]] = defaultdict(set)
+        base = str(self.session) + "/"
+        for job, path, kind, inputs, outputs, logs in opens:
+            real = os.path.realpath(path)
+            # The worktree is a link out of the session folder: the target's files.
+            if not real.startswith(base):
+                continue
+            path = real.removeprefix(base)
+            if kind == "write":
+                written[job].add(path)
+                continue
+            self.reads[job][path] += 1
+            declared = {
+                os.path.realpath(workdir / p).removeprefix(base) for p in inputs + outputs + logs
+            }
+            # Its rule's files (a declared folder: the files in it), and what the job itself
+            # wrote before reading it back.
+            if not any(path == d or path.startswith(d + "/") for d in declared | written[job]):
+                self.undeclared[job][path] += 1
+
+    def unexplained(self) -> dict[str, list[str]]:
+        """Per job, the undeclared reads no entry of UNDECLARED allows."""
+        found = {
+            job: [p for p in paths if not any(a.covers(rule_of(job), job, p) for a in UNDECLARED)]
+            for job, paths in self.undeclared.items()
+        }
+        return {job: paths for job, paths in found.items() if paths}
+
+    def used(self) -> set[Allowed]:
+        return {
+            a
+            for job, paths in self.undeclared.items()
+            for p in paths
+            for a in UNDECLARED
+            if a.covers(rule_of(job), job, p)
+        }
+
+
+def sweep_script(cycles: int) -> dict:
+    """One low finding a cycle, fixed by Green and tidied by Refactor."""
+    finding = {"severity": "low", "location": "a.txt:1", "issue": "i", "impact": "m"}
+    return {
+        "red": {
+            n: [{"tool": "report_finding", "args": {**finding, "title": f"t{n}"}}]
+            for n in range(1, cycles + 1)
+        },
+        "green": {
+            n: [
+                {"tool": "write_file", "args": {"path": "a.txt", "content": f"green {n}\n"}},
+                {"tool": "finish_fix", "args": {"finding_id": f"F-{n:03d}", "summary": "g"}},
+            ]
+            for n in range(1, cycles + 1)
+        },
+        "refactor": {
+            n: [
+                {"tool": "write_file", "args": {"path": "a.txt", "content": f"cycle {n}\n"}},
+                {"tool": "finish_refactor", "args": {"summary": f"cycle {n}"}},
+            ]
+            for n in range(1, cycles + 1)
+        },
+    }
+
+
+FAST = "def steps():\n    return {n}\n"
+PROGRAM = """# Fewer steps
+
+```yaml
+target_file: fast.py
+eval_command: python measure.py
+metric_key: ops
+direction: minimize
+max_experiments: 3
+experiment_timeout: 30
+guard: python -m pytest -q
+```
+
+## Research Direction
+
+Reduce the number of steps without breaking the tests.
+"""
+
+
+def experiment_change(n: int, hypothesis: str) -> list[dict]:
+    return [
+        {"tool": "write_file", "args": {"path": "fast.py", "content": FAST.format(n=n)}},
+        {
+            "tool": "finish_experiment",
+            "args": {"hypothesis": hypothesis, "change_summary": f"steps() returns {n}"},
+        },
+    ]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Trace:
+    """A sweep of three cycles."""
+    base = tmp_path_factory.mktemp("sweep")
+    workflow = Workflow(base / "work")
+    target = make_repo(base / "target", {"a.txt": "start\n"})
+    spec = {
+        "mode": "sweep",
+        "target": str(target),
+        "test_command": "true",
+        "max_cycles": 3,
+        "stop_below": None,  # low findings only: stop 7 would end the loop at once
+        "agent": {"backend": "script", "script": str(workflow.script(sweep_script(3)))},
+    }
+    opens = traced(workflow, "s", spec, base / "opens.json")
+    return Trace(opens, workflow.session("s"), workflow.workdir)
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory) -> Trace:
+    """An experiment of three iterations: kept, discarded, kept."""
+    base = tmp_path_factory.mktemp("experiment")
+    workflow = Workflow(base / "work")
+    target = make_repo(
+        base / "target",
+        {
+            "fast.py": FAST.format(n=1000),
+            "measure.py": "import json\nimport fast\n\nprint(json.dumps({'ops': fast.steps()}))\n",
+            "tests/test_fast.py": "from fast import steps\n\n\ndef test_steps():\n"
+            "    assert steps() > 0\n",
+            "program.md": PROGRAM,
+        },
+    )
+    script = {
+        "experiment": {
+            1: experiment_change(800, "Halve the inner loop"),
+            2: experiment_change(900, "Unroll the loop by hand"),
+            3: experiment_change(700, "Memoize the step function"),
+        }
+    }
+    spec = {
+        "mode": "experiment",
+        "target": str(target),
+        "test_command": "python -m pytest -q",
+        "experiment": {"cooldown_s": 0, "program": "program.md"},
+        "agent": {"backend": "script", "script": str(workflow.script(script))},
+    }
+    opens = traced(workflow, "e", spec, base / "opens.json")
+    return Trace(opens, workflow.session("e"), workflow.workdir)
+
+
+def table(trace: Trace) -> str:
+    """Per rule: its jobs, the session files they read (distinct per job, summed) and the
+    times, and of them those their rules did not declare."""
+    rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    for job, reads in trace.reads.items():
+        row, undeclared = rows[rule_of(job)], trace.undeclared[job]
+        row[0] += 1
+        row[1] += len(reads)
+        row[2] += sum(reads.values())
+        row[3] += len(undeclared)
+        row[4] += sum(undeclared.values())
+    lines = [f"{'rule':20} jobs files reads undeclared files/reads"]
+    for rule, (n, files, reads, ufiles, ureads) in sorted(rows.items()):
+        lines.append(f"{rule:20} {n:4} {files:5} {reads:5} {ufiles:10} {ureads:5}")
+    return "\n".join(lines)
+
+
+def test_a_sweeps_jobs_read_only_what_their_rules_declare(sweep):
+    print("\nsweep\n" + table(sweep))
+    assert sweep.unexplained() == {}, table(sweep)
+
+
+def test_an_experiments_jobs_read_only_what_their_rules_declare(experiment):
+    print("\nexperiment\n" + table(experiment))
+    assert experiment.unexplained() == {}, table(experiment)
+
+
+def test_every_allowed_undeclared_read_is_still_made(sweep, experiment):
+    """The list of undeclared reads only shrinks: an entry no job needs goes."""
+    assert set(UNDECLARED) - sweep.used() - experiment.used() == set()
