@@ -23,7 +23,7 @@ from autoresearch.engine import timings
 from autoresearch.engine.stage import StageEnv
 from autoresearch.errors import UserError
 from autoresearch.modes.base import Mode
-from autoresearch.session import spec
+from autoresearch.session import files, spec
 from autoresearch.session.layout import SESSIONS
 from autoresearch.session.record import load_record
 from autoresearch.views import journal
@@ -77,7 +77,8 @@ def run_job(
     log.write_text("")  # a rerun starts a fresh log
     running = RUNNING.set((str(log_path), declared or Declared(logs=(str(log_path),))))
     try:
-        body()
+        with files.reads_once():
+            body()
     except Exception as err:
         with log.open("a") as handle:
             handle.write(traceback.format_exc())

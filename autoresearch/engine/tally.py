@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from autoresearch.engine.loop import Status
-from autoresearch.session.files import write_bytes
+from autoresearch.session.files import read_text_once, write_bytes
 from autoresearch.session.layout import SessionLayout
 from autoresearch.views import journal
 from autoresearch.views.journal import History
@@ -179,7 +179,7 @@ def _beside(index: Path, fold: _Fold) -> Path:
 
 def _read_saved(path: Path) -> dict[str, Any] | None:
     try:
-        saved = orjson.loads(path.read_bytes())
+        saved = orjson.loads(read_text_once(path))
         if (
             isinstance(saved, dict)
             and {"inode", "length", "tail", "cycles", "summary"} <= saved.keys()

@@ -13,6 +13,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,38 @@ def read_json(path: Path) -> Any:
     """The file's JSON, or None when it does not exist."""
     path = Path(path)
     return json.loads(path.read_text()) if path.exists() else None
+
+
+# What the running job has read (jobs.run_job gives each job its own): a file every step
+# of a job asks for again (a loop's decisions index, a mode's setup record) is opened
+# once, and again only when it has changed (its inode, size or modification time).
+_JOB_READS: ContextVar[dict[Path, tuple[tuple[int, int, int], str]] | None] = ContextVar(
+    "job_reads", default=None
+)
+
+
+@contextmanager
+def reads_once() -> Iterator[None]:
+    """Within: `read_text_once` opens each unchanged file once."""
+    token = _JOB_READS.set({})
+    try:
+        yield
+    finally:
+        _JOB_READS.reset(token)
+
+
+def read_text_once(path: Path) -> str:
+    """The file's text, read once per job while it is unchanged (outside a job: read)."""
+    reads = _JOB_READS.get()
+    if reads is None:
+        return Path(path).read_text()
+    stat = os.stat(path)
+    key = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    cached = reads.get(Path(path))
+    if cached is None or cached[0] != key:
+        cached = (key, Path(path).read_text())
+        reads[Path(path)] = cached
+    return cached[1]
 
 
 def append_line(path: Path, line: str) -> None:

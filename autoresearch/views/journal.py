@@ -21,7 +21,13 @@ import orjson
 from autoresearch.engine import findings
 from autoresearch.engine.loop import Decision, Extra, Keys, read_decision
 from autoresearch.safety.words import count
-from autoresearch.session.files import append_line, append_text, locked, write_text
+from autoresearch.session.files import (
+    append_line,
+    append_text,
+    locked,
+    read_text_once,
+    write_text,
+)
 from autoresearch.session.layout import SessionLayout
 from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
@@ -147,7 +153,7 @@ def load_decisions(
     index = layout.decisions_index(track)
     logged: dict[int, dict[str, Any]] = {}
     if index.exists():
-        for line in index.read_text().splitlines():
+        for line in read_text_once(index).splitlines():
             try:
                 decision = orjson.loads(line)
             except orjson.JSONDecodeError:

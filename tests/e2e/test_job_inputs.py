@@ -351,3 +351,56 @@ def test_an_experiments_jobs_read_only_what_their_rules_declare(experiment):
 def test_every_allowed_undeclared_read_is_still_made(sweep, experiment):
     """The list of undeclared reads only shrinks: an entry no job needs goes."""
     assert set(UNDECLARED) - sweep.used() - experiment.used() == set()
+
+
+# --- the check itself, on made-up traces --------------------------------------------------
+
+
+def opens_of(tmp_path: Path, *events: tuple[str, str, str]) -> Trace:
+    """A Trace of `events` (job's step, path in session `s`, read or write); each job's rule
+    declared its own cycle's red.json as input and sanitized.md as output."""
+    workdir = tmp_path / "work"
+    session = workdir / "sessions" / "s"
+    session.mkdir(parents=True)
+    opens = []
+    for step, path, kind in events:
+        job = f"sessions/s/logs/green/{step}.log"
+        declared = ([f"sessions/s/cycles/{step}/red.json"], [f"sessions/s/cycles/{step}/x.md"])
+        opens.append([job, str(session / path), kind, *declared, [job]])
+    return Trace(opens, session, workdir)
+
+
+def test_a_read_the_rule_did_not_declare_is_found(tmp_path):
+    trace = opens_of(
+        tmp_path,
+        ("002", "cycles/002/red.json", "read"),
+        ("002", "cycles/002/x.md", "read"),
+        ("002", "logs/green/002.log", "read"),
+        ("002", "cycles/002/red-findings.md", "read"),  # Green's clean room, broken
+    )
+    assert trace.unexplained() == {"sessions/s/logs/green/002.log": ["cycles/002/red-findings.md"]}
+
+
+def test_an_allowed_file_is_allowed_only_as_it_is_described(tmp_path):
+    trace = opens_of(
+        tmp_path,
+        ("002", "cycles/001/decision.json", "read"),  # the previous decision: allowed
+        ("002", "cycles/002/decision.json", "read"),  # its own cycle's: not a previous one
+        ("002", "test-runs.jsonl", "read"),  # allowed in the first cycle only
+        ("001", "test-runs.jsonl", "read"),
+    )
+    assert trace.unexplained() == {
+        "sessions/s/logs/green/002.log": ["cycles/002/decision.json", "test-runs.jsonl"]
+    }
+
+
+def test_a_file_the_job_wrote_it_may_read_back_but_not_before(tmp_path):
+    trace = opens_of(
+        tmp_path,
+        ("002", "notes.json", "read"),
+        ("002", "notes.json", "write"),
+        ("002", "notes.json", "read"),
+        ("003", "notes.json", "read"),  # another job's file
+    )
+    assert trace.undeclared["sessions/s/logs/green/002.log"] == {"notes.json": 1}
+    assert trace.undeclared["sessions/s/logs/green/003.log"] == {"notes.json": 1}

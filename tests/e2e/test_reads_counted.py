@@ -83,11 +83,11 @@ from autoresearch.engine import jobs
 real_run_job = jobs.run_job
 
 
-def run_job(log_path, body):
+def run_job(log_path, body, *declared):
     parts = Path(log_path).parts
     state.job = "/".join(parts[parts.index("logs") + 1 :])
     try:
-        return real_run_job(log_path, body)
+        return real_run_job(log_path, body, *declared)
     finally:
         state.job = ""
 

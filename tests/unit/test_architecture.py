@@ -306,11 +306,54 @@ def test_the_rules_wait_for_the_final_decision_through_one_input_function():
     for rule, block in waiting.items():
         # Each names the file it makes, so a session whose mode makes no such file is
         # refused before the loop runs (scripts.common.made_by).
-        first = block.split("input:", 1)[1].split()[0]
-        product = re.fullmatch(r'decision=final_decision\("([^"]+)"\),', first)
-        assert product, (rule, first)
+        inputs = block.split("input:", 1)[1].split("output:", 1)[0]
+        product = re.search(r'^\s*decision=final_decision\("([^"]+)"\),$', inputs, re.M)
+        assert product, (rule, inputs)
         outputs = block.split("output:", 1)[1].split("log:", 1)[0]
         assert f'"sessions/{{name}}/{product.group(1)}"' in outputs, rule
+
+
+# The rules whose jobs open no session's stage: setup makes the session, an example target
+# is made before it, and a bad name's rule refuses to run.
+NO_STAGE = {"session", "example_repo", "invalid_session_name"}
+
+
+def test_every_job_is_handed_what_its_rule_declares():
+    # A job reads its session through its rule's input, output and log (the audit-hook
+    # trace of tests/e2e/test_job_inputs.py holds it to that): every run: block hands them
+    # to its job, and every stage's rule declares what each stage reads of the session
+    # (the spec, the setup records, the loop's history: the input function `state`).
+    text = "\n\n".join(p.read_text() for p in sorted((ROOT / "rules").glob("*.smk")))
+    blocks = [
+        b.strip() for b in text.split("\n\n") if b.strip().startswith(("rule ", "checkpoint "))
+    ]
+    overrides = [b.strip() for b in text.split("\n\n") if b.strip().startswith("use rule ")]
+    assert len(blocks) > 30 and overrides
+    for block in blocks:
+        name = block.split()[1].rstrip(":")
+        call = block.rsplit("\n    run:", 1)[1].strip()
+        if name == "invalid_session_name":
+            assert call.startswith("raise "), call
+            continue
+        handed = re.match(
+            r"scripts\.\w+\.\w+\((?:wildcards, )?input, output, (?:params, )?log\b", call
+        )
+        assert handed, (name, call)
+        if name not in NO_STAGE:
+            assert "unpack(state(" in block.split("input:", 1)[1].split("output:", 1)[0], name
+    for block in overrides:  # a `use rule ... with: input:` replaces the rule's inputs
+        if "input:" in block:
+            assert "unpack(state(" in block.split("input:", 1)[1].split("output:", 1)[0], block
+    # and a job run without a stage (setup, an example) is handed its declaration too
+    unhanded = [
+        where
+        for where, fn in script_functions()
+        for call in ast.walk(fn)
+        if isinstance(call, ast.Call)
+        and getattr(call.func, "id", "") == "run_job"
+        and not (len(call.args) == 3 and calls_named(call.args[2], "of"))
+    ]
+    assert not unhanded, unhanded
 
 
 # What every lens whose iterations commit reads the same way, written once (lens/changing.py).

@@ -33,7 +33,7 @@ from autoresearch.safety import commands, git
 from autoresearch.safety.jail import Jail
 from autoresearch.safety.patch import changed_of, make_patch
 from autoresearch.safety.protect import ProtectedChange
-from autoresearch.session.files import read_json, write_json, write_text
+from autoresearch.session.files import read_json, read_text_once, write_json, write_text
 from autoresearch.session.layout import SessionLayout
 from autoresearch.views import journal
 
@@ -148,7 +148,7 @@ def baseline_record(setup: dict[str, Any]) -> dict[str, Any]:
 
 
 def setup_state(layout: SessionLayout) -> dict[str, Any]:
-    return json.loads(layout.experiment_setup.read_text())
+    return json.loads(read_text_once(layout.experiment_setup))
 
 
 def records(layout: SessionLayout, upto: int | None = None) -> list[dict[str, Any]]:
