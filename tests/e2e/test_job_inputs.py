@@ -6,6 +6,12 @@ running and what its rule declared (`jobs.RUNNING`); every file of `sessions/<na
 job opens for reading must be one of its rule's `input`, `output` or `log`, or on the
 short list below of what a rule cannot declare. Measured on a sweep and on an experiment
 session, with the script agent.
+
+Measured on these sessions before the rules declared what their jobs read: of 136 reads of
+session files by the sweep's jobs, 104 were undeclared (evaluate's three jobs: 41 reads,
+27 undeclared); of the experiment's 121, 103 (experiment_decide: 64 reads, 53 undeclared,
+its setup record read 7 or 8 times a job). Now 17 and 13 are undeclared, each on the list;
+with an unchanged file read once a job, 134 and 90 reads (experiment_decide: 37).
 """
 
 from __future__ import annotations
