@@ -61,7 +61,7 @@ def final_decision(product):
 
 
 def state(loop=None):
-    """The input function every stage's rule adds: what its job reads of the session
+    """The input function of every stage, for what its job reads of the session
     besides its stage's files (the spec, the setup records, the loop's history);
     `loop` is the rule's loop folder, None for a rule made once at the end."""
 
