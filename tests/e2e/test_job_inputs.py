@@ -170,6 +170,26 @@ UNDECLARED = (
         "replace a rerun's line): no rule's output",
     ),
     Allowed(
+        "timings.tsv",
+        frozenset(
+            {
+                "red",
+                "sanitize",
+                "green",
+                "refactor",
+                "evaluate",
+                "done",
+                "session_report",
+                "experiment_propose",
+                "experiment_decide",
+                "experiment_report",
+                "experiment_plot",
+            }
+        ),
+        "the session's timing table, to which every job appends its row (engine/timings.py): "
+        "its header is read to keep the width an older session wrote: no rule's output",
+    ),
+    Allowed(
         "results-data.json",
         frozenset({"experiment_decide"}),
         "experiment's results as data, rewritten by each decide: no rule's output",

@@ -75,14 +75,22 @@ def session(tmp_path: Path, mode: Mode, files: dict[str, str]):
     return repo, base, lambda cycle: StageEnv(layout, spec.load_frozen(layout.spec), record, cycle)
 
 
+class Named(list):
+    """As Snakemake hands a job its files: a list whose items are also attributes."""
+
+    def __init__(self, **files):
+        super().__init__(files.values())
+        self.__dict__.update(files)
+
+
 def step(env: StageEnv) -> loop.Decision:
     """One step, as its checkpoint's `run:` runs it: scripts.step.decide."""
     folder = env.layout.cycle(env.cycle)
     folder.mkdir(parents=True, exist_ok=True)
-    output = SimpleNamespace(results=folder / "tidy.txt", decision=folder / "decision.json")
+    output = Named(results=folder / "tidy.txt", decision=folder / "decision.json")
     wildcards = {"name": env.layout.name, "cycle": f"{env.cycle:03d}"}
     log = [f"sessions/{env.layout.name}/logs/tidy_step/{env.cycle:03d}.log"]
-    step_job.decide(SimpleNamespace(items=wildcards.items), output, log)
+    step_job.decide(SimpleNamespace(items=wildcards.items), Named(), output, log)
     return loop.read_decision(output.decision)
 
 
