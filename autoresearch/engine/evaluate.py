@@ -82,7 +82,8 @@ def assess(env: StageEnv, previous: Decision | None = None) -> tuple[dict[str, A
         "test_summary": after.summary if not reverted else f"after reverts: {after.summary}",
         "test_verdict": verdict.reason,
         "tests_removed": list(verdict.removed),
-        "tests": after.to_record(),
+        # The tree as the cycle left it: the next cycle starts there and is held to it.
+        "tests": env.as_left(after).to_record(),
         "broken": not verdict.ok,
         "reverted": reverted,
         "findings": red["findings"],

@@ -10,16 +10,16 @@ import copy
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from autoresearch.agents.backends.base import StageLimits
 from autoresearch.engine.loop import Decision
-from autoresearch.gate import tested, testrun
+from autoresearch.gate import overlay, tested, testrun
 from autoresearch.gate.testrun import TestRun
-from autoresearch.gate.verdict import Verdict, acceptable
+from autoresearch.gate.verdict import Verdict, acceptable, graded_verdict
 from autoresearch.safety import git, seen
 from autoresearch.safety.jail import Jail, build_jail
 from autoresearch.safety.protect import Protection
@@ -126,23 +126,35 @@ class StageEnv:
         A run that never got to its tests (timed out, not run) names no test that passes,
         and holding a cycle to it would let any test go: the latest earlier run that did
         stands in, since every change kept after it was held to it."""
+        return self._reference()[0]
+
+    def reference_commit(self) -> str:
+        """The commit the reference run tested: its tests are what a change is held to."""
+        return self._reference()[1]
+
+    def _reference(self) -> tuple[TestRun, str]:
         for cycle in range(self.cycle - 1, 0, -1):
             path = self.layout.decision(cycle, self.track)
             earlier = Decision.from_json(self.finished(path), path) if path.exists() else None
             tests = earlier.tests if earlier else None
             if tests and tests.get("outcome") in (testrun.PASSED, testrun.FAILED):
-                return TestRun.from_record(tests)
-        return TestRun.from_record(self.record.baseline)
+                return TestRun.from_record(tests), earlier.end_commit
+        return TestRun.from_record(self.record.baseline), self.track_base()
 
     def judge_tests(self, after: TestRun, reference: TestRun | None = None) -> Verdict:
         """Whether a change whose run is `after` may stay, held to `reference` (default: the
-        run where this cycle started) under the spec's allow_* keys (verdict.acceptable)."""
-        return acceptable(
-            after,
-            self.reference_tests() if reference is None else reference,
-            self.spec.allow_failing_baseline,
-            self.spec.allow_test_removal,
-        )
+        run where this cycle started) under the spec's allow_* keys (verdict.acceptable).
+
+        When `after` is a graded run (`tested_run`: the start's tests over the change), the
+        change's own tests, run as it left them, must pass too, and a test whose expectation
+        the change edited keeps it from being kept unless `allow_test_edits: true`."""
+        reference = self.reference_tests() if reference is None else reference
+        allow = (self.spec.allow_failing_baseline, self.spec.allow_test_removal)
+        graded = self.__dict__.get("_graded", {}).get(id(after))
+        if graded is None:
+            return acceptable(after, reference, *allow)
+        edits, second = graded
+        return graded_verdict(after, second, reference, edits, *allow, self.spec.allow_test_edits)
 
     @property
     def protection(self) -> Protection:
@@ -232,9 +244,35 @@ class StageEnv:
         return self._run_log().failed_before(self.track)
 
     def tested_run(self, *, uncached: bool, reuse: bool) -> TestRun:
-        """A run of the worktree as it is, recorded under its tree when it holds one
-        exactly; with `reuse`, a run recorded under the same key stands in (tested.py)."""
+        """The gate's decisive run of the worktree (a pristine tree: callers clean it first).
+
+        When the change touched what defines or configures the tests of its start (a test
+        file the start's run reported a test from, a conftest, the runner's configuration, a
+        plugin it names, or a runner file it added), the run is graded: the start's files are
+        laid over the change for it (overlay.py), and the change as it left them runs too,
+        for `judge_tests`. Otherwise the one run is both. Each run is recorded under its tree
+        (and overlay) when the worktree holds one exactly; with `reuse`, a run recorded under
+        the same key stands in (tested.py)."""
         key = self._run_key(uncached=uncached)
+        reference, start = self._reference()
+        laid = overlay.plan(self.worktree, start, reference, self.spec.allow_test_edits)
+        as_is = self._run_as_is(key, uncached=uncached, reuse=reuse)
+        if laid is None or laid.empty:
+            if laid is not None and laid.edited:  # allowed, and named in the verdict
+                self.__dict__.setdefault("_graded", {})[id(as_is)] = (laid.edited, as_is)
+            return as_is
+        graded_key = replace(key, overlay=laid.digest) if key else None
+        graded = self._graded_run(graded_key, laid, uncached=uncached, reuse=reuse)
+        self.__dict__.setdefault("_graded", {})[id(graded)] = (laid.edited, as_is)
+        return graded
+
+    def as_left(self, run: TestRun) -> TestRun:
+        """The run of the tree as the change left it: for a graded run, its companion (what
+        the next cycle, which starts from this tree, is held to); else `run` itself."""
+        graded = self.__dict__.get("_graded", {}).get(id(run))
+        return graded[1] if graded else run
+
+    def _run_as_is(self, key: tested.RunKey | None, *, uncached: bool, reuse: bool) -> TestRun:
         runs = self._run_log()
         if key and reuse and not self.spec.rerun_tests:
             earlier = runs.find(key)
@@ -243,6 +281,27 @@ class StageEnv:
                 return earlier
         run = self.run_tests(uncached=uncached)
         if key:  # only a run of an exact tree stands for that tree
+            runs.add(key, run)
+        return run
+
+    def _graded_run(
+        self, key: tested.RunKey | None, laid: overlay.Overlay, *, uncached: bool, reuse: bool
+    ) -> TestRun:
+        """The run with the start's tests laid over the worktree, then taken back."""
+        runs = self._run_log()
+        if key and reuse and not self.spec.rerun_tests:
+            earlier = runs.find(key)
+            if earlier is not None:
+                self.log(f"tests: tree {key.tree[:12]} with the start's tests was tested before")
+                return earlier
+        self.log(
+            f"tests: the start's tests laid over the change ({len(laid.restore)} restored, "
+            f"{len(laid.remove)} taken away: {', '.join(laid.paths[:5])})"
+        )
+        run = overlay.run_laid(
+            self.worktree, laid, lambda: self.run_tests(uncached=uncached), self.record.test_command
+        )
+        if key:
             runs.add(key, run)
         return run
 

@@ -298,7 +298,7 @@ def green(
             # Tests the stage's end no longer has, let go by allow_test_removal (else the
             # gate took the change out): the ids, for the audit trail.
             "tests_removed": list(held.removed),
-            "tests": final.to_record(),
+            "tests": env.as_left(final).to_record(),
             "stop": stop_reason_of(run) if run else None,
             "usage": asdict(run.usage) if run else asdict(Usage()),
             # agent.parallel_green: each group of findings, its lane, and whether its

@@ -11,7 +11,9 @@ from autoresearch.gate.testrun import (
     FAILED,
     NOT_RUN,
     PYTEST,
+    TAMPERED,
     TIMED_OUT,
+    UNCHECKED,
     TestRun,
     exit_text,
     run_tests,
@@ -45,6 +47,13 @@ def check_baseline(
         head = (
             f"{origin}: key 'test_command': `{run.command}` ran no tests: {run.cause} "
             f"({exit_text(run.exit_code)})" + (f"; likely fix: {fix}" if fix else "")
+        )
+    elif run.outcome in (TAMPERED, UNCHECKED):
+        # The start is what every change is held to: one whose report cannot be trusted
+        # (the target's own code rewrites outcomes, or ids and counts disagree) holds nothing.
+        head = (
+            f"{origin}: key 'test_command': `{run.command}` gave a report that cannot be "
+            f"trusted ({run.outcome}): {run.cause}"
         )
     elif run.outcome == TIMED_OUT:
         head = (

@@ -31,6 +31,8 @@ class Tally:
     collection_errors: int = 0
     ids_complete: bool = True  # False when a failure was counted but not named
     text: str | None = None  # readable output when the raw output is machine-readable
+    # (passed, failed, skipped) as pytest's summary line counts them (errors with failed)
+    stream_counts: tuple[int, int, int] | None = None
 
     def settle(self) -> None:
         # One id, one fate: a test that passed its call and then errored in teardown failed.
@@ -256,3 +258,98 @@ def read_jest_json(reports: list[bytes], cwd: Path) -> Tally | None:
         return None
     tally.settle()
     return tally
+
+
+@dataclass
+class Streamed:
+    """What the harness's pytest plugin streamed (report_plugin.py): the tally, and why the
+    stream cannot be trusted when it cannot (`problem`: the run is then no pass)."""
+
+    tally: Tally | None
+    problem: str | None = None  # a second or cut report, a line not the plugin's
+    tampered: str | None = None  # the canaries did not come out as they must
+    unchecked: str | None = None  # ids and the runner's count of outcomes disagree
+    exitstatus: int | None = None
+
+
+def read_stream(data: bytes, must_pass: str, must_fail: str, sessions: int = 1) -> Streamed:
+    """The plugin's stream; ids are pytest's node ids exactly (an inherited test keeps the
+    class it ran in, a parametrized one its parameters). None for the tally when the plugin
+    never started (pytest did not load it). `sessions`: how many pytest runs the command holds
+    (each streams start to end); more is a second report."""
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    records: list[dict[str, Any]] = []
+    for line in lines:
+        record = _json_object(line)
+        if record is None or not isinstance(record.get("t"), str):
+            return Streamed(None, problem="the test report holds a line that is not a report")
+        records.append(record)
+    if not records:
+        return Streamed(None)
+    kinds = [r["t"] for r in records]
+    starts = [i for i, kind in enumerate(kinds) if kind == "start"]
+    if not starts or starts[0] != 0 or len(starts) > sessions:
+        return Streamed(None, problem="a second test report was written into the run's report")
+    for begin, stop in zip(starts, [*starts[1:], len(kinds)], strict=True):
+        ends = [i for i in range(begin, stop) if kinds[i] == "end"]
+        if not ends:
+            return Streamed(None, problem="the test report stops before its end (cut short)")
+        if ends != [stop - 1]:
+            return Streamed(None, problem="the test report goes on after its end (a second report)")
+    tally = Tally("pytest-stream")
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    outcomes = 0  # one per test the runner ran: its call, or a setup that did not pass
+    canaries: list[dict[str, str]] = []
+    failed_subtests: set[str] = set()
+    for record in records:
+        kind, test_id = record["t"], str(record.get("id", ""))
+        outcome, when = record.get("outcome"), record.get("when")
+        if kind == "start":
+            canaries.append({})
+        elif kind == "collect_error":
+            tally.collection_errors += 1
+            tally.errored.add(f"{test_id} [collection error]")
+            counts["failed"] += 1
+        elif kind == "collect_skip":
+            counts["skipped"] += 1  # counted by pytest's summary, no test id of its own
+        elif kind == "canary":
+            canaries[-1][test_id] = str(outcome)
+        elif kind == "report" and record.get("sub") and outcome in ("failed", "skipped"):
+            # A subtest: not a test of its own. pytest's summary counts a failed or skipped
+            # one, and fails its test, whatever that test's own call says.
+            counts[outcome] += 1
+            if outcome == "failed":
+                failed_subtests.add(test_id)
+        elif kind == "report" and record.get("sub"):
+            continue  # a subtest that passed: pytest's summary does not count it
+        elif kind == "report" and outcome in ("passed", "failed", "skipped"):
+            if when == "call" and outcome == "passed" and test_id in failed_subtests:
+                outcome = "failed"
+            if when == "call" or (when == "setup" and outcome != "passed"):
+                outcomes += 1
+            if when != "call" and outcome == "failed":
+                tally.errored.add(test_id)
+                counts["failed"] += 1
+            elif when == "call" or outcome == "skipped":
+                {"passed": tally.passed, "failed": tally.failed, "skipped": tally.skipped}[
+                    outcome
+                ].add(test_id)
+                counts[outcome] += 1
+    streamed = Streamed(tally, exitstatus=records[-1].get("exitstatus"))
+    wrong = [c for c in canaries if c.get(must_pass) != "passed" or c.get(must_fail) != "failed"]
+    if wrong:
+        seen = ", ".join(f"{k}: {v}" for k, v in sorted(wrong[0].items())) or "none reported"
+        streamed.tampered = (
+            "the harness's canary tests did not come out as they must (one must fail, one "
+            f"must pass; {seen}): something in the run rewrites test outcomes"
+        )
+    ran = tally.passed | tally.failed | tally.skipped | tally.errored
+    named = len(ran - tally.broken) - tally.collection_errors
+    if outcomes != named:
+        streamed.unchecked = (
+            f"the runner reported {outcomes} test outcomes for {named} test ids, so which "
+            "tests ran cannot be told by id"
+        )
+    tally.stream_counts = (counts["passed"], counts["failed"], counts["skipped"])
+    tally.settle()
+    return streamed

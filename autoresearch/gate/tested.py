@@ -47,6 +47,9 @@ class RunKey:
     # digest of the test ids a selecting run was given; "" for the whole suite, so a run
     # of some tests never stands for a run of all of them
     selection: str = ""
+    # digest of the start's files laid over the tree for a graded run (overlay.py); "" for
+    # the tree as it is
+    overlay: str = ""
 
     @staticmethod
     def settings_digest(secrets: list[str], jail: Any, stack: str | None) -> str:
@@ -60,7 +63,7 @@ class RunKey:
 
 
 # A line written before the key had a field holds what the field's default meant then.
-_ABSENT = {"selection": ""}
+_ABSENT = {"selection": "", "overlay": ""}
 
 
 def exact_tree(worktree: Path, protection: Protection) -> str | None:

@@ -9,21 +9,24 @@ from __future__ import annotations
 
 import os
 import re
+import secrets as random_names
 import shlex
+import shutil
 import tempfile
-import time
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from autoresearch.gate import diagnosis
+from autoresearch.gate import diagnosis, report_plugin
 from autoresearch.gate.runner_reports import (
     ANSI,
+    Streamed,
     Tally,
     read_cargo,
     read_go_json,
     read_jest_json,
-    read_junit,
+    read_stream,
 )
 from autoresearch.safety import commands, worktree_files
 from autoresearch.safety.jail import Jail
@@ -39,6 +42,13 @@ PASSED = "passed"
 FAILED = "failed"
 NOT_RUN = "not_run"  # collection or usage error, no tests collected, command not found
 TIMED_OUT = "timed_out"
+# The run's report cannot be trusted: the harness's canary tests did not come out as they
+# must (something rewrites outcomes), or the ids and the runner's count of outcomes disagree.
+# Never a pass, never a reference.
+TAMPERED = "tampered"
+UNCHECKED = "unchecked"
+PLUGIN = "_autoresearch_report"  # the module name report_plugin.py is loaded under
+STREAM_WAIT_S = 30  # for the report pipe's end once the command has ended
 TAIL_CHARS = 3000
 
 
@@ -76,6 +86,8 @@ class TestRun:
             return f"TIMED OUT after {self.duration_s:.0f} s"
         if self.outcome == NOT_RUN:
             return f"NOT RUN: {self.cause} ({exit_text(self.exit_code)})"
+        if self.outcome in (TAMPERED, UNCHECKED):
+            return f"{self.outcome.upper()}: {self.cause}"
         if self.outcome == PASSED:
             if self.passed is None:
                 return "passed (exit code 0; counts unavailable)"
@@ -155,31 +167,107 @@ def run_tests(
     """Run the test command in `cwd` and read what it proved.
 
     `stack` is the detected stack's name (it decides how `npm test` is treated). With `uncached`
-    the tool's cache is defeated first (`stack.uncached_test_command`). Flags for structured output
-    are added where the runner has them (pytest `--junitxml`, `go test -json`, cargo's
-    `--no-fail-fast` so every test binary runs, jest `--json --outputFile`); the result files go
-    to a fresh folder under `results_dir` (default: the system temp folder), outside the worktree.
-    A command jail must let the command write there.
+    the tool's cache is defeated first (`stack.uncached_test_command`). Where the runner has a
+    report of its own it is asked for: pytest loads the harness's plugin (report_plugin.py),
+    which streams each outcome through a pipe the harness holds and runs two canary tests;
+    `go test -json`; cargo's `--no-fail-fast` so every test binary runs; jest `--json
+    --outputFile`. Result files go to a fresh folder under `results_dir` (default: the system
+    temp folder), outside the worktree. A command jail must let the command write there.
     """
     cwd = Path(cwd)
     base = uncached_test_command(stack, command, cwd) if uncached else command
     parent = None if results_dir is None else str(results_dir)
-    with tempfile.TemporaryDirectory(prefix="autoresearch-tests-", dir=parent) as folder:
-        plan = instrument(base, cwd, stack, Path(folder))
-        started = time.time()
-        # The jail lets the command write `folder`, at this same path, for the reports.
+    with (
+        tempfile.TemporaryDirectory(prefix="autoresearch-tests-", dir=parent) as folder,
+        tempfile.TemporaryDirectory(prefix="autoresearch-plugin-") as plugin,
+    ):
+        plan = instrument(base, cwd, stack, Path(folder), Path(plugin))
+        # The jail lets the command write `folder`, at this same path, for the reports, and
+        # read the plugin's folder.
         inside = jail.allowing(Path(folder)) if jail is not None else None
+        streamed: Streamed | None = None
+        if plan.runner == "pytest" and plan.added:
+            result, streamed = _run_streamed(
+                plan, cwd, Path(plugin), timeout_s=timeout_s, secrets=secrets, jail=inside
+            )
+            tally = streamed.tally
+        else:
+            result = commands.run(
+                plan.command, cwd, timeout_s=timeout_s, extra_secrets=secrets, jail=inside
+            )
+            tally = _read(plan, result, cwd)
+        if tally is None and streamed is None or streamed and streamed.tally is None:
+            if _rejects_our_flags(plan, result) and not (streamed and streamed.problem):
+                # The target's setup refused a flag we added (a plugin turned off, say): run
+                # the command as given and make do with its text.
+                plan = _Plan(base, plan.runner, (), (), ())
+                result = commands.run(
+                    base, cwd, timeout_s=timeout_s, extra_secrets=secrets, jail=jail
+                )
+                tally, streamed = None, None
+        return judge(command, plan, result, tally, cwd, streamed)
+
+
+def _run_streamed(
+    plan: _Plan,
+    cwd: Path,
+    plugin: Path,
+    *,
+    timeout_s: float,
+    secrets: list[str] | None,
+    jail: Jail | None,
+) -> tuple[commands.CommandResult, Streamed]:
+    """A pytest command with the harness's plugin: its stream read from a pipe as the run
+    goes, and the canaries' names chosen afresh for this run."""
+    shutil.copyfile(report_plugin.__file__, plugin / f"{PLUGIN}.py")
+    must_pass, must_fail = (f"test_{random_names.token_hex(8)}" for _ in range(2))
+    canary = plugin / f"test_{random_names.token_hex(8)}.py"
+    canary.write_text(
+        f"def {must_pass}():\n    pass\n\n\n"
+        f"def {must_fail}():\n    raise AssertionError('the harness canary must fail')\n"
+    )
+    read_fd, write_fd = os.pipe()
+    chunks: list[bytes] = []
+    size = [0]
+
+    def drain() -> None:
+        with os.fdopen(read_fd, "rb", buffering=0) as pipe:
+            while block := pipe.read(1 << 16):
+                size[0] += len(block)
+                if size[0] <= MAX_REPORT_BYTES:
+                    chunks.append(block)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    path = os.pathsep.join([str(plugin), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {
+        report_plugin.FD_VARIABLE: str(write_fd),
+        report_plugin.CANARY_VARIABLE: os.pathsep.join([str(canary), must_pass, must_fail]),
+        "PYTHONPATH": path,
+    }
+    if jail is not None:
+        jail = replace(jail, read_only=(*jail.read_only, plugin))
+    try:
         result = commands.run(
-            plan.command, cwd, timeout_s=timeout_s, extra_secrets=secrets, jail=inside
+            plan.command,
+            cwd,
+            timeout_s=timeout_s,
+            extra_secrets=secrets,
+            jail=jail,
+            extra_env=env,
+            pass_fds=(write_fd,),
         )
-        tally = _read(plan, result, cwd, started)
-        if tally is None and _rejects_our_flags(plan, result):
-            # The target's setup refused a flag we added (a plugin turned off, say): run the
-            # command as given and make do with its text.
-            plan = _Plan(base, plan.runner, (), (), ())
-            result = commands.run(base, cwd, timeout_s=timeout_s, extra_secrets=secrets, jail=jail)
-            tally = None
-        return judge(command, plan, result, tally, cwd)
+    finally:
+        os.close(write_fd)
+    # The pipe ends when every process holding it has: a copy kept by something the run
+    # left behind keeps it open, and a report that may still grow is no report.
+    reader.join(STREAM_WAIT_S)
+    if reader.is_alive():
+        return result, Streamed(None, problem="the test report was still open after the run")
+    if size[0] > MAX_REPORT_BYTES:
+        return result, Streamed(None, problem="the test report is larger than any suite's")
+    sessions = len(PYTEST.findall(plan.command))
+    return result, read_stream(b"".join(chunks), must_pass, must_fail, sessions)
 
 
 @dataclass(frozen=True)
@@ -188,7 +276,7 @@ class _Plan:
     runner: str  # pytest | go | cargo | jest | other
     added: tuple[str, ...]  # the flags we added, to recognise a refusal
     files: tuple[Path, ...]  # structured output we asked for
-    theirs: tuple[Path, ...]  # structured output the command asks for itself (pytest)
+    theirs: tuple[Path, ...]  # structured output the command asks for itself (unused now)
 
 
 _CMD_START = r"(?<![\w./-])"
@@ -200,26 +288,21 @@ _JEST = re.compile(_CMD_START + r"((?:[\w./-]*/)?jest)(?=\s|$)")
 _NPM_TEST = re.compile(r"^\s*(npm\s+(?:run\s+)?test|yarn\s+test|pnpm\s+(?:run\s+)?test)\b")
 
 
-def instrument(command: str, cwd: Path, stack_name: str | None, folder: Path) -> _Plan:
+def instrument(
+    command: str, cwd: Path, stack_name: str | None, folder: Path, plugin: Path | None = None
+) -> _Plan:
     """The command with structured-output flags for its runner, and where that output will be.
 
     Flags go right after the runner's name (every occurrence), so `pytest -q && echo ok` still
-    hands them to pytest. Our `--junitxml` on the command line beats one in the target's `addopts`.
+    hands them to pytest. pytest's report is the harness's plugin's stream, never a file the
+    command writes (a JUnit file the tested process could rewrite after the run). `plugin` is
+    the plugin's folder: a `PYTHONPATH=` the command sets itself keeps it on the path.
     """
     if PYTEST.search(command):
-        if "no:junitxml" in command:
-            return _Plan(command, "pytest", (), (), ())
-        files: list[Path] = []
-
-        def add_junit(match: re.Match[str]) -> str:
-            path = folder / f"junit-{len(files)}.xml"
-            files.append(path)
-            flags = f"--junitxml={shlex.quote(str(path))} -o junit_family=xunit1"
-            return f"{match.group(1)} {flags}"
-
-        ran = PYTEST.sub(add_junit, command)
-        theirs = tuple(cwd / Path(p).expanduser() for p in _OWN_JUNIT.findall(command))
-        return _Plan(ran, "pytest", ("--junitxml", "junit_family"), tuple(files), theirs)
+        ran = PYTEST.sub(lambda match: f"{match.group(1)} -p {PLUGIN}", command)
+        if plugin is not None:
+            ran = _PYTHONPATH_SET.sub(lambda m: _add_path(m, plugin), ran)
+        return _Plan(ran, "pytest", (PLUGIN,), (), ())
     if _GO_CMD.search(command):
         if re.search(r"(?<!\S)-json\b", command):
             return _Plan(command, "go", (), (), ())
@@ -251,6 +334,17 @@ def instrument(command: str, cwd: Path, stack_name: str | None, folder: Path) ->
     return _Plan(command, "other", (), (), ())
 
 
+_PYTHONPATH_SET = re.compile(r"(?<![\w$])PYTHONPATH=(\"[^\"]*\"|'[^']*'|[^\s;&|]*)")
+
+
+def _add_path(match: re.Match[str], plugin: Path) -> str:
+    value = match.group(1)
+    folder = shlex.quote(str(plugin))
+    if value[:1] in ("'", '"'):
+        return f"PYTHONPATH={value[:-1]}{os.pathsep}{str(plugin)}{value[-1]}"
+    return f"PYTHONPATH={value}{os.pathsep}{folder}" if value else f"PYTHONPATH={folder}"
+
+
 def _rejects_our_flags(plan: _Plan, result: commands.CommandResult) -> bool:
     if not plan.added or result.exit_code in (0, None):
         return False
@@ -265,13 +359,10 @@ def _rejects_our_flags(plan: _Plan, result: commands.CommandResult) -> bool:
     return refusal is not None and any(flag in result.output for flag in plan.added)
 
 
-def _read(plan: _Plan, result: commands.CommandResult, cwd: Path, started: float) -> Tally | None:
+def _read(plan: _Plan, result: commands.CommandResult, cwd: Path) -> Tally | None:
     # The command may write where its reports go: each is read by the worktree reader's rules
     # (a link it left there to a file outside, or a FIFO, is not read).
     ours = [_report(p, p.parent) for p in plan.files]
-    if plan.runner == "pytest":
-        theirs = [_report(p, cwd) for p in plan.theirs if _written_since(p, started)]
-        return read_junit([data for data in ours + theirs if data is not None])
     if plan.runner == "go":
         return read_go_json(result.output)
     if plan.runner == "cargo":
@@ -288,13 +379,6 @@ def _report(path: Path, root: Path) -> bytes | None:
         return worktree_files.read_bytes(root, rel, max_bytes=MAX_REPORT_BYTES)
     except (worktree_files.Refused, ValueError):
         return None
-
-
-def _written_since(path: Path, started: float) -> bool:
-    try:
-        return path.stat().st_mtime >= started - 1
-    except OSError:
-        return False
 
 
 # Text that means the runner never got to the tests, whatever the exit code says.
@@ -325,9 +409,12 @@ def judge(
     result: commands.CommandResult,
     tally: Tally | None,
     cwd: Path,
+    streamed: Streamed | None = None,
 ) -> TestRun:
     """The TestRun for a finished command: outcome and cause from the exit code, the structured
-    results and the output's own words."""
+    results and the output's own words. A stream that cannot be trusted (`streamed`: a second
+    or cut report, canaries that did not come out as they must, ids that disagree with the
+    runner's count) makes the run no pass, whatever the exit code says."""
     text = tally.text if tally is not None and tally.text is not None else result.output
     text = ANSI.sub("", text).replace("\r\n", "\n")
     tail = text if len(text) <= TAIL_CHARS else "[... output cut ...]\n" + text[-TAIL_CHARS:]
@@ -366,6 +453,15 @@ def judge(
 
     if result.timed_out:
         return make(TIMED_OUT, "timed out", counts, ids, source)
+    if streamed is not None and streamed.problem:
+        return make(FAILED, streamed.problem, counts, (None, None), "pytest-stream")
+    if streamed is not None and streamed.tampered:
+        return make(TAMPERED, streamed.tampered, counts, (None, None), source)
+    unchecked = streamed.unchecked if streamed is not None else None
+    if tally is not None and tally.stream_counts is not None and unchecked is None:
+        unchecked = _count_disagrees(tally.stream_counts, text, code, plan.command)
+    if unchecked:
+        return make(UNCHECKED, unchecked, counts, (None, None), source)
     not_run = _not_run_cause(plan.runner, code, text, tally)
     if not_run:
         return make(NOT_RUN, not_run, counts, ids, source)
@@ -380,6 +476,31 @@ def judge(
     # second command. Nothing names the culprit, so there are no ids to compare with.
     return make(
         FAILED, f"{exit_text(code)} with no failing test reported", counts, (None, ids[1]), source
+    )
+
+
+def not_graded(command: str, why: str) -> TestRun:
+    """The run that could not be made: the start's tests could not be laid over a change."""
+    return TestRun(command, command, NOT_RUN, why, *(None,) * 6, None, 0.0, "", "none")
+
+
+def _count_disagrees(
+    streamed: tuple[int, int, int], text: str, code: int | None, command: str
+) -> str | None:
+    """Why the stream's counts are not pytest's own summary line's, when a single pytest run
+    printed one: a test the report left out, or one it named twice."""
+    if len(PYTEST.findall(command)) != 1:
+        return None
+    summary = parse_test_output(text[-TAIL_CHARS:], code)
+    if not summary.parsed:
+        return None
+    said = (summary.passed, summary.failed, summary.skipped)
+    if said == streamed:
+        return None
+    return (
+        f"pytest's summary counts {said[0]} passed, {said[1]} failed or errored, {said[2]} "
+        f"skipped where its report names {streamed[0]}, {streamed[1]}, {streamed[2]}, so which "
+        "tests ran cannot be told by id"
     )
 
 

@@ -4,10 +4,19 @@ identity against the run where the change started (`acceptable`), and what it lo
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from autoresearch.gate.testrun import FAILED, NOT_RUN, PASSED, TIMED_OUT, TestRun, exit_text
+from autoresearch.gate.testrun import (
+    FAILED,
+    NOT_RUN,
+    PASSED,
+    TAMPERED,
+    TIMED_OUT,
+    UNCHECKED,
+    TestRun,
+    exit_text,
+)
 
 IDS_SHOWN = 10  # failing ids named in a reason before "and N more"
 
@@ -88,6 +97,10 @@ def acceptable(
         return Verdict(False, f"the test run timed out after {after.duration_s:.0f} s")
     if after.outcome == NOT_RUN:
         return Verdict(False, f"no test ran: {after.cause} ({exit_text(after.exit_code)})")
+    if after.outcome == TAMPERED:
+        return Verdict(False, f"tampered run, not kept: {after.cause}")
+    if after.outcome == UNCHECKED:
+        return Verdict(False, f"unchecked run, not kept: {after.cause}")
     if after.outcome == PASSED:
         held = f"tests pass ({after.summary})"
     else:
@@ -110,6 +123,89 @@ def acceptable(
     if baseline is None:
         return Verdict(True, held)
     return _same_tests(after, baseline, held, allow_test_removal)
+
+
+def graded_verdict(
+    graded: TestRun,
+    as_left: TestRun,
+    reference: TestRun,
+    edits: dict[str, str],
+    allow_failing_baseline: bool = False,
+    allow_test_removal: bool = False,
+    allow_test_edits: bool = False,
+) -> Verdict:
+    """Whether a change may be kept on its graded runs (docs/safety.md "How the gate grades
+    a change"): `graded`, the run with the start's tests laid over the change, and
+    `as_left`, the run of the change as it left its tests. A test whose code the change
+    edited (`edits`, by test) keeps it out unless `allow_test_edits`; the change's own
+    tests must pass; every test of the start must pass in the graded run."""
+    allow = (allow_failing_baseline, allow_test_removal)
+    edited = ""
+    if edits and not allow_test_edits:
+        named = "; ".join(f"{test}: {why}" for test, why in sorted(edits.items())[:IDS_SHOWN])
+        more = f" and {len(edits) - IDS_SHOWN} more" if len(edits) > IDS_SHOWN else ""
+        edited = (
+            f"the change edits the expectation of tests that existed where it started "
+            f"({named}{more}); a test's expectation may change only with "
+            "allow_test_edits: true"
+        )
+    also = f"; {edited}" if edited else ""
+    own = acceptable(as_left, reference, *allow)
+    if not own.ok:
+        return Verdict(False, f"the change's tests, as it left them: {own.reason}{also}")
+    # A test the change removed (allowed) is not held in the start's run either.
+    held = _without(reference, frozenset(own.removed))
+    start = acceptable(_start_tests_only(graded, held), held, *allow)
+    if not start.ok:
+        return Verdict(
+            False, f"the tests of the change's start, laid over it: {start.reason}{also}"
+        )
+    if edited:
+        return Verdict(False, edited)
+    allowed = (
+        f"; tests edited, allowed by allow_test_edits: {', '.join(sorted(edits))}" if edits else ""
+    )
+    return Verdict(
+        True,
+        f"{start.reason} (the tests of the change's start, laid over it); the change's "
+        f"tests as it left them: {own.reason}{allowed}",
+        own.removed,
+    )
+
+
+def _without(run: TestRun, removed: frozenset[str]) -> TestRun:
+    """`run` with `removed` no longer among its tests."""
+    if not removed:
+        return run
+
+    def drop(ids: frozenset[str] | None) -> frozenset[str] | None:
+        return None if ids is None else ids - removed
+
+    return replace(run, passing_ids=drop(run.passing_ids), failing_ids=drop(run.failing_ids))
+
+
+def _start_tests_only(run: TestRun, start: TestRun) -> TestRun:
+    """A graded run judged on the start's tests: a test the change added that fails there
+    (it may need a helper the change extended, which the graded run has as the start had
+    it) is the other run's to judge, run as the change left it."""
+    known = (start.passing_ids or frozenset()) | (start.failing_ids or frozenset())
+    if run.outcome != FAILED or run.failing_ids is None or start.passing_ids is None:
+        return run
+    failing = frozenset(
+        i for i in run.failing_ids if i in known or i.endswith("[collection error]")
+    )
+    if failing == run.failing_ids:
+        return run
+    if failing:
+        return replace(run, failing_ids=failing, failed=len(failing))
+    return replace(
+        run,
+        outcome=PASSED,
+        cause="the start's tests passed",
+        failing_ids=failing,
+        failed=0,
+        errors=0,
+    )
 
 
 def _same_tests(after: TestRun, start: TestRun, held: str, allow_removal: bool) -> Verdict:

@@ -134,12 +134,17 @@ def run(
     *,
     jail: Jail | None = None,
     trace_to: Path | None = None,
+    extra_env: dict[str, str] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> CommandResult:
     """Run a shell command from the spec in `cwd`, inside `jail` when it is a bwrap jail.
 
     With `trace_to` (a folder), the command runs under strace and its trace is written to a
     new `run-N` folder there (trace.py reads it); where strace is missing, or cannot run,
     the command runs untraced and the folder holds no trace.
+
+    `extra_env` is added to the command's environment; `pass_fds` are descriptors the command
+    inherits (the pipe a test runner's report comes through, testrun.py).
 
     Output goes to a file, never through memory: `.output` is its last OUTPUT_TAIL_BYTES. On
     timeout the whole jail (bwrap) or process group (no jail) is killed at once, however many
@@ -150,12 +155,22 @@ def run(
         folder = _new_run_folder(Path(trace_to))
         traced = jail.allowing(folder) if jail is not None else None
         wrapper = trace.wrapper(folder)
-        result = _run(command, cwd, timeout_s, extra_secrets, stdout_only, traced, wrapper)
+        result = _run(
+            command,
+            cwd,
+            timeout_s,
+            extra_secrets,
+            stdout_only,
+            traced,
+            wrapper,
+            extra_env,
+            pass_fds,
+        )
         if trace.written(folder):
             return result
         # strace could not start (no ptrace here): the command never ran, so run it plainly.
         (folder / "failed").write_text(result.tail(2000))
-    return _run(command, cwd, timeout_s, extra_secrets, stdout_only, jail, ())
+    return _run(command, cwd, timeout_s, extra_secrets, stdout_only, jail, (), extra_env, pass_fds)
 
 
 def _new_run_folder(parent: Path) -> Path:
@@ -176,10 +191,12 @@ def _run(
     stdout_only: bool,
     jail: Jail | None,
     wrapper: Sequence[str],
+    extra_env: dict[str, str] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> CommandResult:
     start = time.monotonic()
     _live.refuse_if_interrupted()
-    env = scrubbed_env(extra_secrets)
+    env = scrubbed_env(extra_secrets) | (extra_env or {})
     with tempfile.TemporaryDirectory(prefix="autoresearch-cmd-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
         out_path = work / "output"
@@ -214,7 +231,7 @@ def _run(
                     stderr=err if stdout_only else subprocess.STDOUT,
                     stdin=stdin,
                     start_new_session=True,
-                    pass_fds=(info_w,) if jailed else (),
+                    pass_fds=((info_w,) if jailed else ()) + tuple(pass_fds),
                 )
             except BaseException:
                 if info_r is not None:

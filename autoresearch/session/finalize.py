@@ -25,9 +25,9 @@ from typing import Any
 
 from autoresearch.engine.stage import jail_for
 from autoresearch.errors import SessionError
-from autoresearch.gate import testrun
+from autoresearch.gate import overlay, testrun
 from autoresearch.gate.testrun import TestRun
-from autoresearch.gate.verdict import Verdict, acceptable
+from autoresearch.gate.verdict import Verdict, acceptable, graded_verdict
 from autoresearch.safety import git
 from autoresearch.session.bindings import Removed, removed_names
 from autoresearch.session.changesets import (
@@ -298,11 +298,31 @@ def run_suite(session: Session, place: Path) -> TestRun:
 def test(session: Session, place: Path, base: str) -> tuple[TestRun, Verdict]:
     """The tests on `place`, judged against the base's run as the session's own changes
     were: no test that passed on the base may fail."""
+    return graded_test(session, place, base, session.base_runs[base])
+
+
+def graded_test(
+    session: Session, place: Path, start: str, reference: TestRun | None
+) -> tuple[TestRun, Verdict]:
+    """The suite on the tree in `place`, held to `reference`, the run of commit `start`, as
+    the test gate holds a change (docs/safety.md "How the gate grades a change"): when the
+    tree touched what defines or configures the tests of `start`, the start's versions laid
+    over it decide, and its own tests must pass too. The run of the tree as it is, and the
+    verdict."""
     run = run_suite(session, place)
-    verdict = acceptable(
-        run, session.base_runs[base], allow_failing_baseline=session.spec.allow_failing_baseline
+    failing_ok = session.spec.allow_failing_baseline
+    laid = (
+        overlay.plan(place, start, reference, session.spec.allow_test_edits)
+        if reference is not None
+        else None
     )
-    return run, verdict
+    if laid is None or laid.empty:
+        return run, acceptable(run, reference, allow_failing_baseline=failing_ok)
+    graded = overlay.run_laid(
+        place, laid, lambda: run_suite(session, place), session.record.test_command
+    )
+    edits = session.spec.allow_test_edits
+    return run, graded_verdict(graded, run, reference, laid.edited, failing_ok, False, edits)
 
 
 def join_failing(session: Session, sets: list[ReviewSet], log: Callable[[str], None]) -> None:

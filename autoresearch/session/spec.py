@@ -369,6 +369,9 @@ class SessionSpec(dict):
     # A change may make a test that passed stop being reported (deleted, renamed, skipped,
     # deselected); the ids removed are recorded.
     allow_test_removal = _Setting("allow_test_removal", bool)
+    # A change may edit the code of a test that existed where it started (its expected value,
+    # its body); without it such a change is not kept (overlay.py).
+    allow_test_edits = _Setting("allow_test_edits", bool)
     # per_fix (the suite runs on each change before it is committed) or batch (once at the
     # stage's end, with a bisection when it fails).
     test_gate = _Setting("test_gate", default="batch")

@@ -853,12 +853,14 @@ def _results(text: str, audit: Audit) -> list[dict[str, str]]:
 
 def _test_runs(text: str) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """Every recorded run of the suite on a committed tree, by (tree, track). A run of some
-    of its tests (a `selection`: the batch gate's early run, a bisection step) is none."""
+    of its tests (a `selection`: the batch gate's early run, a bisection step) is none, nor
+    is a graded run (an `overlay`: the start's tests laid over the tree, not the tree as it
+    is; a decision records the run of its tree as the change left it)."""
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for line in text.splitlines():
         try:
             entry = json.loads(line)
-            if entry.get("selection"):
+            if entry.get("selection") or entry.get("overlay"):
                 continue
             runs.setdefault((entry["tree"], entry.get("track") or ""), []).append(entry["run"])
         except (ValueError, KeyError, TypeError):

@@ -218,3 +218,24 @@ def test_the_sequential_test_holds_a_change_to_the_default_guard_by_test_identit
     assert rec["status"] == "guard_failed" and rec["pairs"] == 0
     assert "skipped or xfailed: tests/test_fast.py::test_steps" in rec["verdict"]
     assert rec["verdict"].endswith("no metric run spent")
+
+
+def test_a_test_weakened_under_its_own_id_with_the_break_is_no_pass(workflow, tmp_path):
+    # The default guard is graded as the test gate is: the start's test file decides.
+    weakened = "from fast import steps\n\n\ndef test_steps():\n    assert steps() >= 0\n"
+    script = {
+        "experiment": {
+            1: [
+                write("fast.py", BROKEN),
+                write("tests/test_fast.py", weakened),
+                finish("Relax the test with the work"),
+            ]
+        }
+    }
+    repo = make_target(tmp_path / "target")
+    workflow.run("w", experiment(repo, workflow, script, allow_flagged=True))
+    (rec,) = decisions(workflow.session("w"), 1)
+    assert rec["status"] == "guard_failed"
+    assert rec["guard_tests"]["outcome"] == "passed"  # the change's own run passes
+    assert "tests/test_fast.py::test_steps" in rec["verdict"]
+    assert "allow_test_edits" in rec["verdict"]

@@ -114,7 +114,7 @@ def test_python_m_pytest_runs_the_same_layout(tmp_path):
         PASSED,
         4,
         0,
-        "junit",
+        "pytest-stream",
     )
     assert check_baseline(result, repo) is None
 
@@ -325,7 +325,7 @@ def test_failing_baseline_stops_setup_unless_allowed(tmp_path):
 
 def test_allowed_failing_baseline_without_ids_still_stops_setup(tmp_path):
     repo = failing_baseline_project(tmp_path)
-    baseline = run(f"{PYTEST} -p no:junitxml", repo)
+    baseline = run(f"{PYTEST} -p no:{testrun.PLUGIN}", repo)  # the harness's report refused
     assert (baseline.outcome, baseline.failing_ids) == (FAILED, None)
     message = check_baseline(baseline, repo, allow_failing_baseline=True)
     assert "no change could ever be kept" in message
@@ -606,33 +606,37 @@ def test_setup_baseline_uses_the_uncached_command(tmp_path):
 # --- the target's own pytest setup ---
 
 
-def test_target_addopts_with_its_own_junitxml_does_not_hide_the_results(tmp_path):
+def test_target_addopts_with_its_own_junitxml_does_not_change_the_report(tmp_path):
     repo = python_project(tmp_path, **{"pytest.ini": "[pytest]\naddopts = --junitxml=own.xml\n"})
     (repo / "calc.py").write_text(CALC.replace("a + b", "a - b"))
     result = run(PYTEST, repo)
-    assert result.source == "junit"
+    assert result.source == "pytest-stream"
     assert "tests/test_calc.py::test_add" in result.failing_ids
 
 
-def test_command_with_its_own_junitxml_is_read_from_its_file(tmp_path):
+def test_a_junit_file_the_command_writes_is_never_read(tmp_path):
+    # The tested process could rewrite it after the run; the harness's stream decides.
     repo = python_project(tmp_path, **{"calc.py": CALC.replace("a + b", "a - b")})
     result = run(f"{PYTEST} --junitxml=reports/out.xml", repo)
-    assert result.source == "junit"
+    assert result.source == "pytest-stream"
     assert "tests/test_calc.py::test_add" in result.failing_ids
 
 
-def test_junit_plugin_turned_off_in_config_falls_back_to_the_text(tmp_path):
+def test_junit_plugin_turned_off_in_config_changes_nothing(tmp_path):
     repo = python_project(tmp_path, **{"pytest.ini": "[pytest]\naddopts = -p no:junitxml\n"})
     result = run(PYTEST, repo)
-    assert (result.outcome, result.passed, result.source) == (PASSED, 4, "regex")
+    assert (result.outcome, result.passed, result.source) == (PASSED, 4, "pytest-stream")
 
 
 def test_wrapper_that_rejects_our_flags_is_run_as_given(tmp_path):
-    wrapper = f'#!/bin/sh\nexec {PY} -m pytest -p no:junitxml "$@"\n'
+    wrapper = (
+        '#!/bin/sh\nif [ "$1" = -p ]; then echo "error: unrecognized arguments: $*" >&2; '
+        f'exit 4; fi\nexec {PY} -m pytest "$@"\n'
+    )
     repo = python_project(tmp_path, **{"bin/pytest": wrapper})
     (repo / "bin" / "pytest").chmod(0o755)
     result = run("bin/pytest", repo)
-    assert "--junitxml" not in result.ran
+    assert testrun.PLUGIN not in result.ran
     assert (result.outcome, result.passed, result.source) == (PASSED, 4, "regex")
 
 

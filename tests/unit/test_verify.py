@@ -474,6 +474,17 @@ def test_a_run_of_some_tests_never_stands_for_a_decisions_run_of_its_tree(sessio
     assert "test-runs.jsonl records none of that tree" in line
 
 
+def test_a_graded_run_never_stands_for_a_decisions_run_of_its_tree(session):
+    # The run recorded for cycle 2's tree had the start's tests laid over it (the gate's
+    # graded run): the decision's run is the tree's as the change left it, recorded apart.
+    path = session.layout.test_runs
+    lines = path.read_text().splitlines()
+    entry = json.loads(lines[-1]) | {"overlay": "0123456789abcdef"}
+    path.write_text("\n".join([*lines[:-1], json.dumps(entry)]) + "\n")
+    (line,) = session.lines()
+    assert line.startswith("sessions/s/cycles/002/decision.json: its test run (2 passed) is no")
+
+
 def test_a_session_that_records_no_run_by_tree_says_so_instead_of_claiming_it(session):
     session.layout.test_runs.unlink()
     for n in (1, 2):

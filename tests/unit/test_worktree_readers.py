@@ -301,10 +301,9 @@ def test_a_finding_location_in_a_hard_link_out_is_not_counted(tmp_path):
     assert _Places(repo).resolve("a.py:1") == ("a.py", 1, None)
 
 
-JUNIT = (
-    '<?xml version="1.0"?><testsuites><testsuite name="s">'
-    f'<testcase classname="tests.test_x" name="test_{SECRET}" file="tests/test_x.py"/>'
-    "</testsuite></testsuites>"
+JEST = (
+    '{"testResults": [{"name": "a.test.js", "status": "passed", "assertionResults": '
+    f'[{{"title": "test_{SECRET}", "status": "passed", "ancestorTitles": []}}]}}]}}'
 )
 
 
@@ -312,15 +311,14 @@ def test_test_reports_left_as_links_out_are_not_read(tmp_path):
     from autoresearch.gate import testrun
 
     (tmp_path / "outside").mkdir()
-    (tmp_path / "outside" / "junit.xml").write_text(JUNIT)
+    (tmp_path / "outside" / "report.json").write_text(JEST)
     repo = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
     folder = tmp_path / "reports"
     folder.mkdir()
-    plan = testrun.instrument("pytest --junitxml=own.xml", repo, None, folder)
-    # The jailed command may write both places: ours, and the report it names itself.
-    (folder / "junit-0.xml").symlink_to(tmp_path / "outside" / "junit.xml")
-    (repo / "own.xml").symlink_to(tmp_path / "outside" / "junit.xml")
-    assert testrun._read(plan, None, repo, 0.0) is None
+    plan = testrun.instrument("npx jest", repo, None, folder)
+    # The jailed command may write where the report goes (pytest's comes through a pipe).
+    (folder / "jest-0.json").symlink_to(tmp_path / "outside" / "report.json")
+    assert testrun._read(plan, None, repo) is None
 
 
 # --- experiment and fix -----------------------------------------------------------------------

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoresearch.gate.testrun import TestRun
-from autoresearch.gate.verdict import Verdict, acceptable
+from autoresearch.gate.verdict import Verdict
 from autoresearch.safety import git
 from autoresearch.session.files import read_json, write_json, write_text
 from autoresearch.session.finalize import (
@@ -20,8 +20,8 @@ from autoresearch.session.finalize import (
     Session,
     branches_file,
     delete_branch,
+    graded_test,
     replay,
-    run_suite,
     set_title,
 )
 
@@ -95,10 +95,8 @@ def build(session: Session, sets: list[ReviewSet], log: Callable[[str], None]) -
     record(session, merged, place)  # before anything else: a killed run is cleaned up too
     git.reset_to(place, start, ignored=True)
     base_run = session.base_runs.get(loop.base)
-    merged.winner_run = current = run_suite(session, place)
-    merged.winner_verdict = acceptable(
-        current, base_run, allow_failing_baseline=session.spec.allow_failing_baseline
-    )
+    merged.winner_run, merged.winner_verdict = graded_test(session, place, loop.base, base_run)
+    current = merged.winner_run
     if base_run is not None and merged.winner_verdict.ok:
         for review in sets:
             if review.loop.track == winner["id"]:
@@ -144,8 +142,7 @@ def try_set(
         return tried(False, f"does not apply cleanly: commit {sha} conflicts"), None
     if git.head(place) == before:
         return tried(False, "already on the winner's branch: the same change"), None
-    run = run_suite(session, place)
-    verdict = acceptable(run, current, allow_failing_baseline=session.spec.allow_failing_baseline)
+    run, verdict = graded_test(session, place, before, current)
     if not verdict.ok:
         git.reset_to(place, before, ignored=True)
         return tried(False, f"breaks the tests: {verdict.reason}"), None

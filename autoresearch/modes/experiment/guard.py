@@ -18,8 +18,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from autoresearch.gate import overlay
 from autoresearch.gate.testrun import TIMED_OUT, TestRun, run_tests
-from autoresearch.gate.verdict import acceptable
+from autoresearch.gate.verdict import acceptable, graded_verdict
 from autoresearch.safety import commands
 from autoresearch.safety.jail import Jail
 from autoresearch.session.record import SetupRecord
@@ -45,6 +46,7 @@ def with_default(
         guard_tests={
             "stack": record.stack,
             "allow_test_removal": bool(values.get("allow_test_removal")),
+            "allow_test_edits": bool(values.get("allow_test_edits")),
         },
     )
 
@@ -72,10 +74,14 @@ def run(
     secrets,
     jail: Jail | None,
     reference: TestRun | None,
+    start: str | None = None,
 ) -> dict[str, Any]:
     """The guard's record on the tree in `cwd`: `ok` (None without a guard), and for a
     failing or default guard what became of it. `reference` is the test run the default
-    guard is held to (where the change started)."""
+    guard is held to (where the change started: the commit `start`). When the change
+    touched what defines or configures the tests of `start`, the default guard is graded as
+    the test gate is: the start's tests laid over the change decide, and the change's own
+    tests must pass too (overlay.py, verdict.graded_verdict)."""
     if not cfg.guard:
         return {"ok": None}
     # The guard runs the agent's code: the holdout's files are hidden from it, as from the
@@ -101,12 +107,33 @@ def run(
         uncached=True,  # as setup ran it: a cached result is no run of this tree
         jail=jail,
     )
-    verdict = acceptable(
-        tests,
-        reference,
-        allow_failing_baseline=True,  # setup already refused a failing base the spec forbids
-        allow_test_removal=bool(cfg.guard_tests.get("allow_test_removal")),
-    )
+    removal = bool(cfg.guard_tests.get("allow_test_removal"))
+    edits = bool(cfg.guard_tests.get("allow_test_edits"))
+    laid = overlay.plan(cwd, start, reference, edits) if start and reference is not None else None
+    if laid is not None and not laid.empty:
+        graded = overlay.run_laid(
+            cwd,
+            laid,
+            lambda: run_tests(
+                cfg.guard,
+                cwd,
+                stack=cfg.guard_tests.get("stack"),
+                timeout_s=cfg.guard_timeout,
+                secrets=secrets,
+                uncached=True,
+                jail=jail,
+            ),
+            cfg.guard,
+        )
+        # setup already refused a failing base the spec forbids
+        verdict = graded_verdict(graded, tests, reference, laid.edited, True, removal, edits)
+    else:
+        verdict = acceptable(
+            tests,
+            reference,
+            allow_failing_baseline=True,  # setup already refused a failing base the spec forbids
+            allow_test_removal=removal,
+        )
     return {
         "ok": verdict.ok,
         "timed_out": tests.outcome == TIMED_OUT,

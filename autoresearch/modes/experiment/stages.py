@@ -571,7 +571,7 @@ def measure_paired(env: StageEnv, cfg: ExperimentConfig, start: str) -> dict[str
     try:
         return paired.compare(
             design,
-            lambda: guards.run(cfg, env.worktree, secrets, env.jail, guard_reference(env)),
+            lambda: guards.run(cfg, env.worktree, secrets, env.jail, guard_reference(env), start),
             paired.metric_run(cfg, env.worktree, secrets, env.jail, deadline),
             paired.metric_run(cfg, inc.worktree, secrets, inc.jail, deadline),
             earlier,
@@ -712,7 +712,9 @@ def apply_and_measure(
         if "error" in measured:  # a crash whatever the guard says: do not spend a guard run
             return measured | {"guard": {"ok": None}}
         reference = guard_reference(env)
-        return measured | {"guard": guards.run(cfg, env.worktree, secrets, env.jail, reference)}
+        start = proposal["start_commit"]
+        guard = guards.run(cfg, env.worktree, secrets, env.jail, reference, start)
+        return measured | {"guard": guard}
 
     if cache is None:
         return produce()

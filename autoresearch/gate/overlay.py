@@ -1,0 +1,255 @@
+"""The start's tests over a change: the files that define or configure the tests where a change
+started, laid over the candidate for the gate's decisive run (docs/safety.md).
+
+Which files: every file the runner reported a test from in the run at the change's start (read
+from its ids, not guessed from globs) and every file under its nearest `tests` folder (helpers,
+expected data), every `conftest.py`, the runner's configuration files
+(`pytest.ini`, `setup.cfg`, `tox.ini`, `pyproject.toml`, each whole as the start had it), and
+the plugin modules that configuration names (`-p name`, `pytest_plugins`). A runner file the
+change added (a new `conftest.py`, `pytest.ini`, ...) is taken away for that run. So a test
+weakened under its own id, a new config or plugin that rewrites outcomes, a conftest anywhere,
+all take no part in the decisive run: the start's tests are what the change is held to.
+
+Applied in place on a pristine worktree (nothing untracked or ignored: the callers clean it
+first) and taken back after the run, so the index (per_fix's staged change) is never touched.
+pytest only: the ids of the other runners name no file.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from autoresearch.gate.testrun import TestRun, not_graded
+from autoresearch.safety import git
+
+CONFTEST = "conftest.py"
+RUNNER_CONFIG = ("pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml")
+LINK = "120000"
+_PLUGIN_FLAG = re.compile(r"(?<![\w-])-p\s*([A-Za-z_][\w.]*)")
+_PLUGINS_VAR = re.compile(r"pytest_plugins\s*=\s*[\[(]?([^\n\])]*)")
+_NAME = re.compile(r"[\"']([A-Za-z_][\w.]*)[\"']")
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """What the decisive run changes in the candidate's tree, and what it learned on the way."""
+
+    start: str
+    restore: dict[str, str] = field(default_factory=dict)  # path -> the start's blob
+    remove: tuple[str, ...] = ()  # runner files the change added
+    edited: dict[str, str] = field(default_factory=dict)  # test -> how its expectation changed
+
+    @property
+    def empty(self) -> bool:
+        """Whether the candidate already has the start's tests as they were."""
+        return not self.restore and not self.remove
+
+    @property
+    def digest(self) -> str:
+        text = json.dumps([self.start, sorted(self.restore.items()), sorted(self.remove)])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def paths(self) -> list[str]:
+        return sorted({*self.restore, *self.remove})
+
+
+def plan(
+    worktree: Path, start: str, reference: TestRun, allow_edits: bool = False
+) -> Overlay | None:
+    """The overlay of `start`'s tests on what the worktree's index holds; None when the run at
+    the start names no pytest test (another runner, or no ids). With `allow_edits`, a test
+    file whose tests the change edited is run as the change left it (still named)."""
+    ids = (
+        (reference.passing_ids or frozenset())
+        | (reference.failing_ids or frozenset())
+        | (reference.skipped_ids or frozenset())
+    )
+    files = {i.split("::", 1)[0] for i in ids if "::" in i}
+    files = {f for f in files if f.endswith(".py")}
+    if not files:
+        return None
+    at_start = _tree(worktree, start)
+    now = _index(worktree)
+    if at_start is None or now is None:
+        return None
+    defining = {f for f in files if f in at_start}
+    # A test folder's helpers and data (an expected-output file, an `assert_close`) define
+    # its tests as much as its test files: every file under the nearest `tests` folder of
+    # a reported test file. Never a test file's plain folder: source may live beside it.
+    folders = {folder for f in defining if (folder := _test_folder(f))}
+    defining |= {p for p in at_start if any(p.startswith(d + "/") for d in folders)}
+    defining |= {p for p in at_start if _runner_file(p)}
+    defining |= _plugins(worktree, start, at_start)
+    restore = {
+        p: at_start[p][1]
+        for p in sorted(defining)
+        if at_start[p][0] != LINK and now.get(p) != at_start[p]
+    }
+    remove = tuple(sorted(p for p in now if p not in at_start and _runner_file(p)))
+    edited = _edited(worktree, Overlay(start, restore, remove), ids, now)
+    if allow_edits:
+        kept = {test.split("::", 1)[0] for test in edited}
+        restore = {p: blob for p, blob in restore.items() if p not in kept}
+    return Overlay(start, restore, remove, edited)
+
+
+def apply(worktree: Path, overlay: Overlay) -> None:
+    """Lay the start's files over the worktree (the index is left as it is)."""
+    for path in overlay.remove:
+        (worktree / path).unlink(missing_ok=True)
+    for path, blob in overlay.restore.items():
+        target = worktree / path
+        if target.is_symlink() or target.is_dir():
+            raise OverlayError(f"{path} is no longer a file in the worktree")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = git.raw(worktree, "cat-file", "blob", blob)
+        if data.returncode != 0:
+            raise OverlayError(f"git cannot read {path} of {overlay.start[:10]}")
+        target.write_bytes(data.stdout)
+
+
+def take_back(worktree: Path, overlay: Overlay) -> None:
+    """The worktree as the index has it again, for the paths the overlay touched."""
+    now = _index(worktree) or {}
+    held = [p for p in overlay.paths if p in now]
+    for path in overlay.paths:
+        if path not in now:
+            (worktree / path).unlink(missing_ok=True)
+    if held:
+        git.worktree_git(worktree, "checkout-index", "-f", "-q", "--", *held)
+
+
+def run_laid(worktree: Path, overlay: Overlay, run: Callable[[], TestRun], command: str) -> TestRun:
+    """`run()` with the start's files laid over the worktree, cleaned before and after (no
+    file the run as it is left, none this run leaves), the files taken back after."""
+    git.worktree_git(worktree, "clean", "-ffdxq")
+    try:
+        apply(worktree, overlay)
+        result = run()
+    except OverlayError as e:
+        result = not_graded(command, str(e))
+    finally:
+        take_back(worktree, overlay)
+        git.worktree_git(worktree, "clean", "-ffdxq")
+    return result
+
+
+class OverlayError(Exception):
+    """The start's files could not be laid over the worktree: the run cannot be graded."""
+
+
+TEST_FOLDERS = ("tests", "test", "testing")
+
+
+def _test_folder(path: str) -> str | None:
+    """The nearest folder named like a test folder that holds `path`."""
+    parts = PurePosixPath(path).parts[:-1]
+    for n in range(len(parts), 0, -1):
+        if parts[n - 1] in TEST_FOLDERS:
+            return "/".join(parts[:n])
+    return None
+
+
+def _runner_file(path: str) -> bool:
+    name = PurePosixPath(path).name
+    return name == CONFTEST or name in RUNNER_CONFIG
+
+
+def _tree(worktree: Path, commit: str) -> dict[str, tuple[str, str]] | None:
+    out = git.worktree_proc(worktree, "ls-tree", "-r", "-z", commit)
+    if out.returncode != 0:
+        return None
+    entries: dict[str, tuple[str, str]] = {}
+    for entry in out.stdout.split("\0"):
+        if "\t" in entry:
+            meta, path = entry.split("\t", 1)
+            mode, kind, sha = meta.split()
+            if kind == "blob":
+                entries[path] = (mode, sha)
+    return entries
+
+
+def _index(worktree: Path) -> dict[str, tuple[str, str]] | None:
+    out = git.worktree_proc(worktree, "ls-files", "-s", "-z")
+    if out.returncode != 0:
+        return None
+    entries: dict[str, tuple[str, str]] = {}
+    for entry in out.stdout.split("\0"):
+        if "\t" in entry:
+            meta, path = entry.split("\t", 1)
+            mode, sha, _stage = meta.split()
+            entries[path] = (mode, sha)
+    return entries
+
+
+def _show(worktree: Path, blob: str) -> str:
+    out = git.worktree_proc(worktree, "cat-file", "blob", blob)
+    return out.stdout if out.returncode == 0 else ""
+
+
+def _plugins(worktree: Path, start: str, at_start: dict[str, tuple[str, str]]) -> set[str]:
+    """The modules of `start` its pytest configuration loads as plugins."""
+    names: set[str] = set()
+    for path, (_mode, blob) in at_start.items():
+        if not _runner_file(path):
+            continue
+        text = _show(worktree, blob)
+        names.update(_PLUGIN_FLAG.findall(text))
+        if PurePosixPath(path).name == CONFTEST:
+            for listed in _PLUGINS_VAR.findall(text):
+                names.update(_NAME.findall(listed))
+    found: set[str] = set()
+    for name in names:
+        module = name.replace(".", "/")
+        for suffix in (f"{module}.py", f"{module}/__init__.py"):
+            found.update(p for p in at_start if p == suffix or p.endswith("/" + suffix))
+    return found
+
+
+def _edited(
+    worktree: Path, overlay: Overlay, ids: frozenset[str], now: dict[str, tuple[str, str]]
+) -> dict[str, str]:
+    """The tests of the start whose code the change edited (a body, a decorator, an expected
+    value), by test (an id without its parameters). A test deleted is a removal, judged as
+    one; a test file that no longer parses is left to the run that parses it."""
+    edited: dict[str, str] = {}
+    for path, blob in overlay.restore.items():
+        if path not in now or _runner_file(path):
+            continue
+        before, after = _functions(_show(worktree, blob)), _functions(_show(worktree, now[path][1]))
+        if before is None or after is None:
+            continue
+        for test_id in sorted(ids):
+            parts = test_id.split("::")
+            if parts[0] != path:
+                continue
+            name = tuple(part.split("[", 1)[0] for part in parts[1:])
+            if name in before and name in after and before[name] != after[name]:
+                edited["::".join([path, *name])] = "its code differs from the start's"
+    return edited
+
+
+def _functions(source: str) -> dict[tuple[str, ...], str] | None:
+    """Each function of a module, by its qualified name, as a dump without positions."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    found: dict[tuple[str, ...], str] = {}
+
+    def walk(node: ast.AST, prefix: tuple[str, ...]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                walk(child, (*prefix, child.name))
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                found[(*prefix, child.name)] = ast.dump(child, include_attributes=False)
+
+    walk(tree, ())
+    return found

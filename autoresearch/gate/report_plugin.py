@@ -1,0 +1,125 @@
+"""The harness's pytest plugin: each test's outcome streamed, as the run goes, to a pipe the
+harness holds, plus two canary tests of the harness's run through pytest's own report machinery.
+
+This file is copied into a folder outside the worktree (read-only in the jail) and loaded with
+`-p`; it imports nothing of autoresearch, since the target's Python may not have it. testrun.py
+reads the stream (`read_stream`); the format is one JSON object a line:
+
+    {"t": "start"}                                  once, when pytest is configured
+    {"t": "report", "id": ..., "when": ..., "outcome": ..., "xfail": bool}
+    {"t": "collect_error", "id": ...}
+    {"t": "collect_skip", "id": ...}                a module skipped while collected
+    {"t": "canary", "id": ..., "outcome": ...}      the two canaries' call phases
+    {"t": "end", "exitstatus": int}                 then the pipe is closed
+
+The code under test runs in this process and could write to the pipe too; the harness takes any
+line after "end", a second "start" or a missing "end" as a failed run. The canaries catch an
+outcome rewritten for every test (a patched report class, a makereport hook that passes all):
+the one that must fail would pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+FD_VARIABLE = "AUTORESEARCH_REPORT_FD"
+CANARY_VARIABLE = "AUTORESEARCH_CANARY"  # the canary module's path, os.pathsep, the two names
+
+_stream: _Stream | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _stream
+    # An xdist worker reports to the controller, which streams; a pytest run inside a test
+    # (pytester) has its own config and never sees this plugin unless it loads it.
+    if hasattr(config, "workerinput") or _stream is not None:
+        return
+    fd = os.environ.pop(FD_VARIABLE, None)
+    canary = os.environ.pop(CANARY_VARIABLE, "")
+    if fd is None:
+        return
+    _stream = _Stream(int(fd), canary, config)
+    config.pluginmanager.register(_stream, "autoresearch-report-stream")
+
+
+class _Stream:
+    def __init__(self, fd: int, canary: str, config: pytest.Config) -> None:
+        os.set_inheritable(fd, False)  # a subprocess of a test gets no copy
+        self.out = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
+        self.canary = canary.split(os.pathsep) if canary else []
+        self.config = config
+        self._write({"t": "start"})
+
+    def _write(self, record: dict) -> None:
+        if not self.out.closed:
+            self.out.write(json.dumps(record) + "\n")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = {
+            "t": "report",
+            "id": report.nodeid,
+            "when": report.when,
+            "outcome": report.outcome,
+            "xfail": hasattr(report, "wasxfail"),
+        }
+        # A subtest's report (pytest's `subtests`, pytest-subtests) carries its test's id
+        # and a context of its own: streamed apart, it is no test of its own.
+        if getattr(report, "context", None) is not None:
+            record["sub"] = True
+        self._write(record)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self._write({"t": "collect_error", "id": report.nodeid or "."})
+        elif report.skipped:  # a module skipped as it was collected: a skip in the summary
+            self._write({"t": "collect_skip", "id": report.nodeid or "."})
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Iterator[None]:
+        # After the suite's loop, while pytest's capture and logging are still set up for
+        # running a test, whether the loop ran every test or stopped. (An old-style wrapper:
+        # the code after `yield` runs even when the loop raised, on every pytest since 3.)
+        yield
+        self._run_canaries(session)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self._write({"t": "end", "exitstatus": int(exitstatus)})
+        self.out.close()
+
+    def _run_canaries(self, session: pytest.Session) -> None:
+        """The harness's two tests, run as pytest runs any test and handed to every report
+        hook that is not pytest's own (pytest's would count them in the exit status and the
+        summary), then read as the stream reads any report."""
+        if len(self.canary) != 3:
+            return
+        from _pytest.runner import runtestprotocol
+
+        path, *names = self.canary
+        try:
+            module = pytest.Module.from_parent(session, path=Path(path))
+        except TypeError:  # pytest before 7 names the file `fspath`
+            import py  # noqa: PLC0415 (pytest before 7 ships it)
+
+            module = pytest.Module.from_parent(session, fspath=py.path.local(path))
+        items = [i for i in module.collect() if isinstance(i, pytest.Item) and i.name in names]
+        pm = self.config.pluginmanager
+        outside = [p for p in pm.get_plugins() if _pytest_own(p) or p is self]
+        logreport = pm.subset_hook_caller("pytest_runtest_logreport", outside)
+        for item in items:
+            for report in runtestprotocol(item, log=False):
+                logreport(report=report)
+                if report.when == "call":
+                    self._write({"t": "canary", "id": item.name, "outcome": report.outcome})
+
+
+def _pytest_own(plugin: object) -> bool:
+    name = getattr(plugin, "__name__", None) or type(plugin).__module__
+    return isinstance(name, str) and (name.startswith("_pytest") or name == "pytest")
