@@ -108,6 +108,7 @@ def open_stage(wildcards: Mapping[str, str], log_path: str | Path) -> tuple[Stag
         cycle=int(wildcards.get("cycle", 0)),
         track=wildcards.get("hid", ""),
         log_file=Path(log_path),
+        tamper_profile=mode.tamper_profile,
     )
     return env, mode
 

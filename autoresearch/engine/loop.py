@@ -30,6 +30,8 @@ class Status(StrEnum):
     DISCARDED = "discarded"  # measured, not strictly better
     GUARD_FAILED = "guard_failed"
     HOLDOUT_DISAGREES = "holdout_disagrees"  # the metric kept it, the private holdout did not
+    # The metric improved beyond its noise; the holdout did not improve beyond its own.
+    HOLDOUT_UNCONFIRMED = "holdout_unconfirmed"
     REVERTED = "reverted"  # kept by its check, undone by the protection or a gate
     REJECTED = "rejected"  # "rejected: suppression": the change hid the problem
     NOT_KEPT = "not kept"  # learn: "not kept: <why>"

@@ -20,7 +20,7 @@ from autoresearch.engine.loop import Decision
 from autoresearch.gate import overlay, tested, testrun
 from autoresearch.gate.testrun import TestRun
 from autoresearch.gate.verdict import Verdict, acceptable, graded_verdict
-from autoresearch.safety import git, seen
+from autoresearch.safety import git, seen, tamper
 from autoresearch.safety.jail import Jail, build_jail
 from autoresearch.safety.protect import Protection
 from autoresearch.session import spec, stack
@@ -37,6 +37,8 @@ class StageEnv:
     cycle: int
     track: str = ""
     log_file: Path | None = None
+    # The mode's tamper screen profile (Mode.tamper_profile; None: the mode screens itself).
+    tamper_profile: str | None = tamper.GATE
 
     def finished(self, path: Path) -> Any:
         """The JSON of a file no stage of this job writes (an earlier cycle's decision, an
@@ -158,8 +160,25 @@ class StageEnv:
 
     @property
     def protection(self) -> Protection:
-        """The session's protected paths, held to its base commit (protect.py)."""
-        return Protection(self.record.base_commit, tuple(self.spec.protected))
+        """The session's protected paths, held to its base commit, and the tamper screen
+        every change passes before the gate (protect.py)."""
+        return Protection(
+            self.record.base_commit, tuple(self.spec.protected), self.screen, self.log
+        )
+
+    @property
+    def screen(self) -> tamper.Screen | None:
+        """The mode's tamper screen (Mode.tamper_profile); None where the mode screens its
+        changes itself."""
+        profile = self.tamper_profile
+        if profile is None:
+            return None
+        literal = tuple(p for p in self.spec.protected if not any(c in p for c in "*?[]"))
+        return tamper.Screen(
+            profile=profile,
+            allowed=self.spec.allow_tamper_flags,
+            evaluator=literal,
+        )
 
     def pristine(self, commit: str | None = None) -> None:
         """Make the worktree hold exactly `commit` (default HEAD) before a measurement:

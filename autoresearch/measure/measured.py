@@ -19,13 +19,15 @@ Only files tracked at the base commit count: what a run creates is output, not c
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from autoresearch.measure import imports
 from autoresearch.measure.metrics import MetricCommand
 from autoresearch.safety import commands, git, trace
 from autoresearch.safety.command_files import measurement_scripts
@@ -40,6 +42,10 @@ NAMED = "named by the command"
 READ_FIXED = "read by the measurement, outside the editable scope"
 READ_EDITABLE = "read by the measurement, editable"
 ABSENT = "looked for, absent: must stay absent"
+IMPORT_ABSENT = "a module the measurement tried to import and did not find: must stay absent"
+IMPORT_SHADOW = "would shadow a module the measurement imports from outside the worktree"
+# Where a module comes from that no file can stand in for.
+NOT_FILES = ("built-in", "frozen", "")
 # Caches a run looks for and makes itself: never the measurement's to protect.
 CACHE_PARTS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 # sys.path entries that are not paths (an editable install's hook), stat'ed against the cwd.
@@ -136,10 +142,19 @@ def lines(record: dict[str, Any] | None) -> list[str]:
     if not record:
         return []
     out = ["Protected (held to the base commit; no agent may change them):"]
-    width = max((len(p["path"]) for p in record["protected"]), default=0)
-    for item in record["protected"]:
+    by_import = (IMPORT_ABSENT, IMPORT_SHADOW)
+    listed = [p for p in record["protected"] if p["source"] not in by_import]
+    width = max((len(p["path"]) for p in listed), default=0)
+    for item in listed:
         where = f" ({item['command']})" if item.get("command") else ""
         out.append(f"  {item['path'].ljust(width)}  {item['source']}{where}")
+    for source in by_import:  # two paths per module and folder: said once per module
+        paths = [p["path"] for p in record["protected"] if p["source"] == source]
+        names = sorted({PurePosixPath(p.removesuffix("/__init__.py")).stem for p in paths})
+        if names:
+            more = f" and {len(names) - 12} more" if len(names) > 12 else ""
+            shown = ", ".join(names[:12]) + more
+            out.append(f"  {len(paths)} paths: {source}: {shown}")
     if len(out) == 1:
         out.append("  (none)")
     if record.get("editable"):
@@ -220,7 +235,7 @@ def read_run(folder: Path, cwd: Path) -> tuple[trace.Trace | None, str | None]:
         failed = run / "failed"
         why = failed.read_text().strip().splitlines()[-1:] if failed.exists() else []
         return None, "strace could not trace the command here" + (f": {why[0]}" if why else "")
-    return trace.read(run, cwd), None
+    return dataclasses.replace(trace.read(run, cwd), imports=imports.read(run)), None
 
 
 def tracked_files(worktree: Path, commit: str) -> set[str]:
@@ -287,10 +302,41 @@ def classify(
                     absent.append(rel)
         skip = ignored(absent)
         found += [Watched(rel, ABSENT, key) for rel in absent if rel not in skip]
+        if seen.imports is not None:
+            found += [
+                Watched(rel, source, key)
+                for rel, source in import_paths(seen.imports, root, real_root)
+                if rel not in tracked
+            ]
     first: dict[str, Watched] = {}
     for w in found:
         first.setdefault(w.path, w)  # the first source found names it
     return list(first.values())
+
+
+def import_paths(log: imports.ImportLog, root: Path, real_root: Path) -> list[tuple[str, str]]:
+    """(path, source) of each file that, created in a folder of the worktree the
+    measurement's Python imports from, would change what it imports: a module it looked
+    for and did not find (`try: from fastconf import ...`), or one it found outside the
+    worktree (`statistics.py` beside the script shadows the standard one)."""
+    folders: list[str] = []
+    for entry in log.path:
+        rel = "" if entry in (str(root), str(real_root)) else None
+        rel = rel if rel is not None else _inside(entry, root) or _inside(entry, real_root)
+        if rel is not None and rel not in folders and not set(rel.split("/")) & CACHE_PARTS:
+            folders.append(rel)
+    outside = [
+        name
+        for name, origin in log.found.items()
+        if origin not in NOT_FILES and not (_inside(origin, root) or _inside(origin, real_root))
+    ]
+    out: list[tuple[str, str]] = []
+    for names, source in ((log.absent, IMPORT_ABSENT), (outside, IMPORT_SHADOW)):
+        for name in names:
+            for folder in folders:
+                stem = f"{folder}/{name}" if folder else name
+                out += [(f"{stem}.py", source), (f"{stem}/__init__.py", source)]
+    return out
 
 
 def _relatives(path: str, base: str | None, root: Path, real_root: Path) -> list[str]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from autoresearch.errors import SpecError
 from autoresearch.gate import diagnosis
-from autoresearch.safety import commands, worktree_files
+from autoresearch.safety import commands, git, worktree_files
 from autoresearch.safety.jail import Jail
 
 FORMATS = ("last_line", "json_stdout", "json_file:<path>", "metric", "regex:<pattern>", "evaluator")
@@ -332,6 +332,7 @@ def measure(
     raw: str | dict = ""
     notes: str | None = None
     for _ in range(repeats):
+        pristine(cwd)
         value, raw, passed, notes = _measure_once(command, cwd, fmt, key, timeout_s, secrets, jail)
         samples.append(value)
         if passed is not None:
@@ -344,6 +345,21 @@ def measure(
         passed=all(passes) if passes else None,
         notes=notes,
     )
+
+
+def pristine(cwd: Path) -> None:
+    """Before each run of a measurement in a session worktree: the worktree as its index
+    holds it (what the caller measures, committed or staged), with no untracked and no
+    ignored file, so no run sees what an earlier one left (a result cached in `build/`
+    makes repeats 2..n cheap). Each jailed run has a fresh /tmp and HOME of its own
+    (commands.py). A folder that is not a session's worktree is left alone."""
+    if git.worktree_admin(Path(cwd)) is None:
+        return
+    changed = git.worktree_git(cwd, "diff", "--name-only", "--no-renames", "-z")
+    paths = [p for p in changed.split("\0") if p]
+    if paths:
+        git.worktree_git(cwd, "checkout-index", "-f", "-q", "--", *paths)
+    git.worktree_git(cwd, "clean", "-ffdxq")
 
 
 def _measure_once(

@@ -92,6 +92,10 @@ class Mode:
     plannable = False  # `autoresearch plan` can write this mode's spec (see plan_spec)
     qualitative = False  # the goal has no number: stop 7 (goal satisfied) may end the loop
     tests_optional = False  # may start with no test command detected (experiment: no guard)
+    # The tamper screen every change of the mode passes before the gate (tamper.PROFILES):
+    # a test gate's; a metric's where the code runs in the measured process; None where
+    # the mode screens its changes itself (experiment).
+    tamper_profile: str | None = "gate"
     # The loop's stages in order, and the files each writes in its cycle folder (the
     # `.json` one is its record, with the commits it started and ended at). `redo` moves
     # a stage's files, and those of every stage after it, out of the way.

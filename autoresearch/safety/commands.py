@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from autoresearch.measure import imports
 from autoresearch.safety import trace
 from autoresearch.safety.jail import Jail
 
@@ -154,7 +155,8 @@ def run(
     if trace_to is not None and trace.strace() is not None:
         folder = _new_run_folder(Path(trace_to))
         traced = jail.allowing(folder) if jail is not None else None
-        wrapper = trace.wrapper(folder)
+        # Python's imports, which strace cannot see, are logged from inside (imports.py).
+        wrapper = imports.wrapper(folder) + trace.wrapper(folder)
         result = _run(
             command,
             cwd,

@@ -12,12 +12,12 @@ and before anything is measured (`pristine`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from autoresearch.agents.tools import MAX_WRITE_BYTES
-from autoresearch.safety import git, restyle, worktree_files
+from autoresearch.safety import git, restyle, tamper, worktree_files
 from autoresearch.safety.sandbox import glob_match
 
 
@@ -30,6 +30,17 @@ class ProtectedChange(Exception):
         noun = "file" if len(paths) == 1 else "files"
         self.reason = f"protected {noun} {shown} changed: restored, change rejected"
         super().__init__(self.reason)
+
+
+class TamperFlagged(ProtectedChange):
+    """The change reaches into the process that tests or measures it (tamper.py) and the
+    spec does not allow that flag: the worktree was restored and the change is not kept."""
+
+    def __init__(self, flags: list[tamper.Flag]) -> None:
+        super().__init__(sorted({f.path for f in flags}))
+        self.flags = flags
+        self.reason = tamper.screen_refusal(flags)
+        self.args = (self.reason,)
 
 
 class AlteredWrite(ProtectedChange):
@@ -74,6 +85,25 @@ class Protection:
 
     base: str
     patterns: tuple[str, ...] = ()
+    # The tamper screen every change passes before it is tested and committed (None: the
+    # mode screens its changes itself, as experiment does); `log` hears what it let through.
+    screen: tamper.Screen | None = None
+    log: Callable[[str], None] | None = None
+
+    def screen_index(self, worktree: Path) -> list[tamper.Flag]:
+        """Screen what the index holds against HEAD: TamperFlagged (after restoring HEAD)
+        when a flag the spec does not allow is raised; the flags it let through."""
+        if self.screen is None:
+            return []
+        blocking, allowed = self.screen.split(self.screen.flags(worktree))
+        if blocking:
+            git.restore(worktree)
+            raise TamperFlagged(blocking)
+        if allowed and self.log is not None:
+            self.log(
+                "kept although flagged (allow_tamper_flags): " + tamper.summary(allowed, limit=5)
+            )
+        return allowed
 
     def covers(self, rel: str) -> bool:
         return any(glob_match(rel, pattern) for pattern in self.patterns)
@@ -137,9 +167,10 @@ class Protection:
             git.restore(worktree)
             raise Reformatted(found)
         if not staged:
-            return git.commit_all(worktree, message)
+            git.worktree_git(worktree, "add", "-A")
         if not git.worktree_git(worktree, "diff", "--cached", "--name-only"):
             return None
+        self.screen_index(worktree)
         git.worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
         return git.head(worktree)
 
@@ -163,6 +194,8 @@ class Protection:
             git.worktree_git(worktree, "add", "-A", "--", *map(_literal, files))
         git.worktree_git(worktree, "checkout", "--", ".", check=False)  # none tracked: fine
         git.worktree_git(worktree, "clean", "-fdq")
+        if files:  # before the gate runs the agent's code at all
+            self.screen_index(worktree)
         return files
 
     def commit_added(self, worktree: Path, paths: list[str], message: str) -> str:

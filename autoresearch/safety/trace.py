@@ -16,6 +16,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autoresearch.measure.imports import ImportLog
+
 # What is watched. `clone`, `fork` and `vfork` only to know which process made which;
 # `dup2`/`dup3` for the file a redirection puts on standard input (`sh < bench.sh`).
 SYSCALLS = "execve,execveat,open,openat,openat2,chdir,fchdir,fork,vfork,clone,clone3,dup2,dup3"
@@ -84,6 +86,8 @@ class Trace:
     # Paths a process tried to execute or open for reading that did not exist: a file
     # created there later (earlier on $PATH, a cache it trusts) changes what runs.
     missing: tuple[str, ...] = ()
+    # What Python processes imported and looked for in vain, logged from inside them.
+    imports: ImportLog | None = None
 
 
 def written(folder: Path) -> bool:

@@ -372,6 +372,8 @@ class SessionSpec(dict):
     # A change may edit the code of a test that existed where it started (its expected value,
     # its body); without it such a change is not kept (overlay.py).
     allow_test_edits = _Setting("allow_test_edits", bool)
+    # Checks of the tamper screen (tamper.CHECKS) whose flags do not stop a change.
+    allow_tamper_flags = _Setting("allow_tamper_flags", frozenset, ())
     # per_fix (the suite runs on each change before it is committed) or batch (once at the
     # stage's end, with a bisection when it fails).
     test_gate = _Setting("test_gate", default="batch")

@@ -305,3 +305,29 @@ def test_a_missions_evaluator_json_names_the_holdout_and_is_hidden_with_it(workf
     log = (session / "logs/experiment_propose/001.log").read_text()
     assert "read_file -> ERROR refused: 'm/evaluator.json' does not exist" in log
     assert "read_file -> 1\t# Fewer steps" in log  # mission.md is the agent's to read
+
+
+# The metric's steps() drops 1000 -> 10, and cost() takes all of it: the holdout, which
+# counts both, does not move (1100 -> 1100): a gain only the metric sees.
+UNSEEN = {"experiment": {1: change(10, 1090, "Special-case the metric's input")}}
+
+
+def test_a_gain_the_holdout_does_not_confirm_is_not_kept_by_default(workflow, tmp_path):
+    repo = make_target(tmp_path / "target")
+    workflow.run("u", holdout_spec(repo, workflow, UNSEEN, max_iterations=1))
+    (said,) = decisions(workflow.session("u"), 1)
+    assert said["status"] == "holdout_unconfirmed" and said["metric_value"] == 10
+    assert said["end_commit"] == said["start_commit"]
+    assert said["holdout"]["value"] == 1100 and said["holdout"]["incumbent_value"] == 1100
+    assert said["holdout"]["metric_gain"] == 990 and said["holdout"]["confirms"] is False
+    assert "better by 990" in said["verdict"] and "holdout 1100 → 1100" in said["verdict"]
+    assert "holdout_confirms: false" in said["verdict"]
+
+
+def test_holdout_confirms_false_keeps_a_gain_the_holdout_is_no_worse_on(workflow, tmp_path):
+    repo = make_target(tmp_path / "target")
+    spec = holdout_spec(repo, workflow, UNSEEN, max_iterations=1, holdout_confirms=False)
+    workflow.run("u", spec)
+    (said,) = decisions(workflow.session("u"), 1)
+    assert said["status"] == "kept" and said["holdout"]["agrees"] is True
+    assert "the holdout agrees" in said["verdict"]

@@ -11,7 +11,8 @@ from conftest import make_repo
 
 from autoresearch.modes.experiment.program import from_frozen, resolve
 from autoresearch.modes.experiment.stages import check_flags
-from autoresearch.modes.experiment.tamper import (
+from autoresearch.safety import git as ar_git
+from autoresearch.safety.tamper import (
     CHECKS,
     Flag,
     check_file,
@@ -20,7 +21,6 @@ from autoresearch.modes.experiment.tamper import (
     scan,
     summary,
 )
-from autoresearch.safety import git as ar_git
 from autoresearch.session.spec import SpecError
 
 BEFORE = (

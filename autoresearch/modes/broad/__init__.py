@@ -49,6 +49,7 @@ approve: auto                              # manual: stop after hypotheses.md fo
 
 class Broad(Mode):
     name = "broad"
+    tamper_profile = "measure"  # the aspiration metric imports the code under test
     decide_checkpoint = "broad_evaluate"  # a track's cycle (wildcard hid)
     decision_extra = TrackStep
     spec_example = SPEC_EXAMPLE

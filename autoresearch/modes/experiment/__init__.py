@@ -70,6 +70,7 @@ experiment:
 
 class Experiment(Mode):
     name = "experiment"
+    tamper_profile = None  # every proposal is screened with every check (stages.py)
     spec_example = SPEC_EXAMPLE
     loop = "iterations"
     decide_checkpoint = "experiment_decide"

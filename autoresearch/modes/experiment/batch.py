@@ -16,12 +16,12 @@ from typing import Any
 
 from autoresearch.agents.backends.base import StageFailed
 from autoresearch.engine.stage import StageEnv
-from autoresearch.safety import git
+from autoresearch.safety import git, tamper
 from autoresearch.safety.protect import ProtectedChange
 from autoresearch.session.files import read_json, write_json
 from autoresearch.views import journal
 
-from . import holdout, paired, preserve, stages, tamper
+from . import holdout, paired, preserve, stages
 from .candidates import CandidateEnv, candidate_ids, ensure_worktree
 from .log import fmt
 from .policy import (

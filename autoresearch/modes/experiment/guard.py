@@ -21,6 +21,7 @@ from typing import Any
 from autoresearch.gate import overlay
 from autoresearch.gate.testrun import TIMED_OUT, TestRun, run_tests
 from autoresearch.gate.verdict import acceptable, graded_verdict
+from autoresearch.measure import metrics
 from autoresearch.safety import commands
 from autoresearch.safety.jail import Jail
 from autoresearch.session.record import SetupRecord
@@ -87,6 +88,7 @@ def run(
     # The guard runs the agent's code: the holdout's files are hidden from it, as from the
     # metric's runs.
     jail = holdout.blind(jail, cfg)
+    metrics.pristine(cwd)  # nothing an earlier run left behind reaches this one
     if cfg.guard_tests is None:
         result = commands.run(
             cfg.guard, cwd, timeout_s=cfg.guard_timeout, extra_secrets=secrets, jail=jail

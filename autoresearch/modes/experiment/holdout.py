@@ -9,7 +9,13 @@ noise, and otherwise discarded as `holdout_disagrees`. The rule, on purpose simp
     noise = 2 x the sample standard deviation of the incumbent's holdout runs (0 with one run)
     keep only if worse <= noise
 
-So with `repeats: 1` the holdout may not get worse at all.
+So with `repeats: 1` the holdout may not get worse at all. And a holdout must confirm, not
+only not contradict: when the metric improves by more than its own noise (the same rule on
+the incumbent's metric runs), the holdout must improve by more than its noise too, else the
+change is discarded as `holdout_unconfirmed`, with both figures (a 1000x gain the holdout
+does not see is a change that special-cases the metric's input).
+`experiment.holdout_confirms: false` goes back to "no worse" alone, for a holdout that
+cannot see every gain.
 
 Hidden means: the holdout's files (found by watching its run at setup, less the files the
 metric or guard run too) are protected, refused by the agent's file tools as if absent,
@@ -41,6 +47,7 @@ from .policy import ref
 from .program import ExperimentConfig
 
 HOLDOUT_DISAGREES = Status.HOLDOUT_DISAGREES
+HOLDOUT_UNCONFIRMED = Status.HOLDOUT_UNCONFIRMED
 KEY = "experiment.holdout"
 NOISE_SDS = 2.0
 
@@ -62,7 +69,11 @@ def private_files(
     assert cfg.holdout is not None
     watcher = measured.Watcher(worktree, base, measured.scope_rule(cfg.scope), measurement_scripts)
     watcher.run(KEY, cfg.holdout, timeout_s=timeout_of(cfg), secrets=secrets, jail=jail)
-    files = [p for p in watcher.watch.protected() if p not in set(shared)]
+    # Paths kept absent for the imports (measured.import_paths) are no file of the
+    # holdout's: hiding them would redact module names (`json`) from every output.
+    by_import = (measured.IMPORT_ABSENT, measured.IMPORT_SHADOW)
+    own = [w.path for w in watcher.watch.files if w.protected and w.source not in by_import]
+    files = [p for p in dict.fromkeys(own) if p not in set(shared)]
     human = [p for p in cfg.human_files() if p.endswith("evaluator.json")]
     return list(dict.fromkeys([*files, *human])), list(watcher.watch.notes)
 
@@ -167,11 +178,33 @@ def judge(
         return status, verdict
     said = compare(run(), best["holdout"], cfg.direction)
     rec["holdout"] = said
-    if said["agrees"]:
-        return status, f"{verdict}; the holdout agrees ({describe(said)})"
-    return HOLDOUT_DISAGREES, f"the metric said keep ({verdict}); the holdout did not: " + (
-        describe(said)
-    )
+    if not said["agrees"]:
+        return HOLDOUT_DISAGREES, f"the metric said keep ({verdict}); the holdout did not: " + (
+            describe(said)
+        )
+    gain = metric_gain(cfg, rec, best)
+    said["metric_gain"], said["metric_noise"] = gain
+    said["confirms"] = -said["worse_by"] > said["noise"]
+    if cfg.holdout_confirms and gain[0] > gain[1] and not said["confirms"]:
+        # A gain the holdout does not see: the code may special-case the metric's input.
+        return HOLDOUT_UNCONFIRMED, (
+            f"the metric said keep ({verdict}): better by {gain[0]:g} against its noise "
+            f"{gain[1]:g}; the holdout did not confirm it: {describe(said)} "
+            "(experiment.holdout_confirms: false keeps a change the holdout is no worse on)"
+        )
+    return status, f"{verdict}; the holdout agrees ({describe(said)})"
+
+
+def metric_gain(
+    cfg: ExperimentConfig, rec: dict[str, Any], best: dict[str, Any]
+) -> tuple[float, float]:
+    """(how much better the metric says the change is, the metric's noise): the incumbent
+    as measured in this comparison when it was (paired runs), else the incumbent's record;
+    the noise is NOISE_SDS sample SDs of the incumbent's runs, as for the holdout."""
+    incumbent = rec.get("baseline_value", best["value"])
+    samples = rec.get("incumbent_samples") or best.get("samples") or []
+    sign = 1 if cfg.direction == "minimize" else -1
+    return sign * (incumbent - rec["metric_value"]), noise(list(samples))
 
 
 def describe(said: dict[str, Any]) -> str:
@@ -196,7 +229,7 @@ def for_agent(rec: dict[str, Any], cfg: ExperimentConfig) -> dict[str, Any]:
     when the metric ran it) without the holdout's file names."""
     if rec.get("error") and cfg.holdout_files:  # a record read back is a Mapping, not a dict
         rec = dict(rec) | {"error": redact(rec["error"], cfg.holdout_files)}
-    if rec.get("status") != HOLDOUT_DISAGREES:
+    if rec.get("status") not in (HOLDOUT_DISAGREES, HOLDOUT_UNCONFIRMED):
         return rec
     return {k: v for k, v in rec.items() if k != "holdout"} | {
         "status": Status.DISCARDED,

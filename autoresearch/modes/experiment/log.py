@@ -19,7 +19,16 @@ from typing import Any
 
 from autoresearch.session.files import write_json, write_text
 
-from .policy import DISCARDED, ERRORS, GUARD_FAILED, HOLDOUT_DISAGREES, KEPT, REGRESSIONS, ref
+from .policy import (
+    DISCARDED,
+    ERRORS,
+    GUARD_FAILED,
+    HOLDOUT_DISAGREES,
+    HOLDOUT_UNCONFIRMED,
+    KEPT,
+    REGRESSIONS,
+    ref,
+)
 
 TSV_COLUMNS = [
     "run_id",
@@ -219,8 +228,8 @@ def observation(rec: dict[str, Any], key: str) -> str:
     change = f"{key} {fmt(rec['baseline_value'])} → {fmt(rec['metric_value'])}"
     if status == KEPT:
         return f"{change}; kept ({rec['verdict']})"
-    if status == HOLDOUT_DISAGREES:  # the verdict says what the metric and the holdout said
-        return f"{change}; holdout_disagrees ({rec['verdict']})"
+    if status in (HOLDOUT_DISAGREES, HOLDOUT_UNCONFIRMED):  # the verdict says what each said
+        return f"{change}; {status} ({rec['verdict']})"
     if status in REGRESSIONS:
         return f"{change}; discarded ({rec['verdict']})"
     text = (rec.get("error") or rec.get("verdict") or "").strip()
@@ -266,6 +275,7 @@ def status_line(rec: dict[str, Any], key: str) -> str:
         DISCARDED: "reverted",
         GUARD_FAILED: "guard",
         HOLDOUT_DISAGREES: "holdout",
+        HOLDOUT_UNCONFIRMED: "holdout",
     }
     label = labels.get(rec["status"], "error")
     if rec["metric_value"] is not None:

@@ -25,17 +25,25 @@ from .program import ExperimentConfig
 KEPT = Status.KEPT
 DISCARDED = Status.DISCARDED  # measured, not strictly better
 GUARD_FAILED = Status.GUARD_FAILED
-HOLDOUT_DISAGREES = Status.HOLDOUT_DISAGREES  # the metric improved, the holdout did not
+HOLDOUT_DISAGREES = Status.HOLDOUT_DISAGREES  # the metric improved, the holdout got worse
+HOLDOUT_UNCONFIRMED = Status.HOLDOUT_UNCONFIRMED  # the metric improved, the holdout did not
 CRASH = Status.CRASH  # the metric or the guard could not run (failed, timed out, unparsable)
 SYNTAX_ERROR = Status.SYNTAX_ERROR
 NO_CHANGE = Status.NO_CHANGE  # the agent ended without handing in a change
 # Failed iterations: nothing was measured against the incumbent (a propose stage whose
 # agent errored hands in no change). A run of them is a crash loop.
 ERRORS = (CRASH, SYNTAX_ERROR, NO_CHANGE)
-REGRESSIONS = (DISCARDED, GUARD_FAILED, HOLDOUT_DISAGREES)
+REGRESSIONS = (DISCARDED, GUARD_FAILED, HOLDOUT_DISAGREES, HOLDOUT_UNCONFIRMED)
 # Which candidate stands for a batch in which no candidate was kept: the most informative
 # outcome (a measured discard says more than a crash, a crash more than no change).
-STATUS_RANK = {KEPT: 0, DISCARDED: 1, HOLDOUT_DISAGREES: 1, GUARD_FAILED: 2, CRASH: 3}
+STATUS_RANK = {
+    KEPT: 0,
+    DISCARDED: 1,
+    HOLDOUT_DISAGREES: 1,
+    HOLDOUT_UNCONFIRMED: 1,
+    GUARD_FAILED: 2,
+    CRASH: 3,
+}
 STATUS_RANK |= {SYNTAX_ERROR: 4, NO_CHANGE: 5}
 
 

@@ -84,6 +84,7 @@ TOP_KEYS = {
     "preserve_on_fail",
     "holdout",
     "holdout_timeout_s",
+    "holdout_confirms",
 }
 MAX_PARALLEL = 64
 # The resources a measurement job may ask for: fixed names, because Snakemake needs them
@@ -177,6 +178,9 @@ class ExperimentConfig:
     holdout: str | None = None
     holdout_timeout_s: float | None = None
     holdout_files: list[str] = field(default_factory=list)
+    # A metric gain beyond its noise must be matched by a holdout gain beyond its own
+    # (holdout.py); false: the holdout need only be no worse than noise.
+    holdout_confirms: bool = True
 
     @property
     def guard_timeout(self) -> float:
@@ -483,6 +487,11 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
     if output is not None and (not isinstance(output, str) or not output.strip()):
         raise SpecError(f"{spec_file}: key 'experiment.output': write a folder path")
     allow_flagged = _switch(merged, "allow_flagged", spec_file)
+    confirms = merged.get("holdout_confirms", True)
+    if not isinstance(confirms, bool):
+        raise SpecError(
+            f"{spec_file}: key 'experiment.holdout_confirms': write true or false, got {confirms!r}"
+        )
     guard, guard_off = _guard(merged.get("guard"), spec_file)
     max_gain = merged.get("max_gain")
     if max_gain is not None and not (
@@ -519,6 +528,7 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         mission=str(mission) if mission else None,
         output=output,
         allow_flagged=allow_flagged,
+        holdout_confirms=confirms,
         max_gain=max_gain.strip() if max_gain is not None else None,
         git_branch=git_branch,
         preserve_on_fail=preserve,

@@ -29,7 +29,7 @@ from autoresearch.engine.stage import StageEnv
 from autoresearch.engine.teams import base_context
 from autoresearch.gate.testrun import TestRun
 from autoresearch.measure import metrics
-from autoresearch.safety import commands, git
+from autoresearch.safety import commands, git, tamper
 from autoresearch.safety.jail import Jail
 from autoresearch.safety.patch import changed_of, make_patch
 from autoresearch.safety.protect import ProtectedChange
@@ -37,7 +37,7 @@ from autoresearch.session.files import read_json, read_text_once, write_json, wr
 from autoresearch.session.layout import SessionLayout
 from autoresearch.views import journal
 
-from . import candidates, holdout, paired, pool, preserve, runs, tamper
+from . import candidates, holdout, paired, pool, preserve, runs
 from . import guard as guards
 from . import log as logs
 from . import summary as run_summary

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from autoresearch.measure import metrics
 from autoresearch.safety import commands, worktree_files
 
 from ...checks import error_counts
@@ -111,6 +112,7 @@ def run(
     """One tool's count in `worktree`; a timeout is a build error (nothing else is known).
     With `trace_to`, the run is traced there (commands.run)."""
     name = cmd.parser.partition(":")[0]
+    metrics.pristine(worktree)  # each count starts from the tree as committed or staged
     result = commands.run(
         cmd.command,
         worktree,

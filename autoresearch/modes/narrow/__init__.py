@@ -48,6 +48,7 @@ angles:
 
 class Narrow(Mode):
     name = "narrow"
+    tamper_profile = "measure"  # the metric's script imports the code under test
     spec_example = SPEC_EXAMPLE
     branch = "autoresearch/narrow/{name}"
     plannable = True

@@ -1,5 +1,13 @@
-"""What a candidate's change may not reach for without being flagged: the process its
-measurement runs in, and the evaluator's own files.
+"""What a change may not reach for without being flagged: the process its tests or its
+measurement run in, the test runner, and the evaluator's own files.
+
+Every mode screens every change a team hands in, on the diff, before the gate
+(`Screen`, called from `protect.Protection`); experiment mode screens each proposal with
+the whole list (`scan`). The test gate and a metric read different things of the process,
+so a screen has a profile: `gate` (sweep, fix, learn, ship, security: what can turn a test
+run's verdict — the runner's own modules, exit status, start-up files, builtins, frames),
+`measure` (narrow, broad: also output, clocks and the environment the metric reads), and
+`full` (experiment: every check on every file).
 
 No harness can stop code under test from changing the process it runs in: a change that
 rebinds `print`, `json.dumps` or `time.perf_counter` when the metric script imports it
@@ -30,6 +38,11 @@ from typing import Any
 
 from autoresearch.safety import git
 
+# Which checks count (`counts`): every one (experiment), a metric's (narrow, broad), a test
+# gate's (every other mode).
+FULL, MEASURE, GATE = "full", "measure", "gate"
+PROFILES = (FULL, MEASURE, GATE)
+
 # The classes of tampering, each with what it means; a Flag names one.
 CHECKS = {
     "builtins": "rebinds or reaches into builtins (print, open, ...)",
@@ -45,7 +58,10 @@ CHECKS = {
     "evaluator": "changes a file the evaluator runs or names, or names one in code",
     "startup": "adds or changes a file the interpreter or a test runner loads by itself "
     "(sitecustomize, usercustomize, .pth, conftest.py, runner configs)",
-    "shadowing": "adds a module that shadows the standard library or one the evaluator imports",
+    "shadowing": "adds a module that shadows the standard library, the test runner or one the "
+    "evaluator imports",
+    "runner": "reaches into the test runner (its modules _pytest and pluggy, its report and "
+    "result classes, its hooks and plugin lists, unittest's result classes)",
     "gain": "improves the metric by more than experiment.max_gain",
 }
 
@@ -69,6 +85,11 @@ IMPORT_CHECKS = {
     "unittest.mock": "modules",
     "mock": "modules",
     "_io": "output",
+    # The test runner's own code: a change that imports it can rewrite its reports.
+    "_pytest": "runner",
+    "pluggy": "runner",
+    "unittest.result": "runner",
+    "unittest.runner": "runner",
 }
 # Names and attributes whose mere use is a flag (qualified, aliases resolved).
 REFERENCE_CHECKS = {
@@ -118,7 +139,28 @@ REFERENCE_CHECKS = {
     "sys.settrace": "frames",
     "sys.setprofile": "frames",
     "sys.addaudithook": "frames",
+    # Every live object, the runner's reports among them.
+    "gc.get_objects": "frames",
+    "gc.get_referrers": "frames",
+    "gc.get_referents": "frames",
+    # The runner's report and result classes, and its hook machinery.
+    **{
+        f"pytest.{name}": "runner"
+        for name in "TestReport CollectReport CallInfo hookimpl hookspec PytestPluginManager "
+        "TerminalReporter".split()
+    },
+    "unittest.TestResult": "runner",
+    "unittest.TextTestResult": "runner",
+    "unittest.TextTestRunner": "runner",
+    "pytest_plugins": "runner",
 }
+# Top-level modules of the test runners: a file of that name in the worktree shadows them.
+RUNNER_MODULES = frozenset("pytest _pytest pluggy py xdist pytest_cov coverage nose".split())
+# Text naming the runner's internals (`sys.modules["_pytest.reports"]`, a plugin entry
+# point); a hook named as text (`getattr(config.hook, "pytest_...")`).
+RUNNER_TEXT = re.compile(r"\b_pytest\b|\bpluggy\b|\bpytest11\b|\bpytest_[a-z_]+\b")
+# Hooks a test module may define for itself without being a plugin.
+MODULE_HOOKS = frozenset({"pytest_generate_tests"})
 # Attributes that lead into another piece of code's frames or globals, whatever the object.
 FRAME_ATTRIBUTES = frozenset(
     "f_back f_globals f_locals f_builtins tb_frame gi_frame cr_frame __globals__ __code__ "
@@ -219,29 +261,98 @@ def scan(
         git.worktree_git(worktree, "reset", "-q")
 
 
+@dataclass(frozen=True)
+class Screen:
+    """The tamper screen one session runs on every change a team hands in (protect.py calls
+    it on what is about to be tested or committed): the profile of its mode, the checks the
+    spec lets through (`allow_tamper_flags`) and the evaluator's files (the measurement's,
+    protected at setup)."""
+
+    profile: str = GATE
+    allowed: frozenset[str] = frozenset()
+    evaluator: tuple[str, ...] = ()
+    installed: frozenset[str] = frozenset()  # modules the measured process imports (setup)
+
+    def flags(self, worktree: Path, base: str = "HEAD") -> list[Flag]:
+        """The flags of what the index holds against commit `base`, read from git."""
+        out = git.worktree_git(
+            worktree, "diff", "--cached", "--name-only", "--no-renames", "-z", base, "--"
+        )
+        files = sorted(p for p in out.split("\0") if p)
+        if not files:
+            return []
+        key = (str(worktree), git.worktree_git(worktree, "rev-parse", base), _index_tree(worktree))
+        if key in _SCREENED:  # the same change screened again (before the gate, at commit)
+            return _SCREENED[key]
+        evaluator = list(self.evaluator)
+        imported = evaluator_imports(worktree, base, evaluator)
+        flags: list[Flag] = []
+        for path in files:
+            old = _blob(worktree, f"{base}:{path}")
+            new = _blob(worktree, f":{path}")
+            flags += check_file(path, old, new, evaluator, imported, self.profile, self.installed)
+        _SCREENED[key] = flags
+        return flags
+
+    def split(self, flags: list[Flag]) -> tuple[list[Flag], list[Flag]]:
+        """(the flags that stop the change, those the spec lets through)."""
+        blocking = [f for f in flags if f.check not in self.allowed]
+        return blocking, [f for f in flags if f.check in self.allowed]
+
+
+_SCREENED: dict[tuple[str, str, str], list[Flag]] = {}
+
+
+def _index_tree(worktree: Path) -> str:
+    return git.worktree_git(worktree, "write-tree")
+
+
+def screen_refusal(flags: list[Flag]) -> str:
+    """Why a flagged change is not kept, naming each line and check."""
+    checks = sorted({f.check for f in flags})
+    return (
+        f"tamper screen: {summary(flags, limit=5)}: a change that reaches into the process "
+        "that tests or measures it can pass without being right "
+        f"(allow_tamper_flags: [{', '.join(checks)}] keeps such changes)"
+    )
+
+
 def check_file(
     path: str,
     old: str | None,
     new: str | None,
     evaluator: list[str] = (),  # type: ignore[assignment]
     evaluator_imports: set[str] = frozenset(),  # type: ignore[assignment]
+    profile: str = FULL,
+    installed: frozenset[str] = frozenset(),
 ) -> list[Flag]:
-    """The flags of one file's change from `old` to `new` (None: absent on that side)."""
+    """The flags of one file's change from `old` to `new` (None: absent on that side),
+    under `profile` (PROFILES). `installed`: top-level modules the measured or tested
+    process imports from outside the worktree, which a new file of that name shadows."""
     flags: list[Flag] = []
     name = PurePosixPath(path).name
     if path in evaluator:
         flags.append(Flag("evaluator", path, None, "changes a file the evaluator runs"))
     if name in STARTUP_NAMES or name.endswith(STARTUP_SUFFIXES):
-        flags.append(Flag("startup", path, None, f"{name} is loaded without being imported"))
+        line = _config_line(name, old, new) if profile != FULL else None
+        if profile == FULL or line is not None:
+            flags.append(
+                Flag("startup", path, line or None, f"{name} is loaded without being imported")
+            )
     if old is None and (name.endswith(SHADOW_SUFFIXES) or "__pycache__" in path.split("/")):
         flags.append(Flag("shadowing", path, None, "adds a compiled module, preferred to source"))
-    elif old is None and path.endswith(".py"):
-        top = _module_top(path)
+    elif old is None and (top := _new_module(path, evaluator)):
         if top in sys.stdlib_module_names:
             flags.append(Flag("shadowing", path, None, f"adds {top!r}, a standard module"))
+        elif top in RUNNER_MODULES:
+            flags.append(Flag("shadowing", path, None, f"adds {top!r}, the test runner's"))
         elif top in evaluator_imports:
             flags.append(
                 Flag("shadowing", path, None, f"adds {top!r}, which the evaluator imports")
+            )
+        elif top in installed:
+            flags.append(
+                Flag("shadowing", path, None, f"adds {top!r}, an installed module it imports")
             )
     if new is None:
         return flags
@@ -260,12 +371,132 @@ def check_file(
     if after is None:  # unreadable after the change: cannot be checked, so it is a flag
         return flags + [Flag("modules", path, None, "cannot be read as Python to check it")]
     seen = Counter((check, detail) for check, detail, _ in before)
+    test_file = is_test_path(path)
     for check, detail, line in after:
         if seen[(check, detail)] > 0:
             seen[(check, detail)] -= 1  # there before the change
             continue
-        flags.append(Flag(check, path, line, detail))
+        if counts(profile, check, detail, test_file):
+            flags.append(Flag(check, path, line, detail))
     return flags
+
+
+# --- profiles: which flags count where -----------------------------------------------------
+# What a test run's verdict can be turned by, in any file: the runner itself, the exit
+# status by a path that skips the runner's own ending, frames and every live object, and
+# the builtins every module shares. Printing, clocks and the environment are not: the
+# verdict is read from the runner's report, not from what the process prints.
+GATE_OUTPUT = frozenset("os._exit os.kill os.killpg atexit faulthandler".split())
+GATE_FRAMES = frozenset(
+    "sys.settrace sys.setprofile sys.addaudithook sys._getframe gc.get_objects "
+    "gc.get_referrers gc.get_referents ctypes f_back f_globals f_locals f_builtins tb_frame "
+    "gi_frame cr_frame __globals__ __subclasses__ __builtins__".split()
+)
+# What honest library code does with the import system, named by the detail's object.
+LIBRARY_MODULES = frozenset("importlib imp site mock unittest.mock sys.path compile".split())
+
+
+def _object(detail: str) -> str:
+    """What a use's detail names: `uses .f_back` -> `f_back`, `names 'f_back'` -> `f_back`."""
+    what = detail.split(" ", 1)[1] if " " in detail else detail
+    if what.startswith(("on ", "from ")):
+        what = what.split(" ", 1)[1]
+    return what.strip("'\".").split(" ")[0]
+
+
+def counts(profile: str, check: str, detail: str, test_file: bool) -> bool:
+    """Whether a use raises a flag under `profile` (in a test file or not). The runner,
+    start-up files, shadowing, the evaluator's files and unreadable code count
+    everywhere; a test file may patch, mock and print as tests do."""
+    if profile == FULL or check in ("runner", "startup", "shadowing", "evaluator", "gain"):
+        return True
+    if detail.startswith(("cannot be read", "declares source encoding")):
+        return True
+    what = _object(detail)
+    if check == "builtins":  # rebinding one, not importing or reading it
+        return not detail.startswith(("imports", "uses builtins.", "names 'builtins'"))
+    if check == "frames":
+        return what in GATE_FRAMES
+    if check == "output" and what in GATE_OUTPUT:
+        return True
+    if test_file:  # a test patches, mocks, prints and sets variables as tests do
+        return check == "modules" and what.startswith(("sys.meta_path", "sys.path_hooks"))
+    if profile == GATE and check in ("output", "environment"):
+        return False  # not what a test run's verdict is read from
+    if check == "modules":  # importing the import system or reading it is what libraries do
+        known = what in LIBRARY_MODULES or what.startswith("importlib.")
+        reads = detail.startswith(("imports", "uses")) and known
+        return not reads and not detail.startswith("imports * from")
+    if check == "environment":
+        return what not in ("sys.argv", "sys.orig_argv")
+    return True  # measure: output and clocks of the measured process; gate: clocks
+
+
+TEST_DIRS = frozenset({"tests", "test", "testing", "__tests__", "spec"})
+
+
+def is_test_path(path: str) -> bool:
+    """A test module by its place or name (conftest.py is a start-up file, not a test)."""
+    p = PurePosixPath(path)
+    name = p.name
+    return (
+        name.startswith("test_")
+        or name.endswith(("_test.py", ".test.js", ".spec.js", ".test.ts", ".spec.ts"))
+        or any(part in TEST_DIRS for part in p.parts[:-1])
+    ) and name != "conftest.py"
+
+
+# Sections of a shared configuration file that configure a test runner or a plugin.
+RUNNER_SECTION = re.compile(r"pytest|entry.?points|plugins|coverage|jest|mocha|vitest", re.I)
+# A line that reaches the runner whatever its section (a plugin's entry point, options).
+RUNNER_LINE = re.compile(r"pytest11|addopts|PYTEST_|(^|\s)-p\s")
+SECTION = re.compile(r"^\s*\[([^\]]+)\]\s*$")
+JSON_RUNNER_KEY = re.compile(r'"(jest|mocha|vitest|ava|test|pretest|posttest|scripts)"')
+SHARED_CONFIGS = frozenset("pyproject.toml setup.cfg tox.ini package.json".split())
+
+
+def _config_line(name: str, old: str | None, new: str | None) -> int | None:
+    """Where a change to a start-up file reaches the runner: 0 for the whole file (a new
+    or removed one, one read only by a runner), the first changed line of a runner
+    section of a shared file (pyproject.toml's [tool.pytest...], setup.cfg's
+    [tool:pytest], package.json's "jest"), None when only other sections changed."""
+    if name not in SHARED_CONFIGS or old is None or new is None:
+        return 0
+    for number, text, section in _changed_lines(old, new):
+        if RUNNER_SECTION.search(section) or RUNNER_LINE.search(text):
+            return number
+        if name == "package.json" and JSON_RUNNER_KEY.search(text):
+            return number
+    return None
+
+
+def _changed_lines(old: str, new: str) -> list[tuple[int, str, str]]:
+    """(line number in `new` or the nearest, its text, its section) of every changed line
+    of either side."""
+    import difflib
+
+    out: list[tuple[int, str, str]] = []
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    sections_old, sections_new = _sections(old_lines), _sections(new_lines)
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        for j in range(j1, j2):
+            out.append((j + 1, new_lines[j], sections_new[j]))
+        for i in range(i1, i2):
+            out.append((min(j1 + 1, len(new_lines)) or 1, old_lines[i], sections_old[i]))
+    return out
+
+
+def _sections(lines: list[str]) -> list[str]:
+    current, out = "", []
+    for text in lines:
+        match = SECTION.match(text)
+        if match:
+            current = match.group(1)
+        out.append(current)
+    return out
 
 
 def evaluator_imports(worktree: Path, start: str, evaluator: list[str]) -> set[str]:
@@ -358,6 +589,7 @@ class _Finder(ast.NodeVisitor):
         self.watched = watched  # the evaluator's file names
         self.called: set[int] = set()  # ids of the names a call is made through
         self.failing_exits: set[int] = set()  # ids of exit names called to fail, not flagged
+        self.own_module: set[int] = set()  # ids of `sys.modules` read as sys.modules[__name__]
 
     def use(self, check: str, detail: str, node: ast.AST) -> None:
         self.uses.append((check, detail, getattr(node, "lineno", None)))
@@ -437,9 +669,21 @@ class _Finder(ast.NodeVisitor):
             # p = print; weakref.finalize(x, print, ...): a print the call check misses.
             self.use("output", "uses print as a value", node)
 
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        # sys.modules[__name__]: a module reaching itself, which libraries do; any other key
+        # (a name built at run time) may be the runner's module.
+        key = node.slice
+        if isinstance(key, ast.Name) and key.id == "__name__":
+            if self.qual(node.value) == "sys.modules":
+                self.own_module.add(id(node.value))
+        self.generic_visit(node)
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         qual = self.qual(node)
         if id(node) in self.failing_exits:
+            return
+        if id(node) in self.own_module:
+            self.generic_visit(node)
             return
         if node.attr in FRAME_ATTRIBUTES:
             self.use("frames", f"uses .{node.attr}", node)
@@ -461,6 +705,8 @@ class _Finder(ast.NodeVisitor):
             self.use("evaluator", f"names {node.value!r}, a file the evaluator runs", node)
         elif node.value in NAMED_CHECKS:  # globals()["__builtins__"], getattr(x, "f_back")
             self.use(NAMED_CHECKS[node.value], f"names {node.value!r}", node)
+        elif RUNNER_TEXT.search(node.value):  # sys.modules["_pytest.reports"]
+            self.use("runner", f"names {node.value[:40]!r}", node)
 
     # changes
 
@@ -491,6 +737,9 @@ class _Finder(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if node.name == "print":
             self.use("output", "defines print", node)
+        elif node.name.startswith("pytest_") and node.name not in MODULE_HOOKS:
+            # A hook outside a conftest is a plugin waiting for `-p` or an entry point.
+            self.use("runner", f"defines hook {node.name}", node)
         self.generic_visit(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -583,6 +832,8 @@ def _is_self(node: ast.AST) -> bool:
 def _rebind_check(qual: str) -> str:
     """Which check rebinding `qual` fails."""
     top = qual.split(".")[0]
+    if top in ("pytest", "_pytest", "pluggy", "unittest"):
+        return "runner"
     if top in ("builtins", "__builtins__"):
         return "builtins"
     if top in ("time", "datetime"):
@@ -598,6 +849,23 @@ def _module_top(path: str) -> str:
     parts = PurePosixPath(path).parts
     first = parts[0]
     return first[:-3] if len(parts) == 1 and first.endswith(".py") else first
+
+
+def _new_module(path: str, evaluator: list[str] = ()) -> str | None:  # type: ignore[assignment]
+    """The module name a new Python file makes importable where it shadows another: at the
+    worktree's root (`statistics.py`, `json/__init__.py`), or in a folder put first on the
+    path, the folder of a script the evaluator runs (`bench/statistics.py` beside
+    `bench/measure.py`) or a test folder (pytest's default import mode). A module inside a
+    package (`pkg/json.py`) shadows nothing. None for other files."""
+    if not path.endswith(".py"):
+        return None
+    p = PurePosixPath(path)
+    if len(p.parts) == 1 or (len(p.parts) == 2 and p.name == "__init__.py"):
+        return _module_top(path)
+    folders = {str(PurePosixPath(e).parent) for e in evaluator}
+    if str(p.parent) in folders or any(part in TEST_DIRS for part in p.parts[:-1]):
+        return p.parent.name if p.name == "__init__.py" else p.stem
+    return None
 
 
 def _blob(worktree: Path, spec: str) -> str | None:
