@@ -121,6 +121,16 @@ def work(tmp_path, monkeypatch):
     return tmp_path / "work"
 
 
+@pytest.fixture(autouse=True)
+def no_key_taken():
+    """A key one test's client took from the environment is not another test's."""
+    from autoresearch.agents.backends import api_key
+
+    yield
+    api_key.forget()
+    api_key.keep_in_environment(False)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def private_worktree_store(tmp_path_factory):
     """Session worktrees go to $XDG_DATA_HOME: a folder of the test run's, never ~/.local."""
@@ -226,6 +236,12 @@ class Workflow:
     def spec(self, name: str, values: dict) -> Path:
         path = self.workdir / "specs" / f"{name}.yaml"
         path.parent.mkdir(exist_ok=True)
+        # The target's commands get only what the spec passes: the switch above with them.
+        commands = dict(values.get("commands") or {})
+        passed = list(commands.get("pass_env") or [])
+        if "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in passed:
+            commands["pass_env"] = [*passed, "PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+            values = {**values, "commands": commands}
         path.write_text(yaml.safe_dump(values))
         return path
 

@@ -288,7 +288,7 @@ def _apply(
         sha = None
         if git.apply_commit(worktree, r["commit"]):
             try:
-                sha = env.protection.commit(worktree, r["message"])
+                sha = env.protection.commit(worktree, r["message"], staged=True)
             except ProtectedChange as err:
                 git.reset_to(worktree, before)
                 return None, f"{r['id']}: {err.reason}"

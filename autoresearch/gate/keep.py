@@ -267,7 +267,8 @@ class BatchGate(TestGate):
             sha = None
             if git.apply_commit(env.worktree, c.sha):
                 try:
-                    sha = env.protection.commit(env.worktree, c.message)
+                    # Exactly the paths of the commit replayed: what the cherry-pick staged.
+                    sha = env.protection.commit(env.worktree, c.message, staged=True)
                 except ProtectedChange:
                     sha = None
             if sha is None:

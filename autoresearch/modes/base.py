@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.agents import ledger
+from autoresearch.agents.backends import api_key
 from autoresearch.engine import findings, tally
 from autoresearch.engine.findings import Finding
 from autoresearch.engine.loop import Decision, Extra, JsonWriter, Judged, Keys
@@ -554,7 +555,7 @@ def check_judge(values: dict[str, Any], name: str) -> None:
     backend that stands in for one in rehearsals)."""
     agent = values.get("agent") or {}
     backend = agent.get("backend")
-    has_key = bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+    has_key = api_key.read().present
     can_call = backend == "script" or (backend == "claude" and has_key)
     problem = judge.panel_problem(values.get("judge"), can_call)
     if problem:

@@ -17,11 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autoresearch.measure import imports
-from autoresearch.safety import trace
-from autoresearch.safety.jail import Jail
+from autoresearch.safety import child_env, trace
+from autoresearch.safety.jail import Jail, full_note
 
-# Never handed to a command the agent can cause to run: the target's code is untrusted.
-SECRET_PREFIXES = ("ANTHROPIC_",)
 DEFAULT_TAIL_CHARS = 4000
 # `CommandResult.output` keeps at most this much of the end of the output: a suite that prints
 # a gigabyte must not take a gigabyte of memory. Test counts and metric values are read from
@@ -73,21 +71,17 @@ class CommandResult:
         return "[... output cut ...]\n" + self.output[-chars:]
 
 
-# Variables a `make` that started us hands its children: a target's own `make bench` would
-# join our make's job server, print "make[1]: Leaving directory" as its last line (read as
-# the metric) and take our make's flags. The target's commands get a make of their own.
-INVOKER_MAKE = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "MAKE_TERMOUT", "MAKE_TERMERR")
-
-
-def scrubbed_env(extra_secrets: list[str] | None = None) -> dict[str, str]:
-    """The current environment less ANTHROPIC_*, any variable the spec names, and what a
-    `make` that started us passes to its children."""
-    drop = set(extra_secrets or []) | set(INVOKER_MAKE)
-    return {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(SECRET_PREFIXES) and key not in drop
-    }
+def environment(
+    extra_secrets: list[str] | None = None, pass_env: Sequence[str] = ()
+) -> dict[str, str]:
+    """What a command of the target gets from our environment: `child_env`'s allowlist and
+    the names of `commands.pass_env`, never ANTHROPIC_* or a `secrets` name (nor what a
+    `make` that started us hands its children: its job server and flags are not listed).
+    HOME is ours here: the jail covers it with a private folder, `none` gets a private one."""
+    env = child_env.allowed(pass_env, extra_secrets or ())
+    if os.environ.get("HOME"):
+        env["HOME"] = os.environ["HOME"]
+    return env
 
 
 # Inside a jail, the shell that runs the command (or its strace) reports its children's
@@ -137,6 +131,7 @@ def run(
     trace_to: Path | None = None,
     extra_env: dict[str, str] | None = None,
     pass_fds: tuple[int, ...] = (),
+    pass_env: Sequence[str] = (),
 ) -> CommandResult:
     """Run a shell command from the spec in `cwd`, inside `jail` when it is a bwrap jail.
 
@@ -146,6 +141,8 @@ def run(
 
     `extra_env` is added to the command's environment; `pass_fds` are descriptors the command
     inherits (the pipe a test runner's report comes through, testrun.py).
+    The command's environment is `environment()`'s allowlist with the jail's
+    `commands.pass_env` names (`pass_env` for a command run without a jail object).
 
     Output goes to a file, never through memory: `.output` is its last OUTPUT_TAIL_BYTES. On
     timeout the whole jail (bwrap) or process group (no jail) is killed at once, however many
@@ -167,12 +164,15 @@ def run(
             wrapper,
             extra_env,
             pass_fds,
+            pass_env,
         )
         if trace.written(folder):
             return result
         # strace could not start (no ptrace here): the command never ran, so run it plainly.
         (folder / "failed").write_text(result.tail(2000))
-    return _run(command, cwd, timeout_s, extra_secrets, stdout_only, jail, (), extra_env, pass_fds)
+    return _run(
+        command, cwd, timeout_s, extra_secrets, stdout_only, jail, (), extra_env, pass_fds, pass_env
+    )
 
 
 def _new_run_folder(parent: Path) -> Path:
@@ -195,15 +195,27 @@ def _run(
     wrapper: Sequence[str],
     extra_env: dict[str, str] | None = None,
     pass_fds: tuple[int, ...] = (),
+    pass_env: Sequence[str] = (),
 ) -> CommandResult:
     start = time.monotonic()
     _live.refuse_if_interrupted()
-    env = scrubbed_env(extra_secrets) | (extra_env or {})
+    # The harness's own variables for this run (the report's descriptor, the canary, the
+    # plugin's folder on PYTHONPATH) go on top of the allowlist: they carry no secret.
+    env = environment(extra_secrets, jail.pass_env if jail is not None else pass_env) | (
+        extra_env or {}
+    )
     with tempfile.TemporaryDirectory(prefix="autoresearch-cmd-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
         out_path = work / "output"
         err_path = work / "stderr"
         jailed = jail is not None and jail.mode == "bwrap"
+        if not jailed:
+            # No jail to cover them: a HOME and a TMPDIR of its own, thrown away after,
+            # and the toolchains kept in the real HOME named where they are.
+            env |= child_env.toolchain_homes(env, env.get("HOME"))
+            for name in ("HOME", "TMPDIR"):
+                (work / "scratch" / name.lower()).mkdir(parents=True)
+                env[name] = str(work / "scratch" / name.lower())
         info_r, info_w = os.pipe() if jailed else (None, None)
         cpu_path = work / "cpu"
         with (
@@ -213,6 +225,7 @@ def _run(
         ):
             try:
                 if jailed:
+                    jail.hand_over()
                     argv = jail.argv(
                         command,
                         Path(cwd),
@@ -245,8 +258,10 @@ def _run(
         running = _Running(proc)
         _live.add(running)
         try:
+            namespace = None
             if info_r is not None:
                 running.jail_pid = _read_jail_pid(info_r, start + timeout_s)
+                namespace = _pid_namespace(running.jail_pid)
             timed_out = not _wait(proc, start + timeout_s)
             if timed_out or running.interrupted:
                 running.kill()
@@ -254,6 +269,8 @@ def _run(
                 # Whatever the command left running in its process group ends with it (a
                 # jail ends everything inside it by itself when the command exits).
                 _killpg(proc.pid)
+            if namespace is not None:
+                _wait_until_empty(namespace, time.monotonic() + KILL_WAIT_S)
         except BaseException:  # e.g. Ctrl-C when run() is called from the main thread
             running.kill()
             raise
@@ -265,6 +282,9 @@ def _run(
         if jailed_cpu_s is not None:
             jailed_cpu.add(jailed_cpu_s)
         output, size = _read_tail(out_path, OUTPUT_TAIL_BYTES)
+        full = None if timed_out or proc.returncode == 0 else full_note(jail, output)
+        if full:
+            output = f"{output.rstrip()}\n{full}\n"
         stderr, _ = _read_tail(err_path, STDERR_TAIL_BYTES) if stdout_only else ("", 0)
         return CommandResult(
             command,
@@ -421,6 +441,36 @@ def _read_jail_pid(fd: int, deadline: float) -> int | None:
         return int(json.loads(data)["child-pid"])
     except (ValueError, KeyError, TypeError):
         return None  # bwrap failed before the jail existed; its own error is in the output
+
+
+def _pid_namespace(pid: int | None) -> str | None:
+    """The PID namespace of the jail's init, as /proc names it; None once it is gone."""
+    if pid is None:
+        return None
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def _wait_until_empty(namespace: str, deadline: float) -> None:
+    """Wait until no process is left in the jail's PID namespace. The kernel kills them all
+    when the jail's init exits, but bwrap can return first (with a tmpfs to tear down, a
+    left-behind process was still there for a moment): a run returns once its jail is gone."""
+    while time.monotonic() < deadline:
+        left = False
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                if os.readlink(f"/proc/{entry.name}/ns/pid") == namespace:
+                    left = True
+                    break
+            except OSError:
+                continue
+        if not left:
+            return
+        time.sleep(0.01)
 
 
 def _killpg(pgid: int) -> None:

@@ -18,9 +18,12 @@ fsmonitor, no external diff or textconv, no submodule recursion (docs/safety.md)
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -28,6 +31,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from autoresearch.errors import UserError
+from autoresearch.safety import child_env
 from autoresearch.session import files
 
 AUTHOR = ["-c", "user.name=autoresearch", "-c", "user.email=autoresearch@localhost"]
@@ -44,38 +48,26 @@ LOCKDOWN = (
     "tag.gpgSign=false",
     "submodule.recurse=false",  # a reset that updates submodules clones from any URL
     "protocol.ext.allow=never",
+    # A submodule's (or any nested repository's) own configuration is never read: looking
+    # inside one means running git there, with whatever filter its config names.
+    "diff.ignoreSubmodules=all",
+    "status.submoduleSummary=false",
+    "fetch.recurseSubmodules=false",
 )
 # Commands that could run a textconv filter or an external diff: told not to.
 DIFFING = {"diff": 1, "log": 1, "show": 1}
+# Commands that would look into a submodule's working tree (a `git status` run inside it):
+# told not to, whatever `.gitmodules` or the submodule's config say.
+SUBMODULE_BLIND = ("status", "diff", "diff-index", "diff-files")
+# A gitlink: the mode of a submodule's entry in a tree or the index.
+GITLINK = "160000"
 # A file in a linked worktree's administrative directory (.git/worktrees/<id>/) that marks
 # the worktree as made by autoresearch: only such worktrees are reset, cleaned or removed.
 MARKER = "autoresearch-worktree"
-# Inherited variables that point git at some other repository or index (a git hook or a
-# test runner may have set them); every harness call drops them and names its own.
-REDIRECTS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-    "GIT_CEILING_DIRECTORIES",
-    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
-    # Variables that add configuration or name programs for git to run.
-    "GIT_CONFIG",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_COUNT",
-    "GIT_EXTERNAL_DIFF",
-    "GIT_EXEC_PATH",
-    "GIT_SSH",
-    "GIT_SSH_COMMAND",
-    "GIT_ASKPASS",
-    "GIT_EDITOR",
-    "GIT_SEQUENCE_EDITOR",
-    "GIT_PAGER",
-)
+# Configuration git reads besides the repository's own: none. The user's global and the
+# system's files may define filters, textconv and merge drivers that a `.gitattributes` in
+# the worktree would select; the harness needs none of them.
+NO_OUTSIDE_CONFIG = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
 # Lock files a killed git leaves behind in a worktree's administrative directory.
 WORKTREE_LOCKS = ("index.lock", "HEAD.lock")
 
@@ -94,12 +86,12 @@ class ForgedGitLink(GitError, UserError):
 
 def environment(bound_to: Path | None, *, git_dir: Path | None = None) -> dict[str, str]:
     """The environment for a git process that must act on `bound_to` and nothing else
-    (None: discovery upwards is allowed, for finding the top of a checkout)."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in REDIRECTS and not k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))
-    }
+    (None: discovery upwards is allowed, for finding the top of a checkout).
+
+    The allowlist of `child_env`: no key, no secret, no GIT_* variable of ours (one that
+    points git at another repository, adds configuration or names a program), a private
+    HOME, and neither the user's global nor the system's git configuration."""
+    env = child_env.for_tool() | NO_OUTSIDE_CONFIG
     # Reads never take the index lock: a kill during `git status` in the user's checkout
     # must not leave .git/index.lock behind for their next commit.
     env["GIT_OPTIONAL_LOCKS"] = "0"
@@ -117,7 +109,81 @@ def argv(path: Path | str, *args: str) -> list[str]:
     lockdown = [word for setting in LOCKDOWN for word in ("-c", setting)]
     if args and args[0] in DIFFING:
         args = (args[0], "--no-ext-diff", "--no-textconv", *args[1:])
+    if args and args[0] in SUBMODULE_BLIND:
+        args = (args[0], "--ignore-submodules=all", *args[1:])
     return ["git", "-C", str(path), *AUTHOR, *lockdown, *args]
+
+
+# Subcommands that read or write the files of the worktree, where a filter or any program a
+# repository brought could run: on a session worktree they run inside a jail (CONFINED).
+TOUCHES_FILES = frozenset(
+    {
+        "status", "diff", "diff-index", "diff-files", "add", "checkout", "reset", "clean",
+        "stash", "cherry-pick", "revert", "apply", "rm", "update-index",
+    }
+)  # fmt: skip
+# Whether harness git on a session worktree runs in the jail (bwrap where it works): no
+# network, no home, only the worktree and its git directories writable.
+CONFINED = True
+
+
+def confined(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list[str]:
+    """`cmd` as run: inside a jail when it is a call bound to one of our worktrees
+    (GIT_DIR and GIT_WORK_TREE set) that touches its files, else as it is. The jail is the
+    target's commands' own, as ourselves (the git directories are ours to write), with the
+    worktree, the common git directory and a throwaway index's folder writable."""
+    if not CONFINED or not args or args[0] not in TOUCHES_FILES:
+        return cmd
+    work, admin = env.get("GIT_WORK_TREE"), env.get("GIT_DIR")
+    if not work or not admin:
+        return cmd
+    index = env.get("GIT_INDEX_FILE")
+    # A file the call names outside the worktree (the patch `apply` reads) is shown read-only.
+    named = tuple(
+        sorted(
+            a for a in args[1:] if os.path.isabs(a) and not _inside(a, [work]) and os.path.isfile(a)
+        )
+    )
+    prefix = _jail_prefix(
+        work,
+        admin,
+        str(Path(index).parent) if index else "",
+        env.get("HOME", ""),
+        env["PATH"],
+        named,
+    )
+    if prefix is None:
+        return cmd
+    # `-C` names the worktree as the caller did (sessions/<name>/worktree is a link into the
+    # store); the jail shows it at the real path, GIT_WORK_TREE's.
+    if cmd[1:2] == ["-C"]:
+        cmd = [cmd[0], "-C", work, *cmd[3:]]
+    return [*prefix, shlex.join(cmd)]
+
+
+@functools.lru_cache(maxsize=64)
+def _jail_prefix(
+    work: str, admin: str, index_dir: str, home: str, path: str, named: tuple[str, ...] = ()
+) -> tuple[str, ...] | None:
+    """The bwrap command line up to the shell command, built once per worktree: its
+    toolchain and home lookups cost more than the git call they confine."""
+    from autoresearch.safety import jail as jails
+
+    box = jails.build_jail({"sandbox": "auto"}, Path(work), read_only=[Path(n) for n in named])
+    if box.mode != "bwrap":
+        return None
+    common = Path(admin)
+    if (common / "commondir").is_file():
+        common = (common / (common / "commondir").read_text().strip()).resolve()
+    extra = [common, *([Path(index_dir)] if index_dir else [])]
+    # As ourselves: the git directories are ours. As root, a process without capabilities
+    # could not change the files a command, as nobody, left in the worktree; it keeps the
+    # two that let it (and so could read what only root may; it still writes only here).
+    caps = ("CAP_DAC_OVERRIDE", "CAP_FOWNER") if os.geteuid() == 0 else ()
+    box = dataclasses.replace(box.allowing(*extra), drop_to=None, keep_caps=caps)
+    with tempfile.TemporaryDirectory(prefix="autoresearch-gitjail-") as scratch:
+        line = box.argv("", Path(work), Path(scratch), {"HOME": home, "PATH": path})
+    return tuple(line[:-1])
 
 
 def _run(
@@ -129,7 +195,7 @@ def _run(
     stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        argv(path, *args),
+        confined(argv(path, *args), args, env),
         capture_output=True,
         text=True,
         input=stdin,
@@ -155,7 +221,11 @@ def raw(path: Path | str, *args: str, timeout: float | None = None) -> subproces
     path = Path(path)
     env = _bound(path) if record_of(path).is_file() else environment(path)
     return subprocess.run(
-        argv(path, *args), capture_output=True, stdin=subprocess.DEVNULL, env=env, timeout=timeout
+        confined(argv(path, *args), args, env),
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        timeout=timeout,
     )
 
 
@@ -550,26 +620,53 @@ def clear_stale_lock(worktree: Path) -> list[Path]:
 # -- changing a worktree -------------------------------------------------------------------
 
 
-def reset_to(worktree: Path, commit: str, *, ignored: bool = False) -> None:
-    """Return the worktree to `commit` exactly: no stacked commits, no stray files
-    (`ignored`: no git-ignored file either, nested repositories included).
+def reset_to(worktree: Path, commit: str, *, ignored: bool = True) -> None:
+    """Return the worktree to `commit` exactly: no stacked commits, no stray file, no
+    git-ignored file and no nested repository (`clean -ffdx`). A nested repository a test
+    made would otherwise stay, and a later `add -A` would commit it as a gitlink.
 
+    `ignored` is accepted for the callers that still name it; every reset is a full one.
     A lock left by a killed git is removed first, so a rerun after `kill -9` can start.
     """
+    del ignored  # every attempt ends on the commit alone, whatever the caller asked
     clear_stale_lock(worktree)
-    if _already_at(worktree, commit, ignored=ignored):
+    _empty_submodules(worktree)  # git status, blind to submodules, would not see one filled
+    if _already_at(worktree, commit):
         return  # one git call instead of two: each stage starts where the last one ended
     worktree_git(worktree, "reset", "--hard", commit)
-    worktree_git(worktree, "clean", "-ffdx" if ignored else "-fd")
+    worktree_git(worktree, "clean", "-ffdxq")
+    _empty_submodules(worktree)  # the commit's own submodules, when it has other ones
 
 
-def _already_at(worktree: Path, commit: str, *, ignored: bool) -> bool:
+def _empty_submodules(worktree: Path) -> None:
+    """Submodules as the base has them in a worktree: empty folders. `clean` leaves a
+    gitlink's folder alone (it is tracked), so a repository a test run put there would stay,
+    and `add -A` would stage the submodule at its commit. Only where `.gitmodules` says
+    there are submodules (a gitlink without one is refused at commit all the same)."""
+    if not (Path(worktree) / ".gitmodules").is_file():
+        return
+    listed = worktree_proc(worktree, "ls-files", "--stage", "-z").stdout
+    for entry in listed.split("\0"):
+        meta, _, path = entry.partition("\t")
+        if not path or not meta.startswith(GITLINK):
+            continue
+        folder = Path(worktree) / path
+        if folder.is_symlink() or not folder.is_dir():
+            continue  # nothing to empty: git shows a missing one as deleted, never runs it
+        for child in folder.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+
+
+def _already_at(worktree: Path, commit: str) -> bool:
     """HEAD is `commit` (a full sha, or HEAD itself) and nothing differs from it: no
-    change staged or not, no untracked file (`ignored`: no ignored one either)."""
+    change staged or not, no untracked or ignored file, no nested repository."""
     if commit != "HEAD" and not re.fullmatch(r"[0-9a-f]{40}", commit):
         return False
-    args = ["status", "--porcelain=v2", "--branch", "--untracked-files=all"]
-    lines = worktree_git(worktree, *args, *(["--ignored"] if ignored else [])).splitlines()
+    args = ["status", "--porcelain=v2", "--branch", "--untracked-files=all", "--ignored"]
+    lines = worktree_git(worktree, *args).splitlines()
     if any(not line.startswith("# ") for line in lines):
         return False
     head = next((line.split()[2] for line in lines if line.startswith("# branch.oid ")), "")
@@ -581,22 +678,65 @@ def restore(worktree: Path) -> None:
     reset_to(worktree, "HEAD")
 
 
-def commit_all(worktree: Path, message: str) -> str | None:
-    """Commit every change in the worktree; None when there is nothing to commit."""
-    worktree_git(worktree, "add", "-A")
-    if not worktree_git(worktree, "status", "--porcelain"):
+class GitlinkRefused(GitError):
+    """The index holds a gitlink (a nested repository as a submodule) that HEAD does not
+    have, or has at another commit: nobody wrote it, it is never committed."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        self.reason = (
+            f"{shown}: a nested repository (a gitlink) the base does not have, or has at "
+            "another commit; never committed, change rejected"
+        )
+        super().__init__(self.reason)
+
+
+def new_gitlinks(worktree: Path) -> list[str]:
+    """Gitlinks of the index that HEAD lacks or has at another commit (read from the
+    index and HEAD's tree only: nothing looks inside a nested repository)."""
+
+    def gitlinks(text: str, sha_at: int) -> dict[str, str]:
+        found = {}
+        for entry in text.split("\0"):
+            meta, _, path = entry.partition("\t")
+            words = meta.split()
+            if path and words and words[0] == GITLINK:
+                found[path] = words[sha_at]
+        return found
+
+    staged = gitlinks(worktree_proc(worktree, "ls-files", "--stage", "-z").stdout, 1)
+    if not staged:
+        return []
+    before = gitlinks(worktree_proc(worktree, "ls-tree", "-r", "-z", "HEAD").stdout, 2)
+    return sorted(p for p, sha in staged.items() if before.get(p) != sha)
+
+
+def commit_index(worktree: Path, message: str) -> str | None:
+    """Commit what the index holds, exactly (a replay's own paths, no `add -A`); None when
+    it holds no change. GitlinkRefused, with the index put back to HEAD, for a gitlink
+    nobody wrote."""
+    refused = new_gitlinks(worktree)
+    if refused:
+        worktree_git(worktree, "reset", "-q")
+        raise GitlinkRefused(refused)
+    if worktree_proc(worktree, "diff", "--cached", "--quiet").returncode == 0:
         return None
     worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
     return worktree_git(worktree, "rev-parse", "HEAD")
 
 
 def commit_like(worktree: Path, original: str) -> str | None:
-    """Commit every change in the worktree as a copy of `original`: its message, its
-    author's and committer's names, emails and dates, so the same change on the same parent
-    gets the same id on every run (a review branch re-pushed needs no force). None when
-    there is nothing to commit."""
-    worktree_git(worktree, "add", "-A")
-    if not worktree_git(worktree, "status", "--porcelain"):
+    """Commit what the index holds (a replay's own paths, no `add -A`) as a copy of
+    `original`: its message, its author's and committer's names, emails and dates, so the
+    same change on the same parent gets the same id on every run (a review branch re-pushed
+    needs no force). None when it holds no change; GitlinkRefused, with the index put back
+    to HEAD, for a gitlink nobody wrote."""
+    refused = new_gitlinks(worktree)
+    if refused:
+        worktree_git(worktree, "reset", "-q")
+        raise GitlinkRefused(refused)
+    if worktree_proc(worktree, "diff", "--cached", "--quiet").returncode == 0:
         return None
     read = worktree_proc(
         worktree, "log", "-1", "--date=raw", "--format=%cn%x00%ce%x00%cd", original
@@ -612,6 +752,12 @@ def commit_like(worktree: Path, original: str) -> str | None:
     # -C: the original's message byte for byte, its author, email and date.
     _run(worktree, ("commit", "-q", "--no-verify", "-C", original), env)
     return head(worktree)
+
+
+def commit_all(worktree: Path, message: str) -> str | None:
+    """Commit every change in the worktree; None when there is nothing to commit."""
+    worktree_git(worktree, "add", "-A")
+    return commit_index(worktree, message)
 
 
 def commit_empty(worktree: Path, message: str) -> str:

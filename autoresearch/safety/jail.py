@@ -13,6 +13,7 @@ import functools
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -42,6 +43,16 @@ SHARED_HOMES = {".local": ("bin", "lib")}
 # Variables naming sockets and folders the jail does not have.
 GONE_INSIDE = ("XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS")
 MAX_LINKS = 2000  # symlinks followed per PATH folder (a folder of thousands is not a toolchain)
+# Who a jailed command is when we run as root: nobody. As root it could read every file only
+# root may read (/etc/shadow, other users' keys); a user namespace mapping it to nobody does
+# not help, since the kernel still sees uid 0 outside. So bwrap keeps only the right to
+# change uid, and `setpriv` drops to this uid and gid, and every capability, before the
+# command starts. A caller who is not root is unprivileged already.
+JAIL_UID = JAIL_GID = 65534
+# The size of each private folder of a jailed command ($HOME, /tmp, /var/tmp), in MiB: a
+# tmpfs of that size, so a command that fills one fails there and never fills the host's disk.
+DEFAULT_TMP_SIZE_MB = 1024
+TMP_SIZE_KEY = "commands.tmp_size_mb"
 
 
 class JailError(SpecError):
@@ -89,15 +100,31 @@ class Jail:
     requested: str = "auto"
     note: str | None = None  # why `auto` fell back to none: say it once per session
     writable: tuple[Path, ...] = ()  # besides the worktree (e.g. a folder for test reports)
+    pass_env: tuple[str, ...] = ()  # commands.pass_env: names the commands get besides the base
+    tmp_size_mb: int = DEFAULT_TMP_SIZE_MB  # commands.tmp_size_mb: each private folder's size
+    drop_to: int | None = None  # the uid commands run as, when we are root (else ours)
+    user_note: str | None = None  # why commands run as root, when we are root and they do
+    keep_caps: tuple[str, ...] = ()  # capabilities kept (the harness's own git: see git.py)
 
     def describe(self) -> dict:
         """What setup.json records about the jail."""
-        return {
+        described = {
             "sandbox": self.mode,
             "requested": self.requested,
             "network": self.network if self.mode == "bwrap" else True,
             "note": self.note,
         }
+        if self.mode == "bwrap":
+            described["user"] = self.user()
+        return described
+
+    def user(self) -> str:
+        """Who the commands run as, in words (setup.json, status)."""
+        if self.drop_to is not None:
+            return f"uid {self.drop_to} (nobody): root-only files are unreadable"
+        if os.geteuid() == 0:
+            return f"root, without capabilities: {self.user_note or 'see docs/safety.md'}"
+        return f"uid {os.geteuid()} (ours, unprivileged)"
 
     def argv(
         self,
@@ -120,17 +147,28 @@ class Jail:
         if not _within(cwd, self.worktree):
             raise ValueError(f"{cwd} is outside the jail's worktree {self.worktree}")
         argv = [shutil.which("bwrap") or "bwrap", *_isolation_flags(self.network)]
+        if self.drop_to is not None:
+            argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # for setpriv only
+        for cap in self.keep_caps:
+            argv += ["--cap-add", cap]
         if info_fd is not None:
             argv += ["--info-fd", str(info_fd)]
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc"]
 
         home, others = _homes(env)
         covers: list[tuple[Path, list[str]]] = []
+        sized = _sized_tmpfs()
         for name, where in SCRATCH_DIRS.items():
             where = where or home
             if where is None:
                 continue
+            if sized:
+                # A tmpfs of a fixed size: thrown away with the jail, and full at the bound.
+                size = str(self.tmp_size_mb << 20)
+                covers.append((where, ["--perms", "1777", "--size", size, "--tmpfs", str(where)]))
+                continue
             (scratch / name).mkdir(parents=True, exist_ok=True)
+            (scratch / name).chmod(0o1777)  # nobody's, when the command runs as nobody
             covers.append((where, ["--bind", str(scratch / name), str(where)]))
         emptied = [p for p in EMPTIED_DIRS if p.is_dir()]
         covers += [(p, ["--tmpfs", str(p)]) for p in emptied]
@@ -150,6 +188,8 @@ class Jail:
         own_git = self.worktree / ".git"
         if own_git.exists() and not own_git.is_symlink():
             reveals.append((own_git, ["--ro-bind", str(own_git), str(own_git)]))
+        if self.drop_to is not None:
+            covers += _passable(covers, reveals)
         # Shallow paths first, so a path shown again inside a covered one is mounted after it.
         # (The sort is stable: at equal depth a cover still comes before what it shows again.)
         for _, how in sorted([*covers, *reveals], key=lambda op: _depth(op[0])):
@@ -158,8 +198,28 @@ class Jail:
         for path in hidden:
             if path.is_dir():
                 argv += ["--remount-ro", str(path)]
-        argv += ["--chdir", str(cwd), "--", *wrapper, "/bin/sh", "-c", command]
+        argv += ["--chdir", str(cwd), "--", *self._setpriv(), *wrapper, "/bin/sh", "-c", command]
         return argv
+
+    def _setpriv(self) -> list[str]:
+        """The program that makes the command nobody, inside the jail (root callers)."""
+        if self.drop_to is None:
+            return []
+        exe = shutil.which("setpriv") or "setpriv"
+        return [exe, f"--reuid={self.drop_to}", f"--regid={JAIL_GID}", "--clear-groups", "--"]
+
+    def hand_over(self) -> None:
+        """Let the jail's user change the worktree (and the other writable folders) as a
+        command could before. Its files become uid 65534's; only what is not yet is
+        changed (what the harness wrote since: a reset, an agent's file). The worktree's
+        own folder and `.git` file stay ours, with the folder writable by the jail's group:
+        git refuses a repository whose top another user owns ("dubious ownership")."""
+        if self.drop_to is None:
+            return
+        _share_top(self.worktree)
+        _chown_tree(self.worktree, self.drop_to, JAIL_GID, skip_top=True)
+        for folder in self.writable:
+            _chown_tree(folder, self.drop_to, JAIL_GID)
 
     def allowing(self, *paths: Path) -> Jail:
         """The same jail, with `paths` writable at the same place inside."""
@@ -172,6 +232,14 @@ class Jail:
             inner["TMPDIR"] = "/tmp"
             for name in GONE_INSIDE:
                 inner.pop(name, None)
+        if self.mode == "bwrap" and self.drop_to is not None:
+            # git in the jail, as nobody, would refuse the repository as another user's
+            # ("dubious ownership"); the jail shows it read-only, so trust it there.
+            inner |= {
+                "GIT_CONFIG_COUNT": "1",
+                "GIT_CONFIG_KEY_0": "safe.directory",
+                "GIT_CONFIG_VALUE_0": "*",
+            }
         return inner
 
     def _dns(self, emptied: list[Path]) -> list[Path]:
@@ -270,8 +338,10 @@ def build_jail(
         )
     network = bool(settings.get("network", False))
     worktree = Path(worktree).absolute()
+    pass_env = tuple(settings.get("pass_env") or ())
+    tmp_size_mb = int(settings.get("tmp_size_mb") or DEFAULT_TMP_SIZE_MB)
     if requested == "none":
-        return Jail("none", worktree, network=True, requested=requested)
+        return Jail("none", worktree, network=True, requested=requested, pass_env=pass_env)
     check = probe()
     if not check.works:
         if requested == "bwrap":
@@ -283,16 +353,136 @@ def build_jail(
             f"commands run without a sandbox: {check.reason} "
             "(commands.sandbox: auto fell back to none; see docs/safety.md)"
         )
-        return Jail("none", worktree, network=True, requested=requested, note=note)
+        return Jail(
+            "none", worktree, network=True, requested=requested, note=note, pass_env=pass_env
+        )
     git_dirs = git_metadata(worktree)
     checkout = [d.parent for d in git_dirs if d.name == ".git" and d.parent != worktree]
+    hidden = tuple(_unique([*(Path(p).absolute() for p in hide), *checkout]))
+    drop_to, user_note = _jail_user(worktree, hidden)
     return Jail(
         "bwrap",
         worktree,
-        hide=tuple(_unique([*(Path(p).absolute() for p in hide), *checkout])),
+        drop_to=drop_to,
+        user_note=user_note,
+        hide=hidden,
         read_only=tuple(_unique([*git_dirs, *(Path(p).absolute() for p in read_only)])),
         network=network,
         requested=requested,
+        pass_env=pass_env,
+        tmp_size_mb=tmp_size_mb,
+    )
+
+
+def _passable(
+    covers: list[tuple[Path, list[str]]], reveals: list[tuple[Path, list[str]]]
+) -> list[tuple[Path, list[str]]]:
+    """The folders bwrap makes between a covering tmpfs and a path shown inside it, made
+    passable for nobody (bwrap would make them 0700: the worktree out of the command's
+    reach). They exist only in the jail's tmpfs; no host folder changes."""
+    places = [where for where, _ in covers]
+    shown = {where for where, _ in reveals}
+    made: dict[Path, list[str]] = {}
+    for path, _ in reveals:
+        inside = [c for c in places if _within(path, c) and c != path]
+        if not inside:
+            continue
+        top = max(inside, key=_depth)
+        for folder in path.parents:
+            if folder == top or not _within(folder, top):
+                break
+            if folder not in shown:
+                made[folder] = ["--perms", "0755", "--dir", str(folder)]
+    return list(made.items())
+
+
+def _jail_user(worktree: Path, hidden: Iterable[Path]) -> tuple[int | None, str | None]:
+    """The uid a root caller's commands run as (nobody), or None and why they cannot."""
+    if os.geteuid() != 0:
+        return None, None
+    if shutil.which("setpriv") is None:
+        return None, "setpriv is not installed (util-linux), so commands run as root"
+    # Folders the jail covers with its own (traversable) ones; any other folder above the
+    # worktree must let nobody pass, or no command could reach the worktree by its path.
+    home, others = _homes(os.environ)
+    covered = [*hidden, *others, *(p for p in (home,) if p), Path("/tmp"), Path("/var/tmp")]
+    for folder in Path(worktree).parents:
+        if any(_within(folder, c) for c in covered) or folder == Path("/"):
+            continue
+        try:
+            mode = folder.stat().st_mode
+        except OSError:
+            continue
+        if not mode & stat.S_IXOTH:
+            return None, f"{folder} is closed to other users, so commands run as root"
+    return JAIL_UID, None
+
+
+def _share_top(worktree: Path) -> None:
+    """The worktree's folder: still ours, its group the jail's, writable by that group."""
+    try:
+        info = os.lstat(worktree)
+        if info.st_gid != JAIL_GID:
+            os.lchown(worktree, -1, JAIL_GID)
+        if info.st_mode & 0o070 != 0o070:
+            os.chmod(worktree, stat.S_IMODE(info.st_mode) | 0o070)
+    except FileNotFoundError:
+        return
+
+
+def _chown_tree(top: Path, uid: int, gid: int, *, skip_top: bool = False) -> None:
+    """Every file and folder under `top` owned by uid:gid, links themselves included
+    (`skip_top`: not `top` itself, nor its `.git`)."""
+    stack = [top]
+    try:
+        info = os.lstat(top)
+        if not skip_top and (info.st_uid != uid or info.st_gid != gid):
+            os.lchown(top, uid, gid)
+    except FileNotFoundError:
+        return
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in entries:
+            if skip_top and folder == top and entry.name == ".git":
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+                if info.st_uid != uid or info.st_gid != gid:
+                    os.lchown(entry.path, uid, gid)
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+            except FileNotFoundError:
+                continue
+
+
+@functools.cache
+def _sized_tmpfs() -> bool:
+    """Whether this bwrap takes `--size` for a tmpfs (bubblewrap 0.5 and later)."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return False
+    try:
+        done = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--size" in done.stdout + done.stderr
+
+
+def full_note(jail: Jail | None, output: str) -> str | None:
+    """The line that names the bound a failed jailed run hit, when its output says a
+    private folder was full; None otherwise."""
+    if jail is None or jail.mode != "bwrap" or not _sized_tmpfs():
+        return None
+    if "No space left on device" not in output and "Disk quota exceeded" not in output:
+        return None
+    return (
+        f"autoresearch: a private folder of the jail ($HOME, /tmp, /var/tmp) is limited to "
+        f"{jail.tmp_size_mb} MiB and the run filled it (spec key {TMP_SIZE_KEY}); "
+        "the worktree itself has no such bound (docs/safety.md)"
     )
 
 

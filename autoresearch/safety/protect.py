@@ -61,6 +61,13 @@ class Reformatted(ProtectedChange):
     def __init__(self, found: list[restyle.Restyled]) -> None:
         super().__init__([r.path for r in found])
         self.reason = "; ".join(r.reason() for r in found)
+class NestedRepository(ProtectedChange):
+    """The change would commit a gitlink nobody wrote (a nested repository a command made,
+    or a submodule moved to another commit): the worktree is restored, the change rejected."""
+
+    def __init__(self, refused: git.GitlinkRefused) -> None:
+        super().__init__(refused.paths)
+        self.reason = refused.reason
         self.args = (self.reason,)
 
 
@@ -171,8 +178,11 @@ class Protection:
         if not git.worktree_git(worktree, "diff", "--cached", "--name-only"):
             return None
         self.screen_index(worktree)
-        git.worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
-        return git.head(worktree)
+        try:
+            return git.commit_index(worktree, message)
+        except git.GitlinkRefused as err:
+            git.restore(worktree)
+            raise NestedRepository(err) from None
 
     def keep_written(self, worktree: Path, written: Mapping[str, str]) -> list[str]:
         """Leave only the agent's own writes in the worktree, staged: every other change
@@ -193,7 +203,7 @@ class Protection:
         if files:
             git.worktree_git(worktree, "add", "-A", "--", *map(_literal, files))
         git.worktree_git(worktree, "checkout", "--", ".", check=False)  # none tracked: fine
-        git.worktree_git(worktree, "clean", "-fdq")
+        git.worktree_git(worktree, "clean", "-ffdq")  # nested repositories too
         if files:  # before the gate runs the agent's code at all
             self.screen_index(worktree)
         return files
@@ -207,7 +217,11 @@ class Protection:
             self.restore(worktree, changed)
             raise ProtectedChange(changed)
         git.worktree_git(worktree, "add", "--", *(_literal(p) for p in paths))
-        git.worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
+        try:
+            git.commit_index(worktree, message)
+        except git.GitlinkRefused as err:  # a path that is a nested repository
+            git.restore(worktree)
+            raise NestedRepository(err) from None
         return git.head(worktree)
 
     def pristine(self, worktree: Path, commit: str) -> list[str]:

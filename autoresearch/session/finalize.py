@@ -14,6 +14,7 @@ where that run left them), never any other.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shlex
 import shutil
@@ -28,7 +29,7 @@ from autoresearch.errors import SessionError
 from autoresearch.gate import overlay, testrun
 from autoresearch.gate.testrun import TestRun
 from autoresearch.gate.verdict import Verdict, acceptable, graded_verdict
-from autoresearch.safety import git
+from autoresearch.safety import child_env, git
 from autoresearch.session.bindings import Removed, removed_names
 from autoresearch.session.changesets import (
     REFACTOR,
@@ -200,8 +201,11 @@ def replay(worktree: Path, base: str, commits: list[Commit]) -> int | None:
         if not git.apply_commit(worktree, commit.sha):
             return i
         # As the session made it (message, author, dates): a rerun makes the same ids.
-        if git.commit_like(worktree, commit.sha) is None:
-            continue  # its change is already there (a revert undid a revert, say)
+        try:
+            if git.commit_like(worktree, commit.sha) is None:  # its paths only
+                continue  # its change is already there (a revert undid a revert, say)
+        except git.GitlinkRefused:
+            return i  # a gitlink nobody wrote is never committed: the commit fails here
     return None
 
 
@@ -515,7 +519,10 @@ def run_commands(
             log(f"not run: {argv[0]} is not installed: {shlex.join(argv)}")
             return False
         cwd = session.target if argv[0] == "gh" else None
-        proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+        # The user's own push and pull request: their credentials (an ssh agent, GH_TOKEN)
+        # are needed here, never the model API's key.
+        env = {k: v for k, v in os.environ.items() if not k.startswith(child_env.NEVER_PREFIXES)}
+        proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             log(f"failed ({proc.returncode}): {shlex.join(argv)}: {proc.stderr.strip()}")
             return False

@@ -278,8 +278,16 @@ def check_values(spec: Spec) -> None:
                 f"{spec.source_of('teams')}: key 'teams': {teams} leaves out "
                 f"{' and '.join(missing)}; a cycle needs red and green (refactor is optional)"
             )
+    from autoresearch.safety.child_env import problem as pass_env_problem
     from autoresearch.safety.sandbox import glob_match
 
+    passed = (spec.values.get("commands") or {}).get("pass_env")
+    if passed:
+        problem = pass_env_problem(passed, spec.values.get("secrets") or ())
+        if problem:
+            raise SpecError(
+                f"{spec.source_of('commands.pass_env')}: key 'commands.pass_env': {problem}"
+            )
     for key in ("protected", "scope.include", "scope.exclude"):
         section, _, leaf = key.rpartition(".")
         patterns = (spec.values.get(section) or {}).get(leaf) if section else spec.values.get(key)

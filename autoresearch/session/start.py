@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch import __version__, modes
+from autoresearch.agents.backends import api_key
 from autoresearch.engine.loop import read_decision
 from autoresearch.engine.stage import jail_for
 from autoresearch.errors import SessionError
@@ -171,7 +172,7 @@ def check_model(values: dict[str, Any], merged: spec.Spec) -> None:
 
 
 def has_key() -> bool:
-    return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+    return api_key.read().present
 
 
 def check_agent(values: dict[str, Any], merged: spec.Spec | None = None) -> None:

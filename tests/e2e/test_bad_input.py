@@ -156,8 +156,10 @@ def test_a_setup_killed_half_way_is_undone_by_the_next_run(workflow, tmp_path):
     )
     marker = tmp_path / "marker"
     workflow.extra_env["SETUP_MARKER"] = str(marker)
-    # No jail: the baseline must reach the marker outside it (the jail's /tmp is its own).
-    values = no_key_sweep(repo, test_command="python slow.py", commands={"sandbox": "none"})
+    # No jail: the baseline must reach the marker outside it (the jail's /tmp is its own);
+    # the marker's name is passed as the spec passes any variable a target's tests need.
+    commands = {"sandbox": "none", "pass_env": ["SETUP_MARKER"]}
+    values = no_key_sweep(repo, test_command="python slow.py", commands=commands)
     proc = workflow.start("s", values)
     try:
         wait_for(marker.exists, timeout=300)

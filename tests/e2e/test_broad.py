@@ -175,7 +175,11 @@ def local_run(tmp_path_factory):
     wf.extra_env["BREAK_DIR"] = str(base / "breaks")
     start = time.monotonic()
     # No jail: h3's test run must reach the folder outside its worktree.
-    wf.run("b", broad_spec(target, wf.workdir, commands={"sandbox": "none"}), cores=3)
+    wf.run(
+        "b",
+        broad_spec(target, wf.workdir, commands={"sandbox": "none", "pass_env": ["BREAK_DIR"]}),
+        cores=3,
+    )
     return SimpleNamespace(wf=wf, target=target, seconds=time.monotonic() - start)
 
 
@@ -281,7 +285,12 @@ def test_cluster_generic_run_matches_local(local_run, tmp_path):
     wf.extra_env["BREAK_DIR"] = str(tmp_path / "breaks")
     wf.run(
         "b",
-        broad_spec(target, wf.workdir, max_cycles=1, commands={"sandbox": "none"}),
+        broad_spec(
+            target,
+            wf.workdir,
+            max_cycles=1,
+            commands={"sandbox": "none", "pass_env": ["BREAK_DIR"]},
+        ),
         "--profile",
         str(ROOT / "profiles" / "cluster-generic"),
         cores=3,

@@ -32,6 +32,7 @@ def test_one_ctrl_c_ends_a_session_cleanly_and_the_rerun_resumes(workflow, targe
         }
     )
     spec = script_spec(target, script, tmp_path / "t.jsonl", max_cycles=1, test_command=SLOW_TESTS)
+    spec["commands"] = {**spec.get("commands", {}), "pass_env": ["SLOW"]}
     worktree = workflow.session("s") / "worktree"
     workflow.extra_env["SLOW"] = "1"
     proc = workflow.start("s", spec)

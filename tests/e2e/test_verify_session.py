@@ -225,7 +225,8 @@ def test_each_broad_track_is_held_to_its_own_branch_and_named_in_the_redo(tmp_pa
     wf = Workflow(tmp_path / "work")
     (tmp_path / "breaks").mkdir()
     wf.extra_env["BREAK_DIR"] = str(tmp_path / "breaks")
-    wf.run("b", broad_spec(target, wf.workdir, commands={"sandbox": "none"}), cores=2)
+    commands = {"sandbox": "none", "pass_env": ["BREAK_DIR"]}
+    wf.run("b", broad_spec(target, wf.workdir, commands=commands), cores=2)
     ok = cli(wf, "verify", "b")
     assert ok.returncode == 0 and ok.stdout.startswith("verified: 5 cycles, 3 commits"), ok.stdout
     session = wf.session("b")

@@ -352,14 +352,17 @@ def test_a_reset_to_the_commit_already_checked_out_still_undoes_every_change(wor
     assert (worktree / "calc.py").read_text() == "x = 1\n"
 
 
-def test_a_reset_with_ignored_removes_ignored_files_and_without_keeps_them(worktree):
+@pytest.mark.parametrize("ignored", [True, False])
+def test_every_reset_removes_ignored_files_and_nested_repositories(worktree, ignored):
+    """Whatever a caller asks: an attempt ends on the commit alone. A nested repository a
+    test made would otherwise be committed as a gitlink by a later `add -A`."""
     head = ar_git.head(worktree)
     (worktree / "build").mkdir()
     (worktree / "build" / "out.txt").write_text("cache\n")
-    ar_git.reset_to(worktree, head)
-    assert (worktree / "build" / "out.txt").exists()
-    ar_git.reset_to(worktree, head, ignored=True)
-    assert not (worktree / "build").exists()
+    (worktree / "sub").mkdir()
+    git(worktree / "sub", "init", "-q")
+    ar_git.reset_to(worktree, head, ignored=ignored)
+    assert not (worktree / "build").exists() and not (worktree / "sub").exists()
 
 
 def test_a_reset_moves_head_to_another_commit_of_a_clean_worktree(worktree):

@@ -202,7 +202,11 @@ def test_configuration_passed_in_the_environment_is_dropped(session, monkeypatch
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "core.fsmonitor")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", str(loot.parent / "mon"))
     env = ar_git.environment(worktree)
-    assert not any(k.startswith("GIT_CONFIG") for k in env)
+    assert not any(
+        k.startswith(("GIT_CONFIG_COUNT", "GIT_CONFIG_KEY", "GIT_CONFIG_VALUE")) for k in env
+    )
+    # Nor is the user's global or the system's configuration read.
+    assert env["GIT_CONFIG_GLOBAL"] == "/dev/null" and env["GIT_CONFIG_NOSYSTEM"] == "1"
     (worktree / "calc.py").write_text("x = 1\n")
     ar_git.commit_all(worktree, "fix: x")
     assert planted_ran(loot) == []

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pwd
 import socket
@@ -283,8 +284,13 @@ def test_a_toolchain_in_the_passwd_home_works_with_home_unset(session_dirs, tmp_
     )
     monkeypatch.delenv("HOME", raising=False)
     monkeypatch.setenv("PATH", f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    # The faked passwd no longer names the real home our Python lives in, so the jail shows
+    # that home as it is, closed to nobody: this test is about the homes, run as ourselves.
+    box = dataclasses.replace(jailed(session_dirs), drop_to=None)
     result = run_in(
-        session_dirs, f"python -c 'import sys; print(sys.prefix)'; cat {ours}/.ssh/id_ed25519"
+        session_dirs,
+        f"python -c 'import sys; print(sys.prefix)'; cat {ours}/.ssh/id_ed25519",
+        box,
     )
     assert result.output.splitlines()[0] == str(venv)
     assert "PRIVATE KEY" not in result.output
@@ -416,4 +422,9 @@ def test_spec_defaults_ask_for_auto_without_network():
     import yaml
 
     defaults = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    assert defaults["commands"] == {"sandbox": "auto", "network": False}
+    assert defaults["commands"] == {
+        "sandbox": "auto",
+        "network": False,
+        "pass_env": [],
+        "tmp_size_mb": jail.DEFAULT_TMP_SIZE_MB,
+    }

@@ -358,10 +358,15 @@ def test_commands_run_without_secrets_in_their_environment(repo, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-should-not-leak")
     monkeypatch.setenv("DEPLOY_TOKEN", "also-secret")
     monkeypatch.setenv("HARMLESS", "visible")
-    tb = box(repo, test_command="env", secrets=["DEPLOY_TOKEN"])
+    monkeypatch.setenv("PASSED", "listed")
+    from autoresearch.safety.jail import Jail
+
+    passing = Jail("none", repo, pass_env=("PASSED",))
+    tb = box(repo, test_command="env", secrets=["DEPLOY_TOKEN"], jail=passing)
     out = tb.call("run_tests", {}).content
     assert "sk-should-not-leak" not in out and "also-secret" not in out
-    assert "HARMLESS=visible" in out
+    # An allowlist: only what the spec's commands.pass_env names joins the base names.
+    assert "HARMLESS" not in out and "PASSED=listed" in out
 
 
 def test_commands_run_in_the_worktree(repo):

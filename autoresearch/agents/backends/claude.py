@@ -23,6 +23,7 @@ from typing import Any
 import anthropic
 
 from autoresearch.agents import ledger
+from autoresearch.agents.backends import api_key
 from autoresearch.agents.backends.base import (
     SessionStop,
     StageBrief,
@@ -105,10 +106,7 @@ class ClaudeBackend:
         self._output_limit_cache: Any = _UNASKED
         if client is None:
             try:
-                # The SDK itself reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL.
-                client = anthropic.Anthropic(
-                    max_retries=self.max_retries, timeout=self.request_timeout_s
-                )
+                client = _client(api_key.take(), self.max_retries, self.request_timeout_s)
             except anthropic.AnthropicError as err:
                 raise StageFailed(
                     f"cannot set up the model API client: {err}; {_KEY_HINT}"
@@ -533,6 +531,14 @@ def _error_field(body: object, key: str) -> str | None:
 # -- before the first stage ------------------------------------------------------------
 
 
+def _client(found: api_key.Credentials, retries: int, timeout_s: float) -> Any:
+    """The SDK's client, given the key read once (`api_key`): the SDK would read it from
+    `os.environ`, where it no longer is. ANTHROPIC_BASE_URL is still the SDK's to read."""
+    # The SDK takes one credential; the key first, as it did reading both from the environment.
+    given = {"api_key": found.api_key} if found.api_key else {"auth_token": found.auth_token}
+    return anthropic.Anthropic(**given, max_retries=retries, timeout=timeout_s)
+
+
 def unknown_model(model: str, *, client: Any | None = None) -> str | None:
     """Ask the Models API once whether it serves `model`: None when it does (or when the
     server has no Models API, as some local servers), else what the API said.
@@ -540,7 +546,7 @@ def unknown_model(model: str, *, client: Any | None = None) -> str | None:
     A mistyped model would otherwise fail only in the first stage, after setup.
     """
     try:
-        client = client or anthropic.Anthropic(max_retries=2, timeout=30)
+        client = client or _client(api_key.read(), 2, 30)
         client.models.retrieve(model)
         return None
     except anthropic.NotFoundError:

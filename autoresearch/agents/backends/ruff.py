@@ -29,7 +29,7 @@ from autoresearch.agents.backends.base import (
     ToolResult,
     Usage,
 )
-from autoresearch.safety import git, worktree_files
+from autoresearch.safety import child_env, git, worktree_files
 from autoresearch.session import lintconfig
 
 LOCATION = re.compile(r"^(?P<path>.+?):(?P<line>\d+)")
@@ -58,12 +58,18 @@ IMPACT = {
 }
 
 
+# `-P`: `python -m ruff` in the worktree would otherwise import a `ruff` package the agent
+# wrote there, on the host, outside the jail. The environment is the allowlist's.
+RUFF = (sys.executable, "-P", "-m", "ruff")
+
+
 def ruff(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "ruff", *args],
+        [*RUFF, *args],
         cwd=str(cwd),
         capture_output=True,
         text=True,
+        env=child_env.for_tool(),
     )
 
 
@@ -460,8 +466,9 @@ def formatted(worktree: Path, path: str, text: str) -> str | None:
     """`ruff format` of the file's text under the target's config, or None when it fails.
     Bytes in and out: text-mode pipes would turn \r\n into \n."""
     proc = subprocess.run(
-        [sys.executable, "-m", "ruff", "format", "--stdin-filename", path, "-"],
+        [*RUFF, "format", "--stdin-filename", path, "-"],
         cwd=str(worktree),
+        env=child_env.for_tool(),
         input=text.encode("utf-8"),
         capture_output=True,
     )

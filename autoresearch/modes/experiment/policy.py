@@ -17,7 +17,7 @@ from typing import Any
 
 from autoresearch.engine.loop import Status
 from autoresearch.measure import metrics
-from autoresearch.safety import worktree_files
+from autoresearch.safety import child_env, worktree_files
 
 from .program import ExperimentConfig
 
@@ -274,7 +274,12 @@ def syntax_problems(worktree: Path, files: list[str]) -> list[str]:
                 problems.append(f"{rel}:{err.lineno}: {err.msg}")
         elif rel.endswith(JS_SUFFIXES) and node:
             proc = subprocess.run(
-                [node, "--check", rel], cwd=worktree, capture_output=True, text=True, timeout=60
+                [node, "--check", rel],
+                cwd=worktree,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=child_env.for_tool(),
             )
             if proc.returncode != 0:
                 problems.append(f"{rel}: {proc.stderr.strip()[-800:]}")

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from autoresearch.measure import metrics
-from autoresearch.safety import worktree_files
+from autoresearch.safety import child_env, worktree_files
 
 from ...errors import SpecError
 from . import sequential
@@ -562,7 +562,10 @@ def _git_branch(value: Any, spec_file: str) -> str | None:
     ok = isinstance(value, str) and value.strip() == value and value
     if ok:
         proc = subprocess.run(
-            ["git", "check-ref-format", "--branch", value], capture_output=True, text=True
+            ["git", "check-ref-format", "--branch", value],
+            capture_output=True,
+            text=True,
+            env=child_env.for_tool(),
         )
         ok = proc.returncode == 0 and proc.stdout.strip() == value
     if not ok:

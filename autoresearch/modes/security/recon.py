@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from autoresearch.safety import git, worktree_files
+from autoresearch.safety import child_env, git, worktree_files
 
 from ...checks.finding_schema import STRIDE
 
@@ -146,6 +146,7 @@ def baseline_scanners(worktree: Path, timeout_s: float = 300) -> dict[str, str]:
             proc = subprocess.run(
                 ["bandit", "-r", "-q", "-f", "json", "."],
                 cwd=worktree, capture_output=True, text=True, timeout=timeout_s,
+                env=child_env.for_tool(),  # no key, no secret, no credential
             )  # fmt: skip
             issues = json.loads(proc.stdout or "{}").get("results", [])
             results["bandit"] = f"{len(issues)} issues"
