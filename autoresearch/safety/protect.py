@@ -61,6 +61,8 @@ class Reformatted(ProtectedChange):
     def __init__(self, found: list[restyle.Restyled]) -> None:
         super().__init__([r.path for r in found])
         self.reason = "; ".join(r.reason() for r in found)
+
+
 class NestedRepository(ProtectedChange):
     """The change would commit a gitlink nobody wrote (a nested repository a command made,
     or a submodule moved to another commit): the worktree is restored, the change rejected."""
