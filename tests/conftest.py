@@ -308,6 +308,16 @@ def workflow(tmp_path) -> Workflow:
     return Workflow(tmp_path / "work")
 
 
+# Every check of the tamper screen: a test of another defence (the graded run, the commit
+# guard, test identity) lets the screen pass its change, so that it sees that defence alone.
+SCREEN_OFF = {
+    "allow_tamper_flags": [
+        "builtins", "modules", "output", "timers", "environment", "frames", "evaluator",
+        "startup", "shadowing", "runner",
+    ]
+}  # fmt: skip
+
+
 def script_spec(target: Path, script: Path, transcript: Path, **extra) -> dict:
     """A sweep spec driven by the replaying `script` backend."""
     spec = {

@@ -219,7 +219,11 @@ def _run_streamed(
 ) -> tuple[commands.CommandResult, Streamed]:
     """A pytest command with the harness's plugin: its stream read from a pipe as the run
     goes, and the canaries' names chosen afresh for this run."""
+    # The jail may run the tests as an unprivileged user (jail.py): the folder is read-only
+    # to it (mounted so), but it must be able to read it at all.
+    plugin.chmod(0o755)
     shutil.copyfile(report_plugin.__file__, plugin / f"{PLUGIN}.py")
+    (plugin / f"{PLUGIN}.py").chmod(0o644)
     must_pass, must_fail = (f"test_{random_names.token_hex(8)}" for _ in range(2))
     canary = plugin / f"test_{random_names.token_hex(8)}.py"
     canary.write_text(

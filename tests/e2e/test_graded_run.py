@@ -9,7 +9,7 @@ have the break kept."""
 from __future__ import annotations
 
 import pytest
-from conftest import CALC, CALC_TESTS, git, script_spec
+from conftest import CALC, CALC_TESTS, SCREEN_OFF, git, script_spec
 
 BROKEN_MEAN = CALC.replace("/ len", "/ 2 / len")
 WEAK_TESTS = CALC_TESTS.replace("assert mean([1, 2, 3]) == 2", "assert mean([1, 2, 3]) == 1")
@@ -56,7 +56,8 @@ def session(workflow, target, green: list[dict], **extra) -> dict:
     spec = script_spec(
         target, workflow.script(script), workflow.workdir / "t.jsonl", teams=["red", "green"]
     )
-    workflow.run("s", spec | {"max_cycles": 1} | extra)
+    # The tamper screen would refuse most of these changes first: here the graded run alone.
+    workflow.run("s", spec | {"max_cycles": 1} | SCREEN_OFF | extra)
     return workflow.decision("s", 1)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import git, make_repo, script_spec
+from conftest import SCREEN_OFF, git, make_repo, script_spec
 
 TESTS = "from src import answer\n\n\ndef test_answer():\n    assert answer() == 42\n"
 # The metric trusts a cache file when one is there: what a leftover could fool.
@@ -74,7 +74,8 @@ def records(workflow, name: str) -> tuple[dict, dict]:
 
 
 def test_a_change_whose_test_run_rewrites_a_protected_file_is_rejected(workflow, todo_repo):
-    workflow.run("p", narrow(workflow, todo_repo, fix(("src.py", REWRITES_BENCH))))
+    # The screen would refuse the change first (it names the evaluator): the guard alone here.
+    workflow.run("p", narrow(workflow, todo_repo, fix(("src.py", REWRITES_BENCH))) | SCREEN_OFF)
 
     green, decision = records(workflow, "p")
     assert green["fixed"] == []

@@ -33,5 +33,5 @@ def test_narrow_demo_landing_page_states_the_goal_metric_before_and_after(narrow
     decisions = sorted((narrow.session / "cycles").glob("*/decision.json"))
     after = json.loads(decisions[-1].read_text())["narrow"]["current"]
     line = f"<strong>Metric:</strong> lint warnings: before {baseline:g}, after {after:g}"
-    assert f"{line} (target &lt;= 4)</li>" in narrow.report.description
+    assert f"{line} (target &lt;= 8)</li>" in narrow.report.description
     assert "<strong>Mode:</strong> narrow" in narrow.report.description

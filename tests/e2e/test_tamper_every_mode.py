@@ -110,7 +110,11 @@ def test_a_change_that_patches_the_test_runner_is_not_kept_and_the_line_is_named
 
 def test_the_spec_can_allow_a_flag_and_the_keep_says_so(workflow, tmp_path):
     repo, worktree = sweep(
-        workflow, tmp_path, BROKEN_AND_HIDDEN, test_gate="per_fix", allow_tamper_flags=["runner"]
+        workflow,
+        tmp_path,
+        BROKEN_AND_HIDDEN,
+        test_gate="per_fix",
+        allow_tamper_flags=["runner", "modules"],
     )
     # Allowed, the screen lets it through: what stops it then is the gate alone.
     log = workflow.session("s") / "logs"
