@@ -463,7 +463,9 @@ def _wait_until_empty(namespace: str, deadline: float) -> None:
             if not entry.name.isdigit():
                 continue
             try:
-                if os.readlink(f"/proc/{entry.name}/ns/pid") == namespace:
+                if os.readlink(f"/proc/{entry.name}/ns/pid") == namespace and not _zombie(
+                    entry.name
+                ):
                     left = True
                     break
             except OSError:
@@ -471,6 +473,17 @@ def _wait_until_empty(namespace: str, deadline: float) -> None:
         if not left:
             return
         time.sleep(0.01)
+
+
+def _zombie(pid: str) -> bool:
+    """Whether the process has exited and waits only to be reaped: the jail's init, once
+    bwrap has gone, is reaped by the machine's init, which may take seconds; it runs
+    nothing any more."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2 :].startswith(("Z", "X"))
 
 
 def _killpg(pgid: int) -> None:
