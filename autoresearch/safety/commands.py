@@ -76,11 +76,16 @@ def environment(
 ) -> dict[str, str]:
     """What a command of the target gets from our environment: `child_env`'s allowlist and
     the names of `commands.pass_env`, never ANTHROPIC_* or a `secrets` name (nor what a
-    `make` that started us hands its children: its job server and flags are not listed).
-    HOME is ours here: the jail covers it with a private folder, `none` gets a private one."""
+    `make` that started us hands its children: its job server and flags are not listed),
+    and PYTHONDONTWRITEBYTECODE. HOME is ours here: the jail covers it with a private
+    folder, `none` gets a private one."""
     env = child_env.allowed(pass_env, extra_secrets or ())
     if os.environ.get("HOME"):
         env["HOME"] = os.environ["HOME"]
+    # No bytecode written into the tree a command tests: a file rewritten at the same size
+    # within the second a run compiled it would run the old bytecode (mtime and size are
+    # all a .pyc is checked by), and a test run could pass on code that is gone.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 

@@ -221,3 +221,10 @@ def test_a_filter_the_harness_git_runs_runs_in_the_jail(
     seen = environment_of(worktree / "filter-env.txt")  # it ran, in the worktree
     assert_clean(seen)
     assert (outside / "ran").exists() is not confined
+
+
+def test_a_targets_command_writes_no_bytecode_into_the_tree_it_tests(monkeypatch):
+    """A file rewritten at the same size within the second a run compiled it would run its
+    old bytecode: the target's commands write none, whatever our own environment says."""
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    assert commands.environment()["PYTHONDONTWRITEBYTECODE"] == "1"
