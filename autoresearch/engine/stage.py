@@ -226,7 +226,7 @@ class StageEnv:
             results: list[commands.CommandResult] = []
             run = self.run_tests(uncached=True, on_result=results.append)
             if key:
-                runs.add(key, run, by="agent")
+                runs.add(key, run, by="agent", head=git.head(self.worktree))
             return run, results[-1] if results else None
         finally:
             if staged:  # the agent's change unstaged again, as the agent left it

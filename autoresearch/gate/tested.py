@@ -73,6 +73,8 @@ class RunKey:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+# What marks a line filed by the agent's own run, before the line is parsed.
+_BY_AGENT = '"by": "agent"'
 # A line written before the key had a field holds what the field's default meant then.
 _ABSENT = {"selection": "", "overlay": ""}
 
@@ -191,34 +193,50 @@ class TestRunLog:
     path: Path
     lock: Path
 
-    def add(self, key: RunKey, run: TestRun, by: str = "") -> None:
-        """File `run` under `key`; `by` names who asked for it when not the gate ("agent")."""
-        entry = asdict(key) | ({"by": by} if by else {}) | {"run": run.to_record()}
+    def add(self, key: RunKey, run: TestRun, by: str = "", head: str = "") -> None:
+        """File `run` under `key`. `by` names who asked for it when not the gate
+        ("agent"), `head` the commit the agent's change was being made on."""
+        about = {"by": by, "head": head} if by else {}
+        entry = asdict(key) | about | {"run": run.to_record()}
         with locked(self.lock):
             append_line(self.path, json.dumps(entry))
 
     def find(self, key: RunKey) -> TestRun | None:
         """The latest recorded run with this key that got to its tests and ran this very
-        command, or None."""
+        command, or None.
+
+        An agent's run that passed after a run of its own failed (or timed out, or could
+        not be trusted) while it made a change on the same commit does not stand: the agent
+        chose to hand in after seeing that pass, and with a test that passes only some of
+        the time that choice is a pick among runs. The gate runs such a tree itself."""
         if not self.path.exists():
             return None
         wanted = asdict(key)
         start = json.dumps({"tree": key.tree})[:-1]
         found = None
+        failed_at: set[tuple[Any, Any]] = set()  # (head, track) of an agent's run not passed
         for line in self.path.read_text().splitlines():
-            if not line.startswith(start):
+            agents = _BY_AGENT in line
+            if not (agents or line.startswith(start)):
                 continue
             try:
                 entry = json.loads(line)
             except ValueError:
                 continue  # a line cut short by a killed job
             run = entry.get("run")
-            if not isinstance(run, dict) or any(
-                entry.get(k, _ABSENT.get(k)) != v for k, v in wanted.items()
-            ):
+            if not isinstance(run, dict):
                 continue
-            if run.get("outcome") in CONCLUSIVE and run.get("command") == key.command:
+            agents = entry.get("by") == "agent"
+            at = (entry.get("head"), entry.get("track"))
+            if (
+                all(entry.get(k, _ABSENT.get(k)) == v for k, v in wanted.items())
+                and run.get("outcome") in CONCLUSIVE
+                and run.get("command") == key.command
+                and not (agents and run.get("outcome") == testrun.PASSED and at in failed_at)
+            ):
                 found = run
+            if agents and run.get("outcome") != testrun.PASSED:
+                failed_at.add(at)
         return TestRun.from_record(found) if found else None
 
     def failed_before(self, track: str) -> frozenset[str]:

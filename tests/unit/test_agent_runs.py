@@ -104,6 +104,7 @@ def test_the_gate_does_not_run_again_the_tree_the_agent_ran_its_tests_on(session
     assert session.runs == ["agent"]
     [entry] = session.filed()
     assert entry["by"] == "agent" and entry["run"]["outcome"] == PASSED
+    assert entry["head"] == git(session.wt, "rev-parse", f"{sha}~1")
     assert entry["tree"] == git(session.wt, "rev-parse", f"{sha}^{{tree}}")
     assert entry["selection"] == "" and entry["overlay"] == "" and entry["uncached"]
 
@@ -122,6 +123,29 @@ def test_a_broken_tree_the_agent_ran_is_refused_without_a_second_run(session):
     assert "1 failed" in session.agent("run_tests")
     assert not session.gate_check()
     assert session.runs == ["agent"]
+
+
+def test_a_pass_the_agent_saw_after_a_failure_of_its_own_is_checked_by_the_gates_run(session):
+    # A suite that passes only some of the time: the agent could rerun it on a trivially
+    # different tree until it passes, and hand in then. That pick is not the gate's run.
+    session.fix("broken")
+    assert "1 failed" in session.agent("run_tests")
+    session.fix("ok")
+    assert "exit code: 0" in session.agent("run_tests")
+    assert session.gate_check()
+    assert session.runs == ["agent", "agent", "gate"]
+
+
+def test_a_failure_while_making_an_earlier_change_does_not_hold_a_later_pass(session):
+    session.fix("broken")
+    session.agent("run_tests")
+    session.fix("ok")
+    assert session.gate_check()
+    session.env.protection.commit(session.wt, "fix", staged=True)
+    session.agent("write_file", path="README.md", content="# value, documented\n")
+    session.agent("run_tests")
+    assert session.gate_check()
+    assert session.runs == ["agent", "gate", "agent"]
 
 
 def test_a_tree_edited_after_the_agents_run_is_run_again(session):
