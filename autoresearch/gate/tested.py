@@ -128,8 +128,8 @@ def hold_written(worktree: Path, written: Mapping[str, str]) -> list[str] | None
     leftovers = False
     for entry in filter(None, status.stdout.split("\0")):
         code, path = entry[:2], entry[3:]
-        if code == "!!" and path.endswith("/"):  # a whole folder ignored: what is in it?
-            if any(p.startswith(path) for p in written):
+        if code in ("??", "!!") and path.endswith("/"):  # a folder whole (ignored, a nested
+            if any(p.startswith(path) for p in written):  # repository): a write in it stays
                 return None
             leftovers = True
         elif path in written:

@@ -180,6 +180,22 @@ def test_a_change_the_agent_did_not_write_keeps_its_run_out_of_the_log(session):
     assert session.runs == ["agent", "gate"]
 
 
+@pytest.mark.parametrize("folder", ["build", "nested"])
+def test_a_file_the_agent_wrote_in_a_folder_git_shows_whole_is_never_removed(session, folder):
+    # An ignored folder, or a nested repository: git status names the folder, not the file.
+    (session.wt / ".gitignore").write_text(FILES[".gitignore"] + "build/\n")
+    git(session.wt, "commit", "-qam", "ignore build")
+    if folder == "nested":
+        (session.wt / "nested").mkdir()
+        git(session.wt / "nested", "init", "-q")
+    options = session.env.toolbox_options() | {"allow_ignored_writes": True}
+    box = Toolbox("green", session.wt, **options)
+    assert not box.call("write_file", {"path": f"{folder}/notes.txt", "content": "mine\n"}).is_error
+    box.call("run_tests", {})
+    assert (session.wt / folder / "notes.txt").read_text() == "mine\n"
+    assert session.filed() == []
+
+
 def test_a_file_the_agent_wrote_and_a_command_changed_since_keeps_its_run_out(session):
     session.fix("ok")
     (session.wt / "value.py").write_text('VALUE = "ok"  # changed by a command\n')
