@@ -19,17 +19,20 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import regex
 from jsonschema import Draft202012Validator
 
 from autoresearch.agents.backends.base import TEAMS, SessionStop, StageFailed, ToolResult
 from autoresearch.agents.shown import Shown, digest
-from autoresearch.gate import run_output
+from autoresearch.gate import run_output, testrun
 from autoresearch.safety import commands
 from autoresearch.safety.jail import Jail
 from autoresearch.safety.sandbox import Hidden, Refused, Sandbox, glob_match
+
+if TYPE_CHECKING:
+    from autoresearch.gate.tested import AgentRuns
 
 # Output caps: a tool result goes back into the model's context on every later turn.
 MAX_LIST_ENTRIES = 1000
@@ -499,6 +502,7 @@ class Toolbox:
         search_time_s: float = SEARCH_TIME_S,
         jail: Jail | None = None,
         hidden: list[str] | None = None,
+        agent_runs: AgentRuns | None = None,
     ) -> None:
         if team not in TEAM_TOOLS:
             raise ValueError(f"unknown team {team!r}; expected one of {', '.join(TEAMS)}")
@@ -517,6 +521,8 @@ class Toolbox:
         self.search_time_s = search_time_s
         self.secrets = list(secrets or [])
         self.jail = jail
+        # How run_tests is made as the gate makes its runs, and filed for it (tested.py).
+        self.agent_runs = agent_runs
         self.hooks = dict(hooks or {})
         # What the agent wrote through edit_file and write_file: path -> sha256 of the bytes.
         # Only these make up a change; what a command leaves behind is not the agent's.
@@ -806,6 +812,9 @@ class Toolbox:
             extra_secrets=self.secrets,
             jail=self.jail,
         )
+        return self._shown(command, result, tests=tests)
+
+    def _shown(self, command: str, result: commands.CommandResult, *, tests: bool) -> ToolResult:
         if result.timed_out:
             head = f"timed out after {self.test_timeout_s:g}s (counts as a failure)"
         else:
@@ -816,7 +825,24 @@ class Toolbox:
         return ToolResult(f"$ {command}\n{head}\n{tail}")
 
     def _tool_run_tests(self) -> ToolResult:
-        return self._run(self.test_command, "test_command", tests=True)
+        runs, command = self.agent_runs, self.test_command
+        if not runs or not runs.serves(command, self.jail, self.test_timeout_s, self.secrets):
+            return self._run(command, "test_command", tests=True)
+        # The gate's run of the tree this change would be committed as, filed for the gate.
+        run, result = runs.run(dict(self.written))
+        if result is None:  # that tree's run was filed before: what it said
+            timed_out = run.outcome == testrun.TIMED_OUT
+            result = commands.CommandResult("", run.exit_code, run.tail, 0.0, timed_out)
+            note = "[this very tree was tested before in this session: that run's output]\n"
+        else:
+            note = ""
+        if run.outcome in (testrun.TAMPERED, testrun.UNCHECKED):
+            note += f"[the harness cannot trust this run and keeps no change on it: {run.cause}]\n"
+        shown = self._shown(command or "", result, tests=True)
+        if not note:
+            return shown
+        head, _, rest = shown.content.partition("\n")
+        return ToolResult(f"{head}\n{note}{rest}", is_error=shown.is_error)
 
     def _tool_run_linter(self) -> ToolResult:
         return self._run(self.linter_command, "linter_command")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -20,7 +20,7 @@ from autoresearch.engine.loop import Decision
 from autoresearch.gate import overlay, tested, testrun
 from autoresearch.gate.testrun import TestRun
 from autoresearch.gate.verdict import Verdict, acceptable, graded_verdict
-from autoresearch.safety import git, seen, tamper
+from autoresearch.safety import commands, git, seen, tamper
 from autoresearch.safety.jail import Jail, build_jail
 from autoresearch.safety.protect import Protection
 from autoresearch.session import spec, stack
@@ -187,7 +187,12 @@ class StageEnv:
         if restored:
             self.log(f"protected files restored from base before measuring: {', '.join(restored)}")
 
-    def run_tests(self, *, uncached: bool = False) -> TestRun:
+    def run_tests(
+        self,
+        *,
+        uncached: bool = False,
+        on_result: Callable[[commands.CommandResult], None] | None = None,
+    ) -> TestRun:
         """A run of the test command in the worktree as it is (an uncommitted change)."""
         return testrun.run_tests(
             self.record.test_command,
@@ -197,7 +202,35 @@ class StageEnv:
             secrets=self.spec.secrets,
             uncached=uncached,
             jail=self.jail,
+            on_result=on_result,
         )
+
+    def agent_tests(
+        self, written: Mapping[str, str]
+    ) -> tuple[TestRun, commands.CommandResult | None]:
+        """The agent's `run_tests` (tested.AgentRuns), made as the gate makes its run of
+        the tree the agent's change would be committed as, and filed under that tree like
+        one (tested.py), so the gate does not run it again: the files the agent wrote
+        (`written`) staged, whatever commands left removed, the gate's command uncached.
+        A tree filed before is not run again: its run comes back, with no command result.
+        When the worktree cannot be brought to that tree without touching the agent's
+        work (tested.hold_written), the run is made as it is and filed nowhere."""
+        staged = tested.hold_written(self.worktree, written)
+        try:
+            key = self._run_key(uncached=True) if staged is not None else None
+            runs = self._run_log()
+            earlier = runs.find(key) if key and not self.spec.rerun_tests else None
+            if earlier is not None:
+                self.log(f"tests: the agent's tree {key.tree[:12]} was tested before")
+                return earlier, None
+            results: list[commands.CommandResult] = []
+            run = self.run_tests(uncached=True, on_result=results.append)
+            if key:
+                runs.add(key, run, by="agent", head=git.head(self.worktree))
+            return run, results[-1] if results else None
+        finally:
+            if staged:  # the agent's change unstaged again, as the agent left it
+                git.worktree_git(self.worktree, "reset", "-q")
 
     def measure_tests(self, *, uncached: bool = False, reuse: bool = False) -> TestRun:
         """A run of the test command on the committed HEAD in a pristine worktree
@@ -379,6 +412,13 @@ class StageEnv:
             "include": self.spec.scope_include,
             "exclude": self.spec.scope_exclude,
             "secrets": self.spec.secrets,
+            "agent_runs": tested.AgentRuns(
+                self.record.test_command,
+                self.jail,
+                self.spec.test_timeout_s,
+                tuple(self.spec.secrets),
+                self.agent_tests,
+            ),
         }
 
     def progress(self, team: str) -> Callable[[str], None]:

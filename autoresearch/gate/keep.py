@@ -227,7 +227,8 @@ class BatchGate(TestGate):
         has is a suspect; one that is gone by the end does not matter). When the run
         cannot be read by id (it did not run each suspect) or a protected file changed,
         the full run decides the step. What is kept is decided by the full run of every
-        new end, never by a step."""
+        new end, never by a step. A tree whose full run is filed (the agent's own, say)
+        is judged on it, with no run."""
         if sha in self.verdicts:
             return self.verdicts[sha]
         if (sha, suspects) in self.probed:
@@ -235,6 +236,8 @@ class BatchGate(TestGate):
             return self.probed[(sha, suspects)]
         env = self.env
         git.reset_to(env.worktree, sha)
+        if env.tested_before() is not None:  # the whole suite ran on it (the agent's run)
+            return self._judge(sha, done)
         quick = env.measure_only(suspects) if suspects else None
         if quick is not None:
             done.quick_runs += 1

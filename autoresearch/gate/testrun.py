@@ -14,6 +14,7 @@ import shlex
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -163,6 +164,7 @@ def run_tests(
     uncached: bool = False,
     results_dir: Path | None = None,
     jail: Jail | None = None,
+    on_result: Callable[[commands.CommandResult], None] | None = None,
 ) -> TestRun:
     """Run the test command in `cwd` and read what it proved.
 
@@ -173,6 +175,7 @@ def run_tests(
     `go test -json`; cargo's `--no-fail-fast` so every test binary runs; jest `--json
     --outputFile`. Result files go to a fresh folder under `results_dir` (default: the system
     temp folder), outside the worktree. A command jail must let the command write there.
+    `on_result` is handed the command's own result (its whole output: what an agent reads).
     """
     cwd = Path(cwd)
     base = uncached_test_command(stack, command, cwd) if uncached else command
@@ -205,6 +208,8 @@ def run_tests(
                     base, cwd, timeout_s=timeout_s, extra_secrets=secrets, jail=jail
                 )
                 tally, streamed = None, None
+        if on_result is not None:
+            on_result(result)
         return judge(command, plan, result, tally, cwd, streamed)
 
 
