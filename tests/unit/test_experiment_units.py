@@ -160,9 +160,9 @@ def test_missing_program_file_and_unknown_key_fail_fast(tmp_path):
         # the key as program.md writes it.
         ("max_experiments: 0", "key 'max_experiments' (experiment.max_iterations): 0 is less"),
         ("experiment_timeout: -1", "key 'experiment_timeout' (experiment.verify_timeout_s)"),
-        ("duplicate_threshold: 2", "key 'experiment.duplicate_threshold': 2 is greater"),
-        ("max_gain: lots", "key 'experiment.max_gain': 'lots' does not match"),
-        ("parallel: 65", "key 'experiment.parallel': 65 is greater than the maximum of 64"),
+        ("duplicate_threshold: 2", "key 'experiment.duplicate_threshold': 2; similarity at"),
+        ("max_gain: lots", "key 'experiment.max_gain': 'lots'; an improvement larger"),
+        ("parallel: 65", "key 'experiment.parallel': 65; candidates per iteration"),
         ("resources: {mem_mb: 9}", "unknown key 'resources.mem_mb' (Snakemake resources"),
     ],
 )
@@ -181,7 +181,9 @@ def test_a_bad_evaluator_json_value_is_refused_naming_its_own_key(tmp_path):
     values = {"experiment": {"mission": "m", "scope": ["a.py"], "max_runtime": 60}}
     with pytest.raises(SpecError) as err:
         resolve(values, tmp_path, "s.yaml")
-    assert str(err.value).startswith(f"{folder / 'evaluator.json'}: key 'timeout_s': -1 is less")
+    assert str(err.value).startswith(
+        f"{folder / 'evaluator.json'}: key 'timeout_s': -1; per measurement"
+    )
 
 
 def test_the_spec_overrides_a_bad_program_md_value_so_it_is_never_refused(tmp_path):

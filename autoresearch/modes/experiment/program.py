@@ -322,13 +322,14 @@ def _check_schema(merged: dict[str, Any], where: dict[str, Layer], fallback: Lay
         path.append(str(extra))
     dotted = ".".join(path)
     layer = next((where[d] for d in _parents(dotted) if d in where), fallback)
+    # The schema's word on what the key takes, where it has one, says what to write.
     about = err.schema.get("description") if isinstance(err.schema, dict) else None
-    note = f" ({about})" if about else ""  # the schema's word on what the key takes
     if err.validator == "additionalProperties":
         hint = difflib.get_close_matches(str(extra), known + list(SEED_ALIASES), n=1)
-        maybe = f"; did you mean '{hint[0]}'?" if hint else note
+        maybe = f"; did you mean '{hint[0]}'?" if hint else f" ({about})" if about else ""
         raise SpecError(f"{layer.origin}: unknown key '{layer.unknown(dotted)}'{maybe}")
-    raise SpecError(f"{layer.origin}: key {layer.label(dotted)}: {err.message}{note}")
+    said = f"{err.instance!r}; {about}" if about else f"{err.message}{spec.did_you_mean(err)}"
+    raise SpecError(f"{layer.origin}: key {layer.label(dotted)}: {said}")
 
 
 def _parents(dotted: str) -> list[str]:
