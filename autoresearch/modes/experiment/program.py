@@ -48,22 +48,6 @@ SEED_ALIASES = {
 # The pause between iterations when program.md or a mission folder says none, as the
 # format documents it; a spec's own `experiment:` keys keep 0.
 FORMAT_COOLDOWN_S = 5.0
-# The resources a measurement job may ask for: fixed names, because Snakemake needs them
-# when it parses the workflow, before any session's spec is read; these are where a job
-# runs (the Slurm and generic cluster executors read them). Sizes and run time (mem_mb,
-# disk_mb, runtime) must be numbers whenever Snakemake asks, so they are set the
-# Snakemake way instead: --set-resources experiment_measure:mem_mb=16000.
-MEASURE_RESOURCES = (
-    "gpu",
-    "gpu_model",
-    "gres",
-    "cpus_per_task",
-    "slurm_partition",
-    "slurm_account",
-    "slurm_extra",
-    "qos",
-    "constraint",
-)
 MISSION_FILE = "mission.md"
 EVALUATOR_FILE = "evaluator.json"
 # `guard: none` turns the guard off; with no guard key the target's tests are the guard.
