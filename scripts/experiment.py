@@ -17,8 +17,8 @@ from . import cycle
 LOOP = "iterations"
 # The resources the measuring job declares. Snakemake needs the names when it parses the
 # workflow, which must not import the experiment package (cluster jobs and dry runs of
-# every mode parse it): the same names as program.MEASURE_RESOURCES, which checks the spec
-# (a unit test keeps the two equal).
+# every mode parse it): the names of config/schema.yaml's experiment.resources, which
+# checks the spec (a unit test keeps the two equal).
 MEASURE_RESOURCES = (
     "gpu",
     "gpu_model",

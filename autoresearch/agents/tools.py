@@ -26,6 +26,7 @@ from jsonschema import Draft202012Validator
 
 from autoresearch.agents.backends.base import TEAMS, SessionStop, StageFailed, ToolResult
 from autoresearch.agents.shown import Shown, digest
+from autoresearch.checks import finding_schema, votes
 from autoresearch.gate import run_output, testrun
 from autoresearch.safety import commands
 from autoresearch.safety.jail import Jail
@@ -220,71 +221,20 @@ TOOL_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "report_vulnerability": (
         "Record one security finding for this iteration's vector. The harness checks every "
         "field and drops a finding that fails a check.",
-        _loose(
-            {
-                "title": "One line: what is vulnerable.",
-                "owasp": "OWASP Top 10 2021 id: A01 … A10.",
-                "stride": "STRIDE letter: S, T, R, I, D or E.",
-                "cwe": "Optional CWE id, e.g. CWE-78.",
-                "location": "path/to/file.py:42 (must exist).",
-                "scenario": "How an attacker gets there and what they gain.",
-                "evidence": "The code, quoted from the file.",
-                "confidence": "confirmed | likely | possible",
-                "severity": "critical | high | medium | low | info",
-                "mitigation": "What removes or limits the risk.",
-            }
-        ),
+        _loose(finding_schema.told(finding_schema.SECURITY)),
     ),
     "report_bug": (
         "Record this iteration's hypothesis and its outcome. A bug counts as confirmed only "
         "when its reproduction (a complete test file) fails when the harness runs it.",
-        _loose(
-            {
-                "title": "One line: the suspected bug.",
-                "category": "crash | wrong-result | data-loss | hang | race | resource-leak | "
-                "performance | error-handling | api-contract | security | other",
-                "location": "path/to/file.py:42 (must exist).",
-                "hypothesis": "I think X because Y; test by Z.",
-                "evidence": "What the experiment showed.",
-                "verdict": "confirmed | disproven | inconclusive | new-lead",
-                "severity": "critical | high | medium | low",
-                "reproduction": "A complete test file that fails while the bug is there.",
-                "impact": "What goes wrong for a user.",
-                "root_cause": "Why it happens.",
-            }
-        ),
+        _loose(finding_schema.told(finding_schema.DEBUG)),
     ),
     "report_situation": (
         "Record one situation (use case or edge case) for this iteration's dimension.",
-        _loose(
-            {
-                "title": "One line.",
-                "dimension": "The dimension this situation belongs to.",
-                "actors": "Who takes part.",
-                "precondition": "What holds before.",
-                "trigger": "What starts it.",
-                "flow": "What happens, step by step.",
-                "expected": "The outcome the system should produce.",
-                "what_can_go_wrong": "How it can fail.",
-                "severity": "critical | high | medium | low",
-                "location": "Optional: path/to/file.py:42 where the code handles it.",
-            }
-        ),
+        _loose(finding_schema.told(finding_schema.SCENARIO)),
     ),
     "report_prediction": (
         "Record one finding from your own analysis of the target.",
-        _loose(
-            {
-                "title": "One line.",
-                "category": "architecture | security | performance | reliability | "
-                "correctness | maintainability | other",
-                "location": "path/to/file.py:42 (must exist).",
-                "evidence": "What in the code supports it.",
-                "severity": "critical | high | medium | low",
-                "confidence": "high | medium | low",
-                "hypothesis": "Optional: a change worth trying because of it.",
-            }
-        ),
+        _loose(finding_schema.told(finding_schema.PREDICT)),
     ),
     "state_position": (
         "State your position on one finding of the debate: confirm, dispute, revise (confirm "
@@ -292,7 +242,7 @@ TOOL_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         _loose(
             {
                 "finding_id": "The finding's id as listed.",
-                "stance": "confirm | dispute | revise | abstain",
+                "stance": " | ".join(votes.STANCES),
                 "severity": "revise only: the severity you argue for.",
                 "reason": "One or two sentences.",
             }

@@ -36,6 +36,10 @@ class Field:
     pattern: str | None = None  # a regular expression the whole value must match
     aliases: Mapping[str, str] = field(default_factory=dict)  # lower-case alias -> canonical
     normalize: Callable[[str], str] | None = None  # applied before the allowed/pattern check
+    # What the lens's report tool tells the agent of the field (default: the allowed values,
+    # "a | b | c"); asked=False: the harness fills it in, the tool does not take it.
+    says: str = ""
+    asked: bool = True
 
 
 @dataclass(frozen=True)
@@ -150,67 +154,104 @@ _STRIDE_ALIASES = {name.lower(): letter for letter, name in STRIDE.items()} | {
     "privilege escalation": "E",
 }
 _LABEL = {"new lead": "new-lead", "lead": "new-lead"}
+_EXISTS = "path/to/file.py:42 (must exist)."
 
 SECURITY = Schema(
     lens="security",
     category="owasp",
     fields=(
-        Field("title"),
-        Field("owasp", allowed=tuple(OWASP_2021), normalize=_owasp_id),
-        Field("stride", allowed=tuple(STRIDE), aliases=_STRIDE_ALIASES),
-        Field("cwe", required=False, pattern=r"CWE-\d+", normalize=_cwe),
-        Field("location"),
-        Field("scenario"),
-        Field("evidence"),
+        Field("title", says="One line: what is vulnerable."),
+        Field(
+            "owasp",
+            allowed=tuple(OWASP_2021),
+            normalize=_owasp_id,
+            says="OWASP Top 10 2021 id: A01 … A10.",
+        ),
+        Field(
+            "stride",
+            allowed=tuple(STRIDE),
+            aliases=_STRIDE_ALIASES,
+            says="STRIDE letter: S, T, R, I, D or E.",
+        ),
+        Field(
+            "cwe",
+            required=False,
+            pattern=r"CWE-\d+",
+            normalize=_cwe,
+            says="Optional CWE id, e.g. CWE-78.",
+        ),
+        Field("location", says=_EXISTS),
+        Field("scenario", says="How an attacker gets there and what they gain."),
+        Field("evidence", says="The code, quoted from the file."),
         Field("confidence", allowed=("confirmed", "likely", "possible")),
         Field("severity", allowed=SEVERITIES),
-        Field("mitigation"),
+        Field("mitigation", says="What removes or limits the risk."),
     ),
 )
 DEBUG = Schema(
     lens="debug",
     category="category",
     fields=(
-        Field("title"),
+        Field("title", says="One line: the suspected bug."),
         Field("category", allowed=DEBUG_CATEGORIES),
-        Field("location"),
-        Field("hypothesis"),
-        Field("evidence"),
+        Field("location", says=_EXISTS),
+        Field("hypothesis", says="I think X because Y; test by Z."),
+        Field("evidence", says="What the experiment showed."),
         Field("verdict", allowed=DEBUG_VERDICTS, aliases=_LABEL),
         Field("severity", allowed=BUG_SEVERITIES),
-        Field("reproduction", required=False),  # the scratch test; the harness decides confirmed
-        Field("impact", required=False),
-        Field("root_cause", required=False),
+        # The scratch test; the harness decides confirmed.
+        Field(
+            "reproduction",
+            required=False,
+            says="A complete test file that fails while the bug is there.",
+        ),
+        Field("impact", required=False, says="What goes wrong for a user."),
+        Field("root_cause", required=False, says="Why it happens."),
     ),
 )
 SCENARIO = Schema(
     lens="scenario",
     category="dimension",
     fields=(
-        Field("title"),
-        Field("dimension", allowed=SCENARIO_DIMENSIONS, normalize=lambda v: v.replace("_", "-")),
-        Field("actors"),
-        Field("precondition"),
-        Field("trigger"),
-        Field("flow"),
-        Field("expected"),
-        Field("what_can_go_wrong"),
+        Field("title", says="One line."),
+        Field(
+            "dimension",
+            allowed=SCENARIO_DIMENSIONS,
+            normalize=lambda v: v.replace("_", "-"),
+            says="The dimension this situation belongs to.",
+        ),
+        Field("actors", says="Who takes part."),
+        Field("precondition", says="What holds before."),
+        Field("trigger", says="What starts it."),
+        Field("flow", says="What happens, step by step."),
+        Field("expected", says="The outcome the system should produce."),
+        Field("what_can_go_wrong", says="How it can fail."),
         Field("severity", allowed=BUG_SEVERITIES),
-        Field("location", required=False),  # where the code handles it, when the agent knows
+        # Where the code handles it, when the agent knows.
+        Field(
+            "location",
+            required=False,
+            says="Optional: path/to/file.py:42 where the code handles it.",
+        ),
     ),
 )
 PREDICT = Schema(
     lens="predict",
     category="category",
     fields=(
-        Field("title"),
-        Field("persona"),
+        Field("title", says="One line."),
+        Field("persona", asked=False),  # the persona the harness asked
         Field("category", allowed=PREDICT_CATEGORIES),
-        Field("location"),
-        Field("evidence"),
+        Field("location", says=_EXISTS),
+        Field("evidence", says="What in the code supports it."),
         Field("severity", allowed=BUG_SEVERITIES),
         Field("confidence", allowed=("high", "medium", "low")),
-        Field("hypothesis", required=False),  # what to try, for the hypothesis queue
+        # What to try, for the hypothesis queue.
+        Field(
+            "hypothesis",
+            required=False,
+            says="Optional: a change worth trying because of it.",
+        ),
     ),
 )
 FIX = Schema(
@@ -225,6 +266,11 @@ FIX = Schema(
         Field("regression_test", required=False),  # a reproduction handed on by debug
     ),
 )
+
+
+def told(schema: Schema) -> dict[str, str]:
+    """The fields the lens's report tool takes, in order, with what the agent is told."""
+    return {f.name: f.says or " | ".join(f.allowed or ()) for f in schema.fields if f.asked}
 
 
 # --- identity ---

@@ -21,9 +21,16 @@ from autoresearch.agents.backends.base import StageRun, ToolResult, Usage
 from autoresearch.agents.tools import Toolbox
 from autoresearch.engine import findings, tally
 from autoresearch.engine.stage import StageEnv
-from autoresearch.gate.keep import BatchGate, Landed, Settled, TestGate, gate_for
+from autoresearch.gate.keep import (
+    NOTHING_HANDED,
+    BatchGate,
+    Landed,
+    Settled,
+    TestGate,
+    gate_for,
+    hand_in,
+)
 from autoresearch.safety import git
-from autoresearch.safety.protect import ProtectedChange
 from autoresearch.session.files import write_json, write_text
 from autoresearch.views import journal
 
@@ -334,64 +341,50 @@ def fix_findings(
         if toolbox is not None and all(book.handled(fid) for fid in current):
             toolbox.mark_finished()
 
-    def keep_written() -> list[str]:
-        return env.protection.keep_written(env.worktree, toolbox.written if toolbox else {})
-
     def finish_fix(finding_id: str, summary: str) -> ToolResult:
         problem = check_id(finding_id)
         if problem:
             return ToolResult(problem, is_error=True)
-        if not git.is_dirty(env.worktree):
-            refusals[finding_id] = "finish_fix was called with no change in the worktree"
-            return ToolResult("there is no change in the worktree to commit", is_error=True)
         finding = todo[finding_id]
-        try:  # the tests run on the agent's change alone, and only it is committed
-            if not keep_written():
-                refusals[finding_id] = "finish_fix was called with no change the agent made"
-                return ToolResult("there is no change of yours in the worktree", is_error=True)
-        except ProtectedChange as err:
-            return reject(finding_id, err.reason)
-        if gate.check().ok:
-            message = f"fix: [{finding_id}] {' '.join(summary.split())[:120]}"
-            try:
-                keep_written()
-                sha = env.protection.commit(env.worktree, message, staged=True)
-            except ProtectedChange as err:
-                return reject(finding_id, err.reason)
+        message = f"fix: [{finding_id}] {' '.join(summary.split())[:120]}"
+        handed = hand_in(env, gate, toolbox.written if toolbox else {}, message)
+        if handed.nothing:
+            refusals[finding_id] = f"finish_fix was called with no change {handed.nothing}"
+            return ToolResult(NOTHING_HANDED[handed.nothing], is_error=True)
+        if handed.protected:
+            env.log(f"green: {finding_id}: {handed.protected}")
+            skipped(finding_id, handed.protected)
+            return ToolResult(
+                f"not kept, so the worktree was restored: {handed.protected}", is_error=True
+            )
+        if handed.sha:
             book.fixed.append(
                 {
                     "id": finding_id,
                     "key": finding.key(),
-                    "commit": sha,
+                    "commit": handed.sha,
                     "summary": summary,
                     "message": message,
                 }
             )
             maybe_finished()
-            return ToolResult(f"{gate.kept_message()}; committed {sha[:10]}: {message}")
-        git.restore(env.worktree)
-        reason = gate.verdict.reason if gate.verdict else "the tests did not run"
-        book.skipped.append({"id": finding_id, "key": finding.key(), "reason": reason})
-        maybe_finished()
+            return ToolResult(f"{gate.kept_message()}; committed {handed.sha[:10]}: {message}")
+        skipped(finding_id, gate.verdict.reason if gate.verdict else "the tests did not run")
         return ToolResult(
             f"not kept, so the worktree was restored and {finding_id} recorded as skipped: "
             f"{gate.refused()}"
         )
 
-    def reject(finding_id: str, reason: str) -> ToolResult:
-        git.restore(env.worktree)
-        env.log(f"green: {finding_id}: {reason}")
+    def skipped(finding_id: str, reason: str) -> None:
         book.skipped.append({"id": finding_id, "key": todo[finding_id].key(), "reason": reason})
         maybe_finished()
-        return ToolResult(f"not kept, so the worktree was restored: {reason}", is_error=True)
 
     def skip_finding(finding_id: str, reason: str) -> ToolResult:
         problem = check_id(finding_id)
         if problem:
             return ToolResult(problem, is_error=True)
         git.restore(env.worktree)
-        book.skipped.append({"id": finding_id, "key": todo[finding_id].key(), "reason": reason})
-        maybe_finished()
+        skipped(finding_id, reason)
         return ToolResult(f"{finding_id} recorded as skipped")
 
     conversational = env.spec.agent.get("backend") in CONVERSATIONS
@@ -472,39 +465,22 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
     reverted: list[str] = []
     toolbox: Toolbox | None = None
 
-    def keep_written() -> list[str]:
-        return env.protection.keep_written(env.worktree, toolbox.written if toolbox else {})
-
     def finish_refactor(summary: str) -> ToolResult:
-        if not git.is_dirty(env.worktree):
-            return ToolResult("there is no change in the worktree to commit", is_error=True)
-        try:  # the tests run on the agent's change alone, and only it is committed
-            if not keep_written():
-                return ToolResult("there is no change of yours in the worktree", is_error=True)
-            passed = gate.check().ok
-        except ProtectedChange as err:
-            passed, reason = False, err.reason
-        else:
-            reason = ""
-        if passed:
-            message = f"refactor: {' '.join(summary.split())[:120]}"
-            try:
-                keep_written()
-                sha = env.protection.commit(env.worktree, message, staged=True)
-            except ProtectedChange as err:
-                git.restore(env.worktree)
-                env.log(f"refactor: {err.reason}")
-                reverted.append(f"{summary} ({err.reason})")
-                return ToolResult(
-                    f"not kept, so the change was reverted: {err.reason}", is_error=True
-                )
-            commits.append({"commit": sha, "summary": summary, "message": message})
+        message = f"refactor: {' '.join(summary.split())[:120]}"
+        handed = hand_in(env, gate, toolbox.written if toolbox else {}, message)
+        if handed.nothing:
+            return ToolResult(NOTHING_HANDED[handed.nothing], is_error=True)
+        if handed.sha:
+            commits.append({"commit": handed.sha, "summary": summary, "message": message})
             if len(commits) >= MAX_REFACTOR_COMMITS and toolbox is not None:
                 toolbox.mark_finished()
-            return ToolResult(f"{gate.kept_message()}; committed {sha[:10]}: {message}")
-        git.restore(env.worktree)
-        reverted.append(f"{summary} ({reason})" if reason else summary)
-        return ToolResult(f"not kept, so the change was reverted: {reason or gate.refused()}")
+            return ToolResult(f"{gate.kept_message()}; committed {handed.sha[:10]}: {message}")
+        why = handed.protected
+        reverted.append(f"{summary} ({why})" if why else summary)
+        if why and handed.passed:  # refused at the commit, after the tests passed
+            env.log(f"refactor: {why}")
+            return ToolResult(f"not kept, so the change was reverted: {why}", is_error=True)
+        return ToolResult(f"not kept, so the change was reverted: {why or gate.refused()}")
 
     run = None
     if changed:

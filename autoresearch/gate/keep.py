@@ -282,6 +282,45 @@ class BatchGate(TestGate):
         return out
 
 
+# What an agent is told when it handed in no change of its own, by what was missing.
+NOTHING_HANDED = {
+    "in the worktree": "there is no change in the worktree to commit",
+    "the agent made": "there is no change of yours in the worktree",
+}
+
+
+@dataclass
+class Handed:
+    """What became of one change an agent handed in (hand_in)."""
+
+    sha: str | None = None  # committed
+    nothing: str | None = None  # a key of NOTHING_HANDED: there was nothing to check
+    protected: str | None = None  # refused by the protection (why); the worktree restored
+    passed: bool = False  # the gate had passed when the protection refused the commit
+
+
+def hand_in(env: StageEnv, gate: TestGate, written: dict[str, str], message: str) -> Handed:
+    """One agent attempt, checked, then committed or restored: the tests run on the agent's
+    change alone (what a command left beside it is not the agent's), only that change is
+    committed, and a change not kept leaves no trace in the worktree. Not kept and neither
+    `nothing` nor `protected`: the gate refused it (gate.verdict, gate.refused() say why)."""
+    if not git.is_dirty(env.worktree):
+        return Handed(nothing="in the worktree")
+    passed = False
+    try:
+        if not env.protection.keep_written(env.worktree, written):
+            return Handed(nothing="the agent made")
+        passed = gate.check().ok
+        if passed:
+            env.protection.keep_written(env.worktree, written)
+            return Handed(sha=env.protection.commit(env.worktree, message, staged=True))
+    except ProtectedChange as err:
+        git.restore(env.worktree)
+        return Handed(protected=err.reason, passed=passed)
+    git.restore(env.worktree)
+    return Handed()
+
+
 def gate_for(env: StageEnv) -> TestGate:
     """The gate the session's spec names (`test_gate`, default batch)."""
     kind = env.spec.test_gate

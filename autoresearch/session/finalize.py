@@ -69,7 +69,7 @@ class ReviewSet:
     joined: list[str] = field(default_factory=list)  # why sets were joined into this one
     tree: str = ""  # the tree the set's replay on the base ends at
     needs: list[int] = field(default_factory=list)  # only valid together with these sets
-    size: Size | None = None  # base..tip, once described
+    size: session_report.Size | None = None  # base..tip, once described
 
     @property
     def ok(self) -> bool:
@@ -402,28 +402,8 @@ def clear_previous(session: Session, log: Callable[[str], None]) -> None:
 # --- what the reviewer reads -----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Size:
-    """Lines added and removed, and files changed, by a diff (`git diff --numstat`)."""
-
-    added: int
-    deleted: int
-    files: int
-
-    @property
-    def text(self) -> str:
-        return f"+{self.added} −{self.deleted}"  # the sign a reader knows from a review
-
-
-def size_of(numstat: str) -> Size:
-    """A numstat's totals; a binary file counts as a file of no lines."""
-    rows = [row.split("\t", 2) for row in numstat.splitlines() if row.strip()]
-    count = lambda n: int(n) if n.isdigit() else 0  # noqa: E731
-    return Size(sum(count(r[0]) for r in rows), sum(count(r[1]) for r in rows), len(rows))
-
-
-def commit_size(worktree: Path, sha: str) -> Size:
-    return size_of(
+def commit_size(worktree: Path, sha: str) -> session_report.Size:
+    return session_report.size_of(
         git.git(worktree, "diff-tree", "-r", "--numstat", "--no-renames", "--no-commit-id", sha)
     )
 
@@ -441,7 +421,7 @@ def plainly(lines: tuple[str, ...], removed: list[Removed]) -> list[str]:
 def describe(session: Session, review: ReviewSet) -> str:
     base = review.loop.base
     diffstat = git.git(review.worktree, "diff", "--numstat", base, review.tip)
-    size = review.size = size_of(diffstat)
+    size = review.size = session_report.size_of(diffstat)
     run, verdict = review.run, review.verdict
     removed = removed_names(review.worktree, base, review.tip, review.files)
     count = len(review.commits)

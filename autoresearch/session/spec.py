@@ -182,12 +182,16 @@ def resolve_target(value: str) -> Path:
     return path if path.is_absolute() else (Path.cwd() / path)
 
 
+def schema(root: Path | None = None) -> dict[str, Any]:
+    """config/schema.yaml: what every spec key takes, stated once."""
+    return yaml.safe_load(((root or workflow_root()) / "config" / "schema.yaml").read_text())
+
+
 def validate(spec: Spec, root: Path, default_file: str) -> None:
     import jsonschema  # costly to import; only a session that starts needs it
 
     check_lengths(spec, spec.values)  # first: the schema's patterns would scan a huge value
-    schema = yaml.safe_load((root / "config" / "schema.yaml").read_text())
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(schema(root))
     errors = sorted(validator.iter_errors(spec.values), key=lambda e: list(e.absolute_path))
     if not errors:
         check_values(spec)

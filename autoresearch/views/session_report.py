@@ -256,17 +256,28 @@ def commit_sizes(repo: Path, start: str, end: str) -> dict[str, str]:
         log = git.git(repo, "log", "--numstat", "--format=%x00%H", f"{start}..{end}")
     except (git.GitError, UserError, OSError):
         return {}
-    sizes = {}
-    for chunk in log.split("\0")[1:]:
-        sha, *rows = chunk.strip("\n").split("\n")
-        added = deleted = 0
-        for row in rows:
-            fields = row.split("\t")
-            if len(fields) == 3:
-                added += int(fields[0]) if fields[0].isdigit() else 0
-                deleted += int(fields[1]) if fields[1].isdigit() else 0
-        sizes[sha] = f"(+{added} \u2212{deleted})"
-    return sizes
+    chunks = [chunk.strip("\n").partition("\n") for chunk in log.split("\0")[1:]]
+    return {sha: f"({size_of(numstat).text})" for sha, _, numstat in chunks}
+
+
+@dataclass(frozen=True)
+class Size:
+    """Lines added and removed, and files changed, by a diff (`git diff --numstat`)."""
+
+    added: int
+    deleted: int
+    files: int
+
+    @property
+    def text(self) -> str:
+        return f"+{self.added} \u2212{self.deleted}"  # the sign a reader knows from a review
+
+
+def size_of(numstat: str) -> Size:
+    """A numstat's totals; a binary file counts as a file of no lines."""
+    rows = [row.split("\t", 2) for row in numstat.splitlines() if row.strip()]
+    count = lambda n: int(n) if n.isdigit() else 0  # noqa: E731
+    return Size(sum(count(r[0]) for r in rows), sum(count(r[1]) for r in rows), len(rows))
 
 
 def kept_list_html(steps: list[ReportStep]) -> str:

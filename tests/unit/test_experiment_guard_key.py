@@ -52,7 +52,10 @@ def test_a_guard_none_in_a_missions_evaluator_json_turns_it_off(tmp_path):
 
 
 def test_a_guard_that_is_not_a_command_names_the_file_and_key(tmp_path):
-    with pytest.raises(SpecError, match=r"s\.yaml: key 'experiment\.guard': 3"):
+    # The refusal names program.md, where the key is written, not the spec that names it.
+    with pytest.raises(
+        SpecError, match=r"program\.md \(```yaml block\): key 'experiment\.guard': 3"
+    ):
         program(tmp_path, "guard: 3")
 
 

@@ -153,6 +153,47 @@ def test_missing_program_file_and_unknown_key_fail_fast(tmp_path):
         resolve({"experiment": {"program": "program.md"}}, tmp_path, "s.yaml")
 
 
+@pytest.mark.parametrize(
+    "line,said",
+    [
+        # The schema checks program.md's keys as it checks the spec's, naming the file and
+        # the key as program.md writes it.
+        ("max_experiments: 0", "key 'max_experiments' (experiment.max_iterations): 0 is less"),
+        ("experiment_timeout: -1", "key 'experiment_timeout' (experiment.verify_timeout_s)"),
+        ("duplicate_threshold: 2", "key 'experiment.duplicate_threshold': 2; similarity at"),
+        ("max_gain: lots", "key 'experiment.max_gain': 'lots'; an improvement larger"),
+        ("parallel: 65", "key 'experiment.parallel': 65; candidates per iteration"),
+        ("resources: {mem_mb: 9}", "unknown key 'resources.mem_mb' (Snakemake resources"),
+    ],
+)
+def test_a_bad_program_md_value_is_refused_naming_program_md_and_its_key(tmp_path, line, said):
+    (tmp_path / "program.md").write_text(PROGRAM.replace("cooldown_seconds: 2", line))
+    with pytest.raises(SpecError) as err:
+        resolve({"experiment": {"program": "program.md"}}, tmp_path, "s.yaml")
+    assert str(err.value).startswith(f"{tmp_path / 'program.md'} (```yaml block): {said}")
+
+
+def test_a_bad_evaluator_json_value_is_refused_naming_its_own_key(tmp_path):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "mission.md").write_text("# Faster\n")
+    (folder / "evaluator.json").write_text(json.dumps({"command": "e", "timeout_s": -1}))
+    values = {"experiment": {"mission": "m", "scope": ["a.py"], "max_runtime": 60}}
+    with pytest.raises(SpecError) as err:
+        resolve(values, tmp_path, "s.yaml")
+    assert str(err.value).startswith(
+        f"{folder / 'evaluator.json'}: key 'timeout_s': -1; per measurement"
+    )
+
+
+def test_the_spec_overrides_a_bad_program_md_value_so_it_is_never_refused(tmp_path):
+    (tmp_path / "program.md").write_text(
+        PROGRAM.replace("max_experiments: 50", "max_experiments: 0")
+    )
+    values = {"experiment": {"program": "program.md", "max_iterations": 4}}
+    assert resolve(values, tmp_path, "s.yaml").max_iterations == 4
+
+
 def test_rank_test_needs_five_repeats_and_pass_only_needs_evaluator(tmp_path):
     base = {
         "goal": "g",

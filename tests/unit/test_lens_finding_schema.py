@@ -7,6 +7,7 @@ import hashlib
 
 import pytest
 
+from autoresearch.checks import finding_schema as fs
 from autoresearch.checks.finding_schema import (
     DEBUG,
     FIX,
@@ -251,3 +252,25 @@ def test_gate_refuses_an_unknown_threshold():
 
 def test_compare_labels_new_recurring_and_fixed():
     assert compare({"a", "b"}, {"b", "c"}) == {"a": "new", "b": "recurring", "c": "fixed"}
+
+
+@pytest.mark.parametrize(
+    "tool,schema",
+    [
+        ("report_vulnerability", fs.SECURITY),
+        ("report_bug", fs.DEBUG),
+        ("report_situation", fs.SCENARIO),
+        ("report_prediction", fs.PREDICT),
+    ],
+)
+def test_a_lens_report_tool_takes_the_fields_of_its_finding_schema(tool, schema):
+    """The tool spec is made from the schema: a field or allowed value the check knows is
+    what the agent is told, in the schema's order; the harness's own fields are not asked."""
+    from autoresearch.agents.tools import TOOL_SPECS
+
+    said = {k: v["description"] for k, v in TOOL_SPECS[tool][1]["properties"].items()}
+    assert list(said) == [f.name for f in schema.fields if f.asked]
+    for f in schema.fields:
+        if f.allowed and not f.says:
+            assert said[f.name] == " | ".join(f.allowed)
+    assert "persona" not in said

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from autoresearch.session.changesets import REFACTOR, ChangeNote, Commit, ReviewLoop
-from autoresearch.session.finalize import ReviewSet, set_title, size_of
+from autoresearch.session.finalize import ReviewSet, set_title
+from autoresearch.views.session_report import size_of
 
 
 def commit(n: int, title: str, kind: str = "", path: str = "") -> Commit:

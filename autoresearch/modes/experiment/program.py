@@ -12,9 +12,11 @@ spec.SpecError naming the missing or wrong key.
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import re
 import subprocess
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,12 +25,11 @@ import yaml
 
 from autoresearch.measure import metrics
 from autoresearch.safety import child_env, worktree_files
+from autoresearch.session import spec
 
 from ...errors import SpecError
 from . import sequential
 
-KEEP_POLICIES = ("score_improvement", "pass_only")
-DIRECTIONS = ("minimize", "maximize")
 _YAML_BLOCK = re.compile(r"^```ya?ml[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([dhms]?)", re.IGNORECASE)
 _UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1, "": 1}
@@ -47,76 +48,8 @@ SEED_ALIASES = {
 # The pause between iterations when program.md or a mission folder says none, as the
 # format documents it; a spec's own `experiment:` keys keep 0.
 FORMAT_COOLDOWN_S = 5.0
-METRIC_KEYS = {"command", "format", "key", "direction"}
-TOP_KEYS = {
-    "program",
-    "goal",
-    "scope",
-    "target_file",
-    "metric",
-    "verify_timeout_s",
-    "guard",
-    "guard_timeout_s",
-    "baseline_command",
-    "max_iterations",
-    "max_duration",
-    "target",
-    "cooldown_s",
-    "repeats",
-    "min_effect",
-    "rank_test_alpha",
-    "sequential",
-    "remeasure_every",
-    "keep_policy",
-    "stuck_after",
-    "plateau_window",
-    "plateau_min_gain",
-    "crash_loop_after",
-    "duplicate_threshold",
-    "research",
-    "parallel",
-    "resources",
-    "mission",
-    "output",
-    "allow_flagged",
-    "max_gain",
-    "git_branch",
-    "preserve_on_fail",
-    "holdout",
-    "holdout_timeout_s",
-    "holdout_confirms",
-}
-MAX_PARALLEL = 64
-# The resources a measurement job may ask for: fixed names, because Snakemake needs them
-# when it parses the workflow, before any session's spec is read; these are where a job
-# runs (the Slurm and generic cluster executors read them). Sizes and run time (mem_mb,
-# disk_mb, runtime) must be numbers whenever Snakemake asks, so they are set the
-# Snakemake way instead: --set-resources experiment_measure:mem_mb=16000.
-MEASURE_RESOURCES = (
-    "gpu",
-    "gpu_model",
-    "gres",
-    "cpus_per_task",
-    "slurm_partition",
-    "slurm_account",
-    "slurm_extra",
-    "qos",
-    "constraint",
-)
 MISSION_FILE = "mission.md"
 EVALUATOR_FILE = "evaluator.json"
-# evaluator.json: the command and, optionally, how to read what it prints.
-EVALUATOR_KEYS = {
-    "command",
-    "format",
-    "key",
-    "direction",
-    "timeout_s",
-    "contract",
-    "description",
-    "guard",
-}
-EVALUATOR_KEYS |= {"holdout", "holdout_timeout_s"}  # the private evaluator (holdout.py)
 # `guard: none` turns the guard off; with no guard key the target's tests are the guard.
 GUARD_OFF = "none"
 CONTRACT_FIELDS = {"pass", "score", "notes"}
@@ -291,46 +224,102 @@ def parse_duration(value: Any, where: str) -> float | None:
     return sum(float(n) * _UNITS[u.lower()] for n, u in parts)
 
 
-def _normalise(raw: dict[str, Any], origin: str) -> dict[str, Any]:
-    """Common program.md names -> ours; unknown keys are an error (a typo must not pass)."""
-    out: dict[str, Any] = {}
-    metric: dict[str, Any] = (
-        dict(raw.get("metric") or {}) if isinstance(raw.get("metric"), dict) else {}
-    )
+@dataclass
+class Layer:
+    """One file's `experiment:` keys, in spec names, and where each came from: the file to
+    name in an error, and the key as that file writes it (program.md's `max_experiments`)."""
+
+    values: dict[str, Any]
+    origin: str
+    written: dict[str, str] = field(default_factory=dict)  # dotted spec key -> its own name
+    # "spec": the session spec's `experiment:`; "file": program.md or mission.md, whose keys
+    # are `experiment:` keys or common names for them; "own": evaluator.json's own keys.
+    kind: str = "file"
+
+    def label(self, dotted: str) -> str:
+        """The key an error names: the spec key, and the file's own name when it differs."""
+        own = self.written.get(dotted)
+        if self.kind == "own":
+            return f"'{own or dotted}'"
+        if self.kind == "file" and own is not None and own != dotted:
+            return f"'{own}' (experiment.{dotted})"
+        return f"'experiment.{dotted}'"
+
+    def unknown(self, dotted: str) -> str:
+        """An unknown key as the file writes it: it has no spec name."""
+        return f"experiment.{dotted}" if self.kind == "spec" else self.written.get(dotted, dotted)
+
+
+def _normalise(raw: dict[str, Any], origin: str) -> Layer:
+    """Common program.md names -> ours; an unknown key stays as written, for the schema to
+    refuse (a typo must not pass)."""
+    layer = Layer({}, origin)
+    metric: dict[str, Any] = {}
     for key, value in raw.items():
-        if key == "metric":
-            if not isinstance(value, dict):
-                raise SpecError(f"{origin}: key 'metric' must be a mapping (command, format, ...)")
+        if key == "metric" and isinstance(value, dict):
+            metric.update(value)
             continue
         name = SEED_ALIASES.get(key, key)
         if name.startswith("metric."):
             metric[name.split(".", 1)[1]] = value
         elif name == "target_file":
-            out["scope"] = [value] if isinstance(value, str) else value
-        elif name in TOP_KEYS:
-            out[name] = value
+            layer.values["scope"] = [value] if isinstance(value, str) else value
         else:
-            known = sorted(TOP_KEYS | set(SEED_ALIASES))
-            raise SpecError(f"{origin}: unknown key '{key}'; known keys: {', '.join(known)}")
-    unknown_metric = set(metric) - METRIC_KEYS
-    if unknown_metric:
-        raise SpecError(
-            f"{origin}: unknown key(s) {sorted(unknown_metric)} under 'metric'; "
-            f"known: {sorted(METRIC_KEYS)}"
-        )
+            layer.values[name] = value
+        layer.written[name.replace("target_file", "scope")] = key
     if metric:
-        out["metric"] = metric
-    return out
+        layer.values["metric"] = metric
+    return layer
 
 
-def _merge(low: dict[str, Any], high: dict[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(low)
-    for key, value in high.items():
-        if key == "metric" and isinstance(merged.get("metric"), dict):
-            merged["metric"] = {**merged["metric"], **value}
-        else:
-            merged[key] = value
-    return merged
+def _merge(layers: list[Layer]) -> tuple[dict[str, Any], dict[str, Layer]]:
+    """The layers merged, the later over the earlier (`metric` key by key), and which layer
+    set each dotted key."""
+    merged: dict[str, Any] = {}
+    where: dict[str, Layer] = {}
+    for layer in layers:
+        for key, value in copy.deepcopy(layer.values).items():
+            if key == "metric" and isinstance(merged.get("metric"), dict):
+                merged["metric"] = {**merged["metric"], **value}
+                where |= {f"metric.{k}": layer for k in value}
+            else:
+                merged[key] = value
+                where[key] = layer
+    return merged, where
+
+
+def _check_schema(merged: dict[str, Any], where: dict[str, Layer], fallback: Layer) -> None:
+    """config/schema.yaml's `experiment:` keys are the one statement of what each key
+    takes; the refusal names the file that set the key and the key as that file writes it."""
+    import jsonschema  # costly to import; only a session that starts gets here
+
+    schema = spec.schema()["properties"]["experiment"]
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(merged), key=lambda e: [str(p) for p in e.absolute_path])
+    if not errors:
+        return
+    err = errors[0]
+    path = [str(p) for p in err.absolute_path]
+    if err.validator == "additionalProperties":
+        known = list(err.schema.get("properties") or {})
+        extra = next((k for k in err.instance if k not in known), "?")
+        path.append(str(extra))
+    dotted = ".".join(path)
+    layer = next((where[d] for d in _parents(dotted) if d in where), fallback)
+    # The schema's word on what the key takes, where it has one, says what to write.
+    about = err.schema.get("description") if isinstance(err.schema, dict) else None
+    if err.validator == "additionalProperties":
+        hint = difflib.get_close_matches(str(extra), known + list(SEED_ALIASES), n=1)
+        maybe = f"; did you mean '{hint[0]}'?" if hint else f" ({about})" if about else ""
+        raise SpecError(f"{layer.origin}: unknown key '{layer.unknown(dotted)}'{maybe}")
+    said = f"{err.instance!r}; {about}" if about else f"{err.message}{spec.did_you_mean(err)}"
+    raise SpecError(f"{layer.origin}: key {layer.label(dotted)}: {said}")
+
+
+def _parents(dotted: str) -> list[str]:
+    """'metric.key' -> ['metric.key', 'metric']."""
+    parts = dotted.split(".")
+    return [".".join(parts[:n]) for n in range(len(parts), 0, -1)]
 
 
 def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentConfig:
@@ -338,45 +327,31 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
     section = values.get("experiment")
     if section is not None and not isinstance(section, dict):
         raise SpecError(f"{spec_file}: key 'experiment' must be a mapping")
-    section = dict(section or {})
-    high = _normalise(section, f"{spec_file}: experiment")
-    low: dict[str, Any] = {}
-    title = ""
-    program = section.get("program")
-    mission = section.get("mission")
+    high = _normalise(dict(section or {}), spec_file)
+    high.kind = "spec"
+    layers, title = [], ""
+    program = high.values.get("program")
+    mission = high.values.get("mission")
     if mission and program:
         raise SpecError(
             f"{spec_file}: keys 'experiment.program' and 'experiment.mission' are both set; "
             "keep one (a mission folder replaces program.md)"
         )
     if program:
-        if Path(program).is_absolute() or ".." in Path(program).parts:
-            raise SpecError(
-                f"{spec_file}: key 'experiment.program': {program!r} must be a path "
-                "inside the target"
-            )
-        path = target / program
-        try:
-            text = worktree_files.read_text(target, program)
-        except worktree_files.Missing:
-            raise SpecError(
-                f"{spec_file}: key 'experiment.program': {path} does not exist; write it "
-                "(see docs/experiment.md) or remove the key and set the experiment keys directly"
-            ) from None
-        except worktree_files.Refused as err:
-            raise SpecError(f"{spec_file}: key 'experiment.program': not read: {err}") from None
-        config, _, title = split_program(text)
-        low = _normalise(config, f"{path} (```yaml block)")
-        low.pop("program", None)
-        refuse_holdout(low, f"{path} (```yaml block)")
+        layers, title = _program_layer(str(program), target, spec_file)
     if mission:
-        low, title = _mission_layer(str(mission), target, spec_file)
-    merged = _merge(low, high)
+        layers, title = _mission_layers(str(mission), target, spec_file)
+    merged, where = _merge([*layers, high])
+    _check_schema(merged, where, high)
+
+    def fail(key: str, text: str) -> SpecError:
+        layer = next((where[d] for d in _parents(key) if d in where), high)
+        return SpecError(f"{layer.origin}: key {layer.label(key)}{text}")
+
     merged.setdefault("goal", title or None)
     metric = merged.get("metric") or {}
     if not merged.get("scope"):
-        scope = (values.get("scope") or {}).get("include") or []
-        merged["scope"] = list(scope)
+        merged["scope"] = list((values.get("scope") or {}).get("include") or [])
 
     def need(value: Any, key: str, hint: str) -> Any:
         if value in (None, "", []):
@@ -390,24 +365,19 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
     scope = need(
         merged.get("scope"), "scope", "the files the agent may change; program.md: target_file"
     )
-    if isinstance(scope, str):
-        scope = [scope]
+    scope = [scope] if isinstance(scope, str) else scope
     command = need(metric.get("command"), "metric.command", "program.md: eval_command")
     keep_policy = merged.get("keep_policy", "score_improvement")
-    if keep_policy not in KEEP_POLICIES:
-        raise SpecError(
-            f"{spec_file}: key 'experiment.keep_policy': {keep_policy!r}; "
-            f"expected one of {', '.join(KEEP_POLICIES)}"
-        )
     fmt = metric.get("format") or ("evaluator" if keep_policy == "pass_only" else "json_stdout")
     try:
         metrics.check_format(fmt)
     except ValueError as err:
-        raise SpecError(f"{spec_file}: key 'experiment.metric.format': {err}") from None
+        raise fail("metric.format", f": {err}") from None
     if keep_policy == "pass_only" and fmt != "evaluator":
-        raise SpecError(
-            f"{spec_file}: key 'experiment.keep_policy': pass_only needs "
-            "experiment.metric.format: evaluator (it keeps a change when the evaluator passes)"
+        raise fail(
+            "keep_policy",
+            ": pass_only needs experiment.metric.format: evaluator (it keeps a change when "
+            "the evaluator passes)",
         )
     target_text = None if merged.get("target") is None else str(merged["target"])
     direction = metric.get("direction")
@@ -419,20 +389,17 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         except ValueError:
             direction = None
     direction = need(direction, "metric.direction", "minimize or maximize; program.md: direction")
-    if direction not in DIRECTIONS:
-        raise SpecError(
-            f"{spec_file}: key 'experiment.metric.direction': {direction!r}; "
-            "expected minimize or maximize"
-        )
     if target_text is not None:
         if re.fullmatch(r"\s*[-+]?[\d.,eE+-]+\s*", target_text):
             target_text = f"{'<=' if direction == 'minimize' else '>='} {target_text.strip()}"
         try:
             metrics.parse_target(target_text)
         except ValueError as err:
-            raise SpecError(f"{spec_file}: key 'experiment.target': {err}") from None
+            raise fail("target", f": {err}") from None
+    where_duration = where.get("max_duration", high)
     max_duration = parse_duration(
-        merged.get("max_duration"), f"{spec_file}: experiment.max_duration"
+        merged.get("max_duration"),
+        f"{where_duration.origin}: key {where_duration.label('max_duration')}",
     )
     if mission and max_duration is None:
         raise SpecError(
@@ -444,66 +411,28 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
             f"{spec_file}: required key 'experiment.max_iterations' or 'experiment.max_duration' "
             "is not set (an unattended run needs a bound; program.md: max_experiments)"
         )
-    min_effect = _min_effect(merged.get("min_effect", 0.0), spec_file)
-    design = _sequential(merged, keep_policy, direction, min_effect, spec_file)
+    min_effect = merged.get("min_effect", 0.0)
+    design = _sequential(merged, keep_policy, direction, min_effect, fail)
     if (program or mission) and merged.get("cooldown_s") is None:
         merged["cooldown_s"] = FORMAT_COOLDOWN_S
-    repeats = int(merged.get("repeats", 1))
+    repeats = merged.get("repeats", 1)
     alpha = merged.get("rank_test_alpha")
     if alpha is not None and repeats < 5:
-        raise SpecError(
-            f"{spec_file}: key 'experiment.rank_test_alpha' needs experiment.repeats >= 5 "
-            f"(a rank test on {repeats} samples cannot reach significance)"
+        raise fail(
+            "rank_test_alpha",
+            f" needs experiment.repeats >= 5 (a rank test on {repeats} samples cannot "
+            "reach significance)",
         )
-    numbers = {}
-    for key, kind in (
-        ("max_iterations", int),
-        ("verify_timeout_s", float),
-        ("guard_timeout_s", float),
-        ("cooldown_s", float),
-        ("remeasure_every", int),
-        ("stuck_after", int),
-        ("plateau_window", int),
-        ("plateau_min_gain", float),
-        ("crash_loop_after", int),
-        ("duplicate_threshold", float),
-    ):
-        value = merged.get(key)
-        if value is None:
-            continue
-        try:
-            numbers[key] = kind(value)
-        except (TypeError, ValueError):
-            raise SpecError(
-                f"{spec_file}: key 'experiment.{key}': {value!r} is not a number"
-            ) from None
-        if numbers[key] < 0 or (key in ("max_iterations", "remeasure_every") and not numbers[key]):
-            raise SpecError(f"{spec_file}: key 'experiment.{key}': must be positive, got {value}")
-    if repeats < 1:
-        raise SpecError(f"{spec_file}: key 'experiment.repeats': must be at least 1")
-    parallel = _parallel(merged.get("parallel", 1), spec_file)
-    resources = _resources(merged.get("resources"), spec_file)
-    output = merged.get("output")
-    if output is not None and (not isinstance(output, str) or not output.strip()):
-        raise SpecError(f"{spec_file}: key 'experiment.output': write a folder path")
-    allow_flagged = _switch(merged, "allow_flagged", spec_file)
-    confirms = merged.get("holdout_confirms", True)
-    if not isinstance(confirms, bool):
-        raise SpecError(
-            f"{spec_file}: key 'experiment.holdout_confirms': write true or false, got {confirms!r}"
-        )
-    guard, guard_off = _guard(merged.get("guard"), spec_file)
+    # The schema has checked each number; the float keys are frozen as floats.
+    numbers = {
+        key: kind(merged[key]) for key, kind in NUMBER_KEYS.items() if merged.get(key) is not None
+    }
+    guard, guard_off = _guard(merged.get("guard"), fail)
     max_gain = merged.get("max_gain")
-    if max_gain is not None and not (
-        isinstance(max_gain, str) and re.fullmatch(r"\s*\d+(\.\d+)?\s*%\s*", max_gain)
-    ):
-        raise SpecError(
-            f"{spec_file}: key 'experiment.max_gain': {max_gain!r}; write a percentage of the "
-            "incumbent such as '50%'"
-        )
-    git_branch = _git_branch(merged.get("git_branch"), spec_file)
-    preserve = _switch(merged, "preserve_on_fail", spec_file)
-    holdout_command, holdout_timeout = holdout_keys(merged, f"{spec_file}: key 'experiment.")
+    git_branch = _git_branch(merged.get("git_branch"), fail)
+    holdout, holdout_timeout = merged.get("holdout"), merged.get("holdout_timeout_s")
+    if holdout_timeout is not None and holdout is None:
+        raise fail("holdout_timeout_s", ": set only with a holdout command")
     return ExperimentConfig(
         goal=str(goal).strip(),
         scope=[str(s) for s in scope],
@@ -523,43 +452,41 @@ def resolve(values: dict[str, Any], target: Path, spec_file: str) -> ExperimentC
         keep_policy=keep_policy,
         program=program,
         research=str(merged.get("research") or ""),
-        parallel=parallel,
-        resources=resources,
+        parallel=merged.get("parallel", 1),
+        resources=dict(merged.get("resources") or {}),
         mission=str(mission) if mission else None,
-        output=output,
-        allow_flagged=allow_flagged,
-        holdout_confirms=confirms,
+        output=merged.get("output"),
+        allow_flagged=merged.get("allow_flagged", False),
+        holdout_confirms=merged.get("holdout_confirms", True),
         max_gain=max_gain.strip() if max_gain is not None else None,
         git_branch=git_branch,
-        preserve_on_fail=preserve,
-        holdout=holdout_command,
-        holdout_timeout_s=holdout_timeout,
+        preserve_on_fail=merged.get("preserve_on_fail", False),
+        holdout=holdout.strip() if holdout else None,
+        holdout_timeout_s=float(holdout_timeout) if holdout_timeout else None,
         **numbers,
     )
 
 
-def _min_effect(value: Any, spec_file: str) -> float | str:
-    """min_effect: a number >= 0 or a percentage. Equal metrics are a discard: a negative
-    margin would keep an equal or worse value, so no setting may ask for one."""
-    where = f"{spec_file}: key 'experiment.min_effect': {value!r}"
-    if isinstance(value, str):
-        if re.fullmatch(r"\s*\d+(\.\d+)?\s*%\s*", value):
-            return value
-        if re.fullmatch(r"\s*-\s*\d+(\.\d+)?\s*%\s*", value):
-            raise SpecError(f"{where}; must be >= 0 (an equal or worse value is never kept)")
-        raise SpecError(f"{where}; write a number (metric units) or a percentage such as '2%'")
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise SpecError(f"{where}; write a number (metric units) or a percentage such as '2%'")
-    if not value >= 0:
-        raise SpecError(f"{where}; must be >= 0 (an equal or worse value is never kept)")
-    return value
+# The numeric keys frozen as their kind (a float key written 120 is frozen as 120.0).
+NUMBER_KEYS: dict[str, type] = {
+    "max_iterations": int,
+    "verify_timeout_s": float,
+    "guard_timeout_s": float,
+    "cooldown_s": float,
+    "remeasure_every": int,
+    "stuck_after": int,
+    "plateau_window": int,
+    "plateau_min_gain": float,
+    "crash_loop_after": int,
+    "duplicate_threshold": float,
+}
 
 
-def _git_branch(value: Any, spec_file: str) -> str | None:
+def _git_branch(value: Any, fail: Callable[[str, str], SpecError]) -> str | None:
     """program.md's git_branch: a name git accepts for a branch, or None."""
     if value is None:
         return None
-    ok = isinstance(value, str) and value.strip() == value and value
+    ok = value.strip() == value
     if ok:
         proc = subprocess.run(
             ["git", "check-ref-format", "--branch", value],
@@ -569,41 +496,20 @@ def _git_branch(value: Any, spec_file: str) -> str | None:
         )
         ok = proc.returncode == 0 and proc.stdout.strip() == value
     if not ok:
-        raise SpecError(
-            f"{spec_file}: key 'experiment.git_branch': {value!r} is not a branch name git "
-            "accepts (e.g. autoresearch/faster-parser)"
+        raise fail(
+            "git_branch",
+            f": {value!r} is not a branch name git accepts (e.g. autoresearch/faster-parser)",
         )
     return value
 
 
-# --- the holdout's keys (holdout.py runs it) ----------------------------------------
-
-
-def holdout_keys(merged: dict[str, Any], where: str) -> tuple[str | None, float | None]:
-    """(command, timeout) of `holdout` and `holdout_timeout_s`; `where` is the error's
-    prefix up to the key's name ("<file>: key 'experiment.")."""
-    command = merged.get("holdout")
-    timeout = merged.get("holdout_timeout_s")
-    if command is not None and (not isinstance(command, str) or not command.strip()):
-        raise SpecError(
-            f"{where}holdout': {command!r}; write the shell command that prints the "
-            "holdout's number, as the metric command prints its own"
-        )
-    if timeout is not None:
-        if command is None:
-            raise SpecError(f"{where}holdout_timeout_s': set only with a holdout command")
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise SpecError(f"{where}holdout_timeout_s': {timeout!r}; write seconds, above 0")
-    return (command.strip() if command else None), (float(timeout) if timeout else None)
-
-
-def refuse_holdout(layer: dict[str, Any], where: str) -> None:
+def refuse_holdout(layer: Layer) -> None:
     """program.md and mission.md are the agent's to read: a holdout named there is not one."""
     for key in ("holdout", "holdout_timeout_s"):
-        if key in layer:
+        if key in layer.values:
             raise SpecError(
-                f"{where}: key '{key}': the agent reads this file, so a holdout named here "
-                "would not be private; set experiment.holdout in the session spec (or "
+                f"{layer.origin}: key '{key}': the agent reads this file, so a holdout named "
+                "here would not be private; set experiment.holdout in the session spec (or "
                 "`holdout` in the mission's evaluator.json)"
             )
 
@@ -615,10 +521,33 @@ def target_path(value: str, target: Path) -> Path:
     return path if path.is_absolute() else target / path
 
 
-def _mission_layer(mission: str, target: Path, spec_file: str) -> tuple[dict[str, Any], str]:
+def _program_layer(program: str, target: Path, spec_file: str) -> tuple[list[Layer], str]:
+    """program.md's ```yaml block (under the session spec's keys) and its title."""
+    if Path(program).is_absolute() or ".." in Path(program).parts:
+        raise SpecError(
+            f"{spec_file}: key 'experiment.program': {program!r} must be a path inside the target"
+        )
+    path = target / program
+    try:
+        text = worktree_files.read_text(target, program)
+    except worktree_files.Missing:
+        raise SpecError(
+            f"{spec_file}: key 'experiment.program': {path} does not exist; write it "
+            "(see docs/experiment.md) or remove the key and set the experiment keys directly"
+        ) from None
+    except worktree_files.Refused as err:
+        raise SpecError(f"{spec_file}: key 'experiment.program': not read: {err}") from None
+    config, _, title = split_program(text)
+    layer = _normalise(config, f"{path} (```yaml block)")
+    layer.values.pop("program", None)
+    refuse_holdout(layer)
+    return [layer], title
+
+
+def _mission_layers(mission: str, target: Path, spec_file: str) -> tuple[list[Layer], str]:
     """The configuration a mission folder gives (under the session spec's keys) and its
-    goal line: mission.md's ```yaml block if any, evaluator.json's command, and the
-    mission's stop rules."""
+    goal line: the mission's stop rules, evaluator.json's command, and mission.md's
+    ```yaml block if any."""
     where = f"{spec_file}: key 'experiment.mission'"
     if not Path(mission).is_absolute() and ".." in Path(mission).parts:
         raise SpecError(f"{where}: {mission!r} must be inside the target or absolute")
@@ -631,32 +560,43 @@ def _mission_layer(mission: str, target: Path, spec_file: str) -> tuple[dict[str
                 f"{where}: {folder / name} does not exist; a mission folder holds "
                 f"{MISSION_FILE} and {EVALUATOR_FILE} (see docs/experiment.md)"
             )
-    text = (folder / MISSION_FILE).read_text(errors="replace")
-    config, prose, title = split_program(text)
-    low = _normalise(config, f"{folder / MISSION_FILE} (```yaml block)")
-    refuse_holdout(low, f"{folder / MISSION_FILE} (```yaml block)")
+    config, prose, title = split_program((folder / MISSION_FILE).read_text(errors="replace"))
+    told = _normalise(config, f"{folder / MISSION_FILE} (```yaml block)")
+    refuse_holdout(told)
     for key in ("program", "mission"):
-        low.pop(key, None)
-    evaluator = evaluator_config(folder / EVALUATOR_FILE)
-    metric = {"format": "evaluator"} | evaluator["metric"] | (low.get("metric") or {})
-    layer = {**MISSION_DEFAULTS, **evaluator["top"], **low, "metric": metric}
+        told.values.pop(key, None)
+    evaluator = evaluator_layer(folder / EVALUATOR_FILE)
+    evaluator.values = MISSION_DEFAULTS | evaluator.values
+    evaluator.values["metric"] = {"format": "evaluator"} | evaluator.values["metric"]
     goal = title or next((line.strip("# ").strip() for line in prose.splitlines() if line), "")
-    return layer, goal[:200]
+    return [evaluator, told], goal[:200]
 
 
-def evaluator_config(path: Path) -> dict[str, dict[str, Any]]:
-    """evaluator.json -> {"metric": {...}, "top": {...}}; SpecError names the bad key."""
+# evaluator.json's keys -> the spec keys they set (contract and description are its own).
+EVALUATOR_NAMES = {
+    "command": "metric.command",
+    "format": "metric.format",
+    "key": "metric.key",
+    "direction": "metric.direction",
+    "timeout_s": "verify_timeout_s",
+    "guard": "guard",
+    "holdout": "holdout",  # the private evaluator (holdout.py)
+    "holdout_timeout_s": "holdout_timeout_s",
+}
+
+
+def evaluator_layer(path: Path) -> Layer:
+    """evaluator.json as spec keys; SpecError names its bad key."""
     try:
         data = json.loads(path.read_text(errors="replace"))
     except ValueError as err:
         raise SpecError(f"{path}: not valid JSON: {err}") from None
     if not isinstance(data, dict):
         raise SpecError(f"{path}: must be a JSON object with at least a 'command'")
-    unknown = sorted(set(data) - EVALUATOR_KEYS)
+    unknown = sorted(set(data) - set(EVALUATOR_NAMES) - {"contract", "description"})
     if unknown:
-        raise SpecError(
-            f"{path}: unknown key '{unknown[0]}'; known keys: {', '.join(sorted(EVALUATOR_KEYS))}"
-        )
+        known = sorted([*EVALUATOR_NAMES, "contract", "description"])
+        raise SpecError(f"{path}: unknown key '{unknown[0]}'; known keys: {', '.join(known)}")
     command = data.get("command")
     if not isinstance(command, str) or not command.strip():
         raise SpecError(
@@ -671,80 +611,25 @@ def evaluator_config(path: Path) -> dict[str, dict[str, Any]]:
                 f"{path}: key 'contract' must be an object naming 'pass' and optionally "
                 "'score' and 'notes' (what the command prints)"
             )
-    metric = {"command": command}
-    for key in ("format", "key", "direction"):
+    layer = Layer({"metric": {}}, str(path), kind="own")
+    for key, name in EVALUATOR_NAMES.items():
         if data.get(key) is not None:
-            metric[key] = data[key]
-    top = {}
-    if data.get("timeout_s") is not None:
-        top["verify_timeout_s"] = data["timeout_s"]
-    command, timeout = holdout_keys(data, f"{path}: key '")
-    if command is not None:
-        top["holdout"] = command
-    if timeout is not None:
-        top["holdout_timeout_s"] = timeout
-    if data.get("guard") is not None:
-        if not isinstance(data["guard"], str) or not data["guard"].strip():
-            raise SpecError(
-                f"{path}: key 'guard': {data['guard']!r}; write a shell command, or "
-                f"{GUARD_OFF!r} for no guard (default: the target's tests)"
-            )
-        top["guard"] = data["guard"]
-    return {"metric": metric, "top": top}
+            top, _, sub = name.partition(".")
+            (layer.values["metric"] if sub else layer.values)[sub or top] = data[key]
+            layer.written[name] = key
+    return layer
 
 
-def _guard(value: Any, spec_file: str) -> tuple[str | None, bool]:
+def _guard(value: Any, fail: Callable[[str, str], SpecError]) -> tuple[str | None, bool]:
     """(the guard command or None, whether the spec turned the guard off): `none` (or
     false) turns it off; no key leaves the default, the target's tests (guard.py)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None, False
     if value is False or (isinstance(value, str) and value.strip().lower() == GUARD_OFF):
         return None, True
-    if not isinstance(value, str):
-        raise SpecError(
-            f"{spec_file}: key 'experiment.guard': {value!r}; write a shell command, or "
-            f"{GUARD_OFF} for no guard"
-        )
+    if value is True:
+        raise fail("guard", f": {value!r}; write a shell command, or {GUARD_OFF} for no guard")
     return value, False
-
-
-def _switch(merged: dict[str, Any], key: str, spec_file: str) -> bool:
-    value = merged.get(key, False)
-    if not isinstance(value, bool):
-        raise SpecError(f"{spec_file}: key 'experiment.{key}': write true or false, got {value!r}")
-    return value
-
-
-def _parallel(value: Any, spec_file: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PARALLEL:
-        raise SpecError(
-            f"{spec_file}: key 'experiment.parallel': {value!r}; write the number of "
-            f"candidates per iteration, 1 to {MAX_PARALLEL}"
-        )
-    return value
-
-
-def _resources(value: Any, spec_file: str) -> dict[str, Any]:
-    """Snakemake resources of the measuring job: names Snakemake accepts, int or text values."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise SpecError(
-            f"{spec_file}: key 'experiment.resources' must be a mapping, e.g. {{gpu: 1}}"
-        )
-    for name, amount in value.items():
-        if name not in MEASURE_RESOURCES:
-            raise SpecError(
-                f"{spec_file}: key 'experiment.resources.{name}': not a resource the "
-                f"measurement job can ask for here; known: {', '.join(MEASURE_RESOURCES)} "
-                "(sizes and run time: --set-resources experiment_measure:mem_mb=...)"
-            )
-        if isinstance(amount, bool) or not isinstance(amount, int | str):
-            raise SpecError(
-                f"{spec_file}: key 'experiment.resources.{name}': {amount!r}; write a whole "
-                "number or a text value"
-            )
-    return dict(value)
 
 
 # Design keys that are the experiment's own (or the section itself), not under `sequential:`.
@@ -760,7 +645,7 @@ def _sequential(
     keep_policy: str,
     direction: str,
     min_effect: float | str,
-    spec_file: str,
+    fail: Callable[[str, str], SpecError],
 ) -> sequential.Design | None:
     """The `sequential:` key checked on its own and against the fixed-repeats keys."""
     value = merged.get("sequential")
@@ -769,20 +654,19 @@ def _sequential(
     try:
         design = sequential.Design.from_spec(value, direction, min_effect)
     except sequential.DesignError as err:
-        name = _OWN_KEYS.get(err.key, f"sequential.{err.key}")
-        raise SpecError(f"{spec_file}: key 'experiment.{name}': {err.detail}") from None
+        raise fail(_OWN_KEYS.get(err.key, f"sequential.{err.key}"), f": {err.detail}") from None
     # The design sets how many samples each side gets; the fixed-repeats rules would
     # contradict it.
     for key in ("repeats", "rank_test_alpha"):
         if merged.get(key) is not None:
-            raise SpecError(
-                f"{spec_file}: key 'experiment.{key}': remove it when experiment.sequential "
-                "is set (the sequential design sets the samples per side)"
+            raise fail(
+                key,
+                ": remove it when experiment.sequential is set (the sequential design sets "
+                "the samples per side)",
             )
     if keep_policy == "pass_only":
-        raise SpecError(
-            f"{spec_file}: key 'experiment.sequential': needs keep_policy score_improvement "
-            "(pass_only has no score to test)"
+        raise fail(
+            "sequential", ": needs keep_policy score_improvement (pass_only has no score to test)"
         )
     return design
 
