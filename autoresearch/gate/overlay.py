@@ -134,7 +134,7 @@ def take_back(worktree: Path, overlay: Overlay) -> None:
 def run_laid(worktree: Path, overlay: Overlay, run: Callable[[], TestRun], command: str) -> TestRun:
     """`run()` with the start's files laid over the worktree, cleaned before and after (no
     file the run as it is left, none this run leaves), the files taken back after."""
-    git.worktree_git(worktree, "clean", "-ffdxq")
+    git.clean(worktree)
     try:
         apply(worktree, overlay)
         result = run()
@@ -142,7 +142,7 @@ def run_laid(worktree: Path, overlay: Overlay, run: Callable[[], TestRun], comma
         result = not_graded(command, str(e))
     finally:
         take_back(worktree, overlay)
-        git.worktree_git(worktree, "clean", "-ffdxq")
+        git.clean(worktree)
     return result
 
 

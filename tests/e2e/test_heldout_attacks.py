@@ -779,6 +779,10 @@ EXPERIMENT_ATTACKS = [
           "fresh /dev/shm per run (jail tmpfs)", "samples"),
     Carry("cache-in-the-git-dir", "measurement state", CACHING.format(where=GIT_DIR),
           "git directories read-only in the jail", "samples"),
+    # git never touches a `.git` entry: clean -ffdx leaves one in a tracked folder.
+    Carry("cache-in-a-dot-git-folder-of-a-tracked-folder", "measurement state",
+          CACHING.format(where='pathlib.Path("tests/.git")'),
+          "pristine tree: every nested .git removed (git.clean)", "samples"),
     Carry("cache-server-on-an-abstract-socket", "measurement state", SOCKET,
           "tamper screen (full profile); private network namespace", "flag"),
     Carry("metric-only-gain-by-the-scripts-name", "metric-only gain", SPECIAL_CASE,
