@@ -825,7 +825,7 @@ def experiment_round(tmp_path_factory) -> dict[str, dict]:
             "scope": ["fast.py"],
             "metric": {"command": "python measure.py", "key": "ops", "direction": "minimize"},
             "holdout": "python private_check.py",
-            "repeats": 3,
+            "repeats": 2,
             "max_iterations": len(EXPERIMENT_ATTACKS),
         },
         "agent": {"backend": "script", "script": str(workflow.script(script))},
@@ -853,7 +853,7 @@ def test_each_measurement_attack_is_not_kept_and_says_why(experiment_round, atta
     assert decision["end_commit"] == decision["start_commit"]
     said = json.dumps(decision)
     if attack.says == "samples":  # every run did the work: nothing carried over
-        assert decision["samples"] == [1000, 1000, 1000], decision
+        assert decision["samples"] == [1000, 1000], decision
     else:
         assert attack.says in said, said
 
