@@ -244,7 +244,7 @@ class StageEnv:
         """The per-fix gate's run: the change staged in the index, on a worktree holding
         nothing else (no ignored file either: only what would be committed may decide),
         uncached, so the run stands for its tree and is not run again (tested.py)."""
-        git.worktree_git(self.worktree, "clean", "-ffdxq")
+        git.clean(self.worktree)
         return self.tested_run(uncached=True, reuse=True)
 
     def measure_only(self, test_ids: frozenset[str]) -> TestRun | None:

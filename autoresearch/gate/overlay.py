@@ -5,10 +5,13 @@ Which files: every file the runner reported a test from in the run at the change
 from its ids, not guessed from globs) and every file under its nearest `tests` folder (helpers,
 expected data), every `conftest.py`, the runner's configuration files
 (`pytest.ini`, `setup.cfg`, `tox.ini`, `pyproject.toml`, each whole as the start had it), and
-the plugin modules that configuration names (`-p name`, `pytest_plugins`). A runner file the
-change added (a new `conftest.py`, `pytest.ini`, ...) is taken away for that run. So a test
-weakened under its own id, a new config or plugin that rewrites outcomes, a conftest anywhere,
-all take no part in the decisive run: the start's tests are what the change is held to.
+the plugin modules that configuration names (`-p name`, `pytest_plugins`). What the change
+added that would run without a start's test naming it is taken away for that run: a runner
+file (a new `conftest.py`, `pytest.ini`, ...), a start-up file or a distribution's entry
+points, a new test module, any new file of a start's test folder, a new package `__init__.py`
+above a start's test file (`_runs_by_itself`). The change's new tests run in the second run.
+So a test weakened under its own id, a new config or plugin that rewrites outcomes, a conftest
+anywhere, all take no part in the decisive run: the start's tests are what the change is held to.
 
 Applied in place on a pristine worktree (nothing untracked or ignored: the callers clean it
 first) and taken back after the run, so the index (per_fix's staged change) is never touched.
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from autoresearch.gate.testrun import TestRun, not_graded
-from autoresearch.safety import git
+from autoresearch.safety import git, tamper
 
 CONFTEST = "conftest.py"
 RUNNER_CONFIG = ("pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml")
@@ -92,7 +95,9 @@ def plan(
         for p in sorted(defining)
         if at_start[p][0] != LINK and now.get(p) != at_start[p]
     }
-    remove = tuple(sorted(p for p in now if p not in at_start and _runner_file(p)))
+    remove = tuple(
+        sorted(p for p in now if p not in at_start and _runs_by_itself(p, folders, defining))
+    )
     edited = _edited(worktree, Overlay(start, restore, remove), ids, now)
     if allow_edits:
         kept = {test.split("::", 1)[0] for test in edited}
@@ -129,7 +134,7 @@ def take_back(worktree: Path, overlay: Overlay) -> None:
 def run_laid(worktree: Path, overlay: Overlay, run: Callable[[], TestRun], command: str) -> TestRun:
     """`run()` with the start's files laid over the worktree, cleaned before and after (no
     file the run as it is left, none this run leaves), the files taken back after."""
-    git.worktree_git(worktree, "clean", "-ffdxq")
+    git.clean(worktree)
     try:
         apply(worktree, overlay)
         result = run()
@@ -137,7 +142,7 @@ def run_laid(worktree: Path, overlay: Overlay, run: Callable[[], TestRun], comma
         result = not_graded(command, str(e))
     finally:
         take_back(worktree, overlay)
-        git.worktree_git(worktree, "clean", "-ffdxq")
+        git.clean(worktree)
     return result
 
 
@@ -155,6 +160,27 @@ def _test_folder(path: str) -> str | None:
         if parts[n - 1] in TEST_FOLDERS:
             return "/".join(parts[:n])
     return None
+
+
+def _runs_by_itself(path: str, folders: set[str], defining: set[str]) -> bool:
+    """Whether a file the change added would take part in a run of the start's tests
+    without any of them naming it: a runner file, a start-up file or a distribution's entry
+    points (tamper.is_startup_path), a new test module anywhere (collected, and run as it is
+    imported: `calc.mean = ...` at its top reaches every test after it), any new file of a
+    start's test folder, and a new `__init__.py` of a folder above a start's test file (run
+    when that file is imported as part of its package). The change's new tests run in the
+    run of the change as it left them, not in this one."""
+    p = PurePosixPath(path)
+    if _runner_file(path) or tamper.is_startup_path(path):
+        return True
+    if p.suffix == ".py" and (p.name.startswith("test_") or p.stem.endswith("_test")):
+        return True
+    if any(path.startswith(d + "/") for d in folders):
+        return True
+    if p.name == "__init__.py":
+        prefix = "" if str(p.parent) == "." else f"{p.parent}/"
+        return any(f.startswith(prefix) for f in defining)
+    return False
 
 
 def _runner_file(path: str) -> bool:

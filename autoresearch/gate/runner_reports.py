@@ -301,6 +301,7 @@ def read_stream(data: bytes, must_pass: str, must_fail: str, sessions: int = 1) 
     outcomes = 0  # one per test the runner ran: its call, or a setup that did not pass
     canaries: list[dict[str, str]] = []
     failed_subtests: set[str] = set()
+    changed: str | None = None
     for record in records:
         kind, test_id = record["t"], str(record.get("id", ""))
         outcome, when = record.get("outcome"), record.get("when")
@@ -314,6 +315,8 @@ def read_stream(data: bytes, must_pass: str, must_fail: str, sessions: int = 1) 
             counts["skipped"] += 1  # counted by pytest's summary, no test id of its own
         elif kind == "canary":
             canaries[-1][test_id] = str(outcome)
+        elif kind == "changed":
+            changed = str(record.get("what", ""))[:200]
         elif kind == "report" and record.get("sub") and outcome in ("failed", "skipped"):
             # A subtest: not a test of its own. pytest's summary counts a failed or skipped
             # one, and fails its test, whatever that test's own call says.
@@ -342,6 +345,11 @@ def read_stream(data: bytes, must_pass: str, must_fail: str, sessions: int = 1) 
         streamed.tampered = (
             "the harness's canary tests did not come out as they must (one must fail, one "
             f"must pass; {seen}): something in the run rewrites test outcomes"
+        )
+    if changed is not None and not streamed.tampered:
+        streamed.tampered = (
+            f"the test runner's own code was changed during the run ({changed}): something "
+            "in the run rewrites test outcomes"
         )
     ran = tally.passed | tally.failed | tally.skipped | tally.errored
     named = len(ran - tally.broken) - tally.collection_errors

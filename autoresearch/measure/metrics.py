@@ -359,7 +359,7 @@ def pristine(cwd: Path) -> None:
     paths = [p for p in changed.split("\0") if p]
     if paths:
         git.worktree_git(cwd, "checkout-index", "-f", "-q", "--", *paths)
-    git.worktree_git(cwd, "clean", "-ffdxq")
+    git.clean(cwd)
 
 
 def _measure_once(

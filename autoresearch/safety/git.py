@@ -631,11 +631,47 @@ def reset_to(worktree: Path, commit: str, *, ignored: bool = True) -> None:
     del ignored  # every attempt ends on the commit alone, whatever the caller asked
     clear_stale_lock(worktree)
     _empty_submodules(worktree)  # git status, blind to submodules, would not see one filled
+    remove_nested_git(worktree)  # neither status nor clean sees one in a tracked folder
     if _already_at(worktree, commit):
         return  # one git call instead of two: each stage starts where the last one ended
     worktree_git(worktree, "reset", "--hard", commit)
-    worktree_git(worktree, "clean", "-ffdxq")
+    clean(worktree)
     _empty_submodules(worktree)  # the commit's own submodules, when it has other ones
+
+
+def clean(worktree: Path) -> None:
+    """Remove every untracked and ignored file (`clean -ffdx`) and every `.git` below the
+    worktree's own (remove_nested_git): what is left is what git tracks."""
+    worktree_git(worktree, "clean", "-ffdxq")
+    remove_nested_git(worktree)
+
+
+def remove_nested_git(worktree: Path) -> list[str]:
+    """Remove each `.git` (folder, file or link) below the worktree's own, the paths removed.
+
+    git never touches an entry named `.git`: `clean -ffdx` removes an untracked nested
+    repository, but one made in a folder that holds tracked files stays, and so does any
+    `.git` folder there, valid repository or not, and `status --ignored` shows neither. A
+    run of the target's code could keep state in one from run to run of a measurement (a
+    result cached in `src/.git/`), or leave a repository whose configuration a later git
+    would read. One walk of the worktree (after a clean it holds only tracked files)."""
+    root = Path(worktree)
+    removed = []
+    for folder, dirs, names in os.walk(root):
+        if folder == str(root):
+            dirs[:] = [d for d in dirs if d != ".git"]
+            continue
+        if ".git" not in dirs and ".git" not in names:
+            continue
+        path = Path(folder) / ".git"
+        if ".git" in dirs:
+            dirs.remove(".git")
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(str(path.relative_to(root)))
+    return removed
 
 
 def _empty_submodules(worktree: Path) -> None:

@@ -186,6 +186,10 @@ STARTUP_NAMES = frozenset(
     ".pythonrc.py pyvenv.cfg .env .envrc package.json .npmrc".split()
 )
 STARTUP_SUFFIXES = (".pth",)
+# A folder of an installed distribution's metadata: on the path (the worktree is, for
+# `python -m pytest`), its entry points are read by the runner, which loads the plugins they
+# name (`[pytest11]`) before any test; no file of it is ever imported by name.
+DISTRIBUTION_FOLDERS = (".dist-info", ".egg-info")
 # Compiled or native modules the import system prefers to a source file beside them.
 SHADOW_SUFFIXES = (".pyc", ".pyo", ".so", ".pyd")
 SCRIPT_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".jsx", ".tsx")
@@ -333,7 +337,7 @@ def check_file(
     name = PurePosixPath(path).name
     if path in evaluator:
         flags.append(Flag("evaluator", path, None, "changes a file the evaluator runs"))
-    if name in STARTUP_NAMES or name.endswith(STARTUP_SUFFIXES):
+    if is_startup_path(path):
         line = _config_line(name, old, new) if profile != FULL else None
         if profile == FULL or line is not None:
             flags.append(
@@ -433,6 +437,18 @@ def counts(profile: str, check: str, detail: str, test_file: bool) -> bool:
 
 
 TEST_DIRS = frozenset({"tests", "test", "testing", "__tests__", "spec"})
+
+
+def is_startup_path(path: str) -> bool:
+    """A file an interpreter or a test runner loads without being asked to: a start-up
+    module, a runner configuration, a `.pth`, or any file of a distribution's metadata
+    folder (its entry points name plugins the runner loads)."""
+    p = PurePosixPath(path)
+    return (
+        p.name in STARTUP_NAMES
+        or p.name.endswith(STARTUP_SUFFIXES)
+        or any(part.endswith(DISTRIBUTION_FOLDERS) for part in p.parts[:-1])
+    )
 
 
 def is_test_path(path: str) -> bool:

@@ -195,7 +195,12 @@ def test_a_set_valid_only_with_others_is_reported_and_offered_for_no_pr(swept):
     record = json.loads((wf.session("s") / "review" / "branches.json").read_text())
     assert record["sets"][-1]["only_valid_with"] == [1, 2, 3]
     text = (wf.session("s") / "review" / "5.md").read_text()
-    assert "- Verdict: FAILS ALONE: no test ran: collection error" in text
+    # The set only adds a test file: the start's tests pass without it, the set as it left
+    # its tests cannot collect it.
+    assert (
+        "- Verdict: FAILS ALONE: the change's tests, as it left them: no test ran: "
+        "collection error" in text
+    )
     assert "- Only valid together with sets 1, 2, 3:" in text
     assert "5. test the pair [tests FAIL alone]" in proc.stdout
     assert f"push origin {ONLY_TOGETHER}" not in proc.stdout

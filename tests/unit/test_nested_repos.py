@@ -142,3 +142,34 @@ def test_a_bisection_replay_commits_no_nested_repository_a_test_run_made(tmp_pat
     for kept in settled.kept.values():
         shown = git(env.worktree, "show", "--name-only", "--format=", kept).splitlines()
         assert len(shown) == 1 and shown[0] in ("f1.txt", "f3.txt")
+
+
+@pytest.mark.parametrize("kind", ["repository", "plain folder", "file"])
+def test_a_git_entry_in_a_tracked_folder_is_gone_after_every_reset_and_pristine_tree(
+    tmp_path, kind
+):
+    # git never touches an entry named .git: clean -ffdx leaves one in a folder that holds
+    # tracked files, and status --ignored does not show it, so a run could keep state there.
+    from autoresearch.measure import metrics
+
+    target = make_repo(tmp_path / "target", {"src/calc.py": "X = 1\n"})
+    worktree = tmp_path / "store" / "worktree"
+    ar_git.open_worktree(target, worktree, "autoresearch/s", ar_git.head(target))
+    for clear in (
+        lambda: ar_git.reset_to(worktree, ar_git.head(worktree)),
+        lambda: metrics.pristine(worktree),
+    ):
+        nested = worktree / "src" / ".git"
+        if kind == "repository":
+            plant_filter(worktree / "src", tmp_path / "filter-ran")
+        elif kind == "plain folder":
+            nested.mkdir()
+            (nested / "steps-cache").write_text("1\n")
+        else:
+            nested.write_text("gitdir: /somewhere\n")
+        ar_git.worktree_git(worktree, "clean", "-ffdxq")
+        assert os.path.lexists(nested)  # what clean leaves: the attack is real
+        clear()
+        assert not os.path.lexists(nested)
+        assert (worktree / "src" / "calc.py").read_text() == "X = 1\n"
+    assert not (tmp_path / "filter-ran").exists()

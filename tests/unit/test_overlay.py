@@ -62,17 +62,36 @@ def test_every_file_that_defines_or_configures_the_start_tests_is_taken_from_the
     assert sorted(laid.restore) == sorted(edits)  # source, even beside a test, is the change's
 
 
-def test_runner_files_the_change_added_are_taken_away_and_new_tests_stay(tmp_path):
+def test_what_the_change_added_that_runs_by_itself_is_taken_away_and_new_source_stays(tmp_path):
+    # The change's new tests run in the second run, as it left them; in the start's run a new
+    # test module would run first and could rebind the code the start's tests call.
     place, start = worktree(tmp_path)
     added = {
         "tests/conftest.py": "# new\n",
         "sub/setup.cfg": "[tool:pytest]\n",
         "tox.ini": "[pytest]\n",
         "tests/test_new.py": "def test_new():\n    pass\n",
+        "tests/data/more.txt": "3\n",
+        "test_top.py": "import calc\n",
+        "pkg/__init__.py": "import calc\n",
+        "passer.dist-info/entry_points.txt": "[pytest11]\np = passer\n",
+        "sitecustomize.py": "import calc\n",
+        "lib/helper.py": "X = 1\n",
+        "lib/__init__.py": "",
     }
     change(place, added)
     laid = overlay.plan(place, start, reference())
-    assert laid.remove == ("sub/setup.cfg", "tests/conftest.py", "tox.ini")
+    assert laid.remove == (
+        "passer.dist-info/entry_points.txt",
+        "pkg/__init__.py",  # above the start's pkg/test_beside.py: run when it is imported
+        "sitecustomize.py",
+        "sub/setup.cfg",
+        "test_top.py",
+        "tests/conftest.py",
+        "tests/data/more.txt",
+        "tests/test_new.py",
+        "tox.ini",
+    )
     assert laid.restore == {}
 
 
