@@ -22,13 +22,13 @@ from autoresearch.session.layout import SessionLayout
 from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 
-from ..checks import lens_log
 from ..checks.finding_schema import DEBUG
-from ..checks.reproduction import MAX_ATTEMPTS, hypothesis_key, judge_reproduction
-from ..checks.saturation import Iteration
 from ..checks.severity import rank
+from .lens import lens_log
 from .lens.loop import Focus, LoopLens
 from .lens.output import Writer
+from .lens.reproduction import MAX_ATTEMPTS, hypothesis_key, judge_reproduction
+from .lens.saturation import Iteration
 
 SPEC_EXAMPLE = """
 debug:

@@ -16,13 +16,13 @@ from autoresearch.session.layout import SessionLayout
 from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 
-from ..checks import lens_log
 from ..checks.finding_schema import SCENARIO, SCENARIO_DIMENSIONS
-from ..checks.saturation import Iteration, coverage, next_dimension
 from ..checks.severity import at_or_above, rank
 from ..errors import SpecError
+from .lens import lens_log
 from .lens.loop import Focus, LoopLens
 from .lens.output import Writer
+from .lens.saturation import Iteration, coverage, next_dimension
 
 SPEC_EXAMPLE = """
 scenario:

@@ -28,12 +28,11 @@ from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 from autoresearch.views import journal
 
-from ...checks import error_counts, lens_log
-from ...checks.error_counts import Error
 from ...errors import SpecError
 from ..base import review_line
-from ..lens import check_ended
+from ..lens import check_ended, error_counts, lens_log
 from ..lens.changing import ChangingLens, kept_steps
+from ..lens.error_counts import Error
 from ..lens.output import Writer
 from ..narrow.protect import TEST_GLOBS
 from . import count as counting

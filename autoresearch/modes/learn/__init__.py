@@ -29,12 +29,11 @@ from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 from autoresearch.views import journal
 
-from ...checks import doc_checks
 from ...errors import SpecError
 from ..base import review_line
 from ..lens.changing import ChangingLens, kept_steps
 from ..lens.output import Writer
-from . import docs
+from . import doc_checks, docs
 
 MODES = ("check", "init", "update")
 SPEC_EXAMPLE = """

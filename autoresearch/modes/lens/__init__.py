@@ -24,10 +24,10 @@ from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec, resolve_target
 from autoresearch.views import journal
 
-from ...checks import lens_log
 from ...checks.finding_schema import gate
 from ...errors import SessionError, SpecError
 from ..base import Mode, Progress
+from . import lens_log
 from .output import Writer
 
 DEFAULT_FAIL_ON = "high"

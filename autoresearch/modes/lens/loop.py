@@ -24,11 +24,10 @@ from autoresearch.session.layout import SessionLayout, rel
 from autoresearch.session.spec import SessionSpec
 from autoresearch.views import journal
 
-from ...checks import lens_log
 from ...checks.finding_schema import Schema
-from ...checks.saturation import Iteration
 from ..base import Progress
-from . import Lens
+from . import Lens, lens_log
+from .saturation import Iteration
 
 
 @dataclass

@@ -21,10 +21,10 @@ from autoresearch.session.layout import SessionLayout, rel
 from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 
-from ...checks import lens_log, votes
+from ...checks import votes
 from ...checks.severity import at_or_above
 from ..base import Progress
-from ..lens import Lens
+from ..lens import Lens, lens_log
 from ..lens.output import Writer
 from . import report
 

@@ -16,20 +16,19 @@ from autoresearch.session.layout import SessionLayout, rel
 from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 
-from ...checks import lens_log
 from ...checks.finding_schema import OWASP_2021, SECURITY, STRIDE, compare
-from ...checks.saturation import (
+from ...checks.severity import SEVERITIES, rank
+from ..base import review_line
+from ..lens import check_ended, check_ref, lens_log
+from ..lens.loop import Focus, LoopLens
+from ..lens.output import Writer
+from ..lens.saturation import (
     Iteration,
     coverage,
     next_security_vector,
     security_coverage,
     security_vectors,
 )
-from ...checks.severity import SEVERITIES, rank
-from ..base import review_line
-from ..lens import check_ended, check_ref
-from ..lens.loop import Focus, LoopLens
-from ..lens.output import Writer
 from . import recon as recon_
 
 SPEC_EXAMPLE = """

@@ -26,9 +26,8 @@ from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 from autoresearch.views import journal
 
-from ...checks import lens_log
 from ...errors import SessionError
-from ..lens import check_ref, is_commit
+from ..lens import check_ref, is_commit, lens_log
 from ..lens.changing import ChangingLens
 from ..lens.output import Writer
 from . import gates as gating
