@@ -119,11 +119,11 @@ def made_by(name: str, product: str, track: str = "") -> tuple[Mode, SessionLayo
     path in the session folder): one mode's file asked of another mode's session is
     refused in one line before any job runs, not after its loop ran for nothing."""
     mode, layout = mode_and_layout(name)
-    made = {p.relative_to(layout.root).as_posix() for p in mode.end_files(layout, track)}
+    made = {p.relative_to(layout.root).as_posix() for p in mode.views.end_files(layout, track)}
     if product not in made:
         offered = sorted(
             p.relative_to(layout.root).as_posix() + ("/" if p.is_dir() else "")
-            for p in mode.end_files(layout, track)
+            for p in mode.views.end_files(layout, track)
             if p.relative_to(layout.root).parts[0] not in ("logs", "benchmarks")
         )
         raise SessionError(

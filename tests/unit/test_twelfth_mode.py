@@ -62,12 +62,12 @@ def session(tmp_path: Path, mode: Mode, files: dict[str, str]):
     target = make_repo(tmp_path / "target", files)
     base = git(target, "rev-parse", "HEAD")
     repo = tmp_path / "wt"  # the session's worktree, on the mode's branch
-    git(target, "worktree", "add", "-q", "-b", mode.branch_name("t"), str(repo))
+    git(target, "worktree", "add", "-q", "-b", mode.setup.branch_name("t"), str(repo))
     layout = mode.layout(tmp_path / "sessions" / "t")
     layout.root.mkdir(parents=True)
     (layout.root / "worktree").symlink_to(repo)
     record = SetupRecord(
-        "t", mode.name, "0.1.0", str(target), None, "true", None, mode.branch_name("t"), base,
+        "t", mode.name, "0.1.0", str(target), None, "true", None, mode.setup.branch_name("t"), base,
         {}, "", None, "",
     )  # fmt: skip
     layout.setup.write_text(json.dumps(asdict(record)))

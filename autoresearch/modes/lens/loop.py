@@ -25,7 +25,7 @@ from autoresearch.session.spec import SessionSpec
 from autoresearch.views import journal
 
 from ...checks.finding_schema import Schema
-from ..base import Progress
+from ..base import Progress, part
 from . import Lens, lens_log
 from .saturation import Iteration
 
@@ -54,6 +54,26 @@ class LensStep(Extra):
     tests_pass: None = None  # a lens runs no tests
 
 
+class LoopLensViews(Lens.views):
+    """What LoopLens shows of its history: session.md, done, status, the report, show."""
+
+    def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
+        # The final decision too: once `done` is removed it names the next run's first
+        # iteration, which a report that already exists would not ask for.
+        return [self.final_decision(layout, checkpoints), *super().done_inputs(layout, checkpoints)]
+
+    def write_done(self, env: StageEnv, out: Path) -> None:
+        super().write_done(env, out)
+        # The run is over: a later run of this session (after `done` is removed) starts anew.
+        last = env.layout.completed_cycles()
+        if last:
+            closed = self.closed_runs(env.layout) | {last[-1]}
+            write_json(self.runs_path(env.layout), {"closed": sorted(closed)})
+
+    def progress(self, layout: SessionLayout) -> Progress:
+        return replace(super().progress(layout), open_issues=len(self.accepted(layout)))
+
+
 class LoopLens(Lens):
     schema: Schema
     report_tool = ""  # the team's report tool (tools.TOOL_SPECS)
@@ -61,6 +81,7 @@ class LoopLens(Lens):
     stop_when_all_tested = False
     decide_checkpoint = "lens_check"
     decision_extra = LensStep
+    views = part(LoopLensViews)
 
     # --- runs ----------------------------------------------------------------------------
 
@@ -80,11 +101,6 @@ class LoopLens(Lens):
             (d["cycle"] for d in decisions if d.get("stop") and d["cycle"] not in closed),
             len(decisions) + 1,
         )
-
-    def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
-        # The final decision too: once `done` is removed it names the next run's first
-        # iteration, which a report that already exists would not ask for.
-        return [self.final_decision(layout, checkpoints), *super().done_inputs(layout, checkpoints)]
 
     def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
         """None here: the check decides stop and reason with the iteration, since its
@@ -182,14 +198,3 @@ class LoopLens(Lens):
     def stopped(self, env: StageEnv) -> str | None:
         decisions = journal.load_decisions(env.layout)
         return next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None)
-
-    def write_done(self, env: StageEnv, out: Path) -> None:
-        super().write_done(env, out)
-        # The run is over: a later run of this session (after `done` is removed) starts anew.
-        last = env.layout.completed_cycles()
-        if last:
-            closed = self.closed_runs(env.layout) | {last[-1]}
-            write_json(self.runs_path(env.layout), {"closed": sorted(closed)})
-
-    def progress(self, layout: SessionLayout) -> Progress:
-        return replace(super().progress(layout), open_issues=len(self.accepted(layout)))
