@@ -57,6 +57,13 @@ def _leaves(layer: Any, prefix: str, origin: str, out: dict[str, str]) -> None:
             _leaves(value, dotted + ".", origin, out)
 
 
+def mode_rules(basedir: str) -> list[str]:
+    """Each mode's own rules file, `rules/<mode>.smk`, in the registry's order, for every
+    mode that has one (sweep runs rules/cycle.smk; the loop lenses rules/lens.smk)."""
+    folder = Path(basedir) / "rules"
+    return [str(folder / f"{m}.smk") for m in modes.MODES if (folder / f"{m}.smk").exists()]
+
+
 def layout_of(name: str) -> SessionLayout:
     """Paths of session `name` that every mode shares (its loop folder aside)."""
     return session_layout(name)

@@ -47,8 +47,6 @@ GENERAL = "No symptom and nothing fails: look for a bug anywhere in scope."
 
 
 class DebugViews(LoopLens.views):
-    """What Debug shows of its history: session.md, done, status, the report, show."""
-
     def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
         return f"## Debug\n- Iterations: {len(decisions)}"
 

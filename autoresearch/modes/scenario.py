@@ -51,8 +51,6 @@ HANDED_ON = "high"  # `then: fix` takes situations of this severity and above
 
 
 class ScenarioViews(LoopLens.views):
-    """What Scenario shows of its history: session.md, done, status, the report, show."""
-
     def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
         return f"## Scenario\n- Iterations: {len(decisions)}"
 

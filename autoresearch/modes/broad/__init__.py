@@ -48,8 +48,6 @@ approve: auto                              # manual: stop after hypotheses.md fo
 
 
 class BroadSetup(Mode.setup):
-    """Broad around its loop: the spec's checks, setup, the branch, what redo moves."""
-
     has_worktree = False
 
     def check_spec(self, values: dict[str, Any], name: str) -> None:
@@ -96,8 +94,6 @@ class BroadSetup(Mode.setup):
 
 
 class BroadViews(Mode.views):
-    """What Broad shows of its history: session.md, done, status, the report, show."""
-
     sections_read_decisions = True
 
     def summary_decisions(

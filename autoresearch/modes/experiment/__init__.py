@@ -69,8 +69,6 @@ experiment:
 
 
 class ExperimentSetup(Mode.setup):
-    """Experiment around its loop: the spec's checks, setup, the branch, what redo moves."""
-
     rule_prefix = "experiment_"
     loop_stages = ("propose", "decide")
     stage_files = {
@@ -278,8 +276,6 @@ class ExperimentSetup(Mode.setup):
 
 
 class ExperimentViews(Mode.views):
-    """What Experiment shows of its history: session.md, done, status, the report, show."""
-
     step_word = "iteration"
     lists_cycles = False  # the Experiment section summarises the iterations
     kept_label = "changes kept"

@@ -90,8 +90,6 @@ class FixStep(Extra):
 
 
 class FixViews(ChangingLens.views):
-    """What Fix shows of its history: session.md, done, status, the report, show."""
-
     def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
         baseline = [counting.from_json(c) for c in self.setup_data(env.layout)["baseline"]]
         now = (

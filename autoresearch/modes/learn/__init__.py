@@ -78,8 +78,6 @@ class DocStep(Extra):
 
 
 class LearnSetup(ChangingLens.setup):
-    """Learn around its loop: the spec's checks, setup, the branch, what redo moves."""
-
     spec_loop_keys = ""  # one iteration per planned doc; no team to choose
 
     def plays_with_ruff(self, values: dict[str, Any]) -> bool:
@@ -88,8 +86,6 @@ class LearnSetup(ChangingLens.setup):
 
 
 class LearnViews(ChangingLens.views):
-    """What Learn shows of its history: session.md, done, status, the report, show."""
-
     def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
         lines = ["## Learn", f"- Mode: {self.setup_data(env.layout)['mode']}"]
         lines += [

@@ -35,8 +35,6 @@ DEFAULT_SATURATION = 3
 
 
 class LensSetup(Mode.setup):
-    """Lens around its loop: the spec's checks, setup, the branch, what redo moves."""
-
     # `autoresearch redo` does not know the lenses' stages yet: it refuses them by name.
     loop_stages: tuple[str, ...] = ()
 
@@ -84,8 +82,6 @@ class LensSetup(Mode.setup):
 
 
 class LensViews(Mode.views):
-    """What Lens shows of its history: session.md, done, status, the report, show."""
-
     lists_cycles = False  # the lens's own section summarises its iterations
 
     def show(

@@ -23,8 +23,6 @@ def kept_steps(decisions: list[dict[str, Any]]) -> int:
 
 
 class ChangingLensViews(Lens.views):
-    """What ChangingLens shows of its history: session.md, done, status, the report, show."""
-
     def kept_count(self, layout: SessionLayout) -> int | str:
         """The iterations kept (each one commit), from the loop's running counts."""
         return tally.read(layout).kept

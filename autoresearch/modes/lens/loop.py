@@ -55,8 +55,6 @@ class LensStep(Extra):
 
 
 class LoopLensViews(Lens.views):
-    """What LoopLens shows of its history: session.md, done, status, the report, show."""
-
     def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
         # The final decision too: once `done` is removed it names the next run's first
         # iteration, which a report that already exists would not ask for.

@@ -47,8 +47,6 @@ angles:
 
 
 class NarrowSetup(Mode.setup):
-    """Narrow around its loop: the spec's checks, setup, the branch, what redo moves."""
-
     plannable = True
 
     def plan_spec(self, plan: PlannedMetric) -> dict[str, Any]:
@@ -134,8 +132,6 @@ class NarrowSetup(Mode.setup):
 
 
 class NarrowViews(Mode.views):
-    """What Narrow shows of its history: session.md, done, status, the report, show."""
-
     sections_read_decisions = True
 
     def report_metric(self, env: StageEnv) -> MetricChange:

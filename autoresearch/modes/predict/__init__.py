@@ -54,8 +54,6 @@ def charge(persona: str) -> str:
 
 
 class PredictViews(Lens.views):
-    """What Predict shows of its history: session.md, done, status, the report, show."""
-
     def progress(self, layout: SessionLayout) -> Progress:
         return replace(
             super().progress(layout),

@@ -44,8 +44,6 @@ security:
 
 
 class SecurityViews(LoopLens.views):
-    """What Security shows of its history: session.md, done, status, the report, show."""
-
     def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
         fixed = self.fix_path(layout)
         return [fixed, fixed.with_suffix(".md"), *super().end_files(layout, track)]

@@ -67,8 +67,6 @@ class GateStep(Extra):
 
 
 class ShipViews(ChangingLens.views):
-    """What Ship shows of its history: session.md, done, status, the report, show."""
-
     def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
         lines = ["## Ship", f"- Type: {self.setup_data(env.layout)['type']}"]
         lines += [f"- Iteration {d['cycle']}: {d['gate']}: {d['status']}, score {d['score']:.2f}"
