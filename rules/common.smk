@@ -138,12 +138,6 @@ def experiment_decide_inputs(wildcards):
 
 
 @one_line_errors
-def lens_red_inputs(wildcards):
-    """The frozen spec, and the previous iteration's decision until it is on disk."""
-    return scripts.lens.red_inputs(wildcards.name, int(wildcards.cycle))
-
-
-@one_line_errors
 def lens_report_inputs(wildcards):
     """What the lens's report waits for, as the lens says."""
     return scripts.lens.report_inputs(wildcards.name, checkpoints)

@@ -20,7 +20,7 @@ from typing import Any
 from autoresearch.engine.loop import Decision, Extra, Judged
 from autoresearch.engine.stage import StageEnv
 from autoresearch.session.files import read_json, write_json
-from autoresearch.session.layout import SessionLayout, rel
+from autoresearch.session.layout import SessionLayout
 from autoresearch.session.spec import SessionSpec
 from autoresearch.views import journal
 
@@ -118,12 +118,6 @@ class LoopLens(Lens):
             f"({step.new} new), {step.dropped} dropped"
             + (f"; stop: {decision.reason}" if decision.reason else "")
         )
-
-    def red_inputs(self, layout: SessionLayout, cycle: int) -> list[str]:
-        inputs = [rel(layout.spec)]
-        if cycle > 1 and not layout.decision(cycle - 1).exists():
-            inputs.append(rel(layout.decision(cycle - 1)))
-        return inputs
 
     # --- what the lens decides (overridden by each lens) ----------------------------------
 
