@@ -1,20 +1,8 @@
-"""The `Mode` protocol and its two parts: every hook the engine and the rules call.
-
-A mode in three parts, each with its defaults (the plain cycle loop's):
-
-- `Mode`, the protocol the loop needs (at most 25 members, pinned by
-  tests/unit/test_architecture.py): name, folder and branch, the record type, the judge,
-  the stop rules, what Red is handed, where the loop ends;
-- `Views` (`mode.views`), what is shown of the typed history: session.md, `done`,
-  `status`, the report, `show`, finalize's review sets;
-- `Setup` (`mode.setup`), the session around the loop: the spec's checks, setup, `plan`,
-  the branch, the teams, what `redo` moves.
-
-A mode is one subclass of `Mode` and, where it shows or sets up more, of `Mode.views` or
-`Mode.setup` (`views = part(MyViews)`). The engine's stages never ask which mode they are
-in: the rules' job functions (scripts/) call these hooks around them. docs/architecture.md
-lists which mode sets which hook.
-"""
+"""A mode in three parts, each with the plain cycle loop's defaults: `Mode`, the protocol a
+loop needs (at most 25 members: tests/unit/test_architecture.py); `Views` (`mode.views`),
+what is shown of the typed history; `Setup` (`mode.setup`), the session around the loop.
+A mode subclasses `Mode`, and `Mode.views` or `Mode.setup` only where it differs
+(`views = part(MyViews)`); docs/architecture.md lists which mode sets which hook."""
 
 from __future__ import annotations
 
