@@ -19,13 +19,12 @@ include: "rules/common.smk"
 include: "rules/examples.smk"
 include: "rules/session.smk"
 include: "rules/cycle.smk"
-include: "rules/experiment.smk"
-include: "rules/broad.smk"
-include: "rules/narrow.smk"
 include: "rules/lens.smk"
-include: "rules/predict.smk"
-include: "rules/fix.smk"
-include: "rules/learn.smk"
-include: "rules/ship.smk"
 include: "rules/report.smk"
-include: "rules/security.smk"
+
+
+# Each mode's own rules file, rules/<mode>.smk, for every mode in the registry that has
+# one (modes.MODES): a new mode adds its file and its registry line, nothing here.
+for mode_rules in scripts.common.mode_rules(workflow.basedir):
+
+    include: mode_rules

@@ -110,7 +110,7 @@ def default_backend(mode: modes.Mode) -> str:
 
     example = yaml.safe_load(mode.spec_example or "") or {}
     values = {"mode": mode.name, **(example if isinstance(example, dict) else {})}
-    return "ruff" if mode.plays_with_ruff(values) else "claude"
+    return "ruff" if mode.setup.plays_with_ruff(values) else "claude"
 
 
 def target_repo(given: str) -> Path:
@@ -138,7 +138,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         target=target,
         backend=backend,
         model=default_model(),
-        loop_keys=mode.spec_loop_keys,
+        loop_keys=mode.setup.spec_loop_keys,
         mode_block=mode.spec_example,
     )
     path.write_text(text)
@@ -294,7 +294,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     try:
         mode, layout = status.mode_of(root)
         frozen = spec.load_frozen(layout.spec)
-        text = mode.show(layout, frozen, args.iteration, args.candidate, track=args.track or "")
+        text = mode.views.show(
+            layout, frozen, args.iteration, args.candidate, track=args.track or ""
+        )
     except UserError as err:
         print(f"autoresearch: {err}", file=sys.stderr)
         return 1

@@ -5,6 +5,8 @@
   per-mode job functions in scripts/ that hand a judge to `loop.decide`;
 - final_decision: the implementations of that name (methods and scripts/ functions);
 - hook points: the public methods and class attributes of Mode, Lens and LoopLens;
+- the protocol: `Mode`'s public members, its parts' (views, setup), and per mode the members
+  it sets on each (its own classes up to the base's) and its lines (file or folder);
 - flat modules and wings: the modules at the package's top, and each wing's size;
 - import depth: the longest chain of our own module-level imports from scripts/ down.
 
@@ -90,6 +92,61 @@ def hook_points(root: Path) -> dict[str, int]:
     return out
 
 
+# Run in the measured checkout's own Python path: the classes as they are, inherited members
+# included (the AST sees only what a class body writes).
+PROTOCOL = """
+import json
+from autoresearch import modes
+from autoresearch.modes import base
+
+def public(cls):
+    return {n for n in dir(cls) if not n.startswith("_")}
+
+def own(cls, top, names, mine=True):
+    # (set by the mode's own class)+(by it and its bases up to the part's base)
+    got = set()
+    for c in cls.__mro__:
+        if c is top:
+            break
+        got |= set(vars(c)) & names
+    return f"{len(set(vars(cls)) & names) if mine else 0}+{len(got)}"
+
+parts = {p: getattr(base, p) for p in ("Views", "Setup") if hasattr(base, p)}
+out = {"Mode": len(public(base.Mode))} | {p: len(public(c)) for p, c in parts.items()}
+per = {}
+for name in modes.MODES:
+    m = modes.get(name)
+    row = {"mode": own(type(m), base.Mode, public(base.Mode))}
+    for p, c in parts.items():
+        row[p] = own(type(getattr(m, p.lower())), c, public(c), p.lower() in vars(type(m)))
+    per[name] = row
+print(json.dumps({"sizes": out, "per_mode": per}))
+"""
+
+
+def protocol(root: Path) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", PROTOCOL], cwd=root, capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout)
+
+
+def mode_lines(root: Path) -> dict[str, int]:
+    """Each mode's lines: its module, or its package (its strategy and the kit it runs)."""
+    out = {}
+    for path in sorted((root / "autoresearch/modes").iterdir()):
+        if path.name in ("__init__.py", "base.py", "cycle_view.py", "__pycache__"):
+            continue
+        files = [path] if path.suffix == ".py" else py_files(root, str(path.relative_to(root)))
+        if files:
+            out[path.stem] = lines(files)
+    return out
+
+
 def import_depth(root: Path) -> int:
     mods: dict[str, Path] = {}
     for p in py_files(root, "autoresearch", "scripts"):
@@ -156,6 +213,14 @@ def main() -> None:
     for cls, n in hook_points(root).items():
         print(f"hook points {cls + ':':9} {n}")
     print(f"import depth (scripts/): {import_depth(root)}")
+    shape = protocol(root)
+    sizes = ", ".join(f"{k} {v}" for k, v in shape["sizes"].items())
+    print(f"protocol members:        {sizes}")
+    sizes_by_mode = mode_lines(root)
+    print("members each mode sets (its own class+with its bases: mode / views / setup), lines:")
+    for name, row in shape["per_mode"].items():
+        sets = " / ".join(str(row.get(k, "-")) for k in ("mode", "Views", "Setup"))
+        print(f"    {name:11} {sets:20} {sizes_by_mode.get(name, 0):6} lines")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from autoresearch.checks import doc_checks, finding_schema, masking, suppressions
+from autoresearch.checks import finding_schema
+from autoresearch.modes.learn import doc_checks
+from autoresearch.modes.lens import masking, suppressions
 
 ROOT = Path(__file__).resolve().parent.parent
 

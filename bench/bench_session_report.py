@@ -31,7 +31,9 @@ from autoresearch.views.session_report import SessionFacts, write_report
 mode = modes.get("sweep")
 layout = mode.layout(Path({session!r}))
 out = layout.report_dir
-write_report(layout, mode.report_steps(layout), mode.kept_label, SessionFacts("sweep", "5 passed"),
+views = mode.views
+facts = SessionFacts("sweep", "5 passed")
+write_report(layout, views.report_steps(layout), views.kept_label, facts,
              summary=out / "session.html", results=out / "results.html",
              evaluations=out / "evaluations", plot=out / "cycles.png", outcome=out / "outcome")
 done = time.perf_counter()

@@ -15,7 +15,6 @@ import scripts.examples
 import scripts.lens
 import scripts.predict
 import scripts.fix
-import scripts.learn
 import scripts.ship
 import scripts.report
 import scripts.security
@@ -58,6 +57,18 @@ def final_decision(product):
         )
 
     return decision
+
+
+def previous_step(loop):
+    """The input function of a loop's first stage: the frozen spec, and the previous
+    step's decision of `loop` (its folder) until it is on disk (so a finished session's
+    DAG stays a few jobs long)."""
+
+    @one_line_errors
+    def files(wildcards):
+        return scripts.cycle.red_inputs(wildcards.name, int(wildcards.cycle), loop=loop)
+
+    return files
 
 
 def state(loop=None):
@@ -103,12 +114,6 @@ def invalid_session_name(wildcards):
 
 
 @one_line_errors
-def red_inputs(wildcards):
-    """The frozen spec, and the previous cycle's decision until it is on disk."""
-    return scripts.cycle.red_inputs(wildcards.name, int(wildcards.cycle))
-
-
-@one_line_errors
 def green_inputs(wildcards):
     """sanitized.md, and the lanes' records under agent.parallel_green."""
     return scripts.cycle.green_inputs(wildcards.name, wildcards.cycle)
@@ -124,24 +129,12 @@ def evaluate_inputs(wildcards):
 
 
 @one_line_errors
-def propose_inputs(wildcards):
-    """The frozen spec, and the previous iteration's decision until it is on disk."""
-    return scripts.experiment.propose_inputs(wildcards.name, wildcards.cycle)
-
-
-@one_line_errors
 def experiment_decide_inputs(wildcards):
     """The proposal, or every candidate's measurement (`experiment.parallel`)."""
     return scripts.experiment.decide_inputs(wildcards.name, wildcards.cycle)
 
 
 # rules/lens.smk and rules/predict.smk
-
-
-@one_line_errors
-def lens_red_inputs(wildcards):
-    """The frozen spec, and the previous iteration's decision until it is on disk."""
-    return scripts.lens.red_inputs(wildcards.name, int(wildcards.cycle))
 
 
 @one_line_errors
@@ -155,31 +148,7 @@ def debate_inputs(wildcards):
     return scripts.predict.debate_inputs(wildcards.name, int(wildcards.round))
 
 
-# rules/fix.smk
-
-
-@one_line_errors
-def fix_attempt_inputs(wildcards):
-    """The frozen spec, and the previous iteration's decision until it is on disk."""
-    return scripts.fix.attempt_inputs(wildcards.name, wildcards.cycle)
-
-
-# rules/learn.smk
-
-
-@one_line_errors
-def learn_write_inputs(wildcards):
-    """The frozen spec, and the previous iteration's decision until it is on disk."""
-    return scripts.learn.write_inputs(wildcards.name, wildcards.cycle)
-
-
 # rules/ship.smk
-
-
-@one_line_errors
-def ship_prepare_inputs(wildcards):
-    """The frozen spec, and the previous iteration's decision until it is on disk."""
-    return scripts.ship.prepare_inputs(wildcards.name, wildcards.cycle)
 
 
 @one_line_errors

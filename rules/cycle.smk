@@ -11,7 +11,7 @@ rule red:
     """Red team: find problems, change nothing."""
     input:
         unpack(state("cycles")),
-        red_inputs,
+        previous_step("cycles"),
     output:
         findings="sessions/{name}/cycles/{cycle}/red-findings.md",
         record="sessions/{name}/cycles/{cycle}/red.json",

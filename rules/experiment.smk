@@ -15,7 +15,7 @@ rule experiment_propose:
     """The agent makes one atomic change and hands it in; nothing is committed here."""
     input:
         unpack(state("iterations")),
-        propose_inputs,
+        previous_step("iterations"),
     output:
         proposal="sessions/{name}/iterations/{cycle}/proposal.md",
         record="sessions/{name}/iterations/{cycle}/proposal.json",
@@ -34,7 +34,7 @@ rule experiment_candidate:
     """
     input:
         unpack(state("iterations")),
-        propose_inputs,
+        previous_step("iterations"),
     output:
         proposal="sessions/{name}/iterations/{cycle}/{cand}/proposal.md",
         record="sessions/{name}/iterations/{cycle}/{cand}/proposal.json",

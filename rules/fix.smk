@@ -8,7 +8,7 @@ rule fix_attempt:
     """The agent fixes the first error in fixing order that is not blocked; nothing is kept yet."""
     input:
         unpack(state("fixes")),
-        fix_attempt_inputs,
+        previous_step("fixes"),
     output:
         attempt="sessions/{name}/fixes/{cycle}/attempt.md",
         record="sessions/{name}/fixes/{cycle}/attempt.json",

@@ -14,7 +14,7 @@ rule lens_red:
     """The lens's team works this iteration's focus only; it changes nothing."""
     input:
         unpack(state("lens")),
-        lens_red_inputs,
+        previous_step("lens"),
     output:
         "sessions/{name}/lens/{cycle}/raw.json",
     log:

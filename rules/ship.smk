@@ -9,7 +9,7 @@ checkpoint ship_prepare:
     """One failing gate fixed by the agent; all gates again; kept only if the score rose."""
     input:
         unpack(state("ship")),
-        ship_prepare_inputs,
+        previous_step("ship"),
     output:
         record="sessions/{name}/ship/{cycle}/prepare.json",
         decision="sessions/{name}/ship/{cycle}/decision.json",

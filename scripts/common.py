@@ -57,6 +57,13 @@ def _leaves(layer: Any, prefix: str, origin: str, out: dict[str, str]) -> None:
             _leaves(value, dotted + ".", origin, out)
 
 
+def mode_rules(basedir: str) -> list[str]:
+    """Each mode's own rules file, `rules/<mode>.smk`, in the registry's order, for every
+    mode that has one (sweep runs rules/cycle.smk; the loop lenses rules/lens.smk)."""
+    folder = Path(basedir) / "rules"
+    return [str(folder / f"{m}.smk") for m in modes.MODES if (folder / f"{m}.smk").exists()]
+
+
 def layout_of(name: str) -> SessionLayout:
     """Paths of session `name` that every mode shares (its loop folder aside)."""
     return session_layout(name)
@@ -119,11 +126,11 @@ def made_by(name: str, product: str, track: str = "") -> tuple[Mode, SessionLayo
     path in the session folder): one mode's file asked of another mode's session is
     refused in one line before any job runs, not after its loop ran for nothing."""
     mode, layout = mode_and_layout(name)
-    made = {p.relative_to(layout.root).as_posix() for p in mode.end_files(layout, track)}
+    made = {p.relative_to(layout.root).as_posix() for p in mode.views.end_files(layout, track)}
     if product not in made:
         offered = sorted(
             p.relative_to(layout.root).as_posix() + ("/" if p.is_dir() else "")
-            for p in mode.end_files(layout, track)
+            for p in mode.views.end_files(layout, track)
             if p.relative_to(layout.root).parts[0] not in ("logs", "benchmarks")
         )
         raise SessionError(

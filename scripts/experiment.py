@@ -12,8 +12,6 @@ from autoresearch.engine.jobs import run_stage
 from autoresearch.session.layout import rel, session_layout
 from autoresearch.session.spec import load_frozen
 
-from . import cycle
-
 LOOP = "iterations"
 # The resources the measuring job declares. Snakemake needs the names when it parses the
 # workflow, which must not import the experiment package (cluster jobs and dry runs of
@@ -48,11 +46,6 @@ def _experiment(name: str):
         cached = (stamp, from_frozen(load_frozen(path)["experiment"]))
         _FROZEN[name] = cached
     return cached[1]
-
-
-def propose_inputs(name: str, iteration: str) -> list[str]:
-    """The frozen spec, and the previous iteration's decision until it is on disk."""
-    return cycle.red_inputs(name, int(iteration), loop=LOOP)
 
 
 def decide_inputs(name: str, iteration: str) -> dict[str, Any]:

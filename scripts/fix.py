@@ -7,16 +7,6 @@ from typing import Any
 
 from autoresearch.engine.jobs import run_stage
 
-from . import cycle
-
-LOOP = "fixes"
-
-
-def attempt_inputs(name: str, iteration: str) -> list[str]:
-    """The frozen spec, and the previous iteration's decision until it is on disk."""
-    return cycle.red_inputs(name, int(iteration), loop=LOOP)
-
-
 # --- jobs (stage modules imported on first use, as in scripts/cycle.py) ---------------
 
 

@@ -7,13 +7,7 @@ from typing import Any
 
 from autoresearch.engine.jobs import run_stage
 
-from .common import made_by, mode_and_layout
-
-
-def red_inputs(name: str, cycle: int) -> list[str]:
-    """The frozen spec, and the previous iteration's decision until it is on disk."""
-    mode, layout = mode_and_layout(name)
-    return mode.red_inputs(layout, cycle)
+from .common import made_by
 
 
 def report_inputs(name: str, checkpoints: Any) -> list[str]:

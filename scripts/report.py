@@ -27,8 +27,8 @@ def report_inputs(name: str, checkpoints: Any) -> list[str]:
 
     checkpoints.session.get(name=name)
     mode, layout = mode_and_layout(name)
-    products = mode.done_inputs(layout, checkpoints)
-    steps = [step.evaluation for step in mode.report_steps(layout)]
+    products = mode.views.done_inputs(layout, checkpoints)
+    steps = [step.evaluation for step in mode.views.report_steps(layout)]
     journals = [layout.summary, layout.results, layout.usage]
     return products + [ancient(rel(p)) for p in steps + journals if p.exists()]
 
@@ -60,12 +60,12 @@ def session_report(wildcards: Any, input: Any, output: Any, log: Any) -> None:
         log,
         lambda env, mode: write_report(
             env.layout,
-            mode.report_steps(env.layout),
-            mode.kept_label,
+            mode.views.report_steps(env.layout),
+            mode.views.kept_label,
             SessionFacts(
                 mode=mode.name,
                 tests_before=str((env.record.baseline or {}).get("summary") or "not run"),
-                metric=mode.report_metric(env),
+                metric=mode.views.report_metric(env),
             ),
             summary=Path(output.summary),
             results=Path(output.results),

@@ -57,7 +57,7 @@ def session_inputs(
     except SpecError as err:
         raise SessionError(f"session {name!r} cannot start: {err}") from None
     if dry_run:
-        lines = modes.get(pre.spec.values["mode"]).describe_spec(pre.spec.values, name)
+        lines = modes.get(pre.spec.values["mode"]).setup.describe_spec(pre.spec.values, name)
         if lines and name not in DESCRIBED:  # input functions run more than once
             DESCRIBED.add(name)
             print("\n".join(lines), file=sys.stderr, flush=True)
@@ -86,7 +86,7 @@ def done_inputs(name: str, checkpoints: Any, overrides: dict[str, Any]) -> list[
     frozen = spec.load_frozen(layout.spec)
     mode = modes.get(frozen.mode)
     session.check_resumable(layout, overrides, frozen)
-    return mode.done_inputs(mode.layout(layout.root), checkpoints) + report.outputs(layout)
+    return mode.views.done_inputs(mode.layout(layout.root), checkpoints) + report.outputs(layout)
 
 
 def invalid_session_name(name: str) -> list[str]:
@@ -115,5 +115,5 @@ def setup(wildcards: Any, input: Any, output: Any, params: Any, log: Any, basedi
 
 def done(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     run_stage(
-        wildcards, input, output, log, lambda env, mode: mode.write_done(env, Path(output[0]))
+        wildcards, input, output, log, lambda env, mode: mode.views.write_done(env, Path(output[0]))
     )

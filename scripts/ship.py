@@ -10,15 +10,6 @@ from autoresearch.engine.jobs import run_stage
 from autoresearch.session import spec
 from autoresearch.session.layout import session_layout
 
-from . import cycle
-
-LOOP = "ship"
-
-
-def prepare_inputs(name: str, iteration: str) -> list[str]:
-    """The frozen spec, and the previous iteration's decision until it is on disk."""
-    return cycle.red_inputs(name, int(iteration), loop=LOOP)
-
 
 def execute_inputs(name: str) -> list[str]:
     """`done` and the approval file; refused outright without `approve: manual`."""

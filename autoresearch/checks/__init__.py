@@ -1,17 +1,16 @@
-"""The lenses' deterministic parts: every rule a lens applies that code, not a model, decides.
+"""The rules code (not a model) decides that several modes share; each module says who.
 
-severity         the shared severity scale (critical … info) and `at_or_above`
-masking          the secret masker every written text passes (`mask`, `scan`)
+severity         the severity scale (critical … info) and `at_or_above`: every lens, stop 7
 finding_schema   per-lens finding schemas, `check` (drops with reasons), identity hash,
-                 the `fail_on` gate and new/recurring/fixed labels
-lens_log         `<lens>-results.tsv` rows, `run_id`, rerun-safe merge, seen hashes
-saturation       coverage counters, the stop rule, security's next vector, scenario's next
-                 dimension
-votes            predict's merge, positions, labels, priority, groupthink, devil's advocate
-reproduction     debug's confirmation of a bug by its failing reproduction test
-suppressions     fix's anti-cheating check on a unified diff
-error_counts     fix's error parsers, fixing order and keep/revert verdict
-doc_checks       learn's validation of a doc, marker, score and staleness
+                 the `fail_on` gate and new/recurring/fixed labels: the lenses, the CLI and
+                 the agents' tool specs
+votes            merge, positions, labels, priority, groupthink, devil's advocate: predict's
+                 debate and broad's judges
+judge            stop condition 7 and the judge panel's maths: every qualitative mode
+                 (modes/base.py) and `autoresearch plan`
 command_checks   plan's safety screen and verdict on a candidate metric command
-judge            stop condition 7 and the judge panel's maths
+
+A kit only one mode uses lives with it: the lens family's (masking, lens_log, saturation,
+reproduction, suppressions, error_counts) in modes/lens/, learn's doc checks in
+modes/learn/doc_checks.py.
 """

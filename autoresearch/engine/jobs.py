@@ -123,7 +123,7 @@ def run_stage(
 
     def job() -> None:
         env, mode = open_stage(values, log[0])
-        stage = stage_name(log[0], mode.rule_prefix)
+        stage = stage_name(log[0], mode.setup.rule_prefix)
         where = progress_label(env, mode, stage)
         kept = kept_so_far(env, mode)
         began = session_began(env)
@@ -166,12 +166,12 @@ def progress_label(env: StageEnv, mode: Mode, stage: str) -> str:
     if not env.cycle:
         return f"{who} {stage}"
     cap = mode.cycle_cap(env.spec)
-    return f"{who} {mode.step_word} {env.cycle}{f'/{cap}' if cap else ''} {stage}"
+    return f"{who} {mode.views.step_word} {env.cycle}{f'/{cap}' if cap else ''} {stage}"
 
 
 def kept_so_far(env: StageEnv, mode: Mode) -> str:
     try:
-        return f", {mode.kept_count(env.layout)} kept so far"
+        return f", {mode.views.kept_count(env.layout)} kept so far"
     except (OSError, ValueError, KeyError):
         return ""  # a half-written session: the line still says where the run is
 

@@ -301,12 +301,18 @@ class Judged:
     results: Callable[[dict[str, Any]], None] = lambda record: None
 
 
+class Summary(Protocol):
+    """What `decide` asks of a mode's views: session.md with the step being decided."""
+
+    def write_summary(self, env: Any, pending: dict[str, Any] | None = None) -> None: ...
+
+
 class Strategy(Protocol):
     """What `decide` asks of a mode (modes/base.py has the defaults)."""
 
-    def apply_policy(self, env: Any, decision: dict[str, Any]) -> None: ...
+    views: Summary
 
-    def write_summary(self, env: Any, pending: dict[str, Any] | None = None) -> None: ...
+    def apply_policy(self, env: Any, decision: dict[str, Any]) -> None: ...
 
     def log_line(self, env: Any, decision: Decision) -> str: ...
 
@@ -325,7 +331,7 @@ def decide(env: Any, mode: Strategy, judge: Callable[[], Judged], decision_out: 
     # writer would refuse leaves no results row or session.md that speaks of it either.
     Decision.from_json(judged.record, decision_out, mode.decision_extra)
     judged.results(judged.record)
-    mode.write_summary(env, judged.record)
+    mode.views.write_summary(env, judged.record)
     writer = mode.decision_writer(env)
     decision = write_decision(decision_out, judged.record, writer, mode.decision_extra)
     env.log(mode.log_line(env, decision))

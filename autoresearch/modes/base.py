@@ -1,10 +1,8 @@
-"""The `Mode` base class: every hook the engine and the rules call, with its default.
-
-A mode is one subclass (sweep, narrow, broad, experiment; the lenses next). The engine's
-stages never ask which mode they are in: the rules' job functions (scripts/) call these
-hooks around them. Defaults are the plain cycle loop's (docs/architecture.md lists which
-mode overrides which hook).
-"""
+"""A mode in three parts, each with the plain cycle loop's defaults: `Mode`, the protocol a
+loop needs (at most 25 members: tests/unit/test_architecture.py); `Views` (`mode.views`),
+what is shown of the typed history; `Setup` (`mode.setup`), the session around the loop.
+A mode subclasses `Mode`, and `Mode.views` or `Mode.setup` only where it differs
+(`views = part(MyViews)`); docs/architecture.md lists which mode sets which hook."""
 
 from __future__ import annotations
 
@@ -78,24 +76,44 @@ class Progress:
     open_rechecked: bool = False  # the open issues were re-checked on the current tree
 
 
-class Mode:
-    name = "sweep"
-    loop = "cycles"  # the layout's folder for the loop's steps
-    step_word = "cycle"  # what a progress line and `redo` call one step of the loop
+class Part:
+    """A part of a mode besides its loop (`Mode.views`, `Mode.setup`): made once per mode, it
+    reads the mode's protocol (name, loop, tracks, ...) as its own attributes."""
+
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "mode":  # not made yet (a copy): no loop through this method
+            raise AttributeError(name)
+        return getattr(self.mode, name)
+
+
+class part:  # noqa: N801 - used as a class attribute, like `property`
+    """`views = part(MyViews)`: the mode's part of that class, made on first use. On the
+    class it is the part's class, for a mode's own to build on (`Lens.views`)."""
+
+    def __init__(self, cls: type[Part]) -> None:
+        self.cls = cls
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, mode: Mode | None, owner: type | None = None) -> Any:
+        if mode is None:
+            return self.cls
+        made = mode.__dict__[self.name] = self.cls(mode)
+        return made
+
+
+class Setup(Part):
+    """A mode around its loop: the spec's checks, setup's files, `autoresearch plan`, the
+    branch, the teams it needs, and what `redo` moves."""
+
     rule_prefix = ""  # the prefix of the mode's rule names, which a stage's name leaves out
-    branch = "autoresearch/improve"  # `{name}` is the session's name
     has_worktree = True  # a session worktree (broad: one per track instead)
-    default_cycle_cap = 10
-    lists_cycles = True  # session.md lists every cycle
-    kept_label = "fixes kept"  # what a step keeps on the branch, as the report counts it
-    spec_example = ""  # the mode's own keys, for `autoresearch new`
     plannable = False  # `autoresearch plan` can write this mode's spec (see plan_spec)
-    qualitative = False  # the goal has no number: stop 7 (goal satisfied) may end the loop
     tests_optional = False  # may start with no test command detected (experiment: no guard)
-    # The tamper screen every change of the mode passes before the gate (tamper.PROFILES):
-    # a test gate's; a metric's where the code runs in the measured process; None where
-    # the mode screens its changes itself (experiment).
-    tamper_profile: str | None = "gate"
     # The loop's stages in order, and the files each writes in its cycle folder (the
     # `.json` one is its record, with the commits it started and ended at). `redo` moves
     # a stage's files, and those of every stage after it, out of the way.
@@ -120,22 +138,11 @@ class Mode:
         experiment's measurements when nothing was measured. Default: none."""
         return frozenset()
 
-    decide_checkpoint = "evaluate"  # the checkpoint whose job writes a cycle's decision.json
-    # What the mode adds to decision.json, as its record (loop.Extra); Keys: not typed yet.
-    decision_extra: type[Extra] = Keys
-
-    # --- files ------------------------------------------------------------------------
-
-    def layout(self, root: Path) -> SessionLayout:
-        return SessionLayout(Path(root).absolute(), self.loop)
-
     def branch_name(
         self, session: str, values: dict[str, Any] | None = None, target: Path | None = None
     ) -> str:
         """The session branch to make (`values`, the spec, may name another)."""
         return self.branch.format(name=session)
-
-    # --- before anything runs ----------------------------------------------------------
 
     def check_spec(self, values: dict[str, Any], name: str) -> None:
         """Preflight: raise SpecError naming the key when the mode's spec is incomplete."""
@@ -155,150 +162,29 @@ class Mode:
         """`autoresearch plan`: the spec keys of this mode for a dry-run metric."""
         raise SpecError(f"autoresearch plan cannot write {a_or_an(self.name)} session")
 
-    # --- the cycle ---------------------------------------------------------------------
+    def set_aside(self, layout: SessionLayout, cycle: int, track: str, dest: Path) -> None:
+        """`redo`: move the mode's own log entries of `cycle` and later into `dest` (the
+        shared results.tsv rows are set aside for every mode by `redo`)."""
 
-    def tracks(self, layout: SessionLayout) -> list[str]:
-        """The loops of this session: one unnamed loop, or broad's tracks."""
-        return [""]
+    def teams_needed(self, values: dict[str, Any]) -> set[str]:
+        """The teams this spec makes the backend play (checked before anything runs)."""
+        return set(values.get("teams") or ["red", "green", "refactor"])
 
-    def red_scope(self, env: StageEnv) -> dict[str, Any] | None:
-        """What Red is scoped to: {angle}, {hypothesis, aspiration}, or None for everything."""
-        return None
+    def plays_with_ruff(self, values: dict[str, Any]) -> bool:
+        """Whether the model-free ruff backend can play every team this spec needs
+        (`autoresearch new` then writes a spec that runs without a key)."""
+        from autoresearch.agents.backends import BACKEND_TEAMS
 
-    def held_back(self, env: StageEnv, findings: list[Finding]) -> list[Finding]:
-        """Findings that wait in ideas.md instead of going on to sanitize (default: none)."""
-        return []
+        return self.teams_needed(values) <= BACKEND_TEAMS["ruff"]
 
-    def cycle_cap(self, spec: SessionSpec) -> int | None:
-        return spec.max_cycles or self.default_cycle_cap
 
-    def cap_reason(self, spec: SessionSpec, cap: int) -> str:
-        if spec.max_cycles:
-            return f"max_cycles reached ({cap})"
-        return f"cap of {cap} cycles reached (set max_cycles to run longer)"
+class Views(Part):
+    """What a mode shows of its typed history: session.md, `done`, `status`, the report,
+    `show` and finalize's review sets. The defaults render a cycle loop's decisions."""
 
-    def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
-        """The mode's own stop rules, between the shared ones (see `stop_reason`)."""
-        return None
-
-    def stop_reason(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
-        """The one stop cascade, first match wins: the session must stop (budget, spend
-        limit), tests broke beyond repair, a qualitative goal satisfied (stop 7), the mode's
-        own rules, the cycle cap."""
-        limit = env.spec.budget_usd
-        if not decision.get("session_stop") and limit is not None:
-            decision["session_stop"] = ledger.budget_exceeded(env.layout.root, limit)
-        if decision.get("session_stop"):
-            return decision["session_stop"]
-        if decision.get("broken"):
-            return BROKEN
-        reason = self.goal_stop(env, decision) or self.loop_stop(env, decision)
-        if reason:
-            return reason
-        cap = self.cycle_cap(env.spec)
-        if cap is not None and env.cycle >= cap:
-            return self.cap_reason(env.spec, cap)
-        return None
-
-    # --- stop 7: a goal in words, satisfied ------------------------------------------------
-
-    def goal_text(self, spec: SessionSpec) -> str:
-        """The goal the judges weigh: the spec's `goal:` in words, else the severity rule."""
-        goal = spec.get("goal")
-        if isinstance(goal, str) and goal.strip():
-            return goal.strip()
-        return DEFAULT_GOAL.format(stop_below=stop_below_of(spec) or "any")
-
-    def goal_cycle(self, env: StageEnv, decision: dict[str, Any]) -> judge.CycleRecord:
-        """Stop 7's view of the finished cycle: did Red look at everything, what it found,
-        whether the tests (and a guard, where the mode has one) pass."""
-        path = env.cycle_dir / "red-findings.md"
-        reported = findings.parse(path.read_text()) if path.exists() else []
-        return judge.CycleRecord(
-            full_scope=self.red_scope(env) is None and red_saw_everything(env),
-            severities=tuple(f.severity for f in reported),
-            tests_pass=bool(decision.get("tests_pass")),
-            guard_pass=decision.get("guard_ok"),
-        )
-
-    def goal_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
-        """Stop 7: a full cycle with nothing at or above `stop_below`, tests and guard
-        passing, and (with `judge: {panel: N}`) two rounds in a row of a majority "met"."""
-        stop_below = stop_below_of(env.spec)
-        if not self.qualitative or stop_below is None:
-            return None
-        cycle = self.goal_cycle(env, decision)
-        check = judge.goal_satisfied(cycle, stop_below)
-        if check.satisfied and env.spec.get("judge"):
-            check = judge.goal_satisfied(cycle, stop_below, self.judge_rounds(env, decision))
-        decision["goal_check"] = check.reason
-        return check.reason if check.satisfied else None
-
-    def judge_rounds(self, env: StageEnv, decision: dict[str, Any]) -> list[judge.PanelRound]:
-        """This cycle's panel votes (asked now, kept in the decision) after the unbroken run
-        of earlier cycles that had a round."""
-        from autoresearch.measure import panel
-
-        size = int((env.spec.get("judge") or {}).get("panel", judge.DEFAULT_PANEL))
-        facts = [
-            f"Red reported nothing at or above {stop_below_of(env.spec)} in a full cycle",
-            f"tests: {'pass' if decision.get('tests_pass') else 'FAIL'}",
-            f"commits on the session branch: {decision.get('commits_total', 0)}",
-        ]
-        votes = panel.ask(env, self.goal_text(env.spec), facts, size)
-        decision["judge_votes"] = votes
-        rounds = [judge.panel_round([v["vote"] for v in votes], size)]
-        for earlier in reversed(env.decisions_before()):
-            if not earlier.get("judge_votes"):
-                break
-            past = [v["vote"] for v in earlier["judge_votes"]]
-            rounds.insert(0, judge.panel_round(past, len(past)))
-        return rounds
-
-    def judge(self, env: StageEnv, output: Any) -> Judged:
-        """The step's judge, which `loop.decide` runs first (scripts/step.py): start at the
-        loop's commit, apply the change, judge it, commit through the protection check or
-        reset; the decision before the stop rules, and what writes the step's results.
-        `output`: the decide rule's named outputs. Here the cycle's evaluate (tests, reverts,
-        eval-results.md)."""
-        from autoresearch.engine import evaluate
-
-        return evaluate.judge(env, Path(output.results), self.previous_step(env))
-
-    def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
-        """After a cycle's tests: set decision['stop'] and ['reason'] (and mode extras)."""
-        reason = self.stop_reason(env, decision)
-        decision["stop"] = reason is not None
-        decision["reason"] = reason
-
-    def log_line(self, env: StageEnv, decision: Decision) -> str:
-        """The step's line in the log, once decided (loop.decide)."""
-        return (
-            f"{env.label}: {len(decision['fixed'])} fixes kept, tests "
-            # As `done` and `status` say it: a FAIL of only the base's failing tests says so.
-            f"{verdict.tests_word(decision, env.record.baseline)}"
-            + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
-        )
-
-    def read_decision(self, path: Path) -> Decision:
-        """A decision of this mode's loop, its own keys read into `decision_extra`."""
-        from autoresearch.engine import loop
-
-        return loop.read_decision(path, self.decision_extra)
-
-    def previous_step(self, env: StageEnv) -> Decision | None:
-        """The step before this one, the mode's keys read as its record (None: the first);
-        parsed once per job, as `StageEnv.previous_decision` is."""
-        path = env.layout.decision(env.cycle - 1, env.track)
-        if env.cycle <= 1 or not path.exists():
-            return None
-        return Decision.from_json(env.finished(path), path, self.decision_extra)
-
-    def decision_writer(self, env: StageEnv) -> JsonWriter | None:
-        """What writes decision.json when the mode masks what it writes (None: plain)."""
-        return None
-
-    # --- session.md ----------------------------------------------------------------------
+    step_word = "cycle"  # what a progress line and `redo` call one step of the loop
+    lists_cycles = True  # session.md lists every cycle
+    kept_label = "fixes kept"  # what a step keeps on the branch, as the report counts it
 
     def summary_decisions(
         self, env: StageEnv, pending: dict[str, Any] | None = None
@@ -313,9 +199,9 @@ class Mode:
         """The mode's own blocks of session.md (Goal and Angles, Hypotheses, ...)."""
         return ""
 
-    # Whether summary_sections reads the decisions. A mode whose does not has its cycle
-    # list made from the loop's running history instead: one new line read a cycle.
-    sections_read_decisions = True
+    # Whether summary_sections reads the decisions (narrow's, broad's). A mode whose does
+    # not has its cycle list made from the loop's running history: one new line a cycle.
+    sections_read_decisions = False
 
     def write_summary(self, env: StageEnv, pending: dict[str, Any] | None = None) -> None:
         cycle_lines = None
@@ -331,26 +217,6 @@ class Mode:
         journal.write_summary(
             env.layout, env.record, env.spec, decisions, sections, self.lists_cycles, cycle_lines
         )
-
-    # --- the end -------------------------------------------------------------------------
-
-    def next_open_cycle(self, layout: SessionLayout, track: str = "") -> int:
-        """The first cycle with no decision yet, or the one whose decision stopped the loop."""
-        return tally.next_open_cycle(layout, track)
-
-    def final_decision(self, layout: SessionLayout, checkpoints: Any, track: str = "") -> str:
-        """The decision of the first open cycle, or of the one that stopped the loop (of
-        `track`), from the mode's `decide_checkpoint`.
-
-        Completed decisions are read from disk and only the next open cycle is asked of the
-        checkpoint: asking every cycle's makes a no-op rerun quadratic.
-        """
-        cycle = self.next_open_cycle(layout, track)
-        wildcards = {"name": layout.name, "cycle": f"{cycle:03d}"} | (
-            {"hid": track} if track else {}
-        )
-        job = getattr(checkpoints, self.decide_checkpoint).get(**wildcards)
-        return job.output.decision
 
     def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
         """What `done` and the session report wait for: by default, the loop's final decision."""
@@ -417,23 +283,6 @@ class Mode:
         ]
         return made
 
-    def set_aside(self, layout: SessionLayout, cycle: int, track: str, dest: Path) -> None:
-        """`redo`: move the mode's own log entries of `cycle` and later into `dest` (the
-        shared results.tsv rows are set aside for every mode by `redo`)."""
-
-    def teams_needed(self, values: dict[str, Any]) -> set[str]:
-        """The teams this spec makes the backend play (checked before anything runs)."""
-        return set(values.get("teams") or ["red", "green", "refactor"])
-
-    def plays_with_ruff(self, values: dict[str, Any]) -> bool:
-        """Whether the model-free ruff backend can play every team this spec needs
-        (`autoresearch new` then writes a spec that runs without a key)."""
-        from autoresearch.agents.backends import BACKEND_TEAMS
-
-        return self.teams_needed(values) <= BACKEND_TEAMS["ruff"]
-
-    # --- autoresearch finalize -------------------------------------------------------------
-
     def review_loops(
         self, layout: SessionLayout, record: SetupRecord, spec: SessionSpec
     ) -> list[ReviewLoop]:
@@ -483,8 +332,6 @@ class Mode:
                 )
                 notes[change["commit"]] = ChangeNote(change["summary"], (why, *metric), REFACTOR)
         return notes
-
-    # --- autoresearch status ---------------------------------------------------------------
 
     def kept_count(self, layout: SessionLayout) -> int | str:
         """What the loop kept so far, as every progress line and `status` count it: here,
@@ -536,6 +383,191 @@ class Mode:
             wanted = f"no track {track!r}" if track else "tracks: pass --track"
             raise SessionError(f"session {layout.name!r} has {wanted} (tracks: {have})")
         return cycle_view.render(layout, iteration, track)
+
+
+class Mode:
+    """The protocol a loop needs: the mode's name, folder and branch, its record type, its
+    judge and stop rules, what Red is handed, and where the loop ends. Its views and its
+    setup are parts of their own (`views`, `setup`): a mode overrides only what differs."""
+
+    name = "sweep"
+    loop = "cycles"  # the layout's folder for the loop's steps
+    branch = "autoresearch/improve"  # `{name}` is the session's name
+    default_cycle_cap = 10
+    spec_example = ""  # the mode's own keys, for `autoresearch new`
+    qualitative = False  # the goal has no number: stop 7 (goal satisfied) may end the loop
+    # The tamper screen every change of the mode passes before the gate (tamper.PROFILES):
+    # a test gate's; a metric's where the code runs in the measured process; None where
+    # the mode screens its changes itself (experiment).
+    tamper_profile: str | None = "gate"
+    decide_checkpoint = "evaluate"  # the checkpoint whose job writes a cycle's decision.json
+    # What the mode adds to decision.json, as its record (loop.Extra); Keys: not typed yet.
+    decision_extra: type[Extra] = Keys
+
+    def layout(self, root: Path) -> SessionLayout:
+        return SessionLayout(Path(root).absolute(), self.loop)
+
+    def tracks(self, layout: SessionLayout) -> list[str]:
+        """The loops of this session: one unnamed loop, or broad's tracks."""
+        return [""]
+
+    def red_scope(self, env: StageEnv) -> dict[str, Any] | None:
+        """What Red is scoped to: {angle}, {hypothesis, aspiration}, or None for everything."""
+        return None
+
+    def held_back(self, env: StageEnv, findings: list[Finding]) -> list[Finding]:
+        """Findings that wait in ideas.md instead of going on to sanitize (default: none)."""
+        return []
+
+    def cycle_cap(self, spec: SessionSpec) -> int | None:
+        return spec.max_cycles or self.default_cycle_cap
+
+    def cap_reason(self, spec: SessionSpec, cap: int) -> str:
+        if spec.max_cycles:
+            return f"max_cycles reached ({cap})"
+        return f"cap of {cap} cycles reached (set max_cycles to run longer)"
+
+    def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
+        """The mode's own stop rules, between the shared ones (see `stop_reason`)."""
+        return None
+
+    def judge(self, env: StageEnv, output: Any) -> Judged:
+        """The step's judge, which `loop.decide` runs first (scripts/step.py): start at the
+        loop's commit, apply the change, judge it, commit through the protection check or
+        reset; the decision before the stop rules, and what writes the step's results.
+        `output`: the decide rule's named outputs. Here the cycle's evaluate (tests, reverts,
+        eval-results.md)."""
+        from autoresearch.engine import evaluate
+
+        return evaluate.judge(env, Path(output.results), self.previous_step(env))
+
+    def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
+        """After a cycle's tests: set decision['stop'] and ['reason'] (and mode extras)."""
+        reason = stop_reason(self, env, decision)
+        decision["stop"] = reason is not None
+        decision["reason"] = reason
+
+    def log_line(self, env: StageEnv, decision: Decision) -> str:
+        """The step's line in the log, once decided (loop.decide)."""
+        return (
+            f"{env.label}: {len(decision['fixed'])} fixes kept, tests "
+            # As `done` and `status` say it: a FAIL of only the base's failing tests says so.
+            f"{verdict.tests_word(decision, env.record.baseline)}"
+            + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
+        )
+
+    def previous_step(self, env: StageEnv) -> Decision | None:
+        """The step before this one, the mode's keys read as its record (None: the first);
+        parsed once per job, as `StageEnv.previous_decision` is."""
+        path = env.layout.decision(env.cycle - 1, env.track)
+        if env.cycle <= 1 or not path.exists():
+            return None
+        return Decision.from_json(env.finished(path), path, self.decision_extra)
+
+    def decision_writer(self, env: StageEnv) -> JsonWriter | None:
+        """What writes decision.json when the mode masks what it writes (None: plain)."""
+        return None
+
+    def next_open_cycle(self, layout: SessionLayout, track: str = "") -> int:
+        """The first cycle with no decision yet, or the one whose decision stopped the loop."""
+        return tally.next_open_cycle(layout, track)
+
+    def final_decision(self, layout: SessionLayout, checkpoints: Any, track: str = "") -> str:
+        """The decision of the first open cycle, or of the one that stopped the loop (of
+        `track`), from the mode's `decide_checkpoint`.
+
+        Completed decisions are read from disk and only the next open cycle is asked of the
+        checkpoint: asking every cycle's makes a no-op rerun quadratic.
+        """
+        cycle = self.next_open_cycle(layout, track)
+        wildcards = {"name": layout.name, "cycle": f"{cycle:03d}"} | (
+            {"hid": track} if track else {}
+        )
+        job = getattr(checkpoints, self.decide_checkpoint).get(**wildcards)
+        return job.output.decision
+
+    setup = part(Setup)
+    views = part(Views)
+
+
+# --- the stop cascade and stop 7 ----------------------------------------------------------
+
+
+def stop_reason(mode: Mode, env: StageEnv, decision: dict[str, Any]) -> str | None:
+    """The one stop cascade, first match wins: the session must stop (budget, spend
+    limit), tests broke beyond repair, a qualitative goal satisfied (stop 7), the mode's
+    own rules, the cycle cap."""
+    limit = env.spec.budget_usd
+    if not decision.get("session_stop") and limit is not None:
+        decision["session_stop"] = ledger.budget_exceeded(env.layout.root, limit)
+    if decision.get("session_stop"):
+        return decision["session_stop"]
+    if decision.get("broken"):
+        return BROKEN
+    reason = goal_stop(mode, env, decision) or mode.loop_stop(env, decision)
+    if reason:
+        return reason
+    cap = mode.cycle_cap(env.spec)
+    if cap is not None and env.cycle >= cap:
+        return mode.cap_reason(env.spec, cap)
+    return None
+
+
+def goal_text(spec: SessionSpec) -> str:
+    """The goal the judges weigh: the spec's `goal:` in words, else the severity rule."""
+    goal = spec.get("goal")
+    if isinstance(goal, str) and goal.strip():
+        return goal.strip()
+    return DEFAULT_GOAL.format(stop_below=stop_below_of(spec) or "any")
+
+
+def goal_cycle(mode: Mode, env: StageEnv, decision: dict[str, Any]) -> judge.CycleRecord:
+    """Stop 7's view of the finished cycle: did Red look at everything, what it found,
+    whether the tests (and a guard, where the mode has one) pass."""
+    path = env.cycle_dir / "red-findings.md"
+    reported = findings.parse(path.read_text()) if path.exists() else []
+    return judge.CycleRecord(
+        full_scope=mode.red_scope(env) is None and red_saw_everything(env),
+        severities=tuple(f.severity for f in reported),
+        tests_pass=bool(decision.get("tests_pass")),
+        guard_pass=decision.get("guard_ok"),
+    )
+
+
+def goal_stop(mode: Mode, env: StageEnv, decision: dict[str, Any]) -> str | None:
+    """Stop 7: a full cycle with nothing at or above `stop_below`, tests and guard
+    passing, and (with `judge: {panel: N}`) two rounds in a row of a majority "met"."""
+    stop_below = stop_below_of(env.spec)
+    if not mode.qualitative or stop_below is None:
+        return None
+    cycle = goal_cycle(mode, env, decision)
+    check = judge.goal_satisfied(cycle, stop_below)
+    if check.satisfied and env.spec.get("judge"):
+        check = judge.goal_satisfied(cycle, stop_below, judge_rounds(env, decision))
+    decision["goal_check"] = check.reason
+    return check.reason if check.satisfied else None
+
+
+def judge_rounds(env: StageEnv, decision: dict[str, Any]) -> list[judge.PanelRound]:
+    """This cycle's panel votes (asked now, kept in the decision) after the unbroken run
+    of earlier cycles that had a round."""
+    from autoresearch.measure import panel
+
+    size = int((env.spec.get("judge") or {}).get("panel", judge.DEFAULT_PANEL))
+    facts = [
+        f"Red reported nothing at or above {stop_below_of(env.spec)} in a full cycle",
+        f"tests: {'pass' if decision.get('tests_pass') else 'FAIL'}",
+        f"commits on the session branch: {decision.get('commits_total', 0)}",
+    ]
+    votes = panel.ask(env, goal_text(env.spec), facts, size)
+    decision["judge_votes"] = votes
+    rounds = [judge.panel_round([v["vote"] for v in votes], size)]
+    for earlier in reversed(env.decisions_before()):
+        if not earlier.get("judge_votes"):
+            break
+        past = [v["vote"] for v in earlier["judge_votes"]]
+        rounds.insert(0, judge.panel_round(past, len(past)))
+    return rounds
 
 
 # --- stop 7's spec keys ----------------------------------------------------------------------

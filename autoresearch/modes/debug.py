@@ -22,13 +22,14 @@ from autoresearch.session.layout import SessionLayout
 from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 
-from ..checks import lens_log
 from ..checks.finding_schema import DEBUG
-from ..checks.reproduction import MAX_ATTEMPTS, hypothesis_key, judge_reproduction
-from ..checks.saturation import Iteration
 from ..checks.severity import rank
+from .base import part
+from .lens import lens_log
 from .lens.loop import Focus, LoopLens
 from .lens.output import Writer
+from .lens.reproduction import MAX_ATTEMPTS, hypothesis_key, judge_reproduction
+from .lens.saturation import Iteration
 
 SPEC_EXAMPLE = """
 debug:
@@ -45,6 +46,11 @@ FAILED_TEST = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
 GENERAL = "No symptom and nothing fails: look for a bug anywhere in scope."
 
 
+class DebugViews(LoopLens.views):
+    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
+        return f"## Debug\n- Iterations: {len(decisions)}"
+
+
 class Debug(LoopLens):
     name = "debug"
     team = "debugger"
@@ -54,6 +60,7 @@ class Debug(LoopLens):
     default_cycle_cap = 10
     spec_example = SPEC_EXAMPLE
     gate_label = "confirmed bugs"
+    views = part(DebugViews)
 
     # --- leads ---------------------------------------------------------------------------
 
@@ -272,9 +279,6 @@ class Debug(LoopLens):
             "- The target was not changed; reproductions are in reproductions/.",
         ]
         writer.text(root / "summary.md", "\n".join(summary) + "\n")
-
-    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
-        return f"## Debug\n- Iterations: {len(decisions)}"
 
 
 DEBUG_VERDICTS = ("confirmed", "new-lead", "inconclusive", "disproven")

@@ -16,13 +16,14 @@ from autoresearch.session.layout import SessionLayout
 from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 
-from ..checks import lens_log
 from ..checks.finding_schema import SCENARIO, SCENARIO_DIMENSIONS
-from ..checks.saturation import Iteration, coverage, next_dimension
 from ..checks.severity import at_or_above, rank
 from ..errors import SpecError
+from .base import part
+from .lens import lens_log
 from .lens.loop import Focus, LoopLens
 from .lens.output import Writer
+from .lens.saturation import Iteration, coverage, next_dimension
 
 SPEC_EXAMPLE = """
 scenario:
@@ -49,6 +50,11 @@ QUESTIONS = {
 HANDED_ON = "high"  # `then: fix` takes situations of this severity and above
 
 
+class ScenarioViews(LoopLens.views):
+    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
+        return f"## Scenario\n- Iterations: {len(decisions)}"
+
+
 class Scenario(LoopLens):
     name = "scenario"
     team = "explorer"
@@ -58,6 +64,7 @@ class Scenario(LoopLens):
     default_cycle_cap = 24  # every dimension twice
     spec_example = SPEC_EXAMPLE
     gate_label = "situations"
+    views = part(ScenarioViews)
 
     def check_lens_spec(self, values: dict[str, Any], where: str) -> None:
         if not self.section(values).get("seed"):
@@ -173,9 +180,6 @@ class Scenario(LoopLens):
             )
         lines += ["", f"Stopped: {self.stopped(env) or 'finished'}"]
         return "\n".join(lines) + "\n"
-
-    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
-        return f"## Scenario\n- Iterations: {len(decisions)}"
 
 
 def scenarios_md(seed: str, by_dim: dict[str, list[dict]], title: str = "Scenarios") -> str:

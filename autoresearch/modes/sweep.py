@@ -15,7 +15,6 @@ class Sweep(Mode):
     name = "sweep"
     decision_extra = CycleStep
     qualitative = True  # no number: stop 7 ends the sweep once its goal is satisfied
-    sections_read_decisions = False  # session.md has no sweep section of its own
 
     def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
         """Two cycles in a row in which Refactor changed nothing (without a Refactor team:

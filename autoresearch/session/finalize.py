@@ -539,13 +539,13 @@ def _finalize(
     session.folder.mkdir(parents=True, exist_ok=True)
     sets: list[ReviewSet] = []
     order: dict[str, int] = {}
-    for loop in session.mode.review_loops(layout, session.record, session.spec):
+    for loop in session.mode.views.review_loops(layout, session.record, session.spec):
         if not git.branch_exists(session.target, loop.branch):
             log(f"no branch {loop.branch} in {session.target}: nothing of it to review")
             continue
         loop = dataclasses.replace(loop, base=review_base(session.target, loop.base))
         place = scratch(session, loop.base)
-        notes = session.mode.change_notes(layout, loop.track, session.spec)
+        notes = session.mode.views.change_notes(layout, loop.track, session.spec)
         commits = [
             dataclasses.replace(c, note=notes.get(c.sha))
             for c in session_commits(place, loop.base, loop.branch)
@@ -592,7 +592,7 @@ def _finalize(
         # The branches stay; their worktrees go, so the user can check a branch out.
         git.remove_worktree(session.target, review.worktree)
     report(session, sets, do_push, remote, log)
-    session.mode.after_review(session, sets, do_push, remote, log)
+    session.mode.views.after_review(session, sets, do_push, remote, log)
     return sets
 
 

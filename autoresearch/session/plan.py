@@ -367,8 +367,8 @@ def plan(
         mode = modes.get(mode_name)
     except ValueError as err:
         raise SpecError(f"--mode: {err}") from None
-    if not mode.plannable:
-        planned = ", ".join(m for m in modes.MODES if modes.get(m).plannable)
+    if not mode.setup.plannable:
+        planned = ", ".join(m for m in modes.MODES if modes.get(m).setup.plannable)
         raise SpecError(f"--mode: plan writes {planned} sessions, not {mode_name}")
     _check_backend(req.backend, mode)
     goal = req.goal.strip() or asker.ask("Goal, in one sentence", "improve the metric")
@@ -406,7 +406,7 @@ def plan(
     values: dict[str, Any] = {
         "mode": mode_name,
         "target": str(target),
-        **mode.plan_spec(planned),
+        **mode.setup.plan_spec(planned),
         "agent": {"backend": req.backend},
     }
     check_values(req.name, values, mode, root)
@@ -422,7 +422,9 @@ def _check_backend(backend: str, mode: Any) -> None:
     would write is one the workflow refuses."""
     from autoresearch.agents.backends import BACKEND_TEAMS
 
-    missing = sorted(mode.teams_needed({"mode": mode.name}) - BACKEND_TEAMS.get(backend, set()))
+    missing = sorted(
+        mode.setup.teams_needed({"mode": mode.name}) - BACKEND_TEAMS.get(backend, set())
+    )
     if missing:
         raise SpecError(
             f"--backend: {backend!r} cannot play the {' and '.join(missing)} team "
@@ -540,7 +542,7 @@ def _choose_guard(
 def check_values(name: str, values: dict[str, Any], mode: Any, root: Path | None = None) -> None:
     """The spec as a session start would check it: schema, then the mode's own keys."""
     merged = spec.load(name, root or spec.workflow_root(), overrides=values)
-    mode.check_spec(merged.values, name)
+    mode.setup.check_spec(merged.values, name)
 
 
 def render_spec(

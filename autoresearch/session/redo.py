@@ -60,7 +60,7 @@ class Plan:
 
     def describe(self) -> str:
         where = f"track {self.step.track} " if self.step.track else ""
-        return f"{where}{self.mode.step_word} {self.step.cycle:03d} {self.step.stage}"
+        return f"{where}{self.mode.views.step_word} {self.step.cycle:03d} {self.step.stage}"
 
 
 def plan(session_dir: Path, step: Step) -> Plan:
@@ -72,15 +72,15 @@ def plan(session_dir: Path, step: Step) -> Plan:
     record = load_record(SessionLayout(session_dir))
     mode = modes.get(record.mode)
     layout = mode.layout(session_dir)
-    if not mode.loop_stages:
+    if not mode.setup.loop_stages:
         raise RedoError(
             f"{a_or_an(mode.name)} session cannot be redone stage by stage; start a new session "
             "with the same spec instead"
         )
-    if step.stage not in mode.loop_stages:
+    if step.stage not in mode.setup.loop_stages:
         raise RedoError(
             f"--stage {step.stage!r}: {a_or_an(mode.name)} session's stages are "
-            + ", ".join(mode.loop_stages)
+            + ", ".join(mode.setup.loop_stages)
         )
     tracks = mode.tracks(layout)
     if tracks != [""] and step.track not in tracks:
@@ -125,7 +125,7 @@ def _branch(layout: SessionLayout, record: SetupRecord, track: str) -> str:
 def _stage_logs(
     layout: SessionLayout, mode: Mode, stage: str, track: str, cycle: int
 ) -> list[Path]:
-    rule = mode.stage_rules.get(stage, stage)
+    rule = mode.setup.stage_rules.get(stage, stage)
     name = Path(track) / f"{cycle:03d}" if track else Path(f"{cycle:03d}")
     return [
         layout.logs / rule / name.with_suffix(".log"),
@@ -138,19 +138,19 @@ def _outputs_from(layout: SessionLayout, mode: Mode, step: Step) -> list[Path]:
     (`done` first), later cycles from the last, then this cycle's stages from the last
     (its decision before anything else), so a crash midway leaves a session that is
     simply not finished."""
-    paths = list(mode.end_files(layout, step.track))
+    paths = list(mode.views.end_files(layout, step.track))
     later = sorted(
         (int(p.name) for p in layout.cycles(step.track).iterdir() if LOOP_DIR.match(p.name)),
         reverse=True,
     )
     for number in (n for n in later if n > step.cycle):
         paths.append(layout.cycle(number, step.track))
-        for stage in mode.loop_stages:
+        for stage in mode.setup.loop_stages:
             paths += _stage_logs(layout, mode, stage, step.track, number)
-    index = mode.loop_stages.index(step.stage)
+    index = mode.setup.loop_stages.index(step.stage)
     folder = layout.cycle(step.cycle, step.track)
-    for stage in reversed(mode.loop_stages[index:]):
-        paths += [folder / name for name in reversed(mode.stage_files[stage])]
+    for stage in reversed(mode.setup.loop_stages[index:]):
+        paths += [folder / name for name in reversed(mode.setup.stage_files[stage])]
         paths += _stage_logs(layout, mode, stage, step.track, step.cycle)
     return paths
 
@@ -159,9 +159,9 @@ def start_commit(layout: SessionLayout, mode: Mode, step: Step, record: SetupRec
     """Where the stage started: the nearest earlier stage's record in the cycle (its end,
     or its start when it makes no commits), else where the cycle started."""
     folder = layout.cycle(step.cycle, step.track)
-    index = mode.loop_stages.index(step.stage)
-    for stage in reversed(mode.loop_stages[:index]):
-        name = next((f for f in mode.stage_files[stage] if f.endswith(".json")), None)
+    index = mode.setup.loop_stages.index(step.stage)
+    for stage in reversed(mode.setup.loop_stages[:index]):
+        name = next((f for f in mode.setup.stage_files[stage] if f.endswith(".json")), None)
         data = json.loads((folder / name).read_text()) if name and (folder / name).exists() else {}
         commit = data.get("end_commit") or data.get("start_commit")
         if commit:
@@ -216,7 +216,7 @@ def apply(p: Plan) -> Path:
             moved.parent.mkdir(parents=True, exist_ok=True)
             os.replace(path, moved)
         _set_results_aside(layout, p.step, dest)
-        p.mode.set_aside(layout, p.step.cycle, p.step.track, dest)
+        p.mode.setup.set_aside(layout, p.step.cycle, p.step.track, dest)
         git.reset_to(p.worktree, p.start_commit)
     return dest
 

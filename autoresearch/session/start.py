@@ -81,13 +81,13 @@ def preflight(
         mode = modes.get(values["mode"])
     except ValueError as err:
         raise spec.SpecError(f"{merged.source_of('mode')}: key 'mode': {err}") from None
-    mode.check_spec(values, name)
-    check_backend_plays(values, mode.teams_needed(values), merged)
+    mode.setup.check_spec(values, name)
+    check_backend_plays(values, mode.setup.teams_needed(values), merged)
     check_agent(values, merged)
     found, test_command, linter_command = stack.resolve_commands(
         target, values.get("test_command"), values.get("linter_command")
     )
-    if not test_command and not mode.tests_optional:
+    if not test_command and not mode.setup.tests_optional:
         raise spec.SpecError(
             f"config/sessions/{name}.yaml: no test command could be detected for {target}; "
             "set key 'test_command'"
@@ -229,10 +229,10 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
 
     store = worktrees.store_for(layout, values.get("worktree_root"))
     base = git.head(pre.target)
-    if mode.has_worktree:
+    if mode.setup.has_worktree:
         real = worktrees.real_place(layout.worktree(), store, "worktree")
         # Noted before they exist, so that a setup killed half-way is undone by the next.
-        wanted = mode.branch_name(layout.name, values, pre.target)
+        wanted = mode.setup.branch_name(layout.name, values, pre.target)
         if not (real / ".git").exists():
             setup_undo.note(layout, worktree=str(real))
             setup_undo.note(layout, branch=git.free_branch_name(pre.target, wanted))
@@ -261,7 +261,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
             )
         checkout = measured_in = real
     else:
-        branch = mode.branch_name(layout.name)
+        branch = mode.setup.branch_name(layout.name)
         measured_in = worktrees.real_place(layout.baseline_worktree, store, "baseline")
         setup_undo.note(layout, worktree=str(measured_in))
         git.add_detached_worktree(pre.target, measured_in, base)
@@ -302,7 +302,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
     )
     layout.cycles().mkdir(parents=True, exist_ok=True)
     journal.init_files(layout, record, spec.SessionSpec(values))
-    mode.on_setup(layout, record, values, log)
+    mode.setup.on_setup(layout, record, values, log)
     record.save(layout)
     frozen = pre.spec
     frozen.values["test_command"] = pre.test_command
@@ -467,7 +467,7 @@ def check_checkouts(layout: SessionLayout) -> None:
     mode = modes.get(record["mode"])
     layout = mode.layout(layout.root)  # the mode's loop folder, for the last decision
     target = Path(record["target"])
-    loops = [("", record["branch"], record["base_commit"])] if mode.has_worktree else []
+    loops = [("", record["branch"], record["base_commit"])] if mode.setup.has_worktree else []
     for hid in [t for t in mode.tracks(layout) if t]:
         if layout.track_meta(hid).exists():
             meta = json.loads(layout.track_meta(hid).read_text())

@@ -153,7 +153,7 @@ def audit(root: Path) -> Audit:
             f"{root / 'setup.json'}: not a setup record this version reads ({err})"
         ) from None
     layout = mode.layout(root)
-    result = Audit(layout.name, mode.step_word)
+    result = Audit(layout.name, mode.views.step_word)
     rows = _results(_text(layout.results, result), result)
     runs = _test_runs(_text(layout.test_runs, result))
     frozen, spec_problem = _frozen(layout)
@@ -164,7 +164,7 @@ def audit(root: Path) -> Audit:
         untested += loop.check()
         uncommitted += loop.uncommitted
         decided += loop.decided.values()
-    if mode.lists_cycles:
+    if mode.views.lists_cycles:
         _check_summary(layout, decided, result)
     _check_rows_have_loops(layout, mode, rows, result)
     if spec_problem and result.cycles:
@@ -176,7 +176,7 @@ def audit(root: Path) -> Audit:
         result.unchecked.append(
             f"the commits of {_count(uncommitted, result.step)} (their decisions name none)"
         )
-    if not mode.loop_stages:
+    if not mode.setup.loop_stages:
         result.unchecked.append(f"stage files ({mode.name} names no stages; decisions only)")
     if untested:
         result.unchecked.append(
@@ -327,8 +327,8 @@ class Loop:
         """The cycles whose stages left a log (logs/<rule>/[track/]NNN.log): witnesses of a
         cycle that ran, whatever became of its folder. (`redo` moves them with the folder.)"""
         found: dict[int, Path] = {}
-        for stage in self.mode.loop_stages:
-            folder = self.layout.logs / self.mode.stage_rules.get(stage, stage) / self.track
+        for stage in self.mode.setup.loop_stages:
+            folder = self.layout.logs / self.mode.setup.stage_rules.get(stage, stage) / self.track
             if folder.is_dir():
                 for log in sorted(folder.glob("*.log")):
                     if LOOP_DIR.match(log.stem):
@@ -339,14 +339,14 @@ class Loop:
         """The loop's stages this session runs: a team stage the frozen spec's `teams` leave
         out (Refactor) makes no files. Without a readable spec, every stage (said already)."""
         if self.spec is None:
-            return list(self.mode.loop_stages)
+            return list(self.mode.setup.loop_stages)
         dropped = set(DEFAULT_TEAMS) - set(self.spec.teams)
-        return [s for s in self.mode.loop_stages if s not in dropped]
+        return [s for s in self.mode.setup.loop_stages if s not in dropped]
 
     def check_cycle_files(self, number: int, folder: Path, decision: dict[str, Any]) -> None:
         self.check_stage_files_there(number, folder, decision)
-        for stage in self.mode.loop_stages:
-            for name in self.mode.stage_files[stage]:
+        for stage in self.mode.setup.loop_stages:
+            for name in self.mode.setup.stage_files[stage]:
                 if name.endswith(".md") and _not_written(folder / name) is None:
                     self.check_page(folder / name, decision)
 
@@ -372,9 +372,9 @@ class Loop:
         candidates = [
             c["candidate"] for c in _records(decision.get("candidates")) if "candidate" in c
         ]
-        unmade = self.mode.unmade_files(decision)
+        unmade = self.mode.setup.unmade_files(decision)
         for stage in self.stages_run():
-            for name in self.mode.stage_files[stage]:
+            for name in self.mode.setup.stage_files[stage]:
                 problem = _not_written(folder / name)
                 if problem is None or (problem == "missing" and name in unmade):
                     continue
@@ -396,7 +396,7 @@ class Loop:
         """The command that reruns cycle `number` from its first stage (the resume rule)."""
         flag = f"--{self.audit.step}"
         track = f" --track {self.track}" if self.track else ""
-        stage = self.mode.loop_stages[0]
+        stage = self.mode.setup.loop_stages[0]
         return f"`autoresearch redo {self.layout.name} {flag} {number}{track} --stage {stage}`"
 
     # --- git ---------------------------------------------------------------------------
@@ -578,8 +578,8 @@ class Loop:
         """(file, the commits it says it made) for the decision and each stage record."""
         folder = self.layout.cycle(number, self.track)
         claims = [(self.rel(self.layout.decision(number, self.track)), _records(d.get("fixed")))]
-        for stage in self.mode.loop_stages:
-            for name in self.mode.stage_files[stage]:
+        for stage in self.mode.setup.loop_stages:
+            for name in self.mode.setup.stage_files[stage]:
                 path = folder / name
                 if not name.endswith(".json") or name == "decision.json" or not path.exists():
                     continue
@@ -665,7 +665,7 @@ class Loop:
     def usage_problems(self, number: int, row: dict[str, str]) -> list[str]:
         """A row of a team that is also a stage with a record (sweep's red, green and
         refactor): its tokens and cost are that record's."""
-        names = self.mode.stage_files.get(row.get("team") or "", ())
+        names = self.mode.setup.stage_files.get(row.get("team") or "", ())
         record = next((n for n in names if n.endswith(".json") and n != "decision.json"), None)
         path = self.layout.cycle(number, self.track) / record if record else None
         if path is None or _not_written(path) is not None:

@@ -73,7 +73,7 @@ def summarize(root: Path) -> dict:
         return {"name": root.name, "state": "not started"}
     mode, layout = mode_of(root)
     record = load_record(layout)
-    progress: Progress = mode.progress(layout)
+    progress: Progress = mode.views.progress(layout)
     usage = ledger.session_totals(layout.root)
     done = layout.done.exists()
     started = progress.started
@@ -131,7 +131,7 @@ def render_one(root: Path) -> str:
     lines += [line for line in [verify.status_line(root)] if line]
     mode, layout = mode_of(root)
     if layout.spec.exists():
-        lines += mode.status_lines(layout, spec.load_frozen(layout.spec))
+        lines += mode.views.status_lines(layout, spec.load_frozen(layout.spec))
     record = load_record(layout)
     try:
         listed = git.git(Path(record.target), "ls-tree", "-r", "-z", "--name-only",

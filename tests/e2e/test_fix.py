@@ -7,8 +7,8 @@ import json
 import pytest
 from conftest import Workflow, git, make_repo
 
-from autoresearch.checks.error_counts import Error
 from autoresearch.modes.fix.count import error_id
+from autoresearch.modes.lens.error_counts import Error
 
 APP = """\
 def f():

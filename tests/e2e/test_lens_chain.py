@@ -135,8 +135,8 @@ FIXED_CALC = CALC.replace(
 
 def debug_then_fix(workflow, target) -> dict:
     """A debug session that confirms BUG and hands it to a chained fix, which fixes it."""
-    from autoresearch.checks.error_counts import Error
     from autoresearch.modes.fix.count import error_id
+    from autoresearch.modes.lens.error_counts import Error
 
     bug_id = error_id(Error("handoff", "bug", "B-001", "calc.py", None, BUG["title"]))
     script = {

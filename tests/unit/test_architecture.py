@@ -388,3 +388,41 @@ def test_the_package_is_in_wings_each_saying_what_it_owns():
         assert init.exists(), f"{wing.name}/ has modules but no __init__.py"
         doc = ast.get_docstring(ast.parse(init.read_text()))
         assert doc and len(doc.split()) >= 8, f"{wing.name}/__init__.py says nothing of its wing"
+
+
+PROTOCOL_MAX = 25
+
+
+def public(cls: type) -> set[str]:
+    """The public members a class offers, inherited ones included (what a mode can set)."""
+    return {n for n in dir(cls) if not n.startswith("_")}
+
+
+def protocol_problem(mode_class: type) -> str | None:
+    members = public(mode_class)
+    if len(members) > PROTOCOL_MAX:
+        return f"Mode has {len(members)} members (at most {PROTOCOL_MAX}): {sorted(members)}"
+    return None
+
+
+def test_the_loop_protocol_is_small():
+    """`Mode` is what a loop needs (judge, stop rules, the record type, Red's inputs, where
+    the loop ends); what is shown of the history and what is set up around the loop are
+    parts of their own (`mode.views`, `mode.setup`), never members of the protocol."""
+    from autoresearch.modes.base import Mode, Setup, Views
+
+    assert protocol_problem(Mode) is None, protocol_problem(Mode)
+    parts = (public(Views) | public(Setup)) - public(Mode)
+    for name in modes.MODES:
+        mode = modes.get(name)
+        stray = public(type(mode)) & parts
+        assert not stray, f"{name} sets hooks of its views or setup on the mode: {stray}"
+        assert isinstance(mode.views, Views) and isinstance(mode.setup, Setup)
+
+
+def test_a_hook_added_to_the_protocol_fails_the_count(monkeypatch):
+    # The protocol is at its bound: a view hook put back on Mode is one member too many.
+    from autoresearch.modes.base import Mode
+
+    monkeypatch.setattr(Mode, "summary_sections", lambda self, env, d: "", raising=False)
+    assert "at most 25" in (protocol_problem(Mode) or "")

@@ -39,7 +39,7 @@ def compare(tracks: list[dict], metric: dict | None = MINIMIZE) -> tuple[dict, s
 def test_check_spec_rejects_an_incomplete_aspiration_metric(metric, message):
     values = base_values(hypotheses=GIVEN, aspiration_metric=metric)
     with pytest.raises(SpecError, match=r"config/sessions/s.yaml: .*" + message):
-        Broad().check_spec(values, "s")
+        Broad().setup.check_spec(values, "s")
 
 
 def test_the_metric_ranks_ahead_of_fixes_kept():
@@ -170,13 +170,13 @@ def test_the_deciding_line_says_when_winner_and_runner_up_share_a_tree():
 def test_check_spec_rejects_a_judge_panel_that_cannot_run(values, message):
     spec = base_values(hypotheses=GIVEN, aspiration="Be kind.") | values
     with pytest.raises(SpecError, match=r"config/sessions/s.yaml: .*" + message):
-        Broad().check_spec(spec, "s")
+        Broad().setup.check_spec(spec, "s")
 
 
 def test_a_judge_panel_needs_the_aspiration_it_weighs_against():
     spec = base_values(hypotheses=GIVEN, aspiration_judge={"panel": 3})
     with pytest.raises(SpecError, match=r"key 'aspiration_judge' needs key 'aspiration'"):
-        Broad().check_spec(spec, "s")
+        Broad().setup.check_spec(spec, "s")
 
 
 def judged(r: dict, met: int, panel: int = 3) -> dict:

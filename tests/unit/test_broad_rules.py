@@ -92,16 +92,16 @@ def base_values(**extra) -> dict:
 
 def test_check_spec_needs_aspiration_or_hypotheses():
     with pytest.raises(SpecError, match="key 'aspiration'.*key 'hypotheses'"):
-        Broad().check_spec(base_values(), "s")
-    Broad().check_spec(base_values(aspiration="Be fast."), "s")
-    Broad().check_spec(base_values(hypotheses=GIVEN), "s")
+        Broad().setup.check_spec(base_values(), "s")
+    Broad().setup.check_spec(base_values(aspiration="Be fast."), "s")
+    Broad().setup.check_spec(base_values(hypotheses=GIVEN), "s")
 
 
 def test_check_spec_validates_given_hypotheses():
     with pytest.raises(SpecError, match=r"s.yaml: key 'hypotheses': only 2"):
-        Broad().check_spec(base_values(hypotheses=GIVEN[:2]), "s")
+        Broad().setup.check_spec(base_values(hypotheses=GIVEN[:2]), "s")
     with pytest.raises(SpecError, match=r"hypotheses\[0\]: statement not set"):
-        Broad().check_spec(
+        Broad().setup.check_spec(
             base_values(hypotheses=[{"id": "h1", "category": "bold", "name": "x"}]), "s"
         )
 
@@ -110,7 +110,7 @@ def test_check_spec_ruff_cannot_be_strategist():
     values = base_values(aspiration="Be fast.")
     values["agent"]["backend"] = "ruff"
     with pytest.raises(SpecError, match="cannot propose hypotheses"):
-        Broad().check_spec(values, "s")
+        Broad().setup.check_spec(values, "s")
 
 
 class FakeEnv:
@@ -228,10 +228,10 @@ def test_status_lines_show_tracks_and_pending_approval(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     layout = SessionLayout(fake_session(tmp_path))
-    lines = Broad().status_lines(layout, SessionSpec({"approve": "auto"}))
+    lines = Broad().views.status_lines(layout, SessionSpec({"approve": "auto"}))
     assert any("| h1 | obvious | guard |" in line and "not-started" in line for line in lines)
     (layout.root / "hypotheses.json").unlink()
-    lines = Broad().status_lines(layout, SessionSpec({"approve": "manual"}))
+    lines = Broad().views.status_lines(layout, SessionSpec({"approve": "manual"}))
     assert any("awaiting approval" in line for line in lines)
     assert lines[-1].startswith("waiting for approval: edit sessions/s/hypotheses.md")
     assert "create sessions/s/approved" in lines[-1]

@@ -76,7 +76,7 @@ def test_an_eliminated_hypothesis_does_not_reach_the_childs_setup_file(tmp_path)
     child = Child()
     layout = child.layout(tmp_path / "audit.1-child")
     layout.root.mkdir()
-    child.on_setup(layout, record(), {"handoff": str(path)}, lambda _: None)
+    child.setup.on_setup(layout, record(), {"handoff": str(path)}, lambda _: None)
     text = child.setup_path(layout).read_text()
     assert "B-001" in text
     for word in ("ELIMINATED", "B-002", "LEAD-TITLE", "B-003", "cache.py"):

@@ -47,7 +47,7 @@ def merged(v: dict) -> spec.Spec:
     ],
 )
 def test_each_mode_says_which_teams_its_spec_needs(mode, extra, needed):
-    assert modes.get(mode).teams_needed(values(mode=mode, **extra)) == needed
+    assert modes.get(mode).setup.teams_needed(values(mode=mode, **extra)) == needed
 
 
 def test_ruff_cannot_play_an_experiment_and_the_error_names_the_key():
@@ -151,7 +151,7 @@ def test_a_server_without_a_models_api_is_given_the_benefit_of_the_doubt(api):
 )
 def test_the_stage_is_read_from_the_rules_log_path(mode, log, stage):
     # The mode names its rules' prefix: the engine strips no mode's name of its own.
-    assert stage_name(log, modes.get(mode).rule_prefix) == stage
+    assert stage_name(log, modes.get(mode).setup.rule_prefix) == stage
 
 
 def env_of(tmp_path, mode: str, cycle: int, track: str = "", **spec_values) -> StageEnv:

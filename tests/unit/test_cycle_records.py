@@ -38,7 +38,7 @@ def test_sweep_narrow_and_broad_name_their_record():
 def test_a_decision_written_before_the_records_reads_back_into_its_record(tmp_path, mode):
     path = tmp_path / "decision.json"
     path.write_text((WRITTEN / f"{mode}.json").read_text())
-    decision = modes.get(mode).read_decision(path)
+    decision = loop.read_decision(path, modes.get(mode).decision_extra)
     assert isinstance(decision.extra, RECORDS[mode])
     assert decision.extra.fixed == written(mode)["fixed"]
     again = tmp_path / "again.json"
@@ -49,7 +49,7 @@ def test_a_decision_written_before_the_records_reads_back_into_its_record(tmp_pa
 def test_the_narrow_goal_record_is_typed_too(tmp_path):
     path = tmp_path / "decision.json"
     write_json(path, written("narrow"))
-    goal = modes.get("narrow").read_decision(path).extra.narrow
+    goal = loop.read_decision(path, modes.get("narrow").decision_extra).extra.narrow
     assert isinstance(goal, GoalStep)
     assert (goal.angle, goal.value, goal.current, goal.reverted) == ("first", 4.0, 3.0, True)
 
@@ -57,7 +57,7 @@ def test_the_narrow_goal_record_is_typed_too(tmp_path):
 def test_the_broad_track_keys_are_typed(tmp_path):
     path = tmp_path / "decision.json"
     write_json(path, written("broad"))
-    step = modes.get("broad").read_decision(path).extra
+    step = loop.read_decision(path, modes.get("broad").decision_extra).extra
     assert step.track_status == "aborted" and step.observations.startswith("Hypothesis h3")
     assert step.first_test_verdict  # a key only a cycle that reverted has
 
@@ -143,6 +143,7 @@ class Cycle:
 
     def __init__(self, extra, summary: Path) -> None:
         self.decision_extra, self.summary = extra, summary
+        self.views = self  # its session.md too
 
     def apply_policy(self, env, decision) -> None:
         pass

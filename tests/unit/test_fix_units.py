@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from autoresearch.checks.error_counts import Count, Error
 from autoresearch.errors import SpecError
 from autoresearch.modes.fix import count as counting
 from autoresearch.modes.fix.stages import blocked_of, violations_of
+from autoresearch.modes.lens.error_counts import Count, Error
 
 
 def diff(path: str, removed: list[str], added: list[str]) -> str:

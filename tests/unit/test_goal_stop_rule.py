@@ -94,7 +94,7 @@ def test_a_judge_panel_without_a_model_is_refused_at_the_spec_check(monkeypatch)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     for backend in ("ruff", "claude"):
         with pytest.raises(SpecError, match=r"s\.yaml: key 'judge': .*needs a model backend"):
-            Sweep().check_spec(spec_values(backend), "s")
+            Sweep().setup.check_spec(spec_values(backend), "s")
 
 
 def test_a_judge_panel_must_be_odd(monkeypatch):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.checks.doc_checks import check_doc
+from autoresearch.modes.learn.doc_checks import check_doc
 from autoresearch.modes.learn.stages import verdict
 
 

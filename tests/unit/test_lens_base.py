@@ -110,13 +110,13 @@ def spec_values(**extra) -> dict:
 
 def test_a_lens_the_ruff_backend_cannot_play_is_refused_at_the_spec_check():
     with pytest.raises(SpecError, match="agent.backend.*needs a model"):
-        ModelOnly().check_spec({"agent": {"backend": "ruff"}}, "s")
+        ModelOnly().setup.check_spec({"agent": {"backend": "ruff"}}, "s")
 
 
 def test_an_unknown_lens_in_the_chain_is_refused_naming_the_key():
     with pytest.raises(SpecError, match=r"config/sessions/s.yaml: key 'chain'.*'nosuch'"):
-        ModelOnly().check_spec(spec_values(chain=["nosuch"]), "s")
-    ModelOnly().check_spec(spec_values(chain=["security"]), "s")
+        ModelOnly().setup.check_spec(spec_values(chain=["nosuch"]), "s")
+    ModelOnly().setup.check_spec(spec_values(chain=["security"]), "s")
 
 
 def test_a_chain_the_ruff_backend_cannot_play_is_refused_before_anything_runs():
@@ -124,7 +124,7 @@ def test_a_chain_the_ruff_backend_cannot_play_is_refused_before_anything_runs():
     ModelOnly.ruff_plays = True
     try:
         with pytest.raises(SpecError, match="key 'chain': the debug lens needs a model"):
-            ModelOnly().check_spec(values, "s")
+            ModelOnly().setup.check_spec(values, "s")
     finally:
         ModelOnly.ruff_plays = False
 
@@ -148,4 +148,4 @@ def test_the_spec_autoresearch_new_writes_for_a_lens_is_valid(tmp_path, monkeypa
     assert cli.main(["new", "s", "--target", str(repo), "--mode", lens]) == 0
     merged = specs.load("s", root)
     assert merged.values["mode"] == lens
-    modes.get(lens).check_spec(merged.values, "s")  # the example passes the lens's own check
+    modes.get(lens).setup.check_spec(merged.values, "s")  # the example passes the lens's own check

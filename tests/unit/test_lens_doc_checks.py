@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.checks.doc_checks import (
+from autoresearch.modes.learn.doc_checks import (
     MARKER,
     check_doc,
     config_keys_of,

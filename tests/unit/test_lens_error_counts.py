@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from autoresearch.checks.error_counts import (
+from autoresearch.modes.lens.error_counts import (
     Count,
     Error,
     by_category,

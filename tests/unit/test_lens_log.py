@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from autoresearch.checks.lens_log import (
+from autoresearch.modes.lens.lens_log import (
     COLUMNS,
     LogRow,
     iterations,
@@ -15,8 +15,8 @@ from autoresearch.checks.lens_log import (
     render,
     seen_hashes,
 )
-from autoresearch.checks.masking import REDACTED
-from autoresearch.checks.saturation import Iteration
+from autoresearch.modes.lens.masking import REDACTED
+from autoresearch.modes.lens.saturation import Iteration
 
 STARTED = datetime(2025, 3, 1, 12, 30, 5, tzinfo=UTC)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autoresearch.checks.masking import REDACTED, entropy, mask, scan
+from autoresearch.modes.lens.masking import REDACTED, entropy, mask, scan
 
 # Each value is a made-up credential of the named kind (none is real).
 PRIVATE_KEY = (

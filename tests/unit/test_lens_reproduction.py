@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from autoresearch.checks.reproduction import (
+from autoresearch.modes.lens.reproduction import (
     hypothesis_key,
     judge_reproduction,
 )

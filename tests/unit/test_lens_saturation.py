@@ -7,7 +7,7 @@ import pytest
 
 from autoresearch.agents.backends import ruff_security
 from autoresearch.checks.finding_schema import OWASP_2021, SCENARIO_DIMENSIONS, STRIDE
-from autoresearch.checks.saturation import (
+from autoresearch.modes.lens.saturation import (
     Iteration,
     coverage,
     is_saturated,

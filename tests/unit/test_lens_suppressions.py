@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import git
 
-from autoresearch.checks.suppressions import check, is_test_file, parse_diff
+from autoresearch.modes.lens.suppressions import check, is_test_file, parse_diff
 
 CODE = """\
 import os

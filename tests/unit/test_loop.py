@@ -313,6 +313,7 @@ class Recorder:
 
     def __init__(self, out, calls: list[str]) -> None:
         self.out, self.calls = out, calls
+        self.views = self  # its session.md too
 
     def apply_policy(self, env, decision) -> None:
         self.calls.append("stop rules")

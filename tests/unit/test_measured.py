@@ -106,7 +106,7 @@ def set_up(tmp_path: Path, command: str, scope: dict | None = None, extra: dict 
         "agent": {"backend": "script"},
     }
     lines: list[str] = []
-    Narrow().on_setup(layout, record, values, lines.append)
+    Narrow().setup.on_setup(layout, record, values, lines.append)
     return worktree, record, values, lines
 
 
@@ -278,7 +278,7 @@ def set_up_experiment(tmp_path: Path, metric: str, guard: str):
             "max_iterations": 3,
         },
     }
-    mode.on_setup(layout, record, values, lambda line: None)
+    mode.setup.on_setup(layout, record, values, lambda line: None)
     return worktree, record, values
 
 

@@ -1,7 +1,7 @@
 """A mode's spec refused before anything runs: the message names the file and the key.
 
 Each mode checks its own keys in the setup rule's input function (preflight calls
-Mode.check_spec), the same wiring for every mode, run once through Snakemake in
+Setup.check_spec), the same wiring for every mode, run once through Snakemake in
 tests/e2e/test_bad_input.py; the variants are asked here without a Snakemake start
 (tests/refusals.py).
 """

@@ -38,7 +38,7 @@ def spec(**changes) -> dict:
 
 
 def test_complete_spec_passes_and_angles_sort_by_priority():
-    Narrow().check_spec(spec(), "s")
+    Narrow().setup.check_spec(spec(), "s")
     assert [a.name for a in angles_of(spec())] == ["batch", "cache"]
     goal = goal_of(spec())
     assert (goal.target.comparator, goal.target.value, goal.format, goal.repeats) == (
@@ -80,7 +80,7 @@ def test_single_angle_needs_no_priority():
 )
 def test_incomplete_goal_or_angles_refused_naming_key_and_file(changes, needle):
     with pytest.raises(SpecError) as err:
-        Narrow().check_spec(spec(**changes), "mine")
+        Narrow().setup.check_spec(spec(**changes), "mine")
     assert needle in str(err.value)
     assert str(err.value).startswith("config/sessions/mine.yaml:")
 
@@ -272,7 +272,7 @@ def setup_session(tmp_path: Path, command: str, target: str = "<= 1"):
         protected=["keep.me"],
     )
     lines: list[str] = []
-    Narrow().on_setup(layout, record, values, lines.append)
+    Narrow().setup.on_setup(layout, record, values, lines.append)
     return layout, values, lines
 
 
@@ -291,7 +291,7 @@ def test_setup_records_baseline_protects_the_script_and_fills_defaults(tmp_path)
         "| cycle | value | Δ baseline | Δ previous |"
         in (layout.root / "goal-progress.md").read_text()
     )
-    status = Narrow().status_lines(layout, values)
+    status = Narrow().views.status_lines(layout, values)
     assert "baseline 2, current 2, target <= 1, delta +0" in status[1]
     assert status[-1].split() == ["1.", "todos", "in-progress"]
 
@@ -313,7 +313,7 @@ def test_status_after_cycles(tmp_path):
     record = goal_step(angle="todos", value=1.0, current=1.0, met=True, next_angle="todos")
     layout.decision(1).parent.mkdir(parents=True)
     layout.decision(1).write_text(json.dumps(written | {"cycle": 1, "narrow": record.to_json()}))
-    status = Narrow().status_lines(layout, values)
+    status = Narrow().views.status_lines(layout, values)
     assert "current 1, target <= 1, delta -1 (goal met)" in status[1]
     assert status[-1].split() == ["1.", "todos", "goal-met"]
 

@@ -104,7 +104,7 @@ def test_the_written_experiment_spec_passes_the_schema_and_the_mode_check(capsys
     assert values["experiment"]["guard"] == "python -m pytest -q"
     assert "42, 42 (" in text and "s per run" in text  # measured value and timing recorded
     merged = spec.load("p", ROOT, overrides=values)  # the schema, as a session start checks it
-    Experiment().check_spec(merged.values, "p")
+    Experiment().setup.check_spec(merged.values, "p")
 
 
 def test_a_narrow_plan_aims_ten_percent_better_than_the_measured_value(capsys, tmp_path, target):
@@ -116,7 +116,7 @@ def test_a_narrow_plan_aims_ten_percent_better_than_the_measured_value(capsys, t
     values = yaml.safe_load(written(tmp_path).read_text())
     assert values["goal"]["target"] == "<= 37.8"
     assert values["angles"] == [{"name": "metric", "hypothesis": "fewer things", "priority": 1}]
-    Narrow().check_spec(spec.load("p", ROOT, overrides=values).values, "p")
+    Narrow().setup.check_spec(spec.load("p", ROOT, overrides=values).values, "p")
 
 
 def test_nothing_is_written_without_yes(capsys, tmp_path, target):

@@ -16,6 +16,6 @@ def test_every_modes_progress_says_whether_its_loop_started(name, tmp_path):
     mode = modes.get(name)
     layout = mode.layout(tmp_path / "s")
     layout.root.mkdir(parents=True)
-    figures = mode.progress(layout)
+    figures = mode.views.progress(layout)
     assert isinstance(figures, Progress)
     assert figures.started is False

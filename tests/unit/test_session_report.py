@@ -295,7 +295,7 @@ def decision(cycle: int, track: str = "", fixed: int = 1, tests_pass: bool = Tru
 def test_a_sweeps_steps_are_its_cycles_with_their_fixes_and_tests(layout):
     write_json(layout.decision(1), decision(1, fixed=3))
     write_json(layout.decision(2), decision(2, fixed=0, tests_pass=False))
-    steps = modes.get("sweep").report_steps(layout)
+    steps = modes.get("sweep").views.report_steps(layout)
     assert [(s.cycle, s.kept, s.tests_pass, s.tests_failed) for s in steps] == [
         (1, 3, True, 0),
         (2, 0, False, 1),
@@ -311,7 +311,7 @@ def test_a_broad_sessions_steps_are_every_tracks_cycles(layout):
     write_json(layout.decision(1, "h1"), decision(1, "h1", fixed=2))
     write_json(layout.decision(1, "h2"), decision(1, "h2", fixed=1))
     write_json(layout.decision(2, "h2"), decision(2, "h2", fixed=0))
-    steps = modes.get("broad").report_steps(layout)
+    steps = modes.get("broad").views.report_steps(layout)
     assert [(s.name, s.kept) for s in steps] == [("h1-001", 2), ("h2-001", 1), ("h2-002", 0)]
     assert steps[2].evaluation == layout.cycle(2, "h2") / "eval-results.md"
 
@@ -326,7 +326,7 @@ def test_an_experiments_steps_are_its_iterations_kept_or_not_with_their_guard(tm
     )
     for n, status, guard in ((1, "kept", True), (2, "discarded", False), (3, "crash", None)):
         write_json(layout.decision(n), {"iteration": n, "status": status, "guard_ok": guard})
-    steps = experiment.report_steps(layout)
+    steps = experiment.views.report_steps(layout)
     assert [(s.cycle, s.kept, s.tests_pass) for s in steps] == [
         (1, 1, True),
         (2, 0, False),
@@ -335,7 +335,7 @@ def test_an_experiments_steps_are_its_iterations_kept_or_not_with_their_guard(tm
     assert (
         steps[0].evaluation == tmp_path / "sessions" / "e" / "iterations" / "001" / "evaluation.md"
     )
-    assert experiment.kept_label == "changes kept"
+    assert experiment.views.kept_label == "changes kept"
 
 
 # --- the rules' code in the report ---------------------------------------------------------

@@ -1,12 +1,15 @@
 """docs/architecture.md's twelfth mode is one file of hooks on the one loop: its block,
 loaded as a module of the modes package (never written into it) and registered for the
 test, runs real steps through the one job every deciding rule runs (scripts/step.py): a
-commit through the protection check, decision.json last, the stop rule."""
+commit through the protection check, decision.json last, the stop rule, session.md through
+its views. Its rules file is found from the registry and names only input functions every
+loop shares: adding it touches its file, its rules file and one registry line."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -33,6 +36,12 @@ def example_source() -> str:
     text = (ROOT / "docs" / "architecture.md").read_text()
     after = text.split(MARKER, 1)[1]
     return after.split("```python\n", 1)[1].split("\n```", 1)[0]
+
+
+def rules_block() -> str:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    after = text.split("<!-- twelfth-mode-rules:", 1)[1]
+    return after.split("```\n", 1)[1].split("\n```", 1)[0]
 
 
 MODULE = "_twelfth_example"
@@ -62,12 +71,12 @@ def session(tmp_path: Path, mode: Mode, files: dict[str, str]):
     target = make_repo(tmp_path / "target", files)
     base = git(target, "rev-parse", "HEAD")
     repo = tmp_path / "wt"  # the session's worktree, on the mode's branch
-    git(target, "worktree", "add", "-q", "-b", mode.branch_name("t"), str(repo))
+    git(target, "worktree", "add", "-q", "-b", mode.setup.branch_name("t"), str(repo))
     layout = mode.layout(tmp_path / "sessions" / "t")
     layout.root.mkdir(parents=True)
     (layout.root / "worktree").symlink_to(repo)
     record = SetupRecord(
-        "t", mode.name, "0.1.0", str(target), None, "true", None, mode.branch_name("t"), base,
+        "t", mode.name, "0.1.0", str(target), None, "true", None, mode.setup.branch_name("t"), base,
         {}, "", None, "",
     )  # fmt: skip
     layout.setup.write_text(json.dumps(asdict(record)))
@@ -106,7 +115,7 @@ def test_the_twelfth_mode_of_the_docs_runs_its_steps_on_the_one_loop(tmp_path, t
     on_disk = json.loads(env_at(1).layout.decision(1).read_text())
     assert on_disk["status"] == "kept" and on_disk["end_commit"] == first.end_commit
     assert (env_at(1).layout.cycle(1) / "tidy.txt").read_text() == "kept\n"
-    assert env_at(1).layout.summary.exists()  # session.md, from Mode
+    assert "## Tidy" in env_at(1).layout.summary.read_text()  # session.md, its views'
 
     second = step(env_at(2))  # starts where the first ended: nothing left
     assert second.status is loop.Status.NO_CHANGE and second.start_commit == first.end_commit
@@ -123,3 +132,28 @@ def test_the_twelfth_modes_commit_goes_through_the_protection_check(tmp_path, ti
     assert git(repo, "rev-parse", "HEAD") == base
     assert (repo / "keep.py").read_text() == "z = 3  \n"
     assert not env_at(1).layout.decision(1).exists()
+
+
+def test_the_twelfth_modes_rules_file_is_included_from_its_registry_line(tmp_path, tidy):
+    # The Snakefile includes rules/<mode>.smk for each registered mode that has one: the new
+    # file is found once its registry line is there, and not before.
+    from scripts import common
+
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "tidy.smk").write_text(rules_block())
+    (rules / "orphan.smk").write_text(rules_block())  # no registry line: not included
+    assert common.mode_rules(str(tmp_path)) == [str(rules / "tidy.smk")]
+    assert "rules/tidy.smk" not in (ROOT / "Snakefile").read_text()
+
+
+def test_the_twelfth_modes_rule_names_only_input_functions_every_loop_shares():
+    # Nothing to add to rules/common.smk: each input function the block calls is defined
+    # there, and its job is the one deciding job.
+    block = rules_block()
+    common = (ROOT / "rules" / "common.smk").read_text()
+    called = set(re.findall(r"^\s+(?:unpack\()?(\w+)\(", block.split("output:")[0], re.M))
+    assert called == {"previous_step", "state"}
+    for name in called:
+        assert f"\ndef {name}(" in common, name
+    assert "run: scripts.step.decide(wildcards, input, output, log)" in block

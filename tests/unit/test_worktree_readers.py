@@ -158,7 +158,7 @@ def test_learn_stage_sees_a_linked_doc_as_absent(tmp_path, secret):
 
 
 def test_doc_checks_do_not_read_a_hard_link_to_a_file_outside(tmp_path):
-    from autoresearch.checks import doc_checks
+    from autoresearch.modes.learn import doc_checks
 
     outside = tmp_path / "outside.md"
     outside.write_text(f"# {SECRET}\nline 2\nline 3\n")

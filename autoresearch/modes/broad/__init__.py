@@ -26,7 +26,7 @@ from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 
 from ...errors import SpecError
-from ..base import Mode, Progress
+from ..base import Mode, Progress, part
 from .aspiration import measure_base, metric_of
 from .comparison import UNRANKED
 from .hypotheses import HypothesisError, from_spec, validate
@@ -47,15 +47,8 @@ approve: auto                              # manual: stop after hypotheses.md fo
 """
 
 
-class Broad(Mode):
-    name = "broad"
-    tamper_profile = "measure"  # the aspiration metric imports the code under test
-    decide_checkpoint = "broad_evaluate"  # a track's cycle (wildcard hid)
-    decision_extra = TrackStep
-    spec_example = SPEC_EXAMPLE
-    branch = "see tracks"  # each track has its own: autoresearch/broad/<name>/<hid>
+class BroadSetup(Mode.setup):
     has_worktree = False
-    default_cycle_cap = 5  # per track
 
     def check_spec(self, values: dict[str, Any], name: str) -> None:
         """Nothing written yet: the spec must say what the tracks are about."""
@@ -93,38 +86,15 @@ class Broad(Mode):
             log(f"warning: {UNRANKED}")
             record.warnings.append(UNRANKED)
 
-    def tracks(self, layout: SessionLayout) -> list[str]:
-        return track_ids(layout)
+    def teams_needed(self, values: dict[str, Any]) -> set[str]:
+        """Without given hypotheses, the strategist proposes them."""
+        teams = super().teams_needed(values)
+        teams |= {"judge"} if values.get("aspiration_judge") else set()
+        return teams if values.get("hypotheses") else teams | {"strategist"}
 
-    def red_scope(self, env: StageEnv) -> dict[str, Any] | None:
-        """Red sees this track's hypothesis and the aspiration, nothing of other tracks."""
-        meta = read_json(env.layout.track_meta(env.track)) if env.track else None
-        if not meta:
-            return None
-        return {"hypothesis": dict(meta["hypothesis"]), "aspiration": meta.get("aspiration")}
 
-    def cap_reason(self, spec: SessionSpec, cap: int) -> str:
-        return f"max_cycles reached ({cap} per track)"
-
-    def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
-        if env.track and (env.layout.track_dir(env.track) / MOVE_ON).exists():
-            # The person's word (docs/broad.md, "Moving on"): this track ends with this
-            # cycle, and the next one starts.
-            return f"moved on: sessions/{env.layout.name}/tracks/{env.track}/{MOVE_ON} exists"
-        prev = self.previous_step(env)
-        if prev is not None and not decision["fixed"] and not prev.extra.fixed:
-            return "two consecutive cycles with zero Green commits"
-        return None
-
-    def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
-        """The shared stop cascade per track; the track's status goes to the table."""
-        super().apply_policy(env, decision)
-        aborted = bool(decision["session_stop"] or decision["broken"])
-        if decision["stop"]:
-            decision["track_status"] = "aborted" if aborted else "complete"
-        else:
-            decision["track_status"] = "in-progress"
-        decision["observations"] = observations(env, decision)
+class BroadViews(Mode.views):
+    sections_read_decisions = True
 
     def summary_decisions(
         self, env: StageEnv, pending: dict[str, Any] | None = None
@@ -157,12 +127,6 @@ class Broad(Mode):
         compared = [layout.comparison_md, layout.comparison_json, layout.logs / "comparison.log"]
         compared.append(bench / "comparison.tsv")
         return [*(ended if track else []), *compared, *super().end_files(layout, track)]
-
-    def teams_needed(self, values: dict[str, Any]) -> set[str]:
-        """Without given hypotheses, the strategist proposes them."""
-        teams = super().teams_needed(values)
-        teams |= {"judge"} if values.get("aspiration_judge") else set()
-        return teams if values.get("hypotheses") else teams | {"strategist"}
 
     def write_done(self, env: StageEnv, out: Path) -> None:
         data = json.loads(env.layout.comparison_json.read_text())
@@ -268,6 +232,51 @@ class Broad(Mode):
                 f"winner: {winner['id']} ({winner['branch']})" if winner else "winner: none"
             )
         return lines
+
+
+class Broad(Mode):
+    name = "broad"
+    tamper_profile = "measure"  # the aspiration metric imports the code under test
+    decide_checkpoint = "broad_evaluate"  # a track's cycle (wildcard hid)
+    decision_extra = TrackStep
+    spec_example = SPEC_EXAMPLE
+    branch = "see tracks"  # each track has its own: autoresearch/broad/<name>/<hid>
+    default_cycle_cap = 5  # per track
+    setup = part(BroadSetup)
+    views = part(BroadViews)
+
+    def tracks(self, layout: SessionLayout) -> list[str]:
+        return track_ids(layout)
+
+    def red_scope(self, env: StageEnv) -> dict[str, Any] | None:
+        """Red sees this track's hypothesis and the aspiration, nothing of other tracks."""
+        meta = read_json(env.layout.track_meta(env.track)) if env.track else None
+        if not meta:
+            return None
+        return {"hypothesis": dict(meta["hypothesis"]), "aspiration": meta.get("aspiration")}
+
+    def cap_reason(self, spec: SessionSpec, cap: int) -> str:
+        return f"max_cycles reached ({cap} per track)"
+
+    def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
+        if env.track and (env.layout.track_dir(env.track) / MOVE_ON).exists():
+            # The person's word (docs/broad.md, "Moving on"): this track ends with this
+            # cycle, and the next one starts.
+            return f"moved on: sessions/{env.layout.name}/tracks/{env.track}/{MOVE_ON} exists"
+        prev = self.previous_step(env)
+        if prev is not None and not decision["fixed"] and not prev.extra.fixed:
+            return "two consecutive cycles with zero Green commits"
+        return None
+
+    def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
+        """The shared stop cascade per track; the track's status goes to the table."""
+        super().apply_policy(env, decision)
+        aborted = bool(decision["session_stop"] or decision["broken"])
+        if decision["stop"]:
+            decision["track_status"] = "aborted" if aborted else "complete"
+        else:
+            decision["track_status"] = "in-progress"
+        decision["observations"] = observations(env, decision)
 
 
 def observations(env: StageEnv, d: dict[str, Any]) -> str:

@@ -82,7 +82,7 @@ def build(session: Session, sets: list[ReviewSet], log: Callable[[str], None]) -
     if not winner:
         log("no winner in comparison.md: no merged branch")
         return None
-    loops = session.mode.review_loops(session.layout, session.record, session.spec)
+    loops = session.mode.views.review_loops(session.layout, session.record, session.spec)
     loop = next((lo for lo in loops if lo.track == winner["id"]), None)
     if loop is None or not git.branch_exists(session.target, loop.branch):
         log(f"the winner's branch {winner['branch']} is gone: no merged branch")

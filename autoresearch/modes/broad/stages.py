@@ -167,7 +167,7 @@ def approve(env: StageEnv, markdown: Path, out: Path) -> None:
     name, layout = env.layout.name, env.layout
     manual = env.spec.get("approve") == "manual"
     if manual and not layout.approval_marker.exists():
-        Broad().write_summary(env)
+        Broad().views.write_summary(env)
         raise BroadError(
             f"broad session {name!r} waits for your approval of its hypotheses "
             "(spec key approve: manual); no track has started.\n"
@@ -196,7 +196,7 @@ def approve(env: StageEnv, markdown: Path, out: Path) -> None:
             "pruned": notes,
         },
     )
-    Broad().write_summary(env)
+    Broad().views.write_summary(env)
     env.log(
         f"approved: {', '.join(i.id for i in items)}" + (f" ({'; '.join(notes)})" if notes else "")
     )
@@ -277,7 +277,7 @@ def end_track(env: StageEnv, out: Path) -> None:
     if measured is not None:
         result["aspiration_metric"] = measured
     write_json(out, result)
-    Broad().write_summary(env)
+    Broad().views.write_summary(env)
     env.log(f"track {hid}: {result['status']} after {result['cycles']} cycles: {result['reason']}")
 
 
@@ -312,6 +312,6 @@ def compare(env: StageEnv, md_out: Path, json_out: Path) -> None:
     )
     write_text(md_out, md)
     write_json(json_out, data)
-    Broad().write_summary(env)
+    Broad().views.write_summary(env)
     winner = data["winner"]
     env.log(f"comparison: winner {winner['id'] if winner else 'none'}")

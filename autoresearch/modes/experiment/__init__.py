@@ -35,7 +35,7 @@ from autoresearch.views.session_report import MetricChange, ReportStep
 
 from ...errors import SessionError, SpecError
 from .. import cycle_view
-from ..base import Mode, PlannedMetric, Progress, review_line
+from ..base import Mode, PlannedMetric, Progress, part, review_line
 from . import guard as guards
 from . import holdout, preserve, report, runs, show
 from . import log as logs
@@ -68,16 +68,8 @@ experiment:
 """
 
 
-class Experiment(Mode):
-    name = "experiment"
-    tamper_profile = None  # every proposal is screened with every check (stages.py)
-    spec_example = SPEC_EXAMPLE
-    loop = "iterations"
-    decide_checkpoint = "experiment_decide"
-    step_word = "iteration"
+class ExperimentSetup(Mode.setup):
     rule_prefix = "experiment_"
-    branch = "autoresearch/experiment/{name}"
-    lists_cycles = False  # the Experiment section summarises the iterations
     loop_stages = ("propose", "decide")
     stage_files = {
         "propose": ("proposal.md", "proposal.json", "proposal.patch"),
@@ -94,9 +86,7 @@ class Experiment(Mode):
         return frozenset()
 
     plannable = True
-    kept_label = "changes kept"
     tests_optional = True  # the target's tests are the default guard, when it has any
-    decision_extra = ExperimentStep
 
     def plan_spec(self, plan: PlannedMetric) -> dict[str, Any]:
         """The experiment keys for a dry-run metric; the goal doubles as the research text."""
@@ -259,25 +249,36 @@ class Experiment(Mode):
         write_iteration_logs(layout, cfg, rec0, [rec0], run_id)
         log(f"baseline {key_of(cfg)} = {base['value']:g} (samples {base['samples']}); run {run_id}")
 
-    def cycle_cap(self, spec: SessionSpec) -> int | None:
-        return None  # max_iterations and max_duration are the experiment's own stop rules
+    def set_aside(self, layout: SessionLayout, cycle: int, track: str, dest: Path) -> None:
+        """The redone iterations leave experiments.jsonl, results-data.json and
+        evaluations/ (a rerun appends to the first only when its id is not logged yet)."""
+        entries = logs.read_jsonl(layout.experiments_jsonl)
+        if entries:
+            for path, keep in (
+                (dest / "experiments.jsonl", False),
+                (layout.experiments_jsonl, True),
+            ):
+                lines = [json.dumps(e) for e in entries if (e.get("id", 0) < cycle) == keep]
+                write_text(path, "".join(f"{line}\n" for line in lines))
+        data = json.loads(layout.results_data.read_text()) if layout.results_data.exists() else []
+        if data:
+            later = [d for d in data if d.get("experiment_id", 0) >= cycle]
+            write_json(dest / "results-data.json", later)
+            write_json(layout.results_data, [d for d in data if d not in later])
+        for path in sorted(layout.evaluation(0).parent.glob("iteration-*.json")):
+            if int(path.stem.split("-")[1]) >= cycle:
+                (dest / "evaluations").mkdir(parents=True, exist_ok=True)
+                path.replace(dest / "evaluations" / path.name)
 
-    def judge(self, env: StageEnv, output: Any) -> Judged:
-        """Measure and guard the proposal (or read a batch's measurements), commit the best
-        strictly better one or reset; the results are the iteration's logs, results.tsv and
-        evaluation.md (`output.results`)."""
-        from . import batch, stages  # the measuring code: loaded by the job that decides
+    def teams_needed(self, values: dict[str, Any]) -> set[str]:
+        """Every iteration is the experiment team's."""
+        return {"experiment"}
 
-        rec = batch.decide(env)
-        return Judged(rec, lambda r: stages.write_iteration(env, r, Path(output.results)))
 
-    def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
-        """Iteration or time limit, target reached, a crash loop, stuck, a plateau."""
-        cfg = config_of(env.spec)
-        history = records(env.layout, upto=env.cycle)[1:] + [decision]
-        setup = setup_state(env.layout)
-        elapsed = time.time() - setup["started_epoch"]
-        return should_stop(history, cfg, elapsed, setup["baseline"]["value"])
+class ExperimentViews(Mode.views):
+    step_word = "iteration"
+    lists_cycles = False  # the Experiment section summarises the iterations
+    kept_label = "changes kept"
 
     def summary_decisions(
         self, env: StageEnv, pending: dict[str, Any] | None = None
@@ -318,31 +319,6 @@ class Experiment(Mode):
             made += [path, layout.logs / f"{rule}.log", layout.root / "benchmarks" / f"{rule}.tsv"]
         return [*made, *super().end_files(layout, track)]
 
-    def set_aside(self, layout: SessionLayout, cycle: int, track: str, dest: Path) -> None:
-        """The redone iterations leave experiments.jsonl, results-data.json and
-        evaluations/ (a rerun appends to the first only when its id is not logged yet)."""
-        entries = logs.read_jsonl(layout.experiments_jsonl)
-        if entries:
-            for path, keep in (
-                (dest / "experiments.jsonl", False),
-                (layout.experiments_jsonl, True),
-            ):
-                lines = [json.dumps(e) for e in entries if (e.get("id", 0) < cycle) == keep]
-                write_text(path, "".join(f"{line}\n" for line in lines))
-        data = json.loads(layout.results_data.read_text()) if layout.results_data.exists() else []
-        if data:
-            later = [d for d in data if d.get("experiment_id", 0) >= cycle]
-            write_json(dest / "results-data.json", later)
-            write_json(layout.results_data, [d for d in data if d not in later])
-        for path in sorted(layout.evaluation(0).parent.glob("iteration-*.json")):
-            if int(path.stem.split("-")[1]) >= cycle:
-                (dest / "evaluations").mkdir(parents=True, exist_ok=True)
-                path.replace(dest / "evaluations" / path.name)
-
-    def teams_needed(self, values: dict[str, Any]) -> set[str]:
-        """Every iteration is the experiment team's."""
-        return {"experiment"}
-
     def report_steps(self, layout: SessionLayout) -> list[ReportStep]:
         """Every iteration: its evaluation.md, whether its change was kept, its guard."""
         iterations = records(layout)[1:]
@@ -364,29 +340,12 @@ class Experiment(Mode):
             for r in iterations
         ]
 
-    def log_line(self, env: StageEnv, decision: Decision) -> str:
-        step = decision.extra
-        assert isinstance(step, ExperimentStep)  # loop.decide read it into decision_extra
-        return (
-            f"iteration {env.cycle}: {decision.status_text} ({step.verdict or step.error or ''})"
-            + (f"; stopping: {decision.reason}" if decision.stop else "")
-        )
-
     def report_metric(self, env: StageEnv) -> MetricChange | None:
         """The metric at the baseline and the best kept, in the program's direction."""
         cfg = config_of(env.spec)
         recs = records(env.layout)
         best = (recs[-1].get("best") or {}).get("value")
         return MetricChange(key_of(cfg), recs[0]["metric_value"], best, cfg.direction)
-
-    def write_report(self, env: StageEnv, out: Path) -> None:
-        cfg = config_of(env.spec)
-        recs = records(env.layout)
-        write_text(out, report.report(recs, key_of(cfg), env.record.branch, final_reason(recs)))
-
-    def write_plot(self, env: StageEnv, out: Path) -> None:
-        cfg = config_of(env.spec)
-        report.plot(records(env.layout), key_of(cfg), cfg.direction, out)
 
     def write_done(self, env: StageEnv, out: Path) -> None:
         cfg = config_of(env.spec)
@@ -506,6 +465,56 @@ class Experiment(Mode):
         if not layout.experiment_setup.exists():
             raise SessionError(f"session {layout.name!r} is not set up yet: nothing to show")
         return show.render(layout, key_of(config_of(spec)), iteration, candidate)
+
+
+class Experiment(Mode):
+    name = "experiment"
+    tamper_profile = None  # every proposal is screened with every check (stages.py)
+    spec_example = SPEC_EXAMPLE
+    loop = "iterations"
+    decide_checkpoint = "experiment_decide"
+    branch = "autoresearch/experiment/{name}"
+
+    decision_extra = ExperimentStep
+    setup = part(ExperimentSetup)
+    views = part(ExperimentViews)
+
+    def cycle_cap(self, spec: SessionSpec) -> int | None:
+        return None  # max_iterations and max_duration are the experiment's own stop rules
+
+    def judge(self, env: StageEnv, output: Any) -> Judged:
+        """Measure and guard the proposal (or read a batch's measurements), commit the best
+        strictly better one or reset; the results are the iteration's logs, results.tsv and
+        evaluation.md (`output.results`)."""
+        from . import batch, stages  # the measuring code: loaded by the job that decides
+
+        rec = batch.decide(env)
+        return Judged(rec, lambda r: stages.write_iteration(env, r, Path(output.results)))
+
+    def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
+        """Iteration or time limit, target reached, a crash loop, stuck, a plateau."""
+        cfg = config_of(env.spec)
+        history = records(env.layout, upto=env.cycle)[1:] + [decision]
+        setup = setup_state(env.layout)
+        elapsed = time.time() - setup["started_epoch"]
+        return should_stop(history, cfg, elapsed, setup["baseline"]["value"])
+
+    def log_line(self, env: StageEnv, decision: Decision) -> str:
+        step = decision.extra
+        assert isinstance(step, ExperimentStep)  # loop.decide read it into decision_extra
+        return (
+            f"iteration {env.cycle}: {decision.status_text} ({step.verdict or step.error or ''})"
+            + (f"; stopping: {decision.reason}" if decision.stop else "")
+        )
+
+    def write_report(self, env: StageEnv, out: Path) -> None:
+        cfg = config_of(env.spec)
+        recs = records(env.layout)
+        write_text(out, report.report(recs, key_of(cfg), env.record.branch, final_reason(recs)))
+
+    def write_plot(self, env: StageEnv, out: Path) -> None:
+        cfg = config_of(env.spec)
+        report.plot(records(env.layout), key_of(cfg), cfg.direction, out)
 
 
 def setup_holdout(

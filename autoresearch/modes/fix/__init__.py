@@ -28,12 +28,11 @@ from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 from autoresearch.views import journal
 
-from ...checks import error_counts, lens_log
-from ...checks.error_counts import Error
 from ...errors import SpecError
-from ..base import review_line
-from ..lens import check_ended
+from ..base import part, review_line
+from ..lens import check_ended, error_counts, lens_log
 from ..lens.changing import ChangingLens, kept_steps
+from ..lens.error_counts import Error
 from ..lens.output import Writer
 from ..narrow.protect import TEST_GLOBS
 from . import count as counting
@@ -90,6 +89,59 @@ class FixStep(Extra):
     introduced: int | None = absent()  # only once the change was counted
 
 
+class FixViews(ChangingLens.views):
+    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
+        baseline = [counting.from_json(c) for c in self.setup_data(env.layout)["baseline"]]
+        now = (
+            [counting.from_json(c) for c in decisions[-1]["counts_after"]]
+            if decisions
+            else baseline
+        )
+        kept = kept_steps(decisions)
+        lines = [
+            "## Fix",
+            f"- Errors: {len(counting.errors_of(baseline))} at the base commit, "
+            f"{len(counting.errors_of(now))} now",
+            f"- Iterations: {len(decisions)}, kept: {kept}, "
+            f"blocked: {len(decisions[-1]['blocked']) if decisions else 0}",
+        ]
+        lines += [f"- Iteration {d['cycle']}: {d['status']} — {report.what(d)}" for d in decisions]
+        return "\n".join(lines)
+
+    def write_done(self, env: StageEnv, out: Path) -> None:
+        data = json.loads(self.handoff_path(env.layout).read_text())
+        decisions = journal.load_decisions(env.layout)
+        final = data.get("final_commit") or self.end_commit(env)
+        lines = [
+            f"session: {env.layout.name}",
+            f"mode: {self.name}",
+            f"stopped: {self.stopped(env) or 'finished'}",
+            f"iterations: {len(decisions)}",
+            f"fixes kept: {kept_steps(decisions)}",
+            f"errors: {data['errors_before']} → {data['errors_after']}",
+            f"blocked: {sum(1 for f in data['findings'] if f['blocked'])} of those left",
+            f"{self.gate_label}: {len(data['findings'])}",
+            f"fail_on: {data['fail_on']}",
+            f"gate: {data['gate']}",
+            f"report: {rel(self.summary_path(env.layout))}",
+            f"regression tests added: {len(data.get('regression_tests') or [])}",
+            f"final commit: {final}",
+            review_line(env.record),
+        ]
+        self.writer(env.record).text(out, "\n".join(lines) + "\n")
+
+    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
+        if not self.setup_path(layout).exists():
+            return ["(fix not set up yet)"]
+        baseline = [counting.from_json(c) for c in self.setup_data(layout)["baseline"]]
+        decisions = journal.load_decisions(layout)
+        return [
+            f"Errors: {len(counting.errors_of(baseline))} at the base commit, "
+            f"{len(self.remaining(layout))} now",
+            f"Blocked: {len(decisions[-1]['blocked']) if decisions else 0}",
+        ]
+
+
 class Fix(ChangingLens):
     name = "fix"
     team = "fix"
@@ -101,6 +153,7 @@ class Fix(ChangingLens):
     default_cycle_cap = 30
     gate_label = "errors left"
     spec_example = SPEC_EXAMPLE
+    views = part(FixViews)
 
     def change_lines(self, decision: dict[str, Any]) -> list[str]:
         """The error the step was given, and the session's count before and after it."""
@@ -288,24 +341,6 @@ class Fix(ChangingLens):
             + (f"; stopping: {decision['reason']}" if decision["stop"] else "")
         )
 
-    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
-        baseline = [counting.from_json(c) for c in self.setup_data(env.layout)["baseline"]]
-        now = (
-            [counting.from_json(c) for c in decisions[-1]["counts_after"]]
-            if decisions
-            else baseline
-        )
-        kept = kept_steps(decisions)
-        lines = [
-            "## Fix",
-            f"- Errors: {len(counting.errors_of(baseline))} at the base commit, "
-            f"{len(counting.errors_of(now))} now",
-            f"- Iterations: {len(decisions)}, kept: {kept}, "
-            f"blocked: {len(decisions[-1]['blocked']) if decisions else 0}",
-        ]
-        lines += [f"- Iteration {d['cycle']}: {d['status']} — {report.what(d)}" for d in decisions]
-        return "\n".join(lines)
-
     # --- the report ------------------------------------------------------------------------
 
     def remaining(self, layout: SessionLayout) -> list[Error]:
@@ -373,28 +408,6 @@ class Fix(ChangingLens):
     def blocked_path(layout: SessionLayout) -> Path:
         return layout.root / "blocked.md"
 
-    def write_done(self, env: StageEnv, out: Path) -> None:
-        data = json.loads(self.handoff_path(env.layout).read_text())
-        decisions = journal.load_decisions(env.layout)
-        final = data.get("final_commit") or self.end_commit(env)
-        lines = [
-            f"session: {env.layout.name}",
-            f"mode: {self.name}",
-            f"stopped: {self.stopped(env) or 'finished'}",
-            f"iterations: {len(decisions)}",
-            f"fixes kept: {kept_steps(decisions)}",
-            f"errors: {data['errors_before']} → {data['errors_after']}",
-            f"blocked: {sum(1 for f in data['findings'] if f['blocked'])} of those left",
-            f"{self.gate_label}: {len(data['findings'])}",
-            f"fail_on: {data['fail_on']}",
-            f"gate: {data['gate']}",
-            f"report: {rel(self.summary_path(env.layout))}",
-            f"regression tests added: {len(data.get('regression_tests') or [])}",
-            f"final commit: {final}",
-            review_line(env.record),
-        ]
-        self.writer(env.record).text(out, "\n".join(lines) + "\n")
-
     # --- autoresearch status ---------------------------------------------------------------
 
     def tests_now(self, decisions: list[dict[str, Any]]) -> str:
@@ -402,17 +415,6 @@ class Fix(ChangingLens):
 
     def open_now(self, layout: SessionLayout) -> int:
         return len(self.remaining(layout)) if self.setup_path(layout).exists() else 0
-
-    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
-        if not self.setup_path(layout).exists():
-            return ["(fix not set up yet)"]
-        baseline = [counting.from_json(c) for c in self.setup_data(layout)["baseline"]]
-        decisions = journal.load_decisions(layout)
-        return [
-            f"Errors: {len(counting.errors_of(baseline))} at the base commit, "
-            f"{len(self.remaining(layout))} now",
-            f"Blocked: {len(decisions[-1]['blocked']) if decisions else 0}",
-        ]
 
 
 def _handed_ids(errors: list[Error]) -> set[str]:

@@ -24,11 +24,11 @@ from typing import Any
 from autoresearch.measure import metrics
 from autoresearch.safety import commands, worktree_files
 
-from ...checks import error_counts
-from ...checks.error_counts import Count, Error
-from ...checks.reproduction import judge_reproduction
 from ...errors import SpecError
+from ..lens import error_counts
+from ..lens.error_counts import Count, Error
 from ..lens.output import mask_data
+from ..lens.reproduction import judge_reproduction
 
 PARSERS = ("pytest", "ruff", "mypy", "pyright", "exit", "regex:<pattern>")
 # Parsers that read a JSON report: stderr chatter must not be mixed into it.

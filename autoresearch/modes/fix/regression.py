@@ -26,7 +26,7 @@ from autoresearch.safety.protect import ProtectedChange
 from autoresearch.session.files import read_json, write_json
 from autoresearch.session.layout import SessionLayout
 
-from ...checks.reproduction import judge_reproduction
+from ..lens.reproduction import judge_reproduction
 from .count import HandedBug
 
 

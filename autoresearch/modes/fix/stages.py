@@ -38,8 +38,8 @@ from autoresearch.safety.sandbox import glob_match
 from autoresearch.session.files import write_json
 from autoresearch.views import journal
 
-from ...checks import error_counts, suppressions
-from ...checks.error_counts import Count, Error
+from ..lens import error_counts, suppressions
+from ..lens.error_counts import Count, Error
 from . import count as counting
 
 KEPT = Status.KEPT
@@ -225,7 +225,7 @@ def protected_of(env: StageEnv, mode: Any) -> list[str]:
 
 
 def violations_of(patch: str, protected: list[str], protect_tests: bool) -> list[str]:
-    """Everything the kept diff must not contain (checks/suppressions.py), and edits to a
+    """Everything the kept diff must not contain (modes/lens/suppressions.py), and edits to a
     protected file or (unless allowed) a test file."""
     found = [str(v) for v in suppressions.check(patch)]
     for f in suppressions.parse_diff(patch):

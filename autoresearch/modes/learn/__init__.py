@@ -29,12 +29,11 @@ from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 from autoresearch.views import journal
 
-from ...checks import doc_checks
 from ...errors import SpecError
-from ..base import review_line
+from ..base import part, review_line
 from ..lens.changing import ChangingLens, kept_steps
 from ..lens.output import Writer
-from . import docs
+from . import doc_checks, docs
 
 MODES = ("check", "init", "update")
 SPEC_EXAMPLE = """
@@ -78,6 +77,47 @@ class DocStep(Extra):
     broken: bool = False
 
 
+class LearnSetup(ChangingLens.setup):
+    spec_loop_keys = ""  # one iteration per planned doc; no team to choose
+
+    def plays_with_ruff(self, values: dict[str, Any]) -> bool:
+        # check runs no agent, so any backend does; init and update need a model.
+        return learn_mode(values) == "check"
+
+
+class LearnViews(ChangingLens.views):
+    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
+        lines = ["## Learn", f"- Mode: {self.setup_data(env.layout)['mode']}"]
+        lines += [
+            f"- {d['doc']}: {d['status']} — {d['why']}" + (f" (round failures: {len(d['rounds'])})"
+                                                          if d["rounds"] else "")
+            for d in decisions
+        ]  # fmt: skip
+        return "\n".join(lines)
+
+    def write_done(self, env: StageEnv, out: Path) -> None:
+        data = json.loads(self.handoff_path(env.layout).read_text())
+        decisions = journal.load_decisions(env.layout)
+        kept = [d["doc"] for d in decisions if d["status"] == Status.KEPT]
+        last = self.end_commit(env)
+        lines = [
+            f"session: {env.layout.name}",
+            f"mode: {self.name} ({self.setup_data(env.layout)['mode']})",
+            f"stopped: {self.stopped(env) or 'finished'}",
+            f"docs kept: {len(kept)}" + (f" ({', '.join(kept)})" if kept else ""),
+            f"score: {data['score']}",
+            f"{self.gate_label}: {len(data['findings'])}",
+            f"fail_on: {data['fail_on']}",
+            f"gate: {data['gate']}",
+            f"report: {rel(self.health_path(env.layout))}",
+        ]
+        if kept:
+            lines.append(f"{review_line(env.record)}  (final {last[:12]})")
+        else:
+            lines.append(f"target unchanged: {env.record.target}")
+        self.writer(env.record).text(out, "\n".join(lines) + "\n")
+
+
 class Learn(ChangingLens):
     name = "learn"
     team = "learn"
@@ -87,7 +127,8 @@ class Learn(ChangingLens):
     branch = "autoresearch/learn/{name}"
     gate_label = "doc problems"
     spec_example = SPEC_EXAMPLE
-    spec_loop_keys = ""  # one iteration per planned doc; no team to choose
+    setup = part(LearnSetup)
+    views = part(LearnViews)
 
     def change_title(self, decision: dict[str, Any]) -> str:
         return f"Document {decision['doc']}"
@@ -99,10 +140,6 @@ class Learn(ChangingLens):
             f"score {decision.get('before')} → {decision.get('after')} (every reference checked "
             "against the code)",
         ]
-
-    def plays_with_ruff(self, values: dict[str, Any]) -> bool:
-        # check runs no agent, so any backend does; init and update need a model.
-        return learn_mode(values) == "check"
 
     def check_lens_spec(self, values: dict[str, Any], where: str) -> None:
         mode = learn_mode(values)
@@ -242,15 +279,6 @@ class Learn(ChangingLens):
             return [rel(self.setup_path(layout))]  # check, or nothing to write: just report
         return [self.final_decision(layout, checkpoints)]
 
-    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
-        lines = ["## Learn", f"- Mode: {self.setup_data(env.layout)['mode']}"]
-        lines += [
-            f"- {d['doc']}: {d['status']} — {d['why']}" + (f" (round failures: {len(d['rounds'])})"
-                                                          if d["rounds"] else "")
-            for d in decisions
-        ]  # fmt: skip
-        return "\n".join(lines)
-
     # --- the report --------------------------------------------------------------------------
 
     def health_path(self, layout: SessionLayout) -> Path:
@@ -289,28 +317,6 @@ class Learn(ChangingLens):
         if self.targets_of(env.layout):
             return None
         return f"{self.setup_data(env.layout)['mode']}: nothing to write"
-
-    def write_done(self, env: StageEnv, out: Path) -> None:
-        data = json.loads(self.handoff_path(env.layout).read_text())
-        decisions = journal.load_decisions(env.layout)
-        kept = [d["doc"] for d in decisions if d["status"] == Status.KEPT]
-        last = self.end_commit(env)
-        lines = [
-            f"session: {env.layout.name}",
-            f"mode: {self.name} ({self.setup_data(env.layout)['mode']})",
-            f"stopped: {self.stopped(env) or 'finished'}",
-            f"docs kept: {len(kept)}" + (f" ({', '.join(kept)})" if kept else ""),
-            f"score: {data['score']}",
-            f"{self.gate_label}: {len(data['findings'])}",
-            f"fail_on: {data['fail_on']}",
-            f"gate: {data['gate']}",
-            f"report: {rel(self.health_path(env.layout))}",
-        ]
-        if kept:
-            lines.append(f"{review_line(env.record)}  (final {last[:12]})")
-        else:
-            lines.append(f"target unchanged: {env.record.target}")
-        self.writer(env.record).text(out, "\n".join(lines) + "\n")
 
     def open_now(self, layout: SessionLayout) -> int:
         return len((read_json(self.handoff_path(layout)) or {}).get("findings") or [])

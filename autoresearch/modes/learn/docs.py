@@ -1,7 +1,7 @@
 """The learn lens's view of a target's docs: which docs there are, which a run writes, each
 doc's checks and staleness (git dates of the doc and of the code it names), and its score.
 
-A doc's score is checks/doc_checks.py's share of checks passed, plus one more check for
+A doc's score is doc_checks.py's share of checks passed, plus one more check for
 `update`: the doc is not older than the code it describes.
 """
 
@@ -19,8 +19,8 @@ import yaml
 
 from autoresearch.safety import git, worktree_files
 
-from ...checks import doc_checks
-from ...checks.doc_checks import Check, DocReport
+from . import doc_checks
+from .doc_checks import Check, DocReport
 
 # What `init` writes, and what each doc must hold.
 DOC_SET = {

@@ -1,7 +1,7 @@
 """The learn lens's one stage per doc: the agent writes it, code checks it, the harness keeps it.
 
 The agent writes the iteration's doc and hands it in with finish_docs; the harness puts the
-marker in its front matter and checks it (checks/doc_checks.py). Failures go back to the agent,
+marker in its front matter and checks it (doc_checks.py). Failures go back to the agent,
 at most ROUNDS times. Then the doc is committed (`docs: <doc> — score a → b`) only when every
 reference it names holds (files, symbols, config keys, links) and its score rose. Nothing else
 the agent may have written is kept, and a doc a person wrote is protected from the start.
@@ -25,8 +25,7 @@ from autoresearch.safety.sandbox import Refused, Sandbox
 from autoresearch.safety.worktree_files import read_if_any
 from autoresearch.views import journal
 
-from ...checks import doc_checks
-from . import docs
+from . import doc_checks, docs
 
 ROUNDS = 3  # validation rounds a doc gets before the iteration ends
 # Checks of what a doc says about the code; one that fails keeps the doc out, whatever its score.

@@ -24,26 +24,65 @@ from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec, resolve_target
 from autoresearch.views import journal
 
-from ...checks import lens_log
 from ...checks.finding_schema import gate
 from ...errors import SessionError, SpecError
-from ..base import Mode, Progress
+from ..base import Mode, Progress, part
+from . import lens_log
 from .output import Writer
 
 DEFAULT_FAIL_ON = "high"
 DEFAULT_SATURATION = 3
 
 
-class Lens(Mode):
-    name = "lens"
-    team = ""  # the agent team that does the lens's work
-    loop = "lens"  # sessions/<name>/lens/NNN/
+class LensSetup(Mode.setup):
     # `autoresearch redo` does not know the lenses' stages yet: it refuses them by name.
     loop_stages: tuple[str, ...] = ()
-    branch = "autoresearch/lens/{name}"
+
+    def plays_with_ruff(self, values: dict[str, Any]) -> bool:
+        """Whether the model-free ruff backend can play this lens for this spec."""
+        return self.ruff_plays
+
+    def check_spec(self, values: dict[str, Any], name: str) -> None:
+        where = f"config/sessions/{name}.yaml"
+        ruff = values["agent"]["backend"] == "ruff"
+        if ruff and not self.plays_with_ruff(values):
+            raise SpecError(
+                f"{where}: key 'agent.backend': the {self.name} lens needs a model and the ruff "
+                "backend cannot play it; set agent.backend: claude (or script, to replay a "
+                "rehearsal)"
+            )
+        from .. import MODES, get  # the registry imports this module: look it up at call time
+
+        for lens in chain.chain_of(values):
+            if lens not in MODES:
+                raise SpecError(
+                    f"{where}: key 'chain': unknown lens {lens!r}; expected one of "
+                    f"{', '.join(sorted(MODES))}"
+                )
+            # A chained lens inherits this backend: refuse now, not after this lens has run.
+            if ruff and not get(lens).setup.plays_with_ruff(values):
+                raise SpecError(
+                    f"{where}: key 'chain': the {lens} lens needs a model and the ruff backend "
+                    "cannot play it; set agent.backend: claude (or script)"
+                )
+        self.check_lens_spec(values, where)
+
+    def on_setup(
+        self, layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
+    ) -> None:
+        """Mask what setup copied from the target, then the lens's own setup (lens-setup.json)."""
+        writer = self.writer(record)
+        writer.root = layout.root
+        record.conventions = writer.line(record.conventions)
+        data = self.recon(layout, record, values, log, writer) or {}
+        handoff = values.get("handoff")
+        if handoff:
+            data["handoff"] = chain.inherited(Path(handoff))
+        writer.json(self.setup_path(layout), data)
+
+
+class LensViews(Mode.views):
     lists_cycles = False  # the lens's own section summarises its iterations
-    ruff_plays = False  # whether the model-free ruff backend can play this lens
-    gate_label = "findings"  # what the gate counts, for `done`
 
     def show(
         self,
@@ -59,8 +98,6 @@ class Lens(Mode):
             f"experiment sessions; read its {self.loop}/NNN/ files instead"
         )
 
-    # --- autoresearch finalize ---------------------------------------------------------------
-
     def change_notes(
         self, layout: SessionLayout, track: str, spec: SessionSpec
     ) -> dict[str, ChangeNote]:
@@ -70,6 +107,74 @@ class Lens(Mode):
             for d in journal.load_decisions(layout, track)
             if d.get("status") == Status.KEPT and d.get("end_commit") != d.get("start_commit")
         }
+
+    def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
+        """The report and handoff.json, and the next lens of the chain's `done`."""
+        inputs = [rel(self.findings_path(layout)), rel(self.handoff_path(layout))]
+        nxt = chain.link_of(layout.name, _frozen(layout), layout.root.parent).next
+        if nxt:
+            inputs.append(rel(layout.root.parent / nxt / "done"))
+        return inputs
+
+    def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
+        """The report and handoff.json are made once the lens has looked."""
+        made = [self.findings_path(layout), self.handoff_path(layout)]
+        return [*made, *super().end_files(layout, track)]
+
+    def write_done(self, env: StageEnv, out: Path) -> None:
+        data = read_json(self.handoff_path(env.layout)) or {}
+        findings = data.get("findings") or []
+        link = chain.link_of(env.layout.name, dict(env.spec), env.layout.root.parent)
+        lines = [
+            f"session: {env.layout.name}",
+            f"mode: {self.name}",
+            f"stopped: {self.stopped(env) or 'finished'}",
+            f"{self.gate_label}: {len(findings)}",
+            f"fail_on: {data.get('fail_on', self.fail_on(env.spec))}",
+            f"gate: {data.get('gate', 'PASSED')}",
+            f"report: {rel(self.findings_path(env.layout))}",
+            f"handoff: {rel(self.handoff_path(env.layout))}",
+        ]
+        if link.next:
+            lines.append(f"next lens: sessions/{link.next}")
+        if link.parent:
+            lines.append(f"chained from: sessions/{link.parent}")
+        lines += self.done_lines(env)
+        self.writer(env.record).text(out, "\n".join(lines) + "\n")
+
+    def kept_count(self, layout: SessionLayout) -> int | str:
+        return 0  # a lens changes nothing
+
+    def progress(self, layout: SessionLayout) -> Progress:
+        data = read_json(self.handoff_path(layout)) or {}
+        cycles = len(layout.completed_cycles())
+        return Progress(
+            started=bool(cycles),
+            cycles=cycles,
+            commits=0,
+            fixes=0,
+            tests="n/a",
+            open_issues=len(data.get("findings") or []),
+        )
+
+    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
+        data = read_json(self.handoff_path(layout))
+        if not data:
+            return [f"Gate: not decided yet (fail_on: {self.fail_on(spec)})"]
+        return [f"Gate: {data['gate']} (fail_on: {data['fail_on']})"]
+
+
+class Lens(Mode):
+    name = "lens"
+    team = ""  # the agent team that does the lens's work
+    loop = "lens"  # sessions/<name>/lens/NNN/
+    branch = "autoresearch/lens/{name}"
+    ruff_plays = False  # whether the model-free ruff backend can play this lens
+    gate_label = "findings"  # what the gate counts, for `done`
+    setup = part(LensSetup)
+    views = part(LensViews)
+
+    # --- autoresearch finalize ---------------------------------------------------------------
 
     def change_title(self, decision: dict[str, Any]) -> str:
         return str(decision.get("summary") or decision.get("why") or f"step {decision['cycle']}")
@@ -140,35 +245,6 @@ class Lens(Mode):
 
     # --- the spec ------------------------------------------------------------------------
 
-    def plays_with_ruff(self, values: dict[str, Any]) -> bool:
-        """Whether the model-free ruff backend can play this lens for this spec."""
-        return self.ruff_plays
-
-    def check_spec(self, values: dict[str, Any], name: str) -> None:
-        where = f"config/sessions/{name}.yaml"
-        ruff = values["agent"]["backend"] == "ruff"
-        if ruff and not self.plays_with_ruff(values):
-            raise SpecError(
-                f"{where}: key 'agent.backend': the {self.name} lens needs a model and the ruff "
-                "backend cannot play it; set agent.backend: claude (or script, to replay a "
-                "rehearsal)"
-            )
-        from .. import MODES, get  # the registry imports this module: look it up at call time
-
-        for lens in chain.chain_of(values):
-            if lens not in MODES:
-                raise SpecError(
-                    f"{where}: key 'chain': unknown lens {lens!r}; expected one of "
-                    f"{', '.join(sorted(MODES))}"
-                )
-            # A chained lens inherits this backend: refuse now, not after this lens has run.
-            if ruff and not get(lens).plays_with_ruff(values):
-                raise SpecError(
-                    f"{where}: key 'chain': the {lens} lens needs a model and the ruff backend "
-                    "cannot play it; set agent.backend: claude (or script)"
-                )
-        self.check_lens_spec(values, where)
-
     def check_lens_spec(self, values: dict[str, Any], where: str) -> None:
         """The lens's own keys (raise SpecError naming `where` and the key)."""
 
@@ -192,19 +268,6 @@ class Lens(Mode):
 
     def decision_writer(self, env: StageEnv) -> Writer:
         return self.writer(env.record)  # a lens's decision is masked as its other files
-
-    def on_setup(
-        self, layout: SessionLayout, record: SetupRecord, values: dict[str, Any], log
-    ) -> None:
-        """Mask what setup copied from the target, then the lens's own setup (lens-setup.json)."""
-        writer = self.writer(record)
-        writer.root = layout.root
-        record.conventions = writer.line(record.conventions)
-        data = self.recon(layout, record, values, log, writer) or {}
-        handoff = values.get("handoff")
-        if handoff:
-            data["handoff"] = chain.inherited(Path(handoff))
-        writer.json(self.setup_path(layout), data)
 
     def recon(
         self,
@@ -251,40 +314,6 @@ class Lens(Mode):
             **(extra or {}),
         }
 
-    def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
-        """The report and handoff.json, and the next lens of the chain's `done`."""
-        inputs = [rel(self.findings_path(layout)), rel(self.handoff_path(layout))]
-        nxt = chain.link_of(layout.name, _frozen(layout), layout.root.parent).next
-        if nxt:
-            inputs.append(rel(layout.root.parent / nxt / "done"))
-        return inputs
-
-    def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
-        """The report and handoff.json are made once the lens has looked."""
-        made = [self.findings_path(layout), self.handoff_path(layout)]
-        return [*made, *super().end_files(layout, track)]
-
-    def write_done(self, env: StageEnv, out: Path) -> None:
-        data = read_json(self.handoff_path(env.layout)) or {}
-        findings = data.get("findings") or []
-        link = chain.link_of(env.layout.name, dict(env.spec), env.layout.root.parent)
-        lines = [
-            f"session: {env.layout.name}",
-            f"mode: {self.name}",
-            f"stopped: {self.stopped(env) or 'finished'}",
-            f"{self.gate_label}: {len(findings)}",
-            f"fail_on: {data.get('fail_on', self.fail_on(env.spec))}",
-            f"gate: {data.get('gate', 'PASSED')}",
-            f"report: {rel(self.findings_path(env.layout))}",
-            f"handoff: {rel(self.handoff_path(env.layout))}",
-        ]
-        if link.next:
-            lines.append(f"next lens: sessions/{link.next}")
-        if link.parent:
-            lines.append(f"chained from: sessions/{link.parent}")
-        lines += self.done_lines(env)
-        self.writer(env.record).text(out, "\n".join(lines) + "\n")
-
     def done_lines(self, env: StageEnv) -> list[str]:
         """The lens's own lines of `done` (security with `fix: true`: the fixes kept)."""
         return [f"target unchanged: {env.record.target} (branch {env.record.branch})"]
@@ -292,29 +321,6 @@ class Lens(Mode):
     def stopped(self, env: StageEnv) -> str | None:
         """Why the lens's work ended, for `done` and `status`."""
         return None
-
-    # --- autoresearch status -----------------------------------------------------------
-
-    def kept_count(self, layout: SessionLayout) -> int | str:
-        return 0  # a lens changes nothing
-
-    def progress(self, layout: SessionLayout) -> Progress:
-        data = read_json(self.handoff_path(layout)) or {}
-        cycles = len(layout.completed_cycles())
-        return Progress(
-            started=bool(cycles),
-            cycles=cycles,
-            commits=0,
-            fixes=0,
-            tests="n/a",
-            open_issues=len(data.get("findings") or []),
-        )
-
-    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
-        data = read_json(self.handoff_path(layout))
-        if not data:
-            return [f"Gate: not decided yet (fail_on: {self.fail_on(spec)})"]
-        return [f"Gate: {data['gate']} (fail_on: {data['fail_on']})"]
 
 
 def is_commit(repo: Path, ref: str) -> bool:

@@ -13,7 +13,7 @@ from autoresearch.engine.stage import StageEnv
 from autoresearch.session.layout import SessionLayout
 from autoresearch.views import journal
 
-from ..base import Progress
+from ..base import Progress, part
 from . import Lens
 
 
@@ -22,7 +22,27 @@ def kept_steps(decisions: list[dict[str, Any]]) -> int:
     return sum(1 for d in decisions if d["status"] == Status.KEPT)
 
 
+class ChangingLensViews(Lens.views):
+    def kept_count(self, layout: SessionLayout) -> int | str:
+        """The iterations kept (each one commit), from the loop's running counts."""
+        return tally.read(layout).kept
+
+    def progress(self, layout: SessionLayout) -> Progress:
+        decisions = journal.load_decisions(layout)
+        kept = kept_steps(decisions)
+        return Progress(
+            started=bool(decisions),
+            cycles=len(decisions),
+            commits=kept,
+            fixes=kept,
+            tests=self.tests_now(decisions),
+            open_issues=self.open_now(layout),
+        )
+
+
 class ChangingLens(Lens):
+    views = part(ChangingLensViews)
+
     def end_commit(self, env: StageEnv) -> str:
         """Where the loop ended: the last decision's end, or the base when nothing ran."""
         decisions = journal.load_decisions(env.layout)
@@ -40,22 +60,6 @@ class ChangingLens(Lens):
         return None
 
     # --- autoresearch status ---------------------------------------------------------------
-
-    def kept_count(self, layout: SessionLayout) -> int | str:
-        """The iterations kept (each one commit), from the loop's running counts."""
-        return tally.read(layout).kept
-
-    def progress(self, layout: SessionLayout) -> Progress:
-        decisions = journal.load_decisions(layout)
-        kept = kept_steps(decisions)
-        return Progress(
-            started=bool(decisions),
-            cycles=len(decisions),
-            commits=kept,
-            fixes=kept,
-            tests=self.tests_now(decisions),
-            open_issues=self.open_now(layout),
-        )
 
     def tests_now(self, decisions: list[dict[str, Any]]) -> str:
         """The tests as `status` shows them (default: the lens runs none)."""

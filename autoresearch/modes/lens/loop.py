@@ -20,15 +20,14 @@ from typing import Any
 from autoresearch.engine.loop import Decision, Extra, Judged
 from autoresearch.engine.stage import StageEnv
 from autoresearch.session.files import read_json, write_json
-from autoresearch.session.layout import SessionLayout, rel
+from autoresearch.session.layout import SessionLayout
 from autoresearch.session.spec import SessionSpec
 from autoresearch.views import journal
 
-from ...checks import lens_log
 from ...checks.finding_schema import Schema
-from ...checks.saturation import Iteration
-from ..base import Progress
-from . import Lens
+from ..base import Progress, part
+from . import Lens, lens_log
+from .saturation import Iteration
 
 
 @dataclass
@@ -55,6 +54,24 @@ class LensStep(Extra):
     tests_pass: None = None  # a lens runs no tests
 
 
+class LoopLensViews(Lens.views):
+    def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
+        # The final decision too: once `done` is removed it names the next run's first
+        # iteration, which a report that already exists would not ask for.
+        return [self.final_decision(layout, checkpoints), *super().done_inputs(layout, checkpoints)]
+
+    def write_done(self, env: StageEnv, out: Path) -> None:
+        super().write_done(env, out)
+        # The run is over: a later run of this session (after `done` is removed) starts anew.
+        last = env.layout.completed_cycles()
+        if last:
+            closed = self.closed_runs(env.layout) | {last[-1]}
+            write_json(self.runs_path(env.layout), {"closed": sorted(closed)})
+
+    def progress(self, layout: SessionLayout) -> Progress:
+        return replace(super().progress(layout), open_issues=len(self.accepted(layout)))
+
+
 class LoopLens(Lens):
     schema: Schema
     report_tool = ""  # the team's report tool (tools.TOOL_SPECS)
@@ -62,6 +79,7 @@ class LoopLens(Lens):
     stop_when_all_tested = False
     decide_checkpoint = "lens_check"
     decision_extra = LensStep
+    views = part(LoopLensViews)
 
     # --- runs ----------------------------------------------------------------------------
 
@@ -82,11 +100,6 @@ class LoopLens(Lens):
             len(decisions) + 1,
         )
 
-    def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
-        # The final decision too: once `done` is removed it names the next run's first
-        # iteration, which a report that already exists would not ask for.
-        return [self.final_decision(layout, checkpoints), *super().done_inputs(layout, checkpoints)]
-
     def apply_policy(self, env: StageEnv, decision: dict[str, Any]) -> None:
         """None here: the check decides stop and reason with the iteration, since its
         saturation rule reads the log row the check has just written (stages.check)."""
@@ -105,12 +118,6 @@ class LoopLens(Lens):
             f"({step.new} new), {step.dropped} dropped"
             + (f"; stop: {decision.reason}" if decision.reason else "")
         )
-
-    def red_inputs(self, layout: SessionLayout, cycle: int) -> list[str]:
-        inputs = [rel(layout.spec)]
-        if cycle > 1 and not layout.decision(cycle - 1).exists():
-            inputs.append(rel(layout.decision(cycle - 1)))
-        return inputs
 
     # --- what the lens decides (overridden by each lens) ----------------------------------
 
@@ -183,14 +190,3 @@ class LoopLens(Lens):
     def stopped(self, env: StageEnv) -> str | None:
         decisions = journal.load_decisions(env.layout)
         return next((d.get("reason") for d in reversed(decisions) if d.get("stop")), None)
-
-    def write_done(self, env: StageEnv, out: Path) -> None:
-        super().write_done(env, out)
-        # The run is over: a later run of this session (after `done` is removed) starts anew.
-        last = env.layout.completed_cycles()
-        if last:
-            closed = self.closed_runs(env.layout) | {last[-1]}
-            write_json(self.runs_path(env.layout), {"closed": sorted(closed)})
-
-    def progress(self, layout: SessionLayout) -> Progress:
-        return replace(super().progress(layout), open_issues=len(self.accepted(layout)))

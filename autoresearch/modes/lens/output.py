@@ -17,7 +17,7 @@ from typing import Any
 from autoresearch.safety import seen
 from autoresearch.session import files
 
-from ...checks.masking import redact
+from .masking import redact
 
 
 def mask_data(value: Any, keep: Iterable[str] = ()) -> Any:

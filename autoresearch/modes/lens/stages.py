@@ -24,11 +24,11 @@ from autoresearch.engine.teams import base_context
 from autoresearch.session.files import read_json
 from autoresearch.views import journal
 
-from ...checks import lens_log
 from ...checks.finding_schema import check as check_findings
 from ...checks.finding_schema import drop_counts, title_key
-from ...checks.saturation import stop_reason as saturation_stop
+from . import lens_log
 from .output import quiet
+from .saturation import stop_reason as saturation_stop
 
 
 def run_of(env: StageEnv, mode: Any) -> tuple[str, int]:

@@ -27,7 +27,7 @@ from autoresearch.views import journal
 from autoresearch.views.session_report import MetricChange
 
 from ...errors import SpecError
-from ..base import Mode, PlannedMetric
+from ..base import Mode, PlannedMetric, part
 from . import progress
 from .angles import state_before, step
 from .goal import GOAL_DEFAULTS, Angle, Goal, angles_of, default_target, goal_of, spec_file
@@ -46,13 +46,8 @@ angles:
 """
 
 
-class Narrow(Mode):
-    name = "narrow"
-    tamper_profile = "measure"  # the metric's script imports the code under test
-    spec_example = SPEC_EXAMPLE
-    branch = "autoresearch/narrow/{name}"
+class NarrowSetup(Mode.setup):
     plannable = True
-    decision_extra = NarrowStep
 
     def plan_spec(self, plan: PlannedMetric) -> dict[str, Any]:
         """A goal from the dry-run metric, one angle in the person's words; the tests are
@@ -135,23 +130,9 @@ class Narrow(Mode):
         sections = progress.render_sections(layout, values, [])
         journal.write_summary(layout, record, SessionSpec(values), [], sections)
 
-    def red_scope(self, env: StageEnv) -> dict[str, Any]:
-        """One angle, its hypothesis, the metric, its current value and the target."""
-        prev = self.previous_goal(env)
-        angle = current_angle(env, prev)
-        goal = goal_of(env.spec, env.layout.name)
-        current = prev.current if prev else None
-        if current is None:
-            current = progress.load_baseline(env.layout)["value"]
-        return {
-            "angle": {
-                "name": angle.name,
-                "hypothesis": angle.hypothesis,
-                "metric": goal.metric,
-                "current": f"{current:g}",
-                "target": str(goal.target),
-            }
-        }
+
+class NarrowViews(Mode.views):
+    sections_read_decisions = True
 
     def report_metric(self, env: StageEnv) -> MetricChange:
         """The goal metric at the baseline and as kept on the branch after the last cycle."""
@@ -171,6 +152,61 @@ class Narrow(Mode):
             "are the session's, of each whole cycle, not of this set alone.",
         )
         return [ReviewLoop("", record.branch, record.base_commit, context)]
+
+    def summary_decisions(
+        self, env: StageEnv, pending: dict[str, Any] | None = None
+    ) -> list[Decision]:
+        """The decisions before `pending`'s cycle and `pending` itself, all as NarrowStep
+        records (the one being made is held to its keys here, before it is written)."""
+        done = self.decisions(env.layout)
+        if pending is None:
+            return done
+        made = Decision.from_json(pending, env.layout.decision(env.cycle), NarrowStep)
+        return [d for d in done if d.cycle < made.cycle] + [made]
+
+    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
+        return progress.render_sections(env.layout, env.spec, decisions)  # type: ignore[arg-type]
+
+    def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
+        """The loop's final decision, then the plot drawn from it."""
+        return [*super().done_inputs(layout, checkpoints), rel(layout.goal_progress_plot)]
+
+    def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
+        """The plot is drawn once, from every cycle: a redo draws it again."""
+        bench = layout.root / "benchmarks" / "goal_progress_plot.tsv"
+        plot = [layout.goal_progress_plot, layout.logs / "goal_progress_plot.log", bench]
+        return [*plot, *super().end_files(layout, track)]
+
+    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
+        return progress.status_lines(layout, spec, self.decisions(layout))
+
+
+class Narrow(Mode):
+    name = "narrow"
+    tamper_profile = "measure"  # the metric's script imports the code under test
+    spec_example = SPEC_EXAMPLE
+    branch = "autoresearch/narrow/{name}"
+    decision_extra = NarrowStep
+    setup = part(NarrowSetup)
+    views = part(NarrowViews)
+
+    def red_scope(self, env: StageEnv) -> dict[str, Any]:
+        """One angle, its hypothesis, the metric, its current value and the target."""
+        prev = self.previous_goal(env)
+        angle = current_angle(env, prev)
+        goal = goal_of(env.spec, env.layout.name)
+        current = prev.current if prev else None
+        if current is None:
+            current = progress.load_baseline(env.layout)["value"]
+        return {
+            "angle": {
+                "name": angle.name,
+                "hypothesis": angle.hypothesis,
+                "metric": goal.metric,
+                "current": f"{current:g}",
+                "target": str(goal.target),
+            }
+        }
 
     def held_back(self, env: StageEnv, findings: list[Finding]) -> list[Finding]:
         """What lies off the current angle (its `match` and `paths`) waits in ideas.md: the
@@ -233,7 +269,7 @@ class Narrow(Mode):
                 decision["reason"] = f"{decision['reason']}. {' '.join(notes)}"
         env.log(f"narrow: {decision['metric']}")
         progress.write_progress(
-            env.layout, env.spec, self.summary_decisions(env, decision), env.worktree
+            env.layout, env.spec, self.views.summary_decisions(env, decision), env.worktree
         )
 
     def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
@@ -259,33 +295,6 @@ class Narrow(Mode):
         """The goal record of the cycle before this one (None: the first cycle)."""
         prev = self.previous_step(env)
         return prev.extra.narrow if prev else None  # type: ignore[attr-defined]
-
-    def summary_decisions(
-        self, env: StageEnv, pending: dict[str, Any] | None = None
-    ) -> list[Decision]:
-        """The decisions before `pending`'s cycle and `pending` itself, all as NarrowStep
-        records (the one being made is held to its keys here, before it is written)."""
-        done = self.decisions(env.layout)
-        if pending is None:
-            return done
-        made = Decision.from_json(pending, env.layout.decision(env.cycle), NarrowStep)
-        return [d for d in done if d.cycle < made.cycle] + [made]
-
-    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
-        return progress.render_sections(env.layout, env.spec, decisions)  # type: ignore[arg-type]
-
-    def done_inputs(self, layout: SessionLayout, checkpoints: Any) -> list[str]:
-        """The loop's final decision, then the plot drawn from it."""
-        return [*super().done_inputs(layout, checkpoints), rel(layout.goal_progress_plot)]
-
-    def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
-        """The plot is drawn once, from every cycle: a redo draws it again."""
-        bench = layout.root / "benchmarks" / "goal_progress_plot.tsv"
-        plot = [layout.goal_progress_plot, layout.logs / "goal_progress_plot.log", bench]
-        return [*plot, *super().end_files(layout, track)]
-
-    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
-        return progress.status_lines(layout, spec, self.decisions(layout))
 
     def plot(self, env: StageEnv, out: Path) -> None:
         progress.plot_progress(env.layout, env.spec, self.decisions(env.layout), out)

@@ -21,10 +21,10 @@ from autoresearch.session.layout import SessionLayout, rel
 from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 
-from ...checks import lens_log, votes
+from ...checks import votes
 from ...checks.severity import at_or_above
-from ..base import Progress
-from ..lens import Lens
+from ..base import Progress, part
+from ..lens import Lens, lens_log
 from ..lens.output import Writer
 from . import report
 
@@ -53,10 +53,25 @@ def charge(persona: str) -> str:
     return CHARGES.get(persona, f"Review the code as an expert in {persona.replace('-', ' ')}.")
 
 
+class PredictViews(Lens.views):
+    def progress(self, layout: SessionLayout) -> Progress:
+        return replace(
+            super().progress(layout),
+            cycles=len(list((layout.root / "predict").glob("*/round-*.json"))),
+        )
+
+    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
+        personas = self.personas(spec)
+        done = [p for p in personas if self.round_path(layout, p, 0).exists()]
+        lines = [f"Personas analysed: {len(done)}/{len(personas)}"]
+        return lines + super().status_lines(layout, spec)
+
+
 class Predict(Lens):
     name = "predict"
     spec_example = SPEC_EXAMPLE
     gate_label = "findings voted on"
+    views = part(PredictViews)
 
     def personas(self, spec: dict[str, Any]) -> list[str]:
         return list(self.section(spec).get("personas") or DEFAULT_PERSONAS)
@@ -185,15 +200,3 @@ class Predict(Lens):
             )
         merged_rows = lens_log.merge(self.read_log(layout), rows)
         write_text(self.results_path(layout), lens_log.render(merged_rows))
-
-    def progress(self, layout: SessionLayout) -> Progress:
-        return replace(
-            super().progress(layout),
-            cycles=len(list((layout.root / "predict").glob("*/round-*.json"))),
-        )
-
-    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
-        personas = self.personas(spec)
-        done = [p for p in personas if self.round_path(layout, p, 0).exists()]
-        lines = [f"Personas analysed: {len(done)}/{len(personas)}"]
-        return lines + super().status_lines(layout, spec)

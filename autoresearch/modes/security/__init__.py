@@ -16,20 +16,19 @@ from autoresearch.session.layout import SessionLayout, rel
 from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 
-from ...checks import lens_log
 from ...checks.finding_schema import OWASP_2021, SECURITY, STRIDE, compare
-from ...checks.saturation import (
+from ...checks.severity import SEVERITIES, rank
+from ..base import part, review_line
+from ..lens import check_ended, check_ref, lens_log
+from ..lens.loop import Focus, LoopLens
+from ..lens.output import Writer
+from ..lens.saturation import (
     Iteration,
     coverage,
     next_security_vector,
     security_coverage,
     security_vectors,
 )
-from ...checks.severity import SEVERITIES, rank
-from ..base import review_line
-from ..lens import check_ended, check_ref
-from ..lens.loop import Focus, LoopLens
-from ..lens.output import Writer
 from . import recon as recon_
 
 SPEC_EXAMPLE = """
@@ -44,6 +43,28 @@ security:
 """
 
 
+class SecurityViews(LoopLens.views):
+    def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
+        fixed = self.fix_path(layout)
+        return [fixed, fixed.with_suffix(".md"), *super().end_files(layout, track)]
+
+    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
+        run = decisions[-1]["run_id"] if decisions else None
+        log = lens_log.iterations(self.read_log(env.layout), run) if run else []
+        reach = security_reach(env.spec.agent["backend"])
+        return (
+            f"## Security\n- Iterations: {len(decisions)}\n"
+            f"- Coverage: {security_coverage(log, reach)}{reach_note(reach)}"
+        )
+
+    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
+        rows = self.read_log(layout)
+        runs = list(dict.fromkeys(r.run_id for r in rows))
+        log = lens_log.iterations(rows, runs[-1]) if runs else []
+        coverage = security_coverage(log, security_reach(spec.agent["backend"]))
+        return [f"Coverage: {coverage}", *super().status_lines(layout, spec)]
+
+
 class Security(LoopLens):
     name = "security"
     team = "auditor"
@@ -52,6 +73,7 @@ class Security(LoopLens):
     id_prefix = "V"
     ruff_plays = True
     spec_example = SPEC_EXAMPLE
+    views = part(SecurityViews)
 
     # --- spec and setup ----------------------------------------------------------------
 
@@ -136,10 +158,6 @@ class Security(LoopLens):
     @staticmethod
     def fix_path(layout: SessionLayout) -> Path:
         return layout.root / "security-fix.json"
-
-    def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
-        fixed = self.fix_path(layout)
-        return [fixed, fixed.with_suffix(".md"), *super().end_files(layout, track)]
 
     def fixes(self, layout: SessionLayout) -> list[dict[str, Any]]:
         return list((read_json(self.fix_path(layout)) or {}).get("results") or [])
@@ -236,22 +254,6 @@ class Security(LoopLens):
             "recommendations.md, security-results.tsv.",
         ]
         writer.text(root / "overview.md", "\n".join(lines) + "\n")  # last: the summary
-
-    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
-        run = decisions[-1]["run_id"] if decisions else None
-        log = lens_log.iterations(self.read_log(env.layout), run) if run else []
-        reach = security_reach(env.spec.agent["backend"])
-        return (
-            f"## Security\n- Iterations: {len(decisions)}\n"
-            f"- Coverage: {security_coverage(log, reach)}{reach_note(reach)}"
-        )
-
-    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
-        rows = self.read_log(layout)
-        runs = list(dict.fromkeys(r.run_id for r in rows))
-        log = lens_log.iterations(rows, runs[-1]) if runs else []
-        coverage = security_coverage(log, security_reach(spec.agent["backend"]))
-        return [f"Coverage: {coverage}", *super().status_lines(layout, spec)]
 
 
 def reach_note(reach: tuple[frozenset[str], frozenset[str]] | None) -> str:

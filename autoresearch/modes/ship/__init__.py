@@ -26,9 +26,9 @@ from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 from autoresearch.views import journal
 
-from ...checks import lens_log
 from ...errors import SessionError
-from ..lens import check_ref, is_commit
+from ..base import part
+from ..lens import check_ref, is_commit, lens_log
 from ..lens.changing import ChangingLens
 from ..lens.output import Writer
 from . import gates as gating
@@ -66,6 +66,43 @@ class GateStep(Extra):
     rejected: str | None = absent()  # why the protection refused the change
 
 
+class ShipViews(ChangingLens.views):
+    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
+        lines = ["## Ship", f"- Type: {self.setup_data(env.layout)['type']}"]
+        lines += [f"- Iteration {d['cycle']}: {d['gate']}: {d['status']}, score {d['score']:.2f}"
+                  for d in decisions]  # fmt: skip
+        return "\n".join(lines)
+
+    def write_done(self, env: StageEnv, out: Path) -> None:
+        data = json.loads(self.handoff_path(env.layout).read_text())
+        results = self.final_results(env.layout)
+        lines = [
+            f"session: {env.layout.name}",
+            f"mode: {self.name} ({self.setup_data(env.layout)['type']})",
+            f"stopped: {self.stopped(env) or 'finished'}",
+            f"score: {gating.passing(results)}/{gating.checked(results)} gates pass",
+            f"needs a person: {sum(1 for r in results if r.status == gating.PERSON)}",
+            f"{self.gate_label}: {len(data['findings'])}",
+            f"fail_on: {data['fail_on']}",
+            f"gate: {data['gate']}",
+            f"report: {rel(self.checklist_path(env.layout))}",
+            "ship with (not run by the workflow):",
+            *[f"    {c}" for c in data["ship_commands"]],
+            f"to have the workflow run them: set approve: manual, touch "
+            f"{rel(env.layout.approval_marker)}, then snakemake --cores 1 "
+            f"{rel(self.shipped_path(env.layout))}" + (" (a dry run unless ship.dry_run: false)"),
+        ]
+        self.writer(env.record).text(out, "\n".join(lines) + "\n")
+
+    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
+        if not self.setup_path(layout).exists():
+            return ["(ship not set up yet)"]
+        results = self.final_results(layout)
+        return [f"Gates: {gating.passing(results)}/{gating.checked(results)} pass"] + [
+            f"  {r.name}: {r.status}" for r in results
+        ]
+
+
 class Ship(ChangingLens):
     name = "ship"
     team = "ship"
@@ -77,6 +114,7 @@ class Ship(ChangingLens):
     gate_label = "failing gates"
     spec_example = SPEC_EXAMPLE
     ruff_plays = True  # the gates are commands: keyless, each failing gate is left for a person
+    views = part(ShipViews)
 
     # --- the spec and setup --------------------------------------------------------------
 
@@ -206,12 +244,6 @@ class Ship(ChangingLens):
         )
         self.record_iteration(env, row, usage, row.description)
 
-    def summary_sections(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str:
-        lines = ["## Ship", f"- Type: {self.setup_data(env.layout)['type']}"]
-        lines += [f"- Iteration {d['cycle']}: {d['gate']}: {d['status']}, score {d['score']:.2f}"
-                  for d in decisions]  # fmt: skip
-        return "\n".join(lines)
-
     # --- the report and done -------------------------------------------------------------
 
     def final_results(self, layout: SessionLayout) -> list[gating.Result]:
@@ -269,27 +301,6 @@ class Ship(ChangingLens):
     def idle_reason(self, env: StageEnv, decisions: list[dict[str, Any]]) -> str | None:
         return None if decisions else "every gate passed at setup"
 
-    def write_done(self, env: StageEnv, out: Path) -> None:
-        data = json.loads(self.handoff_path(env.layout).read_text())
-        results = self.final_results(env.layout)
-        lines = [
-            f"session: {env.layout.name}",
-            f"mode: {self.name} ({self.setup_data(env.layout)['type']})",
-            f"stopped: {self.stopped(env) or 'finished'}",
-            f"score: {gating.passing(results)}/{gating.checked(results)} gates pass",
-            f"needs a person: {sum(1 for r in results if r.status == gating.PERSON)}",
-            f"{self.gate_label}: {len(data['findings'])}",
-            f"fail_on: {data['fail_on']}",
-            f"gate: {data['gate']}",
-            f"report: {rel(self.checklist_path(env.layout))}",
-            "ship with (not run by the workflow):",
-            *[f"    {c}" for c in data["ship_commands"]],
-            f"to have the workflow run them: set approve: manual, touch "
-            f"{rel(env.layout.approval_marker)}, then snakemake --cores 1 "
-            f"{rel(self.shipped_path(env.layout))}" + (" (a dry run unless ship.dry_run: false)"),
-        ]
-        self.writer(env.record).text(out, "\n".join(lines) + "\n")
-
     @staticmethod
     def shipped_path(layout: SessionLayout) -> Path:
         return layout.root / "shipped"
@@ -307,14 +318,6 @@ class Ship(ChangingLens):
     def open_now(self, layout: SessionLayout) -> int:
         results = self.final_results(layout) if self.setup_path(layout).exists() else []
         return sum(1 for r in results if r.status == gating.FAIL)
-
-    def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
-        if not self.setup_path(layout).exists():
-            return ["(ship not set up yet)"]
-        results = self.final_results(layout)
-        return [f"Gates: {gating.passing(results)}/{gating.checked(results)} pass"] + [
-            f"  {r.name}: {r.status}" for r in results
-        ]
 
 
 def default_base(repo: Path) -> str:

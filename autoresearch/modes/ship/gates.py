@@ -2,7 +2,7 @@
 default checklist per `ship.type`, and running them all on a worktree.
 
 Built-in gates, each on the lines added since `ship.base`:
-- secrets: nothing secret-looking (checks/masking.py's scanner);
+- secrets: nothing secret-looking (modes/lens/masking.py's scanner);
 - todo: no new TODO or FIXME;
 - version: the project's version (pyproject.toml or package.json) differs from base's;
 - changelog: CHANGELOG.md names the current version;
@@ -23,8 +23,8 @@ from typing import Any
 
 from autoresearch.safety import commands, git, worktree_files
 
-from ...checks.masking import scan
-from ...checks.suppressions import is_test_file, parse_diff
+from ..lens.masking import scan
+from ..lens.suppressions import is_test_file, parse_diff
 
 PASS, FAIL, PERSON = "pass", "fail", "needs a person"
 TAIL = 1200

@@ -26,7 +26,7 @@ from autoresearch.safety.patch import changed_of
 from autoresearch.safety.protect import ProtectedChange
 from autoresearch.views import journal
 
-from ...checks import error_counts
+from ..lens import error_counts
 from . import gates as gating
 
 KEPT = Status.KEPT

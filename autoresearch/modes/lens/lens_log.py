@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from autoresearch.checks.masking import mask
-from autoresearch.checks.saturation import Iteration
+from .masking import mask
+from .saturation import Iteration
 
 COLUMNS = [
     "run_id",

@@ -35,7 +35,7 @@ from typing import Any
 from autoresearch.safety import worktree_files
 from autoresearch.safety.worktree_files import Refused
 
-from .suppressions import is_test_file
+from ..lens.suppressions import is_test_file
 
 MARKER = "generated-by: autoresearch"
 MAX_LINES = 800
