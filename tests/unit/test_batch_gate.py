@@ -71,6 +71,9 @@ class Env:
     def log(self, line: str) -> None:
         self.lines.append(line)
 
+    def tested_before(self) -> TestRun | None:
+        return None  # no run filed before the gate's: the agent ran none here
+
     def judge_tests(self, after: TestRun, reference: TestRun) -> Verdict:
         # A file saying GONE stands for a change that removed a test: no test fails, and
         # the gate still refuses the tree.

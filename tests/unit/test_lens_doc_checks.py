@@ -266,6 +266,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # as examples, and a class written as a path.
 OWN_DOCS_KNOWN = {
     ("docs/architecture.md", "modes/lens/output.Writer"),
+    ("docs/architecture.md", "rules/tidy.smk"),  # the twelfth mode's own file, an example
     ("docs/experiment.md", "config/sessions/opt.yaml"),
     ("docs/narrow.md", "config/sessions/latency.yaml"),
     ("docs/narrow.md", "./bench.sh"),
