@@ -105,6 +105,9 @@ class Jail:
     drop_to: int | None = None  # the uid commands run as, when we are root (else ours)
     user_note: str | None = None  # why commands run as root, when we are root and they do
     keep_caps: tuple[str, ...] = ()  # capabilities kept (the harness's own git: see git.py)
+    # Writable folders shown from another host place: (where inside, what is shown there).
+    # The harness's git as nobody sees the git directory through an idmapped view of it.
+    sources: tuple[tuple[Path, Path], ...] = ()
 
     def describe(self) -> dict:
         """What setup.json records about the jail."""
@@ -182,7 +185,10 @@ class Jail:
 
         reveals = [(p, ["--ro-bind", str(p), str(p)]) for p in shown]
         reveals.append((self.worktree, ["--bind", str(self.worktree), str(self.worktree)]))
-        reveals += [(p, ["--bind", str(p), str(p)]) for p in self.writable if p.exists()]
+        source = dict(self.sources)
+        reveals += [
+            (p, ["--bind", str(source.get(p, p)), str(p)]) for p in self.writable if p.exists()
+        ]
         # The worktree's `.git` stays read-only: a linked worktree's file (pointed elsewhere,
         # it would hand git a directory of the command's making) or a plain clone's folder.
         own_git = self.worktree / ".git"
@@ -220,6 +226,13 @@ class Jail:
         _chown_tree(self.worktree, self.drop_to, JAIL_GID, skip_top=True)
         for folder in self.writable:
             _chown_tree(folder, self.drop_to, JAIL_GID)
+
+    def hand_over_worktree(self) -> None:
+        """`hand_over` for the worktree alone: the harness's git as nobody (git.py) changes
+        it, and the other writable folders are not the commands' to own."""
+        if self.drop_to is not None:
+            _share_top(self.worktree)
+            _chown_tree(self.worktree, self.drop_to, JAIL_GID, skip_top=True)
 
     def allowing(self, *paths: Path) -> Jail:
         """The same jail, with `paths` writable at the same place inside."""
