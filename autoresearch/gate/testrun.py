@@ -29,6 +29,7 @@ from autoresearch.gate.runner_reports import (
     read_stream,
 )
 from autoresearch.safety import commands
+from autoresearch.safety.growth import GROWTH_KEY
 from autoresearch.safety.jail import Jail
 from autoresearch.session.stack import (
     package_test_script_is_jest,
@@ -505,6 +506,9 @@ def judge(
 
     if result.timed_out:
         return make(TIMED_OUT, "timed out", counts, ids, source)
+    if result.over_bound:
+        cause = f"the run grew the worktree past its bound ({GROWTH_KEY})"
+        return make(FAILED, cause, counts, (None, None), source)
     if streamed is not None and streamed.problem:
         stream_source = "pytest-stream" if plan.runner == "pytest" else source
         return make(FAILED, streamed.problem, counts, (None, None), stream_source)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autoresearch.measure import imports
-from autoresearch.safety import child_env, trace
+from autoresearch.safety import child_env, growth, trace
 from autoresearch.safety.jail import Jail, full_note
 
 DEFAULT_TAIL_CHARS = 4000
@@ -58,10 +58,12 @@ class CommandResult:
     # With `stream`: the output's pipe was still held open by something the run left behind
     # when the harness stopped reading, so the output may lack its end.
     output_open: bool = False
+    # The line naming the worktree's growth bound the run passed (growth.py): a failed run.
+    over_bound: str | None = None
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
+        return self.exit_code == 0 and not self.timed_out and self.over_bound is None
 
     @property
     def cut(self) -> bool:
@@ -245,6 +247,9 @@ def _run(
         info_r, info_w = os.pipe() if jailed else (None, None)
         cpu_path = work / "cpu"
         piped = _OutputPipe(out_path) if stream else None
+        watch = None
+        if jailed and jail.worktree_growth_mb:
+            watch = growth.Watch(jail.worktree, jail.worktree_growth_mb, lambda: None)
         with (
             open(out_path, "wb") if piped is None else piped.writer() as out,
             open(err_path, "wb") as err,
@@ -288,6 +293,9 @@ def _run(
             piped.start()
         running = _Running(proc)
         _live.add(running)
+        if watch is not None:
+            watch.on_exceed = running.kill  # the whole jail, at once
+            watch.start()
         try:
             namespace = None
             if info_r is not None:
@@ -310,6 +318,7 @@ def _run(
         if running.interrupted:
             raise Interrupted(f"`{command}` was ended by Ctrl-C")
         output_open = piped.finish() if piped is not None else False
+        over_bound = watch.finish() if watch is not None else None
         jailed_cpu_s = _reported_cpu(cpu_path) if jailed else None
         if jailed_cpu_s is not None:
             jailed_cpu.add(jailed_cpu_s)
@@ -317,6 +326,8 @@ def _run(
         full = None if timed_out or proc.returncode == 0 else full_note(jail, output)
         if full:
             output = f"{output.rstrip()}\n{full}\n"
+        if over_bound:
+            output = f"{output.rstrip()}\n{over_bound}\n"
         stderr, _ = _read_tail(err_path, STDERR_TAIL_BYTES) if stdout_only else ("", 0)
         return CommandResult(
             command,
@@ -328,6 +339,7 @@ def _run(
             output_bytes=size,
             jailed_cpu_s=jailed_cpu_s,
             output_open=output_open,
+            over_bound=over_bound,
         )
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from autoresearch.errors import SpecError
 from autoresearch.safety import words as shell_words
+from autoresearch.safety.growth import DEFAULT_GROWTH_MB, GROWTH_KEY
 
 SANDBOX_MODES = ("auto", "bwrap", "none")
 SPEC_FILE_HINT = "config/sessions/<name>.yaml"
@@ -108,6 +109,8 @@ class Jail:
     # Writable folders shown from another host place: (where inside, what is shown there).
     # The harness's git as nobody sees the git directory through an idmapped view of it.
     sources: tuple[tuple[Path, Path], ...] = ()
+    # commands.worktree_growth_mb: how much a run may grow the worktree (growth.py); 0: no bound
+    worktree_growth_mb: int = DEFAULT_GROWTH_MB
 
     def describe(self) -> dict:
         """What setup.json records about the jail."""
@@ -353,6 +356,8 @@ def build_jail(
     worktree = Path(worktree).absolute()
     pass_env = tuple(settings.get("pass_env") or ())
     tmp_size_mb = int(settings.get("tmp_size_mb") or DEFAULT_TMP_SIZE_MB)
+    growth_mb = settings.get("worktree_growth_mb")
+    growth_mb = DEFAULT_GROWTH_MB if growth_mb is None else int(growth_mb)
     if requested == "none":
         return Jail("none", worktree, network=True, requested=requested, pass_env=pass_env)
     check = probe()
@@ -384,6 +389,7 @@ def build_jail(
         requested=requested,
         pass_env=pass_env,
         tmp_size_mb=tmp_size_mb,
+        worktree_growth_mb=growth_mb,
     )
 
 
@@ -495,7 +501,7 @@ def full_note(jail: Jail | None, output: str) -> str | None:
     return (
         f"autoresearch: a private folder of the jail ($HOME, /tmp, /var/tmp) is limited to "
         f"{jail.tmp_size_mb} MiB and the run filled it (spec key {TMP_SIZE_KEY}); "
-        "the worktree itself has no such bound (docs/safety.md)"
+        f"(the worktree's growth has a bound of its own: {GROWTH_KEY})"
     )
 
 
