@@ -217,11 +217,15 @@ def read_cargo(output: str) -> Tally | None:
         if line == "failures:":
             listing, captured = True, False
             continue
+        if line == "successes:":  # `--show-output`: the passing tests' output comes first
+            listing = captured = False
+            continue
         if _CARGO_CAPTURED.match(line):
-            captured = True  # a failing test's own output, shown until the list of failures
+            captured = True  # a test's own output, shown until the list of failures
             continue
-        if captured:
+        if captured and not _CARGO_RESULT.match(line):
             continue
+        captured = False
         listed = _CARGO_LISTED.match(line) if listing else None
         if listed and not listed.group(1).startswith("----"):
             test_id = _cargo_id(label, listed.group(1))

@@ -303,3 +303,29 @@ def test_in_the_jail_a_go_report_rewritten_at_exit_does_not_hide_a_failing_test(
     box = jail.build_jail({"sandbox": "bwrap"}, repo)
     result = testrun.run_tests("go test ./...", repo, stack="Go", timeout_s=120, jail=box)
     assert result.outcome == FAILED and "second report" in result.cause
+
+
+def test_cargo_output_shown_for_passing_tests_is_no_report_line():
+    shown = """\
+     Running unittests src/lib.rs (target/debug/deps/calc-0123456789abcdef)
+
+running 1 test
+test tests::adds ... ok
+
+successes:
+
+---- tests::adds stdout ----
+test tests::other ... FAILED
+
+successes:
+    tests::adds
+
+test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out
+"""
+    tally = read_cargo(shown)
+    assert tally.problem is None
+    assert (tally.passed, tally.failed, tally.broken) == (
+        {"calc src/lib.rs::tests::adds"},
+        set(),
+        set(),
+    )
