@@ -165,8 +165,7 @@ def confined(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list
             index_dir = str(Path(index).parent) if index else ""
             home = env.get("HOME", "")
             shown = tuple(sorted(copies.values()))
-            prefix = _jail_prefix(work, admin, index_dir, home, env["PATH"], shown)
-            assert prefix is not None
+            prefix = _jail_prefix(work, admin, index_dir, home, env["PATH"], shown) or prefix
     # `-C` names the worktree as the caller did (sessions/<name>/worktree is a link into the
     # store); the jail shows it at the real path, GIT_WORK_TREE's.
     if cmd[1:2] == ["-C"]:
@@ -212,7 +211,8 @@ def _jail_prefix(
 
 
 def _readable_copy(path: str) -> str:
-    """A copy of our file `path` that nobody may read, under a folder only we may list."""
+    """A copy of our file `path` the jail's user (nobody) may read, in a folder of ours
+    that others may pass through but not list (the copy's name is random)."""
     global _copies
     if _copies is None:
         _copies = tempfile.TemporaryDirectory(prefix="autoresearch-gitread-")
