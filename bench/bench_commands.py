@@ -1,17 +1,22 @@
 """What the jail and the bounded output cost (issue 11, parts 1 and 5).
 
 Prints, for `commands.run` without a jail and in the bwrap jail: the median wall time of
-`true` (the jail's fixed cost per command) and of a small pytest suite; then how long a
+`true` (the jail's fixed cost per command) and of a small pytest suite; then, in the jail, what
+the worktree's growth bound (growth.py: a walk of the worktree at the start and end of each
+run, and every 0.25 s while it runs) and the streamed output (a pipe and a thread) add to
+`true` and to a 1 s command, on a worktree of --files files; then how long a
 3 s timeout takes when a child left the process group; and the peak memory of our process
 while a command prints 1 GB.
 
-    python bench/bench_commands.py [--repeats 20] [--gigabytes 1]
+    python bench/bench_commands.py [--repeats 20] [--gigabytes 1] [--files 2000]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -77,17 +82,35 @@ def median_s(command: str, cwd: Path, box: jail.Jail, repeats: int) -> float:
     return statistics.median(times)
 
 
+def own_cpu_ms() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def bound_cost(command: str, cwd: Path, box: jail.Jail, repeats: int, **run) -> tuple[float, float]:
+    """Median (our process's CPU ms, wall ms) of a jailed run."""
+    cpu, wall = [], []
+    for _ in range(repeats):
+        before = own_cpu_ms()
+        result = commands.run(command, cwd, jail=box, **run)
+        assert result.ok, result.output
+        cpu.append(own_cpu_ms() - before)
+        wall.append(result.duration_s * 1000)
+    return statistics.median(cpu), statistics.median(wall)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--gigabytes", type=float, default=1.0)
+    parser.add_argument("--files", type=int, default=2000)
     args = parser.parse_args()
     probe = jail.probe()
     with tempfile.TemporaryDirectory(prefix="bench-commands-") as tmp:
         worktree, sessions = session_layout(Path(tmp))
-        boxes = {"none": jail.build({"sandbox": "none"}, worktree)}
+        boxes = {"none": jail.build_jail({"sandbox": "none"}, worktree)}
         if probe.works:
-            boxes["bwrap"] = jail.build({"sandbox": "bwrap"}, worktree, hide=[sessions])
+            boxes["bwrap"] = jail.build_jail({"sandbox": "bwrap"}, worktree, hide=[sessions])
         else:
             print(f"bwrap: not measured ({probe.reason})")
         pytest = f"{sys.executable} -m pytest -q -p no:cacheprovider"
@@ -95,6 +118,24 @@ def main() -> None:
             true_s = median_s("true", worktree, box, args.repeats)
             tests_s = median_s(pytest, worktree, box, max(3, args.repeats // 4))
             print(f"{mode:5}  true: {true_s * 1000:6.1f} ms   2-test pytest: {tests_s:5.2f} s")
+        if "bwrap" in boxes:
+            for i in range(args.files):
+                folder = worktree / "src" / f"p{i % 20}"
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / f"m{i}.py").write_text(f"X = {i}\n" * 10)
+            box = boxes["bwrap"]
+            unbound = dataclasses.replace(box, worktree_growth_mb=0)
+            print(f"in the jail, worktree of {args.files} files (our CPU ms, wall ms):")
+            for label, cmd in (("true", "true"), ("sleep 1", "sleep 1")):
+                n = args.repeats if cmd == "true" else max(3, args.repeats // 4)
+                plain = bound_cost(cmd, worktree, unbound, n)
+                bounded = bound_cost(cmd, worktree, box, n)
+                streamed = bound_cost(cmd, worktree, box, n, stream=True)
+                print(
+                    f"  {label:8} no bound {plain[0]:5.1f} / {plain[1]:6.1f}   "
+                    f"growth bound {bounded[0]:5.1f} / {bounded[1]:6.1f}   "
+                    f"+ streamed output {streamed[0]:5.1f} / {streamed[1]:6.1f}"
+                )
         for mode, box in boxes.items():
             result = commands.run(f"setsid sleep {LINGER} & sleep {LINGER}", worktree, 3, jail=box)
             print(f"{mode:5}  3 s timeout, child left the group: returned after "

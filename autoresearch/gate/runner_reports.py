@@ -33,6 +33,9 @@ class Tally:
     text: str | None = None  # readable output when the raw output is machine-readable
     # (passed, failed, skipped) as pytest's summary line counts them (errors with failed)
     stream_counts: tuple[int, int, int] | None = None
+    # Why the report cannot be trusted (a second report after the runner's, one cut short):
+    # the run is then no pass, whatever its exit code.
+    problem: str | None = None
 
     def settle(self) -> None:
         # One id, one fate: a test that passed its call and then errored in teardown failed.
@@ -110,6 +113,10 @@ def read_go_json(output: str) -> Tally | None:
     failed_packages: dict[str, str] = {}
     failing_packages: set[str] = set()
     events = 0
+    # A package's events end with its own pass, fail or skip: anything of it after that was
+    # written by something else (a second report), and a package without it was cut short.
+    opened: set[str] = set()
+    ended: set[str] = set()
     for line in output.splitlines():
         event = _json_object(line) if line.startswith("{") else None
         if event is None or "Action" not in event:
@@ -120,6 +127,14 @@ def read_go_json(output: str) -> Tally | None:
             continue
         events += 1
         action, package, test = event["Action"], event.get("Package", ""), event.get("Test")
+        if package and package in ended and tally.problem is None:
+            tally.problem = (
+                f"the test report goes on after package {package} ended (a second report)"
+            )
+        if package and not test and action in ("pass", "fail", "skip"):
+            ended.add(package)
+        elif package:
+            opened.add(package)
         if action in ("output", "build-output"):  # go 1.24+ reports compile errors as events
             text.append(str(event.get("Output", "")).rstrip("\n"))
         elif test and action in ("pass", "fail", "skip"):
@@ -133,6 +148,9 @@ def read_go_json(output: str) -> Tally | None:
             )
     if not events and not failed_packages:
         return None
+    cut = sorted(opened - ended)
+    if cut and tally.problem is None:
+        tally.problem = f"the test report stops before package {cut[0]} ended (cut short)"
     for package, how in failed_packages.items():
         if package not in failing_packages:
             tally.broken.add(f"{package} {how}")
@@ -157,23 +175,33 @@ _CARGO_DOCTESTS = re.compile(r"^\s*Doc-tests (\S+)\s*$")
 _CARGO_LINE = re.compile(r"^test (.+?) \.\.\. (ok|FAILED|ignored)\b")
 _CARGO_RESULT = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
 _CARGO_LISTED = re.compile(r"^    (\S.*?)\s*$")
+_CARGO_COUNT = re.compile(r"^running (\d+) tests?$")
+_CARGO_CAPTURED = re.compile(r"^---- .+ std(?:out|err) ----$")
 _DOCTEST_LINE = re.compile(r" \(line \d+\)$")
 
 
 def read_cargo(output: str) -> Tally | None:
     """`cargo test`'s `test name ... ok|FAILED|ignored` lines, one section per test binary; ids are
     `<binary> <source>::<test>`. A binary that stops without its result line (a crash) fails as
-    `<binary> <source> [crashed]`."""
+    `<binary> <source> [crashed]`. A section's lines must agree with its own `running N tests`,
+    name each test once and end in one result line: else a second report was written into
+    the output (`Tally.problem`)."""
     tally = Tally("cargo")
     label: str | None = None
     has_result = True
     named_failures = 0
-    listing = False
+    listing = captured = False
     sections = 0
+    expected: int | None = None
+    lines_seen = 0
+    named: set[str] = set()
 
     def close() -> None:
         if label is not None and not has_result:
             tally.broken.add(f"{label} [crashed]")
+
+    def problem(why: str) -> None:
+        tally.problem = tally.problem or why
 
     for line in ANSI.sub("", output).splitlines():
         running, doc = _CARGO_RUNNING.match(line), _CARGO_DOCTESTS.match(line)
@@ -181,13 +209,23 @@ def read_cargo(output: str) -> Tally | None:
             close()
             sections += 1
             label = f"doc-tests {doc.group(1)}" if doc else _cargo_binary(*running.groups())
-            has_result, named_failures, listing = False, 0, False
+            has_result, named_failures, listing, captured = False, 0, False, False
+            expected, lines_seen = None, 0
             continue
         if label is None:
             continue
         if line == "failures:":
-            listing = True
+            listing, captured = True, False
             continue
+        if line == "successes:":  # `--show-output`: the passing tests' output comes first
+            listing = captured = False
+            continue
+        if _CARGO_CAPTURED.match(line):
+            captured = True  # a test's own output, shown until the list of failures
+            continue
+        if captured and not _CARGO_RESULT.match(line):
+            continue
+        captured = False
         listed = _CARGO_LISTED.match(line) if listing else None
         if listed and not listed.group(1).startswith("----"):
             test_id = _cargo_id(label, listed.group(1))
@@ -196,15 +234,29 @@ def read_cargo(output: str) -> Tally | None:
                 named_failures += 1
             continue
         listing = False
+        count = _CARGO_COUNT.match(line)
+        if count:
+            if expected is not None or has_result:
+                problem(f"a second test report was written into {label}'s (a second report)")
+            expected = int(count.group(1))
+            continue
         result = _CARGO_RESULT.match(line)
         if result:
+            if has_result:
+                problem(f"a second test result was written for {label} (a second report)")
             has_result = True
             if int(result.group(2)) > named_failures:
                 tally.ids_complete = False  # failures the output did not name
+            if expected is not None and lines_seen != expected:
+                problem(f"{label} said it runs {expected} tests and reported {lines_seen}")
             continue
         test = _CARGO_LINE.match(line)
         if test:
             test_id = _cargo_id(label, test.group(1))
+            if test_id in named or has_result:
+                problem(f"{test_id} was reported twice (a second report)")
+            named.add(test_id)
+            lines_seen += 1
             if test.group(2) == "FAILED":
                 if test_id not in tally.failed:
                     tally.failed.add(test_id)
@@ -227,6 +279,34 @@ def _cargo_binary(source: str, executable: str | None) -> str:
 def _cargo_id(label: str, test: str) -> str:
     # A doc-test's name carries its line number, which moves whenever code above it does.
     return f"{label}::{_DOCTEST_LINE.sub('', test)}"
+
+
+def read_jest_reports(data: bytes, cwd: Path, sessions: int = 1) -> Tally | None:
+    """Jest's `--json` reports as they came through the report pipe: one JSON document per
+    jest the command runs (`sessions`), each whole. A cut document or one too many (something
+    wrote after Jest) is a report that cannot be trusted (`Tally.problem`)."""
+    text = data.decode("utf-8", errors="replace")
+    decoder = json.JSONDecoder()
+    documents: list[bytes] = []
+    at = 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at >= len(text):
+            break
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except ValueError:
+            tally = Tally("jest-json", problem="the Jest report stops before its end (cut short)")
+            return tally
+        documents.append(json.dumps(value).encode())
+    if not documents:
+        return None
+    if len(documents) > sessions:
+        return Tally(
+            "jest-json", problem="a Jest report was written after Jest's own (a second report)"
+        )
+    return read_jest_json(documents, cwd)
 
 
 def read_jest_json(reports: list[bytes], cwd: Path) -> Tally | None:

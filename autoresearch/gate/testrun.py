@@ -26,10 +26,11 @@ from autoresearch.gate.runner_reports import (
     Tally,
     read_cargo,
     read_go_json,
-    read_jest_json,
+    read_jest_reports,
     read_stream,
 )
-from autoresearch.safety import commands, worktree_files
+from autoresearch.safety import commands
+from autoresearch.safety.growth import GROWTH_KEY
 from autoresearch.safety.jail import Jail
 from autoresearch.session.stack import (
     package_test_script_is_jest,
@@ -183,29 +184,41 @@ def run_tests(
     with (
         tempfile.TemporaryDirectory(prefix="autoresearch-tests-", dir=parent) as folder,
         tempfile.TemporaryDirectory(prefix="autoresearch-plugin-") as plugin,
+        _ReportPipe() as report,
     ):
-        plan = instrument(base, cwd, stack, Path(folder), Path(plugin))
-        # The jail lets the command write `folder`, at this same path, for the reports, and
-        # read the plugin's folder.
+        plan = instrument(base, cwd, stack, Path(folder), Path(plugin), report.path)
+        # The jail lets the command write `folder`, at this same path, and read the plugin's.
         inside = jail.allowing(Path(folder)) if jail is not None else None
         streamed: Streamed | None = None
         if plan.runner == "pytest" and plan.added:
             result, streamed = _run_streamed(
-                plan, cwd, Path(plugin), timeout_s=timeout_s, secrets=secrets, jail=inside
+                plan, cwd, Path(plugin), report, timeout_s=timeout_s, secrets=secrets, jail=inside
             )
             tally = streamed.tally
         else:
+            # Go's and cargo's reports are their output, Jest's its --outputFile: each comes
+            # through a pipe the harness reads as the run goes, so a process of the run can
+            # add to it but never rewrite what the runner wrote (and adding shows: a second
+            # or cut report is no pass, runner_reports.py).
+            fds = (report.write_fd,) if plan.runner == "jest" else ()
             result = commands.run(
-                plan.command, cwd, timeout_s=timeout_s, extra_secrets=secrets, jail=inside
+                plan.command,
+                cwd,
+                timeout_s=timeout_s,
+                extra_secrets=secrets,
+                jail=inside,
+                pass_fds=fds,
+                stream=True,
             )
-            tally = _read(plan, result, cwd)
-        if tally is None and streamed is None or streamed and streamed.tally is None:
-            if _rejects_our_flags(plan, result) and not (streamed and streamed.problem):
+            streamed = _read(plan, result, cwd, report)
+            tally = streamed.tally if streamed is not None else None
+        if tally is None and (streamed is None or not streamed.problem):
+            if _rejects_our_flags(plan, result):
                 # The target's setup refused a flag we added (a plugin turned off, say): run
                 # the command as given and make do with its text.
                 plan = _Plan(base, plan.runner, (), (), ())
                 result = commands.run(
-                    base, cwd, timeout_s=timeout_s, extra_secrets=secrets, jail=jail
+                    base, cwd, timeout_s=timeout_s, extra_secrets=secrets, jail=jail, stream=True
                 )
                 tally, streamed = None, None
         if on_result is not None:
@@ -213,10 +226,59 @@ def run_tests(
         return judge(command, plan, result, tally, cwd, streamed)
 
 
+class _ReportPipe:
+    """The pipe a runner's report comes through: its writing end is handed to the command
+    (pytest's plugin writes to the descriptor, Jest opens `path`, /dev/fd/N), the harness
+    reads the other as the run goes. Nothing the run does can take back what was read."""
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        # The jail's user (nobody, under a root harness) must be able to open the writing end
+        # by its /dev/fd path, as Jest does; never to read (what it read the harness would
+        # not see: a report cut short at will).
+        os.fchmod(self.write_fd, 0o602)
+        self.path = f"/dev/fd/{self.write_fd}"
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+
+    def _drain(self) -> None:
+        with os.fdopen(self.read_fd, "rb", buffering=0) as pipe:
+            while block := pipe.read(1 << 16):
+                self.size += len(block)
+                if self.size <= MAX_REPORT_BYTES:
+                    self.chunks.append(block)
+
+    def close_ours(self) -> None:
+        if self.write_fd >= 0:
+            os.close(self.write_fd)
+            self.write_fd = -1
+
+    def finish(self) -> tuple[bytes | None, str | None]:
+        """What came through, once every holder closed it; or None and why not."""
+        self.close_ours()
+        # The pipe ends when every process holding it has: a copy kept by something the run
+        # left behind keeps it open, and a report that may still grow is no report.
+        self.thread.join(STREAM_WAIT_S)
+        if self.thread.is_alive():
+            return None, "the test report was still open after the run"
+        if self.size > MAX_REPORT_BYTES:
+            return None, "the test report is larger than any suite's"
+        return b"".join(self.chunks), None
+
+    def __enter__(self) -> _ReportPipe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close_ours()
+
+
 def _run_streamed(
     plan: _Plan,
     cwd: Path,
     plugin: Path,
+    report: _ReportPipe,
     *,
     timeout_s: float,
     secrets: list[str] | None,
@@ -235,22 +297,9 @@ def _run_streamed(
         f"def {must_pass}():\n    pass\n\n\n"
         f"def {must_fail}():\n    raise AssertionError('the harness canary must fail')\n"
     )
-    read_fd, write_fd = os.pipe()
-    chunks: list[bytes] = []
-    size = [0]
-
-    def drain() -> None:
-        with os.fdopen(read_fd, "rb", buffering=0) as pipe:
-            while block := pipe.read(1 << 16):
-                size[0] += len(block)
-                if size[0] <= MAX_REPORT_BYTES:
-                    chunks.append(block)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
     path = os.pathsep.join([str(plugin), *filter(None, [os.environ.get("PYTHONPATH")])])
     env = {
-        report_plugin.FD_VARIABLE: str(write_fd),
+        report_plugin.FD_VARIABLE: str(report.write_fd),
         report_plugin.CANARY_VARIABLE: os.pathsep.join([str(canary), must_pass, must_fail]),
         "PYTHONPATH": path,
     }
@@ -264,19 +313,15 @@ def _run_streamed(
             extra_secrets=secrets,
             jail=jail,
             extra_env=env,
-            pass_fds=(write_fd,),
+            pass_fds=(report.write_fd,),
         )
     finally:
-        os.close(write_fd)
-    # The pipe ends when every process holding it has: a copy kept by something the run
-    # left behind keeps it open, and a report that may still grow is no report.
-    reader.join(STREAM_WAIT_S)
-    if reader.is_alive():
-        return result, Streamed(None, problem="the test report was still open after the run")
-    if size[0] > MAX_REPORT_BYTES:
-        return result, Streamed(None, problem="the test report is larger than any suite's")
+        report.close_ours()
+    data, problem = report.finish()
+    if data is None:
+        return result, Streamed(None, problem=problem)
     sessions = len(PYTEST.findall(plan.command))
-    return result, read_stream(b"".join(chunks), must_pass, must_fail, sessions)
+    return result, read_stream(data, must_pass, must_fail, sessions)
 
 
 @dataclass(frozen=True)
@@ -298,7 +343,12 @@ _NPM_TEST = re.compile(r"^\s*(npm\s+(?:run\s+)?test|yarn\s+test|pnpm\s+(?:run\s+
 
 
 def instrument(
-    command: str, cwd: Path, stack_name: str | None, folder: Path, plugin: Path | None = None
+    command: str,
+    cwd: Path,
+    stack_name: str | None,
+    folder: Path,
+    plugin: Path | None = None,
+    report: str | None = None,
 ) -> _Plan:
     """The command with structured-output flags for its runner, and where that output will be.
 
@@ -306,6 +356,8 @@ def instrument(
     hands them to pytest. pytest's report is the harness's plugin's stream, never a file the
     command writes (a JUnit file the tested process could rewrite after the run). `plugin` is
     the plugin's folder: a `PYTHONPATH=` the command sets itself keeps it on the path.
+    `report` is where Jest writes its `--json` report: the report pipe's /dev/fd path (a file
+    in `folder` when the caller has no pipe).
     """
     if PYTEST.search(command):
         ran = PYTEST.sub(lambda match: f"{match.group(1)} -p {PLUGIN}", command)
@@ -326,7 +378,7 @@ def instrument(
         files = []
 
         def add_json(match: re.Match[str]) -> str:
-            path = folder / f"jest-{len(files)}.json"
+            path = Path(report) if report else folder / f"jest-{len(files)}.json"
             files.append(path)
             return f"{match.group(1)} {jest_flags.format(shlex.quote(str(path)))}"
 
@@ -336,7 +388,7 @@ def instrument(
     rest = command[npm.end() :].strip() if npm else None
     if rest in ("", "-- --no-cache") and stack_name == "Node/TS":
         if package_test_script_is_jest(cwd):
-            path = folder / "jest-0.json"
+            path = Path(report) if report else folder / "jest-0.json"
             flags = jest_flags.format(shlex.quote(str(path)))
             ran = command.rstrip() + (f" {flags}" if rest else f" -- {flags}")
             return _Plan(ran, "jest", ("--json", "--outputFile"), (path,), ())
@@ -368,26 +420,23 @@ def _rejects_our_flags(plan: _Plan, result: commands.CommandResult) -> bool:
     return refusal is not None and any(flag in result.output for flag in plan.added)
 
 
-def _read(plan: _Plan, result: commands.CommandResult, cwd: Path) -> Tally | None:
-    # The command may write where its reports go: each is read by the worktree reader's rules
-    # (a link it left there to a file outside, or a FIFO, is not read).
-    ours = [_report(p, p.parent) for p in plan.files]
-    if plan.runner == "go":
-        return read_go_json(result.output)
-    if plan.runner == "cargo":
-        return read_cargo(result.output)
+def _read(
+    plan: _Plan, result: commands.CommandResult, cwd: Path, report: _ReportPipe
+) -> Streamed | None:
+    """The report of a go, cargo or Jest run, and why it cannot be trusted when it cannot."""
     if plan.runner == "jest":
-        return read_jest_json([data for data in ours if data is not None], cwd)
-    return None
-
-
-def _report(path: Path, root: Path) -> bytes | None:
-    """A report file under `root`, through the worktree reader; None when absent or refused."""
-    try:
-        rel = os.path.relpath(path, root)
-        return worktree_files.read_bytes(root, rel, max_bytes=MAX_REPORT_BYTES)
-    except (worktree_files.Refused, ValueError):
+        data, problem = report.finish()
+        if data is None:
+            return Streamed(None, problem=problem)
+        tally = read_jest_reports(data, cwd, sessions=len(plan.files))
+    elif plan.runner in ("go", "cargo"):
+        if result.output_open:
+            return Streamed(None, problem="the test output was still open after the run")
+        reader = read_go_json if plan.runner == "go" else read_cargo
+        tally = reader(result.output)
+    else:
         return None
+    return Streamed(tally, problem=tally.problem if tally is not None else None)
 
 
 # Text that means the runner never got to the tests, whatever the exit code says.
@@ -462,8 +511,12 @@ def judge(
 
     if result.timed_out:
         return make(TIMED_OUT, "timed out", counts, ids, source)
+    if result.over_bound:
+        cause = f"the run grew the worktree past its bound ({GROWTH_KEY})"
+        return make(FAILED, cause, counts, (None, None), source)
     if streamed is not None and streamed.problem:
-        return make(FAILED, streamed.problem, counts, (None, None), "pytest-stream")
+        stream_source = "pytest-stream" if plan.runner == "pytest" else source
+        return make(FAILED, streamed.problem, counts, (None, None), stream_source)
     if streamed is not None and streamed.tampered:
         return make(TAMPERED, streamed.tampered, counts, (None, None), source)
     unchecked = streamed.unchecked if streamed is not None else None

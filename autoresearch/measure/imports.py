@@ -14,6 +14,8 @@ measured.py turns the log into paths that must stay absent.
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +74,7 @@ def _install():
                 state["busy"] = False
 
     _sys.meta_path.insert(0, Watch)
+    write("start\\t%s\\n" % _sys.executable)  # this process logs: the harness counts them
 
 
 _install()
@@ -124,6 +127,46 @@ class ImportLog:
     found: dict[str, str] = field(default_factory=dict)
     absent: list[str] = field(default_factory=list)
     path: list[str] = field(default_factory=list)
+    started: int = 0  # Python processes that ran the hook (a trace counts those that ran)
+
+
+_PYTHON = re.compile(r"python[\d.]*$")
+
+
+def unlogged(execs: list[tuple[str, tuple[str, ...]]], log: ImportLog | None) -> list[str]:
+    """Command lines of the Python processes of a traced run (`execs`: each exec's path and
+    argv) that cannot have logged their imports, when fewer logged than ran: those given
+    -I, -E or -S, else every one (run by a path of its own with a PYTHONPATH of its own)."""
+    ran = [
+        argv
+        for path, argv in execs
+        if _PYTHON.search(os.path.basename(path)) and Path(path).parent.parent.name != FOLDER
+    ]
+    if len(ran) <= (log.started if log is not None else 0):
+        return []
+    flagged = [argv for argv in ran if _unhooked(argv)]
+    return [shlex.join(argv) for argv in (flagged or ran)]
+
+
+def _unhooked(argv: tuple[str, ...]) -> bool:
+    """Whether the interpreter's own options hold -E or -I (PYTHONPATH, and with it the
+    hook, ignored) or -S (no `site`, so no `sitecustomize`), read as Python reads them."""
+    words = iter(argv[1:])
+    for word in words:
+        if not word.startswith("-") or word in ("-", "--"):
+            return False
+        if word.startswith("--"):
+            continue
+        for i, letter in enumerate(word[1:]):
+            if letter in "IES":
+                return True
+            if letter in "cm":  # the rest is the program: no option follows
+                return False
+            if letter in "XW":  # the rest of the word, or the next one, is its argument
+                if i == len(word) - 2:
+                    next(words, None)
+                break
+    return False
 
 
 def read(folder: Path) -> ImportLog | None:
@@ -136,7 +179,9 @@ def read(folder: Path) -> ImportLog | None:
     for log in logs:
         for line in log.read_text(errors="replace").splitlines():
             kind, _, rest = line.partition("\t")
-            if kind == "path" and rest not in out.path:
+            if kind == "start":
+                out.started += 1
+            elif kind == "path" and rest not in out.path:
                 out.path.append(rest)
             elif kind == "absent" and rest not in out.absent:
                 out.absent.append(rest)

@@ -469,6 +469,21 @@ class Watcher:
             )
             if told not in self.watch.notes:
                 self.watch.notes.append(told)
+        if seen is not None:
+            blind = imports.unlogged([(e.path, e.argv) for e in seen.execs], seen.imports)
+            told = (
+                (
+                    f"spec key `{key}`: its Python ran as `{blind[0]}`, which loads no import log "
+                    "(-I, -E or -S ignore the harness's hook; so does a PYTHONPATH set for an "
+                    "interpreter named by its path): what it imports is not protected, neither a "
+                    "module it looks for in vain nor one shadowed beside its script; run it as "
+                    "`python script.py` without those flags to protect them (docs/safety.md)"
+                )
+                if blind
+                else None
+            )
+            if told and told not in self.watch.notes:
+                self.watch.notes.append(told)
 
 
 def session_watcher(worktree: Path, base: str, scope: dict[str, Any] | None) -> Watcher:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autoresearch.measure import imports
-from autoresearch.safety import child_env, trace
+from autoresearch.safety import child_env, growth, trace
 from autoresearch.safety.jail import Jail, full_note
 
 DEFAULT_TAIL_CHARS = 4000
@@ -55,10 +55,15 @@ class CommandResult:
     # jail's processes are never reaped by ours, so rusage does not see them. None outside
     # a jail (rusage counts it) and when the jail was killed before it could say.
     jailed_cpu_s: float | None = None
+    # With `stream`: the output's pipe was still held open by something the run left behind
+    # when the harness stopped reading, so the output may lack its end.
+    output_open: bool = False
+    # The line naming the worktree's growth bound the run passed (growth.py): a failed run.
+    over_bound: str | None = None
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
+        return self.exit_code == 0 and not self.timed_out and self.over_bound is None
 
     @property
     def cut(self) -> bool:
@@ -137,6 +142,7 @@ def run(
     extra_env: dict[str, str] | None = None,
     pass_fds: tuple[int, ...] = (),
     pass_env: Sequence[str] = (),
+    stream: bool = False,
 ) -> CommandResult:
     """Run a shell command from the spec in `cwd`, inside `jail` when it is a bwrap jail.
 
@@ -148,6 +154,11 @@ def run(
     inherits (the pipe a test runner's report comes through, testrun.py).
     The command's environment is `environment()`'s allowlist with the jail's
     `commands.pass_env` names (`pass_env` for a command run without a jail object).
+
+    With `stream`, the output comes through a pipe the harness reads as the run goes (and
+    writes to that file itself): the command's processes hold only the pipe's writing end,
+    so none can rewind, truncate or rewrite what it printed before (a test runner's report,
+    testrun.py); it can only add.
 
     Output goes to a file, never through memory: `.output` is its last OUTPUT_TAIL_BYTES. On
     timeout the whole jail (bwrap) or process group (no jail) is killed at once, however many
@@ -170,13 +181,24 @@ def run(
             extra_env,
             pass_fds,
             pass_env,
+            stream,
         )
         if trace.written(folder):
             return result
         # strace could not start (no ptrace here): the command never ran, so run it plainly.
         (folder / "failed").write_text(result.tail(2000))
     return _run(
-        command, cwd, timeout_s, extra_secrets, stdout_only, jail, (), extra_env, pass_fds, pass_env
+        command,
+        cwd,
+        timeout_s,
+        extra_secrets,
+        stdout_only,
+        jail,
+        (),
+        extra_env,
+        pass_fds,
+        pass_env,
+        stream,
     )
 
 
@@ -201,6 +223,7 @@ def _run(
     extra_env: dict[str, str] | None = None,
     pass_fds: tuple[int, ...] = (),
     pass_env: Sequence[str] = (),
+    stream: bool = False,
 ) -> CommandResult:
     start = time.monotonic()
     _live.refuse_if_interrupted()
@@ -223,8 +246,12 @@ def _run(
                 env[name] = str(work / "scratch" / name.lower())
         info_r, info_w = os.pipe() if jailed else (None, None)
         cpu_path = work / "cpu"
+        piped = _OutputPipe(out_path) if stream else None
+        watch = None
+        if jailed and jail.worktree_growth_mb:
+            watch = growth.Watch(jail.worktree, jail.worktree_growth_mb, lambda: None)
         with (
-            open(out_path, "wb") as out,
+            open(out_path, "wb") if piped is None else piped.writer() as out,
             open(err_path, "wb") as err,
             open(cpu_path, "wb") if jailed else open(os.devnull, "rb") as stdin,
         ):
@@ -256,12 +283,19 @@ def _run(
             except BaseException:
                 if info_r is not None:
                     os.close(info_r)
+                if piped is not None:
+                    piped.abandon()
                 raise
             finally:
                 if info_w is not None:
                     os.close(info_w)
+        if piped is not None:
+            piped.start()
         running = _Running(proc)
         _live.add(running)
+        if watch is not None:
+            watch.on_exceed = running.kill  # the whole jail, at once
+            watch.start()
         try:
             namespace = None
             if info_r is not None:
@@ -283,6 +317,8 @@ def _run(
             _live.discard(running)
         if running.interrupted:
             raise Interrupted(f"`{command}` was ended by Ctrl-C")
+        output_open = piped.finish() if piped is not None else False
+        over_bound = watch.finish() if watch is not None else None
         jailed_cpu_s = _reported_cpu(cpu_path) if jailed else None
         if jailed_cpu_s is not None:
             jailed_cpu.add(jailed_cpu_s)
@@ -290,6 +326,8 @@ def _run(
         full = None if timed_out or proc.returncode == 0 else full_note(jail, output)
         if full:
             output = f"{output.rstrip()}\n{full}\n"
+        if over_bound:
+            output = f"{output.rstrip()}\n{over_bound}\n"
         stderr, _ = _read_tail(err_path, STDERR_TAIL_BYTES) if stdout_only else ("", 0)
         return CommandResult(
             command,
@@ -300,7 +338,43 @@ def _run(
             stderr=stderr,
             output_bytes=size,
             jailed_cpu_s=jailed_cpu_s,
+            output_open=output_open,
+            over_bound=over_bound,
         )
+
+
+# How long the output's pipe may stay open once the command has ended (and, in a jail, every
+# process of it): only something that escaped the command's process group holds it then.
+PIPE_WAIT_S = 30
+
+
+class _OutputPipe:
+    """A command's output through a pipe: a thread copies it into `path` as it comes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.read_fd, self.write_fd = os.pipe()
+        self.thread = threading.Thread(target=self._copy, daemon=True)
+
+    def writer(self):
+        """The pipe's writing end, for Popen's stdout; closed in the harness once handed on."""
+        return os.fdopen(self.write_fd, "wb", buffering=0)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def abandon(self) -> None:
+        os.close(self.read_fd)
+
+    def _copy(self) -> None:
+        with os.fdopen(self.read_fd, "rb", buffering=0) as pipe, open(self.path, "wb") as out:
+            while block := pipe.read(1 << 16):
+                out.write(block)
+
+    def finish(self) -> bool:
+        """Wait for the pipe's end; True when something still holds it open."""
+        self.thread.join(PIPE_WAIT_S)
+        return self.thread.is_alive()
 
 
 # --- ending commands ---------------------------------------------------------------------

@@ -23,6 +23,7 @@ import functools
 import json
 import os
 import re
+import secrets as random_names
 import shlex
 import shutil
 import subprocess
@@ -154,6 +155,17 @@ def confined(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list
     )
     if prefix is None:
         return cmd
+    if any(word.startswith("--reuid=") for word in prefix):
+        _hand_over(work)  # git runs as nobody: what the harness wrote since is nobody's too
+        if named:
+            # Nobody may not read our files (a patch in the session folder is 0600): it
+            # reads a copy, shown read-only in the jail in the file's place.
+            copies = {n: _readable_copy(n) for n in named}
+            cmd = [copies.get(word, word) for word in cmd]
+            index_dir = str(Path(index).parent) if index else ""
+            home = env.get("HOME", "")
+            shown = tuple(sorted(copies.values()))
+            prefix = _jail_prefix(work, admin, index_dir, home, env["PATH"], shown) or prefix
     # `-C` names the worktree as the caller did (sessions/<name>/worktree is a link into the
     # store); the jail shows it at the real path, GIT_WORK_TREE's.
     if cmd[1:2] == ["-C"]:
@@ -176,14 +188,68 @@ def _jail_prefix(
     if (common / "commondir").is_file():
         common = (common / (common / "commondir").read_text().strip()).resolve()
     extra = [common, *([Path(index_dir)] if index_dir else [])]
-    # As ourselves: the git directories are ours. As root, a process without capabilities
-    # could not change the files a command, as nobody, left in the worktree; it keeps the
-    # two that let it (and so could read what only root may; it still writes only here).
-    caps = ("CAP_DAC_OVERRIDE", "CAP_FOWNER") if os.geteuid() == 0 else ()
-    box = dataclasses.replace(box.allowing(*extra), drop_to=None, keep_caps=caps)
+    views = _nobody_views(box, common, index_dir)
+    if views is not None:
+        # As root: git runs as nobody, without any capability, so a program a repository's
+        # config names (a filter) cannot read what only root may read on the host; the git
+        # directory, root's on disk, is shown through a view where nobody may write it.
+        box = dataclasses.replace(box.allowing(*extra), keep_caps=(), sources=views)
+    else:
+        # As ourselves: the git directories are ours. As root where no view can be made,
+        # a process without capabilities could not change the files a command, as nobody,
+        # left in the worktree; it keeps the two that let it (docs/safety.md).
+        caps = ("CAP_DAC_OVERRIDE", "CAP_FOWNER") if os.geteuid() == 0 else ()
+        box = dataclasses.replace(box.allowing(*extra), drop_to=None, keep_caps=caps)
     with tempfile.TemporaryDirectory(prefix="autoresearch-gitjail-") as scratch:
         line = box.argv("", Path(work), Path(scratch), {"HOME": home, "PATH": path})
+    if views is not None:
+        # git as nobody would refuse the worktree, whose top stays ours ("dubious ownership").
+        trust = ["GIT_CONFIG_COUNT", "1", "GIT_CONFIG_KEY_0", "safe.directory"]
+        trust += ["GIT_CONFIG_VALUE_0", "*"]
+        line[1:1] = [w for i in range(0, len(trust), 2) for w in ("--setenv", *trust[i : i + 2])]
     return tuple(line[:-1])
+
+
+def _readable_copy(path: str) -> str:
+    """A copy of our file `path` the jail's user (nobody) may read, in a folder of ours
+    that others may pass through but not list (the copy's name is random)."""
+    global _copies
+    if _copies is None:
+        _copies = tempfile.TemporaryDirectory(prefix="autoresearch-gitread-")
+        os.chmod(_copies.name, 0o711)
+    copy = Path(_copies.name) / f"{random_names.token_hex(8)}{Path(path).suffix}"
+    shutil.copyfile(path, copy)
+    copy.chmod(0o644)
+    return str(copy)
+
+
+_copies: tempfile.TemporaryDirectory | None = None  # removed when the process exits
+
+
+def _hand_over(work: str) -> None:
+    from autoresearch.safety import jail as jails
+
+    jails.Jail("bwrap", Path(work), drop_to=jails.JAIL_UID).hand_over_worktree()
+
+
+def _nobody_views(box, common: Path, index_dir: str) -> tuple[tuple[Path, Path], ...] | None:
+    """Where root's git as nobody sees the common git directory from (nobody_view.py), or
+    None where it cannot: not root, no drop to nobody, no idmapped mount here."""
+    from autoresearch.safety import nobody_view
+
+    if not NOBODY_GIT or box.drop_to is None:
+        return None
+    shown = nobody_view.view(common)
+    if shown is None:
+        return None
+    if index_dir:
+        os.chown(index_dir, box.drop_to, box.drop_to)  # a throwaway folder of ours
+    return ((common, shown),)
+
+
+# Whether root's confined git runs as nobody where an idmapped view can be made (tests turn
+# it off to show the attack it stops).
+NOBODY_GIT = True
 
 
 def _run(

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from autoresearch.errors import SpecError
 from autoresearch.safety import words as shell_words
+from autoresearch.safety.growth import DEFAULT_GROWTH_MB, GROWTH_KEY
 
 SANDBOX_MODES = ("auto", "bwrap", "none")
 SPEC_FILE_HINT = "config/sessions/<name>.yaml"
@@ -105,6 +106,11 @@ class Jail:
     drop_to: int | None = None  # the uid commands run as, when we are root (else ours)
     user_note: str | None = None  # why commands run as root, when we are root and they do
     keep_caps: tuple[str, ...] = ()  # capabilities kept (the harness's own git: see git.py)
+    # Writable folders shown from another host place: (where inside, what is shown there).
+    # The harness's git as nobody sees the git directory through an idmapped view of it.
+    sources: tuple[tuple[Path, Path], ...] = ()
+    # commands.worktree_growth_mb: how much a run may grow the worktree (growth.py); 0: no bound
+    worktree_growth_mb: int = DEFAULT_GROWTH_MB
 
     def describe(self) -> dict:
         """What setup.json records about the jail."""
@@ -182,7 +188,10 @@ class Jail:
 
         reveals = [(p, ["--ro-bind", str(p), str(p)]) for p in shown]
         reveals.append((self.worktree, ["--bind", str(self.worktree), str(self.worktree)]))
-        reveals += [(p, ["--bind", str(p), str(p)]) for p in self.writable if p.exists()]
+        source = dict(self.sources)
+        reveals += [
+            (p, ["--bind", str(source.get(p, p)), str(p)]) for p in self.writable if p.exists()
+        ]
         # The worktree's `.git` stays read-only: a linked worktree's file (pointed elsewhere,
         # it would hand git a directory of the command's making) or a plain clone's folder.
         own_git = self.worktree / ".git"
@@ -220,6 +229,13 @@ class Jail:
         _chown_tree(self.worktree, self.drop_to, JAIL_GID, skip_top=True)
         for folder in self.writable:
             _chown_tree(folder, self.drop_to, JAIL_GID)
+
+    def hand_over_worktree(self) -> None:
+        """`hand_over` for the worktree alone: the harness's git as nobody (git.py) changes
+        it, and the other writable folders are not the commands' to own."""
+        if self.drop_to is not None:
+            _share_top(self.worktree)
+            _chown_tree(self.worktree, self.drop_to, JAIL_GID, skip_top=True)
 
     def allowing(self, *paths: Path) -> Jail:
         """The same jail, with `paths` writable at the same place inside."""
@@ -340,6 +356,8 @@ def build_jail(
     worktree = Path(worktree).absolute()
     pass_env = tuple(settings.get("pass_env") or ())
     tmp_size_mb = int(settings.get("tmp_size_mb") or DEFAULT_TMP_SIZE_MB)
+    growth_mb = settings.get("worktree_growth_mb")
+    growth_mb = DEFAULT_GROWTH_MB if growth_mb is None else int(growth_mb)
     if requested == "none":
         return Jail("none", worktree, network=True, requested=requested, pass_env=pass_env)
     check = probe()
@@ -371,6 +389,7 @@ def build_jail(
         requested=requested,
         pass_env=pass_env,
         tmp_size_mb=tmp_size_mb,
+        worktree_growth_mb=growth_mb,
     )
 
 
@@ -482,7 +501,7 @@ def full_note(jail: Jail | None, output: str) -> str | None:
     return (
         f"autoresearch: a private folder of the jail ($HOME, /tmp, /var/tmp) is limited to "
         f"{jail.tmp_size_mb} MiB and the run filled it (spec key {TMP_SIZE_KEY}); "
-        "the worktree itself has no such bound (docs/safety.md)"
+        f"(the worktree's growth has a bound of its own: {GROWTH_KEY})"
     )
 
 

@@ -427,4 +427,5 @@ def test_spec_defaults_ask_for_auto_without_network():
         "network": False,
         "pass_env": [],
         "tmp_size_mb": jail.DEFAULT_TMP_SIZE_MB,
+        "worktree_growth_mb": jail.DEFAULT_GROWTH_MB,
     }

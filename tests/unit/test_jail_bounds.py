@@ -84,3 +84,65 @@ def test_a_bound_in_the_spec_must_be_a_positive_whole_number(tmp_path):
     assert list(validator.iter_errors({"tmp_size_mb": 0}))
     assert list(validator.iter_errors({"pass_env": ["NOT A NAME"]}))
     assert not list(validator.iter_errors({"tmp_size_mb": 64, "pass_env": ["DATABASE_URL"]}))
+
+
+def test_a_command_that_grows_the_worktree_past_its_bound_is_stopped_and_fails(session_dirs):
+    box = jailed(session_dirs, worktree_growth_mb=2)
+    # It would write forever: only the bound ends it (the timeout is far away).
+    forever = "while :; do head -c 1000000 /dev/zero >> big.bin; done"
+    result = commands.run(forever, session_dirs.worktree, timeout_s=120, jail=box)
+    assert not result.ok and not result.timed_out
+    assert result.over_bound and result.output.splitlines()[-1] == result.over_bound
+    assert (
+        "bound of 2 MiB" in result.over_bound and "commands.worktree_growth_mb" in result.over_bound
+    )
+
+
+def test_growth_past_the_bound_at_the_runs_end_fails_too_and_the_reset_leaves_nothing(
+    session_dirs,
+):
+    from conftest import git
+
+    box = jailed(session_dirs, worktree_growth_mb=1)
+    result = run_in(session_dirs, "mkdir -p out && head -c 3000000 /dev/urandom > out/big", box)
+    assert not result.ok and "commands.worktree_growth_mb" in result.output
+    git(session_dirs.worktree, "clean", "-ffdxq")  # the reset that ends an attempt
+    assert not (session_dirs.worktree / "out").exists()
+
+
+def test_a_run_within_the_worktree_bound_is_untouched(session_dirs):
+    box = jailed(session_dirs, worktree_growth_mb=1)
+    result = run_in(session_dirs, "head -c 300000 /dev/urandom > small.bin && echo fine", box)
+    assert result.ok and result.output == "fine\n" and result.over_bound is None
+
+
+def test_a_test_run_past_the_worktree_bound_is_a_failed_run_naming_the_key(session_dirs):
+    import sys
+
+    from autoresearch.gate import testrun
+
+    (session_dirs.worktree / "test_big.py").write_text(
+        "def test_writes():\n    open('big.bin', 'wb').write(b'x' * 3_000_000)\n"
+    )
+    box = jailed(session_dirs, worktree_growth_mb=1)
+    run = testrun.run_tests(
+        f"{sys.executable} -m pytest -q test_big.py",
+        session_dirs.worktree,
+        stack="Python",
+        timeout_s=120,
+        jail=box,
+    )
+    assert run.outcome == testrun.FAILED
+    assert "commands.worktree_growth_mb" in run.cause
+
+
+def test_the_worktree_bound_is_a_whole_number_in_the_spec():
+    import jsonschema
+    import yaml
+    from conftest import ROOT
+
+    schema = yaml.safe_load((ROOT / "config" / "schema.yaml").read_text())
+    validator = jsonschema.Draft202012Validator(schema["properties"]["commands"])
+    assert list(validator.iter_errors({"worktree_growth_mb": -1}))
+    assert list(validator.iter_errors({"worktree_growth_mb": "big"}))
+    assert not list(validator.iter_errors({"worktree_growth_mb": 0}))

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from autoresearch.measure import imports, measured
@@ -66,3 +68,65 @@ def test_status_says_what_the_imports_protect_once_per_module():
     assert "bench/measure.py" in text
     assert f"2 paths: {measured.IMPORT_ABSENT}: fastconf" in text
     assert f"2 paths: {measured.IMPORT_SHADOW}: statistics" in text
+
+
+# --- interpreters the hook cannot reach: said at setup, naming the key ---------------------
+
+
+def traced(tmp_path, command: str):
+    from autoresearch.safety import trace
+
+    if trace.strace() is None:
+        pytest.skip("strace is not installed")
+    work = tmp_path / "wt"
+    (work / "lib").mkdir(parents=True, exist_ok=True)
+    (work / "m.py").write_text(MEASURE)
+    trace_to = tmp_path / "trace"
+    result = commands.run(command, work, trace_to=trace_to)
+    assert result.ok, result.tail(500)
+    run = next(trace_to.glob("run-*"))
+    return trace.read(run, work), imports.read(run)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        "python3 -I m.py",
+        "python3 -E m.py",
+        "python3 -S m.py",
+        "python3 -OS m.py",
+        "python3 -X utf8 -E m.py",
+        f"PYTHONPATH=lib {sys.executable} m.py",  # by its path, with a PYTHONPATH of its own
+    ],
+)
+def test_a_python_the_hook_cannot_reach_is_named(tmp_path, form):
+    seen, log = traced(tmp_path, form)
+    blind = imports.unlogged([(e.path, e.argv) for e in seen.execs], log)
+    assert len(blind) == 1 and blind[0].endswith("m.py")
+    assert log is None or "fastconf" not in log.absent  # indeed nothing was logged
+
+
+@pytest.mark.parametrize(
+    "form", ["python3 m.py", f"{sys.executable} m.py", "python3 -X importtime -c 'import m'"]
+)
+def test_a_python_the_hook_reaches_is_logged_even_by_its_path(tmp_path, form):
+    seen, log = traced(tmp_path, form)
+    assert imports.unlogged([(e.path, e.argv) for e in seen.execs], log) == []
+    assert "fastconf" in log.absent
+
+
+def test_setup_says_which_key_runs_a_python_whose_imports_are_not_protected(tmp_path):
+    from conftest import make_repo
+
+    from autoresearch.safety import git
+
+    target = make_repo(tmp_path / "target", {"m.py": MEASURE})
+    repo = tmp_path / "store" / "worktree"
+    git.open_worktree(target, repo, "autoresearch/s", git.head(target))
+    watcher = measured.session_watcher(repo, git.head(repo), None)
+    watcher.run("goal.command", "python3 -I m.py", timeout_s=60)
+    said = [n for n in watcher.watch.notes if "goal.command" in n]
+    assert said and "python3 -I m.py" in said[0] and "not protected" in said[0]
+    plain = measured.session_watcher(repo, git.head(repo), None)
+    plain.run("goal.command", "python3 m.py", timeout_s=60)
+    assert not [n for n in plain.watch.notes if "not protected" in n]

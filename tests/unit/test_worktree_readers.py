@@ -307,18 +307,26 @@ JEST = (
 )
 
 
-def test_test_reports_left_as_links_out_are_not_read(tmp_path):
+def test_test_reports_left_as_links_out_are_not_read(tmp_path, monkeypatch):
     from autoresearch.gate import testrun
 
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "report.json").write_text(JEST)
-    repo = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
-    folder = tmp_path / "reports"
-    folder.mkdir()
-    plan = testrun.instrument("npx jest", repo, None, folder)
-    # The jailed command may write where the report goes (pytest's comes through a pipe).
-    (folder / "jest-0.json").symlink_to(tmp_path / "outside" / "report.json")
-    assert testrun._read(plan, None, repo) is None
+    repo = make_repo(tmp_path / "repo", {"a.py": "x = 1\n", "package.json": "{}\n"})
+    # A stand-in jest that leaves, where its report goes, a link to a file outside. The
+    # report is a pipe the harness reads (/dev/fd/N), so there is no file to replace.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "jest").write_text(
+        "#!/bin/sh\nfor a; do case $a in --outputFile=*) out=${a#--outputFile=};; esac; done\n"
+        f'rm -f "$out"; ln -s {tmp_path}/outside/report.json "$out"; exit 1\n'
+    )
+    (fake / "jest").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:/usr/bin:/bin")
+    result = testrun.run_tests("jest", repo, stack="Node/TS", timeout_s=60)
+    assert "--outputFile=/dev/fd/" in result.ran
+    assert result.passing_ids is None and result.source != "jest-json"
+    assert (tmp_path / "outside" / "report.json").read_text() == JEST
 
 
 # --- experiment and fix -----------------------------------------------------------------------

@@ -1,0 +1,108 @@
+"""As root, the harness's confined git runs as nobody without capabilities: a filter the
+repository's own config names cannot read a file only root may read, while git still writes
+the worktree and the git directory (root's on disk, and root's after)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import git, make_repo
+
+from autoresearch.safety import git as ar_git
+from autoresearch.safety import jail, nobody_view
+
+# Under the checkout, which the jail shows: a secret under /tmp or a home would be hidden by
+# the jail anyway, and the test would prove nothing.
+VISIBLE = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="only a root harness keeps capabilities"),
+    pytest.mark.skipif(not jail.probe().works, reason="bubblewrap cannot run here"),
+]
+
+
+@pytest.fixture
+def vault():
+    folder = Path(tempfile.mkdtemp(prefix=".vault-", dir=VISIBLE))
+    folder.chmod(0o755)
+    secret = folder / "secret"
+    secret.write_text("ROOTONLYdeadbeef\n")
+    secret.chmod(0o600)
+    yield secret
+    shutil.rmtree(folder)
+
+
+@pytest.fixture
+def worktree(tmp_path) -> Path:
+    target = make_repo(tmp_path / "target", {"calc.py": "X = 1\n"})
+    place = tmp_path / "store" / "worktree"
+    ar_git.open_worktree(target, place, "autoresearch/s", ar_git.head(target))
+    return place
+
+
+@pytest.mark.parametrize("as_nobody", [True, False])
+def test_a_filter_run_by_the_confined_git_cannot_read_a_root_only_file(
+    worktree, vault, monkeypatch, as_nobody
+):
+    if as_nobody and nobody_view.view(ar_git.common_dir(worktree)) is None:
+        pytest.skip("no idmapped mount here (kernel or filesystem)")
+    monkeypatch.setattr(ar_git, "NOBODY_GIT", as_nobody)
+    ar_git._jail_prefix.cache_clear()
+    seen = worktree / "seen.txt"
+    common = ar_git.common_dir(worktree)
+    script = f"ls '{vault.parent}' > '{seen}'; cat '{vault}' >> '{seen}' 2>&1; cat"
+    git(common.parent, "config", "filter.x.clean", script)
+    (worktree / ".gitattributes").write_text("calc.py filter=x\n")
+    (worktree / "calc.py").write_text("X = 2\n")
+
+    ar_git.worktree_git(worktree, "add", "calc.py")
+
+    said = seen.read_text()
+    assert "secret" in said  # the folder is visible in the jail: only the file's mode stops it
+    assert ("ROOTONLYdeadbeef" in said) is not as_nobody  # (with capabilities, it reads it)
+    # git still did its work, and the git directory stays root's on disk.
+    assert git(worktree, "diff", "--cached", "--name-only") == "calc.py"
+    owners = {p.stat().st_uid for p in (common / "objects").rglob("*") if p.is_file()}
+    assert owners == {0}
+
+
+def test_the_confined_git_as_nobody_resets_and_cleans_what_a_command_left(worktree):
+    if nobody_view.view(ar_git.common_dir(worktree)) is None:
+        pytest.skip("no idmapped mount here (kernel or filesystem)")
+    ar_git._jail_prefix.cache_clear()
+    # Files of both owners: nobody's (a jailed command's) and root's (the harness's own).
+    (worktree / "calc.py").write_text("X = 3\n")
+    (worktree / "left").mkdir()
+    (worktree / "left" / "junk.txt").write_text("junk\n")
+    os.chown(worktree / "left", jail.JAIL_UID, jail.JAIL_GID)
+    ar_git.worktree_git(worktree, "reset", "-q", "--hard")
+    ar_git.worktree_git(worktree, "clean", "-ffdxq")
+    assert (worktree / "calc.py").read_text() == "X = 1\n"
+    assert not (worktree / "left").exists()
+
+
+def test_a_view_left_by_a_killed_process_is_removed_by_the_next(tmp_path):
+    import subprocess
+    import sys
+
+    folder = tmp_path / "git"
+    folder.mkdir()
+    code = (
+        "import os, sys; from pathlib import Path; from autoresearch.safety import nobody_view\n"
+        f"v = nobody_view.view(Path({str(folder)!r}))\n"
+        "print(v, flush=True); os._exit(0)\n"  # no atexit: as if killed
+    )
+    left = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    if left.strip() == "None":
+        pytest.skip("no idmapped mount here (kernel or filesystem)")
+    place = Path(left.strip()).parent
+    assert place.is_dir()
+    other = tmp_path / "other"
+    other.mkdir()
+    assert nobody_view.view(other) is not None
+    assert not place.exists()
+    assert (folder).is_dir()  # the folder itself is untouched
