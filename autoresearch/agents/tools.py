@@ -31,6 +31,7 @@ from autoresearch.gate import run_output, testrun
 from autoresearch.safety import commands
 from autoresearch.safety.jail import Jail
 from autoresearch.safety.sandbox import Hidden, Refused, Sandbox, glob_match
+from autoresearch.safety.worktree_files import MAX_WRITE_BYTES
 
 if TYPE_CHECKING:
     from autoresearch.gate.tested import AgentRuns
@@ -50,7 +51,6 @@ MAX_HIT_CHARS = 300
 MAX_SEARCH_FILE_BYTES = 2_000_000
 MAX_READ_BYTES = 10_000_000
 MAX_WRITE_CHARS = 2_000_000
-MAX_WRITE_BYTES = 8_000_000  # write_file content and an edited file, as UTF-8
 MAX_EDIT_BYTES = 2_000_000  # a file edit_file may change, and old_str/new_str
 MAX_PATTERN_CHARS = 1000
 # Cap for one search or glob filter: a pattern like `(a|aa)+$` backtracks for ages. It is

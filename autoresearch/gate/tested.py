@@ -33,11 +33,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from autoresearch.agents.tools import MAX_WRITE_BYTES
 from autoresearch.gate import testrun
 from autoresearch.gate.testrun import TestRun
 from autoresearch.safety import commands, git, worktree_files
 from autoresearch.safety.protect import Protection
+from autoresearch.safety.worktree_files import MAX_WRITE_BYTES
 from autoresearch.session.files import append_line, locked
 
 # Outcomes that say something of the tree; a timeout or a run that never started do not.

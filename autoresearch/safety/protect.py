@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from autoresearch.agents.tools import MAX_WRITE_BYTES
 from autoresearch.safety import git, restyle, tamper, worktree_files
 from autoresearch.safety.sandbox import glob_match
 
@@ -77,7 +76,7 @@ def _digest(worktree: Path, rel: str) -> str | None:
     """sha256 of the worktree's file `rel` as the worktree reader reads it; None when it
     refuses it (a link out, not a regular file, larger than the agent could have written)."""
     try:
-        data = worktree_files.read_bytes(worktree, rel, max_bytes=MAX_WRITE_BYTES)
+        data = worktree_files.read_bytes(worktree, rel, max_bytes=worktree_files.MAX_WRITE_BYTES)
     except worktree_files.Refused:
         return None
     return hashlib.sha256(data).hexdigest()

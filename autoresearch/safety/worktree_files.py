@@ -16,6 +16,9 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+# The largest file an agent may write (write_file's content, an edited file), as UTF-8.
+MAX_WRITE_BYTES = 8_000_000
+
 DEFAULT_MAX_BYTES = 2_000_000
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -38,17 +38,22 @@ def with_submodule(tmp_path: Path) -> tuple[Path, Path]:
     return target, worktree
 
 
+SAFE = ("-c", "safe.directory=*")
+
+
 def plant_filter(repo: Path, marker: Path) -> None:
     """What the attacking test run does: a repository at `repo` whose config names a clean
     filter that leaves `marker`, selected by its .gitattributes for a file whose content
     git must hash again (same size, another mtime)."""
     repo.mkdir(parents=True, exist_ok=True)
-    git(repo, "init", "-q")
+    # The folder may be the jail user's already (root's git as nobody, git.py): the attacker
+    # is that user, so its git trusts the folder.
+    git(repo, *SAFE, "init", "-q")
     (repo / "f.txt").write_text("hello\n")
     (repo / ".gitattributes").write_text("* filter=x\n")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "planted")
-    git(repo, "config", "filter.x.clean", f"touch '{marker}'; cat")
+    git(repo, *SAFE, "add", ".")
+    git(repo, *SAFE, "commit", "-q", "-m", "planted")
+    git(repo, *SAFE, "config", "filter.x.clean", f"touch '{marker}'; cat")
     (repo / "f.txt").write_text("HELLO\n")
     os.utime(repo / "f.txt", (978307200, 978307200))
 
