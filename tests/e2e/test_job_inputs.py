@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Workflow, make_repo
+from conftest import ROOT, Workflow, git, make_repo
+from test_experiment import change, make_target
 
 RUNNER = r"""
 import atexit, json, os, sys
@@ -294,8 +295,8 @@ def sweep_script(cycles: int) -> dict:
     }
 
 
-FAST = "def steps():\n    return {n}\n"
-PROGRAM = """# Fewer steps
+# Three experiments at most (test_experiment.py's target allows six).
+PROGRAM_OF_3 = """# Fewer steps
 
 ```yaml
 target_file: fast.py
@@ -311,16 +312,6 @@ guard: python -m pytest -q
 
 Reduce the number of steps without breaking the tests.
 """
-
-
-def experiment_change(n: int, hypothesis: str) -> list[dict]:
-    return [
-        {"tool": "write_file", "args": {"path": "fast.py", "content": FAST.format(n=n)}},
-        {
-            "tool": "finish_experiment",
-            "args": {"hypothesis": hypothesis, "change_summary": f"steps() returns {n}"},
-        },
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -347,21 +338,14 @@ def experiment(tmp_path_factory) -> Trace:
     """An experiment of three iterations: kept, discarded, kept."""
     base = tmp_path_factory.mktemp("experiment")
     workflow = Workflow(base / "work")
-    target = make_repo(
-        base / "target",
-        {
-            "fast.py": FAST.format(n=1000),
-            "measure.py": "import json\nimport fast\n\nprint(json.dumps({'ops': fast.steps()}))\n",
-            "tests/test_fast.py": "from fast import steps\n\n\ndef test_steps():\n"
-            "    assert steps() > 0\n",
-            "program.md": PROGRAM,
-        },
-    )
+    target = make_target(base / "target")
+    (target / "program.md").write_text(PROGRAM_OF_3)
+    git(target, "commit", "-qam", "three experiments")
     script = {
         "experiment": {
-            1: experiment_change(800, "Halve the inner loop"),
-            2: experiment_change(900, "Unroll the loop by hand"),
-            3: experiment_change(700, "Memoize the step function"),
+            1: change(800, "Halve the inner loop"),
+            2: change(900, "Unroll the loop by hand"),
+            3: change(700, "Memoize the step function"),
         }
     }
     spec = {
