@@ -290,6 +290,13 @@ class Workflow:
             raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stderr[-6000:]}")
         return proc
 
+    def run_script(self, target: Path, script: dict, name: str = "s", **extra) -> list[dict]:
+        """Session `name` of `target` (a sweep unless `extra` says otherwise) with the
+        script backend replaying `script`; what the agent was sent and did (the transcript)."""
+        transcript = self.workdir / "t.jsonl"
+        self.run(name, script_spec(target, self.script(script), transcript, **extra))
+        return self.transcript(transcript)
+
     def session(self, name: str) -> Path:
         return self.workdir / "sessions" / name
 
@@ -316,6 +323,36 @@ SCREEN_OFF = {
         "startup", "shadowing", "runner",
     ]
 }  # fmt: skip
+
+
+# The calc target's bug as Red reports it, and Green's fix of it (mean of nothing is 0.0).
+MEAN_FINDING = {
+    "severity": "high",
+    "title": "mean crashes on empty input",
+    "location": "calc.py:5",
+    "issue": "mean([]) divides by zero.",
+    "impact": "ZeroDivisionError for callers.",
+}
+GUARDED_CALC = CALC.replace(
+    "    return sum(values)", "    if not values:\n        return 0.0\n    return sum(values)"
+)
+
+
+def one_fix(
+    content: str = GUARDED_CALC,
+    *,
+    finding: dict = MEAN_FINDING,
+    path: str = "calc.py",
+    summary: str = "guard",
+    run_tests: bool = False,
+) -> dict:
+    """A script of one cycle: Red reports `finding`, Green writes `content` to `path` (and
+    runs the tests, with `run_tests`) and keeps it as F-001 with `summary`."""
+    steps = [{"tool": "write_file", "args": {"path": path, "content": content}}]
+    if run_tests:
+        steps.append({"tool": "run_tests", "args": {}})
+    steps.append({"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": summary}})
+    return {"red": {1: [{"tool": "report_finding", "args": finding}]}, "green": {1: steps}}
 
 
 def script_spec(target: Path, script: Path, transcript: Path, **extra) -> dict:

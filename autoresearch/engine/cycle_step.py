@@ -36,3 +36,5 @@ class CycleStep(Extra):
     first_test_verdict: str | None = absent()  # the cycle's own run, before reverts
     goal_check: str | None = absent()  # stop 7's answer (a qualitative goal)
     judge_votes: list[dict[str, Any]] | None = absent()  # stop 7's panel, when it was asked
+    # Refactor had no file it may change (the ruff backend, a target without the formatter)
+    refactor_idle: bool | None = absent()

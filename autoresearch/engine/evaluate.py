@@ -103,6 +103,8 @@ def assess(env: StageEnv, previous: Decision | None = None) -> tuple[dict[str, A
     decision["open_issues"] = [f"{o['id']} {o['key']}: {o['reason']}" for o in decision["open"]]
     if reverted:
         decision["first_test_verdict"] = first.reason
+    if refactor and refactor.get("idle"):
+        decision["refactor_idle"] = True  # a key only a cycle whose Refactor had no file has
     return decision, measured.summary
 
 

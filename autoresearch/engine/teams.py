@@ -17,7 +17,7 @@ from typing import Any
 from autoresearch.agents import prompts
 from autoresearch.agents.agent_run import NOT_RUN, run_agent, stop_reason_of
 from autoresearch.agents.backends import CONVERSATIONS
-from autoresearch.agents.backends.base import StageRun, ToolResult, Usage
+from autoresearch.agents.backends.base import NOTHING_TO_TOUCH, StageRun, ToolResult, Usage
 from autoresearch.agents.tools import Toolbox
 from autoresearch.engine import findings, tally
 from autoresearch.engine.stage import StageEnv
@@ -532,6 +532,8 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
             "commits": commits,
             "files": changed,
             "stop": stop_reason_of(run) if run else None,
+            # It had no file it may change: its "no change" says nothing of the code.
+            "idle": run is not None and run.stop_reason == NOTHING_TO_TOUCH,
             "usage": asdict(run.usage) if run else asdict(Usage()),
         },
     )

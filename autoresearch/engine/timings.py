@@ -5,7 +5,8 @@ means every thread at once; these figures are the job's own. They go to timings.
 appended row per stage run. Commands' CPU is read from the process's reaped children and,
 for commands run in a bwrap jail (whose processes ours never reap, so rusage never sees
 them), from what the jail's shell reported (commands.jailed_cpu); `jailed_cpu_s` is that
-part of `commands_cpu_s`. With several jobs at once (parallel broad tracks) both mix theirs.
+part of `commands_cpu_s`, counted per job. With several jobs at once (parallel broad tracks)
+the reaped children's CPU still mixes theirs: rusage knows no thread's children.
 """
 
 from __future__ import annotations
@@ -41,34 +42,35 @@ def _cpu(who: int) -> float:
 
 @contextmanager
 def timed(layout: SessionLayout, stage: str, track: str, cycle: int) -> Iterator[None]:
-    wall, own, children, jailed = (
+    wall, own, children = (
         time.monotonic(),
         _cpu(resource.RUSAGE_THREAD),
         _cpu(resource.RUSAGE_CHILDREN),
-        commands.jailed_cpu.total,
     )
     finished = "no"
-    try:
-        yield
-        finished = "yes"
-    finally:
-        in_jail = commands.jailed_cpu.total - jailed
-        row = [
-            stage,
-            track,
-            f"{cycle:03d}",
-            f"{time.monotonic() - wall:.4f}",
-            f"{_cpu(resource.RUSAGE_THREAD) - own:.4f}",
-            f"{_cpu(resource.RUSAGE_CHILDREN) - children + in_jail:.4f}",
-            finished,
-            f"{in_jail:.4f}",
-        ]
-        with locked(layout.journal_lock):
-            if not layout.timings.exists():
-                append_line(layout.timings, "\t".join(COLUMNS))
-            elif _header(layout.timings) == _BEFORE_JAILED:
-                row = row[: len(_BEFORE_JAILED)]
-            append_line(layout.timings, "\t".join(row))
+    # The jailed commands of this job alone: jobs are threads of one process.
+    with commands.jailed_cpu.counting() as jailed:
+        try:
+            yield
+            finished = "yes"
+        finally:
+            in_jail = jailed()
+            row = [
+                stage,
+                track,
+                f"{cycle:03d}",
+                f"{time.monotonic() - wall:.4f}",
+                f"{_cpu(resource.RUSAGE_THREAD) - own:.4f}",
+                f"{_cpu(resource.RUSAGE_CHILDREN) - children + in_jail:.4f}",
+                finished,
+                f"{in_jail:.4f}",
+            ]
+            with locked(layout.journal_lock):
+                if not layout.timings.exists():
+                    append_line(layout.timings, "\t".join(COLUMNS))
+                elif _header(layout.timings) == _BEFORE_JAILED:
+                    row = row[: len(_BEFORE_JAILED)]
+                append_line(layout.timings, "\t".join(row))
 
 
 def _header(path) -> list[str]:

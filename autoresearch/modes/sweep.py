@@ -18,13 +18,16 @@ class Sweep(Mode):
 
     def loop_stop(self, env: StageEnv, decision: dict[str, Any]) -> str | None:
         """Two cycles in a row in which Refactor changed nothing (without a Refactor team:
-        in which Green fixed nothing) mean the sweep has run dry."""
+        in which Green fixed nothing) mean the sweep has run dry. A Refactor that had no
+        file it may change (`refactor_idle`: the ruff backend on a target that does not use
+        the formatter) did not look: such a cycle is judged by Green, as without Refactor."""
         previous = self.previous_step(env)
         if previous is None:
             return None
         prev: CycleStep = previous.extra  # type: ignore[assignment]
         dry = not decision["fixed"] and not prev.fixed
-        if env.spec.refactor_on:
+        idle = decision.get("refactor_idle") or prev.refactor_idle
+        if env.spec.refactor_on and not idle:
             if decision["refactor_changes"] == 0 and prev.refactor_changes == 0:
                 # With nothing fixed there was nothing for Refactor to change: say why.
                 if dry:

@@ -14,6 +14,8 @@ import atexit
 import os
 import re
 import shutil
+import socket
+import stat
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping
@@ -87,9 +89,15 @@ def problem(names: object, secrets: Iterable[str] = ()) -> str | None:
     return None
 
 
+PREFIX = "autoresearch-env-"
+OWNER = "owner"  # in each private folder: `pid start host`, to tell a dead owner's apart
+
+
 class _Private:
     """One private folder per process for the HOME and TMPDIR of the harness's own tools
-    (git, ruff, bandit): empty, mode 0700, removed when the process ends."""
+    (git, ruff, bandit): empty, mode 0700, removed when the process ends. A process killed
+    with SIGKILL cannot remove its own: the next one to make its folder removes those whose
+    owner is dead (`sweep_stale`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -98,14 +106,82 @@ class _Private:
     def root(self) -> Path:
         with self._lock:
             if self._root is None or not self._root.is_dir():
-                self._root = Path(tempfile.mkdtemp(prefix="autoresearch-env-"))
+                self._root = Path(tempfile.mkdtemp(prefix=PREFIX))
                 for name in ("home", "tmp"):
                     (self._root / name).mkdir(mode=0o700)
+                (self._root / OWNER).write_text(_owner_line(os.getpid()))
                 atexit.register(shutil.rmtree, self._root, True)
+                sweep_stale(self._root.parent, keep=self._root)
             return self._root
 
 
 _private = _Private()
+
+
+def sweep_stale(parent: Path, keep: Path | None = None) -> list[Path]:
+    """Remove the private folders in `parent` that are ours (our uid, a real folder, not a
+    link), were made on this host and in this pid namespace, and whose owner process is
+    gone (a pid that is dead or now names a process started at another time). A folder
+    without a readable owner line (still being made, or made by another program) is left
+    alone. Returns those removed."""
+    removed = []
+    host = _host()
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(PREFIX) or (keep is not None and entry.path == str(keep)):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+                continue
+            pid_text, start, owner_host = (Path(entry.path) / OWNER).read_text().split()
+            pid = int(pid_text)
+        except (OSError, ValueError):
+            continue
+        if owner_host != host or _alive(pid, start):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(Path(entry.path))
+    return removed
+
+
+def _owner_line(pid: int) -> str:
+    return f"{pid} {_start_time(pid) or '-'} {_host()}\n"
+
+
+def _host() -> str:
+    """This host and pid namespace: a pid means something only there (a container that
+    shares /tmp with the machine numbers its processes apart)."""
+    try:
+        space = os.readlink("/proc/self/ns/pid").replace(":", "")
+    except OSError:
+        space = "-"
+    return f"{socket.gethostname()}/{space}"
+
+
+def _start_time(pid: int) -> str | None:
+    """When the process started, in clock ticks since boot (Linux), or None: with it a pid
+    the kernel has given to a new process is not taken for the old one."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: count from its end.
+    return stat_line.rsplit(")", 1)[1].split()[19]
+
+
+def _alive(pid: int, start: str) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process has the pid: not ours to judge
+    now = _start_time(pid)
+    return start == "-" or now is None or now == start
 
 
 def for_tool(pass_env: Iterable[str] = ()) -> dict[str, str]:

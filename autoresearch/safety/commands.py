@@ -12,7 +12,9 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,16 +105,31 @@ _TIMES = re.compile(r"(\d+)m([\d.]+)s")
 
 
 class _JailedCpu:
-    """The CPU of every jailed command this process ran, summed (timings.py reads it as it
-    reads rusage: with several jobs at once, theirs mix)."""
+    """The CPU of the jailed commands this process ran: `total` for the whole process, and
+    each open `counting()` block's own. A block counts only the commands run in its own
+    context (its thread): jobs are threads of one process, so a stage's timer that reads
+    `total` would count a sibling job's commands too."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.total = 0.0
+        self._open: ContextVar[tuple[list[float], ...]] = ContextVar("jailed_cpu", default=())
 
     def add(self, seconds: float) -> None:
         with self._lock:
             self.total += seconds
+        for counter in self._open.get():  # this context's blocks, the enclosing ones too
+            counter[0] += seconds
+
+    @contextmanager
+    def counting(self) -> Iterator[Callable[[], float]]:
+        """A block whose reader gives the CPU of the jailed commands run in it so far."""
+        counter = [0.0]
+        token = self._open.set((*self._open.get(), counter))
+        try:
+            yield lambda: counter[0]
+        finally:
+            self._open.reset(token)
 
 
 jailed_cpu = _JailedCpu()

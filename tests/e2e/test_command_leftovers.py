@@ -4,20 +4,17 @@ leave in the worktree (a link, a new file, an edit) is removed before anything i
 from __future__ import annotations
 
 import pytest
-from conftest import CALC, CALC_TESTS, git, make_repo, script_spec
+from conftest import (
+    CALC,
+    CALC_TESTS,
+    GUARDED_CALC,
+    git,
+    make_repo,
+    one_fix,
+)
 
 from autoresearch.safety import git as ar_git
 
-FINDING = {
-    "severity": "high",
-    "title": "mean crashes on empty input",
-    "location": "calc.py:5",
-    "issue": "mean([]) divides by zero.",
-    "impact": "ZeroDivisionError for callers.",
-}
-GUARDED = CALC.replace(
-    "    return sum(values)", "    if not values:\n        return 0.0\n    return sum(values)"
-)
 # A test that leaves things behind in the worktree each time the suite runs.
 LITTERING_TEST = """
 import os
@@ -43,26 +40,15 @@ def test_a_commit_holds_only_what_the_agent_wrote(workflow, tmp_path, gate):
             "tests/test_litter.py": LITTERING_TEST,
         },
     )
-    script = {
-        "red": {1: [{"tool": "report_finding", "args": FINDING}]},
-        "green": {
-            1: [
-                {"tool": "write_file", "args": {"path": "calc.py", "content": GUARDED}},
-                {"tool": "run_tests", "args": {}},
-                {"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": "guard"}},
-            ]
-        },
-    }
-    transcript = workflow.workdir / "t.jsonl"
-    spec = script_spec(repo, workflow.script(script), transcript, max_cycles=1)
-    workflow.run("s", dict(spec, teams=["red", "green"], test_gate=gate))
+    script = one_fix(run_tests=True)
+    workflow.run_script(repo, script, max_cycles=1, teams=["red", "green"], test_gate=gate)
     worktree = (workflow.session("s") / "worktree").resolve()
     base = git(repo, "rev-parse", "main")
     log = ar_git.git(worktree, "log", "--format=%s", f"{base}..HEAD").splitlines()
     assert log == ["fix: [F-001] guard"]
     changed = ar_git.git(worktree, "diff", "--name-only", base, "HEAD").splitlines()
     assert changed == ["calc.py"]
-    assert ar_git.git(worktree, "show", "HEAD:calc.py") + "\n" == GUARDED
+    assert ar_git.git(worktree, "show", "HEAD:calc.py") + "\n" == GUARDED_CALC
 
 
 def test_a_file_the_tests_rewrite_after_the_agent_wrote_it_is_not_kept(workflow, tmp_path):
@@ -74,18 +60,8 @@ def test_a_file_the_tests_rewrite_after_the_agent_wrote_it_is_not_kept(workflow,
         tmp_path / "target",
         {"calc.py": CALC, "tests/test_calc.py": CALC_TESTS, "tests/test_w.py": rewriting},
     )
-    script = {
-        "red": {1: [{"tool": "report_finding", "args": FINDING}]},
-        "green": {
-            1: [
-                {"tool": "write_file", "args": {"path": "calc.py", "content": GUARDED}},
-                {"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": "guard"}},
-            ]
-        },
-    }
-    transcript = workflow.workdir / "t.jsonl"
-    spec = script_spec(repo, workflow.script(script), transcript, max_cycles=1)
-    workflow.run("s", dict(spec, teams=["red", "green"], test_gate="per_fix"))
+    script = one_fix()
+    workflow.run_script(repo, script, max_cycles=1, teams=["red", "green"], test_gate="per_fix")
     green = (workflow.session("s") / "cycles/001/green-patch.md").read_text()
     assert "calc.py changed by a command after the agent wrote it" in green
     worktree = (workflow.session("s") / "worktree").resolve()

@@ -357,12 +357,13 @@ def test_dry_run_lists_the_next_iteration(workflow, exp_target):
 def test_kill_during_decide_then_rerun_logs_each_iteration_once(workflow, tmp_path):
     import os
     import signal
-    import time
 
     flag = tmp_path / "slow-measure"
+    asleep = tmp_path / "asleep"  # made when the slow measurement has begun its sleep
     slow_measure = (
         "import json, os, time\nimport fast\n\n"
-        f"if os.path.exists({str(flag)!r}) and fast.steps() == 900:\n    time.sleep(60)\n"
+        f"if os.path.exists({str(flag)!r}) and fast.steps() == 900:\n"
+        f"    open({str(asleep)!r}, 'w').close()\n    time.sleep(60)\n"
         "print(json.dumps({'ops': fast.steps()}))\n"
     )
     repo = make_target(tmp_path / "t")
@@ -374,9 +375,7 @@ def test_kill_during_decide_then_rerun_logs_each_iteration_once(workflow, tmp_pa
     flag.write_text("")
     try:
         proc = workflow.start("k", spec)
-        log = workflow.session("k") / "logs/experiment_decide/002.log"
-        wait_for(log.exists)
-        time.sleep(1.5)
+        wait_for(asleep.exists)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     finally:

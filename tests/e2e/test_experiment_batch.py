@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from conftest import ROOT, Workflow, git, wait_for
@@ -194,9 +193,11 @@ def test_measurement_jobs_ask_for_the_specs_resources(workflow, tmp_path):
 
 def test_kill_mid_batch_then_rerun_logs_every_candidate_once(workflow, tmp_path):
     flag = tmp_path / "slow-measure"
+    asleep = tmp_path / "asleep"  # made when the slow measurement has begun its sleep
     slow_measure = (
         "import json, os, time\nimport fast\n\n"
-        f"if os.path.exists({str(flag)!r}) and fast.steps() == 600:\n    time.sleep(90)\n"
+        f"if os.path.exists({str(flag)!r}) and fast.steps() == 600:\n"
+        f"    open({str(asleep)!r}, 'w').close()\n    time.sleep(90)\n"
         "print(json.dumps({'ops': fast.steps()}))\n"
     )
     target = make_target(tmp_path / "t")
@@ -225,8 +226,7 @@ def test_kill_mid_batch_then_rerun_logs_every_candidate_once(workflow, tmp_path)
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        wait_for((session / "logs/experiment_measure/002-c1.log").exists, timeout=300)
-        time.sleep(1.5)
+        wait_for(asleep.exists, timeout=300)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     finally:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from conftest import Workflow, make_repo
-from test_experiment import FAST, TESTS, change, spec_for
-from test_experiment_sequential import NOISY
+from conftest import Workflow
+from test_experiment import change, spec_for
+from test_experiment_sequential import noisy_target
 
 SCRIPT = {
     "experiment": {
@@ -24,16 +24,7 @@ def decision(session, n):
 
 
 def test_the_second_comparison_pools_the_incumbents_runs_from_the_first(tmp_path):
-    counters = tmp_path / "runs"
-    counters.mkdir()
-    target = make_repo(
-        tmp_path / "target",
-        {
-            "fast.py": FAST.format(n=1000),
-            "measure.py": NOISY.format(counters=str(counters)),
-            "tests/test_fast.py": TESTS,
-        },
-    )
+    target = noisy_target(tmp_path)
     workflow = Workflow(tmp_path / "work")
     spec = spec_for(
         target,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, Workflow, make_repo
@@ -32,6 +33,21 @@ noise = random.Random(f"{{slot}}-{{n}}").gauss(0, 0.02)
 print(json.dumps({{"ops": fast.steps() * (1 + noise)}}))
 """
 
+
+def noisy_target(base: Path) -> Path:
+    """`base`/target: 1000 steps, measured with NOISY's noise (its counts in `base`/runs)."""
+    counters = base / "runs"
+    counters.mkdir()
+    return make_repo(
+        base / "target",
+        {
+            "fast.py": FAST.format(n=1000),
+            "measure.py": NOISY.format(counters=str(counters)),
+            "tests/test_fast.py": TESTS,
+        },
+    )
+
+
 SCRIPT = {
     "experiment": {
         1: change(900, "Halve the inner loop"),  # a true 10% gain under 2% noise
@@ -46,16 +62,7 @@ SCRIPT = {
 @pytest.fixture(scope="module")
 def seq_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("seq")
-    counters = base / "runs"
-    counters.mkdir()
-    target = make_repo(
-        base / "target",
-        {
-            "fast.py": FAST.format(n=1000),
-            "measure.py": NOISY.format(counters=str(counters)),
-            "tests/test_fast.py": TESTS,
-        },
-    )
+    target = noisy_target(base)
     workflow = Workflow(base / "work")
     spec = spec_for(
         target,
@@ -71,7 +78,7 @@ def seq_run(tmp_path_factory):
     # The counter lives outside the worktrees, where a jailed command may not write.
     spec["commands"] = {"sandbox": "none"}
     workflow.run("s", spec)
-    return workflow, workflow.session("s"), counters
+    return workflow, workflow.session("s"), base / "runs"
 
 
 def decision(session, n):

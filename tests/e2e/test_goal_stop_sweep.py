@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from conftest import script_spec
-
 
 def vote(verdict):
     return [{"tool": "cast_vote", "args": {"verdict": verdict, "reason": f"it is {verdict}"}}]
 
 
-def run(workflow, target, script, **extra):
-    spec = script_spec(target, workflow.script(script), workflow.workdir / "t.jsonl", **extra)
-    workflow.run("s", spec)
-
-
 def test_a_sweep_on_a_clean_target_stops_after_one_cycle_with_goal_satisfied(workflow, target):
-    run(workflow, target, {"red": {"*": []}}, max_cycles=5)
+    workflow.run_script(target, {"red": {"*": []}}, max_cycles=5)
     assert workflow.decision("s", 1)["reason"] == "goal satisfied"
     assert "stopped: goal satisfied" in (workflow.session("s") / "done").read_text()
     assert not (workflow.session("s") / "cycles/002").exists()
@@ -23,7 +16,7 @@ def test_a_sweep_on_a_clean_target_stops_after_one_cycle_with_goal_satisfied(wor
 
 def test_a_judge_panel_needs_two_rounds_in_a_row_and_every_vote_is_kept(workflow, target):
     script = {"red": {"*": []}, "judge": {1: vote("met"), 2: vote("met")}}
-    run(workflow, target, script, max_cycles=5, judge={"panel": 3}, goal="calc is tidy")
+    workflow.run_script(target, script, max_cycles=5, judge={"panel": 3}, goal="calc is tidy")
     first, second = workflow.decision("s", 1), workflow.decision("s", 2)
     assert not first["stop"] and first["goal_check"].startswith("the judge panel said met in 1")
     assert [v["vote"] for v in first["judge_votes"]] == ["met", "met", "met"]
@@ -36,7 +29,7 @@ def test_a_judge_panel_needs_two_rounds_in_a_row_and_every_vote_is_kept(workflow
 
 def test_a_round_voted_not_met_breaks_the_streak(workflow, target):
     script = {"red": {"*": []}, "judge": {1: vote("not met"), 2: vote("met")}}
-    run(workflow, target, script, max_cycles=5, judge={"panel": 3})
+    workflow.run_script(target, script, max_cycles=5, judge={"panel": 3})
     second = workflow.decision("s", 2)
     assert second["reason"] != "goal satisfied"
     assert second["goal_check"].startswith("the judge panel said met in 1 of 2")

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Workflow, make_repo
+from conftest import ROOT, Workflow, git, make_repo
+from test_experiment import change, make_target
 
 RUNNER = r"""
 import atexit, json, os, sys
@@ -40,12 +41,33 @@ opens = []
 WRITING = os.O_WRONLY | os.O_RDWR
 
 
+# The checkout's own code: a virtualenv inside the checkout (`make`'s .venv) holds
+# Snakemake's code, whose reads are not ours.
+libraries = tuple({sys.prefix, sys.base_prefix, os.path.dirname(os.__file__)})
+
+
+def ours():  # opened by our code (not Snakemake's, not an import of a module)
+    frame, mine = sys._getframe(2), False
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith("<frozen importlib"):
+            return False
+        mine = mine or (name.startswith(root) and not name.startswith(libraries))
+        frame = frame.f_back
+    return mine
+
+
 def hook(event, args):
     if event not in ("open", "os.rename", "os.replace"):
         return
     running = jobs.RUNNING.get()
+    mine = ours()
     if running is None:
-        return  # Snakemake's own work, an input function: not a job's
+        # Snakemake's own work or an input function: no job's, but an input function's
+        # reads of our code are counted (test_a_sweep_reads_each_finished_file_once...).
+        if not mine or event != "open" or isinstance(args[0], int):
+            return
+        running = ("", jobs.Declared())
     if event != "open":  # an atomic write: the file renamed into place is written
         path, mode, flags = args[1], "w", 0
     else:
@@ -66,7 +88,7 @@ def hook(event, args):
         path = f"{os.fsdecode(path)}|{' < '.join(frames)}"
     opens.append(
         [job, os.path.abspath(os.fsdecode(path)), "write" if writes else "read",
-         [*declared.inputs], [*declared.outputs], [*declared.logs]]
+         [*declared.inputs], [*declared.outputs], [*declared.logs], mine]
     )
 
 
@@ -206,7 +228,10 @@ class Trace:
         self.undeclared: dict[str, Counter] = defaultdict(Counter)
         written: dict[str, set[str]] = defaultdict(set)
         base = str(self.session) + "/"
-        for job, path, kind, inputs, outputs, logs in opens:
+        self.opens = opens
+        for job, path, kind, inputs, outputs, logs, *_ in opens:
+            if not job:
+                continue  # an input function's read (kept in `opens` for the counts)
             real = os.path.realpath(path)
             # The worktree is a link out of the session folder: the target's files.
             if not real.startswith(base):
@@ -242,6 +267,9 @@ class Trace:
         }
 
 
+CYCLES = 3  # of the traced sweep
+
+
 def sweep_script(cycles: int) -> dict:
     """One low finding a cycle, fixed by Green and tidied by Refactor."""
     finding = {"severity": "low", "location": "a.txt:1", "issue": "i", "impact": "m"}
@@ -267,8 +295,8 @@ def sweep_script(cycles: int) -> dict:
     }
 
 
-FAST = "def steps():\n    return {n}\n"
-PROGRAM = """# Fewer steps
+# Three experiments at most (test_experiment.py's target allows six).
+PROGRAM_OF_3 = """# Fewer steps
 
 ```yaml
 target_file: fast.py
@@ -286,19 +314,9 @@ Reduce the number of steps without breaking the tests.
 """
 
 
-def experiment_change(n: int, hypothesis: str) -> list[dict]:
-    return [
-        {"tool": "write_file", "args": {"path": "fast.py", "content": FAST.format(n=n)}},
-        {
-            "tool": "finish_experiment",
-            "args": {"hypothesis": hypothesis, "change_summary": f"steps() returns {n}"},
-        },
-    ]
-
-
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> Trace:
-    """A sweep of three cycles."""
+    """A sweep of CYCLES cycles."""
     base = tmp_path_factory.mktemp("sweep")
     workflow = Workflow(base / "work")
     target = make_repo(base / "target", {"a.txt": "start\n"})
@@ -306,11 +324,12 @@ def sweep(tmp_path_factory) -> Trace:
         "mode": "sweep",
         "target": str(target),
         "test_command": "true",
-        "max_cycles": 3,
+        "max_cycles": CYCLES,
         "stop_below": None,  # low findings only: stop 7 would end the loop at once
-        "agent": {"backend": "script", "script": str(workflow.script(sweep_script(3)))},
+        "agent": {"backend": "script", "script": str(workflow.script(sweep_script(CYCLES)))},
     }
     opens = traced(workflow, "s", spec, base / "opens.json")
+    assert (workflow.session("s") / "cycles" / f"{CYCLES:03d}" / "decision.json").is_file()
     return Trace(opens, workflow.session("s"), workflow.workdir)
 
 
@@ -319,21 +338,14 @@ def experiment(tmp_path_factory) -> Trace:
     """An experiment of three iterations: kept, discarded, kept."""
     base = tmp_path_factory.mktemp("experiment")
     workflow = Workflow(base / "work")
-    target = make_repo(
-        base / "target",
-        {
-            "fast.py": FAST.format(n=1000),
-            "measure.py": "import json\nimport fast\n\nprint(json.dumps({'ops': fast.steps()}))\n",
-            "tests/test_fast.py": "from fast import steps\n\n\ndef test_steps():\n"
-            "    assert steps() > 0\n",
-            "program.md": PROGRAM,
-        },
-    )
+    target = make_target(base / "target")
+    (target / "program.md").write_text(PROGRAM_OF_3)
+    git(target, "commit", "-qam", "three experiments")
     script = {
         "experiment": {
-            1: experiment_change(800, "Halve the inner loop"),
-            2: experiment_change(900, "Unroll the loop by hand"),
-            3: experiment_change(700, "Memoize the step function"),
+            1: change(800, "Halve the inner loop"),
+            2: change(900, "Unroll the loop by hand"),
+            3: change(700, "Memoize the step function"),
         }
     }
     spec = {
@@ -379,6 +391,55 @@ def test_every_allowed_undeclared_read_is_still_made(sweep, experiment):
     assert set(UNDECLARED) - sweep.used() - experiment.used() == set()
 
 
+# --- how often a job reads a file, and the spec is parsed ----------------------------------
+
+# The worktree's git links, read before every git call to refuse a forged one (git.py):
+# a safety check whose count follows the git calls, not the data flow; counted apart.
+GIT_LINKS = (".git", "gitdir", ".git-dirs.json", "HEAD", "commondir")
+
+
+def reads_of_ours(trace: Trace) -> list[tuple[str, str]]:
+    """(job, path) of every read our code made ("" for an input function's), no import."""
+    return [(job, path) for job, path, kind, *_, mine in trace.opens if kind == "read" and mine]
+
+
+def test_a_sweep_reads_each_finished_file_once_per_job_and_parses_its_spec_sparingly(sweep):
+    """Measured on this sweep (then 4 cycles, the script agent, `true` as the tests). Before
+    the job parsed what it read once: the evaluate job of cycle 2 read 12 session files 21
+    times (the previous decision.json 4 times, each stage record twice; 17 files, 58 times
+    with the git links), and session.yaml was parsed 45 times (11.25 a cycle). Now: 12
+    files 15 times (17 files, 52 times) and 9 parses a cycle: once per job, once per input
+    function that needs it; Green's input function reads the spec too since
+    `agent.parallel_green` (how many lanes' records Green waits for): 40 in 4 cycles, 31 in
+    3, so 9 a cycle and 4 for the session's own jobs. The bounds are those figures: a change
+    that reads more fails here."""
+    reads = reads_of_ours(sweep)
+    base = str(sweep.session) + "/"
+    job = next(j for j, _ in reads if j.endswith("logs/evaluate/002.log"))
+    evaluate = Counter(
+        p.removeprefix(base)
+        for j, p in reads
+        if j == job and not p.endswith(GIT_LINKS) and p.startswith(base)
+    )
+    # The previous decision and each stage record: read once in the job, however many of
+    # its steps ask for them.
+    assert evaluate["cycles/001/decision.json"] == 1, evaluate
+    for record in ("red.json", "green.json", "refactor.json"):
+        assert evaluate[f"cycles/002/{record}"] == 1, evaluate
+    assert evaluate["session.yaml"] == 1, evaluate
+    # 13 files: timings.tsv's header joined them (engine/timings.py keeps an older
+    # session's column count when it appends its row).
+    assert len(evaluate) <= 13 and sum(evaluate.values()) <= 16, evaluate
+    # Outside the worktree's git links, nothing but session files.
+    others = {p for j, p in reads if j == job and not p.endswith(GIT_LINKS)}
+    assert others <= {base + p for p in evaluate}, others
+    # The spec: once per job and once per input-function call that needs it.
+    parses = [j for j, p in reads if p == base + "session.yaml"]
+    jobs = {j for j, _ in reads if j}
+    assert all(parses.count(j) == 1 for j in jobs if j in parses), Counter(parses)
+    assert len(parses) <= 9 * CYCLES + 4, Counter(parses)
+
+
 # --- the check itself, on made-up traces --------------------------------------------------
 
 
@@ -392,7 +453,7 @@ def opens_of(tmp_path: Path, *events: tuple[str, str, str]) -> Trace:
     for step, path, kind in events:
         job = f"sessions/s/logs/green/{step}.log"
         declared = ([f"sessions/s/cycles/{step}/red.json"], [f"sessions/s/cycles/{step}/x.md"])
-        opens.append([job, str(session / path), kind, *declared, [job]])
+        opens.append([job, str(session / path), kind, *declared, [job], True])
     return Trace(opens, session, workdir)
 
 

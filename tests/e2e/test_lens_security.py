@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, git, wait_for
+from conftest import ROOT, Workflow, calc_repo, git, wait_for
 
 FOUND = {
     "title": "eval of user input",
@@ -120,9 +120,8 @@ SLOW = {"auditor": {1: [vuln()], 2: [{"sleep": 60}, vuln(title="late")], "*": []
 FAST = {"auditor": {1: [vuln()], 2: [vuln(title="late")], 4: [vuln()], "*": []}}
 
 
-@pytest.fixture
-def killed_and_rerun(workflow, target):
-    """A session killed with -9 during its second iteration, then run again to its end."""
+def kill_and_rerun(workflow, target):
+    """Session k killed with -9 during its second iteration, then run again to its end."""
     spec = security_spec(workflow, target, SLOW, "k.yaml", max_cycles=3)
     proc = workflow.start("k", spec)
     session = workflow.session("k")
@@ -135,14 +134,29 @@ def killed_and_rerun(workflow, target):
     return workflow, session
 
 
+@pytest.fixture
+def killed_and_rerun(workflow, target):
+    return kill_and_rerun(workflow, target)
+
+
+@pytest.fixture(scope="module")
+def killed_once(tmp_path_factory):
+    """Session k killed and rerun, and session clean, the same audit never killed, made
+    before any test changes the target: shared by the tests that only read k."""
+    base = tmp_path_factory.mktemp("killed")
+    workflow, target = Workflow(base / "work"), calc_repo(base / "target")
+    workflow, session = kill_and_rerun(workflow, target)
+    workflow.run("clean", security_spec(workflow, target, FAST, "clean.yaml", max_cycles=3))
+    return workflow, target, session
+
+
 def test_a_kill_mid_iteration_then_a_rerun_gives_the_same_files_without_duplicate_rows(
-    killed_and_rerun, target
+    killed_once,
 ):
-    workflow, session = killed_and_rerun
+    workflow, _, session = killed_once
     rows = log_rows(session)
     assert [r["iteration"] for r in rows] == ["1", "2", "3"]
     assert len({r["run_id"] for r in rows}) == 1
-    workflow.run("clean", security_spec(workflow, target, FAST, "clean.yaml", max_cycles=3))
     clean = workflow.session("clean")
     for name in ("findings.md", "owasp-coverage.md", "recommendations.md"):
         ours = (session / name).read_text().replace("sessions/k", "S").replace(": k", ": S")
@@ -163,8 +177,8 @@ def test_a_rerun_after_done_is_removed_adds_a_new_run_under_the_old_rows(killed_
     assert (session / "done").exists()
 
 
-def test_compare_with_labels_findings_and_diff_base_limits_the_audit(killed_and_rerun, target):
-    workflow, _ = killed_and_rerun
+def test_compare_with_labels_findings_and_diff_base_limits_the_audit(killed_once):
+    workflow, target, _ = killed_once
     (target / "calc.py").write_text((target / "calc.py").read_text() + "\n# touched\n")
     git(target, "commit", "-qam", "touch calc")
     reports = [

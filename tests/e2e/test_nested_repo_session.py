@@ -6,20 +6,16 @@ harness path apart; this is the whole session through Snakemake.)"""
 from __future__ import annotations
 
 import pytest
-from conftest import CALC, CALC_TESTS, git, make_repo, script_spec
+from conftest import (
+    CALC,
+    CALC_TESTS,
+    git,
+    make_repo,
+    one_fix,
+)
 
 from autoresearch.safety import git as ar_git
 
-FINDING = {
-    "severity": "high",
-    "title": "mean crashes on empty input",
-    "location": "calc.py:5",
-    "issue": "mean([]) divides by zero.",
-    "impact": "ZeroDivisionError for callers.",
-}
-GUARDED = CALC.replace(
-    "    return sum(values)", "    if not values:\n        return 0.0\n    return sum(values)"
-)
 # Each run of the suite fills the empty submodule folder and makes a new nested repository,
 # each with a clean filter that would leave MARKER if any git looked inside.
 NESTING_TEST = """
@@ -73,18 +69,8 @@ def test_nested_repositories_a_suite_makes_run_nothing_and_reach_no_commit(
     git(repo, "add", ".gitmodules")
     git(repo, "commit", "-q", "-m", "a submodule")
     (repo / "vendor" / "lib").mkdir(parents=True)  # as a clone leaves an uninitialised one
-    script = {
-        "red": {1: [{"tool": "report_finding", "args": FINDING}]},
-        "green": {
-            1: [
-                {"tool": "write_file", "args": {"path": "calc.py", "content": GUARDED}},
-                {"tool": "run_tests", "args": {}},
-                {"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": "guard"}},
-            ]
-        },
-    }
-    spec = script_spec(repo, workflow.script(script), workflow.workdir / "t.jsonl", max_cycles=1)
-    workflow.run("s", dict(spec, teams=["red", "green"], test_gate=gate))
+    script = one_fix(run_tests=True)
+    workflow.run_script(repo, script, max_cycles=1, teams=["red", "green"], test_gate=gate)
 
     assert not marker.exists()
     worktree = (workflow.session("s") / "worktree").resolve()

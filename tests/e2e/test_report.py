@@ -1,59 +1,16 @@
-"""The report a user opens: `snakemake --report` of the sweep demo holds that session's files
-(the narrow and broad demos: test_report_narrow.py, test_report_broad.py), and an experiment
-session's report holds its own."""
+"""The report a user opens: an experiment session's report holds its own files (the sweep
+demo's: test_report_outcome.py, which runs that demo once for the landing page too; the
+narrow and broad demos: test_report_narrow.py, test_report_broad.py)."""
 
 from __future__ import annotations
 
-import pytest
 from conftest import Workflow, make_repo
 from report_pages import (
     Demo,
     assert_report_holds_the_session,
-    cycle_documents,
-    demo_workflow,
     make_report,
-    run_demo,
     session_pages,
 )
-
-
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory) -> Demo:
-    return run_demo(demo_workflow(tmp_path_factory), "demo")
-
-
-# --- each demo -------------------------------------------------------------------------
-
-
-def test_sweep_demo_report_holds_session_md_results_every_cycle_and_the_plot(sweep):
-    documents = cycle_documents(sweep.session)
-    assert len(documents) >= 2
-    assert set(sweep.report.results) == session_pages(sweep, list(documents))
-    assert_report_holds_the_session(sweep, documents)
-    assert sweep.report.files[sweep.path("report", "cycles.png")].startswith(b"\x89PNG")
-
-
-def test_report_lists_a_sessions_files_under_its_name_with_captions(sweep):
-    for path, entry in sweep.report.results.items():
-        assert entry["caption"].strip(), path
-    session = sweep.report.results[sweep.path("report", "session.html")]
-    assert "sessions/demo/session.md" in session["caption"]
-    assert sweep.report.results[sweep.path("report", "evaluations", "001.html")]["labels"] == {
-        "evaluation": "cycle 001"
-    }
-
-
-def test_report_opens_with_the_workflow_description(sweep):
-    assert "agents find problems in a target git repository" in sweep.report.description
-    assert "<strong>evaluations</strong>" in sweep.report.description
-
-
-def test_report_shows_each_rules_run_block_and_its_job_function(sweep):
-    code = sweep.report.code_of("red")
-    assert code.startswith("scripts.cycle.red(wildcards, input, output, log)")
-    assert "# scripts/cycle.py" in code and "def red(wildcards" in code
-    assert "def session_report(wildcards" in sweep.report.code_of("session_report")
-
 
 # --- an experiment session (no bundled demo yet) ------------------------------------------
 

@@ -16,7 +16,16 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import BIN, ROOT, Workflow, git, missing
-from report_pages import DEMO_TIMEOUT, Demo, Report, demo_workflow, make_report
+from report_pages import (
+    DEMO_TIMEOUT,
+    Demo,
+    Report,
+    assert_report_holds_the_session,
+    cycle_documents,
+    demo_workflow,
+    make_report,
+    session_pages,
+)
 
 from autoresearch.views.session_report import markdown_html
 
@@ -64,6 +73,44 @@ def demo(tmp_path_factory) -> Finalized:
     page = workflow.workdir / "report.html"
     workflow.run("demo", None, "--report", str(page), timeout=600)
     return Finalized(workflow, before, after, page, dry_run)
+
+
+# --- the report as the session left it (moved from test_report.py: one demo run serves both)
+
+
+@pytest.fixture
+def sweep(demo) -> Demo:
+    return demo.before
+
+
+def test_sweep_demo_report_holds_session_md_results_every_cycle_and_the_plot(sweep):
+    documents = cycle_documents(sweep.session)
+    assert len(documents) >= 2
+    assert set(sweep.report.results) == session_pages(sweep, list(documents))
+    assert_report_holds_the_session(sweep, documents)
+    assert sweep.report.files[sweep.path("report", "cycles.png")].startswith(b"\x89PNG")
+
+
+def test_report_lists_a_sessions_files_under_its_name_with_captions(sweep):
+    for path, entry in sweep.report.results.items():
+        assert entry["caption"].strip(), path
+    session = sweep.report.results[sweep.path("report", "session.html")]
+    assert "sessions/demo/session.md" in session["caption"]
+    assert sweep.report.results[sweep.path("report", "evaluations", "001.html")]["labels"] == {
+        "evaluation": "cycle 001"
+    }
+
+
+def test_report_opens_with_the_workflow_description(sweep):
+    assert "agents find problems in a target git repository" in sweep.report.description
+    assert "<strong>evaluations</strong>" in sweep.report.description
+
+
+def test_report_shows_each_rules_run_block_and_its_job_function(sweep):
+    code = sweep.report.code_of("red")
+    assert code.startswith("scripts.cycle.red(wildcards, input, output, log)")
+    assert "# scripts/cycle.py" in code and "def red(wildcards" in code
+    assert "def session_report(wildcards" in sweep.report.code_of("session_report")
 
 
 def done_line(demo: Demo, key: str) -> str:

@@ -126,10 +126,11 @@ def test_kill_during_evaluate_then_rerun_finishes_without_duplicates(workflow, t
     from conftest import CALC, CALC_TESTS, make_repo
 
     flag = tmp_path / "slow-eval"  # unique per test run, unlike a name under /tmp
+    asleep = tmp_path / "asleep"  # made when evaluate's run has begun its sleep
     slow = (
         "import sys, time\n\nif '--cache-clear' in sys.argv and "
         f"__import__('os').path.exists({str(flag)!r}):\n"
-        "    time.sleep(60)\n"
+        f"    open({str(asleep)!r}, 'w').close()\n    time.sleep(60)\n"
     )
     repo = make_repo(
         tmp_path / "t", {"calc.py": CALC, "tests/test_calc.py": CALC_TESTS, "conftest.py": slow}
@@ -147,9 +148,7 @@ def test_kill_during_evaluate_then_rerun_finishes_without_duplicates(workflow, t
         proc = workflow.start("s", spec)
         wait_for((workflow.session("s") / "cycles/001/green.json").exists)
         flag.write_text("")  # from now on the uncached run sleeps: that is evaluate's
-        log = workflow.session("s") / "logs/evaluate/001.log"
-        wait_for(log.exists)
-        time.sleep(1.0)
+        wait_for(asleep.exists)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     finally:

@@ -5,41 +5,32 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import CALC, CALC_TESTS, Workflow, calc_repo, git, make_repo, script_spec
-
-FINDING = {
-    "severity": "high",
-    "title": "mean crashes on empty input",
-    "location": "calc.py:5",
-    "issue": "mean([]) divides by zero.",
-    "impact": "ZeroDivisionError for callers.",
-}
-GUARDED = CALC.replace(
-    "    return sum(values)", "    if not values:\n        return 0.0\n    return sum(values)"
+from conftest import (
+    CALC,
+    CALC_TESTS,
+    GUARDED_CALC,
+    MEAN_FINDING,
+    Workflow,
+    calc_repo,
+    git,
+    make_repo,
 )
 
-
-def run(workflow, target, script, **extra):
-    transcript = workflow.workdir / "t.jsonl"
-    workflow.run("s", script_spec(target, workflow.script(script), transcript, **extra))
-    return workflow.transcript(transcript)
-
-
-OTHER = dict(FINDING, title="add is not commutative-safe", location="calc.py:2")
+OTHER = dict(MEAN_FINDING, title="add is not commutative-safe", location="calc.py:2")
 
 
 @pytest.fixture(scope="module")
 def two_cycles(tmp_path_factory):
-    """Two cycles without Refactor: Red finds FINDING, Green fixes it, Red finds OTHER.
+    """Two cycles without Refactor: Red finds MEAN_FINDING, Green fixes it, Red finds OTHER.
     Returns the Workflow and the briefs; read by the tests of either cycle."""
     script = {
         "red": {
-            1: [{"tool": "report_finding", "args": FINDING}],
+            1: [{"tool": "report_finding", "args": MEAN_FINDING}],
             2: [{"tool": "report_finding", "args": OTHER}],
         },
         "green": {
             1: [
-                {"tool": "write_file", "args": {"path": "calc.py", "content": GUARDED}},
+                {"tool": "write_file", "args": {"path": "calc.py", "content": GUARDED_CALC}},
                 {"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": "guard"}},
             ]
         },
@@ -47,7 +38,7 @@ def two_cycles(tmp_path_factory):
     base = tmp_path_factory.mktemp("loop")
     workflow = Workflow(base / "work")
     target = calc_repo(base / "target")
-    return workflow, run(workflow, target, script, max_cycles=2, teams=["red", "green"])
+    return workflow, workflow.run_script(target, script, max_cycles=2, teams=["red", "green"])
 
 
 def test_later_red_is_told_what_was_tried_and_where_to_look(two_cycles):
@@ -73,7 +64,7 @@ def one_cycle_without_refactor(tmp_path_factory):
     base = tmp_path_factory.mktemp("loop")
     workflow = Workflow(base / "work")
     spec = dict(max_cycles=1, stop_below=None, teams=["red", "green"])
-    run(workflow, calc_repo(base / "target"), {"red": {"*": []}}, **spec)
+    workflow.run_script(calc_repo(base / "target"), {"red": {"*": []}}, **spec)
     return workflow
 
 
@@ -85,7 +76,7 @@ def test_stops_at_max_cycles(one_cycle_without_refactor):
 
 def test_two_cycles_that_found_nothing_stop_saying_nothing_fixable_was_left(workflow, target):
     # Refactor changed nothing in either cycle, but only because there was nothing to fix.
-    run(workflow, target, {"red": {"*": []}}, max_cycles=5, stop_below=None)
+    workflow.run_script(target, {"red": {"*": []}}, max_cycles=5, stop_below=None)
     assert not workflow.decision("s", 1)["stop"]
     reason = "nothing fixable was left: two consecutive cycles in which Red found nothing"
     assert workflow.decision("s", 2)["reason"] == reason
@@ -95,30 +86,30 @@ def test_two_cycles_that_found_nothing_stop_saying_nothing_fixable_was_left(work
 
 def test_stops_after_two_cycles_without_refactor_changes(workflow, target):
     fix = [
-        {"tool": "write_file", "args": {"path": "calc.py", "content": GUARDED}},
+        {"tool": "write_file", "args": {"path": "calc.py", "content": GUARDED_CALC}},
         {"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": "guard"}},
     ]
-    other = dict(FINDING, title="mean of one value", location="calc.py:6")
+    other = dict(MEAN_FINDING, title="mean of one value", location="calc.py:6")
     again = [
         {"tool": "write_file", "args": {"path": "notes.txt", "content": "x\n"}},
         {"tool": "finish_fix", "args": {"finding_id": "F-002", "summary": "notes"}},
     ]
     script = {
         "red": {
-            1: [{"tool": "report_finding", "args": FINDING}],
+            1: [{"tool": "report_finding", "args": MEAN_FINDING}],
             2: [{"tool": "report_finding", "args": other}],
         },
         "green": {1: fix, 2: again},
     }
-    run(workflow, target, script, max_cycles=5, stop_below=None)
+    workflow.run_script(target, script, max_cycles=5, stop_below=None)
     assert workflow.decision("s", 2)["reason"] == (
         "two consecutive cycles in which Refactor changed nothing"
     )
 
 
 def test_without_refactor_stops_after_two_cycles_of_skips(workflow, target):
-    script = {"red": {"*": [{"tool": "report_finding", "args": FINDING}]}}
-    run(workflow, target, script, max_cycles=5, teams=["red", "green"])
+    script = {"red": {"*": [{"tool": "report_finding", "args": MEAN_FINDING}]}}
+    workflow.run_script(target, script, max_cycles=5, teams=["red", "green"])
     assert workflow.decision("s", 2)["reason"] == (
         "nothing fixable was left: two consecutive cycles in which Green kept no fix"
     )
@@ -153,9 +144,9 @@ def test_broken_cycle_reverts_refactor_then_green_newest_first(workflow, tmp_pat
         tmp_path / "t",
         {"calc.py": CALC, "tests/test_calc.py": CALC_TESTS, "conftest.py": FLAKY_CONFTEST},
     )
-    marked = GUARDED + "# MARKER\n"
+    marked = GUARDED_CALC + "# MARKER\n"
     script = {
-        "red": {1: [{"tool": "report_finding", "args": FINDING}]},
+        "red": {1: [{"tool": "report_finding", "args": MEAN_FINDING}]},
         "green": {
             1: [
                 {"tool": "write_file", "args": {"path": "calc.py", "content": marked}},
@@ -176,7 +167,7 @@ def test_broken_cycle_reverts_refactor_then_green_newest_first(workflow, tmp_pat
     }
     # per_fix: its gate tests the staged change, so only evaluate's run meets the fault
     # (the batch gate tests committed trees and would take F-001 out first).
-    run(workflow, repo, script, max_cycles=2, test_gate="per_fix", evaluate={"rerun": True})
+    workflow.run_script(repo, script, max_cycles=2, test_gate="per_fix", evaluate={"rerun": True})
     decision = workflow.decision("s", 1)
     assert [r["subject"] for r in decision["reverted"]] == [
         "refactor: r2",
@@ -213,12 +204,12 @@ def test_unrecoverable_break_stops_the_session(workflow, tmp_path):
         {"calc.py": CALC, "tests/test_calc.py": CALC_TESTS, "conftest.py": conftest},
     )
     script = {
-        "red": {1: [{"tool": "report_finding", "args": FINDING}]},
+        "red": {1: [{"tool": "report_finding", "args": MEAN_FINDING}]},
         "green": {
             1: [
                 {
                     "tool": "write_file",
-                    "args": {"path": "calc.py", "content": GUARDED + "# MARKER\n"},
+                    "args": {"path": "calc.py", "content": GUARDED_CALC + "# MARKER\n"},
                 },
                 {"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": "g"}},
             ]
@@ -227,8 +218,7 @@ def test_unrecoverable_break_stops_the_session(workflow, tmp_path):
     # No jail: the poison must be able to outlive the worktree's history. per_fix: the
     # fault must get past Green's gate (a staged change) to meet evaluate's reverts, and
     # evaluate must run the gate's tree again (`evaluate.rerun`).
-    run(
-        workflow,
+    workflow.run_script(
         repo,
         script,
         max_cycles=3,
@@ -245,15 +235,15 @@ def test_unrecoverable_break_stops_the_session(workflow, tmp_path):
 
 
 def test_red_refuses_findings_at_places_that_do_not_exist_and_repeats(workflow, target):
-    elsewhere = dict(FINDING, location="nowhere.py:3")
-    past_end = dict(FINDING, location="calc.py:999")
-    again = dict(FINDING, title="  MEAN crashes on empty input ")
+    elsewhere = dict(MEAN_FINDING, location="nowhere.py:3")
+    past_end = dict(MEAN_FINDING, location="calc.py:999")
+    again = dict(MEAN_FINDING, title="  MEAN crashes on empty input ")
     script = {
         "red": {
             1: [
                 {"tool": "report_finding", "args": elsewhere},
                 {"tool": "report_finding", "args": past_end},
-                {"tool": "report_finding", "args": FINDING},
+                {"tool": "report_finding", "args": MEAN_FINDING},
                 {"tool": "report_finding", "args": again},
             ]
         },
@@ -261,7 +251,7 @@ def test_red_refuses_findings_at_places_that_do_not_exist_and_repeats(workflow, 
             1: [{"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": "nothing"}}]
         },
     }
-    run(workflow, target, script, max_cycles=1)
+    workflow.run_script(target, script, max_cycles=1)
     findings = (workflow.session("s") / "cycles/001/red-findings.md").read_text()
     assert findings.count("calc.py:5") == 1 and "nowhere.py" not in findings
     log = (workflow.session("s") / "logs/red/001.log").read_text()

@@ -8,17 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import CALC, CALC_TESTS, git, make_repo, script_spec
+from conftest import CALC, CALC_TESTS, git, make_repo, one_fix, script_spec
 
 from autoresearch.safety import git as ar_git
 
-FINDING = {
-    "severity": "high",
-    "title": "mean crashes on empty input",
-    "location": "calc.py:5",
-    "issue": "mean([]) divides by zero.",
-    "impact": "ZeroDivisionError for callers.",
-}
 # A broken mean that the test runner is made to report as passing: every report the runner
 # makes while calc is loaded says "passed" (the in-process attack of the runner).
 BROKEN_AND_HIDDEN = """\
@@ -72,23 +65,9 @@ def mean(values):
 """
 
 
-def green_writes(content: str) -> dict:
-    return {
-        "red": {1: [{"tool": "report_finding", "args": FINDING}]},
-        "green": {
-            1: [
-                {"tool": "write_file", "args": {"path": "calc.py", "content": content}},
-                {"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": "guard"}},
-            ]
-        },
-    }
-
-
 def sweep(workflow, tmp_path, content: str, **extra):
     repo = make_repo(tmp_path / "target", {"calc.py": CALC, "tests/test_calc.py": CALC_TESTS})
-    transcript = workflow.workdir / "t.jsonl"
-    spec = script_spec(repo, workflow.script(green_writes(content)), transcript, max_cycles=1)
-    workflow.run("s", dict(spec, teams=["red", "green"], **extra))
+    workflow.run_script(repo, one_fix(content), max_cycles=1, teams=["red", "green"], **extra)
     worktree = (workflow.session("s") / "worktree").resolve()
     return repo, worktree
 

@@ -150,3 +150,24 @@ def test_a_model_fix_that_reformats_the_whole_file_is_not_kept(tmp_path):
     [skipped] = decision["skipped"]
     assert "rewrites" in skipped["reason"] and "reformat" in skipped["reason"]
     assert git(workflow.session("s") / "worktree", "log", "--format=%s", "main..HEAD") == ""
+
+
+def test_a_refactor_with_nothing_it_may_format_does_not_stop_a_sweep_that_still_fixes(tmp_path):
+    # One fix a cycle (max_findings 1) in a file the target never formatted: Refactor may
+    # touch nothing, so its "no change" in cycles 1 and 2 is no reason to stop.
+    repo = make_repo(
+        tmp_path / "target",
+        {
+            "hand.py": "import os\nimport sys\n\nNUMBERS = [1, 2,\n           3]\n",
+            "tests/test_hand.py": "import hand\n\n\ndef test_numbers():\n    assert hand.NUMBERS\n",
+        },
+    )
+    workflow = Workflow(tmp_path / "work")
+    spec = no_key_sweep(repo, max_cycles=3, max_findings=1, teams=["red", "green", "refactor"])
+    workflow.run("s", spec)
+    first, second = workflow.decision("s", 1), workflow.decision("s", 2)
+    assert [len(d["fixed"]) for d in (first, second)] == [1, 1]
+    assert not second["stop"]
+    assert first["refactor_idle"] and second["refactor_idle"]
+    third = workflow.decision("s", 3)
+    assert third["fixed"] == [] and third["stop"]

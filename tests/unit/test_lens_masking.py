@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import string
+
 import pytest
 
 from autoresearch.modes.lens.masking import REDACTED, entropy, mask, scan
@@ -118,6 +121,43 @@ def test_mask_keeps_a_commit_id_the_caller_names_even_next_to_a_key_word():
     text = f"token rotation fixed in {commit}"
     assert mask(text, keep=[commit]) == (text, 0)
     assert mask(f"signing key {commit}") != (f"signing key {commit}", 0)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/tmp/tmp.5uouJRXHap/pytest-of-root/pytest-0/test_ship_lens0/target/src/app.py",
+        "cd /tmp/tmp.Q3xZk9LmWp/sessions/demo/cycles/001/Red-Findings.md",
+        "C:/Users/Dev/AppData/Local/Temp/tmp8Jq2Lk4x/repo/Src/Main_Module.py",
+    ],
+)
+def test_mask_leaves_a_path_under_a_mktemp_folder_untouched(path):
+    # mktemp's random suffix is a short mixed-case run; the path's other parts are words.
+    assert mask(path) == (path, 0)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "blob: Zm9vYmFy/Q8w2E4r6T8y0U2i4O6p8A0s2D4f6G8h0J2k4L6n8",  # base64 with a slash
+        "/tmp/work/Q8w2E4r6T8y0U2i4O6p8A0s2D4f6G8h0J2k4/out",  # a secret as a path's part
+        "a/Zq8Xv2Bn4Mk6Lj8H/g0Fd2Sa4Pq6Wr8Et0Yu2Io4R",  # split in short mixed-case runs
+    ],
+)
+def test_mask_still_masks_random_runs_with_slashes(text):
+    masked, count = mask(text)
+    assert count == 1 and REDACTED in masked
+
+
+def test_no_random_string_with_slashes_passes_for_a_path():
+    # 3,000 random base64 strings of 32 to 60 characters, each with a slash somewhere.
+    rng = random.Random(7)
+    alphabet = string.ascii_letters + string.digits + "+/"
+    for _ in range(3000):
+        run = "".join(rng.choice(alphabet) for _ in range(rng.randint(32, 60)))
+        if "/" not in run.strip("/") or not scan(run.replace("/", "x")):
+            continue  # not random enough to be masked without its slashes either
+        assert scan(f"blob {run} end"), run
 
 
 def test_mask_leaves_placeholder_values_untouched():

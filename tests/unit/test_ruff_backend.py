@@ -8,7 +8,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from autoresearch.agents.backends.base import StageBrief
+from autoresearch.agents.backends.base import NOTHING_TO_TOUCH, StageBrief
 from autoresearch.agents.backends.ruff import RuffBackend, apply_edits
 from autoresearch.agents.tools import Toolbox
 from autoresearch.engine import findings
@@ -480,3 +480,23 @@ def test_a_file_the_target_flake8_excludes_has_no_findings(tmp_path):
     files = {**SHIMS, "vendor/lib.py": b"import os\n", "setup.cfg": config}
     reported = codes_reported(repo_with(tmp_path, files))
     assert ("F401", "vendor/lib.py") not in reported and ("F401", "cachetools/func.py") in reported
+
+
+def refactor_run(repo: Path, **data):
+    toolbox = Toolbox("refactor", repo, hooks={"finish_refactor": lambda **a: "recorded"})
+    brief = StageBrief("refactor", "", "", data={"worktree": str(repo), **data})
+    return RuffBackend().run(brief, toolbox, lambda line: None)
+
+
+def test_refactor_with_no_file_it_may_format_says_it_had_nothing_to_touch(tmp_path):
+    base = committed(tmp_path, {"app.py": HAND_STYLE})
+    repo_with(tmp_path, {"app.py": HAND_STYLE.replace(b"import os\n\n", b"")})
+    run = refactor_run(tmp_path, changed_files=["app.py", "notes.txt"], base_commit=base)
+    assert (run.stop_reason, run.turns) == (NOTHING_TO_TOUCH, 0)
+
+
+def test_refactor_that_may_format_a_file_already_formatted_looked_and_changed_nothing(tmp_path):
+    base = committed(tmp_path, {"app.py": b"import os\n\nX = 1\n"})
+    repo_with(tmp_path, {"app.py": b"X = 1\n"})  # Green's fix, still as ruff format writes it
+    run = refactor_run(tmp_path, changed_files=["app.py"], base_commit=base)
+    assert (run.stop_reason, run.turns) == ("finished", 0)

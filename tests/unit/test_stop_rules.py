@@ -39,3 +39,45 @@ def test_ten_cycle_cap_when_nothing_else_is_set(tmp_path):
     decision = {"broken": False, "refactor_changes": 1, "fixed": [1]}
     Sweep().apply_policy(Env(), decision)
     assert not decision["stop"]
+
+
+class SweepEnv:
+    """Cycle 2 of a sweep with Refactor, cycle 1's decision.json written as the loop does."""
+
+    spec = SessionSpec({"teams": ["red", "green", "refactor"], "stop_below": None})
+    cycle = 2
+    track = ""
+
+    def __init__(self, layout: SessionLayout) -> None:
+        self.layout = layout
+
+    def finished(self, path):
+        return json.loads(path.read_text())
+
+
+def second_cycle(tmp_path, first: dict, second: dict) -> str | None:
+    """The stop reason of cycle 2 (None: the sweep goes on)."""
+    layout = SessionLayout(tmp_path / "s")
+    write_json(layout.decision(1), WRITTEN | {"cycle": 1, "refactor_changes": 0} | first)
+    return Sweep().loop_stop(SweepEnv(layout), {"findings": 1, "refactor_changes": 0} | second)
+
+
+FIX = [{"id": "F-001"}]
+
+
+def test_two_cycles_of_a_refactor_that_changed_nothing_stop_a_sweep_that_still_fixes(tmp_path):
+    reason = second_cycle(tmp_path, {"fixed": FIX}, {"fixed": FIX})
+    assert reason == "two consecutive cycles in which Refactor changed nothing"
+
+
+def test_a_refactor_with_no_file_it_may_change_does_not_count_towards_the_stop(tmp_path):
+    # The ruff backend on a target without the formatter: Refactor never looked.
+    assert second_cycle(tmp_path, {"fixed": FIX, "refactor_idle": True}, {"fixed": FIX}) is None
+    assert second_cycle(tmp_path, {"fixed": FIX}, {"fixed": FIX, "refactor_idle": True}) is None
+
+
+def test_with_an_idle_refactor_two_cycles_that_kept_no_fix_still_stop(tmp_path):
+    reason = second_cycle(
+        tmp_path, {"fixed": [], "refactor_idle": True}, {"fixed": [], "refactor_idle": True}
+    )
+    assert reason == "nothing fixable was left: two consecutive cycles in which Green kept no fix"

@@ -8,6 +8,7 @@ commands' CPU of the stage that ran it.
 from __future__ import annotations
 
 import csv
+import threading
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,69 @@ def test_a_timings_file_of_the_old_width_keeps_its_width(tmp_path):
         pass
     lines = layout.timings.read_text().splitlines()
     assert lines[0] == old and len(lines[-1].split("\t")) == len(timings.COLUMNS) - 1
+
+
+def in_two_threads(first, second) -> None:
+    """Run `first` and `second` at once in two threads (two jobs of one Snakemake), the
+    second's block open from before the first's starts to after it ends."""
+    second_open, first_done = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def job(body) -> None:
+        try:
+            body(second_open, first_done)
+        except BaseException as err:  # noqa: BLE001 - re-raised in the test's thread
+            errors.append(err)
+            second_open.set()
+            first_done.set()
+
+    threads = [threading.Thread(target=job, args=(b,)) for b in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+
+
+def test_a_stage_counts_only_its_own_jobs_jailed_cpu():
+    counted: dict[str, float] = {}
+
+    def first(second_open, first_done):
+        second_open.wait(60)
+        with commands.jailed_cpu.counting() as jailed:
+            commands.jailed_cpu.add(2.0)
+            counted["first"] = jailed()
+        first_done.set()
+
+    def second(second_open, first_done):
+        with commands.jailed_cpu.counting() as jailed:
+            second_open.set()
+            first_done.wait(60)
+            commands.jailed_cpu.add(0.25)
+            counted["second"] = jailed()
+
+    in_two_threads(first, second)
+    assert counted == {"first": 2.0, "second": 0.25}
+
+
+@needs_bwrap
+def test_two_stages_run_at_once_each_get_their_own_jobs_jailed_cpu(tmp_path, worktree):
+    layout = SessionLayout(tmp_path / "session")
+    layout.root.mkdir()
+
+    def burner(second_open, first_done):
+        second_open.wait(60)
+        with timings.timed(layout, "green", "h1", 1):
+            assert commands.run(BURN, worktree, jail=jail.Jail("bwrap", worktree)).ok
+        first_done.set()
+
+    def idle(second_open, first_done):
+        with timings.timed(layout, "green", "h2", 1):
+            second_open.set()
+            first_done.wait(60)
+            assert commands.run("true", worktree, jail=jail.Jail("bwrap", worktree)).ok
+
+    in_two_threads(burner, idle)
+    by_track = {row["track"]: float(row["jailed_cpu_s"]) for row in rows(layout)}
+    assert by_track["h1"] >= 0.45
+    assert by_track["h2"] < 0.2  # its own `true`, none of the sibling's half second

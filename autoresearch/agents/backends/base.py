@@ -113,7 +113,13 @@ class StageRun:
     usage: Usage
     turns: int
     stop_reason: str  # end_turn | finished | max_turns | deadline | budget | refusal | error
+    # | NOTHING_TO_TOUCH
     detail: str = ""
+
+
+# A team that had nothing it may change (the ruff backend's Refactor, when no changed file
+# is one the target keeps formatted): it did not look and find nothing.
+NOTHING_TO_TOUCH = "nothing_to_touch"
 
 
 class Toolbox(Protocol):

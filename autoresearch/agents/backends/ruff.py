@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.agents.backends.base import (
+    NOTHING_TO_TOUCH,
     StageBrief,
     StageFailed,
     StageRun,
@@ -527,13 +528,21 @@ class RuffBackend:
             "red": self._red,
             "green": self._green,
             "fix": self._green,  # one error, in the shape of a Green finding
-            "refactor": self._refactor,
             "auditor": self._security,
             "ship": self._ship,
         }
-        if brief.team not in plays:
+        if brief.team not in plays and brief.team != "refactor":
             return StageRun(Usage(), 0, "error", f"the ruff backend has no {brief.team} team")
-        turns = plays[brief.team](Path(brief.data["worktree"]), brief, toolbox, progress)
+        worktree = Path(brief.data["worktree"])
+        if brief.team == "refactor":
+            files = self._formattable(worktree, brief, progress)
+            if not files:
+                # Not a Refactor that looked and found nothing to simplify: the sweep's stop
+                # rule does not count it (modes.sweep).
+                why = "no changed file is one the target keeps formatted"
+                return StageRun(Usage(), 0, NOTHING_TO_TOUCH, why)
+            return StageRun(Usage(), self._refactor(worktree, files, toolbox, progress), "finished")
+        turns = plays[brief.team](worktree, brief, toolbox, progress)
         return StageRun(Usage(), turns, "finished")
 
     def _red(self, worktree, brief, toolbox, progress) -> int:
@@ -723,12 +732,12 @@ class RuffBackend:
             if write_source(toolbox, path, new).is_error:
                 return
 
-    def _refactor(self, worktree, brief, toolbox, progress) -> int:
-        """`ruff format` on each changed file the target keeps formatted: one that was
+    def _formattable(self, worktree, brief, progress) -> list[tuple[str, str]]:
+        """(path, source) of each changed file the target keeps formatted: one that was
         already as `ruff format` writes it at the session's base (`base_commit`), or new
         since. Any other file would come back rewritten whole (quotes, wrapping), a diff
         no maintainer of a target without the formatter merges: it is left as it is."""
-        turns = 0
+        files = []
         base = brief.data.get("base_commit") or ""
         for path in brief.data.get("changed_files", []):
             if not path.endswith(".py"):
@@ -745,6 +754,13 @@ class RuffBackend:
             if why_not:
                 progress(f"{path}: not formatted: {why_not}")
                 continue
+            files.append((path, source))
+        return files
+
+    def _refactor(self, worktree, files: list[tuple[str, str]], toolbox, progress) -> int:
+        """`ruff format` on each of `files` (`_formattable`), one commit each."""
+        turns = 0
+        for path, source in files:
             new = formatted(worktree, path, source)
             if new is None or new == source:
                 continue

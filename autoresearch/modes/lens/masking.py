@@ -6,7 +6,8 @@ finding still reads `password = "<REDACTED>"`. Kinds: private-key blocks, JWTs, 
 and secret keys, vendor tokens (GitHub, Slack, Stripe, Anthropic, OpenAI, Google), passwords in
 URLs, values assigned to key-like names, and long random strings: base64-like ones by entropy
 anywhere, hex ones only next to a key-like word — so commit ids and digests in reports survive, and
-the caller's own commit ids (`keep`) are never masked.
+the caller's own commit ids (`keep`) are never masked. A path whose parts read as words keeps a
+short random part (mktemp's `/tmp/tmp.5uouJRXHap`).
 """
 
 from __future__ import annotations
@@ -146,7 +147,8 @@ def scan(text: str, keep: Iterable[str] = ()) -> list[Secret]:
                 continue
             found.append(Secret(rule.kind, start, end))
     for match in _BASE64_RUN.finditer(text):
-        if _looks_random(match.group()) and not _is_hex(match.group()):
+        token = match.group()
+        if _looks_random(token) and not _is_hex(token) and not _is_path(token):
             found.append(Secret("random string", *match.span()))
     for match in _HEX_RUN.finditer(text):
         if _hex_is_secret(text, match, kept):
@@ -198,6 +200,21 @@ def _looks_random(token: str) -> bool:
     )
     longest_word = max((len(w) for w in re.findall(r"[a-z]+|[A-Z][a-z]*", core)), default=0)
     return has_classes and longest_word < 12 and entropy(core) >= MIN_ENTROPY
+
+
+# A part of a path that reads as words: `pytest-of-root`, `test_ship_lens0`, `Local`, `001`.
+_PATH_WORDS = re.compile(r"(?:[A-Z]?[a-z]+\d*|\d+)(?:[_+-](?:[A-Z]?[a-z]+\d*|\d+))*")
+
+
+def _is_path(token: str) -> bool:
+    """A run with slashes made mostly of parts that read as words, with fewer than 32
+    characters in the others (mktemp's `5uouJRXHap`): a path, not a secret. In a random
+    string a part that reads as a word is short, and chance makes few of them."""
+    if "/" not in token:
+        return False
+    parts = token.split("/")
+    odd = sum(len(part) for part in parts if not _PATH_WORDS.fullmatch(part))
+    return odd < 32 and len(token) - len(parts) + 1 - odd >= odd
 
 
 def _is_hex(token: str) -> bool:
