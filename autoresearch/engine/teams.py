@@ -97,7 +97,9 @@ def red(
         "red", env.worktree, hooks={"report_finding": report_finding}, **env.toolbox_options()
     )
     run = run_agent(env, "red", ctx, toolbox)
-    changed = git.is_dirty(env.worktree)
+    # One status says both whether Red's tools changed the worktree and where HEAD is.
+    state = git.tree_state(env.worktree)
+    changed = state is None or any(not e.startswith("! ") for e in state.entries)
     if changed:
         # Red has no write tool, but a tool it runs may write (a linter set to fix): nothing
         # Red does may reach a commit.
@@ -118,7 +120,7 @@ def red(
             "cycle": env.cycle,
             "track": env.track,
             "start_commit": start,
-            "end_commit": git.head(env.worktree),
+            "end_commit": state.head if state is not None else git.head(env.worktree),
             "findings": len(reported),
             "worktree_restored": changed,
             "categories": sorted({findings.categorize(f) for f in reported}),
@@ -254,9 +256,11 @@ def green(
         fix_findings(env, todo, gate, work, time.monotonic())
     book, refusals = work.book, work.refusals
     run = _combined(work.runs, turns_per_finding(env) is not None) if work.runs else None
-    if git.is_dirty(env.worktree):
-        git.restore(env.worktree)  # an unfinished fix is never kept
-    settle_fixes(gate.settle(start, [_landed(r, r["id"]) for r in book.fixed]), book)
+    # An unfinished fix is never kept (a gate that settles by resetting does it itself).
+    if not gate.resets_on_settle and git.is_dirty(env.worktree):
+        git.restore(env.worktree)
+    settled = gate.settle(start, [_landed(r, r["id"]) for r in book.fixed])
+    settle_fixes(settled, book)
     for fid, finding in todo.items():
         if not book.handled(fid):
             reason = f"not kept: {refusals[fid]}" if fid in refusals else "not attempted"
@@ -264,7 +268,7 @@ def green(
     # The stage's full, uncached run: evaluate reuses it when Refactor changes nothing.
     final = env.measure_tests(uncached=True, reuse=True)
     held = env.judge_tests(final, gate.reference)
-    end = git.head(env.worktree)
+    end = settled.end or git.head(env.worktree)
     lines = [f"# Green team: {env.label}", "", f"Start commit: {start}", f"End commit: {end}", ""]
     lines += [
         "## Fixed",
@@ -334,19 +338,20 @@ def fix_findings(
         if toolbox is not None and all(book.handled(fid) for fid in current):
             toolbox.mark_finished()
 
-    def keep_written() -> list[str]:
-        return env.protection.keep_written(env.worktree, toolbox.written if toolbox else {})
+    def keep_written() -> list[str] | None:
+        return env.protection.take_written(env.worktree, toolbox.written if toolbox else {})
 
     def finish_fix(finding_id: str, summary: str) -> ToolResult:
         problem = check_id(finding_id)
         if problem:
             return ToolResult(problem, is_error=True)
-        if not git.is_dirty(env.worktree):
-            refusals[finding_id] = "finish_fix was called with no change in the worktree"
-            return ToolResult("there is no change in the worktree to commit", is_error=True)
         finding = todo[finding_id]
         try:  # the tests run on the agent's change alone, and only it is committed
-            if not keep_written():
+            kept = keep_written()
+            if kept is None:
+                refusals[finding_id] = "finish_fix was called with no change in the worktree"
+                return ToolResult("there is no change in the worktree to commit", is_error=True)
+            if not kept:
                 refusals[finding_id] = "finish_fix was called with no change the agent made"
                 return ToolResult("there is no change of yours in the worktree", is_error=True)
         except ProtectedChange as err:
@@ -354,7 +359,8 @@ def fix_findings(
         if gate.check().ok:
             message = f"fix: [{finding_id}] {' '.join(summary.split())[:120]}"
             try:
-                keep_written()
+                if gate.runs_on_check:  # what the tests left: the agent's writes again
+                    keep_written()
                 sha = env.protection.commit(env.worktree, message, staged=True)
             except ProtectedChange as err:
                 return reject(finding_id, err.reason)
@@ -400,8 +406,10 @@ def fix_findings(
     timeout = env.limits().deadline_s
     per_finding = turns_per_finding(env)
     for number, group in enumerate(groups, 1):
-        if git.is_dirty(env.worktree):
-            git.restore(env.worktree)  # an unfinished fix of the last conversation is not kept
+        # An unfinished fix of the last conversation is not kept (the first starts on the
+        # worktree the stage's start reset).
+        if number > 1 and git.is_dirty(env.worktree):
+            git.restore(env.worktree)
         left = None if timeout is None else timeout - (time.monotonic() - began)
         if left is not None and left <= 0:
             break
@@ -472,14 +480,15 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
     reverted: list[str] = []
     toolbox: Toolbox | None = None
 
-    def keep_written() -> list[str]:
-        return env.protection.keep_written(env.worktree, toolbox.written if toolbox else {})
+    def keep_written() -> list[str] | None:
+        return env.protection.take_written(env.worktree, toolbox.written if toolbox else {})
 
     def finish_refactor(summary: str) -> ToolResult:
-        if not git.is_dirty(env.worktree):
-            return ToolResult("there is no change in the worktree to commit", is_error=True)
         try:  # the tests run on the agent's change alone, and only it is committed
-            if not keep_written():
+            kept = keep_written()
+            if kept is None:
+                return ToolResult("there is no change in the worktree to commit", is_error=True)
+            if not kept:
                 return ToolResult("there is no change of yours in the worktree", is_error=True)
             passed = gate.check().ok
         except ProtectedChange as err:
@@ -489,7 +498,8 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
         if passed:
             message = f"refactor: {' '.join(summary.split())[:120]}"
             try:
-                keep_written()
+                if gate.runs_on_check:  # what the tests left: the agent's writes again
+                    keep_written()
                 sha = env.protection.commit(env.worktree, message, staged=True)
             except ProtectedChange as err:
                 git.restore(env.worktree)
@@ -521,7 +531,7 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
         run = run_agent(env, "refactor", ctx, toolbox, extra_data=base)
     else:
         env.log("refactor: Green changed no files; nothing to look at")
-    if git.is_dirty(env.worktree):
+    if not gate.resets_on_settle and git.is_dirty(env.worktree):
         git.restore(env.worktree)
     settled = gate.settle(start, [_landed(c, f"refactor {c['summary']!r}") for c in commits])
     reverted += [
@@ -532,7 +542,7 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
     commits = [
         {**c, "commit": settled.kept[c["commit"]]} for c in commits if c["commit"] in settled.kept
     ]
-    end = git.head(env.worktree)
+    end = settled.end or git.head(env.worktree)
     lines = [f"# Refactor team: {env.label}", "", f"## Changes: {len(commits)}", ""]
     lines += [f"Start commit: {start}", f"End commit: {end}", ""]
     lines += ["## Recently changed files given to the team", *(f"- {p}" for p in changed)]

@@ -99,12 +99,15 @@ class Protection:
     screen: tamper.Screen | None = None
     log: Callable[[str], None] | None = None
 
-    def screen_index(self, worktree: Path) -> list[tamper.Flag]:
+    def screen_index(
+        self, worktree: Path, changes: tuple[git.Staged, ...] | None = None
+    ) -> list[tamper.Flag]:
         """Screen what the index holds against HEAD: TamperFlagged (after restoring HEAD)
-        when a flag the spec does not allow is raised; the flags it let through."""
+        when a flag the spec does not allow is raised; the flags it let through.
+        `changes`: the index's changes as the caller just read them (git.staged_changes)."""
         if self.screen is None:
             return []
-        blocking, allowed = self.screen.split(self.screen.flags(worktree))
+        blocking, allowed = self.screen.split(self.screen.flags(worktree, changes=changes))
         if blocking:
             git.restore(worktree)
             raise TamperFlagged(blocking)
@@ -171,17 +174,21 @@ class Protection:
         is in the index), after `enforce`. None when there is nothing to commit. A change
         that is mostly a reformat of a file is not committed (Reformatted), whoever made it."""
         self.enforce(worktree)
-        found = restyle.pending(worktree, staged=staged)
+        if not staged:
+            git.worktree_git(worktree, "add", "-A")
+        # What the index changes, read once: the restyle check, whether there is anything
+        # to commit and the tamper screen all ask it. (After `add -A` the index holds the
+        # worktree's every change, which the restyle check read from the files before.)
+        changes = git.staged_changes(worktree)
+        found = restyle.pending(worktree, staged=True, changes=changes)
         if found:
             git.restore(worktree)
             raise Reformatted(found)
-        if not staged:
-            git.worktree_git(worktree, "add", "-A")
-        if not git.worktree_git(worktree, "diff", "--cached", "--name-only"):
+        if not changes:
             return None
-        self.screen_index(worktree)
+        self.screen_index(worktree, changes)
         try:
-            return git.commit_index(worktree, message)
+            return git.commit_index(worktree, message, changed=True)
         except git.GitlinkRefused as err:
             git.restore(worktree)
             raise NestedRepository(err) from None
@@ -192,12 +199,19 @@ class Protection:
         it rewrote) never reaches a commit. `written`: path -> sha256 of what the agent's
         tools wrote (Toolbox.written). Returns the paths changed; AlteredWrite (after
         restoring HEAD) when a command changed one of them after the agent wrote it."""
+        return self.take_written(worktree, written) or []
+
+    def take_written(self, worktree: Path, written: Mapping[str, str]) -> list[str] | None:
+        """`keep_written`, or None when the worktree held no change at all (nothing staged
+        after the index is put back to HEAD, nothing unstaged, nothing untracked): then
+        nothing else is done. One `git status` of the whole worktree answers both."""
         git.worktree_git(worktree, "reset", "-q")
-        files: list[str] = []
-        if written:
-            args = ("status", "--porcelain", "-z", "-uall", "--")
-            out = git.worktree_proc(worktree, *args, *map(_literal, sorted(written))).stdout
-            files = sorted({e[3:] for e in out.split("\0") if len(e) > 3 and e[3:] in written})
+        args = ("status", "--porcelain", "-z", "--no-renames", "-uall")
+        out = git.worktree_proc(worktree, *args).stdout
+        entries = [e for e in out.split("\0") if len(e) > 3]
+        if not entries:
+            return None
+        files = sorted({e[3:] for e in entries if e[3:] in written})
         altered = [p for p in files if _digest(worktree, p) != written[p]]
         if altered:
             git.restore(worktree)
@@ -230,7 +244,12 @@ class Protection:
         """Make `worktree` hold exactly `commit`: no change, no untracked and no ignored
         file (`git clean -fdx`), protected files as the base has them. Returns the
         protected paths that had to be restored (then the tree differs from `commit`)."""
-        git.reset_to(worktree, commit, ignored=True)
+        return self.pristine_state(worktree, commit)[0]
+
+    def pristine_state(self, worktree: Path, commit: str) -> tuple[list[str], git.TreeState | None]:
+        """`pristine`, and the status it read when the worktree was exact already and no
+        protected path had to be restored (else None): what `tested.exact_tree` reads next."""
+        state = git.reset_to(worktree, commit, ignored=True)
         changed = self.changed(worktree)
         self.restore(worktree, changed)
-        return changed
+        return changed, (None if changed else state)

@@ -478,7 +478,7 @@ def check_checkouts(layout: SessionLayout) -> None:
         worktree = layout.worktree(track)
         # The session's link points into the worktree store: git must add it there.
         recreate = f"git -C {target} worktree add {worktree.resolve()} {branch}"
-        if not git.is_repo(target) or not git.branch_exists(target, branch):
+        if not git.has_branch(target, branch):
             raise SessionError(
                 f"session {layout.name!r}: branch {branch} is gone from {target}. Recreate it "
                 f"from the last recorded commit (git -C {target} branch {branch} {last[:12]}; "
