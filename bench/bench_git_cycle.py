@@ -5,8 +5,9 @@ The profile of bench_sweep_overhead.py and bench_confined_git.py: the instant sc
 workflow's own cost is left. Two kinds of runs of one session of `--cycles` cycles:
 
   (a) git processes per cycle, by subcommand: one run per checkout with a `git` and a
-      `bwrap` on PATH that log each call (a confined git call is logged by its bwrap; the
-      target's own jailed `true` is not git and is left out);
+      `bwrap` on PATH that log each call (a confined git call is logged by its bwrap, whose
+      shell runs one git call or a few in a row: each counts; the target's own jailed
+      `true` is not git and is left out), and the jails the harness's git built;
   (b) CPU per cycle of the whole process tree, jails included: each run's Snakemake goes
       into a cpuacct cgroup of its own (root, cgroup v1), whose counter also sees what runs
       in a bwrap jail (rusage never does: the jail's init is not our child). The counter is
@@ -77,8 +78,8 @@ def environment(tmp: Path, path_first: Path | None = None) -> dict[str, str]:
     return env
 
 
-def count_git(root: Path, cycles: int) -> Counter:
-    """Every git process of one session, by subcommand."""
+def count_git(root: Path, cycles: int) -> tuple[Counter, int]:
+    """Every git process of one session, by subcommand; and the jails they ran in."""
     with tempfile.TemporaryDirectory() as scratch:
         tmp = Path(scratch)
         spec, work = prepare(tmp, cycles)
@@ -94,18 +95,24 @@ def count_git(root: Path, cycles: int) -> Counter:
         if done.returncode:
             sys.exit(f"the session with {root} failed: {done.stderr[-2000:]}")
         calls: Counter = Counter()
+        jails = 0
         for line in log.read_text().splitlines():
-            if line.startswith("jailed "):
-                if " git -C " not in line:
-                    continue  # a target command's jail (`true`)
-                line = line[line.index(" git -C ") + len(" git ") :]
-            words = line.split()
-            # The subcommand: the first word after the -C path and the -c settings.
-            rest = [
-                w for i, w in enumerate(words) if not w.startswith("-") and not _is_value(words, i)
-            ]
-            calls[rest[0] if rest else "?"] += 1
-        return calls
+            jails += line.startswith("jailed ") and " git -C " in line
+            if not line.startswith("jailed "):
+                calls[_subcommand(line)] += 1
+                continue
+            # A jail runs one git call, or several in a row (git.worktree_batch): each is
+            # a process. A jail without git is a target command's (`true`).
+            for part in line.split(" git -C ")[1:]:
+                calls[_subcommand("-C " + part.split(" && ")[0])] += 1
+        return calls, jails
+
+
+def _subcommand(line: str) -> str:
+    """The first word after the -C path and the -c settings."""
+    words = line.split()
+    rest = [w for i, w in enumerate(words) if not w.startswith("-") and not _is_value(words, i)]
+    return rest[0] if rest else "?"
 
 
 class Meter:
@@ -225,10 +232,11 @@ def main() -> None:
 
     print("(a) git processes per cycle (every process of the session / cycles):")
     counts = {side: count_git(root, args.cycles) for side, root in sides.items()}
-    for side, calls in counts.items():
+    for side, (calls, jails) in counts.items():
         total = sum(calls.values())
         top = ", ".join(f"{sub} {n / args.cycles:.1f}" for sub, n in calls.most_common(8))
         print(f"    {side}: {total / args.cycles:.1f}  ({top})")
+        print(f"       in {jails / args.cycles:.1f} jails a cycle")
 
     print("(b) CPU per cycle, paired runs A B A B ...:")
     runs: dict[str, list[dict[str, float]]] = {"A": [], "B": []}

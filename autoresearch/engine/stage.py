@@ -185,11 +185,20 @@ class StageEnv:
         nothing an agent or a command left outside git, protected files from the base."""
         self._pristine(commit)
 
-    def _pristine(self, commit: str | None = None) -> git.TreeState | None:
+    def _pristine(
+        self, commit: str | None = None, known: git.TreeState | None = None
+    ) -> git.TreeState | None:
         """`pristine`, and the status it read when the worktree was exact already (None
-        after a reset or a restore): `_run_key` then reads no second one."""
-        # HEAD itself, not its id: a reset to HEAD needs no rev-parse first.
-        restored, state = self.protection.pristine_state(self.worktree, commit or "HEAD")
+        after a reset or a restore): `_run_key` then reads no second one. `known`: the
+        status a reset to HEAD read just before, with nothing run in the worktree since
+        (Settled.state): HEAD is not read again, only the protected paths are checked."""
+        if known is not None and commit is None:
+            restored = self.protection.changed(self.worktree)
+            self.protection.restore(self.worktree, restored)
+            state = None if restored else known
+        else:
+            # HEAD itself, not its id: a reset to HEAD needs no rev-parse first.
+            restored, state = self.protection.pristine_state(self.worktree, commit or "HEAD")
         if restored:
             self.log(f"protected files restored from base before measuring: {', '.join(restored)}")
         return state
@@ -207,14 +216,19 @@ class StageEnv:
         )
 
     def measure_tests(
-        self, *, uncached: bool = False, reuse: bool = False, at: str | None = None
+        self,
+        *,
+        uncached: bool = False,
+        reuse: bool = False,
+        at: str | None = None,
+        known: git.TreeState | None = None,
     ) -> TestRun:
         """A run of the test command on the committed HEAD (`at`: that commit, checked out
         first) in a pristine worktree (`pristine`), so nothing outside the commit reaches
         the result. With `reuse`, a tree already tested with the same command in this
         session is not tested again (unless the spec says `evaluate.rerun: true`): its
-        recorded run is returned."""
-        state = self._pristine(at)
+        recorded run is returned. `known`: as `_pristine` takes it."""
+        state = self._pristine(at, known)
         return self.tested_run(uncached=uncached, reuse=reuse, state=state)
 
     def test_change(self) -> TestRun:

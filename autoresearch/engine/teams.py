@@ -23,7 +23,7 @@ from autoresearch.engine import findings, tally
 from autoresearch.engine.stage import StageEnv
 from autoresearch.gate.keep import BatchGate, Landed, Settled, TestGate, gate_for
 from autoresearch.safety import git
-from autoresearch.safety.protect import ProtectedChange
+from autoresearch.safety.protect import Kept, ProtectedChange
 from autoresearch.session.files import write_json, write_text
 from autoresearch.views import journal
 
@@ -266,7 +266,7 @@ def green(
             reason = f"not kept: {refusals[fid]}" if fid in refusals else "not attempted"
             book.skipped.append({"id": fid, "key": finding.key(), "reason": reason})
     # The stage's full, uncached run: evaluate reuses it when Refactor changes nothing.
-    final = env.measure_tests(uncached=True, reuse=True)
+    final = env.measure_tests(uncached=True, reuse=True, known=settled.state)
     held = env.judge_tests(final, gate.reference)
     end = settled.end or git.head(env.worktree)
     lines = [f"# Green team: {env.label}", "", f"Start commit: {start}", f"End commit: {end}", ""]
@@ -338,7 +338,7 @@ def fix_findings(
         if toolbox is not None and all(book.handled(fid) for fid in current):
             toolbox.mark_finished()
 
-    def keep_written() -> list[str] | None:
+    def keep_written() -> Kept | None:
         return env.protection.take_written(env.worktree, toolbox.written if toolbox else {})
 
     def finish_fix(finding_id: str, summary: str) -> ToolResult:
@@ -351,7 +351,7 @@ def fix_findings(
             if kept is None:
                 refusals[finding_id] = "finish_fix was called with no change in the worktree"
                 return ToolResult("there is no change in the worktree to commit", is_error=True)
-            if not kept:
+            if not kept.files:
                 refusals[finding_id] = "finish_fix was called with no change the agent made"
                 return ToolResult("there is no change of yours in the worktree", is_error=True)
         except ProtectedChange as err:
@@ -360,8 +360,9 @@ def fix_findings(
             message = f"fix: [{finding_id}] {' '.join(summary.split())[:120]}"
             try:
                 if gate.runs_on_check:  # what the tests left: the agent's writes again
-                    keep_written()
-                sha = env.protection.commit(env.worktree, message, staged=True)
+                    kept = keep_written()
+                changes = kept.changes if kept else None
+                sha = env.protection.commit(env.worktree, message, staged=True, changes=changes)
             except ProtectedChange as err:
                 return reject(finding_id, err.reason)
             book.fixed.append(
@@ -480,7 +481,7 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
     reverted: list[str] = []
     toolbox: Toolbox | None = None
 
-    def keep_written() -> list[str] | None:
+    def keep_written() -> Kept | None:
         return env.protection.take_written(env.worktree, toolbox.written if toolbox else {})
 
     def finish_refactor(summary: str) -> ToolResult:
@@ -488,7 +489,7 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
             kept = keep_written()
             if kept is None:
                 return ToolResult("there is no change in the worktree to commit", is_error=True)
-            if not kept:
+            if not kept.files:
                 return ToolResult("there is no change of yours in the worktree", is_error=True)
             passed = gate.check().ok
         except ProtectedChange as err:
@@ -499,8 +500,9 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
             message = f"refactor: {' '.join(summary.split())[:120]}"
             try:
                 if gate.runs_on_check:  # what the tests left: the agent's writes again
-                    keep_written()
-                sha = env.protection.commit(env.worktree, message, staged=True)
+                    kept = keep_written()
+                changes = kept.changes if kept else None
+                sha = env.protection.commit(env.worktree, message, staged=True, changes=changes)
             except ProtectedChange as err:
                 git.restore(env.worktree)
                 env.log(f"refactor: {err.reason}")

@@ -89,8 +89,10 @@ class Settled:
 
     kept: dict[str, str] = field(default_factory=dict)
     dropped: dict[str, str] = field(default_factory=dict)
-    # The commit the worktree was left at, when `settle` put it there ("" when it did not)
+    # The commit the worktree was left at, when `settle` put it there ("" when it did not),
+    # and the status its reset read when the worktree was exact there already
     end: str = ""
+    state: git.TreeState | None = None
     runs: int = 0
     quick_runs: int = 0  # bisection steps that ran only the end's failures
     early_runs: int = 0  # runs of the changed files' tests alone before an end's full run
@@ -158,7 +160,7 @@ class BatchGate(TestGate):
             # fail for another reason (a test gone), which the next round must seek there.
             good = good if self.probe_settled else hi
         done.end = kept[-1].sha if kept else start
-        git.reset_to(self.env.worktree, done.end)
+        done.state = git.reset_to(self.env.worktree, done.end)
         done.kept = {c.first: c.sha for c in kept}
         return done
 

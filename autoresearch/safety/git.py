@@ -133,16 +133,34 @@ def confined(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list
     (GIT_DIR and GIT_WORK_TREE set) that touches its files, else as it is. The jail is the
     target's commands' own, as ourselves (the git directories are ours to write), with the
     worktree, the common git directory and a throwaway index's folder writable."""
-    if not CONFINED or not args or args[0] not in TOUCHES_FILES:
+    if not args or args[0] not in TOUCHES_FILES:
         return cmd
+    jailed = _jailed_script([cmd], [args], env)
+    return cmd if jailed is None else jailed
+
+
+def _jailed_script(
+    cmds: list[list[str]], args: list[tuple[str, ...]], env: dict[str, str], script: str = ""
+) -> list[str] | None:
+    """The jail's command line that runs `script` (default: the one command of `cmds`),
+    or None where harness git runs unconfined (CONFINED off, no bwrap, a call not bound to
+    one of our worktrees). The jail is the same for one call or several: it depends on the
+    worktree, its git directories, a throwaway index's folder and the files the calls name."""
+    if not CONFINED:
+        return None
     work, admin = env.get("GIT_WORK_TREE"), env.get("GIT_DIR")
     if not work or not admin:
-        return cmd
+        return None
     index = env.get("GIT_INDEX_FILE")
-    # A file the call names outside the worktree (the patch `apply` reads) is shown read-only.
+    # A file a call names outside the worktree (the patch `apply` reads) is shown read-only.
     named = tuple(
         sorted(
-            a for a in args[1:] if os.path.isabs(a) and not _inside(a, [work]) and os.path.isfile(a)
+            {
+                a
+                for one in args
+                for a in one[1:]
+                if os.path.isabs(a) and not _inside(a, [work]) and os.path.isfile(a)
+            }
         )
     )
     prefix = _jail_prefix(
@@ -154,12 +172,64 @@ def confined(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list
         named,
     )
     if prefix is None:
-        return cmd
+        return None
+    return [*prefix, script or _in_jail(cmds[0], work)]
+
+
+def _in_jail(cmd: list[str], work: str) -> str:
     # `-C` names the worktree as the caller did (sessions/<name>/worktree is a link into the
     # store); the jail shows it at the real path, GIT_WORK_TREE's.
     if cmd[1:2] == ["-C"]:
         cmd = [cmd[0], "-C", work, *cmd[3:]]
-    return [*prefix, shlex.join(cmd)]
+    return shlex.join(cmd)
+
+
+def worktree_batch(
+    worktree: Path, *calls: tuple[str, ...], may_fail: frozenset[int] = frozenset()
+) -> subprocess.CompletedProcess[str]:
+    """Several git calls on our worktree, in order, that touch its files: in ONE jail
+    (one bwrap, its namespaces and mounts, instead of one for each), the same jail each
+    would get alone. Stops at the first that fails (but those whose place in `calls` is in
+    `may_fail`); the output is the last call's, stderr all of theirs. Unconfined (no bwrap,
+    CONFINED off) the calls run one by one, as `worktree_proc` runs them.
+
+    Only calls whose outputs are read after the last one ends belong in one batch: the
+    jail's processes end with it, and nothing of the harness runs between its calls."""
+    env = _bound(worktree)
+    cmds = [argv(worktree, *c) for c in calls]
+    work = env["GIT_WORK_TREE"]
+    steps = []
+    for n, cmd in enumerate(cmds):
+        line = _in_jail(cmd, work)
+        if n < len(cmds) - 1:
+            line += " >/dev/null"
+        steps.append(f"{{ {line} || true; }}" if n in may_fail else line)
+    jailed = _jailed_script(cmds, list(calls), env, " && ".join(steps))
+    if jailed is not None:
+        return subprocess.run(
+            jailed,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+    proc = None
+    for n, one in enumerate(calls):
+        proc = _run(worktree, one, env, check=False)
+        if proc.returncode != 0 and n not in may_fail:
+            return proc
+    assert proc is not None
+    return proc
+
+
+def worktree_batch_git(worktree: Path, *calls: tuple[str, ...], **kw) -> str:
+    """`worktree_batch`, checked: GitError naming the calls when one failed. The output as
+    git wrote it (a `-z` list's first entry may start with a space)."""
+    proc = worktree_batch(worktree, *calls, **kw)
+    if proc.returncode != 0:
+        names = "; ".join("git " + " ".join(c) for c in calls)
+        raise GitError(f"{names} failed in {worktree}: {proc.stderr.strip()}")
+    return proc.stdout
 
 
 @functools.lru_cache(maxsize=64)
@@ -665,8 +735,7 @@ def reset_to(worktree: Path, commit: str, *, ignored: bool = True) -> TreeState 
     state = _already_at(worktree, commit)
     if state is not None:
         return state  # one git call instead of two: each stage starts where the last one ended
-    worktree_git(worktree, "reset", "--hard", commit)
-    worktree_git(worktree, "clean", "-ffdxq")
+    worktree_batch_git(worktree, ("reset", "--hard", commit), ("clean", "-ffdxq"))
     _empty_submodules(worktree)  # the commit's own submodules, when it has other ones
     return None
 
@@ -845,11 +914,20 @@ def staged_changes(worktree: Path, base: str = "HEAD") -> tuple[Staged, ...]:
     the names a commit, the restyle check and the tamper screen each asked for, and the
     ids that let the screen read every file in one `cat-file --batch` (`blobs`). Blind to
     gitlinks, as every harness diff is (`new_gitlinks` looks for them)."""
-    args = ("diff", "--cached", "--raw", "-z", "--no-renames", "--abbrev=40", base, "--")
+    args = staged_args(base)
     proc = worktree_proc(worktree, *args)
     if proc.returncode != 0:
         raise GitError(f"git {' '.join(args)} failed in {worktree}: {proc.stderr.strip()}")
-    words = proc.stdout.split("\0")
+    return parse_staged(proc.stdout)
+
+
+def staged_args(base: str = "HEAD") -> tuple[str, ...]:
+    return ("diff", "--cached", "--raw", "-z", "--no-renames", "--abbrev=40", base, "--")
+
+
+def parse_staged(text: str) -> tuple[Staged, ...]:
+    """`staged_changes` from the output of `staged_args` (the last call of a batch)."""
+    words = text.split("\0")
     out = []
     # ":<old mode> <new mode> <old id> <new id> <status>" NUL "<path>" NUL, per path.
     for meta, path in zip(words[0::2], words[1::2], strict=False):
@@ -1017,7 +1095,13 @@ def changed_files(worktree: Path, start: str, end: str = "HEAD") -> list[str]:
     key = ("files", start, end)
     if key in _BETWEEN:
         return list(_BETWEEN[key])  # type: ignore[call-overload]
-    out = git(worktree, "diff", "--name-only", start, end)
+    if _fixed(start, end):
+        # Two commits' trees, compared by git's plumbing as `git diff` would (renames as
+        # their new name, no gitlink): no file of the worktree is read, so no jail is built.
+        args = ("diff-tree", "-r", "--name-only", "-M", "--ignore-submodules=all", start, end)
+        out = git(worktree, *args)
+    else:
+        out = git(worktree, "diff", "--name-only", start, end)
     files = sorted(out.splitlines()) if out else []
     if _fixed(start, end):
         _BETWEEN[key] = tuple(files)

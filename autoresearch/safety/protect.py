@@ -21,6 +21,15 @@ from autoresearch.safety import git, restyle, tamper, worktree_files
 from autoresearch.safety.sandbox import glob_match
 
 
+@dataclass(frozen=True)
+class Kept:
+    """What `Protection.take_written` left staged: the agent's paths, and what the index
+    changes against HEAD (git.staged_changes)."""
+
+    files: list[str]
+    changes: tuple[git.Staged, ...]
+
+
 class ProtectedChange(Exception):
     """A change touched protected files; they were restored and the change is not kept."""
 
@@ -169,17 +178,28 @@ class Protection:
             self.restore(worktree, changed)
             raise ProtectedChange(changed)
 
-    def commit(self, worktree: Path, message: str, *, staged: bool = False) -> str | None:
+    def commit(
+        self,
+        worktree: Path,
+        message: str,
+        *,
+        staged: bool = False,
+        changes: tuple[git.Staged, ...] | None = None,
+    ) -> str | None:
         """The one way the harness commits agent work: every change (`staged`: only what
         is in the index), after `enforce`. None when there is nothing to commit. A change
-        that is mostly a reformat of a file is not committed (Reformatted), whoever made it."""
+        that is mostly a reformat of a file is not committed (Reformatted), whoever made it.
+        `changes`: what the index changes, as `take_written` just read it (`Kept.changes`),
+        with nothing run in the worktree since."""
         self.enforce(worktree)
         if not staged:
             git.worktree_git(worktree, "add", "-A")
+            changes = None
         # What the index changes, read once: the restyle check, whether there is anything
         # to commit and the tamper screen all ask it. (After `add -A` the index holds the
         # worktree's every change, which the restyle check read from the files before.)
-        changes = git.staged_changes(worktree)
+        if changes is None or self.patterns:  # `enforce` may have restored a path
+            changes = git.staged_changes(worktree)
         found = restyle.pending(worktree, staged=True, changes=changes)
         if found:
             git.restore(worktree)
@@ -199,15 +219,17 @@ class Protection:
         it rewrote) never reaches a commit. `written`: path -> sha256 of what the agent's
         tools wrote (Toolbox.written). Returns the paths changed; AlteredWrite (after
         restoring HEAD) when a command changed one of them after the agent wrote it."""
-        return self.take_written(worktree, written) or []
+        kept = self.take_written(worktree, written)
+        return kept.files if kept else []
 
-    def take_written(self, worktree: Path, written: Mapping[str, str]) -> list[str] | None:
-        """`keep_written`, or None when the worktree held no change at all (nothing staged
-        after the index is put back to HEAD, nothing unstaged, nothing untracked): then
-        nothing else is done. One `git status` of the whole worktree answers both."""
-        git.worktree_git(worktree, "reset", "-q")
-        args = ("status", "--porcelain", "-z", "--no-renames", "-uall")
-        out = git.worktree_proc(worktree, *args).stdout
+    def take_written(self, worktree: Path, written: Mapping[str, str]) -> Kept | None:
+        """`keep_written`, with what the index then changes against HEAD (for `commit`), or
+        None when the worktree held no change at all (nothing staged once the index is put
+        back to HEAD, nothing unstaged, nothing untracked): then nothing else is done. One
+        `git status` of the whole worktree answers both; the git calls run in two jails,
+        each call's output read after its jail ended."""
+        status = ("status", "--porcelain", "-z", "--no-renames", "-uall")
+        out = git.worktree_batch_git(worktree, ("reset", "-q"), status)
         entries = [e for e in out.split("\0") if len(e) > 3]
         if not entries:
             return None
@@ -216,13 +238,14 @@ class Protection:
         if altered:
             git.restore(worktree)
             raise AlteredWrite(altered)
-        if files:
-            git.worktree_git(worktree, "add", "-A", "--", *map(_literal, files))
-        git.worktree_git(worktree, "checkout", "--", ".", check=False)  # none tracked: fine
-        git.worktree_git(worktree, "clean", "-ffdq")  # nested repositories too
+        calls = [("add", "-A", "--", *map(_literal, files))] if files else []
+        calls += [("checkout", "--", "."), ("clean", "-ffdq"), git.staged_args()]
+        # `checkout` fails when no path is tracked: fine. `clean -ff`: nested repositories too.
+        out = git.worktree_batch_git(worktree, *calls, may_fail=frozenset({len(calls) - 3}))
+        changes = git.parse_staged(out)
         if files:  # before the gate runs the agent's code at all
-            self.screen_index(worktree)
-        return files
+            self.screen_index(worktree, changes)
+        return Kept(files, changes)
 
     def commit_added(self, worktree: Path, paths: list[str], message: str) -> str:
         """The harness's own new files (the fix lens's regression tests), committed alone,
