@@ -18,6 +18,7 @@ workflow's own cost is left. Two kinds of runs of one session of `--cycles` cycl
       printed: a drift of the machine's load moves both sides of a pair alike.
 
     python bench/bench_git_cycle.py --vs CHECKOUT [--root CHECKOUT] [--cycles 10] [--pairs 3]
+    python bench/bench_git_cycle.py --once [--root CHECKOUT] [--cycles 10]
 
 CHECKOUT: a tree of autoresearch (its Snakefile and package), e.g. an older commit's
 `git archive` unpacked in a temporary folder.
@@ -221,10 +222,22 @@ def _stages(timings: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--root", type=Path, default=ROOT, help="checkout A (default: this one)")
-    parser.add_argument("--vs", type=Path, required=True, help="checkout B")
+    parser.add_argument("--vs", type=Path, help="checkout B (needed without --once)")
     parser.add_argument("--cycles", type=int, default=10)
     parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="run one session of --root and print its CPU a cycle (for a tool that times "
+        "whole commands, paired: `--once --root A` against `--once --root B`)",
+    )
     args = parser.parse_args()
+    if args.once:
+        run = cpu_run(args.root.resolve(), args.cycles, f"autoresearch-bench-{os.getpid()}")
+        print(f"{run['cycle']:.3f} s CPU a cycle, {run['whole']:.1f} s the session")
+        return
+    if args.vs is None:
+        parser.error("--vs CHECKOUT is needed (or --once)")
     sides = {"A": args.root.resolve(), "B": args.vs.resolve()}
     if shutil.which("bwrap") is None:
         print("note: no bwrap here: harness git runs unconfined on both sides")
