@@ -206,13 +206,7 @@ def worktree_batch(
         steps.append(f"{{ {line} || true; }}" if n in may_fail else line)
     jailed = _jailed_script(cmds, list(calls), env, " && ".join(steps))
     if jailed is not None:
-        return subprocess.run(
-            jailed,
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            env=env,
-        )
+        return _run_counted(jailed, env, text=True)
     proc = None
     for n, one in enumerate(calls):
         proc = _run(worktree, one, env, check=False)
@@ -265,14 +259,19 @@ def _run(
     check: bool = True,
     stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        confined(argv(path, *args), args, env),
-        capture_output=True,
-        text=True,
-        input=stdin,
-        stdin=None if stdin is not None else subprocess.DEVNULL,
-        env=env,
-    )
+    plain = argv(path, *args)
+    cmd = confined(plain, args, env)
+    if cmd is not plain and stdin is None:
+        proc = _run_counted(cmd, env, text=True)
+    else:
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            env=env,
+        )
     if check and proc.returncode != 0:
         raise GitError(f"git {' '.join(args)} failed in {path}: {proc.stderr.strip()}")
     return proc
@@ -291,13 +290,43 @@ def raw(path: Path | str, *args: str, timeout: float | None = None) -> subproces
     yes/no answer); named and locked down like every other call, never checked."""
     path = Path(path)
     env = _bound(path) if record_of(path).is_file() else environment(path)
+    plain = argv(path, *args)
+    cmd = confined(plain, args, env)
+    if cmd is not plain:
+        return _run_counted(cmd, env, text=False, timeout=timeout)
     return subprocess.run(
-        confined(argv(path, *args), args, env),
+        cmd,
         capture_output=True,
         stdin=subprocess.DEVNULL,
         env=env,
         timeout=timeout,
     )
+
+
+def _run_counted(
+    jailed: list[str], env: dict[str, str], *, text: bool, timeout: float | None = None
+) -> subprocess.CompletedProcess:
+    """A jailed git command line run so that its CPU is counted: the jail's shell reports
+    its children's CPU with `times` on its stdin, a file of ours (git itself gets
+    /dev/null), as a target's command does (commands.CPU_REPORTER). What runs in a jail is
+    invisible to rusage; this goes to `commands.jailed_cpu`, which timings.tsv reads (the
+    jail's own setup, bwrap's, is still not counted). A figure, never a verdict."""
+    from autoresearch.safety import commands
+
+    script = "{ " + jailed[-1] + "; } </dev/null; s=$?; times >&0; exit $s"
+    with tempfile.NamedTemporaryFile(prefix="autoresearch-gitcpu-") as report:
+        proc = subprocess.run(
+            [*jailed[:-1], script],
+            capture_output=True,
+            text=text,
+            stdin=report,
+            env=env,
+            timeout=timeout,
+        )
+        seconds = commands._reported_cpu(Path(report.name))
+    if seconds is not None:
+        commands.jailed_cpu.add(seconds)
+    return proc
 
 
 def is_repo(path: Path) -> bool:
@@ -848,12 +877,20 @@ def index_listing(worktree: Path) -> IndexListing | None:
 
 # A commit's tree never changes: asked once per process.
 _TREES: dict[str, str] = {}
+# Answers kept about fixed commits, at most: a long session's process keeps a flat size.
+KEPT_ANSWERS = 4096
+
+
+def _keep(cache: dict, key: object, value: object) -> None:
+    if len(cache) >= KEPT_ANSWERS:
+        cache.clear()  # asked again, never answered wrong
+    cache[key] = value
 
 
 def tree_of(worktree: Path, commit: str) -> str:
     """The id of the tree of `commit` (a full sha)."""
     if commit not in _TREES:
-        _TREES[commit] = git(worktree, "rev-parse", f"{commit}^{{tree}}")
+        _keep(_TREES, commit, git(worktree, "rev-parse", f"{commit}^{{tree}}"))
     return _TREES[commit]
 
 
@@ -1083,7 +1120,7 @@ def count_commits(worktree: Path, start: str, end: str = "HEAD") -> int:
         return _BETWEEN[key]  # type: ignore[return-value]
     count = int(git(worktree, "rev-list", "--count", f"{start}..{end}"))
     if _fixed(start, end):
-        _BETWEEN[key] = count
+        _keep(_BETWEEN, key, count)
     return count
 
 
@@ -1104,7 +1141,7 @@ def changed_files(worktree: Path, start: str, end: str = "HEAD") -> list[str]:
         out = git(worktree, "diff", "--name-only", start, end)
     files = sorted(out.splitlines()) if out else []
     if _fixed(start, end):
-        _BETWEEN[key] = tuple(files)
+        _keep(_BETWEEN, key, tuple(files))
     return files
 
 

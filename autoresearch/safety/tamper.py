@@ -286,7 +286,9 @@ class Screen:
         evaluator = list(self.evaluator)
         # The same change screened again (before the gate, at commit): the blob ids of both
         # sides name every byte the checks read; the evaluator's files are read at `base`.
-        key = (str(worktree), self, changes, git.head(worktree) if evaluator else "")
+        screen = (self.profile, tuple(sorted(self.allowed)), self.evaluator)
+        screen += (tuple(sorted(self.installed)),)
+        key = (str(worktree), screen, changes, git.head(worktree) if evaluator else "")
         if key in _SCREENED:
             return _SCREENED[key]
         imported = evaluator_imports(worktree, base, evaluator)
@@ -297,6 +299,8 @@ class Screen:
             flags += check_file(
                 change.path, old, new, evaluator, imported, self.profile, self.installed
             )
+        if len(_SCREENED) >= git.KEPT_ANSWERS:
+            _SCREENED.clear()
         _SCREENED[key] = flags
         return flags
 

@@ -221,3 +221,21 @@ def test_has_branch_answers_for_a_repository_only(target, tmp_path):
     plain.mkdir()
     assert not ar_git.has_branch(plain, "main")
     assert not ar_git.has_branch(tmp_path / "gone", "main")
+
+
+@needs_bwrap
+def test_what_a_confined_git_call_runs_in_its_jail_is_counted_as_jailed_cpu(worktree):
+    """rusage never sees a jail's processes: the jail's shell reports them, and the CPU
+    goes to the figure timings.tsv reads (a filter that computes a while stands for it)."""
+    from autoresearch.safety import commands
+
+    common = ar_git.common_dir(worktree)
+    burn = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; cat"
+    git(common.parent, "config", "filter.x.clean", burn)
+    (worktree / ".gitattributes").write_text("*.py filter=x\n")
+    (worktree / "calc.py").write_text("X = 2\n")
+    before = commands.jailed_cpu.total
+
+    ar_git.worktree_batch_git(worktree, ("add", "-A"), ("status", "--porcelain"))
+
+    assert commands.jailed_cpu.total - before > 0.05
