@@ -76,15 +76,17 @@ def sweep(root: Path, tmp: Path, cycles: int) -> tuple[Counter, float, float, Pa
     wall, used = time.perf_counter() - start, children_cpu() - cpu
     calls: Counter = Counter()
     for line in log.read_text().splitlines():
-        if line.startswith("jailed "):
-            if " git -C " not in line:
-                continue  # a target command's jail (`true`)
-            line = line[line.index(" git -C ") + len(" git ") :]
-        words = line.split()
-        # The subcommand: the first word after the -C path and the -c settings.
-        rest = [w for i, w in enumerate(words) if not w.startswith("-") and not _is_value(words, i)]
-        calls[rest[0] if rest else "?"] += 1
-    worktrees = list((tmp / "data").glob("autoresearch/safety/worktrees/bench*/worktree"))
+        # A jail runs one git call or a few in a row (git.worktree_batch): each is a
+        # process. A jail without git is a target command's (`true`).
+        parts = line.split(" git -C ")[1:] if line.startswith("jailed ") else [line]
+        for part in parts:
+            words = ("-C " + part.split(" && ")[0] if part is not line else part).split()
+            # The subcommand: the first word after the -C path and the -c settings.
+            rest = [
+                w for i, w in enumerate(words) if not w.startswith("-") and not _is_value(words, i)
+            ]
+            calls[rest[0] if rest else "?"] += 1
+    worktrees = list((tmp / "data").glob("autoresearch/worktrees/bench*/worktree"))
     return calls, used, wall, (worktrees[0] if worktrees else tmp / "target")
 
 
@@ -93,13 +95,22 @@ def _is_value(words: list[str], i: int) -> bool:
 
 
 def one_call(argv: list[str], cwd: Path, env: dict, calls: int) -> tuple[float, float]:
-    """Median (CPU ms, wall ms) of running `argv`."""
+    """Median (CPU ms, wall ms) of running `argv`. The CPU of the whole process tree where a
+    cpuacct cgroup can be made (bench_git_cycle.Meter): rusage never sees a jail's."""
+    from bench_git_cycle import Meter
+
     cpu, wall = [], []
-    for _ in range(calls):
-        start, before = time.perf_counter(), children_cpu()
-        subprocess.run(argv, cwd=cwd, env=env, capture_output=True, check=True)
-        wall.append((time.perf_counter() - start) * 1000)
-        cpu.append((children_cpu() - before) * 1000)
+    meter = Meter(f"autoresearch-bench-call-{os.getpid()}")
+    try:
+        for _ in range(calls):
+            start, before = time.perf_counter(), meter.seconds()
+            subprocess.run(
+                argv, cwd=cwd, env=env, capture_output=True, check=True, preexec_fn=meter.enter
+            )
+            wall.append((time.perf_counter() - start) * 1000)
+            cpu.append((meter.seconds() - before) * 1000)
+    finally:
+        meter.close()
     return statistics.median(cpu), statistics.median(wall)
 
 

@@ -37,12 +37,12 @@ def assess(env: StageEnv, previous: Decision | None = None) -> tuple[dict[str, A
     refactor = refactor_record(env)
     cycle_start = red["start_commit"]
     start = (refactor or green)["end_commit"]
-    env.pristine(start)
 
     reference = env.reference_tests()
-    # The suite without the tool's caches; a tree already tested that way is not tested
-    # again (Green's final run, an earlier cycle's) unless the spec says evaluate.rerun.
-    measured = after = env.measure_tests(uncached=True, reuse=True)
+    # The suite without the tool's caches, on `start` in a pristine worktree; a tree
+    # already tested that way is not tested again (Green's final run, an earlier cycle's)
+    # unless the spec says evaluate.rerun.
+    measured = after = env.measure_tests(uncached=True, reuse=True, at=start)
     first = verdict = env.judge_tests(after, reference)
     reverted: list[dict[str, str]] = []
     if not verdict.ok:
@@ -70,7 +70,8 @@ def assess(env: StageEnv, previous: Decision | None = None) -> tuple[dict[str, A
     reverted_shas = {r["commit"] for r in reverted}
     hard_reset = any(r["how"] == "reset" for r in reverted)
     fixed = [f for f in green["fixed"] if not hard_reset and f["commit"] not in reverted_shas]
-    end = git.head(env.worktree)
+    # Nothing moved HEAD from `start` unless a revert did.
+    end = git.head(env.worktree) if reverted else start
     stops = [r.get("stop") for r in (red, green, refactor or {}) if r.get("stop")]
     decision = {
         "cycle": env.cycle,

@@ -183,9 +183,25 @@ class StageEnv:
     def pristine(self, commit: str | None = None) -> None:
         """Make the worktree hold exactly `commit` (default HEAD) before a measurement:
         nothing an agent or a command left outside git, protected files from the base."""
-        restored = self.protection.pristine(self.worktree, commit or git.head(self.worktree))
+        self._pristine(commit)
+
+    def _pristine(
+        self, commit: str | None = None, known: git.TreeState | None = None
+    ) -> git.TreeState | None:
+        """`pristine`, and the status it read when the worktree was exact already (None
+        after a reset or a restore): `_run_key` then reads no second one. `known`: the
+        status a reset to HEAD read just before, with nothing run in the worktree since
+        (Settled.state): HEAD is not read again, only the protected paths are checked."""
+        if known is not None and commit is None:
+            restored = self.protection.changed(self.worktree)
+            self.protection.restore(self.worktree, restored)
+            state = None if restored else known
+        else:
+            # HEAD itself, not its id: a reset to HEAD needs no rev-parse first.
+            restored, state = self.protection.pristine_state(self.worktree, commit or "HEAD")
         if restored:
             self.log(f"protected files restored from base before measuring: {', '.join(restored)}")
+        return state
 
     def run_tests(
         self,
@@ -232,13 +248,21 @@ class StageEnv:
             if staged:  # the agent's change unstaged again, as the agent left it
                 git.worktree_git(self.worktree, "reset", "-q")
 
-    def measure_tests(self, *, uncached: bool = False, reuse: bool = False) -> TestRun:
-        """A run of the test command on the committed HEAD in a pristine worktree
-        (`pristine`), so nothing outside the commit reaches the result. With `reuse`, a
-        tree already tested with the same command in this session is not tested again
-        (unless the spec says `evaluate.rerun: true`): its recorded run is returned."""
-        self.pristine()
-        return self.tested_run(uncached=uncached, reuse=reuse)
+    def measure_tests(
+        self,
+        *,
+        uncached: bool = False,
+        reuse: bool = False,
+        at: str | None = None,
+        known: git.TreeState | None = None,
+    ) -> TestRun:
+        """A run of the test command on the committed HEAD (`at`: that commit, checked out
+        first) in a pristine worktree (`pristine`), so nothing outside the commit reaches
+        the result. With `reuse`, a tree already tested with the same command in this
+        session is not tested again (unless the spec says `evaluate.rerun: true`): its
+        recorded run is returned. `known`: as `_pristine` takes it."""
+        state = self._pristine(at, known)
+        return self.tested_run(uncached=uncached, reuse=reuse, state=state)
 
     def test_change(self) -> TestRun:
         """The per-fix gate's run: the change staged in the index, on a worktree holding
@@ -256,12 +280,12 @@ class StageEnv:
         command = stack.last_failed_command(self.record.test_command, self.worktree)
         if command is None or not test_ids:
             return None
-        self.pristine()
+        state = self._pristine()
         cache = self.worktree / ".pytest_cache"
         if cache.exists() or cache.is_symlink():
             return None  # committed: not ours to write (it could lead out of the worktree)
         # The tree before the cache is written: the cache holds the selection, in the key.
-        key = self._run_key(uncached=False, command=command, selection=test_ids)
+        key = self._run_key(uncached=False, command=command, selection=test_ids, state=state)
         runs = self._run_log()
         earlier = runs.find(key) if key and not self.spec.rerun_tests else None
         if earlier is not None:
@@ -285,8 +309,8 @@ class StageEnv:
     def tested_before(self) -> TestRun | None:
         """The recorded uncached run of the suite on the committed HEAD, if this session has
         one (what `measure_tests(uncached=True, reuse=True)` would return without a run)."""
-        self.pristine()
-        key = self._run_key(uncached=True)
+        state = self._pristine()
+        key = self._run_key(uncached=True, state=state)
         if key is None or self.spec.rerun_tests:
             return None
         return self._run_log().find(key)
@@ -295,7 +319,9 @@ class StageEnv:
         """The tests that failed in any recorded run of this track (tested.py)."""
         return self._run_log().failed_before(self.track)
 
-    def tested_run(self, *, uncached: bool, reuse: bool) -> TestRun:
+    def tested_run(
+        self, *, uncached: bool, reuse: bool, state: git.TreeState | None = None
+    ) -> TestRun:
         """The gate's decisive run of the worktree (a pristine tree: callers clean it first).
 
         When the change touched what defines or configures the tests of its start (a test
@@ -304,8 +330,9 @@ class StageEnv:
         laid over the change for it (overlay.py), and the change as it left them runs too,
         for `judge_tests`. Otherwise the one run is both. Each run is recorded under its tree
         (and overlay) when the worktree holds one exactly; with `reuse`, a run recorded under
-        the same key stands in (tested.py)."""
-        key = self._run_key(uncached=uncached)
+        the same key stands in (tested.py). `state`: the worktree's status as `pristine`
+        just read it (`_pristine`)."""
+        key = self._run_key(uncached=uncached, state=state)
         reference, start = self._reference()
         laid = overlay.plan(self.worktree, start, reference, self.spec.allow_test_edits)
         as_is = self._run_as_is(key, uncached=uncached, reuse=reuse)
@@ -363,12 +390,13 @@ class StageEnv:
         uncached: bool,
         command: str | None = None,
         selection: frozenset[str] = frozenset(),
+        state: git.TreeState | None = None,
     ) -> tested.RunKey | None:
         """What a run of the worktree as it is now depends on; None when it holds no exact
         tree (tested.exact_tree). Per place: each track's worktree (and each parallel
         Green lane's) is an environment of its own, and a result stands only for the place
         it was measured in."""
-        tree = tested.exact_tree(self.worktree, self.protection)
+        tree = tested.exact_tree(self.worktree, self.protection, state)
         if not tree:
             return None
         return tested.RunKey(

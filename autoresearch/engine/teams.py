@@ -104,7 +104,9 @@ def red(
         "red", env.worktree, hooks={"report_finding": report_finding}, **env.toolbox_options()
     )
     run = run_agent(env, "red", ctx, toolbox)
-    changed = git.is_dirty(env.worktree)
+    # One status says both whether Red's tools changed the worktree and where HEAD is.
+    state = git.tree_state(env.worktree)
+    changed = state is None or any(not e.startswith("! ") for e in state.entries)
     if changed:
         # Red has no write tool, but a tool it runs may write (a linter set to fix): nothing
         # Red does may reach a commit.
@@ -125,7 +127,7 @@ def red(
             "cycle": env.cycle,
             "track": env.track,
             "start_commit": start,
-            "end_commit": git.head(env.worktree),
+            "end_commit": state.head if state is not None else git.head(env.worktree),
             "findings": len(reported),
             "worktree_restored": changed,
             "categories": sorted({findings.categorize(f) for f in reported}),
@@ -261,17 +263,19 @@ def green(
         fix_findings(env, todo, gate, work, time.monotonic())
     book, refusals = work.book, work.refusals
     run = _combined(work.runs, turns_per_finding(env) is not None) if work.runs else None
-    if git.is_dirty(env.worktree):
-        git.restore(env.worktree)  # an unfinished fix is never kept
-    settle_fixes(gate.settle(start, [_landed(r, r["id"]) for r in book.fixed]), book)
+    # An unfinished fix is never kept (a gate that settles by resetting does it itself).
+    if not gate.resets_on_settle and git.is_dirty(env.worktree):
+        git.restore(env.worktree)
+    settled = gate.settle(start, [_landed(r, r["id"]) for r in book.fixed])
+    settle_fixes(settled, book)
     for fid, finding in todo.items():
         if not book.handled(fid):
             reason = f"not kept: {refusals[fid]}" if fid in refusals else "not attempted"
             book.skipped.append({"id": fid, "key": finding.key(), "reason": reason})
     # The stage's full, uncached run: evaluate reuses it when Refactor changes nothing.
-    final = env.measure_tests(uncached=True, reuse=True)
+    final = env.measure_tests(uncached=True, reuse=True, known=settled.state)
     held = env.judge_tests(final, gate.reference)
-    end = git.head(env.worktree)
+    end = settled.end or git.head(env.worktree)
     lines = [f"# Green team: {env.label}", "", f"Start commit: {start}", f"End commit: {end}", ""]
     lines += [
         "## Fixed",
@@ -393,8 +397,10 @@ def fix_findings(
     timeout = env.limits().deadline_s
     per_finding = turns_per_finding(env)
     for number, group in enumerate(groups, 1):
-        if git.is_dirty(env.worktree):
-            git.restore(env.worktree)  # an unfinished fix of the last conversation is not kept
+        # An unfinished fix of the last conversation is not kept (the first starts on the
+        # worktree the stage's start reset).
+        if number > 1 and git.is_dirty(env.worktree):
+            git.restore(env.worktree)
         left = None if timeout is None else timeout - (time.monotonic() - began)
         if left is not None and left <= 0:
             break
@@ -497,7 +503,7 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
         run = run_agent(env, "refactor", ctx, toolbox, extra_data=base)
     else:
         env.log("refactor: Green changed no files; nothing to look at")
-    if git.is_dirty(env.worktree):
+    if not gate.resets_on_settle and git.is_dirty(env.worktree):
         git.restore(env.worktree)
     settled = gate.settle(start, [_landed(c, f"refactor {c['summary']!r}") for c in commits])
     reverted += [
@@ -508,7 +514,7 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
     commits = [
         {**c, "commit": settled.kept[c["commit"]]} for c in commits if c["commit"] in settled.kept
     ]
-    end = git.head(env.worktree)
+    end = settled.end or git.head(env.worktree)
     lines = [f"# Refactor team: {env.label}", "", f"## Changes: {len(commits)}", ""]
     lines += [f"Start commit: {start}", f"End commit: {end}", ""]
     lines += ["## Recently changed files given to the team", *(f"- {p}" for p in changed)]

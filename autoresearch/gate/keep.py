@@ -38,6 +38,11 @@ class TestGate:
     reference: TestRun
     last: TestRun | None = None
     verdict: Verdict | None = None
+    # Whether `check` runs anything in the worktree (so a caller must tidy what the run
+    # left before committing), and whether `settle` ends by resetting the worktree (so a
+    # caller need not put an unfinished change away first).
+    runs_on_check = True
+    resets_on_settle = False
 
     def check(self) -> Verdict:
         """The suite on the change staged in the worktree. The run is recorded under the
@@ -84,6 +89,10 @@ class Settled:
 
     kept: dict[str, str] = field(default_factory=dict)
     dropped: dict[str, str] = field(default_factory=dict)
+    # The commit the worktree was left at, when `settle` put it there ("" when it did not),
+    # and the status its reset read when the worktree was exact there already
+    end: str = ""
+    state: git.TreeState | None = None
     runs: int = 0
     quick_runs: int = 0  # bisection steps that ran only the end's failures
     early_runs: int = 0  # runs of the changed files' tests alone before an end's full run
@@ -99,6 +108,8 @@ class BatchGate(TestGate):
     # a bisection step's verdict, by (sha, the suspects it ran)
     probed: dict[tuple[str, frozenset[str]], Verdict] = field(default_factory=dict)
     probe_settled: bool = False  # whether a step of this round was settled by the suspects
+    runs_on_check = False
+    resets_on_settle = True
 
     def check(self) -> Verdict:
         self.verdict = Verdict(True, "committed untested")
@@ -148,7 +159,8 @@ class BatchGate(TestGate):
             # The commits before `hi` passed this round's suspects only: the end may still
             # fail for another reason (a test gone), which the next round must seek there.
             good = good if self.probe_settled else hi
-        git.reset_to(self.env.worktree, kept[-1].sha if kept else start)
+        done.end = kept[-1].sha if kept else start
+        done.state = git.reset_to(self.env.worktree, done.end)
         done.kept = {c.first: c.sha for c in kept}
         return done
 
@@ -157,8 +169,7 @@ class BatchGate(TestGate):
         if sha in self.verdicts:
             return self.verdicts[sha]
         env = self.env
-        git.reset_to(env.worktree, sha)
-        self.last = env.measure_tests(uncached=True, reuse=True)
+        self.last = env.measure_tests(uncached=True, reuse=True, at=sha)
         done.runs += 1
         self.verdict = env.judge_tests(self.last, self.reference)
         # A change whose code rewrites a protected file when the tests run (a benchmark, a
@@ -304,16 +315,20 @@ def hand_in(env: StageEnv, gate: TestGate, written: dict[str, str], message: str
     change alone (what a command left beside it is not the agent's), only that change is
     committed, and a change not kept leaves no trace in the worktree. Not kept and neither
     `nothing` nor `protected`: the gate refused it (gate.verdict, gate.refused() say why)."""
-    if not git.is_dirty(env.worktree):
-        return Handed(nothing="in the worktree")
     passed = False
     try:
-        if not env.protection.keep_written(env.worktree, written):
+        kept = env.protection.take_written(env.worktree, written)
+        if kept is None:
+            return Handed(nothing="in the worktree")
+        if not kept.files:
             return Handed(nothing="the agent made")
         passed = gate.check().ok
         if passed:
-            env.protection.keep_written(env.worktree, written)
-            return Handed(sha=env.protection.commit(env.worktree, message, staged=True))
+            if gate.runs_on_check:  # what the tests left: the agent's writes again
+                kept = env.protection.take_written(env.worktree, written)
+            changes = kept.changes if kept else None
+            sha = env.protection.commit(env.worktree, message, staged=True, changes=changes)
+            return Handed(sha=sha)
     except ProtectedChange as err:
         git.restore(env.worktree)
         return Handed(protected=err.reason, passed=passed)

@@ -79,29 +79,29 @@ _BY_AGENT = '"by": "agent"'
 _ABSENT = {"selection": "", "overlay": ""}
 
 
-def exact_tree(worktree: Path, protection: Protection) -> str | None:
+def exact_tree(
+    worktree: Path, protection: Protection, state: git.TreeState | None = None
+) -> str | None:
     """The id of the tree `worktree` holds exactly (HEAD with its staged changes), or None
     when anything else is there: an unstaged change, an untracked or ignored file, a
     protected path that differs from the base. Only a run started on such a worktree stands
-    for a tree. Git sees no empty directory: callers clean the worktree first."""
-    status = git.worktree_proc(
-        worktree,
-        "status",
-        "--porcelain=v1",
-        "-z",
-        "--no-renames",
-        "--untracked-files=all",
-        "--ignored=matching",
-    )
-    if status.returncode != 0:
+    for a tree. Git sees no empty directory: callers clean the worktree first. `state`: the
+    worktree's status as the caller read it, with nothing run in it since (a reset that
+    found it exact already), so it is not read twice."""
+    state = state or git.tree_state(worktree)
+    # "1 XY": X the index against HEAD (a staged change is part of the tree), Y the files
+    # against the index; "?" untracked, "!" ignored, "u" a conflict.
+    if state is None or not state.staged_only:
         return None
-    for entry in status.stdout.split("\0"):
-        # "XY path": X the index against HEAD (a staged change is part of the tree), Y the
-        # files against the index; "??" untracked, "!!" ignored.
-        if entry and entry[1] != " ":
-            return None
-    if _hidden_from_status(worktree) or protection.changed(worktree):
+    index = git.index_listing(worktree)
+    # An index entry that tells git not to look at its file (assume-unchanged,
+    # skip-worktree) hides a change from status: nothing of ours sets one; a command run
+    # without the jail could.
+    if index is None or index.hidden or protection.changed(worktree):
         return None
+    if state.clean and not index.gitlinks:
+        # The index is HEAD's (a gitlink staged would be invisible to status: none here).
+        return git.tree_of(worktree, state.head)
     return git.worktree_git(worktree, "write-tree")
 
 
@@ -172,16 +172,6 @@ class AgentRuns:
     def serves(self, command: str | None, jail: Any, timeout_s: float, secrets: list[str]) -> bool:
         mine = (self.command, self.jail, self.timeout_s, self.secrets)
         return (command, jail, timeout_s, tuple(secrets)) == mine
-
-
-def _hidden_from_status(worktree: Path) -> bool:
-    """Whether an index entry tells git not to look at its file (assume-unchanged: a
-    lowercase tag; skip-worktree: "S"), so that status would not show a change to it.
-    Nothing of ours sets them; a command run without the jail could."""
-    listed = git.worktree_proc(worktree, "ls-files", "-v", "-z")
-    if listed.returncode != 0:
-        return True
-    return any(e and (e[0].islower() or e[0] == "S") for e in listed.stdout.split("\0"))
 
 
 @dataclass(frozen=True)

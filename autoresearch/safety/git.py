@@ -28,6 +28,8 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -133,16 +135,38 @@ def confined(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list
     (GIT_DIR and GIT_WORK_TREE set) that touches its files, else as it is. The jail is the
     target's commands' own, as ourselves (the git directories are ours to write), with the
     worktree, the common git directory and a throwaway index's folder writable."""
-    if not CONFINED or not args or args[0] not in TOUCHES_FILES:
+    if not args or args[0] not in TOUCHES_FILES:
         return cmd
+    jailed = _jailed_script([cmd], [args], env)
+    return cmd if jailed is None else jailed
+
+
+def _jailed_script(
+    cmds: list[list[str]],
+    args: list[tuple[str, ...]],
+    env: dict[str, str],
+    script: Callable[[list[list[str]], str], str] | None = None,
+) -> list[str] | None:
+    """The jail's command line that runs `script(cmds, worktree)` (default: the one command
+    of `cmds`; the calls as run, a file they name maybe replaced by a copy nobody may read),
+    or None where harness git runs unconfined (CONFINED off, no bwrap, a call not bound to
+    one of our worktrees). The jail is the same for one call or several: it depends on the
+    worktree, its git directories, a throwaway index's folder and the files the calls name."""
+    if not CONFINED:
+        return None
     work, admin = env.get("GIT_WORK_TREE"), env.get("GIT_DIR")
     if not work or not admin:
-        return cmd
+        return None
     index = env.get("GIT_INDEX_FILE")
-    # A file the call names outside the worktree (the patch `apply` reads) is shown read-only.
+    # A file a call names outside the worktree (the patch `apply` reads) is shown read-only.
     named = tuple(
         sorted(
-            a for a in args[1:] if os.path.isabs(a) and not _inside(a, [work]) and os.path.isfile(a)
+            {
+                a
+                for one in args
+                for a in one[1:]
+                if os.path.isabs(a) and not _inside(a, [work]) and os.path.isfile(a)
+            }
         )
     )
     prefix = _jail_prefix(
@@ -154,23 +178,72 @@ def confined(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list
         named,
     )
     if prefix is None:
-        return cmd
+        return None
     if any(word.startswith("--reuid=") for word in prefix):
         _hand_over(work)  # git runs as nobody: what the harness wrote since is nobody's too
         if named:
             # Nobody may not read our files (a patch in the session folder is 0600): it
             # reads a copy, shown read-only in the jail in the file's place.
             copies = {n: _readable_copy(n) for n in named}
-            cmd = [copies.get(word, word) for word in cmd]
+            cmds = [[copies.get(word, word) for word in cmd] for cmd in cmds]
             index_dir = str(Path(index).parent) if index else ""
             home = env.get("HOME", "")
             shown = tuple(sorted(copies.values()))
             prefix = _jail_prefix(work, admin, index_dir, home, env["PATH"], shown) or prefix
+    return [*prefix, script(cmds, work) if script else _in_jail(cmds[0], work)]
+
+
+def _in_jail(cmd: list[str], work: str) -> str:
     # `-C` names the worktree as the caller did (sessions/<name>/worktree is a link into the
     # store); the jail shows it at the real path, GIT_WORK_TREE's.
     if cmd[1:2] == ["-C"]:
         cmd = [cmd[0], "-C", work, *cmd[3:]]
-    return [*prefix, shlex.join(cmd)]
+    return shlex.join(cmd)
+
+
+def worktree_batch(
+    worktree: Path, *calls: tuple[str, ...], may_fail: frozenset[int] = frozenset()
+) -> subprocess.CompletedProcess[str]:
+    """Several git calls on our worktree, in order, that touch its files: in ONE jail
+    (one bwrap, its namespaces and mounts, instead of one for each), the same jail each
+    would get alone. Stops at the first that fails (but those whose place in `calls` is in
+    `may_fail`); the output is the last call's, stderr all of theirs. Unconfined (no bwrap,
+    CONFINED off) the calls run one by one, as `worktree_proc` runs them.
+
+    Only calls whose outputs are read after the last one ends belong in one batch: the
+    jail's processes end with it, and nothing of the harness runs between its calls."""
+    env = _bound(worktree)
+    cmds = [argv(worktree, *c) for c in calls]
+
+    def script(cmds: list[list[str]], work: str) -> str:
+        steps = []
+        for n, cmd in enumerate(cmds):
+            line = _in_jail(cmd, work)
+            if n < len(cmds) - 1:
+                line += " >/dev/null"
+            steps.append(f"{{ {line} || true; }}" if n in may_fail else line)
+        return " && ".join(steps)
+
+    jailed = _jailed_script(cmds, list(calls), env, script)
+    if jailed is not None:
+        return _run_counted(jailed, env, text=True)
+    proc = None
+    for n, one in enumerate(calls):
+        proc = _run(worktree, one, env, check=False)
+        if proc.returncode != 0 and n not in may_fail:
+            return proc
+    assert proc is not None
+    return proc
+
+
+def worktree_batch_git(worktree: Path, *calls: tuple[str, ...], **kw) -> str:
+    """`worktree_batch`, checked: GitError naming the calls when one failed. The output as
+    git wrote it (a `-z` list's first entry may start with a space)."""
+    proc = worktree_batch(worktree, *calls, **kw)
+    if proc.returncode != 0:
+        names = "; ".join("git " + " ".join(c) for c in calls)
+        raise GitError(f"{names} failed in {worktree}: {proc.stderr.strip()}")
+    return proc.stdout
 
 
 @functools.lru_cache(maxsize=64)
@@ -260,14 +333,19 @@ def _run(
     check: bool = True,
     stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        confined(argv(path, *args), args, env),
-        capture_output=True,
-        text=True,
-        input=stdin,
-        stdin=None if stdin is not None else subprocess.DEVNULL,
-        env=env,
-    )
+    plain = argv(path, *args)
+    cmd = confined(plain, args, env)
+    if cmd is not plain and stdin is None:
+        proc = _run_counted(cmd, env, text=True)
+    else:
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            env=env,
+        )
     if check and proc.returncode != 0:
         raise GitError(f"git {' '.join(args)} failed in {path}: {proc.stderr.strip()}")
     return proc
@@ -286,13 +364,43 @@ def raw(path: Path | str, *args: str, timeout: float | None = None) -> subproces
     yes/no answer); named and locked down like every other call, never checked."""
     path = Path(path)
     env = _bound(path) if record_of(path).is_file() else environment(path)
+    plain = argv(path, *args)
+    cmd = confined(plain, args, env)
+    if cmd is not plain:
+        return _run_counted(cmd, env, text=False, timeout=timeout)
     return subprocess.run(
-        confined(argv(path, *args), args, env),
+        cmd,
         capture_output=True,
         stdin=subprocess.DEVNULL,
         env=env,
         timeout=timeout,
     )
+
+
+def _run_counted(
+    jailed: list[str], env: dict[str, str], *, text: bool, timeout: float | None = None
+) -> subprocess.CompletedProcess:
+    """A jailed git command line run so that its CPU is counted: the jail's shell reports
+    its children's CPU with `times` on its stdin, a file of ours (git itself gets
+    /dev/null), as a target's command does (commands.CPU_REPORTER). What runs in a jail is
+    invisible to rusage; this goes to `commands.jailed_cpu`, which timings.tsv reads (the
+    jail's own setup, bwrap's, is still not counted). A figure, never a verdict."""
+    from autoresearch.safety import commands
+
+    script = "{ " + jailed[-1] + "; } </dev/null; s=$?; times >&0; exit $s"
+    with tempfile.NamedTemporaryFile(prefix="autoresearch-gitcpu-") as report:
+        proc = subprocess.run(
+            [*jailed[:-1], script],
+            capture_output=True,
+            text=text,
+            stdin=report,
+            env=env,
+            timeout=timeout,
+        )
+        seconds = commands._reported_cpu(Path(report.name))
+    if seconds is not None:
+        commands.jailed_cpu.add(seconds)
+    return proc
 
 
 def is_repo(path: Path) -> bool:
@@ -320,7 +428,34 @@ def branch_exists(repo: Path, branch: str) -> bool:
 
 
 def current_branch(repo: Path) -> str:
+    """The branch checked out in `repo` ("HEAD" when detached). For a worktree we made, read
+    from its recorded administrative directory's HEAD file, as git reads it: a stage asks
+    this of a branch that never changes under it, and a git process to say so cost one a
+    stage."""
+    admin = _recorded_admin(Path(repo)) if record_of(Path(repo)).is_file() else None
+    if admin is not None and worktree_admin(Path(repo)) == admin:
+        try:
+            ref = (admin / "HEAD").read_text().strip()
+        except OSError:
+            ref = ""
+        if ref.startswith("ref: refs/heads/"):
+            return ref[len("ref: refs/heads/") :]
+        if re.fullmatch(r"[0-9a-f]{40}", ref):
+            return "HEAD"
     return git(repo, "rev-parse", "--abbrev-ref", "HEAD")
+
+
+def has_branch(repo: Path, branch: str) -> bool:
+    """Whether `repo` is a repository of its own with the branch `branch` (one git call
+    where `is_repo` and `branch_exists` took two; False for a folder that is no repository,
+    where `branch_exists` raises)."""
+    if not Path(repo).is_dir():
+        return False
+    ref = f"refs/heads/{branch}"
+    proc = _run(
+        repo, ("rev-parse", "--verify", "--quiet", ref), environment(Path(repo)), check=False
+    )
+    return proc.returncode == 0
 
 
 def snapshot(repo: Path) -> dict[str, str]:
@@ -686,23 +821,27 @@ def clear_stale_lock(worktree: Path) -> list[Path]:
 # -- changing a worktree -------------------------------------------------------------------
 
 
-def reset_to(worktree: Path, commit: str, *, ignored: bool = True) -> None:
+def reset_to(worktree: Path, commit: str, *, ignored: bool = True) -> TreeState | None:
     """Return the worktree to `commit` exactly: no stacked commits, no stray file, no
     git-ignored file and no nested repository (`clean -ffdx`). A nested repository a test
     made would otherwise stay, and a later `add -A` would commit it as a gitlink.
 
     `ignored` is accepted for the callers that still name it; every reset is a full one.
     A lock left by a killed git is removed first, so a rerun after `kill -9` can start.
+    Returns what the one `git status` read when the worktree was at `commit` already (a
+    caller that must know the worktree's exact tree next reads no second one); None after
+    a reset, which git's own status did not check.
     """
     del ignored  # every attempt ends on the commit alone, whatever the caller asked
     clear_stale_lock(worktree)
     _empty_submodules(worktree)  # git status, blind to submodules, would not see one filled
     remove_nested_git(worktree)  # neither status nor clean sees one in a tracked folder
-    if _already_at(worktree, commit):
-        return  # one git call instead of two: each stage starts where the last one ended
-    worktree_git(worktree, "reset", "--hard", commit)
-    clean(worktree)
+    state = _already_at(worktree, commit)
+    if state is not None:
+        return state  # one git call instead of two: each stage starts where the last one ended
+    worktree_batch_git(worktree, ("reset", "--hard", commit), ("clean", "-ffdxq"))
     _empty_submodules(worktree)  # the commit's own submodules, when it has other ones
+    return None
 
 
 def clean(worktree: Path) -> None:
@@ -762,17 +901,107 @@ def _empty_submodules(worktree: Path) -> None:
                 child.unlink()
 
 
-def _already_at(worktree: Path, commit: str) -> bool:
-    """HEAD is `commit` (a full sha, or HEAD itself) and nothing differs from it: no
-    change staged or not, no untracked or ignored file, no nested repository."""
+@dataclasses.dataclass(frozen=True)
+class TreeState:
+    """What one `git status` of a worktree read: HEAD's commit and every path that differs
+    from it (`status --porcelain=v2` records: "1 XY ..." a change, "u ..." a conflict,
+    "? path" untracked, "! path" ignored). Blind to submodules, as every harness status is,
+    and to files whose index entry says not to look (`IndexListing.hidden`)."""
+
+    head: str
+    entries: tuple[str, ...]
+
+    @property
+    def clean(self) -> bool:
+        """Nothing differs from HEAD: no change staged or not, no untracked or ignored file."""
+        return not self.entries
+
+    @property
+    def staged_only(self) -> bool:
+        """Every difference is staged, none between the index and the files, and nothing
+        untracked or ignored: the worktree holds exactly what the index does."""
+        return all(e.startswith("1 ") and e[3:4] == "." for e in self.entries)
+
+
+STATUS_ARGS = (
+    "status",
+    "--porcelain=v2",
+    "-z",
+    "--branch",
+    "--no-renames",
+    "--untracked-files=all",
+    "--ignored=matching",
+)
+
+
+def tree_state(worktree: Path) -> TreeState | None:
+    """The worktree's state in one `git status` (every untracked and ignored file listed);
+    None when git cannot tell."""
+    proc = worktree_proc(worktree, *STATUS_ARGS)
+    if proc.returncode != 0:
+        return None
+    head, entries = "", []
+    for record in proc.stdout.split("\0"):
+        if record.startswith("# branch.oid "):
+            head = record.split()[2]
+        elif record and not record.startswith("# "):
+            entries.append(record)
+    if not re.fullmatch(r"[0-9a-f]{40}", head):
+        return None  # no commit yet ("(initial)")
+    return TreeState(head, tuple(entries))
+
+
+def _already_at(worktree: Path, commit: str) -> TreeState | None:
+    """The state read, when HEAD is `commit` (a full sha, or HEAD itself) and nothing
+    differs from it: no change staged or not, no untracked or ignored file, no nested
+    repository; else None."""
     if commit != "HEAD" and not re.fullmatch(r"[0-9a-f]{40}", commit):
-        return False
-    args = ["status", "--porcelain=v2", "--branch", "--untracked-files=all", "--ignored"]
-    lines = worktree_git(worktree, *args).splitlines()
-    if any(not line.startswith("# ") for line in lines):
-        return False
-    head = next((line.split()[2] for line in lines if line.startswith("# branch.oid ")), "")
-    return commit in ("HEAD", head)
+        return None
+    state = tree_state(worktree)
+    if state is None or not state.clean or commit not in ("HEAD", state.head):
+        return None
+    return state
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexListing:
+    """What the index says beyond the paths' contents, from one `ls-files -s -v`: entries
+    that tell git not to look at their file (assume-unchanged: a lowercase tag; skip-worktree:
+    "S"), which `git status` would not show changed, and gitlinks, which no harness status
+    or diff shows (they run with --ignore-submodules=all)."""
+
+    hidden: bool
+    gitlinks: bool
+
+
+def index_listing(worktree: Path) -> IndexListing | None:
+    listed = worktree_proc(worktree, "ls-files", "-s", "-v", "-z")
+    if listed.returncode != 0:
+        return None
+    entries = [e for e in listed.stdout.split("\0") if e]
+    return IndexListing(
+        hidden=any(e[0].islower() or e[0] == "S" for e in entries),
+        gitlinks=any(e[2:].startswith(GITLINK + " ") for e in entries),
+    )
+
+
+# A commit's tree never changes: asked once per process.
+_TREES: dict[str, str] = {}
+# Answers kept about fixed commits, at most: a long session's process keeps a flat size.
+KEPT_ANSWERS = 4096
+
+
+def _keep(cache: dict, key: object, value: object) -> None:
+    if len(cache) >= KEPT_ANSWERS:
+        cache.clear()  # asked again, never answered wrong
+    cache[key] = value
+
+
+def tree_of(worktree: Path, commit: str) -> str:
+    """The id of the tree of `commit` (a full sha)."""
+    if commit not in _TREES:
+        _keep(_TREES, commit, git(worktree, "rev-parse", f"{commit}^{{tree}}"))
+    return _TREES[commit]
 
 
 def restore(worktree: Path) -> None:
@@ -814,7 +1043,103 @@ def new_gitlinks(worktree: Path) -> list[str]:
     return sorted(p for p, sha in staged.items() if before.get(p) != sha)
 
 
-def commit_index(worktree: Path, message: str) -> str | None:
+@dataclasses.dataclass(frozen=True)
+class Staged:
+    """One path the index changes against a commit, from `diff --cached --raw`: the blob
+    ids before and after (ZERO for a side that has none)."""
+
+    path: str
+    old: str
+    new: str
+
+
+ZERO = "0" * 40
+
+
+def staged_changes(worktree: Path, base: str = "HEAD") -> tuple[Staged, ...]:
+    """What the index changes against `base`, read once with the blob ids of both sides:
+    the names a commit, the restyle check and the tamper screen each asked for, and the
+    ids that let the screen read every file in one `cat-file --batch` (`blobs`). Blind to
+    gitlinks, as every harness diff is (`new_gitlinks` looks for them)."""
+    args = staged_args(base)
+    proc = worktree_proc(worktree, *args)
+    if proc.returncode != 0:
+        raise GitError(f"git {' '.join(args)} failed in {worktree}: {proc.stderr.strip()}")
+    return parse_staged(proc.stdout)
+
+
+def staged_args(base: str = "HEAD") -> tuple[str, ...]:
+    return ("diff", "--cached", "--raw", "-z", "--no-renames", "--abbrev=40", base, "--")
+
+
+def parse_staged(text: str) -> tuple[Staged, ...]:
+    """`staged_changes` from the output of `staged_args` (the last call of a batch)."""
+    words = text.split("\0")
+    out = []
+    # ":<old mode> <new mode> <old id> <new id> <status>" NUL "<path>" NUL, per path.
+    for meta, path in zip(words[0::2], words[1::2], strict=False):
+        parts = meta.lstrip(":").split()
+        if len(parts) == 5 and path:
+            out.append(Staged(path, parts[2], parts[3]))
+    return tuple(out)
+
+
+def blobs(worktree: Path, ids: list[str], max_bytes: int) -> dict[str, bytes | None]:
+    """The contents of git blobs by id, all in one `cat-file --batch`: None for an id the
+    repository lacks, b"" plus a size above `max_bytes` for one too large to read (its
+    bytes are read past, never held)."""
+    wanted = [i for i in dict.fromkeys(ids) if re.fullmatch(r"[0-9a-f]{40}", i) and i != ZERO]
+    found: dict[str, bytes | None] = {}
+    if not wanted:
+        return found
+    args = ("cat-file", "--batch")
+    env = _bound(worktree)
+    proc = subprocess.Popen(
+        confined(argv(worktree, *args), args, env),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    # Written from a thread: git answers each line as it reads it, and a full pipe of
+    # answers must not wait on our writing of the questions.
+    feed = threading.Thread(target=_feed, args=(proc.stdin, "".join(i + "\n" for i in wanted)))
+    feed.start()
+    try:
+        for blob in wanted:
+            header = proc.stdout.readline().decode("ascii", "replace").split()
+            if len(header) != 3 or header[1] != "blob":
+                found[blob] = None  # "<id> missing", or not a blob
+                continue
+            size = int(header[2])
+            if size > max_bytes:
+                left = size + 1
+                while left:
+                    left -= len(proc.stdout.read(min(left, 1 << 20)) or b"\0" * left)
+                found[blob] = TOO_LARGE
+                continue
+            found[blob] = proc.stdout.read(size + 1)[:-1]
+    finally:
+        feed.join()
+        proc.stdout.close()
+        proc.wait()
+    return found
+
+
+# What `blobs` gives for a blob above its bound.
+TOO_LARGE = b"\0too large"
+
+
+def _feed(pipe, text: str) -> None:
+    try:
+        pipe.write(text.encode())
+        pipe.close()
+    except BrokenPipeError:
+        pass
+
+
+def commit_index(worktree: Path, message: str, *, changed: bool = False) -> str | None:
     """Commit what the index holds, exactly (a replay's own paths, no `add -A`); None when
     it holds no change. GitlinkRefused, with the index put back to HEAD, for a gitlink
     nobody wrote."""
@@ -822,7 +1147,8 @@ def commit_index(worktree: Path, message: str) -> str | None:
     if refused:
         worktree_git(worktree, "reset", "-q")
         raise GitlinkRefused(refused)
-    if worktree_proc(worktree, "diff", "--cached", "--quiet").returncode == 0:
+    # `changed`: the caller read the staged changes itself, and there were some.
+    if not changed and worktree_proc(worktree, "diff", "--cached", "--quiet").returncode == 0:
         return None
     worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
     return worktree_git(worktree, "rev-parse", "HEAD")
@@ -888,9 +1214,24 @@ def commits_between(worktree: Path, start: str, end: str = "HEAD") -> list[str]:
     return out.split() if out else []
 
 
+def _fixed(*commits: str) -> bool:
+    """Whether every name is a full commit id: what git answers of them never changes."""
+    return all(re.fullmatch(r"[0-9a-f]{40}", c) for c in commits)
+
+
+# Answers about fixed commits, asked once per process: (question, start, end) -> answer.
+_BETWEEN: dict[tuple[str, str, str], object] = {}
+
+
 def count_commits(worktree: Path, start: str, end: str = "HEAD") -> int:
     """How many commits start..end holds."""
-    return int(git(worktree, "rev-list", "--count", f"{start}..{end}"))
+    key = ("count", start, end)
+    if key in _BETWEEN:
+        return _BETWEEN[key]  # type: ignore[return-value]
+    count = int(git(worktree, "rev-list", "--count", f"{start}..{end}"))
+    if _fixed(start, end):
+        _keep(_BETWEEN, key, count)
+    return count
 
 
 def subject(worktree: Path, commit: str) -> str:
@@ -898,8 +1239,20 @@ def subject(worktree: Path, commit: str) -> str:
 
 
 def changed_files(worktree: Path, start: str, end: str = "HEAD") -> list[str]:
-    out = git(worktree, "diff", "--name-only", start, end)
-    return sorted(out.splitlines()) if out else []
+    key = ("files", start, end)
+    if key in _BETWEEN:
+        return list(_BETWEEN[key])  # type: ignore[call-overload]
+    if _fixed(start, end):
+        # Two commits' trees, compared by git's plumbing as `git diff` would (renames as
+        # their new name, no gitlink): no file of the worktree is read, so no jail is built.
+        args = ("diff-tree", "-r", "--name-only", "-M", "--ignore-submodules=all", start, end)
+        out = git(worktree, *args)
+    else:
+        out = git(worktree, "diff", "--name-only", start, end)
+    files = sorted(out.splitlines()) if out else []
+    if _fixed(start, end):
+        _keep(_BETWEEN, key, tuple(files))
+    return files
 
 
 def apply_commit(worktree: Path, commit: str) -> bool:

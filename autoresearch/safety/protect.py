@@ -20,6 +20,15 @@ from autoresearch.safety import git, restyle, tamper, worktree_files
 from autoresearch.safety.sandbox import glob_match
 
 
+@dataclass(frozen=True)
+class Kept:
+    """What `Protection.take_written` left staged: the agent's paths, and what the index
+    changes against HEAD (git.staged_changes)."""
+
+    files: list[str]
+    changes: tuple[git.Staged, ...]
+
+
 class ProtectedChange(Exception):
     """A change touched protected files; they were restored and the change is not kept."""
 
@@ -98,12 +107,15 @@ class Protection:
     screen: tamper.Screen | None = None
     log: Callable[[str], None] | None = None
 
-    def screen_index(self, worktree: Path) -> list[tamper.Flag]:
+    def screen_index(
+        self, worktree: Path, changes: tuple[git.Staged, ...] | None = None
+    ) -> list[tamper.Flag]:
         """Screen what the index holds against HEAD: TamperFlagged (after restoring HEAD)
-        when a flag the spec does not allow is raised; the flags it let through."""
+        when a flag the spec does not allow is raised; the flags it let through.
+        `changes`: the index's changes as the caller just read them (git.staged_changes)."""
         if self.screen is None:
             return []
-        blocking, allowed = self.screen.split(self.screen.flags(worktree))
+        blocking, allowed = self.screen.split(self.screen.flags(worktree, changes=changes))
         if blocking:
             git.restore(worktree)
             raise TamperFlagged(blocking)
@@ -165,22 +177,37 @@ class Protection:
             self.restore(worktree, changed)
             raise ProtectedChange(changed)
 
-    def commit(self, worktree: Path, message: str, *, staged: bool = False) -> str | None:
+    def commit(
+        self,
+        worktree: Path,
+        message: str,
+        *,
+        staged: bool = False,
+        changes: tuple[git.Staged, ...] | None = None,
+    ) -> str | None:
         """The one way the harness commits agent work: every change (`staged`: only what
         is in the index), after `enforce`. None when there is nothing to commit. A change
-        that is mostly a reformat of a file is not committed (Reformatted), whoever made it."""
+        that is mostly a reformat of a file is not committed (Reformatted), whoever made it.
+        `changes`: what the index changes, as `take_written` just read it (`Kept.changes`),
+        with nothing run in the worktree since."""
         self.enforce(worktree)
-        found = restyle.pending(worktree, staged=staged)
+        if not staged:
+            git.worktree_git(worktree, "add", "-A")
+            changes = None
+        # What the index changes, read once: the restyle check, whether there is anything
+        # to commit and the tamper screen all ask it. (After `add -A` the index holds the
+        # worktree's every change, which the restyle check read from the files before.)
+        if changes is None or self.patterns:  # `enforce` may have restored a path
+            changes = git.staged_changes(worktree)
+        found = restyle.pending(worktree, staged=True, changes=changes)
         if found:
             git.restore(worktree)
             raise Reformatted(found)
-        if not staged:
-            git.worktree_git(worktree, "add", "-A")
-        if not git.worktree_git(worktree, "diff", "--cached", "--name-only"):
+        if not changes:
             return None
-        self.screen_index(worktree)
+        self.screen_index(worktree, changes)
         try:
-            return git.commit_index(worktree, message)
+            return git.commit_index(worktree, message, changed=True)
         except git.GitlinkRefused as err:
             git.restore(worktree)
             raise NestedRepository(err) from None
@@ -191,23 +218,33 @@ class Protection:
         it rewrote) never reaches a commit. `written`: path -> sha256 of what the agent's
         tools wrote (Toolbox.written). Returns the paths changed; AlteredWrite (after
         restoring HEAD) when a command changed one of them after the agent wrote it."""
-        git.worktree_git(worktree, "reset", "-q")
-        files: list[str] = []
-        if written:
-            args = ("status", "--porcelain", "-z", "-uall", "--")
-            out = git.worktree_proc(worktree, *args, *map(_literal, sorted(written))).stdout
-            files = sorted({e[3:] for e in out.split("\0") if len(e) > 3 and e[3:] in written})
+        kept = self.take_written(worktree, written)
+        return kept.files if kept else []
+
+    def take_written(self, worktree: Path, written: Mapping[str, str]) -> Kept | None:
+        """`keep_written`, with what the index then changes against HEAD (for `commit`), or
+        None when the worktree held no change at all (nothing staged once the index is put
+        back to HEAD, nothing unstaged, nothing untracked): then nothing else is done. One
+        `git status` of the whole worktree answers both; the git calls run in two jails,
+        each call's output read after its jail ended."""
+        status = ("status", "--porcelain", "-z", "--no-renames", "-uall")
+        out = git.worktree_batch_git(worktree, ("reset", "-q"), status)
+        entries = [e for e in out.split("\0") if len(e) > 3]
+        if not entries:
+            return None
+        files = sorted({e[3:] for e in entries if e[3:] in written})
         altered = [p for p in files if _digest(worktree, p) != written[p]]
         if altered:
             git.restore(worktree)
             raise AlteredWrite(altered)
-        if files:
-            git.worktree_git(worktree, "add", "-A", "--", *map(_literal, files))
-        git.worktree_git(worktree, "checkout", "--", ".", check=False)  # none tracked: fine
-        git.worktree_git(worktree, "clean", "-ffdq")  # nested repositories too
+        calls = [("add", "-A", "--", *map(_literal, files))] if files else []
+        calls += [("checkout", "--", "."), ("clean", "-ffdq"), git.staged_args()]
+        # `checkout` fails when no path is tracked: fine. `clean -ff`: nested repositories too.
+        out = git.worktree_batch_git(worktree, *calls, may_fail=frozenset({len(calls) - 3}))
+        changes = git.parse_staged(out)
         if files:  # before the gate runs the agent's code at all
-            self.screen_index(worktree)
-        return files
+            self.screen_index(worktree, changes)
+        return Kept(files, changes)
 
     def commit_added(self, worktree: Path, paths: list[str], message: str) -> str:
         """The harness's own new files (the fix lens's regression tests), committed alone,
@@ -229,7 +266,12 @@ class Protection:
         """Make `worktree` hold exactly `commit`: no change, no untracked and no ignored
         file (`git clean -fdx`), protected files as the base has them. Returns the
         protected paths that had to be restored (then the tree differs from `commit`)."""
-        git.reset_to(worktree, commit, ignored=True)
+        return self.pristine_state(worktree, commit)[0]
+
+    def pristine_state(self, worktree: Path, commit: str) -> tuple[list[str], git.TreeState | None]:
+        """`pristine`, and the status it read when the worktree was exact already and no
+        protected path had to be restored (else None): what `tested.exact_tree` reads next."""
+        state = git.reset_to(worktree, commit, ignored=True)
         changed = self.changed(worktree)
         self.restore(worktree, changed)
-        return changed
+        return changed, (None if changed else state)

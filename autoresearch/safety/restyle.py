@@ -98,12 +98,19 @@ def restyled(path: str, before: str, after: str) -> Restyled | None:
     return Restyled(path, lines, code) if code * LAYOUT_SHARE < lines else None
 
 
-def pending(worktree: Path, *, staged: bool) -> list[Restyled]:
+def pending(
+    worktree: Path, *, staged: bool, changes: tuple[git.Staged, ...] | None = None
+) -> list[Restyled]:
     """The Python files the change about to be committed (`staged`: the index; else the
-    worktree) restyles against HEAD. A file new or deleted has no layout to keep."""
-    args = ["diff", "--name-only", "--no-renames", "-z"]
-    args += ["--cached", "HEAD"] if staged else ["HEAD"]
-    names = [n for n in git.worktree_proc(worktree, *args).stdout.split("\0") if n.endswith(".py")]
+    worktree) restyles against HEAD. A file new or deleted has no layout to keep.
+    `changes`: the index's changes as the caller read them (`git.staged_changes`)."""
+    if staged and changes is not None:
+        names = [c.path for c in changes if c.path.endswith(".py")]
+    else:
+        args = ["diff", "--name-only", "--no-renames", "-z"]
+        args += ["--cached", "HEAD"] if staged else ["HEAD"]
+        out = git.worktree_proc(worktree, *args).stdout
+        names = [n for n in out.split("\0") if n.endswith(".py")]
     found = []
     for name in names:
         old = git.raw(worktree, "show", f"HEAD:{name}")

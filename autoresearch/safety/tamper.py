@@ -277,24 +277,34 @@ class Screen:
     evaluator: tuple[str, ...] = ()
     installed: frozenset[str] = frozenset()  # modules the measured process imports (setup)
 
-    def flags(self, worktree: Path, base: str = "HEAD") -> list[Flag]:
-        """The flags of what the index holds against commit `base`, read from git."""
-        out = git.worktree_git(
-            worktree, "diff", "--cached", "--name-only", "--no-renames", "-z", base, "--"
-        )
-        files = sorted(p for p in out.split("\0") if p)
-        if not files:
+    def flags(
+        self, worktree: Path, base: str = "HEAD", changes: tuple[git.Staged, ...] | None = None
+    ) -> list[Flag]:
+        """The flags of what the index holds against commit `base`, read from git.
+        `changes`: `git.staged_changes` as the caller read it, with nothing changed since."""
+        if changes is None:
+            changes = git.staged_changes(worktree, base)
+        changes = tuple(sorted(changes, key=lambda c: c.path))
+        if not changes:
             return []
-        key = (str(worktree), git.worktree_git(worktree, "rev-parse", base), _index_tree(worktree))
-        if key in _SCREENED:  # the same change screened again (before the gate, at commit)
-            return _SCREENED[key]
         evaluator = list(self.evaluator)
+        # The same change screened again (before the gate, at commit): the blob ids of both
+        # sides name every byte the checks read; the evaluator's files are read at `base`.
+        screen = (self.profile, tuple(sorted(self.allowed)), self.evaluator)
+        screen += (tuple(sorted(self.installed)),)
+        key = (str(worktree), screen, changes, git.head(worktree) if evaluator else "")
+        if key in _SCREENED:
+            return _SCREENED[key]
         imported = evaluator_imports(worktree, base, evaluator)
+        contents = git.blobs(worktree, [i for c in changes for i in (c.old, c.new)], MAX_BYTES)
         flags: list[Flag] = []
-        for path in files:
-            old = _blob(worktree, f"{base}:{path}")
-            new = _blob(worktree, f":{path}")
-            flags += check_file(path, old, new, evaluator, imported, self.profile, self.installed)
+        for change in changes:
+            old, new = _text(contents.get(change.old)), _text(contents.get(change.new))
+            flags += check_file(
+                change.path, old, new, evaluator, imported, self.profile, self.installed
+            )
+        if len(_SCREENED) >= git.KEPT_ANSWERS:
+            _SCREENED.clear()
         _SCREENED[key] = flags
         return flags
 
@@ -304,11 +314,21 @@ class Screen:
         return blocking, [f for f in flags if f.check in self.allowed]
 
 
-_SCREENED: dict[tuple[str, str, str], list[Flag]] = {}
+_SCREENED: dict[tuple, list[Flag]] = {}
 
 
-def _index_tree(worktree: Path) -> str:
-    return git.worktree_git(worktree, "write-tree")
+def _text(data: bytes | None) -> str | None:
+    """A blob as `_blob` reads it: text with its line ends made "\n", UNREADABLE when too
+    large or not UTF-8, None when absent."""
+    if data is None:
+        return None
+    if data == git.TOO_LARGE:
+        return UNREADABLE
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return UNREADABLE
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def screen_refusal(flags: list[Flag]) -> str:

@@ -458,6 +458,10 @@ def say_upgrade(layout: SessionLayout, line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+# (target, branch) pairs check_checkouts found there in this process.
+_HAS_BRANCH: set[tuple[Path, str]] = set()
+
+
 def check_checkouts(layout: SessionLayout) -> None:
     """A session's branch and worktree (each broad track's) must still be there: a stage
     would crash on a missing one. Says how to recover instead."""
@@ -478,7 +482,7 @@ def check_checkouts(layout: SessionLayout) -> None:
         worktree = layout.worktree(track)
         # The session's link points into the worktree store: git must add it there.
         recreate = f"git -C {target} worktree add {worktree.resolve()} {branch}"
-        if not git.is_repo(target) or not git.branch_exists(target, branch):
+        if (target, branch) not in _HAS_BRANCH and not git.has_branch(target, branch):
             raise SessionError(
                 f"session {layout.name!r}: branch {branch} is gone from {target}. Recreate it "
                 f"from the last recorded commit (git -C {target} branch {branch} {last[:12]}; "
@@ -489,3 +493,6 @@ def check_checkouts(layout: SessionLayout) -> None:
                 f"session {layout.name!r}: its worktree {worktree} is gone. Recreate it with "
                 f"`{recreate}`, or start a new session"
             )
+        # Checked once per process: the workflow asks again at each re-evaluation, and a
+        # branch deleted while this run goes on fails the next stage's git call anyway.
+        _HAS_BRANCH.add((target, branch))

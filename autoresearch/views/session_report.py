@@ -251,7 +251,21 @@ def kept_html(step: ReportStep) -> str:
 
 def commit_sizes(repo: Path, start: str, end: str) -> dict[str, str]:
     """Each commit of start..end by id: `+A −D` lines (a binary file counts no line), so a
-    whole-file rewrite never passes for a one-line fix."""
+    whole-file rewrite never passes for a one-line fix. Read once per range of two commit
+    ids (the step's page and the session's list both ask): what git says of them is fixed."""
+    key = (start, end)
+    if key not in _SIZES:
+        sizes = _commit_sizes(repo, start, end)
+        if not sizes or not all(re.fullmatch(r"[0-9a-f]{40}", c) for c in key):
+            return sizes  # a failed read is not kept
+        _SIZES[key] = sizes
+    return dict(_SIZES[key])
+
+
+_SIZES: dict[tuple[str, str], dict[str, str]] = {}
+
+
+def _commit_sizes(repo: Path, start: str, end: str) -> dict[str, str]:
     try:
         log = git.git(repo, "log", "--numstat", "--format=%x00%H", f"{start}..{end}")
     except (git.GitError, UserError, OSError):

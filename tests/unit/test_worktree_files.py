@@ -235,6 +235,7 @@ ALLOWED = {
         "autoresearch/safety/jail.py",
         "(own / 'commondir')",
     ): "git's admin directory, not the worktree",
+    ("autoresearch/safety/git.py", "proc.stdout.read("): "cat-file --batch's pipe, git's bytes",
     ("autoresearch/measure/metrics.py", "path.read_text("): "an absolute json_file the spec names",
     ("autoresearch/modes/experiment/program.py", "(folder / MISSION_FILE)"): "the spec's mission",
 }

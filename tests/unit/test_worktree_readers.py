@@ -199,7 +199,10 @@ def test_ruff_refactor_does_not_read_a_linked_file(tmp_path):
     calls, notes = [], []
     toolbox = SimpleNamespace(call=lambda name, args: calls.append((name, args)))
     brief = SimpleNamespace(data={"changed_files": ["linked.py"]})
-    assert RuffBackend()._refactor(repo, brief, toolbox, notes.append) == 0
+    backend = RuffBackend()
+    files = backend._formattable(repo, brief, notes.append)
+    assert files == []
+    assert backend._refactor(repo, files, toolbox, notes.append) == 0
     assert calls == []
     assert notes == [
         "linked.py: not read: 'linked.py' leads outside the repository (through a symlink)"
