@@ -169,7 +169,7 @@ def _jailed_script(
             }
         )
     )
-    prefix = _jail_prefix(
+    prefix = _live_prefix(
         work,
         admin,
         str(Path(index).parent) if index else "",
@@ -189,7 +189,7 @@ def _jailed_script(
             index_dir = str(Path(index).parent) if index else ""
             home = env.get("HOME", "")
             shown = tuple(sorted(copies.values()))
-            prefix = _jail_prefix(work, admin, index_dir, home, env["PATH"], shown) or prefix
+            prefix = _live_prefix(work, admin, index_dir, home, env["PATH"], shown) or prefix
     return [*prefix, script(cmds, work) if script else _in_jail(cmds[0], work)]
 
 
@@ -244,6 +244,20 @@ def worktree_batch_git(worktree: Path, *calls: tuple[str, ...], **kw) -> str:
         names = "; ".join("git " + " ".join(c) for c in calls)
         raise GitError(f"{names} failed in {worktree}: {proc.stderr.strip()}")
     return proc.stdout
+
+
+def _live_prefix(*key: str | tuple[str, ...]) -> tuple[str, ...] | None:
+    """`_jail_prefix`, built again when a view of the git directory it binds is gone (the
+    jail could not start): a cached line must not outlive what it names."""
+    from autoresearch.safety import nobody_view
+
+    prefix = _jail_prefix(*key)
+    views = [w for w in prefix or () if nobody_view.PREFIX in w and w.endswith("/view")]
+    if all(nobody_view.present(Path(w)) for w in views):
+        return prefix
+    _jail_prefix.cache_clear()
+    nobody_view.view.cache_clear()
+    return _jail_prefix(*key)
 
 
 @functools.lru_cache(maxsize=64)

@@ -9,8 +9,10 @@ capability, with the git directory shown through this view, it can do the one an
 other. Nothing on disk changes owner.
 
 Each view is made once per process and folder, and unmounted when the process exits; a
-process killed with SIGKILL leaves its view under /tmp/autoresearch-idmap-<pid>-*, which the
-next view made on the machine removes (`umount -l` does too).
+process killed with SIGKILL leaves its view under /tmp/autoresearch-idmap-<owner>-*, which the
+next view made on the machine removes (`umount -l` does too). The owner names the process
+exactly (its pid namespace, pid and start time): a live process's view is never taken for a
+dead one's, whatever pid namespace it runs in or whichever pid was reused.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def view(folder: Path) -> Path | None:
         return None
     _remove_stale()
     # 0700, root's: no one else on the host reaches the view; bwrap, as root, binds it.
-    place = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+    place = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{_owner(os.getpid())}-"))
     point = place / "view"
     point.mkdir()
     tree = libc.syscall(
@@ -132,15 +134,46 @@ def _remove_empty(place: Path) -> None:
             pass
 
 
+def _owner(pid: int) -> str | None:
+    """`<pid namespace>.<pid>.<start time>` of a live process of ours, None when it is gone."""
+    try:
+        ns = os.readlink("/proc/self/ns/pid").split("[")[-1].rstrip("]")
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    start = stat.rsplit(")", 1)[-1].split()[19]  # field 22: the start time, in clock ticks
+    return f"{ns}.{pid}.{start}"
+
+
 def _remove_stale() -> None:
-    """The views of processes that ended without unmounting theirs (killed)."""
+    """The views of processes that ended without unmounting theirs (killed): only views of
+    our pid namespace whose pid is gone or now another process (another start time)."""
     libc = ctypes.CDLL(None, use_errno=True)
+    mine = _owner(os.getpid())
+    if mine is None:
+        return
+    ns = mine.split(".")[0]
     for place in Path(tempfile.gettempdir()).glob(f"{PREFIX}*-*"):
-        pid = place.name[len(PREFIX) :].split("-")[0]
-        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
-            continue
+        owner = place.name[len(PREFIX) :].split("-")[0]
+        parts = owner.split(".")
+        if len(parts) != 3 or parts[0] != ns or not parts[1].isdigit():
+            continue  # another pid namespace's, or a name we did not make: not ours to judge
+        if _owner(int(parts[1])) == owner:
+            continue  # alive
         libc.umount2(os.fsencode(str(place / "view")), _MNT_DETACH)
         _remove_empty(place)
+
+
+def present(point: Path) -> bool:
+    """Whether a view this process made is still mounted where it was (someone may have
+    unmounted it: `umount -l`, a cleanup run as root)."""
+    # Not os.path.ismount: a view of a folder on /tmp's own filesystem has /tmp's device.
+    try:
+        table = Path("/proc/self/mountinfo").read_text()
+    except OSError:
+        return True  # nothing to tell by: take it as there
+    wanted = str(point).replace("\\", "\\134").replace(" ", "\\040")
+    return any(line.split()[4] == wanted for line in table.splitlines() if line.strip())
 
 
 def _unmount_all() -> None:

@@ -106,3 +106,47 @@ def test_a_view_left_by_a_killed_process_is_removed_by_the_next(tmp_path):
     assert nobody_view.view(other) is not None
     assert not place.exists()
     assert (folder).is_dir()  # the folder itself is untouched
+
+
+def test_a_view_of_a_live_process_is_never_taken_for_a_stale_one(tmp_path):
+    import subprocess
+    import sys
+
+    folder = tmp_path / "git"
+    folder.mkdir()
+    code = (
+        "import sys; from pathlib import Path; from autoresearch.safety import nobody_view\n"
+        f"print(nobody_view.view(Path({str(folder)!r})), flush=True)\n"
+        "sys.stdin.read()\n"  # alive until told
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        made = holder.stdout.readline().strip()
+        if made == "None":
+            pytest.skip("no idmapped mount here (kernel or filesystem)")
+        other = tmp_path / "other"
+        other.mkdir()
+        nobody_view.view.cache_clear()
+        assert nobody_view.view(other) is not None  # removes stale views: not this one
+        assert nobody_view.present(Path(made))
+    finally:
+        holder.communicate("")
+    assert not Path(made).exists()  # its owner unmounted it at exit
+
+
+def test_a_view_gone_under_the_confined_git_is_made_again(worktree):
+    if nobody_view.view(ar_git.common_dir(worktree)) is None:
+        pytest.skip("no idmapped mount here (kernel or filesystem)")
+    ar_git._jail_prefix.cache_clear()
+    ar_git.worktree_git(worktree, "status")
+    point = nobody_view.view(ar_git.common_dir(worktree))
+    subprocess_umount = ["umount", "-l", str(point)]
+    import subprocess
+
+    subprocess.run(subprocess_umount, check=True)
+    assert not nobody_view.present(point)
+    (worktree / "calc.py").write_text("X = 4\n")
+    ar_git.worktree_git(worktree, "reset", "-q", "--hard")  # a jail that binds a live view
+    assert (worktree / "calc.py").read_text() == "X = 1\n"
