@@ -128,4 +128,29 @@ def prune(dag: Any, scheduler: Any) -> int:
     for index in (dag._seen_outputs, dag.job_cache, dag.job_factory.cache):
         for key in [key for key, job in index.items() if job in dead]:
             del index[key]
-    return len(dead)
+    return len(dead) + forget_replaced(dag, scheduler)
+
+
+def forget_replaced(dag: Any, scheduler: Any) -> int:
+    """Jobs a checkpoint update replaced before they ran (`done`, the report: a new job
+    each cycle) leave the graph without finishing, and stay in the sets of jobs Snakemake
+    has checked, prioritised, numbered and processed; how many such entries were dropped."""
+    graph, running = dag.jobs, dag._running
+    sets = [dag._checked_jobs, dag._checked_needrun_jobs, scheduler._validated_jobs]
+    sets += [processor.processed_jobs for processor in dag.dag_processors]
+    dropped = 0
+    for members in sets:
+        out = [job for job in members if job not in graph and job not in running]
+        members.difference_update(out)
+        dropped += len(out)
+    for table in (dag._priority, dag._jobid):  # a replaced job's id stays with it too
+        for job in [job for job in table if job not in graph and job not in running]:
+            del table[job]
+            dropped += 1
+    # The first job seen making each output (checked against later ones by id): one out
+    # of the graph gives way to the job that replaced it, checked afresh.
+    seen = dag._seen_outputs
+    for path in [p for p, job in seen.items() if job not in graph and job not in running]:
+        del seen[path]
+        dropped += 1
+    return dropped

@@ -94,7 +94,9 @@ onsuccess:
             if hasattr(value, "cache_clear"):
                 value.cache_clear()
     gc.collect()
-    alive = {{id(j): j for j in (w() for w in WATCHED) if j is not None}}.values()
+    # Every job object still alive: those watched finishing, and those a checkpoint
+    # update replaced before they ran (`all`, as `done` is each cycle).
+    alive = [o for o in gc.get_objects() if type(o).__name__ == "Job"]
     with open("result.json", "w") as out:
         json.dump({{
             "installed": INSTALLED,
@@ -141,8 +143,11 @@ def test_snakemake_keeps_every_finished_job_without_the_pruning(tmp_path):
 def test_no_finished_step_job_outlives_the_pruning(tmp_path):
     result = run_chain(tmp_path, prune=True)
     assert result["installed"] == [True]
-    # Only the graph that is left: the last step's jobs and `all`.
-    assert result["alive"] == ["all {}", f"decide {{'n': '{STEPS}'}}", f"work {{'n': '{STEPS}'}}"]
+    # Only the graph that is left: the last step's jobs and `all` (and at most the `all`
+    # the last update replaced, dropped at the next finish, which never comes).
+    last = ["all {}", f"decide {{'n': '{STEPS}'}}", f"work {{'n': '{STEPS}'}}"]
+    assert sorted(set(result["alive"])) == last
+    assert result["alive"].count("all {}") <= 2 and len(result["alive"]) <= 4
 
 
 def test_install_changes_nothing_on_a_snakemake_without_an_internal(caplog):
