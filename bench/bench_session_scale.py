@@ -10,13 +10,22 @@ had run them. For each N it prints, in a fresh process each time:
 
   - `snakemake --report`: CPU seconds (user + system) and peak RSS.
 
+With `--rss-cycles`, the memory of the process that runs a session: a real sweep of the
+largest N cycles (script backend, `true` as the test command) runs in one Snakemake
+process, and its RSS is read when each listed cycle's decision is on disk. It runs twice,
+side by side: as the workflow runs it (finished jobs taken out of Snakemake's DAG,
+engine/finished_jobs.py) and with that pruning turned off (what Snakemake alone keeps).
+A cycle takes about 1.5 s on a quiet machine, so 2000 cycles take most of an hour.
+
     python bench/bench_session_scale.py [--cycles 10 100 1000 2000] [--keep DIR]
+    python bench/bench_session_scale.py --cycles --rss-cycles 500 1000 2000
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import gc
 import json
 import os
 import re
@@ -24,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -135,16 +145,96 @@ def measure(work: Path, spec: Path, *extra: str) -> tuple[float, float]:
     return float(user) + float(system), int(kib) / 1024
 
 
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def rss_child(tmp: Path, marks: list[int], pruned: bool) -> None:
+    """In this process: a real sweep of max(marks) cycles; prints `cycle rss_mib` as each
+    mark's decision lands."""
+    cycles = max(marks)
+    sweep.make_target(tmp / "target")
+    sweep.make_script(tmp / "script.yaml", cycles)
+    sweep.make_spec(tmp / "spec.yaml", tmp / "target", tmp / "script.yaml", cycles)
+    work = tmp / "work"
+    work.mkdir()
+    os.chdir(work)
+    if not pruned:
+        from autoresearch.engine import finished_jobs
+
+        finished_jobs.install = lambda workflow: False  # what Snakemake alone keeps
+    out = os.fdopen(os.dup(1), "w", buffering=1)  # Snakemake's console stays apart
+
+    def watch() -> None:
+        for mark in sorted(marks):
+            decision = work / SESSION / "cycles" / f"{mark:03d}" / "decision.json"
+            while not decision.exists():
+                time.sleep(0.2)
+            gc.collect()
+            jobs = sum(type(o) is Job for o in gc.get_objects())
+            line = f"{mark} {rss_mib():.1f} {jobs}"
+            print(line, file=out)
+            with (tmp / "marks.txt").open("a") as marks_file:  # read while it runs
+                print(line, file=marks_file)
+
+    from snakemake.jobs import Job
+
+    threading.Thread(target=watch, daemon=True).start()
+    from snakemake.cli import main as snakemake
+
+    argv = sweep.command(tmp / "spec.yaml", "bench")[3:]
+    try:
+        snakemake(argv)
+    except SystemExit as end:
+        if end.code:
+            sys.exit(f"the session failed (exit {end.code}); its files are in {tmp}")
+
+
+def rss_table(tmp: Path, marks: list[int]) -> None:
+    """Both runs at once (the same machine load), then one row per mark."""
+    tmp.mkdir(parents=True)
+    runs = {}
+    for name, pruned in (("pruned", True), ("unpruned", False)):
+        args = [sys.executable, __file__, "--rss-child", str(tmp / name), "--rss-cycles"]
+        args += [str(m) for m in marks] + (["--unpruned"] if not pruned else [])
+        log = (tmp / f"{name}.log").open("w")
+        runs[name] = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
+    figures = {name: proc.communicate()[0] for name, proc in runs.items()}
+    for name, proc in runs.items():
+        if proc.returncode:
+            sys.exit(f"{name} run failed: see {tmp / (name + '.log')}")
+    table = {
+        name: {line.split()[0]: line.split()[1:] for line in text.splitlines()}
+        for name, text in figures.items()
+    }
+    print("RSS (MiB) and live Snakemake jobs of the process running the session")
+    print("cycles  rss_pruned  jobs_pruned  rss_unpruned  jobs_unpruned (Snakemake alone)")
+    for mark in sorted(marks):
+        (rss, jobs), (rss_u, jobs_u) = table["pruned"][str(mark)], table["unpruned"][str(mark)]
+        print(f"{mark:6d}  {float(rss):10.0f}  {jobs:>11}  {float(rss_u):12.0f}  {jobs_u:>13}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cycles", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--cycles", type=int, nargs="*", default=[10, 100, 1000])
     parser.add_argument("--keep", type=Path, help="work in this (new) folder and keep it")
+    parser.add_argument("--rss-cycles", type=int, nargs="+", help="RSS of a real run at these")
+    parser.add_argument("--rss-child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--unpruned", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.rss_child:
+        args.rss_child.mkdir(parents=True)
+        rss_child(args.rss_child, args.rss_cycles, pruned=not args.unpruned)
+        return
     with tempfile.TemporaryDirectory() as scratch:
         tmp = args.keep or Path(scratch)
         tmp.mkdir(parents=True, exist_ok=True)
-        seed(tmp / "seed")
-        print("cycles  report_cpu_s  report_rss_mib")
+        if args.cycles:
+            seed(tmp / "seed")
+            print("cycles  report_cpu_s  report_rss_mib")
         for cycles in sorted(args.cycles):
             place = tmp / f"c{cycles}"
             shutil.copytree(tmp / "seed", place, symlinks=True)
@@ -154,6 +244,8 @@ def main() -> None:
             print(f"{cycles:6d}  {report[0]:12.2f}  {report[1]:14.0f}", flush=True)
             if not args.keep:
                 shutil.rmtree(place)
+        if args.rss_cycles:
+            rss_table(tmp / "rss", args.rss_cycles)
 
 
 if __name__ == "__main__":

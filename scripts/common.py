@@ -15,6 +15,7 @@ from typing import Any
 
 from autoresearch import modes
 from autoresearch.agents.backends import api_key
+from autoresearch.engine import finished_jobs
 from autoresearch.engine.jobs import Stopped
 from autoresearch.errors import SessionError, UserError
 from autoresearch.modes.base import Mode
@@ -149,6 +150,9 @@ def start_run(workflow: Any, held: list[Any]) -> None:
         USER_ERRORS[f"{type(err).__name__}: {err}"] = str(err)
         raise
     commands.end_commands_on_interrupt()
+    # A finished cycle's jobs leave Snakemake's DAG: the process stays flat however long
+    # the session runs (engine/finished_jobs.py).
+    finished_jobs.install(workflow)
     # Jobs submitted to a cluster get our environment, the key included; each job takes it
     # out of its own when it makes its client. A local run's jobs are our own threads.
     api_key.keep_in_environment(bool(workflow.non_local_exec))
