@@ -54,12 +54,16 @@ def decide_inputs(name: str, iteration: str) -> dict[str, Any]:
     cfg = _experiment(name)
     k = cfg.parallel if cfg is not None else 1
     if k == 1:
-        return {"proposal": rel(layout.cycle(int(iteration)) / "proposal.json")}
+        folder = layout.cycle(int(iteration))
+        # The patch too: decide applies it (git reads it, or a copy the jail's user may read).
+        return {
+            "proposal": rel(folder / "proposal.json"),
+            "patch": rel(folder / "proposal.patch"),
+        }
+    candidates = [layout.candidate(int(iteration), f"c{i}") for i in range(1, k + 1)]
     return {
-        "measurements": [
-            rel(layout.candidate(int(iteration), f"c{i}") / "measurement.json")
-            for i in range(1, k + 1)
-        ]
+        "measurements": [rel(c / "measurement.json") for c in candidates],
+        "patches": [rel(c / "proposal.patch") for c in candidates],  # the winner's is applied
     }
 
 

@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -411,7 +412,8 @@ def test_a_sweep_reads_each_finished_file_once_per_job_and_parses_its_spec_spari
     files 15 times (17 files, 52 times) and 9 parses a cycle: once per job, once per input
     function that needs it; Green's input function reads the spec too since
     `agent.parallel_green` (how many lanes' records Green waits for): 40 in 4 cycles, 31 in
-    3, so 9 a cycle and 4 for the session's own jobs. The bounds are those figures: a change
+    3, so 9 a cycle and 4 for the session's own jobs; 35 in 3 since finished jobs leave
+    Snakemake's tables (one more a cycle, below). The bounds are those figures: a change
     that reads more fails here."""
     reads = reads_of_ours(sweep)
     base = str(sweep.session) + "/"
@@ -431,13 +433,20 @@ def test_a_sweep_reads_each_finished_file_once_per_job_and_parses_its_spec_spari
     # session's column count when it appends its row).
     assert len(evaluate) <= 13 and sum(evaluate.values()) <= 16, evaluate
     # Outside the worktree's git links, nothing but session files.
-    others = {p for j, p in reads if j == job and not p.endswith(GIT_LINKS)}
+    # (The confined git's own CPU report, a scratch file of the harness, is no session file.)
+    scratch = os.path.join(tempfile.gettempdir(), "autoresearch-gitcpu-")
+    others = {
+        p for j, p in reads if j == job and not p.endswith(GIT_LINKS) and not p.startswith(scratch)
+    }
     assert others <= {base + p for p in evaluate}, others
     # The spec: once per job and once per input-function call that needs it.
     parses = [j for j, p in reads if p == base + "session.yaml"]
     jobs = {j for j, _ in reads if j}
     assert all(parses.count(j) == 1 for j in jobs if j in parses), Counter(parses)
-    assert len(parses) <= 9 * CYCLES + 4, Counter(parses)
+    # 10 a cycle: a job the pruning of finished ones (engine/finished_jobs.py) took out of
+    # Snakemake's job cache is made again by the next checkpoint update, its input
+    # function called again (`done`'s, each cycle): a parse bought for flat memory.
+    assert len(parses) <= 10 * CYCLES + 5, Counter(parses)
 
 
 # --- the check itself, on made-up traces --------------------------------------------------
