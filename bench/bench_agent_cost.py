@@ -482,6 +482,24 @@ class Agent:
 # -- the session -----------------------------------------------------------------------
 
 
+def session_env(work: Path, fake_url: str, **extra: str) -> dict[str, str]:
+    """The environment of a bench session run: this checkout's Python, the fake Messages
+    server, a throwaway key and data folder, no proxy."""
+    env = dict(os.environ)
+    env.update(
+        PATH=str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""),
+        PYTHONPATH=str(ROOT),
+        ANTHROPIC_BASE_URL=fake_url,
+        ANTHROPIC_API_KEY="sk-bench-not-a-real-key",
+        XDG_DATA_HOME=str(work / "data"),
+        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+        **extra,
+    )
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        env.pop(var, None)
+    return env
+
+
 def run_session(work: Path, fake_url: str, agent: dict[str, Any], cores: int = 1) -> Path:
     spec = {
         "mode": "sweep",
@@ -499,17 +517,7 @@ def run_session(work: Path, fake_url: str, agent: dict[str, Any], cores: int = 1
     }
     spec_file = work / "spec.yaml"
     spec_file.write_text(yaml.safe_dump(spec))
-    env = dict(os.environ)
-    env.update(
-        PATH=str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""),
-        PYTHONPATH=str(ROOT),
-        ANTHROPIC_BASE_URL=fake_url,
-        ANTHROPIC_API_KEY="sk-bench-not-a-real-key",
-        XDG_DATA_HOME=str(work / "data"),
-        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-    )
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
-        env.pop(var, None)
+    env = session_env(work, fake_url)
     args = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
     args += ["--cores", str(cores), "sessions/bench/done", "--configfile", str(spec_file)]
     args += ["--quiet"]

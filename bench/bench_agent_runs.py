@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -37,7 +36,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
-from bench_agent_cost import CYCLES, MODEL, Agent, make_target  # noqa: E402
+from bench_agent_cost import CYCLES, MODEL, Agent, make_target, session_env  # noqa: E402
 from fake_anthropic import FakeAnthropic  # noqa: E402
 
 LOG_VARIABLE = "BENCH_SUITE_RUNS_LOG"
@@ -110,18 +109,7 @@ def run_session(work: Path, fake_url: str, sandbox: str) -> tuple[Path, float]:
     }
     spec_file = work / "spec.yaml"
     spec_file.write_text(yaml.safe_dump(spec))
-    env = dict(os.environ)
-    env.update(
-        PATH=str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""),
-        PYTHONPATH=str(ROOT),
-        ANTHROPIC_BASE_URL=fake_url,
-        ANTHROPIC_API_KEY="sk-bench-not-a-real-key",
-        XDG_DATA_HOME=str(work / "data"),
-        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-        **{LOG_VARIABLE: str(work / "suite-runs.jsonl")},
-    )
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
-        env.pop(var, None)
+    env = session_env(work, fake_url, **{LOG_VARIABLE: str(work / "suite-runs.jsonl")})
     args = [sys.executable, "-c", WATCH, "--snakefile", str(ROOT / "Snakefile")]
     args += ["--cores", "1", "sessions/bench/done", "--configfile", str(spec_file), "--quiet"]
     cpu = children_cpu()
