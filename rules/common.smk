@@ -15,6 +15,7 @@ import scripts.examples
 import scripts.lens
 import scripts.predict
 import scripts.fix
+import scripts.learn
 import scripts.ship
 import scripts.report
 import scripts.security

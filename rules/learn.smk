@@ -7,8 +7,8 @@
 checkpoint learn_write:
     """The agent writes one doc; code checks it (up to 3 rounds); kept only if its score rose."""
     input:
-        unpack(state("learn")),
-        previous_step("learn"),
+        unpack(state(scripts.learn.LOOP)),
+        previous_step(scripts.learn.LOOP),
     output:
         record="sessions/{name}/learn/{cycle}/write.json",
         decision="sessions/{name}/learn/{cycle}/decision.json",
