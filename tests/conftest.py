@@ -408,3 +408,18 @@ def kill_all(marker: str) -> None:
     """Kill every process whose command line holds `marker` (a test's leftovers)."""
     for pid in live_processes(marker):
         os.kill(pid, signal.SIGKILL)
+
+
+# Code under test that makes every outcome "passed" once pytest is loaded (patching pytest's
+# report class from inside the tested process): the canaries and the report plugin see it.
+PATCH_REPORTS = """
+import sys
+if "_pytest.reports" in sys.modules:
+    from _pytest import reports
+    _init = reports.TestReport.__init__
+    def _passing(self, *args, **kwargs):
+        _init(self, *args, **kwargs)
+        self.outcome = "passed"
+        self.longrepr = None
+    reports.TestReport.__init__ = _passing
+"""

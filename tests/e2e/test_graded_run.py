@@ -9,7 +9,7 @@ have the break kept."""
 from __future__ import annotations
 
 import pytest
-from conftest import CALC, CALC_TESTS, SCREEN_OFF, git, script_spec
+from conftest import CALC, CALC_TESTS, PATCH_REPORTS, SCREEN_OFF, git, script_spec
 
 BROKEN_MEAN = CALC.replace("/ len", "/ 2 / len")
 WEAK_TESTS = CALC_TESTS.replace("assert mean([1, 2, 3]) == 2", "assert mean([1, 2, 3]) == 1")
@@ -202,20 +202,6 @@ def test_a_new_test_that_needs_a_helper_the_change_extended_is_kept(workflow, ta
     decision = session(workflow, target, green)
     assert [f["id"] for f in decision["fixed"]] == ["F-001"]
     assert "tests/test_calc.py::test_add_zero" in decision["tests"]["passing_ids"]
-
-
-# Code under test that passes every test once pytest is loaded: the canaries see it.
-PATCH_REPORTS = """
-import sys
-if "_pytest.reports" in sys.modules:
-    from _pytest import reports
-    _init = reports.TestReport.__init__
-    def _passing(self, *args, **kwargs):
-        _init(self, *args, **kwargs)
-        self.outcome = "passed"
-        self.longrepr = None
-    reports.TestReport.__init__ = _passing
-"""
 
 
 @pytest.mark.parametrize("gate", ["batch", "per_fix"])

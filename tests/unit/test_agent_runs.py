@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import git, make_repo
+from conftest import PATCH_REPORTS, git, make_repo
 
 from autoresearch import modes
 from autoresearch.agents.tools import Toolbox
@@ -31,19 +31,6 @@ FILES = {
     ),
 }
 BASELINE = {"outcome": "passed", "passed": 1, "failed": 0, "passing_ids": []}
-
-# Code under test that makes every outcome "passed" once pytest is loaded.
-PATCH_REPORTS = """
-import sys
-if "_pytest.reports" in sys.modules:
-    from _pytest import reports
-    _init = reports.TestReport.__init__
-    def _passing(self, *args, **kwargs):
-        _init(self, *args, **kwargs)
-        self.outcome = "passed"
-        self.longrepr = None
-    reports.TestReport.__init__ = _passing
-"""
 
 
 class Session:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CALC, make_repo
+from conftest import CALC, PATCH_REPORTS, make_repo
 
 from autoresearch.gate import testrun
 from autoresearch.gate.testrun import FAILED, PASSED, TAMPERED, UNCHECKED, TestRun
@@ -51,18 +51,6 @@ def _rewrite():
 atexit.register(_rewrite)
 """
 
-# Code under test patches pytest's report class once pytest is loaded: every outcome "passed".
-PATCH_REPORTS = """
-import sys
-if "_pytest.reports" in sys.modules:
-    from _pytest import reports
-    _init = reports.TestReport.__init__
-    def _passing(self, *args, **kwargs):
-        _init(self, *args, **kwargs)
-        self.outcome = "passed"
-        self.longrepr = None
-    reports.TestReport.__init__ = _passing
-"""
 
 # A sitecustomize.py on the path does the same before pytest starts.
 SITECUSTOMIZE = """
