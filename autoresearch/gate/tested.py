@@ -143,7 +143,7 @@ def hold_written(worktree: Path, written: Mapping[str, str]) -> list[str] | None
     if files:
         git.worktree_git(worktree, "add", "-A", "--", *(f":(literal){p}" for p in files))
     if leftovers:
-        git.worktree_git(worktree, "clean", "-ffdxq")
+        git.clean(worktree)  # nested `.git` folders too, as every reset
     return files
 
 
