@@ -334,9 +334,12 @@ def _nobody_views(box, common: Path, index_dir: str) -> tuple[tuple[Path, Path],
     return ((common, shown),)
 
 
-# Whether root's confined git runs as nobody where an idmapped view can be made (tests turn
-# it off to show the attack it stops).
-NOBODY_GIT = True
+# Whether root's confined git runs as nobody where an idmapped view can be made. Off: the
+# views are mounts under the host's /tmp, and a jail built while another process's view
+# exists fails to remount it ("Invalid argument"), so sessions or cluster jobs side by side
+# broke each other's jails. Until a view lives in a mount namespace of its own, root's
+# confined git keeps CAP_DAC_OVERRIDE and CAP_FOWNER (docs/safety.md says what that leaves).
+NOBODY_GIT = False
 
 
 def _run(

@@ -70,7 +70,8 @@ def test_a_filter_run_by_the_confined_git_cannot_read_a_root_only_file(
     assert owners == {0}
 
 
-def test_the_confined_git_as_nobody_resets_and_cleans_what_a_command_left(worktree):
+def test_the_confined_git_as_nobody_resets_and_cleans_what_a_command_left(worktree, monkeypatch):
+    monkeypatch.setattr(ar_git, "NOBODY_GIT", True)
     if nobody_view.view(ar_git.common_dir(worktree)) is None:
         pytest.skip("no idmapped mount here (kernel or filesystem)")
     ar_git._jail_prefix.cache_clear()
@@ -136,7 +137,8 @@ def test_a_view_of_a_live_process_is_never_taken_for_a_stale_one(tmp_path):
     assert not Path(made).exists()  # its owner unmounted it at exit
 
 
-def test_a_view_gone_under_the_confined_git_is_made_again(worktree):
+def test_a_view_gone_under_the_confined_git_is_made_again(worktree, monkeypatch):
+    monkeypatch.setattr(ar_git, "NOBODY_GIT", True)
     if nobody_view.view(ar_git.common_dir(worktree)) is None:
         pytest.skip("no idmapped mount here (kernel or filesystem)")
     ar_git._jail_prefix.cache_clear()
