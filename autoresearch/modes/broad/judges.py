@@ -24,21 +24,16 @@ from ...errors import SpecError
 KEY = "aspiration_judge"
 TEAM = "judge"
 BACKENDS = ("claude", "script")  # the others cannot judge
-MAX_PANEL = 9
 DIFF_CHARS = 40_000  # a judge reads the change, not a novel
 
 
 def panel_of(values: dict[str, Any], name: str = "<name>") -> int | None:
-    """The panel size, or None without a judge; a one-line SpecError naming the key."""
+    """The panel size (the schema has checked it), or None without a judge; a one-line
+    SpecError naming the key when the panel cannot run."""
     raw = values.get(KEY)
     if raw is None:
         return None
     where = f"config/sessions/{name}.yaml"
-    if not isinstance(raw, dict):
-        raise SpecError(f"{where}: key '{KEY}' must be a mapping such as {{panel: 3}}")
-    panel = raw.get("panel", 3)
-    if not isinstance(panel, int) or isinstance(panel, bool) or not 1 <= panel <= MAX_PANEL:
-        raise SpecError(f"{where}: key '{KEY}.panel' must be a whole number from 1 to {MAX_PANEL}")
     if not str(values.get("aspiration") or "").strip():
         raise SpecError(f"{where}: key '{KEY}' needs key 'aspiration': the judges weigh against it")
     backend = (values.get("agent") or {}).get("backend")
@@ -47,7 +42,7 @@ def panel_of(values: dict[str, Any], name: str = "<name>") -> int | None:
             f"{where}: key '{KEY}': agent.backend {backend!r} cannot judge; set key "
             "'agent.backend' to claude, or remove the judge"
         )
-    return panel
+    return raw.get("panel", 3)
 
 
 def change_labels(results: list[dict[str, Any]]) -> dict[str, str]:
