@@ -11,18 +11,14 @@ from __future__ import annotations
 import string
 from typing import Any
 
-from autoresearch.agents.agent_run import run_agent
-from autoresearch.agents.backends.base import ToolResult
-from autoresearch.agents.tools import Toolbox
 from autoresearch.engine.stage import StageEnv
-from autoresearch.engine.teams import base_context
+from autoresearch.measure.panel import one_vote
 from autoresearch.safety import git
 
 from ...checks.votes import label
 from ...errors import SpecError
 
 KEY = "aspiration_judge"
-TEAM = "judge"
 BACKENDS = ("claude", "script")  # the others cannot judge
 DIFF_CHARS = 40_000  # a judge reads the change, not a novel
 
@@ -84,17 +80,7 @@ def ask(env: StageEnv, results: list[dict[str, Any]], aspiration: str, panel: in
 def vote(
     env: StageEnv, aspiration: str, change: str, diff: str, judge: int, panel: int
 ) -> dict[str, Any]:
-    cast: dict[str, str] = {}
-    toolbox = Toolbox(TEAM, env.worktree, **env.toolbox_options())
-
-    def cast_vote(verdict: str, reason: str) -> ToolResult:
-        cast.update(verdict=verdict, reason=reason)
-        toolbox.mark_finished()
-        return ToolResult("vote recorded")
-
-    toolbox.hooks["cast_vote"] = cast_vote
-    ctx = base_context(env, TEAM)
-    ctx.lens = {
+    lens = {
         "heading": f"Judge {judge} of {panel}: does change {change} serve the aspiration?",
         "focus": (
             f"The aspiration: {aspiration}\n\n"
@@ -108,7 +94,7 @@ def vote(
         "data": {"aspiration": aspiration, "change": change, "diff": diff, "panel": panel},
     }
     # The script backend finds a judge's steps under "<change>/<judge>".
-    run = run_agent(env, TEAM, ctx, toolbox, ledger_cycle=judge, extra_data={"track": change})
+    cast, run = one_vote(env, lens, ledger_cycle=judge, extra_data={"track": change})
     verdict = cast.get("verdict")
     return {
         "judge": judge,
