@@ -11,6 +11,7 @@ from __future__ import annotations
 import string
 from typing import Any
 
+from autoresearch.agents.backends import BACKEND_TEAMS
 from autoresearch.engine.stage import StageEnv
 from autoresearch.measure.panel import one_vote
 from autoresearch.safety import git
@@ -19,7 +20,6 @@ from ...checks.votes import label
 from ...errors import SpecError
 
 KEY = "aspiration_judge"
-BACKENDS = ("claude", "script")  # the others cannot judge
 DIFF_CHARS = 40_000  # a judge reads the change, not a novel
 
 
@@ -32,8 +32,8 @@ def panel_of(values: dict[str, Any], name: str = "<name>") -> int | None:
     where = f"config/sessions/{name}.yaml"
     if not str(values.get("aspiration") or "").strip():
         raise SpecError(f"{where}: key '{KEY}' needs key 'aspiration': the judges weigh against it")
-    backend = (values.get("agent") or {}).get("backend")
-    if backend not in BACKENDS:
+    backend = values["agent"]["backend"]
+    if "judge" not in BACKEND_TEAMS[backend]:
         raise SpecError(
             f"{where}: key '{KEY}': agent.backend {backend!r} cannot judge; set key "
             "'agent.backend' to claude, or remove the judge"
