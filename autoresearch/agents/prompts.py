@@ -28,6 +28,8 @@ MAX_HISTORY = 10
 # The only finding fields Green ever sees: what, where, how bad, what it breaks.
 FINDING_FIELDS = ("id", "severity", "title", "location", "issue", "impact")
 
+# What Red may call a finding's severity (its report tool's enum; the engine's order).
+RED_SEVERITIES = ("critical", "high", "medium", "low", "test-gap")
 # Red's general checklist. Keys let the engine name the categories that found nothing.
 RED_CATEGORIES: dict[str, str] = {
     "bugs": "Bugs: wrong logic, off-by-one errors, null/None dereferences, type mix-ups.",

@@ -25,6 +25,7 @@ import regex
 from jsonschema import Draft202012Validator
 
 from autoresearch.agents.backends.base import TEAMS, SessionStop, StageFailed, ToolResult
+from autoresearch.agents.prompts import RED_SEVERITIES
 from autoresearch.agents.shown import Shown, digest
 from autoresearch.checks import finding_schema, votes
 from autoresearch.gate import run_output, testrun
@@ -63,7 +64,6 @@ TEST_OUTPUT_TAIL = 4000
 # has its own, finer rule: autoresearch/agents/shown.py).
 _LOOKUPS = frozenset({"list_files", "search"})
 
-SEVERITIES = ["critical", "high", "medium", "low", "test-gap"]
 CATEGORIES = ["obvious", "bold", "creative", "adjacent", "wildcard"]
 
 _PATH = {"type": "string", "description": "Path relative to the repository root."}
@@ -161,7 +161,7 @@ TOOL_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "or two sentences; impact says what breaks or degrades because of it. No fix advice.",
         _schema(
             {
-                "severity": {"type": "string", "enum": SEVERITIES},
+                "severity": {"type": "string", "enum": list(RED_SEVERITIES)},
                 "title": _STR,
                 "location": _STR,
                 "issue": _STR,

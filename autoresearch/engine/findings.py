@@ -11,11 +11,12 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from autoresearch.agents.prompts import RED_CATEGORIES
+from autoresearch.agents.prompts import RED_SEVERITIES as SEVERITIES
 from autoresearch.safety import worktree_files
 
 MAX_LOCATED_BYTES = 10_000_000  # as the agents' read_file: a file they could not have read
 
-SEVERITIES = ("critical", "high", "medium", "low", "test-gap")
 HEADINGS = {
     "critical": "Critical",
     "high": "High",
@@ -40,17 +41,8 @@ COMMENTARY = re.compile(
     r"(poorly|well|badly)[- ](designed|written|structured)|technical debt)\b",
     re.IGNORECASE,
 )
-# Red's "what to look for" categories (keys of prompts.RED_CATEGORIES); later
-# cycles drop those that found nothing.
-CATEGORIES = (
-    "bugs",
-    "error-handling",
-    "test-gaps",
-    "concurrency",
-    "performance",
-    "api-contracts",
-    "security",
-)
+# Red's "what to look for" categories; later cycles drop those that found nothing.
+CATEGORIES = tuple(RED_CATEGORIES)
 CATEGORY_PATTERNS = (
     ("security", re.compile(r"secur|inject|auth|secret|password|unsafe|unbounded|sanitiz", re.I)),
     ("concurrency", re.compile(r"race|deadlock|thread|lock|concurren|async|atomic", re.I)),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from autoresearch.agents.agent_run import run_agent
-from autoresearch.agents.backends.base import ToolResult
+from autoresearch.agents.backends.base import StageRun, ToolResult
 from autoresearch.agents.tools import Toolbox
 from autoresearch.engine.stage import StageEnv
 from autoresearch.engine.teams import base_context
@@ -23,24 +23,14 @@ def ask(env: StageEnv, goal: str, facts: list[str], panel: int) -> list[dict[str
     """One vote per judge: {judge, vote ('met' | 'not met' | None), reason, stop}."""
     votes = []
     for judge in range(1, panel + 1):
-        cast: dict[str, str] = {}
-        toolbox = Toolbox(TEAM, env.worktree, **env.toolbox_options())
-
-        def cast_vote(verdict: str, reason: str, box: Toolbox = toolbox, into=cast) -> ToolResult:
-            into.update(verdict=verdict, reason=reason)
-            box.mark_finished()
-            return ToolResult("vote recorded")
-
-        toolbox.hooks["cast_vote"] = cast_vote
-        ctx = base_context(env, TEAM)
-        ctx.lens = {
+        lens = {
             "heading": f"Judge {judge} of {panel}: is the goal met?",
             "focus": goal,
             "context": [("What the harness measured in the last cycle", facts)],
             "closing": "Call cast_vote once with met or not met and your reason.",
             "data": {"goal": goal, "facts": list(facts), "judge": judge, "panel": panel},
         }
-        run = run_agent(env, TEAM, ctx, toolbox)
+        cast, run = one_vote(env, lens)
         vote = {
             "judge": judge,
             "vote": cast.get("verdict"),
@@ -50,3 +40,20 @@ def ask(env: StageEnv, goal: str, facts: list[str], panel: int) -> list[dict[str
         env.log(f"judge {judge}/{panel}: {vote['vote'] or 'no vote'} — {vote['reason']}")
         votes.append(vote)
     return votes
+
+
+def one_vote(env: StageEnv, lens: dict[str, Any], **run: Any) -> tuple[dict[str, str], StageRun]:
+    """One judge's own run, briefed with `lens`: what it cast ({verdict, reason}, empty when
+    it cast nothing) and the run. Its cast_vote records the vote and ends the run."""
+    cast: dict[str, str] = {}
+    toolbox = Toolbox(TEAM, env.worktree, **env.toolbox_options())
+
+    def cast_vote(verdict: str, reason: str) -> ToolResult:
+        cast.update(verdict=verdict, reason=reason)
+        toolbox.mark_finished()
+        return ToolResult("vote recorded")
+
+    toolbox.hooks["cast_vote"] = cast_vote
+    ctx = base_context(env, TEAM)
+    ctx.lens = lens
+    return cast, run_agent(env, TEAM, ctx, toolbox, **run)

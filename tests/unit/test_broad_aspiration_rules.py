@@ -8,9 +8,15 @@ from test_broad_rules import GIVEN, base_values, full_result
 
 from autoresearch.modes.broad import Broad
 from autoresearch.modes.broad.comparison import ranking, render_comparison
+from autoresearch.session.plan import check_values
 from autoresearch.session.spec import SpecError
 
 MINIMIZE = {"label": "TODOs", "command": "python measure.py", "direction": "minimize", "base": 5}
+
+
+def started(tmp_path, values: dict) -> None:
+    """The spec as a session start checks it: the schema, then broad's own keys."""
+    check_values("s", {"target": str(tmp_path), **values}, Broad())
 
 
 def measured(r: dict, value: float | None, error: str | None = None) -> dict:
@@ -26,20 +32,20 @@ def compare(tracks: list[dict], metric: dict | None = MINIMIZE) -> tuple[dict, s
 @pytest.mark.parametrize(
     ("metric", "message"),
     [
-        ("python m.py", r"key 'aspiration_metric' must be a mapping"),
-        ({"direction": "minimize"}, r"key 'aspiration_metric.command' is not set"),
-        ({"command": "  ", "direction": "minimize"}, r"key 'aspiration_metric.command'"),
-        ({"command": "python m.py"}, r"key 'aspiration_metric.direction' must be minimize"),
+        ("python m.py", r"key 'aspiration_metric': 'python m.py' is not of type 'object'"),
+        ({"direction": "minimize"}, r"required key 'aspiration_metric.command' is not set"),
+        ({"command": "  ", "direction": "minimize"}, r"key 'aspiration_metric.command' is not"),
+        ({"command": "python m.py"}, r"required key 'aspiration_metric.direction' is not set"),
         ({"command": "m", "direction": "lower"}, r"'aspiration_metric.direction'.*'lower'"),
         ({"command": "m", "direction": "maximize", "format": "xml"}, r"'aspiration_metric.format'"),
         ({"command": "m", "direction": "maximize", "repeats": 0}, r"'aspiration_metric.repeats'"),
         ({"command": "m", "direction": "maximize", "timeout_s": -1}, r"'aspiration_metric.timeout"),
     ],
 )
-def test_check_spec_rejects_an_incomplete_aspiration_metric(metric, message):
+def test_a_start_refuses_an_incomplete_aspiration_metric(tmp_path, metric, message):
     values = base_values(hypotheses=GIVEN, aspiration_metric=metric)
-    with pytest.raises(SpecError, match=r"config/sessions/s.yaml: .*" + message):
-        Broad().setup.check_spec(values, "s")
+    with pytest.raises(SpecError, match=r"^(--config|config/sessions/s.yaml): .*" + message):
+        started(tmp_path, values)
 
 
 def test_the_metric_ranks_ahead_of_fixes_kept():
@@ -161,16 +167,17 @@ def test_the_deciding_line_says_when_winner_and_runner_up_share_a_tree():
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"aspiration_judge": 3}, r"key 'aspiration_judge' must be a mapping"),
-        ({"aspiration_judge": {"panel": 0}}, r"key 'aspiration_judge.panel' must be a whole"),
-        ({"aspiration_judge": {"panel": True}}, r"key 'aspiration_judge.panel'"),
+        ({"aspiration_judge": 3}, r"key 'aspiration_judge': 3 is not of type 'object'"),
+        ({"aspiration_judge": {"panel": 0}}, r"key 'aspiration_judge.panel': 0 is less than"),
+        ({"aspiration_judge": {"panel": 10}}, r"key 'aspiration_judge.panel': 10 is greater"),
+        ({"aspiration_judge": {"panel": True}}, r"key 'aspiration_judge.panel': True is not"),
         ({"aspiration_judge": {}, "agent": {"backend": "ruff"}}, r"'ruff' cannot judge"),
     ],
 )
-def test_check_spec_rejects_a_judge_panel_that_cannot_run(values, message):
+def test_a_start_refuses_a_judge_panel_that_cannot_run(tmp_path, values, message):
     spec = base_values(hypotheses=GIVEN, aspiration="Be kind.") | values
-    with pytest.raises(SpecError, match=r"config/sessions/s.yaml: .*" + message):
-        Broad().setup.check_spec(spec, "s")
+    with pytest.raises(SpecError, match=r"^(--config|config/sessions/s.yaml): .*" + message):
+        started(tmp_path, spec)
 
 
 def test_a_judge_panel_needs_the_aspiration_it_weighs_against():

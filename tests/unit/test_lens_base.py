@@ -129,6 +129,19 @@ def test_a_chain_the_ruff_backend_cannot_play_is_refused_before_anything_runs():
         ModelOnly.ruff_plays = False
 
 
+def test_a_start_refuses_an_unknown_learn_mode_naming_the_key(tmp_path):
+    from autoresearch.modes.learn import Learn
+    from autoresearch.session.plan import check_values
+
+    values = {"mode": "learn", "target": str(tmp_path), "agent": {"backend": "script"}}
+    values["learn"] = {"mode": "chek"}
+    with pytest.raises(
+        SpecError, match=r"^--config: key 'learn.mode': 'chek' is not one of .*'check'"
+    ):
+        check_values("s", values, Learn())
+    check_values("s", values | {"learn": {"mode": "init"}}, Learn())
+
+
 @pytest.mark.parametrize(
     "lens", ["security", "debug", "scenario", "predict", "fix", "learn", "ship"]
 )

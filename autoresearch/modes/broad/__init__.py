@@ -14,6 +14,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from autoresearch.agents.backends import BACKEND_TEAMS
 from autoresearch.engine import tally
 from autoresearch.engine.loop import Decision
 from autoresearch.engine.stage import StageEnv
@@ -36,8 +37,6 @@ from .tracks import hypothesis_table, track_decisions, track_ids
 
 # The file a person creates in a running track's folder to end it after its current cycle.
 MOVE_ON = "move-on"
-# Backends that can play the strategist (ruff is mechanical: it has no ideas).
-STRATEGIST_BACKENDS = ("claude", "script")
 
 
 # What `autoresearch new --mode broad` writes into the spec, to edit.
@@ -70,7 +69,7 @@ class BroadSetup(Mode.setup):
                 raise SpecError(f"{where}: key 'hypotheses': {err}") from None
             return
         backend = values["agent"]["backend"]
-        if backend not in STRATEGIST_BACKENDS:
+        if "strategist" not in BACKEND_TEAMS[backend]:  # ruff is mechanical: it has no ideas
             raise SpecError(
                 f"{where}: agent.backend {backend!r} cannot propose hypotheses; list them under "
                 "key 'hypotheses', or set key 'agent.backend' to claude"

@@ -21,7 +21,6 @@ from autoresearch.views import journal
 from ...errors import SpecError
 
 KEY = "aspiration_metric"
-DIRECTIONS = ("minimize", "maximize")
 DEFAULTS: dict[str, Any] = {"format": "last_line", "key": None, "repeats": 1, "timeout_s": 300}
 
 
@@ -37,36 +36,26 @@ class AspirationMetric(metrics.MetricCommand):
 
 
 def metric_of(values: dict[str, Any], name: str = "<name>") -> AspirationMetric | None:
-    """The spec's aspiration metric, or None without one; a one-line SpecError naming the
-    key when it is incomplete or wrong."""
+    """The spec's aspiration metric, or None without one. The schema has checked its keys;
+    what it cannot say (a blank command, the format's own grammar) is a one-line SpecError
+    naming the key."""
     raw = values.get(KEY)
     if raw is None:
         return None
     where = f"config/sessions/{name}.yaml"
-    if not isinstance(raw, dict):
-        raise SpecError(
-            f"{where}: key '{KEY}' must be a mapping with command and direction "
-            "(minimize or maximize)"
-        )
-    command = raw.get("command")
-    if not isinstance(command, str) or not command.strip():
+    command = raw["command"]
+    if not command.strip():
         raise SpecError(
             f"{where}: key '{KEY}.command' is not set: a shell command that prints the value "
             "when run in the target"
         )
-    direction = raw.get("direction")
-    if direction not in DIRECTIONS:
-        raise SpecError(
-            f"{where}: key '{KEY}.direction' must be minimize or maximize, not {direction!r}"
-        )
     merged = metrics.checked_settings(raw, DEFAULTS, where, KEY)
-    label = str(raw.get("label") or "").strip() or command.strip()
     return AspirationMetric(
-        label=label,
+        label=str(raw.get("label") or "").strip() or command.strip(),
         command=command,
-        direction=str(direction),
-        format=str(merged["format"]),
-        key=merged.get("key"),
+        direction=raw["direction"],
+        format=merged["format"],
+        key=merged["key"],
         repeats=merged["repeats"],
         timeout_s=float(merged["timeout_s"]),
     )

@@ -11,43 +11,34 @@ from __future__ import annotations
 import string
 from typing import Any
 
-from autoresearch.agents.agent_run import run_agent
-from autoresearch.agents.backends.base import ToolResult
-from autoresearch.agents.tools import Toolbox
+from autoresearch.agents.backends import BACKEND_TEAMS
 from autoresearch.engine.stage import StageEnv
-from autoresearch.engine.teams import base_context
+from autoresearch.measure.panel import one_vote
 from autoresearch.safety import git
 
 from ...checks.votes import label
 from ...errors import SpecError
 
 KEY = "aspiration_judge"
-TEAM = "judge"
-BACKENDS = ("claude", "script")  # the others cannot judge
-MAX_PANEL = 9
 DIFF_CHARS = 40_000  # a judge reads the change, not a novel
 
 
 def panel_of(values: dict[str, Any], name: str = "<name>") -> int | None:
-    """The panel size, or None without a judge; a one-line SpecError naming the key."""
+    """The panel size (the schema has checked it), or None without a judge; a one-line
+    SpecError naming the key when the panel cannot run."""
     raw = values.get(KEY)
     if raw is None:
         return None
     where = f"config/sessions/{name}.yaml"
-    if not isinstance(raw, dict):
-        raise SpecError(f"{where}: key '{KEY}' must be a mapping such as {{panel: 3}}")
-    panel = raw.get("panel", 3)
-    if not isinstance(panel, int) or isinstance(panel, bool) or not 1 <= panel <= MAX_PANEL:
-        raise SpecError(f"{where}: key '{KEY}.panel' must be a whole number from 1 to {MAX_PANEL}")
     if not str(values.get("aspiration") or "").strip():
         raise SpecError(f"{where}: key '{KEY}' needs key 'aspiration': the judges weigh against it")
-    backend = (values.get("agent") or {}).get("backend")
-    if backend not in BACKENDS:
+    backend = values["agent"]["backend"]
+    if "judge" not in BACKEND_TEAMS[backend]:
         raise SpecError(
             f"{where}: key '{KEY}': agent.backend {backend!r} cannot judge; set key "
             "'agent.backend' to claude, or remove the judge"
         )
-    return panel
+    return raw.get("panel", 3)
 
 
 def change_labels(results: list[dict[str, Any]]) -> dict[str, str]:
@@ -89,17 +80,7 @@ def ask(env: StageEnv, results: list[dict[str, Any]], aspiration: str, panel: in
 def vote(
     env: StageEnv, aspiration: str, change: str, diff: str, judge: int, panel: int
 ) -> dict[str, Any]:
-    cast: dict[str, str] = {}
-    toolbox = Toolbox(TEAM, env.worktree, **env.toolbox_options())
-
-    def cast_vote(verdict: str, reason: str) -> ToolResult:
-        cast.update(verdict=verdict, reason=reason)
-        toolbox.mark_finished()
-        return ToolResult("vote recorded")
-
-    toolbox.hooks["cast_vote"] = cast_vote
-    ctx = base_context(env, TEAM)
-    ctx.lens = {
+    lens = {
         "heading": f"Judge {judge} of {panel}: does change {change} serve the aspiration?",
         "focus": (
             f"The aspiration: {aspiration}\n\n"
@@ -113,7 +94,7 @@ def vote(
         "data": {"aspiration": aspiration, "change": change, "diff": diff, "panel": panel},
     }
     # The script backend finds a judge's steps under "<change>/<judge>".
-    run = run_agent(env, TEAM, ctx, toolbox, ledger_cycle=judge, extra_data={"track": change})
+    cast, run = one_vote(env, lens, ledger_cycle=judge, extra_data={"track": change})
     verdict = cast.get("verdict")
     return {
         "judge": judge,

@@ -29,13 +29,11 @@ from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 from autoresearch.views import journal
 
-from ...errors import SpecError
 from ..base import part, review_line
 from ..lens.changing import ChangingLens, kept_steps
 from ..lens.output import Writer
 from . import doc_checks, docs
 
-MODES = ("check", "init", "update")
 SPEC_EXAMPLE = """
 learn:
   mode: check              # check (read-only report) | init (write the doc set) | update
@@ -140,11 +138,6 @@ class Learn(ChangingLens):
             f"score {decision.get('before')} → {decision.get('after')} (every reference checked "
             "against the code)",
         ]
-
-    def check_lens_spec(self, values: dict[str, Any], where: str) -> None:
-        mode = learn_mode(values)
-        if mode not in MODES:
-            raise SpecError(f"{where}: key 'learn.mode': {mode!r}; expected one of {MODES}")
 
     # --- setup: the docs, and which this run writes ----------------------------------------
 
