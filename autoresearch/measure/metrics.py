@@ -45,6 +45,9 @@ class MetricError(Exception):
     """The measurement could not produce a value; the message says why and shows the output."""
 
 
+TAMPERED = "measurement tampered"  # how a Tampered error's message starts
+
+
 class Tampered(MetricError):
     """The measured process changed what measures it (guard.py): no value, whatever it
     printed. The message names each name changed and where."""
@@ -398,7 +401,7 @@ def _measure_once(
             pipe.close_ours()
         verdict = guard.read(pipe.finish())
     if verdict.tampered and not result.timed_out:
-        raise Tampered(f"measurement tampered: {verdict.why()}")
+        raise Tampered(f"{TAMPERED}: {verdict.why()}")
     stderr = result.stderr
 
     def fail(what: str) -> MetricError:
