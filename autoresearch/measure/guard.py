@@ -16,8 +16,10 @@ shows read-only. Before the measured script runs it:
   `sys.modules` and its own place first on `sys.meta_path`;
 
 and writes what it saw to a descriptor the harness holds (a pipe: nothing written can be
-taken back). A process that started the guard and never wrote its end (os._exit, an exec,
-a signal) is not checked, so not a pass. Any change makes the measurement tampered.
+taken back). An exec is checked when it is made (an audit hook), and one the worktree's code
+makes is a change; a process that started the guard and never wrote its end (os._exit, a
+signal) is not checked, so not a pass. Any change makes the measurement tampered. What the
+measured script's own code sets (it is protected) is the measurement's choice.
 """
 
 from __future__ import annotations
@@ -60,9 +62,10 @@ def _install():
     import builtins
 
     builtin_names = frozenset(vars(builtins))
-    # The measured script (protected): what it sets itself is the measurement's own.
-    script = _sys.argv[0] if _sys.argv else ""
-    main = _os.path.abspath(script) if script not in ("", "-c", "-m") else None
+    # The measured script (protected, or the command's own `-c` code) runs in __main__'s
+    # namespace, made before this hook (runpy uses the same one for -m): what its code sets
+    # itself is the measurement's own.
+    main = vars(_sys.modules["__main__"])
     held = {}  # (module, qualified attribute) -> (object, code, defaults, kwdefaults)
     keys = {}  # module name -> the names its dict had when held
     modules = {}  # module name -> the module object held
@@ -110,12 +113,14 @@ def _install():
             except TypeError:
                 pass
 
-    def mine(path):
-        # Whether code of `path` is the worktree's (the measured script, protected, is not).
-        if path.startswith("<frozen "):
+    def mine(code, space):
+        # Whether `code` (run with globals `space`) is the worktree's: a file under the root,
+        # or code made at run time ("<string>"), outside the measured script's namespace.
+        path = code.co_filename
+        if space is main or path.startswith("<frozen "):
             return False
         full = _os.path.normpath(_os.path.join(start_cwd, path))
-        return path.startswith("<") or (full.startswith(root) and full != main)
+        return path.startswith("<") or full.startswith(root)
 
     def shown(path, line):
         full = _os.path.normpath(_os.path.join(start_cwd, path))
@@ -135,9 +140,9 @@ def _install():
         if not isinstance(value, (function, type)):
             value = getattr(type(value), "__call__", None)
         if isinstance(value, type):
-            return any(isinstance(v, function) and mine(v.__code__.co_filename)
+            return any(isinstance(v, function) and mine(v.__code__, v.__globals__)
                        for v in vars(value).values())
-        return isinstance(value, function) and mine(value.__code__.co_filename)
+        return isinstance(value, function) and mine(value.__code__, value.__globals__)
 
     def blame(value):
         # Where the worktree's code made this set: the frame that sets, when it is the
@@ -147,11 +152,11 @@ def _install():
             frame = getframe(3)  # blame, seen, Watched.__setattr__, then the setter
         except ValueError:
             return None
-        if mine(frame.f_code.co_filename):
+        if mine(frame.f_code, frame.f_globals):
             return shown(frame.f_code.co_filename, frame.f_lineno)
         if made_here(value):
             up = frame
-            while up is not None and not mine(up.f_code.co_filename):
+            while up is not None and not mine(up.f_code, up.f_globals):
                 up = up.f_back
             up = up or frame
             return shown(up.f_code.co_filename, up.f_lineno)
@@ -184,6 +189,8 @@ def _install():
         where = blame(value)
         if where is not None:
             changed(name + "." + attr, where)
+        elif (name, attr) in held and getframe(2).f_globals is main:
+            held[(name, attr)] = entry(value)  # the measured script's own choice
 
     def check():
         found = []
@@ -254,10 +261,26 @@ def _install():
         found = check()
         say("end\\t%d\\t%s" % (getpid(), ";".join(found)))
 
+    def audit(event, args):
+        # An exec ends the Python code of this process: check it now. A library's exec is
+        # its way to run (`python -m ruff` runs the ruff binary); one the worktree's code
+        # makes replaces the measurement with a program of its choice.
+        if event != "os.exec":
+            return
+        found = check()
+        frame = getframe(1)
+        while frame is not None and not mine(frame.f_code, frame.f_globals):
+            frame = frame.f_back
+        if frame is not None:
+            where = shown(frame.f_code.co_filename, frame.f_lineno)
+            found.append("an exec of %s (%s)" % (args[0] if args else "?", where))
+        say("end\\t%d\\t%s" % (getpid(), ";".join(found)))
+
     for name, module in list(_sys.modules.items()):
         hold(name, module)
     _sys.meta_path.insert(0, Finder)
     atexit.register(end)
+    _sys.addaudithook(audit)
     say("start\\t%d" % getpid())
 
 
@@ -291,7 +314,7 @@ class Verdict:
         if self.unchecked:
             parts.append(
                 f"{self.unchecked} measured Python process(es) ended without the guard's "
-                "check (os._exit, an exec or a signal)"
+                "check (os._exit or a signal)"
             )
         if self.problem:
             parts.append(self.problem)

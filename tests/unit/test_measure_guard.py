@@ -163,3 +163,22 @@ def test_the_report_reads_each_process_and_every_name_changed():
     assert guard.read(b"start\t5\nend\t5\t\n").tampered is False
     assert guard.read(b"start\t5\nend\t5\t\nnoise\n").problem
     assert guard.read(None).problem
+
+
+def test_an_exec_the_code_under_test_makes_replaces_the_measurement_and_is_tampered(tmp_path):
+    src = "import os\n\nos.execv('/bin/echo', ['echo', '0'])\n" + HONEST
+    assert "an exec of /bin/echo (src.py:3)" in tampered(tmp_path, src)
+
+
+def test_the_commands_own_python_that_execs_a_program_is_measured(tmp_path):
+    # `python -m ruff` runs the ruff binary by an exec: the command's own code, not the
+    # worktree's, so the value stands.
+    repo = make_repo(tmp_path / "repo", {"a.txt": "x\n"})
+    command = "python -c \"import os; os.execv('/bin/echo', ['echo', '5'])\""
+    assert metrics.measure(command, repo).value == 5
+
+
+def test_code_the_measured_script_runs_itself_may_set_what_it_likes(tmp_path):
+    script = "import statistics\n\nstatistics.median = min\nprint(statistics.median([4, 5]))\n"
+    repo = make_repo(tmp_path / "repo", {"bench/measure.py": script})
+    assert metrics.measure("python bench/measure.py", repo).value == 4
