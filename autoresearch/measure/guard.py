@@ -30,7 +30,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoresearch.measure import imports
+from autoresearch.measure import imports  # its SHIMMED names
 
 ENV_FD = "AUTORESEARCH_GUARD_FD"
 ENV_ROOT = "AUTORESEARCH_GUARD_ROOT"
@@ -57,7 +57,7 @@ def _install():
     from functools import partial
 
     write, getpid, getframe = _os.write, _os.getpid, _sys._getframe
-    ident, module_type, start_cwd = id, types.ModuleType, _os.getcwd()
+    module_type, start_cwd = types.ModuleType, _os.getcwd()
     stdlib = frozenset(_sys.stdlib_module_names)
     import builtins
 
@@ -66,9 +66,11 @@ def _install():
     # namespace, made before this hook (runpy uses the same one for -m): what its code sets
     # itself is the measurement's own.
     main = vars(_sys.modules["__main__"])
-    held = {}  # (module, qualified attribute) -> (object, code, defaults, kwdefaults)
-    keys = {}  # module name -> the names its dict had when held
+    # Held as copies of their namespaces (a C-speed copy; compared at the end, once):
     modules = {}  # module name -> the module object held
+    spaces = {}  # module name -> a copy of its namespace when held
+    classes = []  # (module name, class, a copy of its namespace): the module's own classes
+    codes = []  # (function, its code, defaults, kwdefaults): swapped in place, still seen
     said = []
 
     def say(line):
@@ -78,14 +80,12 @@ def _install():
             pass
 
     function = types.FunctionType
+    described = (classmethod, staticmethod, property)
+    missing = object()
 
-    def entry(obj):
-        if not isinstance(obj, function):  # a proxy may answer any attribute afresh
-            return (obj, None, None, None)
-        return (obj, obj.__code__, obj.__defaults__, obj.__kwdefaults__)
-
-    def same(a, b):
-        return all(x is y for x, y in zip(a, b))
+    def code_of(funcs):
+        return [(f, f.__code__, f.__defaults__, f.__kwdefaults__)
+                for f in funcs if type(f) is function]
 
     def watched(name, module):
         if name.partition(".")[0] not in stdlib or not isinstance(module, module_type):
@@ -97,16 +97,13 @@ def _install():
         if name in modules or not watched(name, module):
             return
         modules[name] = module
-        space = vars(module)
-        keys[name] = frozenset(space)
-        for attr, obj in list(space.items()):
-            if attr.startswith("__") or not callable(obj):
-                continue
-            held[(name, attr)] = entry(obj)
+        space = spaces[name] = dict(vars(module))
+        codes.extend(code_of(space.values()))
+        for obj in space.values():
             if isinstance(obj, type) and getattr(obj, "__module__", None) == name:
-                for meth, inner in list(vars(obj).items()):
-                    if callable(inner) or isinstance(inner, (classmethod, staticmethod, property)):
-                        held[(name, attr + "." + meth)] = entry(inner)
+                inner = dict(vars(obj))
+                classes.append((name, obj, inner))
+                codes.extend(code_of(inner.values()))
         if type(module) is module_type:
             try:
                 module.__class__ = Watched
@@ -183,35 +180,37 @@ def _install():
             return  # the import system binding a submodule to its package
         # What a function the script calls may run with: a callable rebound or added (a
         # global that shadows a builtin too). Data (`sys.stdout`, a flag) is the code's own.
-        if not ((name, attr) in held or callable(value) or attr in builtin_names
+        was = spaces.get(name, {}).get(attr)
+        if not (callable(was) or callable(value) or attr in builtin_names
                 or attr.startswith("__")):
             return
         where = blame(value)
         if where is not None:
             changed(name + "." + attr, where)
-        elif (name, attr) in held and getframe(2).f_globals is main:
-            held[(name, attr)] = entry(value)  # the measured script's own choice
+        elif name in spaces and getframe(2).f_globals is main:
+            spaces[name][attr] = value  # the measured script's own choice
 
     def check():
         found = []
         for name, module in modules.items():
             if _sys.modules.get(name, module) is not module:
                 found.append("sys.modules[%r]" % name)
-            space = module_type.__getattribute__(module, "__dict__")
-            for attr in space.keys() - keys[name]:
+            now, was = module_type.__getattribute__(module, "__dict__"), spaces[name]
+            for attr, obj in was.items():
+                if attr[:2] != "__" and callable(obj) and now.get(attr, missing) is not obj:
+                    found.append(name + "." + attr)
+            for attr in now.keys() - was.keys():
                 if attr in builtin_names and name != "builtins":
                     found.append(name + "." + attr)
-        for (name, attr), was in held.items():
-            part, dot, rest = attr.partition(".")
-            try:
-                now = vars(modules[name])[part]
-                if dot:
-                    now = vars(now)[rest]
-            except (KeyError, TypeError):
-                found.append(name + "." + attr)
-                continue
-            if not same(entry(now), was):
-                found.append(name + "." + attr)
+        for name, cls, was in classes:
+            now = vars(cls)
+            for attr, obj in was.items():
+                if (callable(obj) or isinstance(obj, described)) and now.get(attr) is not obj:
+                    found.append("%s.%s.%s" % (name, cls.__qualname__, attr))
+        for f, code, defaults, kwdefaults in codes:
+            if not (f.__code__ is code and f.__defaults__ is defaults
+                    and f.__kwdefaults__ is kwdefaults):
+                found.append("%s.%s" % (f.__module__, f.__qualname__))
         for name, module in list(_sys.modules.items()):
             if "." not in name and name not in modules and watched(name, module):
                 found.append("%s (imported past the guard)" % name)
@@ -321,6 +320,16 @@ class Verdict:
         return "; ".join(parts)
 
 
+# A `python` first on PATH that puts the hook first on PYTHONPATH again, after whatever the
+# command set (`PYTHONPATH=. python bench.py`), and runs the next `python` on PATH
+# (imports.SHIM's way, with no process of its own to take itself off PATH).
+SHIM = """#!/bin/sh
+rest=${{PATH#{bin}:}}
+real=$(PATH="$rest" command -v "${{0##*/}}") || exit 127
+PYTHONPATH={hook}${{PYTHONPATH:+:$PYTHONPATH}} PATH="$rest" exec "$real" "$@"
+"""
+
+
 def folder(parent: Path) -> Path:
     """The guard's hook and `python` shims under `parent` (outside the worktree; the jail
     shows it read-only)."""
@@ -331,7 +340,7 @@ def folder(parent: Path) -> Path:
     (hook / "sitecustomize.py").write_text(HOOK)
     for name in imports.SHIMMED:
         shim = bin_dir / name
-        shim.write_text(imports.SHIM.format(bin=bin_dir, hook=hook))
+        shim.write_text(SHIM.format(bin=shlex.quote(str(bin_dir)), hook=shlex.quote(str(hook))))
         shim.chmod(0o755)
     for path in (where, hook, bin_dir):
         path.chmod(0o755)  # the jail's user (nobody under a root harness) must read them
