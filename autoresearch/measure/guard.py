@@ -342,7 +342,7 @@ def folder(parent: Path) -> Path:
         shim = bin_dir / name
         shim.write_text(SHIM.format(bin=shlex.quote(str(bin_dir)), hook=shlex.quote(str(hook))))
         shim.chmod(0o755)
-    for path in (where, hook, bin_dir):
+    for path in (Path(parent), where, hook, bin_dir):
         path.chmod(0o755)  # the jail's user (nobody under a root harness) must read them
     (hook / "sitecustomize.py").chmod(0o644)
     return where

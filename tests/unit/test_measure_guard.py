@@ -182,3 +182,15 @@ def test_code_the_measured_script_runs_itself_may_set_what_it_likes(tmp_path):
     script = "import statistics\n\nstatistics.median = min\nprint(statistics.median([4, 5]))\n"
     repo = make_repo(tmp_path / "repo", {"bench/measure.py": script})
     assert metrics.measure("python bench/measure.py", repo).value == 4
+
+
+def test_the_guards_exit_check_taken_away_is_not_a_pass(tmp_path):
+    src = "import atexit\n\natexit._clear()\n" + HONEST
+    assert "ended without the guard's check" in tampered(tmp_path, src)
+
+
+def test_a_finder_put_before_the_guards_is_seen(tmp_path):
+    # Imports it answers would never be held.
+    src = "import sys\n\n\nclass Mine:\n    find_spec = staticmethod(lambda *a: None)\n\n\n"
+    src += "sys.meta_path.insert(0, Mine)\n" + HONEST
+    assert "sys.meta_path" in tampered(tmp_path, src)
