@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from autoresearch.gate import diagnosis, report_plugin
+from autoresearch.gate import cargo_canary, diagnosis, report_plugin
 from autoresearch.gate.runner_reports import (
     ANSI,
     Streamed,
@@ -201,16 +201,24 @@ def run_tests(
             # add to it but never rewrite what the runner wrote (and adding shows: a second
             # or cut report is no pass, runner_reports.py).
             fds = (report.write_fd,) if plan.runner == "jest" else ()
-            result = commands.run(
-                plan.command,
-                cwd,
-                timeout_s=timeout_s,
-                extra_secrets=secrets,
-                jail=inside,
-                pass_fds=fds,
-                stream=True,
-            )
+            # cargo's canary: a test file of the harness's in the crate for this run only.
+            canary = cargo_canary.lay(cwd) if plan.runner == "cargo" else None
+            try:
+                result = commands.run(
+                    plan.command,
+                    cwd,
+                    timeout_s=timeout_s,
+                    extra_secrets=secrets,
+                    jail=inside,
+                    pass_fds=fds,
+                    stream=True,
+                )
+            finally:
+                if canary is not None:
+                    cargo_canary.take_back(canary)
             streamed = _read(plan, result, cwd, report)
+            if canary is not None:
+                result, streamed = cargo_canary.judge(canary, result, streamed)
             tally = streamed.tally if streamed is not None else None
         if tally is None and (streamed is None or not streamed.problem):
             if _rejects_our_flags(plan, result):

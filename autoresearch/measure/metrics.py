@@ -15,12 +15,14 @@ import json
 import math
 import re
 import statistics
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from autoresearch.errors import SpecError
 from autoresearch.gate import diagnosis
+from autoresearch.measure import guard
 from autoresearch.safety import commands, git, worktree_files
 from autoresearch.safety.jail import Jail
 
@@ -41,6 +43,14 @@ _MAKE_DIRECTORY = re.compile(r"^\S*make(\[\d+\])?: (Entering|Leaving) directory 
 
 class MetricError(Exception):
     """The measurement could not produce a value; the message says why and shows the output."""
+
+
+TAMPERED = "measurement tampered"  # how a Tampered error's message starts
+
+
+class Tampered(MetricError):
+    """The measured process changed what measures it (guard.py): no value, whatever it
+    printed. The message names each name changed and where."""
 
 
 @dataclass
@@ -371,9 +381,27 @@ def _measure_once(
     secrets: list[str] | None,
     jail: Jail | None,
 ) -> tuple[float, str | dict, bool | None, str | None]:
-    result = commands.run(
-        command, cwd, timeout_s=timeout_s, extra_secrets=secrets, stdout_only=True, jail=jail
-    )
+    with tempfile.TemporaryDirectory(prefix="autoresearch-guard-") as parent:
+        # The guard's hook, from a folder the jail shows read-only, reporting through a
+        # pipe only the harness reads (guard.py).
+        where = guard.folder(Path(parent))
+        pipe = guard.Pipe()
+        try:
+            result = commands.run(
+                guard.prefix(where) + command,
+                cwd,
+                timeout_s=timeout_s,
+                extra_secrets=secrets,
+                stdout_only=True,
+                jail=None if jail is None else replace(jail, read_only=(*jail.read_only, where)),
+                extra_env=guard.environment(pipe.write_fd, Path(cwd)),
+                pass_fds=(pipe.write_fd,),
+            )
+        finally:
+            pipe.close_ours()
+        verdict = guard.read(pipe.finish())
+    if verdict.tampered and not result.timed_out:
+        raise Tampered(f"{TAMPERED}: {verdict.why()}")
     stderr = result.stderr
 
     def fail(what: str) -> MetricError:

@@ -1,7 +1,7 @@
 """In-process gaming through Snakemake: the file the agent may edit replaces `print`, and a
 byte-identical, protected measure.py then reports `ops = 1`. The change is flagged and not
-kept; with `allow_flagged: true` the same change is kept (so it was the flag that stopped
-it), and an improvement beyond `max_gain` is a flag too."""
+kept; with `allow_flagged: true` the same change is measured, and the measurement's guard
+refuses it (tampered); an improvement beyond `max_gain` is a flag too."""
 
 from __future__ import annotations
 
@@ -70,13 +70,19 @@ def test_a_print_replacement_that_fools_a_protected_measure_script_is_not_kept(w
     assert [e["status"] for e in jsonl(session)] == ["baseline", "discarded", "kept"]
 
 
-def test_allow_flagged_keeps_it_and_says_so_and_max_gain_flags_the_jump(workflow, tmp_path):
+def test_allow_flagged_lets_it_be_measured_and_the_measurements_guard_refuses_it(
+    workflow, tmp_path
+):
     repo = target(tmp_path)
     session, (tampered, honest) = run(workflow, repo, allow_flagged=True)
-    # The protected measure.py, byte-identical, reported what the tamper told it to.
-    assert tampered["status"] == "kept" and tampered["metric_value"] == 1
-    assert "kept although flagged (allow_flagged)" in tampered["verdict"]
-    assert git(session / "worktree", "show", "HEAD~1:measure.py") == MEASURE.rstrip("\n")
+    # The screen's flags allowed, the change is measured: the guard in the measuring process
+    # (measure/guard.py) sees print rebound, so no value is read and nothing is kept.
+    assert tampered["status"] == "crash" and tampered["metric_value"] is None
+    assert tampered["error"] == (
+        "measurement tampered: the measured process changed builtins.print (fast.py:8)"
+    )
+    assert tampered["end_commit"] == tampered["start_commit"]
+    assert honest["status"] == "kept" and honest["metric_value"] == 800
 
 
 def test_an_improvement_beyond_max_gain_is_flagged_and_not_kept(workflow, tmp_path):

@@ -231,7 +231,7 @@ class Narrow(Mode):
         reverted = False
         current = value
         if regressed:
-            reverted = revert_cycle(env, decision, goal, value)
+            reverted = revert_cycle(env, decision, goal, value, error)
             if value is None:
                 # The cycle broke the measurement; after the revert it must work again.
                 retry, _, error_after = _try_measure(goal, env)
@@ -316,9 +316,16 @@ def _try_measure(goal: Goal, env: StageEnv) -> tuple[float | None, list[float], 
     return m.value, m.samples, None
 
 
-def revert_cycle(env: StageEnv, decision: dict[str, Any], goal: Goal, value: float | None) -> bool:
+def revert_cycle(
+    env: StageEnv,
+    decision: dict[str, Any],
+    goal: Goal,
+    value: float | None,
+    error: str | None = None,
+) -> bool:
     """Undo what the cycle kept (revert.py's order) and update the decision so it says what
-    is on the branch now. True if anything was undone."""
+    is on the branch now. True if anything was undone. A tampered measurement (guard.py)
+    is said as such: each reverted fix's record names what the measured process changed."""
     from autoresearch.engine.evaluate import (
         refactor_record,  # loaded already: this is the judging job
     )
@@ -328,6 +335,8 @@ def revert_cycle(env: StageEnv, decision: dict[str, Any], goal: Goal, value: flo
     refactor = refactor_record(env) or {}
     shown = "unmeasurable" if value is None else f"{value:g}"
     why = f"{goal.metric} {shown} is worse than the baseline"
+    if value is None and error and error.startswith(metrics.TAMPERED):
+        why = f"{goal.metric}: {error.splitlines()[0]}"
     order = [c["commit"] for c in reversed(refactor.get("commits", [])) if c["commit"] not in done]
     order += [f["commit"] for f in reversed(decision["fixed"])]
     if any(r["how"] == "reset" for r in decision["reverted"]):
