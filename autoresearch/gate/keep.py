@@ -336,17 +336,30 @@ def hand_in(env: StageEnv, gate: Check, written: dict[str, str], message: str) -
         if not kept.files:
             return Handed(nothing="the agent made")
         passed = gate.check().ok
-        if passed:
-            if gate.runs_on_check:  # what the tests left: the agent's writes again
-                kept = env.protection.take_written(env.worktree, written)
-            changes = kept.changes if kept else None
-            sha = env.protection.commit(env.worktree, message, staged=True, changes=changes)
-            return Handed(sha=sha, passed=True)
+        if not passed:
+            git.restore(env.worktree)
+            return Handed()
+        if gate.runs_on_check:  # what the tests left: the agent's writes again
+            kept = env.protection.take_written(env.worktree, written)
     except ProtectedChange as err:
         git.restore(env.worktree)
         return Handed(protected=err.reason, passed=passed)
-    git.restore(env.worktree)
-    return Handed()
+    return commit_change(env, message, kept.changes if kept else None)
+
+
+def commit_change(
+    env: StageEnv, message: str, changes: tuple[git.Staged, ...] | None = None
+) -> Handed:
+    """The change staged in the worktree, its check passed, committed through the protection:
+    hand_in's last step, and the decide step's of the modes whose agent hands in a patch that
+    a later job applies and measures (experiment, fix). Refused: `protected` says why, and
+    the worktree is restored. `changes`: as Protection.commit takes them."""
+    try:
+        sha = env.protection.commit(env.worktree, message, staged=True, changes=changes)
+    except ProtectedChange as err:
+        git.restore(env.worktree)
+        return Handed(protected=err.reason, passed=True)
+    return Handed(sha=sha, passed=True)
 
 
 def gate_for(env: StageEnv) -> TestGate:

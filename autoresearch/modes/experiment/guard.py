@@ -100,33 +100,25 @@ def run(
             "duration_s": round(result.duration_s, 3),
             "tail": result.tail(TAIL_CHARS),
         }
-    tests = run_tests(
-        cfg.guard,
-        cwd,
-        stack=cfg.guard_tests.get("stack"),
-        timeout_s=cfg.guard_timeout,
-        secrets=secrets,
-        uncached=True,  # as setup ran it: a cached result is no run of this tree
-        jail=jail,
-    )
-    removal = bool(cfg.guard_tests.get("allow_test_removal"))
-    edits = bool(cfg.guard_tests.get("allow_test_edits"))
+    guard_tests = cfg.guard_tests
+
+    def suite() -> TestRun:
+        return run_tests(
+            cfg.guard,
+            cwd,
+            stack=guard_tests.get("stack"),
+            timeout_s=cfg.guard_timeout,
+            secrets=secrets,
+            uncached=True,  # as setup ran it: a cached result is no run of this tree
+            jail=jail,
+        )
+
+    tests = suite()
+    removal = bool(guard_tests.get("allow_test_removal"))
+    edits = bool(guard_tests.get("allow_test_edits"))
     laid = overlay.plan(cwd, start, reference, edits) if start and reference is not None else None
     if laid is not None and not laid.empty:
-        graded = overlay.run_laid(
-            cwd,
-            laid,
-            lambda: run_tests(
-                cfg.guard,
-                cwd,
-                stack=cfg.guard_tests.get("stack"),
-                timeout_s=cfg.guard_timeout,
-                secrets=secrets,
-                uncached=True,
-                jail=jail,
-            ),
-            cfg.guard,
-        )
+        graded = overlay.run_laid(cwd, laid, suite, cfg.guard)
         # setup already refused a failing base the spec forbids
         verdict = graded_verdict(graded, tests, reference, laid.edited, True, removal, edits)
     else:
