@@ -43,7 +43,6 @@ from .log import fmt
 from .policy import KEPT, should_stop
 from .program import GUARD_OFF, ExperimentConfig, resolve, target_path
 from .stages import (
-    _guard,
     _measure_record,
     baseline_record,
     config_of,
@@ -170,7 +169,7 @@ class ExperimentSetup(Mode.setup):
         with tempfile.TemporaryDirectory(prefix="autoresearch-trace-") as traced:
             # The guard's own check on the base commit is the run that is traced: whether
             # it passes does not depend on how fast it runs.
-            guarded = _guard(cfg, worktree, secrets, box, trace_to=Path(traced))
+            guarded = guards.plain(cfg, worktree, secrets, box, trace_to=Path(traced))
             if guarded is not None:
                 seen, note = measured.read_run(Path(traced), worktree)
                 watcher.saw("experiment.guard", cfg.guard, seen, note)

@@ -30,7 +30,7 @@ from autoresearch.engine.teams import base_context
 from autoresearch.gate.keep import commit_change
 from autoresearch.gate.testrun import TestRun
 from autoresearch.measure import metrics
-from autoresearch.safety import commands, git, tamper
+from autoresearch.safety import git, tamper
 from autoresearch.safety.jail import Jail
 from autoresearch.safety.patch import apply_patch, changed_of, make_patch
 from autoresearch.session.files import (
@@ -97,27 +97,6 @@ def within(cfg: ExperimentConfig, left: float | None) -> ExperimentConfig:
         cfg,
         verify_timeout_s=min(cfg.verify_timeout_s, left),
         guard_timeout_s=min(cfg.guard_timeout, left),
-    )
-
-
-def _guard(
-    cfg: ExperimentConfig,
-    cwd: Path,
-    secrets,
-    jail: Jail | None = None,
-    trace_to: Path | None = None,
-) -> commands.CommandResult | None:
-    """The spec's guard run as a plain command (setup's check of the base commit); None
-    without one, or for the default guard, whose base run is setup's test run."""
-    if not cfg.guard or cfg.guard_tests is not None:
-        return None
-    return commands.run(
-        cfg.guard,
-        cwd,
-        timeout_s=cfg.guard_timeout,
-        extra_secrets=secrets,
-        jail=holdout.blind(jail, cfg),
-        trace_to=trace_to,
     )
 
 
