@@ -19,6 +19,7 @@ passed where the cycle started (verdict.acceptable: judged by test id):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from autoresearch.engine.stage import StageEnv
 from autoresearch.gate.testrun import TestRun
@@ -300,6 +301,15 @@ NOTHING_HANDED = {
 }
 
 
+class Check(Protocol):
+    """What hand_in asks of a gate: the test gates above, or a mode's own check (ship's
+    gates run again). `runs_on_check`: whether `check` runs anything in the worktree."""
+
+    runs_on_check: bool
+
+    def check(self) -> Verdict: ...
+
+
 @dataclass
 class Handed:
     """What became of one change an agent handed in (hand_in)."""
@@ -307,14 +317,17 @@ class Handed:
     sha: str | None = None  # committed
     nothing: str | None = None  # a key of NOTHING_HANDED: there was nothing to check
     protected: str | None = None  # refused by the protection (why); the worktree restored
-    passed: bool = False  # the gate had passed when the protection refused the commit
+    # The gate passed: committed, or refused by the protection at the commit, or (no sha,
+    # nothing protected) passed with nothing left to commit
+    passed: bool = False
 
 
-def hand_in(env: StageEnv, gate: TestGate, written: dict[str, str], message: str) -> Handed:
-    """One agent attempt, checked, then committed or restored: the tests run on the agent's
+def hand_in(env: StageEnv, gate: Check, written: dict[str, str], message: str) -> Handed:
+    """One agent attempt, checked, then committed or restored: the check runs on the agent's
     change alone (what a command left beside it is not the agent's), only that change is
-    committed, and a change not kept leaves no trace in the worktree. Not kept and neither
-    `nothing` nor `protected`: the gate refused it (gate.verdict, gate.refused() say why)."""
+    committed, and a change not kept leaves no trace in the worktree. Not passed and neither
+    `nothing` nor `protected`: the gate refused it (a test gate's verdict and refused() say
+    why)."""
     passed = False
     try:
         kept = env.protection.take_written(env.worktree, written)
@@ -323,17 +336,30 @@ def hand_in(env: StageEnv, gate: TestGate, written: dict[str, str], message: str
         if not kept.files:
             return Handed(nothing="the agent made")
         passed = gate.check().ok
-        if passed:
-            if gate.runs_on_check:  # what the tests left: the agent's writes again
-                kept = env.protection.take_written(env.worktree, written)
-            changes = kept.changes if kept else None
-            sha = env.protection.commit(env.worktree, message, staged=True, changes=changes)
-            return Handed(sha=sha)
+        if not passed:
+            git.restore(env.worktree)
+            return Handed()
+        if gate.runs_on_check:  # what the tests left: the agent's writes again
+            kept = env.protection.take_written(env.worktree, written)
     except ProtectedChange as err:
         git.restore(env.worktree)
         return Handed(protected=err.reason, passed=passed)
-    git.restore(env.worktree)
-    return Handed()
+    return commit_change(env, message, kept.changes if kept else None)
+
+
+def commit_change(
+    env: StageEnv, message: str, changes: tuple[git.Staged, ...] | None = None
+) -> Handed:
+    """The change staged in the worktree, its check passed, committed through the protection:
+    hand_in's last step, and the decide step's of the modes whose agent hands in a patch that
+    a later job applies and measures (experiment, fix). Refused: `protected` says why, and
+    the worktree is restored. `changes`: as Protection.commit takes them."""
+    try:
+        sha = env.protection.commit(env.worktree, message, staged=True, changes=changes)
+    except ProtectedChange as err:
+        git.restore(env.worktree)
+        return Handed(protected=err.reason, passed=True)
+    return Handed(sha=sha, passed=True)
 
 
 def gate_for(env: StageEnv) -> TestGate:

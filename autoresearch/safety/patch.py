@@ -1,5 +1,6 @@
-"""An agent's change in a worktree: the files it wrote that differ from HEAD, and those
-files as a patch. Every mode whose agent hands in one change reads it through these."""
+"""An agent's change in a worktree: the files it wrote that differ from HEAD, those files
+as a patch, and the patch applied again. Every mode whose agent hands in one change reads
+it through these."""
 
 from __future__ import annotations
 
@@ -31,3 +32,10 @@ def make_patch(worktree: Path, files: list[str]) -> str:
     # Decoded by hand: text mode would turn a CRLF file's "\r\n" lines into "\n" ones,
     # and the patch would no longer apply to the file it was made from.
     return proc.stdout.decode()
+
+
+def apply_patch(worktree: Path, patch: Path) -> str | None:
+    """Apply a patch `make_patch` made, staged, in `worktree`: None, or why it does not
+    apply (git's words)."""
+    proc = git.worktree_proc(worktree, "apply", "--index", "--binary", str(Path(patch).resolve()))
+    return proc.stderr.strip() if proc.returncode != 0 else None

@@ -11,7 +11,7 @@ import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -51,6 +51,17 @@ def read_json(path: Path) -> Any:
     """The file's JSON, or None when it does not exist."""
     path = Path(path)
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def cached_json(path: Path, key: str, produce: Callable[[], Any]) -> Any:
+    """`produce()` kept under `key` in the JSON mapping at `path`: a measurement taken
+    before a kill is reused by the rerun, so the rerun decides the same way and the
+    append-only logs stay consistent with the branch."""
+    cache = read_json(path) or {}
+    if key not in cache:
+        cache[key] = produce()
+        write_json(path, cache)
+    return cache[key]
 
 
 # What the running job has read (jobs.run_job gives each job its own): a file every step

@@ -243,3 +243,32 @@ def test_kill_mid_batch_then_rerun_logs_every_candidate_once(workflow, tmp_path)
         "initial",
     ]
     assert (session / "done").exists()
+
+
+# fast.py with a list of 40 names: a candidate that flips their quotes rewrites 40 lines
+# whose code does not change, a reformat the protection refuses at the commit.
+NAMES = "".join(f"    '{i}',\n" for i in range(40))
+LISTED = "def steps():\n    return {n}\n\n\nNAMES = [\n" + NAMES + "]\n"
+
+
+def test_a_winning_candidate_the_protection_refuses_at_the_commit_is_discarded(workflow, tmp_path):
+    """The batch's decide commits the best candidate through the protection as a single
+    proposal's decide does: a refused commit discards it, and the session goes on."""
+    target = make_target(tmp_path / "target")
+    (target / "fast.py").write_text(LISTED.format(n=1000))
+    git(target, "commit", "-qam", "names")
+    restyled = LISTED.format(n=500).replace("'", '"')
+    script = {
+        "experiment": {
+            "c1/1": change(500, "Halve it, and tidy the quotes", content=restyled),
+            "c2/1": change(900, "Trim a pass", content=LISTED.format(n=900)),
+        }
+    }
+    workflow.run("r", batch_spec(target, workflow, script, parallel=2, max_iterations=1), cores=2)
+    session = workflow.session("r")
+    first = json.loads((session / "iterations/001/decision.json").read_text())
+    c1 = next(c for c in first["candidates"] if c["candidate"] == "c1")
+    assert c1["status"] == "discarded"
+    assert "fast.py: the change rewrites" in c1["verdict"]
+    assert first["end_commit"] == first["start_commit"]
+    assert subjects(session) == ["autoresearch: baseline ops=1000", "names", "initial"]

@@ -76,6 +76,22 @@ def test_a_change_that_breaks_a_passing_gate_is_not_kept(workflow, tmp_path):
     assert first["status"] == "reverted" and first["broke"] == ["tests"]
 
 
+def test_a_change_the_gates_run_rewrote_after_the_agent_wrote_it_is_not_kept(workflow, tmp_path):
+    """The tests gate runs the agent's code; a test that rewrites calc.py would get its own
+    text committed under the agent's name if the commit took the worktree as the gates left it."""
+    rewrite = (
+        "from pathlib import Path\n\n\ndef test_rewrites():\n"
+        "    p = Path('calc.py')\n    p.write_text(p.read_text() + '# touched\\n')\n"
+    )
+    repo = feature_repo(tmp_path, {"calc.py": CALC + "\n# TODO x\n", "tests/test_w.py": rewrite})
+    script = {"ship": {1: fix("todo", "calc.py", CALC)}}
+    workflow.run("w", ship_spec(repo, workflow, script))
+    first = json.loads((workflow.session("w") / "ship/001/decision.json").read_text())
+    assert first["status"] == "reverted"
+    assert first["rejected"].startswith("calc.py changed by a command after the agent wrote it")
+    assert first["end_commit"] == first["start_commit"]
+
+
 def spy_spec(repo, workflow, spy, **extra):
     spec = ship_spec(repo, workflow, commands=[f"touch {spy}"], **extra)
     spec["approve"] = "manual"

@@ -116,3 +116,16 @@ def test_reds_tried_list_stops_growing_and_counts_the_older_ones_per_file():
     assert len(told) == 41
     assert told[0] == "160 earlier findings, fixed or given up on (80 in b.py, 80 in src/a.py)"
     assert told[-1] == tried[-1]
+
+
+def test_a_cached_measurement_is_taken_once_and_read_back_by_a_rerun(tmp_path):
+    cache, taken = tmp_path / "measurements.json", []
+
+    def measure() -> dict:
+        taken.append(1)
+        return {"value": len(taken)}
+
+    assert files.cached_json(cache, "candidate:abc", measure) == {"value": 1}
+    assert files.cached_json(cache, "candidate:abc", measure) == {"value": 1}  # the rerun
+    assert files.cached_json(cache, "incumbent:def", measure) == {"value": 2}
+    assert len(taken) == 2 and set(files.read_json(cache)) == {"candidate:abc", "incumbent:def"}

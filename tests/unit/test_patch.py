@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import git, make_repo
 
 from autoresearch.safety import git as ours
-from autoresearch.safety.patch import changed_of, make_patch
+from autoresearch.safety.patch import apply_patch, changed_of, make_patch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,3 +63,19 @@ def test_a_change_to_a_file_with_windows_line_endings_applies_where_it_was_made(
     applied = ours.worktree_proc(repo, "apply", "--index", str(tmp_path / "change.patch"))
     assert applied.returncode == 0, applied.stderr
     assert (repo / "core.py").read_bytes() == b"def f():\n    return 2\n"
+
+
+def test_a_patch_applies_again_staged_or_says_why_it_does_not(tmp_path):
+    repo = worktree(tmp_path, {"a.py": "a = 1\n"})
+    (repo / "a.py").write_text("a = 2\n")
+    patch = tmp_path / "change.patch"
+    patch.write_text(make_patch(repo, ["a.py"]))
+    git(repo, "checkout", "--", "a.py")
+    assert apply_patch(repo, patch) is None
+    assert git(repo, "diff", "--cached", "--name-only") == "a.py"  # staged, for the commit
+    git(repo, "reset", "-q", "--hard")
+    (repo / "a.py").write_text("a = 3\n")  # the tree the patch was made on is gone
+    git(repo, "commit", "-qam", "moved on")
+    why = apply_patch(repo, patch)
+    assert why is not None and "a.py" in why
+    assert git(repo, "status", "--porcelain") == ""  # nothing half applied

@@ -26,7 +26,7 @@ from autoresearch.safety.command_files import measurement_scripts
 from autoresearch.safety.commands import CommandResult
 from autoresearch.session import spec
 from autoresearch.session.changesets import ChangeNote
-from autoresearch.session.files import write_json, write_text
+from autoresearch.session.files import read_json, write_json, write_text
 from autoresearch.session.layout import SessionLayout, rel
 from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
@@ -43,7 +43,6 @@ from .log import fmt
 from .policy import KEPT, should_stop
 from .program import GUARD_OFF, ExperimentConfig, resolve, target_path
 from .stages import (
-    _guard,
     _measure_record,
     baseline_record,
     config_of,
@@ -170,7 +169,7 @@ class ExperimentSetup(Mode.setup):
         with tempfile.TemporaryDirectory(prefix="autoresearch-trace-") as traced:
             # The guard's own check on the base commit is the run that is traced: whether
             # it passes does not depend on how fast it runs.
-            guarded = _guard(cfg, worktree, secrets, box, trace_to=Path(traced))
+            guarded = guards.plain(cfg, worktree, secrets, box, trace_to=Path(traced))
             if guarded is not None:
                 seen, note = measured.read_run(Path(traced), worktree)
                 watcher.saw("experiment.guard", cfg.guard, seen, note)
@@ -245,7 +244,7 @@ class ExperimentSetup(Mode.setup):
         write_json(layout.baseline.with_name(CONFIG_FILE), values["experiment"])
         for path in (layout.experiments_jsonl, layout.results_data):
             path.unlink(missing_ok=True)  # a rerun of setup starts the logs again
-        rec0 = baseline_record(json.loads(layout.experiment_setup.read_text()))
+        rec0 = baseline_record(setup_state(layout))
         write_iteration_logs(layout, cfg, rec0, [rec0], run_id)
         log(f"baseline {key_of(cfg)} = {base['value']:g} (samples {base['samples']}); run {run_id}")
 
@@ -260,7 +259,7 @@ class ExperimentSetup(Mode.setup):
             ):
                 lines = [json.dumps(e) for e in entries if (e.get("id", 0) < cycle) == keep]
                 write_text(path, "".join(f"{line}\n" for line in lines))
-        data = json.loads(layout.results_data.read_text()) if layout.results_data.exists() else []
+        data = read_json(layout.results_data) or []
         if data:
             later = [d for d in data if d.get("experiment_id", 0) >= cycle]
             write_json(dest / "results-data.json", later)

@@ -17,6 +17,7 @@ from typing import Any
 from autoresearch.agents.backends.base import StageFailed
 from autoresearch.engine.stage import StageEnv
 from autoresearch.safety import git, tamper
+from autoresearch.safety.patch import apply_patch
 from autoresearch.safety.protect import ProtectedChange
 from autoresearch.session.files import read_json, write_json
 from autoresearch.views import journal
@@ -106,13 +107,16 @@ def decide_batch(env: StageEnv, cfg: ExperimentConfig) -> dict[str, Any]:
     end, new_best = start, best
     if winner is not None:
         patch = env.layout.candidate(env.cycle, winner["candidate"]) / "proposal.patch"
-        proc = git.worktree_proc(env.worktree, "apply", "--index", "--binary", str(patch.resolve()))
-        if proc.returncode != 0:
+        refused = apply_patch(env.worktree, patch)
+        if refused is not None:
             raise StageFailed(
                 f"candidate {winner['candidate']}'s patch, measured on {start[:12]}, does not "
-                f"apply there in the session worktree: {proc.stderr.strip()}"
+                f"apply there in the session worktree: {refused}"
             )
-        end, new_best = stages.commit_kept(env, winner, key)
+        end, new_best, refused = stages.commit_kept(env, winner, key, start, best)
+        if refused:  # the others were measured against the incumbent: it stays
+            winner["status"], winner["verdict"] = DISCARDED, refused
+            winner = None
     git.reset_to(env.worktree, end)
     stamp = journal.now()
     for c in batch:

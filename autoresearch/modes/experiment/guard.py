@@ -23,6 +23,7 @@ from autoresearch.gate.testrun import TIMED_OUT, TestRun, run_tests
 from autoresearch.gate.verdict import acceptable, graded_verdict
 from autoresearch.measure import metrics
 from autoresearch.safety import commands
+from autoresearch.safety.commands import CommandResult
 from autoresearch.safety.jail import Jail
 from autoresearch.session.record import SetupRecord
 
@@ -69,6 +70,28 @@ def describe(cfg: ExperimentConfig) -> str:
     )
 
 
+def plain(
+    cfg: ExperimentConfig,
+    cwd: Path,
+    secrets,
+    jail: Jail | None = None,
+    trace_to: Path | None = None,
+) -> CommandResult | None:
+    """The spec's guard run as a plain command, judged by its exit code, the holdout's
+    files hidden from it; None without one, or for the default guard (the target's tests,
+    whose base run is setup's test run)."""
+    if not cfg.guard or cfg.guard_tests is not None:
+        return None
+    return commands.run(
+        cfg.guard,
+        cwd,
+        timeout_s=cfg.guard_timeout,
+        extra_secrets=secrets,
+        jail=holdout.blind(jail, cfg),
+        trace_to=trace_to,
+    )
+
+
 def run(
     cfg: ExperimentConfig,
     cwd: Path,
@@ -85,14 +108,9 @@ def run(
     tests must pass too (overlay.py, verdict.graded_verdict)."""
     if not cfg.guard:
         return {"ok": None}
-    # The guard runs the agent's code: the holdout's files are hidden from it, as from the
-    # metric's runs.
-    jail = holdout.blind(jail, cfg)
     metrics.pristine(cwd)  # nothing an earlier run left behind reaches this one
-    if cfg.guard_tests is None:
-        result = commands.run(
-            cfg.guard, cwd, timeout_s=cfg.guard_timeout, extra_secrets=secrets, jail=jail
-        )
+    result = plain(cfg, cwd, secrets, jail)
+    if result is not None:
         return {
             "ok": result.ok,
             "timed_out": result.timed_out,
@@ -100,33 +118,28 @@ def run(
             "duration_s": round(result.duration_s, 3),
             "tail": result.tail(TAIL_CHARS),
         }
-    tests = run_tests(
-        cfg.guard,
-        cwd,
-        stack=cfg.guard_tests.get("stack"),
-        timeout_s=cfg.guard_timeout,
-        secrets=secrets,
-        uncached=True,  # as setup ran it: a cached result is no run of this tree
-        jail=jail,
-    )
-    removal = bool(cfg.guard_tests.get("allow_test_removal"))
-    edits = bool(cfg.guard_tests.get("allow_test_edits"))
+    # The guard runs the agent's code: the holdout's files are hidden from it, as from the
+    # metric's runs.
+    jail = holdout.blind(jail, cfg)
+    guard_tests = cfg.guard_tests or {}
+
+    def suite() -> TestRun:
+        return run_tests(
+            cfg.guard,
+            cwd,
+            stack=guard_tests.get("stack"),
+            timeout_s=cfg.guard_timeout,
+            secrets=secrets,
+            uncached=True,  # as setup ran it: a cached result is no run of this tree
+            jail=jail,
+        )
+
+    tests = suite()
+    removal = bool(guard_tests.get("allow_test_removal"))
+    edits = bool(guard_tests.get("allow_test_edits"))
     laid = overlay.plan(cwd, start, reference, edits) if start and reference is not None else None
     if laid is not None and not laid.empty:
-        graded = overlay.run_laid(
-            cwd,
-            laid,
-            lambda: run_tests(
-                cfg.guard,
-                cwd,
-                stack=cfg.guard_tests.get("stack"),
-                timeout_s=cfg.guard_timeout,
-                secrets=secrets,
-                uncached=True,
-                jail=jail,
-            ),
-            cfg.guard,
-        )
+        graded = overlay.run_laid(cwd, laid, suite, cfg.guard)
         # setup already refused a failing base the spec forbids
         verdict = graded_verdict(graded, tests, reference, laid.edited, True, removal, edits)
     else:

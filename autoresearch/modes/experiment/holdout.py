@@ -40,6 +40,7 @@ from autoresearch.measure import measured, metrics
 from autoresearch.safety import git
 from autoresearch.safety.command_files import measurement_scripts
 from autoresearch.safety.jail import Jail
+from autoresearch.safety.patch import apply_patch
 from autoresearch.safety.sandbox import redact
 
 from .log import each_experiment, fmt
@@ -127,10 +128,10 @@ def measure_patch(
     with no ignored file either: the agent's code saw the holdout's files in this run, and
     what it wrote where git does not look would be there for the next propose to read."""
     git.reset_to(worktree, start, ignored=True)
-    proc = git.worktree_proc(worktree, "apply", "--index", "--binary", str(patch.resolve()))
+    refused = apply_patch(worktree, patch)
     try:
-        if proc.returncode != 0:
-            return {"error": f"the patch does not apply to {start[:12]}: {proc.stderr.strip()}"}
+        if refused is not None:
+            return {"error": f"the patch does not apply to {start[:12]}: {refused}"}
         return measure(cfg, worktree, secrets, jail)
     finally:
         git.reset_to(worktree, start, ignored=True)

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from autoresearch.session.files import write_json, write_text
+from autoresearch.session.files import read_json, write_json, write_text
 
 from .policy import (
     DISCARDED,
@@ -118,7 +118,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def upsert_results_data(path: Path, recs: list[dict[str, Any]]) -> None:
     """The raw output of these experiments (one iteration's), replacing earlier entries."""
-    data = json.loads(path.read_text()) if path.exists() else []
+    data = read_json(path) or []
     mine = {(r["iteration"], r.get("candidate")) for r in recs}
     data = [d for d in data if (d.get("experiment_id"), d.get("candidate")) not in mine]
     for rec in recs:

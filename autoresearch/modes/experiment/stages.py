@@ -27,13 +27,19 @@ from autoresearch.agents.tools import Toolbox
 from autoresearch.engine.loop import Status
 from autoresearch.engine.stage import StageEnv
 from autoresearch.engine.teams import base_context
+from autoresearch.gate.keep import commit_change
 from autoresearch.gate.testrun import TestRun
 from autoresearch.measure import metrics
-from autoresearch.safety import commands, git, tamper
+from autoresearch.safety import git, tamper
 from autoresearch.safety.jail import Jail
-from autoresearch.safety.patch import changed_of, make_patch
-from autoresearch.safety.protect import ProtectedChange
-from autoresearch.session.files import read_json, read_text_once, write_json, write_text
+from autoresearch.safety.patch import apply_patch, changed_of, make_patch
+from autoresearch.session.files import (
+    cached_json,
+    read_json,
+    read_text_once,
+    write_json,
+    write_text,
+)
 from autoresearch.session.layout import SessionLayout
 from autoresearch.views import journal
 
@@ -91,27 +97,6 @@ def within(cfg: ExperimentConfig, left: float | None) -> ExperimentConfig:
         cfg,
         verify_timeout_s=min(cfg.verify_timeout_s, left),
         guard_timeout_s=min(cfg.guard_timeout, left),
-    )
-
-
-def _guard(
-    cfg: ExperimentConfig,
-    cwd: Path,
-    secrets,
-    jail: Jail | None = None,
-    trace_to: Path | None = None,
-) -> commands.CommandResult | None:
-    """The spec's guard run as a plain command (setup's check of the base commit); None
-    without one, or for the default guard, whose base run is setup's test run."""
-    if not cfg.guard or cfg.guard_tests is not None:
-        return None
-    return commands.run(
-        cfg.guard,
-        cwd,
-        timeout_s=cfg.guard_timeout,
-        extra_secrets=secrets,
-        jail=holdout.blind(jail, cfg),
-        trace_to=trace_to,
     )
 
 
@@ -414,16 +399,6 @@ def propose(env: StageEnv, markdown_out: Path, record_out: Path, patch_out: Path
 # --- decide -------------------------------------------------------------------------------
 
 
-def _cached(cache_path: Path, key: str, produce) -> dict[str, Any]:
-    """A measurement taken before a kill is reused by the rerun, so the rerun decides the
-    same way and the append-only logs stay consistent with the branch."""
-    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
-    if key not in cache:
-        cache[key] = produce()
-        write_json(cache_path, cache)
-    return cache[key]
-
-
 def _measure_record(
     cfg: ExperimentConfig, cwd: Path, secrets, jail: Jail | None, command: str | None = None
 ) -> dict[str, Any]:
@@ -488,10 +463,9 @@ def decide(env: StageEnv) -> dict[str, Any]:
     status, verdict = judge_proposal(cfg, rec, proposal, best, start, measured, held_out, cache)
     end = start
     if status == KEPT:
-        try:
-            end, best = commit_kept(env, rec, key_of(cfg))
-        except ProtectedChange as err:
-            status, verdict = DISCARDED, err.reason
+        end, best, refused = commit_kept(env, rec, key_of(cfg), start, best)
+        if refused:
+            status, verdict = DISCARDED, refused
     # Discard = reset to the last kept commit, and clean; after a holdout run (the agent's
     # code, seeing the holdout's files) git-ignored files too, or the next propose reads them.
     git.reset_to(env.worktree, end, ignored=bool(cfg.holdout))
@@ -533,7 +507,7 @@ def judge_proposal(
     rec["baseline_value"] = rec.get("incumbent_value", best["value"])
     status, verdict = check_flags(cfg, rec, proposal, status, verdict)
     key = f"holdout:{proposal['patch_sha256']}:{start}"
-    return holdout.judge(cfg, rec, best, status, verdict, lambda: _cached(cache, key, held_out))
+    return holdout.judge(cfg, rec, best, status, verdict, lambda: cached_json(cache, key, held_out))
 
 
 def check_flags(
@@ -610,7 +584,7 @@ def remeasure_incumbent(
     drift (and a lucky keep flatters them). Updates `best`; the new value, or None."""
     if not (cfg.remeasure_every and env.cycle % cfg.remeasure_every == 0):
         return None
-    again = _cached(
+    again = cached_json(
         cache,
         f"incumbent:{start}",
         lambda: _measure_record(cfg, env.worktree, env.spec.secrets, env.jail),
@@ -622,16 +596,22 @@ def remeasure_incumbent(
     return again["value"]
 
 
-def commit_kept(env: StageEnv, rec: dict[str, Any], key: str) -> tuple[str, dict[str, Any]]:
-    """Commit the change applied in the session worktree, through the protection check
-    (ProtectedChange): the new incumbent's commit and its `best` record."""
+def commit_kept(
+    env: StageEnv, rec: dict[str, Any], key: str, start: str, best: dict[str, Any]
+) -> tuple[str, dict[str, Any], str | None]:
+    """Commit the change applied in the session worktree at `start`, through the protection
+    (one proposal's or a batch's winner): the new incumbent's commit and its `best` record,
+    or `start`, `best` unchanged and why the protection refused the commit."""
     which = f" ({rec['candidate']})" if rec.get("candidate") else ""
     message = (
         f"autoresearch: exp {env.cycle}{which} -- {key}={fmt(rec['metric_value'])} "
         f"(was {fmt(rec['baseline_value'])}) -- " + " ".join(rec["hypothesis"].split())[:120]
     )
-    end = env.protection.commit(env.worktree, message, staged=True) or git.head(env.worktree)
-    return end, best_after(rec, end, env.cycle)
+    handed = commit_change(env, message)
+    if handed.protected:
+        return start, best, handed.protected
+    end = handed.sha or start
+    return end, best_after(rec, end, env.cycle), None
 
 
 def best_after(rec: dict[str, Any], commit: str, iteration: int) -> dict[str, Any]:
@@ -696,13 +676,10 @@ def apply_and_measure(
     measure it the spec's way: the sequential comparison with the incumbent, or the metric
     and the guard (held to guard_reference). The change stays applied for the caller to
     commit or reset. With a `cache`, a measurement taken before a kill is reused."""
-    patch = (env.cycle_dir / "proposal.patch").resolve()
-    proc = git.worktree_proc(env.worktree, "apply", "--index", "--binary", str(patch))
-    if proc.returncode != 0:
-        return {
-            "error": f"the proposal's patch does not apply to {proposal['start_commit'][:12]}: "
-            + proc.stderr.strip()
-        }
+    refused = apply_patch(env.worktree, env.cycle_dir / "proposal.patch")
+    if refused is not None:
+        start = proposal["start_commit"][:12]
+        return {"error": f"the proposal's patch does not apply to {start}: {refused}"}
     secrets = env.spec.secrets
 
     def produce() -> dict[str, Any]:
@@ -718,7 +695,7 @@ def apply_and_measure(
 
     if cache is None:
         return produce()
-    return _cached(
+    return cached_json(
         cache, f"candidate:{proposal['patch_sha256']}:{proposal['start_commit']}", produce
     )
 

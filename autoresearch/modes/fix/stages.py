@@ -18,7 +18,6 @@ and a plain rerun give the same history.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -31,11 +30,11 @@ from autoresearch.agents.tools import Toolbox
 from autoresearch.engine.loop import Status
 from autoresearch.engine.stage import StageEnv
 from autoresearch.engine.teams import base_context
+from autoresearch.gate.keep import commit_change
 from autoresearch.safety import commands, git
-from autoresearch.safety.patch import changed_of, make_patch
-from autoresearch.safety.protect import ProtectedChange
+from autoresearch.safety.patch import apply_patch, changed_of, make_patch
 from autoresearch.safety.sandbox import glob_match
-from autoresearch.session.files import write_json
+from autoresearch.session.files import cached_json
 from autoresearch.views import journal
 
 from ..lens import error_counts, suppressions
@@ -212,14 +211,6 @@ def _earlier(decision: dict[str, Any]) -> str:
 # --- decide ----------------------------------------------------------------------------------
 
 
-def _cached(path: Path, key: str, produce) -> Any:
-    cache = json.loads(path.read_text()) if path.exists() else {}
-    if key not in cache:
-        cache[key] = produce()
-        write_json(path, cache)
-    return cache[key]
-
-
 def protected_of(env: StageEnv, mode: Any) -> list[str]:
     return list(env.spec.protected) + list(mode.setup_data(env.layout).get("protected") or [])
 
@@ -267,11 +258,11 @@ def decide(env: StageEnv, mode: Any) -> dict[str, Any]:
         error = proposal["error"]
         where = f"{error['file']}:{error['line']}" if error.get("line") else error["file"]
         message = f"fix: {error['category']} — {where or error['tool']}"
-        try:
-            end = env.protection.commit(env.worktree, message, staged=True) or start
-        except ProtectedChange as err:
-            status, rec["verdict"] = SUPPRESSION, err.reason
-            env.log(f"fix: {err.reason}")
+        handed = commit_change(env, message)
+        end = handed.sha or start
+        if handed.protected:
+            status, rec["verdict"] = SUPPRESSION, handed.protected
+            env.log(f"fix: {handed.protected}")
     git.reset_to(env.worktree, end)
     keep = (env.record.base_commit,)
     rec.update(
@@ -296,13 +287,9 @@ def decide(env: StageEnv, mode: Any) -> dict[str, Any]:
 
 def _judge(env, mode, proposal, before, rec, setup) -> tuple[str, list[Count]]:
     patch_file = env.cycle_dir / "attempt.patch"
-    proc = git.worktree_proc(
-        env.worktree, "apply", "--index", "--binary", str(patch_file.resolve())
-    )
-    if proc.returncode != 0:
-        rec["verdict"] = f"the patch does not apply to {proposal['start_commit'][:12]}: " + (
-            proc.stderr.strip()
-        )
+    refused = apply_patch(env.worktree, patch_file)
+    if refused is not None:
+        rec["verdict"] = f"the patch does not apply to {proposal['start_commit'][:12]}: {refused}"
         return CRASH, before
     patch = patch_file.read_text()
     protect_tests = bool(mode.section(env.spec).get("protect_tests", True))
@@ -311,7 +298,7 @@ def _judge(env, mode, proposal, before, rec, setup) -> tuple[str, list[Count]]:
         rec["verdict"] = f"{len(rec['violations'])} forbidden change(s) in the diff"
         return SUPPRESSION, before
     keep = (env.record.base_commit,)
-    measured = _cached(
+    measured = cached_json(
         env.cycle_dir / "measurements.json",
         f"{proposal['patch_sha256']}:{proposal['start_commit']}",
         lambda: {

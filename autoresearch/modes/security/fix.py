@@ -15,9 +15,8 @@ from autoresearch.agents.backends.base import ToolResult
 from autoresearch.agents.tools import Toolbox
 from autoresearch.engine.stage import StageEnv
 from autoresearch.engine.teams import base_context
-from autoresearch.gate.keep import TestGate
+from autoresearch.gate.keep import NOTHING_HANDED, TestGate, hand_in
 from autoresearch.safety import git
-from autoresearch.safety.protect import ProtectedChange
 
 from ...checks.finding_schema import SECURITY, check, normalize_text
 
@@ -62,28 +61,18 @@ def _green(env: StageEnv, gate: TestGate, finding: dict, attempt: int) -> tuple[
     outcome: dict[str, Any] = {"sha": None, "reason": "not attempted"}
 
     def finish_fix(finding_id: str, summary: str) -> ToolResult:
-        if not git.is_dirty(env.worktree):
-            return ToolResult("there is no change in the worktree to commit", is_error=True)
-        try:  # the tests run on the agent's change alone, and only it is committed
-            if not env.protection.keep_written(env.worktree, toolbox.written):
-                return ToolResult("there is no change of yours in the worktree", is_error=True)
-        except ProtectedChange as err:
-            outcome["reason"] = err.reason
-            return ToolResult(f"not kept, so the worktree was restored: {err.reason}", True)
-        if not gate.check().ok:
-            git.restore(env.worktree)
+        message = f"fix: [{finding['id']}] {' '.join(summary.split())[:120]}"
+        handed = hand_in(env, gate, toolbox.written, message)
+        if handed.nothing:
+            return ToolResult(NOTHING_HANDED[handed.nothing], is_error=True)
+        if handed.protected:
+            outcome["reason"] = handed.protected
+            return ToolResult(f"not kept, so the worktree was restored: {handed.protected}", True)
+        if not handed.passed:
             reason = gate.verdict.reason if gate.verdict else "the tests did not run"
             outcome["reason"] = f"not kept: {reason}"
             return ToolResult(f"not kept, the worktree was restored: {gate.refused()}")
-        message = f"fix: [{finding['id']}] {' '.join(summary.split())[:120]}"
-        try:
-            env.protection.keep_written(env.worktree, toolbox.written)
-            sha = env.protection.commit(env.worktree, message, staged=True)
-            outcome.update(sha=sha, reason="committed")
-        except ProtectedChange as err:
-            git.restore(env.worktree)
-            outcome["reason"] = err.reason
-            return ToolResult(f"not kept, so the worktree was restored: {err.reason}", True)
+        outcome.update(sha=handed.sha, reason="committed")
         toolbox.mark_finished()
         return ToolResult(f"{gate.kept_message()}; committed: {message}")
 

@@ -10,7 +10,7 @@ deterministic backend (ruff, which leaves every failing gate for a person) does.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,9 @@ from autoresearch.agents.tools import Toolbox
 from autoresearch.engine.loop import Status
 from autoresearch.engine.stage import StageEnv
 from autoresearch.engine.teams import base_context
+from autoresearch.gate.keep import hand_in
+from autoresearch.gate.verdict import Verdict
 from autoresearch.safety import commands, git
-from autoresearch.safety.patch import changed_of
-from autoresearch.safety.protect import ProtectedChange
 from autoresearch.views import journal
 
 from ..lens import error_counts
@@ -49,6 +49,26 @@ def blocked_of(decisions: list[dict[str, Any]]) -> set[str]:
 def next_gate(results: list[gating.Result], blocked: set[str]) -> gating.Result | None:
     """The first failing gate in checklist order (the checklist is in fixing order)."""
     return next((r for r in results if r.status == gating.FAIL and r.name not in blocked), None)
+
+
+@dataclass
+class GatesAgain:
+    """ship's check of the agent's change for hand_in: every gate runs again, and the change
+    passes when more gates pass and none that passed before fails."""
+
+    checklist: list[gating.Gate]
+    ctx: gating.Context
+    before: list[gating.Result]
+    after: list[gating.Result] = field(default_factory=list)
+    broke: list[str] = field(default_factory=list)  # gates that passed before and fail now
+    runs_on_check = True
+
+    def check(self) -> Verdict:
+        self.after = gating.run_all(self.checklist, self.ctx)
+        was = {r.name for r in self.before if r.status == gating.PASS}
+        self.broke = sorted(r.name for r in self.after if r.name in was and r.status != gating.PASS)
+        more = gating.passing(self.after) > gating.passing(self.before)
+        return Verdict(more and not self.broke, f"gates broken: {self.broke}")
 
 
 def prepare(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
@@ -97,33 +117,22 @@ def prepare(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
         usage = asdict(run.usage)
         rec["session_stop"] = stop_reason_of(run)
         rec["summary"] = state.get("summary", "")
-        files = changed_of(env.worktree, toolbox.written)
-        try:
-            files = files and env.protection.keep_written(env.worktree, toolbox.written)
-        except ProtectedChange as err:  # a command changed what the agent wrote
-            files, status, rec["rejected"] = [], Status.REVERTED, err.reason
         if state.get("outcome") == "skipped":
             status = Status.SKIPPED
-        elif files:
-            after = gating.run_all(checklist, mode.gate_context(env))
-            rec["results_after"] = [asdict(r) for r in after]
-            was = {r.name for r in before if r.status == gating.PASS}
-            rec["broke"] = sorted(
-                r.name for r in after if r.name in was and r.status != gating.PASS
-            )
-            if gating.passing(after) > gating.passing(before) and not rec["broke"]:
-                status = KEPT
-                message = f"ship: {gate.name} — {' '.join(rec['summary'].split())[:100]}"
-                try:  # what the gates' commands left behind is not the agent's
-                    env.protection.keep_written(env.worktree, toolbox.written)
-                    end = env.protection.commit(env.worktree, message, staged=True) or start
-                except ProtectedChange as err:
-                    status, rec["rejected"] = Status.REVERTED, err.reason
-                    rec["results_after"] = [asdict(r) for r in before]
-                    env.log(f"ship: {err.reason}")
-            else:
+        else:
+            again = GatesAgain(checklist, mode.gate_context(env), before)
+            message = f"ship: {gate.name} — {' '.join(rec['summary'].split())[:100]}"
+            handed = hand_in(env, again, toolbox.written, message)
+            rec["broke"] = again.broke
+            if handed.passed and not handed.protected:
+                status, end = KEPT, handed.sha or start
+                rec["results_after"] = [asdict(r) for r in again.after]
+            elif handed.protected:
+                status, rec["rejected"] = Status.REVERTED, handed.protected
+                if handed.passed:  # refused at the commit, after the gates passed
+                    env.log(f"ship: {handed.protected}")
+            elif not handed.nothing:
                 status = Status.REVERTED
-                rec["results_after"] = [asdict(r) for r in before]
     git.reset_to(env.worktree, end)
     rec.update(status=status, end_commit=end)
     rec["final"] = (
