@@ -80,6 +80,11 @@ def _install():
             pass
 
     function = types.FunctionType
+    # Hooks made to be set by a program (what it does with an uncaught exception or a
+    # warning): they change no figure the script prints.
+    hooks = frozenset(("sys.excepthook", "sys.displayhook", "sys.unraisablehook",
+                       "sys.breakpointhook", "threading.excepthook", "warnings.showwarning"))
+    streams = frozenset(("sys.stdout", "sys.__stdout__"))
     described = (classmethod, staticmethod, property)
     missing = object()
 
@@ -141,6 +146,13 @@ def _install():
                        for v in vars(value).values())
         return isinstance(value, function) and mine(value.__code__, value.__globals__)
 
+    def forged(stream):
+        for _ in range(4):  # a text stream, its buffer, the raw file under it
+            if stream is None or made_here(getattr(type(stream), "write", None)):
+                return stream is not None
+            stream = getattr(stream, "buffer", None) or getattr(stream, "raw", None)
+        return False
+
     def blame(value):
         # Where the worktree's code made this set: the frame that sets, when it is the
         # worktree's, or the first of the worktree's frames when what is set was made there.
@@ -173,9 +185,17 @@ def _install():
             module_type.__delattr__(self, attr)
 
     def seen(module, attr, value):
+        name = module_type.__getattribute__(module, "__name__")
+        if name + "." + attr in streams:
+            # What the script prints goes through it: a stream (or the buffer under it) of a
+            # class the worktree's code wrote can rewrite the measured figure, whoever set it.
+            if forged(value):
+                changed(name + "." + attr, blame(type(value)) or "a stream of its own")
+            return
         if attr.startswith("__") and attr not in ("__class__", "__getattr__"):
             return
-        name = module_type.__getattribute__(module, "__name__")
+        if name + "." + attr in hooks:
+            return
         if isinstance(value, module_type) and _sys.modules.get(name + "." + attr) is value:
             return  # the import system binding a submodule to its package
         # What a function the script calls may run with: a callable rebound or added (a
@@ -197,7 +217,8 @@ def _install():
                 found.append("sys.modules[%r]" % name)
             now, was = module_type.__getattribute__(module, "__dict__"), spaces[name]
             for attr, obj in was.items():
-                if attr[:2] != "__" and callable(obj) and now.get(attr, missing) is not obj:
+                if (attr[:2] != "__" and callable(obj) and now.get(attr, missing) is not obj
+                        and name + "." + attr not in hooks):
                     found.append(name + "." + attr)
             for attr in now.keys() - was.keys():
                 if attr in builtin_names and name != "builtins":
@@ -214,6 +235,8 @@ def _install():
         for name, module in list(_sys.modules.items()):
             if "." not in name and name not in modules and watched(name, module):
                 found.append("%s (imported past the guard)" % name)
+        if forged(_sys.stdout):
+            found.append("sys.stdout")
         if not _sys.meta_path or _sys.meta_path[0] is not Finder:
             found.append("sys.meta_path")
         return sorted(set(found) - set(said))

@@ -150,6 +150,43 @@ def test_a_temporary_set_by_the_stdlib_itself_is_no_tamper(tmp_path):
     assert measure(tmp_path, src).value == 3
 
 
+# The script prints through sys.stdout: a stream whose class the code under test wrote, or a
+# real text stream over a buffer it wrote, rewrites the figure without rebinding any function.
+REWRITING_WRITE = "    def write(self, t):\n        return self.o.write(t.replace('3', '1'))\n"
+STREAMS = {
+    "its-own-stream": (
+        "import importlib\n\n_s = importlib.import_module('s' + 'ys')\n\n\nclass W:\n"
+        "    def __init__(self, o):\n        self.o = o\n\n"
+        + REWRITING_WRITE
+        + "\n    def flush(self):\n        self.o.flush()\n\n\n"
+        "setattr(_s, 'std' + 'out', W(_s.stdout))\n"
+    ),
+    "a-real-stream-over-its-own-buffer": (
+        "import importlib\nimport io\n\n_s = importlib.import_module('s' + 'ys')\n\n\n"
+        "class B(io.RawIOBase):\n    def writable(self):\n        return True\n\n"
+        "    def write(self, b):\n"
+        "        return _s.__stdout__.buffer.write(bytes(b).replace(b'3', b'1')) or len(b)\n\n\n"
+        "_stream = io.TextIOWrapper(io.BufferedWriter(B()), line_buffering=True)\n"
+        "setattr(_s, 'std' + 'out', _stream)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("src", STREAMS.values(), ids=STREAMS)
+def test_a_stdout_that_rewrites_what_the_script_prints_is_tampered(tmp_path, src):
+    assert "sys.stdout" in tampered(tmp_path, src + "\n\n" + HONEST)
+
+
+def test_hooks_made_to_be_set_and_a_plain_stdout_rewrapped_are_no_tamper(tmp_path):
+    src = (
+        "import io\nimport logging\nimport sys\n\n"
+        "sys.excepthook = lambda *a: None\n"
+        "logging.captureWarnings(True)\n"
+        "sys.stdout = io.TextIOWrapper(sys.stdout.buffer, line_buffering=True)\n\n\n" + HONEST
+    )
+    assert measure(tmp_path, src).value == 3
+
+
 def test_a_command_that_runs_no_python_is_measured_as_before(tmp_path):
     repo = make_repo(tmp_path / "repo", {"a.txt": "x\n"})
     assert metrics.measure("echo 7", repo).value == 7
