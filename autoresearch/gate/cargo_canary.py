@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from autoresearch.gate.runner_reports import Streamed
+from autoresearch.safety import worktree_files
 from autoresearch.safety.commands import CommandResult
 
 _PACKAGE = re.compile(r"^\s*\[package\]\s*$", re.MULTILINE)
@@ -42,12 +43,8 @@ def lay(cwd: Path) -> Canary | None:
     """The canary written into the crate at `cwd`, or None where cargo would not run it (no
     `[package]` in Cargo.toml: a virtual workspace; `autotests = false`; `tests` not a
     plain folder)."""
-    manifest = Path(cwd) / "Cargo.toml"
-    try:
-        text = manifest.read_text(errors="replace")
-    except OSError:
-        return None
-    if not _PACKAGE.search(text) or _NO_AUTOTESTS.search(text):
+    text = worktree_files.read_if_any(Path(cwd), "Cargo.toml")  # a link out is not read
+    if text is None or not _PACKAGE.search(text) or _NO_AUTOTESTS.search(text):
         return None
     tests = Path(cwd) / "tests"
     if tests.is_symlink() or (tests.exists() and not tests.is_dir()):
