@@ -85,9 +85,10 @@ def phases(session: Path, iterations: int, start: float) -> list[tuple[float, fl
     return out
 
 
-def run(cores: int, sleep: float, iterations: int, k: int) -> float:
+def run(cores: int, sleep: float, iterations: int, k: int, keep: Path | None = None) -> float:
     with tempfile.TemporaryDirectory(prefix="bench-exp-") as tmp:
-        base = Path(tmp)
+        # --keep: the session's files stay for a profile, under KEEP/cores-N.
+        base = keep / f"cores-{cores}" if keep else Path(tmp)
         target = make_target(base / "target", sleep)
         work = base / "work"
         work.mkdir()
@@ -149,6 +150,7 @@ def main() -> None:
     parser.add_argument("--sleep", type=float, default=2.0, help="seconds per measurement")
     parser.add_argument("--iterations", type=int, default=6)
     parser.add_argument("--k", type=int, default=3, help="candidates per iteration")
+    parser.add_argument("--keep", type=Path, help="keep both sessions' files under this folder")
     args = parser.parse_args()
     measuring = args.iterations * args.k * args.sleep
     print(
@@ -156,9 +158,9 @@ def main() -> None:
         f"{args.sleep:.1f} s ({measuring:.0f} s of measuring in all); the session's setup "
         "runs first and is not timed"
     )
-    serial = run(1, args.sleep, args.iterations, args.k)
+    serial = run(1, args.sleep, args.iterations, args.k, args.keep)
     print(f"--cores 1: {serial:6.1f} s wall")
-    parallel = run(args.k, args.sleep, args.iterations, args.k)
+    parallel = run(args.k, args.sleep, args.iterations, args.k, args.keep)
     print(f"--cores {args.k}: {parallel:6.1f} s wall")
     ratio = parallel / serial
     verdict = "met" if ratio <= 0.45 else "NOT met"

@@ -15,7 +15,7 @@ from typing import Any
 
 from autoresearch import modes
 from autoresearch.agents.backends import api_key
-from autoresearch.engine import finished_jobs
+from autoresearch.engine import finished_jobs, rate_timers
 from autoresearch.engine.jobs import Stopped
 from autoresearch.errors import SessionError, UserError
 from autoresearch.modes.base import Mode
@@ -153,6 +153,8 @@ def start_run(workflow: Any, held: list[Any]) -> None:
     # A finished cycle's jobs leave Snakemake's DAG: the process stays flat however long
     # the session runs (engine/finished_jobs.py).
     finished_jobs.install(workflow)
+    # The run exits when its last job ends, not at the next tick of Snakemake's rate timer.
+    rate_timers.install(getattr(workflow, "scheduler", None))
     # Jobs submitted to a cluster get our environment, the key included; each job takes it
     # out of its own when it makes its client. A local run's jobs are our own threads.
     api_key.keep_in_environment(bool(workflow.non_local_exec))
