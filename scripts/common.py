@@ -24,6 +24,7 @@ from autoresearch.safety.words import a_or_an
 from autoresearch.session import slurm, spec
 from autoresearch.session.layout import SESSIONS, SessionLayout, rel, session_layout
 from autoresearch.session.spec import SESSION_NAME
+from autoresearch.views import preload
 
 NAME_PATTERN = SESSION_NAME.pattern.strip("^$")
 SESSION_IN_PATH = re.compile(rf"^{SESSIONS}/({NAME_PATTERN})/")
@@ -155,6 +156,8 @@ def start_run(workflow: Any, held: list[Any]) -> None:
     finished_jobs.install(workflow)
     # The run exits when its last job ends, not at the next tick of Snakemake's rate timer.
     rate_timers.install(getattr(workflow, "scheduler", None))
+    # This process draws the session's end: a waiting job may import its libraries ahead.
+    preload.arm()
     # Jobs submitted to a cluster get our environment, the key included; each job takes it
     # out of its own when it makes its client. A local run's jobs are our own threads.
     api_key.keep_in_environment(bool(workflow.non_local_exec))
