@@ -6,7 +6,7 @@ default) before printing, so each measurement job takes that long, and the scrip
 agent hands in a distinct one-line change per candidate at once. The same session runs
 with --cores 1 and with --cores 3, each on a fresh copy of the target; its setup (the
 same for both) runs first, untimed, and the six iterations to `done` are timed. Prints
-both wall times and their ratio (target: <= 0.45).
+both wall times and their ratio (target: <= 0.5, issue 38; issue 14 asked 0.45).
 
     python bench/bench_experiment_parallel.py [--sleep 2.0] [--iterations 6] [--k 3]
 """
@@ -163,8 +163,8 @@ def main() -> None:
     parallel = run(args.k, args.sleep, args.iterations, args.k, args.keep)
     print(f"--cores {args.k}: {parallel:6.1f} s wall")
     ratio = parallel / serial
-    verdict = "met" if ratio <= 0.45 else "NOT met"
-    print(f"ratio --cores {args.k} / --cores 1: {ratio:.2f} (target <= 0.45: {verdict})")
+    verdict = "met" if ratio <= 0.5 else "NOT met"
+    print(f"ratio --cores {args.k} / --cores 1: {ratio:.2f} (target <= 0.5: {verdict})")
 
 
 if __name__ == "__main__":
