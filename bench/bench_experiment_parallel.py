@@ -6,14 +6,15 @@ default) before printing, so each measurement job takes that long, and the scrip
 agent hands in a distinct one-line change per candidate at once. The same session runs
 with --cores 1 and with --cores 3, each on a fresh copy of the target; its setup (the
 same for both) runs first, untimed, and the six iterations to `done` are timed. Prints
-both wall times and their ratio (target: <= 0.45).
+both wall times and their ratio (target: <= 0.5, issue 38; issue 14 asked 0.45).
 
-    python bench/bench_experiment_parallel.py [--sleep 2.0] [--iterations 6] [--k 3]
+    python bench/bench_experiment_parallel.py [--sleep 2.0] [--iterations 6] [--k 3] [--pairs 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -85,9 +86,10 @@ def phases(session: Path, iterations: int, start: float) -> list[tuple[float, fl
     return out
 
 
-def run(cores: int, sleep: float, iterations: int, k: int) -> float:
+def run(cores: int, sleep: float, iterations: int, k: int, keep: Path | None = None) -> float:
     with tempfile.TemporaryDirectory(prefix="bench-exp-") as tmp:
-        base = Path(tmp)
+        # --keep: the session's files stay for a profile, under KEEP/cores-N.
+        base = keep / f"cores-{cores}" if keep else Path(tmp)
         target = make_target(base / "target", sleep)
         work = base / "work"
         work.mkdir()
@@ -149,6 +151,8 @@ def main() -> None:
     parser.add_argument("--sleep", type=float, default=2.0, help="seconds per measurement")
     parser.add_argument("--iterations", type=int, default=6)
     parser.add_argument("--k", type=int, default=3, help="candidates per iteration")
+    parser.add_argument("--keep", type=Path, help="keep both sessions' files under this folder")
+    parser.add_argument("--pairs", type=int, default=1, help="pairs of runs (median ratio)")
     args = parser.parse_args()
     measuring = args.iterations * args.k * args.sleep
     print(
@@ -156,13 +160,20 @@ def main() -> None:
         f"{args.sleep:.1f} s ({measuring:.0f} s of measuring in all); the session's setup "
         "runs first and is not timed"
     )
-    serial = run(1, args.sleep, args.iterations, args.k)
-    print(f"--cores 1: {serial:6.1f} s wall")
-    parallel = run(args.k, args.sleep, args.iterations, args.k)
-    print(f"--cores {args.k}: {parallel:6.1f} s wall")
-    ratio = parallel / serial
-    verdict = "met" if ratio <= 0.45 else "NOT met"
-    print(f"ratio --cores {args.k} / --cores 1: {ratio:.2f} (target <= 0.45: {verdict})")
+    # On a shared machine the load drifts between the two runs: --pairs N runs N pairs, the
+    # --cores order swapped every other pair, and the median ratio is the figure to quote.
+    ratios = []
+    for pair in range(args.pairs):
+        times = {}
+        for cores in (1, args.k) if pair % 2 == 0 else (args.k, 1):
+            times[cores] = run(cores, args.sleep, args.iterations, args.k, args.keep)
+            print(f"--cores {cores}: {times[cores]:6.1f} s wall")
+        ratios.append(times[args.k] / times[1])
+        print(f"ratio --cores {args.k} / --cores 1: {ratios[-1]:.2f}")
+    ratio = statistics.median(ratios)
+    verdict = "met" if ratio <= 0.5 else "NOT met"
+    spread = f" (pairs: {', '.join(f'{r:.2f}' for r in ratios)})" if len(ratios) > 1 else ""
+    print(f"median ratio: {ratio:.2f}{spread} (target <= 0.5: {verdict})")
 
 
 if __name__ == "__main__":

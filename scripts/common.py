@@ -15,7 +15,7 @@ from typing import Any
 
 from autoresearch import modes
 from autoresearch.agents.backends import api_key
-from autoresearch.engine import finished_jobs
+from autoresearch.engine import finished_jobs, rate_timers
 from autoresearch.engine.jobs import Stopped
 from autoresearch.errors import SessionError, UserError
 from autoresearch.modes.base import Mode
@@ -24,6 +24,7 @@ from autoresearch.safety.words import a_or_an
 from autoresearch.session import slurm, spec
 from autoresearch.session.layout import SESSIONS, SessionLayout, rel, session_layout
 from autoresearch.session.spec import SESSION_NAME
+from autoresearch.views import preload
 
 NAME_PATTERN = SESSION_NAME.pattern.strip("^$")
 SESSION_IN_PATH = re.compile(rf"^{SESSIONS}/({NAME_PATTERN})/")
@@ -153,6 +154,10 @@ def start_run(workflow: Any, held: list[Any]) -> None:
     # A finished cycle's jobs leave Snakemake's DAG: the process stays flat however long
     # the session runs (engine/finished_jobs.py).
     finished_jobs.install(workflow)
+    # The run exits when its last job ends, not at the next tick of Snakemake's rate timer.
+    rate_timers.install(getattr(workflow, "scheduler", None))
+    # This process draws the session's end: a waiting job may import its libraries ahead.
+    preload.arm()
     # Jobs submitted to a cluster get our environment, the key included; each job takes it
     # out of its own when it makes its client. A local run's jobs are our own threads.
     api_key.keep_in_environment(bool(workflow.non_local_exec))

@@ -11,6 +11,7 @@ from typing import Any
 from autoresearch.engine.jobs import run_stage
 from autoresearch.session.layout import rel, session_layout
 from autoresearch.session.spec import load_frozen
+from autoresearch.views import preload
 
 LOOP = "iterations"
 # The resources the measuring job declares. Snakemake needs the names when it parses the
@@ -129,6 +130,7 @@ def measure(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     """Measure and guard one candidate of a batch."""
     from autoresearch.modes.experiment import batch, candidates
 
+    preload.start()  # the end's imports, while this job waits on the metric and the guard
     run_stage(
         wildcards,
         input,

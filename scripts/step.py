@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.engine.jobs import run_stage
+from autoresearch.views import preload
 
 
 def decide(wildcards: Any, input: Any, output: Any, log: Any) -> None:
     from autoresearch.engine import loop
 
+    preload.start()  # the end's imports, while the judge waits on the target's commands
     run_stage(
         wildcards,
         input,
