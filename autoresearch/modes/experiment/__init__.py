@@ -347,14 +347,25 @@ class ExperimentViews(Mode.views):
         best = (recs[-1].get("best") or {}).get("value")
         return MetricChange(key_of(cfg), recs[0]["metric_value"], best, cfg.direction)
 
-    def write_done(self, env: StageEnv, out: Path) -> None:
-        cfg = config_of(env.spec)
-        recs = records(env.layout)
+    def cycle_page(self, spec: SessionSpec, decision: dict[str, Any]) -> tuple[str, str] | None:
+        from .stages import render_evaluation
+
+        return "evaluation.md", render_evaluation(decision, key_of(config_of(spec)))
+
+    def render_done(
+        self,
+        layout: SessionLayout,
+        record: SetupRecord,
+        spec: SessionSpec,
+        decisions: list[dict[str, Any]],
+    ) -> str | None:
+        cfg = config_of(spec)
+        recs = [baseline_record(setup_state(layout)), *decisions]
         c = logs.counts(recs)
         last = recs[-1]
         best = last["best"]
         lines = [
-            f"session: {env.layout.name}",
+            f"session: {layout.name}",
             "mode: experiment",
             f"stopped: {final_reason(recs) or 'finished'}",
             f"iterations: {len(recs) - 1}",
@@ -368,9 +379,9 @@ class ExperimentViews(Mode.views):
             f"baseline: {key_of(cfg)} = {fmt(recs[0]['metric_value'])}",
             f"best: {key_of(cfg)} = {fmt(best['value'])} (experiment {logs.best_name(best)})",
             f"final commit: {last['end_commit']}",
-            review_line(env.record),
+            review_line(record),
         ]
-        setup = setup_state(env.layout)
+        setup = setup_state(layout)
         lines.append(f"run: {setup['run_id']}")
         preserved = [r["preserved"] for r in logs.each_experiment(recs) if r.get("preserved")]
         if preserved:
@@ -379,9 +390,14 @@ class ExperimentViews(Mode.views):
                 f"{preserve.REF_ROOT}/{setup['run_id']}/ (git show <ref>)"
             )
         if setup.get("run_folder"):
-            publish_run(env.layout, cfg, recs, finished=True)
             lines.append(f"run folder: {setup['run_folder']}")
-        write_text(out, "\n".join(lines) + "\n")
+        return "\n".join(lines) + "\n"
+
+    def write_done(self, env: StageEnv, out: Path) -> None:
+        recs = records(env.layout)
+        if setup_state(env.layout).get("run_folder"):
+            publish_run(env.layout, config_of(env.spec), recs, finished=True)
+        write_text(out, self.render_done(env.layout, env.record, env.spec, recs[1:]) or "")
 
     def kept_count(self, layout: SessionLayout) -> int | str:
         """The iterations kept (each one commit)."""

@@ -121,6 +121,10 @@ class LensViews(Mode.views):
         made = [self.findings_path(layout), self.handoff_path(layout)]
         return [*made, *super().end_files(layout, track)]
 
+    def render_done(self, layout: SessionLayout, record: SetupRecord, spec: SessionSpec) -> None:
+        """None: a lens's `done` says why it stopped as its stage env finds it."""
+        return None
+
     def write_done(self, env: StageEnv, out: Path) -> None:
         data = read_json(self.handoff_path(env.layout)) or {}
         findings = data.get("findings") or []
