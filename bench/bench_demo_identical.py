@@ -1,9 +1,10 @@
 """Whether a change leaves the demos as they were: `make demo`'s two sessions run from a
-commit (`--before`, default HEAD) and from the working tree, each in a copy of its own,
+commit (`--before`, default HEAD) and from another (`--after`, default the working tree),
+each in a copy of its own,
 then compared: the kept commits' subjects and trees, and every session file after
 masking what differs run to run (commit ids, times, durations, the copy's path).
 
-    python bench/bench_demo_identical.py [--before REF] [--keep DIR]
+    python bench/bench_demo_identical.py [--before REF] [--after REF] [--keep DIR]
 
 Prints one line per session and one per file that differs; exits 1 when any does.
 """
@@ -59,7 +60,7 @@ def run_demo(tree: Path) -> None:
     targets = [f"sessions/{s}/done" for s in SESSIONS]
     snakemake = ROOT / ".venv" / "bin" / "snakemake"
     subprocess.run(
-        [str(snakemake), "--cores", "1", "--quiet", *targets],
+        [str(snakemake), "--cores", "1", *targets],
         cwd=tree,
         env=env,
         check=True,
@@ -127,12 +128,13 @@ def compare(a: Path, b: Path) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", default="HEAD")
+    parser.add_argument("--after", help="a git ref (default: the working tree as it is)")
     parser.add_argument("--keep", type=Path, help="run in DIR and leave the copies there")
     args = parser.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="demo-identical-"))
     before, after = base / "before", base / "after"
     copy_tree(args.before, before)
-    copy_tree(None, after)
+    copy_tree(args.after, after)
     for tree in (before, after):
         run_demo(tree)
     differing = compare(before, after)
