@@ -1,8 +1,8 @@
 """Whether a change leaves the demos as they were: `make demo`'s two sessions run from a
-commit (`--before`, default HEAD) and from another (`--after`, default the working tree),
-each in a copy of its own,
-then compared: the kept commits' subjects and trees, and every session file after
-masking what differs run to run (commit ids, times, durations, the copy's path).
+commit (`--before`, default HEAD) and from another (`--after`, default the working
+tree), each in a copy of its own, then compared: the kept commits' subjects and trees,
+and every session file after masking what differs run to run (commit ids, times,
+durations, the copy's path).
 
     python bench/bench_demo_identical.py [--before REF] [--after REF] [--keep DIR]
 
@@ -29,7 +29,11 @@ MASKS = (
     (re.compile(r"\b[0-9a-f]{7,64}\b"), "<hex>"),
     (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?"), "<time>"),
     (re.compile(r"\d+\.\d+"), "<num>"),
+    (re.compile(r"\d{8}T\d{6}Z"), "<time>"),  # a run id's
+    (re.compile(r"pid \d+"), "pid <n>"),
 )
+# Files whose rows follow the order jobs happened to finish in: compared as sets of lines.
+ORDERLESS = ("timings.tsv", "report/results.html")
 SKIPPED = ("worktree", "benchmarks", "logs", ".snakemake")
 
 
@@ -117,6 +121,8 @@ def compare(a: Path, b: Path) -> int:
             except UnicodeDecodeError:
                 la, lb = [fa[name].read_bytes().hex()], [fb[name].read_bytes().hex()]
                 la, lb = ([], []) if name.endswith(".png") else (la, lb)
+            if name in ORDERLESS:
+                la, lb = sorted(la), sorted(lb)
             if la != lb:
                 differing += 1
                 diff = [d for d in difflib.unified_diff(la, lb, lineterm="", n=0)][2:6]
