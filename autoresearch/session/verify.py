@@ -351,7 +351,8 @@ class Loop:
 
     def check_cycle_files(self, number: int, folder: Path, decision: dict[str, Any]) -> None:
         self.check_stage_files_there(number, folder, decision)
-        if self.spec is None:
+        made = {n for stage in self.stages_run() for n in self.mode.setup.stage_files[stage]}
+        if self.spec is None or not made:
             return  # the page renders with the spec's keys: its problem is said already
         try:
             rendered = self.mode.views.cycle_page(self.spec, decision)
@@ -362,7 +363,6 @@ class Loop:
         if rendered is None:
             return
         name, text = rendered
-        made = {n for stage in self.stages_run() for n in self.mode.setup.stage_files[stage]}
         if name in made and _not_written(folder / name) is None:  # else: said as missing
             check_rendered(folder / name, self.rel(folder / name), text, self.audit)
 

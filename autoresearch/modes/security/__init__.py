@@ -170,15 +170,17 @@ class Security(LoopLens):
             inputs.append(rel(self.fix_path(layout)))
         return inputs
 
-    def done_lines(self, env: StageEnv) -> list[str]:
-        if not self.fixing(env.spec):
-            return super().done_lines(env)
-        fixed = [r for r in self.fixes(env.layout) if r["status"] == "fixed"]
-        end = (read_json(self.fix_path(env.layout)) or {}).get("end_commit", "")
+    def done_lines(
+        self, layout: SessionLayout, record: SetupRecord, spec: SessionSpec
+    ) -> list[str]:
+        if not self.fixing(spec):
+            return super().done_lines(layout, record, spec)
+        fixed = [r for r in self.fixes(layout) if r["status"] == "fixed"]
+        end = (read_json(self.fix_path(layout)) or {}).get("end_commit", "")
         return [
             f"fixes kept: {len(fixed)} (confirmed critical/high only)",
             f"final commit: {end}",
-            review_line(env.record),
+            review_line(record),
         ]
 
     def report_findings(self, layout: SessionLayout) -> list[dict[str, Any]]:
