@@ -166,12 +166,16 @@ def audit(root: Path) -> Audit:
         _check_summary(layout, decided, result)
     if _not_written(layout.done) is None and frozen is not None:
         in_order = sorted(decided, key=lambda d: d.get("cycle") or 0)
-        done = mode.views.render_done(layout, record, frozen, in_order)
-        if done is None:
-            result.unchecked.append(f"done (the {mode.name} mode's says more than its records)")
+        where = str(layout.done.relative_to(root.parent.parent))
+        try:
+            done = mode.views.render_done(layout, record, frozen, in_order)
+        except (OSError, AttributeError, KeyError, TypeError, ValueError) as err:
+            result.differ(where, f"its records cannot render it ({type(err).__name__}: {err})")
         else:
-            where = str(layout.done.relative_to(root.parent.parent))
-            check_rendered(layout.done, where, done, result)
+            if done is None:
+                result.unchecked.append(f"done (the {mode.name} mode's says more than its records)")
+            else:
+                check_rendered(layout.done, where, done, result)
     _check_rows_have_loops(layout, mode, rows, result)
     if spec_problem and result.cycles:
         result.differ(
@@ -356,7 +360,7 @@ class Loop:
             return  # the page renders with the spec's keys: its problem is said already
         try:
             rendered = self.mode.views.cycle_page(self.spec, decision)
-        except (KeyError, TypeError, ValueError) as err:
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
             problem = f"cannot be rendered ({type(err).__name__}: {err})"
             self.audit.differ(self.rel(self.layout.decision(number, self.track)), problem)
             return

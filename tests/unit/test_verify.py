@@ -326,6 +326,13 @@ def test_done_counting_other_cycles_or_another_final_commit_is_reported(session,
     assert lie in found.split(", they render")[0]
 
 
+def test_done_whose_records_cannot_render_it_is_reported_not_a_crash(session):
+    # The last decision's test run is no record: done's tests line cannot be made from it.
+    session.edit("cycles/002/decision.json", lambda d: d.update(tests_pass=False, tests="x"))
+    lines = session.lines()
+    assert any(ln.startswith("sessions/s/done: its records cannot render it (") for ln in lines)
+
+
 def test_a_loop_folder_the_session_does_not_have_is_reported(session):
     # A sweep has one loop; a folder beside its cycles is no track of it.
     (session.root / "cycles/h9/001").mkdir(parents=True)
