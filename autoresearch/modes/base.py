@@ -63,6 +63,17 @@ class PlannedMetric:
 
 
 @dataclass(frozen=True)
+class Ended:
+    """What `done` is rendered from once the loop ended: the session's records and the
+    loop's decisions, oldest first (as `done` reads them, or as `verify` read them)."""
+
+    layout: SessionLayout
+    record: SetupRecord
+    spec: SessionSpec
+    decisions: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
 class Progress:
     """What `autoresearch status` shows of a loop, the same fields for every mode (broad:
     one figure per track, as text)."""
@@ -262,21 +273,14 @@ class Views(Part):
 
         return "eval-results.md", evaluate.render_results(decision)
 
-    def render_done(
-        self,
-        layout: SessionLayout,
-        record: SetupRecord,
-        spec: SessionSpec,
-        decisions: list[dict[str, Any]],
-    ) -> str | None:
-        """`done` as the loop's `decisions` (oldest first) and the session's records
-        render it: `verify` holds the file to it. None where the mode's `done` says what
-        no record keeps."""
-        return cycles_done(self.name, layout, record, decisions)
+    def render_done(self, ended: Ended) -> str | None:
+        """`done` as the records render it: `verify` holds the file to it. None where
+        the mode's `done` says what no record keeps."""
+        return cycles_done(self.name, ended)
 
     def write_done(self, env: StageEnv, out: Path) -> None:
         decisions = journal.load_decisions(env.layout)
-        write_text(out, cycles_done(self.name, env.layout, env.record, decisions))
+        write_text(out, cycles_done(self.name, Ended(env.layout, env.record, env.spec, decisions)))
         last = decisions[-1] if decisions else {}
         env.log(json.dumps({"done": env.layout.name, "reason": last.get("reason")}))
 
@@ -393,10 +397,9 @@ class Views(Part):
         return cycle_view.render(layout, iteration, track)
 
 
-def cycles_done(
-    mode: str, layout: SessionLayout, record: SetupRecord, decisions: list[dict[str, Any]]
-) -> str:
+def cycles_done(mode: str, ended: Ended) -> str:
     """A cycle loop's `done`: why it stopped, its counts and its final commit."""
+    layout, record, decisions = ended.layout, ended.record, ended.decisions
     last = decisions[-1] if decisions else {}
     fixed = sum(len(d.get("fixed", [])) for d in decisions)
     lines = [

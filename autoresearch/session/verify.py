@@ -25,7 +25,7 @@ from autoresearch.engine.loop import Status
 from autoresearch.errors import UserError
 from autoresearch.gate import testrun, verdict
 from autoresearch.gate.testrun import TestRun
-from autoresearch.modes.base import Mode
+from autoresearch.modes.base import Ended, Mode
 from autoresearch.safety import git, seen
 from autoresearch.session import spec
 from autoresearch.session.layout import LOOP_DIR, SessionLayout
@@ -168,7 +168,7 @@ def audit(root: Path) -> Audit:
         in_order = sorted(decided, key=lambda d: d.get("cycle") or 0)
         where = str(layout.done.relative_to(root.parent.parent))
         try:
-            done = mode.views.render_done(layout, record, frozen, in_order)
+            done = mode.views.render_done(Ended(layout, record, frozen, in_order))
         except (OSError, AttributeError, KeyError, TypeError, ValueError) as err:
             result.differ(where, f"its records cannot render it ({type(err).__name__}: {err})")
         else:

@@ -21,7 +21,7 @@ import pytest
 from conftest import CALC, CALC_TESTS, ROOT, git, make_repo
 
 from autoresearch.engine import evaluate
-from autoresearch.modes.base import cycles_done
+from autoresearch.modes.base import Ended, cycles_done
 from autoresearch.session import verify
 from autoresearch.session.files import append_line
 from autoresearch.session.layout import SessionLayout
@@ -187,7 +187,7 @@ def session(tmp_path) -> Session:
     cycles = [journal.cycle_line(d) for d in (first, last)]
     (root / "session.md").write_text("# s\n\n## Cycles completed\n" + "\n".join(cycles) + "\n")
     record = load_record(s.layout)
-    (root / "done").write_text(cycles_done("sweep", s.layout, record, [first, last]))
+    (root / "done").write_text(cycles_done("sweep", Ended(s.layout, record, None, [first, last])))
     return s
 
 
@@ -307,7 +307,9 @@ def test_a_last_cycle_removed_whole_is_found_by_the_logs_it_left(session):
     (session.root / "results.tsv").write_text("".join(r for r in rows if not r.startswith("002")))
     session.move_branch(first["end_commit"])
     record = load_record(session.layout)
-    (session.root / "done").write_text(cycles_done("sweep", session.layout, record, [first]))
+    (session.root / "done").write_text(
+        cycles_done("sweep", Ended(session.layout, record, None, [first]))
+    )
     assert session.lines() == [
         "sessions/s/cycles/002/decision.json: missing with its folder, though "
         "sessions/s/logs/red/002.log ran"

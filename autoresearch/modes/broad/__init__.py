@@ -26,7 +26,7 @@ from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 
 from ...errors import SpecError
-from ..base import Mode, Progress, part
+from ..base import Ended, Mode, Progress, part
 from .aspiration import measure_base, metric_of
 from .comparison import UNRANKED
 from .hypotheses import HypothesisError, from_spec, validate
@@ -128,13 +128,8 @@ class BroadViews(Mode.views):
         compared.append(bench / "comparison.tsv")
         return [*(ended if track else []), *compared, *super().end_files(layout, track)]
 
-    def render_done(
-        self,
-        layout: SessionLayout,
-        record: SetupRecord,
-        spec: SessionSpec,
-        decisions: list[dict[str, Any]],
-    ) -> str | None:
+    def render_done(self, ended: Ended) -> str | None:
+        layout = ended.layout
         data = json.loads(layout.comparison_json.read_text())
         lines = [
             f"session: {layout.name}",
@@ -160,7 +155,7 @@ class BroadViews(Mode.views):
 
     def write_done(self, env: StageEnv, out: Path) -> None:
         self.write_summary(env)
-        write_text(out, self.render_done(env.layout, env.record, env.spec, []) or "")
+        write_text(out, self.render_done(Ended(env.layout, env.record, env.spec, [])) or "")
         winner = json.loads(env.layout.comparison_json.read_text())["winner"]
         env.log(json.dumps({"done": env.layout.name, "winner": winner["id"] if winner else None}))
 

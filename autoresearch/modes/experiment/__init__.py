@@ -35,7 +35,7 @@ from autoresearch.views.session_report import MetricChange, ReportStep
 
 from ...errors import SessionError, SpecError
 from .. import cycle_view
-from ..base import Mode, PlannedMetric, Progress, part, review_line
+from ..base import Ended, Mode, PlannedMetric, Progress, part, review_line
 from . import guard as guards
 from . import holdout, preserve, report, runs, show
 from . import log as logs
@@ -352,15 +352,9 @@ class ExperimentViews(Mode.views):
 
         return "evaluation.md", render_evaluation(decision, key_of(config_of(spec)))
 
-    def render_done(
-        self,
-        layout: SessionLayout,
-        record: SetupRecord,
-        spec: SessionSpec,
-        decisions: list[dict[str, Any]],
-    ) -> str | None:
-        cfg = config_of(spec)
-        recs = [baseline_record(setup_state(layout)), *decisions]
+    def render_done(self, ended: Ended) -> str | None:
+        layout, cfg = ended.layout, config_of(ended.spec)
+        recs = [baseline_record(setup_state(layout)), *ended.decisions]
         c = logs.counts(recs)
         last = recs[-1]
         best = last["best"]
@@ -379,7 +373,7 @@ class ExperimentViews(Mode.views):
             f"baseline: {key_of(cfg)} = {fmt(recs[0]['metric_value'])}",
             f"best: {key_of(cfg)} = {fmt(best['value'])} (experiment {logs.best_name(best)})",
             f"final commit: {last['end_commit']}",
-            review_line(record),
+            review_line(ended.record),
         ]
         setup = setup_state(layout)
         lines.append(f"run: {setup['run_id']}")
@@ -397,7 +391,7 @@ class ExperimentViews(Mode.views):
         recs = records(env.layout)
         if setup_state(env.layout).get("run_folder"):
             publish_run(env.layout, config_of(env.spec), recs, finished=True)
-        write_text(out, self.render_done(env.layout, env.record, env.spec, recs[1:]) or "")
+        write_text(out, self.render_done(Ended(env.layout, env.record, env.spec, recs[1:])) or "")
 
     def kept_count(self, layout: SessionLayout) -> int | str:
         """The iterations kept (each one commit)."""

@@ -28,7 +28,7 @@ from autoresearch.session.spec import SessionSpec
 from autoresearch.views import journal
 
 from ...errors import SpecError
-from ..base import part, review_line
+from ..base import Ended, part, review_line
 from ..lens import check_ended, error_counts, lens_log
 from ..lens.changing import ChangingLens, kept_steps
 from ..lens.error_counts import Error
@@ -107,12 +107,10 @@ class FixViews(ChangingLens.views):
         lines += [f"- Iteration {d['cycle']}: {d['status']} — {report.what(d)}" for d in decisions]
         return "\n".join(lines)
 
-    def done_counts(
-        self, layout: SessionLayout, data: dict[str, Any], decisions: list[dict[str, Any]]
-    ) -> list[str]:
+    def done_counts(self, ended: Ended, data: dict[str, Any]) -> list[str]:
         return [
-            f"iterations: {len(decisions)}",
-            f"fixes kept: {kept_steps(decisions)}",
+            f"iterations: {len(ended.decisions)}",
+            f"fixes kept: {kept_steps(ended.decisions)}",
             f"errors: {data['errors_before']} → {data['errors_after']}",
             f"blocked: {sum(1 for f in data['findings'] if f['blocked'])} of those left",
         ]
@@ -120,14 +118,8 @@ class FixViews(ChangingLens.views):
     def done_report(self, layout: SessionLayout) -> Path:
         return self.summary_path(layout)
 
-    def done_tail(
-        self,
-        layout: SessionLayout,
-        record: SetupRecord,
-        spec: SessionSpec,
-        data: dict[str, Any],
-        decisions: list[dict[str, Any]],
-    ) -> list[str]:
+    def done_tail(self, ended: Ended, data: dict[str, Any]) -> list[str]:
+        decisions, record = ended.decisions, ended.record
         end = decisions[-1]["end_commit"] if decisions else record.base_commit
         return [
             f"regression tests added: {len(data.get('regression_tests') or [])}",

@@ -28,7 +28,7 @@ from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 
 from ...errors import SpecError
-from ..base import part, review_line
+from ..base import Ended, part, review_line
 from ..lens.changing import ChangingLens, kept_steps
 from ..lens.output import Writer
 from . import doc_checks, docs
@@ -96,27 +96,19 @@ class LearnViews(ChangingLens.views):
     def done_detail(self, layout: SessionLayout) -> str:
         return f" ({self.setup_data(layout)['mode']})"
 
-    def done_counts(
-        self, layout: SessionLayout, data: dict[str, Any], decisions: list[dict[str, Any]]
-    ) -> list[str]:
-        kept = [d["doc"] for d in decisions if d["status"] == Status.KEPT]
+    def done_counts(self, ended: Ended, data: dict[str, Any]) -> list[str]:
+        kept = [d["doc"] for d in ended.decisions if d["status"] == Status.KEPT]
         docs = f"docs kept: {len(kept)}" + (f" ({', '.join(kept)})" if kept else "")
         return [docs, f"score: {data['score']}"]
 
     def done_report(self, layout: SessionLayout) -> Path:
         return self.health_path(layout)
 
-    def done_tail(
-        self,
-        layout: SessionLayout,
-        record: SetupRecord,
-        spec: SessionSpec,
-        data: dict[str, Any],
-        decisions: list[dict[str, Any]],
-    ) -> list[str]:
-        if not any(d["status"] == Status.KEPT for d in decisions):
-            return [f"target unchanged: {record.target}"]
-        return [f"{review_line(record)}  (final {decisions[-1]['end_commit'][:12]})"]
+    def done_tail(self, ended: Ended, data: dict[str, Any]) -> list[str]:
+        if not any(d["status"] == Status.KEPT for d in ended.decisions):
+            return [f"target unchanged: {ended.record.target}"]
+        final = ended.decisions[-1]["end_commit"][:12]
+        return [f"{review_line(ended.record)}  (final {final})"]
 
 
 class Learn(ChangingLens):

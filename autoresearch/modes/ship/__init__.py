@@ -26,7 +26,7 @@ from autoresearch.session.spec import SessionSpec
 from autoresearch.views import journal
 
 from ...errors import SessionError
-from ..base import part
+from ..base import Ended, part
 from ..lens import check_ref, is_commit, lens_log
 from ..lens.changing import ChangingLens
 from ..lens.output import Writer
@@ -75,10 +75,8 @@ class ShipViews(ChangingLens.views):
     def done_detail(self, layout: SessionLayout) -> str:
         return f" ({self.setup_data(layout)['type']})"
 
-    def done_counts(
-        self, layout: SessionLayout, data: dict[str, Any], decisions: list[dict[str, Any]]
-    ) -> list[str]:
-        results = self.final_results(layout, decisions)
+    def done_counts(self, ended: Ended, data: dict[str, Any]) -> list[str]:
+        results = self.final_results(ended.layout, ended.decisions)
         return [
             f"score: {gating.passing(results)}/{gating.checked(results)} gates pass",
             f"needs a person: {sum(1 for r in results if r.status == gating.PERSON)}",
@@ -87,14 +85,8 @@ class ShipViews(ChangingLens.views):
     def done_report(self, layout: SessionLayout) -> Path:
         return self.checklist_path(layout)
 
-    def done_tail(
-        self,
-        layout: SessionLayout,
-        record: SetupRecord,
-        spec: SessionSpec,
-        data: dict[str, Any],
-        decisions: list[dict[str, Any]],
-    ) -> list[str]:
+    def done_tail(self, ended: Ended, data: dict[str, Any]) -> list[str]:
+        layout = ended.layout
         return [
             "ship with (not run by the workflow):",
             *[f"    {c}" for c in data["ship_commands"]],
