@@ -1,100 +1,154 @@
-"""Whether two runs of `make demo` kept the same commits and wrote the same session files.
+"""Whether a change leaves the demos as they were: `make demo`'s two sessions run from a
+commit (`--before`, default HEAD) and from another (`--after`, default the working
+tree), each in a copy of its own, then compared: the kept commits' subjects and trees,
+and every session file after masking what differs run to run (commit ids, times,
+durations, the copy's path).
 
-Run the demo in two checkouts (e.g. `git archive` of the base and of the change, each run
-with `PYTHONPATH` at its own tree), then compare: per demo session, the kept commits'
-subjects and tree hashes, and every session file outside the worktree after masking what
-differs run to run (the checkout's path, times, commit ids, process ids, durations, pytest's
-random cache folder names, the fold's file offsets, the digits of the wall and CPU figures
-and the order of their rows). Prints the counts and the files that differ; exit 1 when any
-does.
+    python bench/bench_demo_identical.py [--before REF] [--after REF] [--keep DIR]
 
-    python bench/bench_demo_identical.py BEFORE_ROOT AFTER_ROOT
+Prints one line per session and one per file that differs; exits 1 when any does.
 """
 
 from __future__ import annotations
 
+import argparse
+import difflib
+import json
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
 SESSIONS = ("demo", "demo-experiment")
-# Files of wall and CPU figures (and the page that shows them): only their shape can match.
-FIGURES = ("benchmarks", "timings.tsv", "report/results.html")
-MASKS = [
-    (re.compile(r'"inode":\d+,"length":\d+'), "FILE"),  # the decisions index's fold
-    (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?"), "TIME"),
-    (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?( UTC)?"), "TIME"),
-    (re.compile(r"\d{8}T\d{6}Z"), "TIME"),
-    (re.compile(r"\b[0-9a-f]{7,40}\b"), "HASH"),
-    (re.compile(r"pid \d+"), "pid N"),
-    (re.compile(r"pytest-cache-files-\w+"), "pytest-cache-files-X"),
-    (re.compile(r"\d+\.\d+"), "N.N"),
-    (re.compile(r"\b\d{5,}\b"), "N"),
-]
+# What differs between two honest runs of the same code.
+MASKS = (
+    (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?"), "<time>"),
+    (re.compile(r"\d+\.\d+"), "<num>"),
+    (re.compile(r"\b[0-9a-f]{7,64}\b"), "<hex>"),
+    (re.compile(r'"length":\d+'), '"length":<n>'),  # an index's byte count: durations vary
+    (re.compile(r"\d{8}T\d{6}Z"), "<time>"),  # a run id's
+    (re.compile(r"pid \d+"), "pid <n>"),
+)
+# Files whose rows follow the order jobs happened to finish in: compared as sets of lines.
+ORDERLESS = ("timings.tsv", "report/results.html")
+SKIPPED = ("worktree", "benchmarks", "logs", ".snakemake")
 
 
-def masked(text: str, root: Path) -> str:
-    text = text.replace(str(root), "ROOT")
-    for pattern, stand_in in MASKS:
-        text = pattern.sub(stand_in, text)
-    return text
+def copy_tree(before: str | None, dest: Path) -> None:
+    """The package at `before` (a git ref), or the working tree as it is (None)."""
+    dest.mkdir(parents=True)
+    if before is not None:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", before], check=True, capture_output=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+        return
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
+    for name in listed:
+        source = ROOT / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
 
 
-def kept(root: Path, name: str) -> list[str]:
-    worktree = root / "sessions" / name / "worktree"
-    out = subprocess.run(
-        ["git", "-C", str(worktree), "log", "--format=%s %T"], capture_output=True, text=True
+def run_demo(tree: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(tree))  # the copy's package, not the venv's
+    targets = [f"sessions/{s}/done" for s in SESSIONS]
+    snakemake = ROOT / ".venv" / "bin" / "snakemake"
+    subprocess.run(
+        [str(snakemake), "--cores", "1", *targets],
+        cwd=tree,
+        env=env,
+        check=True,
+        capture_output=True,
     )
-    return out.stdout.splitlines()
 
 
-def files(folder: Path) -> set[Path]:
+def masked(text: str, tree: Path) -> list[str]:
+    text = text.replace(str(tree), "<root>")
+    for pattern, word in MASKS:
+        text = pattern.sub(word, text)
+    return text.splitlines()
+
+
+def kept(tree: Path, session: str) -> list[str]:
+    """The session branch's commits since its base: subject and tree, oldest first."""
+    setup = json.loads((tree / "sessions" / session / "setup.json").read_text())
+    log = subprocess.run(
+        ["git", "-C", setup["target"], "log", "--reverse", "--format=%T %s"]
+        + [f"{setup['base_commit']}..{setup['branch']}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return log.stdout.splitlines()
+
+
+def files(tree: Path, session: str) -> dict[str, Path]:
+    root = tree / "sessions" / session
     return {
-        p.relative_to(folder)
-        for p in folder.rglob("*")
-        if p.is_file() and not {"worktree", ".git"} & set(p.relative_to(folder).parts)
+        str(p.relative_to(root)): p
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not set(p.relative_to(root).parts) & set(SKIPPED)
     }
 
 
-def same(a: Path, b: Path, rel: Path, roots: tuple[Path, Path]) -> bool:
-    one, two = a.read_bytes(), b.read_bytes()
-    if one == two:
-        return True
-    try:
-        one_text, two_text = masked(one.decode(), roots[0]), masked(two.decode(), roots[1])
-    except UnicodeDecodeError:
-        return False
-    if any(str(rel) == f or rel.parts[0] == f for f in FIGURES):
-        # Jobs that do not wait for each other (the plot, the report) finish in either order.
-        one_text, two_text = (
-            sorted(re.sub(r"[\d.:]+", "N", t).splitlines()) for t in (one_text, two_text)
-        )
-    return one_text == two_text
+def compare(a: Path, b: Path) -> int:
+    differing = 0
+    for session in SESSIONS:
+        commits_a, commits_b = kept(a, session), kept(b, session)
+        same = "same" if commits_a == commits_b else "DIFFERENT"
+        counts = f"{len(commits_a)} / {len(commits_b)}"
+        print(f"{session}: {counts} kept commits, subjects and trees {same}")
+        differing += commits_a != commits_b
+        fa, fb = files(a, session), files(b, session)
+        for name in sorted(fa.keys() | fb.keys()):
+            if name not in fa or name not in fb:
+                print(f"  {name}: only {'after' if name in fb else 'before'}")
+                differing += 1
+                continue
+            try:
+                la = masked(fa[name].read_text(), a)
+                lb = masked(fb[name].read_text(), b)
+            except UnicodeDecodeError:
+                la, lb = [fa[name].read_bytes().hex()], [fb[name].read_bytes().hex()]
+                la, lb = ([], []) if name.endswith(".png") else (la, lb)
+            if name in ORDERLESS:
+                la, lb = sorted(la), sorted(lb)
+            if la != lb:
+                differing += 1
+                diff = [d for d in difflib.unified_diff(la, lb, lineterm="", n=0)][2:6]
+                print(f"  {name}: differs: " + " | ".join(diff))
+        print(f"  {len(fa)} / {len(fb)} session files compared")
+    return differing
 
 
 def main() -> int:
-    before, after = (Path(p).resolve() for p in sys.argv[1:3])
-    differ_total = 0
-    for name in SESSIONS:
-        a, b = before / "sessions" / name, after / "sessions" / name
-        if not (a / "done").is_file() or not (b / "done").is_file():
-            print(f"{name}: not run to its end in both checkouts (no done file)")
-            return 2
-        commits = kept(before, name), kept(after, name)
-        fa, fb = files(a), files(b)
-        differ = sorted(str(f) for f in fa & fb if not same(a / f, b / f, f, (before, after)))
-        alone = sorted(str(f) for f in fa ^ fb)
-        print(
-            f"{name}: {len(commits[1])} commits on the branch, subjects and trees "
-            f"{'identical' if commits[0] == commits[1] else 'DIFFERENT'}; {len(fa & fb)} files, "
-            f"{len(differ)} differ after masking, {len(alone)} in one run only"
-        )
-        for line in differ + [f"only in one run: {f}" for f in alone]:
-            print(f"  {line}")
-        differ_total += len(differ) + len(alone) + (commits[0] != commits[1])
-    print("identical" if not differ_total else f"{differ_total} differences")
-    return 1 if differ_total else 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--before", default="HEAD")
+    parser.add_argument("--after", help="a git ref (default: the working tree as it is)")
+    parser.add_argument("--keep", type=Path, help="run in DIR and leave the copies there")
+    args = parser.parse_args()
+    base = args.keep or Path(tempfile.mkdtemp(prefix="demo-identical-"))
+    before, after = base / "before", base / "after"
+    copy_tree(args.before, before)
+    copy_tree(args.after, after)
+    for tree in (before, after):
+        run_demo(tree)
+    differing = compare(before, after)
+    print(f"{differing} differences")
+    if args.keep is None:
+        shutil.rmtree(base, ignore_errors=True)
+    return 1 if differing else 0
 
 
 if __name__ == "__main__":

@@ -1,66 +1,64 @@
-"""Lines of the package's Python files at two commits, file by file, with the totals.
+"""The package's size as issue 36 counts it (all lines of autoresearch/**/*.py), per wing
+and per mode, at two commits side by side.
 
-What issue 36's size target counts: every line of autoresearch/**/*.py, blank and comment
-lines included. Read from git (no checkout), so any two commits can be compared:
-
-    python bench/bench_package_lines.py BEFORE [AFTER] [--under autoresearch/modes/experiment]
-
-AFTER defaults to HEAD. Rows are the files under `--under` (repeatable; default the modes
-and gate folders) that differ in size, then each folder's total and the package's.
+    python bench/bench_package_lines.py [BEFORE [AFTER]]   (default: HEAD~1 and the working tree)
 """
 
 from __future__ import annotations
 
-import argparse
 import subprocess
-from collections import defaultdict
+import sys
+from collections import Counter
+from pathlib import Path
 
-PACKAGE = "autoresearch/"
-DEFAULT_UNDER = ["autoresearch/modes/", "autoresearch/gate/"]
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def sizes(rev: str) -> dict[str, int]:
-    """Every .py file of the package at `rev` -> its line count."""
-    names = subprocess.run(
-        ["git", "ls-tree", "-r", "--name-only", rev, PACKAGE],
+def sizes(ref: str | None) -> Counter[str]:
+    """Lines per group: each wing (autoresearch/<wing>/), each mode (modes/<mode>), the
+    flat top modules, and the total."""
+    if ref is None:
+        names = [str(p.relative_to(ROOT)) for p in (ROOT / "autoresearch").rglob("*.py")]
+        text = {n: (ROOT / n).read_text() for n in names}
+    else:
+        listed = subprocess.run(
+            ["git", "-C", str(ROOT), "ls-tree", "-r", "--name-only", ref, "autoresearch"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        names = [n for n in listed if n.endswith(".py")]
+        text = {n: _show(ref, n) for n in names}
+    counts: Counter[str] = Counter()
+    for name, body in text.items():
+        lines = len(body.splitlines())
+        parts = name.split("/")
+        counts["total"] += lines
+        counts[parts[1] + "/" if len(parts) > 2 else "(top)"] += lines
+        if parts[1] == "modes":
+            mode = (
+                parts[2].removesuffix(".py") if len(parts) > 3 or parts[2] != "base.py" else "base"
+            )
+            counts[f"  modes/{mode}"] += lines
+    return counts
+
+
+def _show(ref: str, name: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{ref}:{name}"],
+        check=True,
         capture_output=True,
         text=True,
-        check=True,
-    ).stdout.split()
-    out = {}
-    for name in (n for n in names if n.endswith(".py")):
-        text = subprocess.run(
-            ["git", "show", f"{rev}:{name}"], capture_output=True, text=True, check=True
-        ).stdout
-        out[name] = len(text.splitlines())
-    return out
+    ).stdout
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("before")
-    parser.add_argument("after", nargs="?", default="HEAD")
-    parser.add_argument("--under", action="append")
-    args = parser.parse_args()
-    under = [u.rstrip("/") + "/" for u in args.under or DEFAULT_UNDER]
-    old, new = sizes(args.before), sizes(args.after)
-    print(f"{'file':60} {'before':>7} {'after':>7} {'change':>7}")
-    folders: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for name in sorted(set(old) | set(new)):
-        a, b = old.get(name, 0), new.get(name, 0)
-        if not any(name.startswith(u) for u in under):
-            continue
-        folder = name.rsplit("/", 1)[0]
-        folders[folder][0] += a
-        folders[folder][1] += b
-        if a != b:
-            print(f"{name:60} {a:>7} {b:>7} {b - a:>+7}")
-    print()
-    for folder, (a, b) in sorted(folders.items()):
-        if a != b:
-            print(f"{folder + '/ (total)':60} {a:>7} {b:>7} {b - a:>+7}")
-    a, b = sum(old.values()), sum(new.values())
-    print(f"{'package (autoresearch/**/*.py)':60} {a:>7} {b:>7} {b - a:>+7}")
+    before = sys.argv[1] if len(sys.argv) > 1 else "HEAD~1"
+    after = sys.argv[2] if len(sys.argv) > 2 else None
+    a, b = sizes(before), sizes(after)
+    print(f"{'lines':24} {before:>10} {after or 'worktree':>10} {'change':>7}")
+    for key in sorted(a.keys() | b.keys(), key=lambda k: (k == "total", k.strip())):
+        print(f"{key:24} {a[key]:>10} {b[key]:>10} {b[key] - a[key]:>+7}")
 
 
 if __name__ == "__main__":

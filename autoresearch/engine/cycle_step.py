@@ -33,7 +33,9 @@ class CycleStep(Extra):
     open: list[dict[str, Any]]  # {id, key, reason}: skipped findings carried forward
     open_rechecked: bool  # `open` was re-checked on the tree (a backend that can look again)
     open_issues: list[str]  # `open` as session.md lists it
-    first_test_verdict: str | None = absent()  # the cycle's own run, before reverts
+    # The cycle's own run, before reverts: its summary and the gate's word on it.
+    first_test_summary: str | None = absent()
+    first_test_verdict: str | None = absent()
     goal_check: str | None = absent()  # stop 7's answer (a qualitative goal)
     judge_votes: list[dict[str, Any]] | None = absent()  # stop 7's panel, when it was asked
     # Refactor had no file it may change (the ruff backend, a target without the formatter)

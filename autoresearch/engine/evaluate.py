@@ -9,6 +9,7 @@ writes `decision.json` last: its presence marks the cycle complete.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,10 @@ def refactor_record(env: StageEnv) -> dict[str, Any] | None:
     return None
 
 
-def assess(env: StageEnv, previous: Decision | None = None) -> tuple[dict[str, Any], str]:
-    """The cycle's decision before the mode's policy (tests, reverts, what was kept), and
-    the summary of the full test run. `previous`: the cycle before, read as the mode's
-    record (a CycleStep, or one that extends it)."""
+def assess(env: StageEnv, previous: Decision | None = None) -> dict[str, Any]:
+    """The cycle's decision before the mode's policy (tests, reverts, what was kept).
+    `previous`: the cycle before, read as the mode's record (a CycleStep, or one that
+    extends it)."""
     red = env.stage_record("red")
     green = env.stage_record("green")
     refactor = refactor_record(env)
@@ -103,23 +104,24 @@ def assess(env: StageEnv, previous: Decision | None = None) -> tuple[dict[str, A
     )
     decision["open_issues"] = [f"{o['id']} {o['key']}: {o['reason']}" for o in decision["open"]]
     if reverted:
+        decision["first_test_summary"] = measured.summary
         decision["first_test_verdict"] = first.reason
     if refactor and refactor.get("idle"):
         decision["refactor_idle"] = True  # a key only a cycle whose Refactor had no file has
-    return decision, measured.summary
+    return decision
 
 
-def write_results(env: StageEnv, decision: dict[str, Any], summary: str, out: Path) -> None:
+def write_results(env: StageEnv, decision: dict[str, Any], out: Path) -> None:
     """eval-results.md and the cycle's rows in results.tsv."""
-    write_text(out, render_results(env, decision, summary))
+    write_text(out, render_results(decision))
     log_rows(env, decision)
 
 
 def judge(env: StageEnv, results_out: Path, previous: Decision | None = None) -> Judged:
     """The cycle's decision before the mode's stop rules; eval-results.md and the journal
     rows once they have spoken (loop.decide). `previous`: as `assess` takes it."""
-    decision, summary = assess(env, previous)
-    return Judged(decision, lambda d: write_results(env, d, summary, results_out))
+    decision = assess(env, previous)
+    return Judged(decision, lambda d: write_results(env, d, results_out))
 
 
 def open_issues(
@@ -144,15 +146,18 @@ def open_issues(
     return [o for o in items if o["key"] in present], True
 
 
-def render_results(env: StageEnv, d: dict[str, Any], summary: str) -> str:
+def render_results(d: Mapping[str, Any]) -> str:
+    """eval-results.md: the cycle's decision and nothing else, so `verify` can hold the page
+    to its decision by rendering it again."""
+    track = f"{d['track']} " if d.get("track") else ""  # the label StageEnv.label gives
     lines = [
-        f"# Evaluation: {env.label}",
+        f"# Evaluation: {track}cycle {d['cycle']:03d}",
         "",
         f"- Test status: {'pass' if d['tests_pass'] else 'FAIL'} ({d['test_summary']})",
         *([f"- Test gate: {d['test_verdict']}"] if d.get("test_verdict") else []),
         # What made evaluate revert: the cycle's own run, before anything was undone.
         *(
-            [f"- Before reverts: {summary}; {d['first_test_verdict']}"]
+            [f"- Before reverts: {d['first_test_summary']}; {d['first_test_verdict']}"]
             if d.get("first_test_verdict")
             else []
         ),

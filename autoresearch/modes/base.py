@@ -63,6 +63,17 @@ class PlannedMetric:
 
 
 @dataclass(frozen=True)
+class Ended:
+    """What `done` is rendered from once the loop ended: the session's records and the
+    loop's decisions, oldest first (as `done` reads them, or as `verify` read them)."""
+
+    layout: SessionLayout
+    record: SetupRecord
+    spec: SessionSpec
+    decisions: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
 class Progress:
     """What `autoresearch status` shows of a loop, the same fields for every mode (broad:
     one figure per track, as text)."""
@@ -254,22 +265,23 @@ class Views(Part):
         """The session's metric before and after, for the report's outcome (none here)."""
         return None
 
+    def cycle_page(self, spec: SessionSpec, decision: dict[str, Any]) -> tuple[str, str] | None:
+        """The page a step's decision renders into its folder, as (file name, text):
+        `verify` holds the page on disk to it and never reads the page's claims back.
+        None: the mode's step has no such page."""
+        from autoresearch.engine import evaluate
+
+        return "eval-results.md", evaluate.render_results(decision)
+
+    def render_done(self, ended: Ended) -> str | None:
+        """`done` as the records render it: `verify` holds the file to it. None where
+        the mode's `done` says what no record keeps."""
+        return cycles_done(self.name, ended)
+
     def write_done(self, env: StageEnv, out: Path) -> None:
         decisions = journal.load_decisions(env.layout)
+        write_text(out, cycles_done(self.name, Ended(env.layout, env.record, env.spec, decisions)))
         last = decisions[-1] if decisions else {}
-        fixed = sum(len(d.get("fixed", [])) for d in decisions)
-        lines = [
-            f"session: {env.layout.name}",
-            f"mode: {self.name}",
-            f"stopped: {last.get('reason') or 'finished'}",
-            f"cycles: {len(decisions)}",
-            f"fixes kept: {fixed}",
-            f"commits on {env.record.branch}: {last.get('commits_total', 0)}",
-            f"tests: {verdict.tests_word(full_decision(env.layout, last), env.record.baseline)}",
-            f"final commit: {last.get('end_commit', env.record.base_commit)}",
-            review_line(env.record),
-        ]
-        write_text(out, "\n".join(lines) + "\n")
         env.log(json.dumps({"done": env.layout.name, "reason": last.get("reason")}))
 
     def end_files(self, layout: SessionLayout, track: str = "") -> list[Path]:
@@ -383,6 +395,25 @@ class Views(Part):
             wanted = f"no track {track!r}" if track else "tracks: pass --track"
             raise SessionError(f"session {layout.name!r} has {wanted} (tracks: {have})")
         return cycle_view.render(layout, iteration, track)
+
+
+def cycles_done(mode: str, ended: Ended) -> str:
+    """A cycle loop's `done`: why it stopped, its counts and its final commit."""
+    layout, record, decisions = ended.layout, ended.record, ended.decisions
+    last = decisions[-1] if decisions else {}
+    fixed = sum(len(d.get("fixed", [])) for d in decisions)
+    lines = [
+        f"session: {layout.name}",
+        f"mode: {mode}",
+        f"stopped: {last.get('reason') or 'finished'}",
+        f"cycles: {len(decisions)}",
+        f"fixes kept: {fixed}",
+        f"commits on {record.branch}: {last.get('commits_total', 0)}",
+        f"tests: {verdict.tests_word(full_decision(layout, last), record.baseline)}",
+        f"final commit: {last.get('end_commit', record.base_commit)}",
+        review_line(record),
+    ]
+    return "\n".join(lines) + "\n"
 
 
 class Mode:

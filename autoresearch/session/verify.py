@@ -25,8 +25,8 @@ from autoresearch.engine.loop import Status
 from autoresearch.errors import UserError
 from autoresearch.gate import testrun, verdict
 from autoresearch.gate.testrun import TestRun
-from autoresearch.modes.base import Mode
-from autoresearch.safety import git
+from autoresearch.modes.base import Ended, Mode
+from autoresearch.safety import git, seen
 from autoresearch.session import spec
 from autoresearch.session.layout import LOOP_DIR, SessionLayout
 from autoresearch.session.record import SetupRecord, load_record
@@ -48,8 +48,6 @@ RUN_FIELDS = (
 )
 FIXED_ROW = re.compile(r"^(\d+) fixed, \d+ skipped$")  # the description a green row gives
 FINDINGS_ROW = re.compile(r"^(\d+) findings$")  # a red row's
-ENDING = "- Ending commit: "  # a cycle page's line (evaluate.render_results and experiment's)
-TEST_STATUS = "- Test status: "
 SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
@@ -166,6 +164,18 @@ def audit(root: Path) -> Audit:
         decided += loop.decided.values()
     if mode.views.lists_cycles:
         _check_summary(layout, decided, result)
+    if _not_written(layout.done) is None and frozen is not None:
+        in_order = sorted(decided, key=lambda d: d.get("cycle") or 0)
+        where = str(layout.done.relative_to(root.parent.parent))
+        try:
+            done = mode.views.render_done(Ended(layout, record, frozen, in_order))
+        except (OSError, AttributeError, KeyError, TypeError, ValueError) as err:
+            result.differ(where, f"its records cannot render it ({type(err).__name__}: {err})")
+        else:
+            if done is None:
+                result.unchecked.append(f"done (the {mode.name} mode's says more than its records)")
+            else:
+                check_rendered(layout.done, where, done, result)
     _check_rows_have_loops(layout, mode, rows, result)
     if spec_problem and result.cycles:
         result.differ(
@@ -345,28 +355,20 @@ class Loop:
 
     def check_cycle_files(self, number: int, folder: Path, decision: dict[str, Any]) -> None:
         self.check_stage_files_there(number, folder, decision)
-        for stage in self.mode.setup.loop_stages:
-            for name in self.mode.setup.stage_files[stage]:
-                if name.endswith(".md") and _not_written(folder / name) is None:
-                    self.check_page(folder / name, decision)
-
-    def check_page(self, page: Path, d: dict[str, Any]) -> None:
-        """A cycle's page (eval-results.md, evaluation.md) says what its decision says of
-        the commit it ended at and of its tests."""
-        for line in page.read_text(errors="replace").splitlines():
-            if line.startswith(ENDING) and line[len(ENDING) :].strip() != d.get("end_commit"):
-                self.audit.differ(
-                    self.rel(page),
-                    f"says it ended at {line[len(ENDING) :].strip()[:12]}, its decision at "
-                    f"{str(d.get('end_commit'))[:12]}",
-                )
-            said = line[len(TEST_STATUS) :].split(" ", 1)[0] if line.startswith(TEST_STATUS) else ""
-            if said in ("pass", "FAIL") and (said == "pass") != bool(d.get("tests_pass")):
-                self.audit.differ(
-                    self.rel(page),
-                    f"says the tests {said}, its decision says "
-                    + ("pass" if d.get("tests_pass") else "FAIL"),
-                )
+        made = {n for stage in self.stages_run() for n in self.mode.setup.stage_files[stage]}
+        if self.spec is None or not made:
+            return  # the page renders with the spec's keys: its problem is said already
+        try:
+            rendered = self.mode.views.cycle_page(self.spec, decision)
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            problem = f"cannot be rendered ({type(err).__name__}: {err})"
+            self.audit.differ(self.rel(self.layout.decision(number, self.track)), problem)
+            return
+        if rendered is None:
+            return
+        name, text = rendered
+        if name in made and _not_written(folder / name) is None:  # else: said as missing
+            check_rendered(folder / name, self.rel(folder / name), text, self.audit)
 
     def check_stage_files_there(self, number: int, folder: Path, decision: dict[str, Any]) -> None:
         candidates = [
@@ -486,26 +488,6 @@ class Loop:
                 self.rel(self.layout.done),
                 f"the session is done, but {branch.name} is at {(branch.tip or '')[:12]}, "
                 f"not at the last recorded commit {last_end[:12]}",
-            )
-        if not self.track:
-            self.check_done(len(decided), last_end)
-
-    def check_done(self, count: int, last_end: str) -> None:
-        """`done`'s own count of the loop's turns and its final commit, where it gives them."""
-        done = self.layout.done
-        if _not_written(done) is not None:
-            return
-        said = dict(line.split(": ", 1) for line in done.read_text().splitlines() if ": " in line)
-        turns = said.get(f"{self.audit.step}s", "")
-        if turns.isdigit() and int(turns) != count:
-            self.audit.differ(
-                self.rel(done), f"says {turns} {self.audit.step}s, the session decided {count}"
-            )
-        final = said.get("final commit")
-        if final and final != last_end:
-            self.audit.differ(
-                self.rel(done),
-                f"says the final commit is {final[:12]}, the decisions end at {last_end[:12]}",
             )
 
     def track_is_partial(self, decided: dict[int, dict[str, Any]]) -> bool:
@@ -773,6 +755,26 @@ def _same_run(tests: dict[str, Any], run: dict[str, Any]) -> bool:
 
 def _num(row: dict[str, str]) -> bool:
     return bool(row.get("cycle")) and row["cycle"].isdigit()
+
+
+def check_rendered(page: Path, where: str, rendered: str, audit: Audit) -> None:
+    """A page the views render from records is what they render, line for line (masked as
+    the session's writer masks it); the first line that is not is the difference."""
+    have = page.read_text(errors="replace").splitlines()
+    want = seen.scrub_for(page, rendered).splitlines()
+    for number, (line, expected) in enumerate(zip(have, want, strict=False), 1):
+        if line != expected:
+            said = f"line {number} reads {line!r}, they render {expected!r}"
+            break
+    else:
+        if len(have) == len(want):
+            return
+        said = (
+            f"it ends at line {len(have)}, they render {len(want)} lines"
+            if len(have) < len(want)
+            else f"line {len(want) + 1} reads {have[len(want)]!r}, they render no more"
+        )
+    audit.differ(where, f"is not what its records render: {said}")
 
 
 def _check_summary(layout: SessionLayout, decided: list[dict[str, Any]], audit: Audit) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from conftest import Workflow, git, make_repo
@@ -139,6 +141,27 @@ def test_the_outputs_show_before_and_after_per_category(history):
     assert (
         "errors: 2 → 1" in done and "fixes kept: 1" in done and "blocked: 1 of those left" in done
     )
+
+
+def test_verify_holds_done_to_what_the_records_render(history):
+    workflow, session, _ = history
+    verify = [sys.executable, "-m", "autoresearch.cli", "verify", "f"]
+    run = dict(cwd=workflow.workdir, env=workflow.env(), capture_output=True, text=True)
+    ok = subprocess.run(verify, **run, timeout=300)
+    assert ok.returncode == 0 and ok.stdout.startswith("verified: 4 cycles, 1 commit"), ok.stdout
+    assert "not checked: done" not in ok.stdout
+    done = session / "done"
+    honest = done.read_text()
+    try:
+        done.write_text(honest.replace("fixes kept: 1", "fixes kept: 2"))
+        proc = subprocess.run(verify, **run, timeout=300)
+    finally:
+        done.write_text(honest)
+    assert proc.returncode == 1
+    assert proc.stdout.startswith(
+        "sessions/f/done: is not what its records render: line 5 reads 'fixes kept: 2', "
+        "they render 'fixes kept: 1'"
+    ), proc.stdout
 
 
 CALC_LINT = "import os\nimport sys\n\n\ndef add(a, b):\n    return a + b\n"

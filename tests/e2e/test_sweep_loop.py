@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from conftest import (
@@ -178,6 +180,16 @@ def test_broken_cycle_reverts_refactor_then_green_newest_first(workflow, tmp_pat
     assert "MARKER" not in (workflow.session("s") / "worktree/calc.py").read_text()
     log = git(workflow.session("s") / "worktree", "log", "--format=%s").splitlines()
     assert log[0].startswith('Revert "fix: [F-001] guard"')
+    # The page says what broke before the reverts from the decision alone, so verify can
+    # render it again and finds it whole.
+    page = (workflow.session("s") / "cycles/001/eval-results.md").read_text()
+    first = f"- Before reverts: {decision['first_test_summary']}; {decision['first_test_verdict']}"
+    assert decision["first_test_summary"] and first in page.splitlines()
+    verify = [sys.executable, "-m", "autoresearch.cli", "verify", "s"]
+    proc = subprocess.run(
+        verify, cwd=workflow.workdir, env=workflow.env(), capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout
 
 
 # Breaks every run of a committed tree for good once calc.py was marked: the poison file

@@ -97,6 +97,22 @@ def rewrite_row(run):
     return "results.tsv: cycle 1, green row: 2 fixed, the decision keeps 1"
 
 
+def better_page(run):
+    """Cycle 2's page claims more passing tests than its run had; its status word is true."""
+    page = run.session / "cycles/002/eval-results.md"
+    text = page.read_text()
+    counted = text.split("- Test status: ", 1)[1].split("\n", 1)[0]
+    page.write_text(text.replace(counted, counted.replace(" passed", "0 passed", 1), 1))
+    return "sessions/s/cycles/002/eval-results.md: is not what its records render: line 3"
+
+
+def better_done(run):
+    """`done` claims a fix more than the decisions keep."""
+    done = run.session / "done"
+    done.write_text(done.read_text().replace("fixes kept: 1", "fixes kept: 2"))
+    return "sessions/s/done: is not what its records render: line 5 reads 'fixes kept: 2'"
+
+
 def drop_rows(run):
     """Cycle 1's rows, the ones of its kept commits, are gone."""
     results = run.session / "results.tsv"
@@ -130,7 +146,7 @@ def force_back(run):
 
 @pytest.mark.parametrize(
     "tamper",
-    [rewrite_row, drop_rows, end_off_the_branch, amend, force_back],
+    [rewrite_row, better_page, better_done, drop_rows, end_off_the_branch, amend, force_back],
     ids=lambda f: f.__name__,
 )
 def test_a_session_made_to_look_better_afterwards_fails_verify_naming_the_file(sweep, tamper):

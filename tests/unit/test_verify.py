@@ -20,10 +20,12 @@ from pathlib import Path
 import pytest
 from conftest import CALC, CALC_TESTS, ROOT, git, make_repo
 
+from autoresearch.engine import evaluate
+from autoresearch.modes.base import Ended, cycles_done
 from autoresearch.session import verify
 from autoresearch.session.files import append_line
 from autoresearch.session.layout import SessionLayout
-from autoresearch.session.record import SetupRecord
+from autoresearch.session.record import SetupRecord, load_record
 from autoresearch.views import journal, status
 
 BRANCH = "autoresearch/improve"
@@ -83,9 +85,6 @@ class Session:
         end = git(self.worktree, "rev-parse", "HEAD")
         for name in ("red-findings.md", "sanitized.md", "green-patch.md", "refactor-patch.md"):
             (folder / name).write_text(f"# {name}\n")
-        (folder / "eval-results.md").write_text(
-            f"# Evaluation: cycle {n}\n\n- Test status: pass (2 passed)\n- Ending commit: {end}\n"
-        )
         stage = {"cycle": n, "track": "", "start_commit": start, "end_commit": start}
         (folder / "red.json").write_text(json.dumps({**stage, "findings": len(fixes)}))
         green = {**stage, "end_commit": end, "fixed": fixed, "skipped": [], "usage": USAGE}
@@ -99,16 +98,20 @@ class Session:
             "start_commit": start,
             "end_commit": end,
             "tests_pass": True,
+            "test_summary": tests["summary"],
             "tests": tests,
             "reverted": [],
             "findings": len(fixes),
             "fixed": fixed,
             "skipped": [],
+            "files_changed": ["calc.py"],
+            "open_issues": [],
             "commits_total": int(git(self.target, "rev-list", "--count", f"{self.base}..{end}")),
             "stop": False,
             "reason": None,
         }
         (folder / "decision.json").write_text(json.dumps(decision))
+        (folder / "eval-results.md").write_text(evaluate.render_results(decision))
         journal.note_decision(self.layout, n)
         team = {"status": "ok", "tests_pass": True, "timestamp": journal.now()}
         journal.upsert_results(
@@ -183,10 +186,8 @@ def session(tmp_path) -> Session:
     last = s.cycle(2, first["end_commit"], [("F-003", "name the module")])
     cycles = [journal.cycle_line(d) for d in (first, last)]
     (root / "session.md").write_text("# s\n\n## Cycles completed\n" + "\n".join(cycles) + "\n")
-    (root / "done").write_text(
-        "session: s\nstopped: max_cycles reached (2)\ncycles: 2\n"
-        f"final commit: {last['end_commit']}\n"
-    )
+    record = load_record(s.layout)
+    (root / "done").write_text(cycles_done("sweep", Ended(s.layout, record, None, [first, last])))
     return s
 
 
@@ -305,20 +306,33 @@ def test_a_last_cycle_removed_whole_is_found_by_the_logs_it_left(session):
     rows = (session.root / "results.tsv").read_text().splitlines(keepends=True)
     (session.root / "results.tsv").write_text("".join(r for r in rows if not r.startswith("002")))
     session.move_branch(first["end_commit"])
-    (session.root / "done").write_text(f"cycles: 1\nfinal commit: {first['end_commit']}\n")
+    record = load_record(session.layout)
+    (session.root / "done").write_text(
+        cycles_done("sweep", Ended(session.layout, record, None, [first]))
+    )
     assert session.lines() == [
         "sessions/s/cycles/002/decision.json: missing with its folder, though "
         "sessions/s/logs/red/002.log ran"
     ]
 
 
-def test_done_counting_other_cycles_or_another_final_commit_is_reported(session):
+@pytest.mark.parametrize(
+    ("said", "lie", "line"),
+    [("cycles: 2", "cycles: 3", 4), ("final commit: ", "final commit: 0", 8)],
+)
+def test_done_counting_other_cycles_or_another_final_commit_is_reported(session, said, lie, line):
     done = session.root / "done"
-    done.write_text(done.read_text().replace("cycles: 2", "cycles: 3"))
-    done.write_text(done.read_text().replace("final commit: ", "final commit: 0"))
+    done.write_text(done.read_text().replace(said, lie))
+    (found,) = session.lines()
+    assert found.startswith(f"sessions/s/done: is not what its records render: line {line} reads ")
+    assert lie in found.split(", they render")[0]
+
+
+def test_done_whose_records_cannot_render_it_is_reported_not_a_crash(session):
+    # The last decision's test run is no record: done's tests line cannot be made from it.
+    session.edit("cycles/002/decision.json", lambda d: d.update(tests_pass=False, tests="x"))
     lines = session.lines()
-    assert "sessions/s/done: says 3 cycles, the session decided 2" in lines
-    assert any(line.startswith("sessions/s/done: says the final commit is 0") for line in lines)
+    assert any(ln.startswith("sessions/s/done: its records cannot render it (") for ln in lines)
 
 
 def test_a_loop_folder_the_session_does_not_have_is_reported(session):
@@ -331,16 +345,60 @@ def test_a_loop_folder_the_session_does_not_have_is_reported(session):
 
 def test_a_cycle_page_that_says_pass_for_a_failed_cycle_is_reported(session):
     session.edit("cycles/002/decision.json", lambda d: d.update(tests_pass=False))
-    assert "sessions/s/cycles/002/eval-results.md: says the tests pass, its decision says FAIL" in (
-        session.lines()
-    )
+    lines = session.lines()
+    assert (
+        "sessions/s/cycles/002/eval-results.md: is not what its records render: line 3 reads "
+        "'- Test status: pass (2 passed)', they render '- Test status: FAIL (2 passed)'"
+    ) in lines
+    # `done` renders the same decision: it is held to the failed run too.
+    assert "line 7 reads 'tests: pass', they render 'tests: FAIL'" in lines[-1]
 
 
 def test_a_cycle_page_naming_another_ending_commit_is_reported(session):
     page = session.root / "cycles/001/eval-results.md"
     page.write_text(page.read_text().replace("- Ending commit: ", "- Ending commit: 0"))
     (line,) = session.lines()
-    assert line.startswith("sessions/s/cycles/001/eval-results.md: says it ended at 0")
+    assert line.startswith(
+        "sessions/s/cycles/001/eval-results.md: is not what its records render: line 5 reads "
+        "'- Ending commit: 0"
+    )
+
+
+def test_a_cycle_page_whose_test_counts_were_raised_is_reported(session):
+    # The status word still matches the decision: only the counts after it were made better.
+    page = session.root / "cycles/002/eval-results.md"
+    page.write_text(page.read_text().replace("pass (2 passed)", "pass (12 passed)"))
+    (line,) = session.lines()
+    assert line == (
+        "sessions/s/cycles/002/eval-results.md: is not what its records render: line 3 "
+        "reads '- Test status: pass (12 passed)', they render '- Test status: pass (2 passed)'"
+    )
+
+
+def test_a_cycle_page_listing_a_fix_its_decision_never_kept_is_reported(session):
+    page = session.root / "cycles/002/eval-results.md"
+    page.write_text(page.read_text().replace("## Fixed\n", "## Fixed\n- [F-009] fix the cache\n"))
+    (line,) = session.lines()
+    assert line.startswith("sessions/s/cycles/002/eval-results.md: is not what its records")
+    assert "reads '- [F-009] fix the cache'" in line
+
+
+def test_a_cycle_page_cut_short_is_reported(session):
+    page = session.root / "cycles/001/eval-results.md"
+    page.write_text(page.read_text().split("## Remaining")[0])
+    (line,) = session.lines()
+    assert line.startswith("sessions/s/cycles/001/eval-results.md: is not what its records")
+    assert "ends at line" in line
+
+
+def test_done_claiming_more_fixes_than_the_decisions_keep_is_reported(session):
+    done = session.root / "done"
+    done.write_text(done.read_text().replace("fixes kept: 3", "fixes kept: 9"))
+    (line,) = session.lines()
+    assert line == (
+        "sessions/s/done: is not what its records render: line 5 reads 'fixes kept: 9', "
+        "they render 'fixes kept: 3'"
+    )
 
 
 def test_a_session_md_that_lists_a_cycle_otherwise_than_its_decision_is_reported(session):

@@ -27,7 +27,7 @@ from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 
 from ...errors import SpecError
-from ..base import Mode, Progress, part
+from ..base import Ended, Mode, Progress, part
 from .aspiration import measure_base, metric_of
 from .comparison import UNRANKED
 from .hypotheses import HypothesisError, from_spec, validate
@@ -127,11 +127,11 @@ class BroadViews(Mode.views):
         compared.append(bench / "comparison.tsv")
         return [*(ended if track else []), *compared, *super().end_files(layout, track)]
 
-    def write_done(self, env: StageEnv, out: Path) -> None:
-        data = json.loads(env.layout.comparison_json.read_text())
-        self.write_summary(env)
+    def render_done(self, ended: Ended) -> str | None:
+        layout = ended.layout
+        data = json.loads(layout.comparison_json.read_text())
         lines = [
-            f"session: {env.layout.name}",
+            f"session: {layout.name}",
             "mode: broad",
             f"stopped: all {len(data['tracks'])} tracks ended; comparison.md picks the winner",
             f"tracks: {len(data['tracks'])}",
@@ -149,8 +149,13 @@ class BroadViews(Mode.views):
             lines.append(f"runner-up: {data['runner_up']}")
         if data.get("merge_command"):
             lines.append(f"merge with: {data['merge_command']}")
-        lines.append(f"details: {rel(env.layout.comparison_md)}")
-        write_text(out, "\n".join(lines) + "\n")
+        lines.append(f"details: {rel(layout.comparison_md)}")
+        return "\n".join(lines) + "\n"
+
+    def write_done(self, env: StageEnv, out: Path) -> None:
+        self.write_summary(env)
+        write_text(out, self.render_done(Ended(env.layout, env.record, env.spec, [])) or "")
+        winner = json.loads(env.layout.comparison_json.read_text())["winner"]
         env.log(json.dumps({"done": env.layout.name, "winner": winner["id"] if winner else None}))
 
     def review_loops(

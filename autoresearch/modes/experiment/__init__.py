@@ -35,7 +35,7 @@ from autoresearch.views.session_report import MetricChange, ReportStep
 
 from ...errors import SessionError, SpecError
 from .. import cycle_view
-from ..base import Mode, PlannedMetric, Progress, part, review_line
+from ..base import Ended, Mode, PlannedMetric, Progress, part, review_line
 from . import guard as guards
 from . import holdout, preserve, report, runs, show
 from . import log as logs
@@ -346,14 +346,19 @@ class ExperimentViews(Mode.views):
         best = (recs[-1].get("best") or {}).get("value")
         return MetricChange(key_of(cfg), recs[0]["metric_value"], best, cfg.direction)
 
-    def write_done(self, env: StageEnv, out: Path) -> None:
-        cfg = config_of(env.spec)
-        recs = records(env.layout)
+    def cycle_page(self, spec: SessionSpec, decision: dict[str, Any]) -> tuple[str, str] | None:
+        from .stages import render_evaluation
+
+        return "evaluation.md", render_evaluation(decision, key_of(config_of(spec)))
+
+    def render_done(self, ended: Ended) -> str | None:
+        layout, cfg = ended.layout, config_of(ended.spec)
+        recs = [baseline_record(setup_state(layout)), *ended.decisions]
         c = logs.counts(recs)
         last = recs[-1]
         best = last["best"]
         lines = [
-            f"session: {env.layout.name}",
+            f"session: {layout.name}",
             "mode: experiment",
             f"stopped: {final_reason(recs) or 'finished'}",
             f"iterations: {len(recs) - 1}",
@@ -367,9 +372,9 @@ class ExperimentViews(Mode.views):
             f"baseline: {key_of(cfg)} = {fmt(recs[0]['metric_value'])}",
             f"best: {key_of(cfg)} = {fmt(best['value'])} (experiment {logs.best_name(best)})",
             f"final commit: {last['end_commit']}",
-            review_line(env.record),
+            review_line(ended.record),
         ]
-        setup = setup_state(env.layout)
+        setup = setup_state(layout)
         lines.append(f"run: {setup['run_id']}")
         preserved = [r["preserved"] for r in logs.each_experiment(recs) if r.get("preserved")]
         if preserved:
@@ -378,9 +383,14 @@ class ExperimentViews(Mode.views):
                 f"{preserve.REF_ROOT}/{setup['run_id']}/ (git show <ref>)"
             )
         if setup.get("run_folder"):
-            publish_run(env.layout, cfg, recs, finished=True)
             lines.append(f"run folder: {setup['run_folder']}")
-        write_text(out, "\n".join(lines) + "\n")
+        return "\n".join(lines) + "\n"
+
+    def write_done(self, env: StageEnv, out: Path) -> None:
+        recs = records(env.layout)
+        if setup_state(env.layout).get("run_folder"):
+            publish_run(env.layout, config_of(env.spec), recs, finished=True)
+        write_text(out, self.render_done(Ended(env.layout, env.record, env.spec, recs[1:])) or "")
 
     def kept_count(self, layout: SessionLayout) -> int | str:
         """The iterations kept (each one commit)."""

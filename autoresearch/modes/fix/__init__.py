@@ -11,7 +11,6 @@ iteration.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -23,13 +22,13 @@ from autoresearch.engine.loop import Decision, Extra, Judged, absent
 from autoresearch.engine.stage import StageEnv
 from autoresearch.measure import measured
 from autoresearch.safety import commands, git
-from autoresearch.session.layout import SESSIONS, SessionLayout, rel
+from autoresearch.session.layout import SESSIONS, SessionLayout
 from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
 from autoresearch.views import journal
 
 from ...errors import SpecError
-from ..base import part, review_line
+from ..base import Ended, part, review_line
 from ..lens import check_ended, error_counts, lens_log
 from ..lens.changing import ChangingLens, kept_steps
 from ..lens.error_counts import Error
@@ -108,27 +107,25 @@ class FixViews(ChangingLens.views):
         lines += [f"- Iteration {d['cycle']}: {d['status']} — {report.what(d)}" for d in decisions]
         return "\n".join(lines)
 
-    def write_done(self, env: StageEnv, out: Path) -> None:
-        data = json.loads(self.handoff_path(env.layout).read_text())
-        decisions = journal.load_decisions(env.layout)
-        final = data.get("final_commit") or self.end_commit(env)
-        lines = [
-            f"session: {env.layout.name}",
-            f"mode: {self.name}",
-            f"stopped: {self.stopped(env) or 'finished'}",
-            f"iterations: {len(decisions)}",
-            f"fixes kept: {kept_steps(decisions)}",
+    def done_counts(self, ended: Ended, data: dict[str, Any]) -> list[str]:
+        return [
+            f"iterations: {len(ended.decisions)}",
+            f"fixes kept: {kept_steps(ended.decisions)}",
             f"errors: {data['errors_before']} → {data['errors_after']}",
             f"blocked: {sum(1 for f in data['findings'] if f['blocked'])} of those left",
-            f"{self.gate_label}: {len(data['findings'])}",
-            f"fail_on: {data['fail_on']}",
-            f"gate: {data['gate']}",
-            f"report: {rel(self.summary_path(env.layout))}",
-            f"regression tests added: {len(data.get('regression_tests') or [])}",
-            f"final commit: {final}",
-            review_line(env.record),
         ]
-        self.writer(env.record).text(out, "\n".join(lines) + "\n")
+
+    def done_report(self, layout: SessionLayout) -> Path:
+        return self.summary_path(layout)
+
+    def done_tail(self, ended: Ended, data: dict[str, Any]) -> list[str]:
+        decisions, record = ended.decisions, ended.record
+        end = decisions[-1]["end_commit"] if decisions else record.base_commit
+        return [
+            f"regression tests added: {len(data.get('regression_tests') or [])}",
+            f"final commit: {data.get('final_commit') or end}",
+            review_line(record),
+        ]
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         if not self.setup_path(layout).exists():

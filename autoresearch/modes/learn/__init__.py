@@ -15,7 +15,6 @@ it names holds and its score rose.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,9 +26,8 @@ from autoresearch.session.files import read_json
 from autoresearch.session.layout import SessionLayout, rel
 from autoresearch.session.record import SetupRecord
 from autoresearch.session.spec import SessionSpec
-from autoresearch.views import journal
 
-from ..base import part, review_line
+from ..base import Ended, part, review_line
 from ..lens.changing import ChangingLens, kept_steps
 from ..lens.output import Writer
 from . import doc_checks, docs
@@ -93,27 +91,22 @@ class LearnViews(ChangingLens.views):
         ]  # fmt: skip
         return "\n".join(lines)
 
-    def write_done(self, env: StageEnv, out: Path) -> None:
-        data = json.loads(self.handoff_path(env.layout).read_text())
-        decisions = journal.load_decisions(env.layout)
-        kept = [d["doc"] for d in decisions if d["status"] == Status.KEPT]
-        last = self.end_commit(env)
-        lines = [
-            f"session: {env.layout.name}",
-            f"mode: {self.name} ({self.setup_data(env.layout)['mode']})",
-            f"stopped: {self.stopped(env) or 'finished'}",
-            f"docs kept: {len(kept)}" + (f" ({', '.join(kept)})" if kept else ""),
-            f"score: {data['score']}",
-            f"{self.gate_label}: {len(data['findings'])}",
-            f"fail_on: {data['fail_on']}",
-            f"gate: {data['gate']}",
-            f"report: {rel(self.health_path(env.layout))}",
-        ]
-        if kept:
-            lines.append(f"{review_line(env.record)}  (final {last[:12]})")
-        else:
-            lines.append(f"target unchanged: {env.record.target}")
-        self.writer(env.record).text(out, "\n".join(lines) + "\n")
+    def done_detail(self, layout: SessionLayout) -> str:
+        return f" ({self.setup_data(layout)['mode']})"
+
+    def done_counts(self, ended: Ended, data: dict[str, Any]) -> list[str]:
+        kept = [d["doc"] for d in ended.decisions if d["status"] == Status.KEPT]
+        docs = f"docs kept: {len(kept)}" + (f" ({', '.join(kept)})" if kept else "")
+        return [docs, f"score: {data['score']}"]
+
+    def done_report(self, layout: SessionLayout) -> Path:
+        return self.health_path(layout)
+
+    def done_tail(self, ended: Ended, data: dict[str, Any]) -> list[str]:
+        if not any(d["status"] == Status.KEPT for d in ended.decisions):
+            return [f"target unchanged: {ended.record.target}"]
+        final = ended.decisions[-1]["end_commit"][:12]
+        return [f"{review_line(ended.record)}  (final {final})"]
 
 
 class Learn(ChangingLens):

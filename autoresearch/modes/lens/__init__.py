@@ -26,8 +26,9 @@ from autoresearch.views import journal
 
 from ...checks.finding_schema import gate
 from ...errors import SessionError, SpecError
-from ..base import Mode, Progress, part
+from ..base import Ended, Mode, Progress, part
 from . import lens_log
+from .masking import redact
 from .output import Writer
 
 DEFAULT_FAIL_ON = "high"
@@ -121,26 +122,53 @@ class LensViews(Mode.views):
         made = [self.findings_path(layout), self.handoff_path(layout)]
         return [*made, *super().end_files(layout, track)]
 
-    def write_done(self, env: StageEnv, out: Path) -> None:
-        data = read_json(self.handoff_path(env.layout)) or {}
-        findings = data.get("findings") or []
-        link = chain.link_of(env.layout.name, dict(env.spec), env.layout.root.parent)
+    def cycle_page(self, spec: SessionSpec, decision: dict[str, Any]) -> None:
+        return None  # a lens lists no stage files: its step pages are its stages' own
+
+    def render_done(self, ended: Ended) -> str:
+        """`done` from the lens's records: handoff.json (why it stopped, its findings, its
+        gate) and the loop's decisions. A lens adds only its own lines: `done_counts`
+        after why it stopped, `done_tail` after its report (`done_report`)."""
+        layout = ended.layout
+        data = read_json(self.handoff_path(layout)) or {}
         lines = [
-            f"session: {env.layout.name}",
-            f"mode: {self.name}",
-            f"stopped: {self.stopped(env) or 'finished'}",
-            f"{self.gate_label}: {len(findings)}",
-            f"fail_on: {data.get('fail_on', self.fail_on(env.spec))}",
+            f"session: {layout.name}",
+            f"mode: {self.name}{self.done_detail(layout)}",
+            f"stopped: {data.get('stopped') or 'finished'}",
+            *self.done_counts(ended, data),
+            f"{self.gate_label}: {len(data.get('findings') or [])}",
+            f"fail_on: {data.get('fail_on', self.fail_on(ended.spec))}",
             f"gate: {data.get('gate', 'PASSED')}",
-            f"report: {rel(self.findings_path(env.layout))}",
-            f"handoff: {rel(self.handoff_path(env.layout))}",
+            f"report: {rel(self.done_report(layout))}",
+            *self.done_tail(ended, data),
         ]
+        return redact("\n".join(lines) + "\n", (ended.record.base_commit,))[0]
+
+    def write_done(self, env: StageEnv, out: Path) -> None:
+        ended = Ended(env.layout, env.record, env.spec, journal.load_decisions(env.layout))
+        self.writer(env.record).text(out, self.render_done(ended))
+
+    def done_detail(self, layout: SessionLayout) -> str:
+        """What follows the mode's name on `done`'s mode line (ship: the release type)."""
+        return ""
+
+    def done_counts(self, ended: Ended, data: dict[str, Any]) -> list[str]:
+        """The lens's counts, before its gate (`data`: handoff.json). Default: none."""
+        return []
+
+    def done_report(self, layout: SessionLayout) -> Path:
+        return self.findings_path(layout)
+
+    def done_tail(self, ended: Ended, data: dict[str, Any]) -> list[str]:
+        """The lines after the report: the handoff, the lens chain and the target."""
+        layout = ended.layout
+        link = chain.link_of(layout.name, dict(ended.spec), layout.root.parent)
+        lines = [f"handoff: {rel(self.handoff_path(layout))}"]
         if link.next:
             lines.append(f"next lens: sessions/{link.next}")
         if link.parent:
             lines.append(f"chained from: sessions/{link.parent}")
-        lines += self.done_lines(env)
-        self.writer(env.record).text(out, "\n".join(lines) + "\n")
+        return lines + self.done_lines(ended)
 
     def kept_count(self, layout: SessionLayout) -> int | str:
         return 0  # a lens changes nothing
@@ -314,9 +342,9 @@ class Lens(Mode):
             **(extra or {}),
         }
 
-    def done_lines(self, env: StageEnv) -> list[str]:
+    def done_lines(self, ended: Ended) -> list[str]:
         """The lens's own lines of `done` (security with `fix: true`: the fixes kept)."""
-        return [f"target unchanged: {env.record.target} (branch {env.record.branch})"]
+        return [f"target unchanged: {ended.record.target} (branch {ended.record.branch})"]
 
     def stopped(self, env: StageEnv) -> str | None:
         """Why the lens's work ended, for `done` and `status`."""

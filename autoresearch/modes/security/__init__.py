@@ -18,7 +18,7 @@ from autoresearch.session.spec import SessionSpec
 
 from ...checks.finding_schema import OWASP_2021, SECURITY, STRIDE, compare
 from ...checks.severity import SEVERITIES, rank
-from ..base import part, review_line
+from ..base import Ended, part, review_line
 from ..lens import check_ended, check_ref, lens_log
 from ..lens.loop import Focus, LoopLens
 from ..lens.output import Writer
@@ -170,15 +170,15 @@ class Security(LoopLens):
             inputs.append(rel(self.fix_path(layout)))
         return inputs
 
-    def done_lines(self, env: StageEnv) -> list[str]:
-        if not self.fixing(env.spec):
-            return super().done_lines(env)
-        fixed = [r for r in self.fixes(env.layout) if r["status"] == "fixed"]
-        end = (read_json(self.fix_path(env.layout)) or {}).get("end_commit", "")
+    def done_lines(self, ended: Ended) -> list[str]:
+        if not self.fixing(ended.spec):
+            return super().done_lines(ended)
+        fixed = [r for r in self.fixes(ended.layout) if r["status"] == "fixed"]
+        end = (read_json(self.fix_path(ended.layout)) or {}).get("end_commit", "")
         return [
             f"fixes kept: {len(fixed)} (confirmed critical/high only)",
             f"final commit: {end}",
-            review_line(env.record),
+            review_line(ended.record),
         ]
 
     def report_findings(self, layout: SessionLayout) -> list[dict[str, Any]]:

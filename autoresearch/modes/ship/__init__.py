@@ -12,7 +12,6 @@ the file sessions/<name>/approved present, runs them, and as a dry run unless
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from autoresearch.session.spec import SessionSpec
 from autoresearch.views import journal
 
 from ...errors import SessionError
-from ..base import part
+from ..base import Ended, part
 from ..lens import check_ref, is_commit, lens_log
 from ..lens.changing import ChangingLens
 from ..lens.output import Writer
@@ -73,26 +72,28 @@ class ShipViews(ChangingLens.views):
                   for d in decisions]  # fmt: skip
         return "\n".join(lines)
 
-    def write_done(self, env: StageEnv, out: Path) -> None:
-        data = json.loads(self.handoff_path(env.layout).read_text())
-        results = self.final_results(env.layout)
-        lines = [
-            f"session: {env.layout.name}",
-            f"mode: {self.name} ({self.setup_data(env.layout)['type']})",
-            f"stopped: {self.stopped(env) or 'finished'}",
+    def done_detail(self, layout: SessionLayout) -> str:
+        return f" ({self.setup_data(layout)['type']})"
+
+    def done_counts(self, ended: Ended, data: dict[str, Any]) -> list[str]:
+        results = self.final_results(ended.layout, ended.decisions)
+        return [
             f"score: {gating.passing(results)}/{gating.checked(results)} gates pass",
             f"needs a person: {sum(1 for r in results if r.status == gating.PERSON)}",
-            f"{self.gate_label}: {len(data['findings'])}",
-            f"fail_on: {data['fail_on']}",
-            f"gate: {data['gate']}",
-            f"report: {rel(self.checklist_path(env.layout))}",
+        ]
+
+    def done_report(self, layout: SessionLayout) -> Path:
+        return self.checklist_path(layout)
+
+    def done_tail(self, ended: Ended, data: dict[str, Any]) -> list[str]:
+        layout = ended.layout
+        return [
             "ship with (not run by the workflow):",
             *[f"    {c}" for c in data["ship_commands"]],
             f"to have the workflow run them: set approve: manual, touch "
-            f"{rel(env.layout.approval_marker)}, then snakemake --cores 1 "
-            f"{rel(self.shipped_path(env.layout))}" + (" (a dry run unless ship.dry_run: false)"),
+            f"{rel(layout.approval_marker)}, then snakemake --cores 1 "
+            f"{rel(self.shipped_path(layout))}" + (" (a dry run unless ship.dry_run: false)"),
         ]
-        self.writer(env.record).text(out, "\n".join(lines) + "\n")
 
     def status_lines(self, layout: SessionLayout, spec: SessionSpec) -> list[str]:
         if not self.setup_path(layout).exists():
@@ -246,8 +247,10 @@ class Ship(ChangingLens):
 
     # --- the report and done -------------------------------------------------------------
 
-    def final_results(self, layout: SessionLayout) -> list[gating.Result]:
-        decisions = journal.load_decisions(layout)
+    def final_results(
+        self, layout: SessionLayout, decisions: list[dict[str, Any]] | None = None
+    ) -> list[gating.Result]:
+        decisions = journal.load_decisions(layout) if decisions is None else decisions
         data = decisions[-1]["results_after"] if decisions else self.setup_data(layout)["baseline"]
         return [gating.Result(**r) for r in data]
 
