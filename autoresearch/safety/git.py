@@ -137,8 +137,66 @@ def confined(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list
     worktree, the common git directory and a throwaway index's folder writable."""
     if not args or args[0] not in TOUCHES_FILES:
         return cmd
+    boxed = _boxed(cmd, args, env)
+    if boxed is not None:
+        return boxed
     jailed = _jailed_script([cmd], [args], env)
     return cmd if jailed is None else jailed
+
+
+# Whether the harness's confined git runs in the Landlock box (gitbox.py) where the kernel
+# has one; off, or where it has none, in the bwrap jail below. The box needs no namespace
+# nor mount (safe beside other sessions' boxes), keeps root's git from every file outside
+# the worktree and the system's programs (root-only ones included), and costs a fraction
+# of a jail (docs/safety.md).
+LANDLOCK = True
+
+
+def _boxed(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list[str] | None:
+    """`cmd` in the Landlock box, or None where it does not run there (CONFINED or LANDLOCK
+    off, no usable launcher, a call not bound to one of our worktrees)."""
+    from autoresearch.safety import gitbox
+
+    if not (CONFINED and LANDLOCK):
+        return None
+    work, admin = env.get("GIT_WORK_TREE"), env.get("GIT_DIR")
+    if not work or not admin or gitbox.usable() is None:
+        return None
+    common = Path(admin)
+    if (common / "commondir").is_file():
+        common = (common / (common / "commondir").read_text().strip()).resolve()
+    index = env.get("GIT_INDEX_FILE")
+    writable = [work, str(common), *([str(Path(index).parent)] if index else [])]
+    writable += [env[name] for name in ("HOME", "TMPDIR") if env.get(name)]
+    # A file a call names outside the worktree (the patch `apply` reads) may be read.
+    named = [a for a in args[1:] if os.path.isabs(a) and os.path.isfile(a)]
+    readable = [*gitbox.path_folders(env.get("PATH", ""), [work, str(common)]), *named]
+    return gitbox.argv(writable, readable, cmd, keep_caps=os.geteuid() == 0)
+
+
+def boxed(cmd: list[str]) -> bool:
+    """Whether `cmd` is a command line of the Landlock box: a direct child of ours, whose
+    CPU rusage counts, run as it is."""
+    from autoresearch.safety import gitbox
+
+    return bool(cmd) and cmd[0] == str(gitbox.EXE)
+
+
+def confinement() -> str:
+    """Which confinement the harness's git on a session worktree runs in here, in words
+    (setup.json's sandbox.harness_git)."""
+    from autoresearch.safety import gitbox
+    from autoresearch.safety import jail as jails
+
+    if not CONFINED:
+        return "none"
+    if LANDLOCK and gitbox.usable() is not None:
+        return "landlock: only the worktree, its git directories and the system's programs"
+    if not jails.probe().works:
+        return "none: neither Landlock (ABI 6) nor bwrap here"
+    if os.geteuid() == 0:
+        return "bwrap, as root with CAP_DAC_OVERRIDE and CAP_FOWNER (no Landlock here)"
+    return "bwrap (no Landlock here)"
 
 
 def _jailed_script(
@@ -214,6 +272,10 @@ def worktree_batch(
     jail's processes end with it, and nothing of the harness runs between its calls."""
     env = _bound(worktree)
     cmds = [argv(worktree, *c) for c in calls]
+    if calls and _boxed(cmds[0], calls[0], env) is not None:
+        # Each call its own box, from here: a box costs one exec, and a shell to run them
+        # in one would cost more than that.
+        return _calls_in_a_row(worktree, calls, env, may_fail)
 
     def script(cmds: list[list[str]], work: str) -> str:
         steps = []
@@ -227,13 +289,22 @@ def worktree_batch(
     jailed = _jailed_script(cmds, list(calls), env, script)
     if jailed is not None:
         return _run_counted(jailed, env, text=True)
-    proc = None
+    return _calls_in_a_row(worktree, calls, env, may_fail)
+
+
+def _calls_in_a_row(
+    worktree: Path, calls: tuple[tuple[str, ...], ...], env: dict[str, str], may_fail: frozenset
+) -> subprocess.CompletedProcess[str]:
+    """`worktree_batch`'s calls one by one, each confined as `_run` confines it alone; the
+    output the last call's, stderr all of theirs (as in one jail)."""
+    proc, errors = None, []
     for n, one in enumerate(calls):
         proc = _run(worktree, one, env, check=False)
+        errors.append(proc.stderr)
         if proc.returncode != 0 and n not in may_fail:
-            return proc
+            break
     assert proc is not None
-    return proc
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, "".join(errors))
 
 
 def worktree_batch_git(worktree: Path, *calls: tuple[str, ...], **kw) -> str:
@@ -352,7 +423,7 @@ def _run(
 ) -> subprocess.CompletedProcess[str]:
     plain = argv(path, *args)
     cmd = confined(plain, args, env)
-    if cmd is not plain and stdin is None:
+    if cmd is not plain and stdin is None and not boxed(cmd):
         proc = _run_counted(cmd, env, text=True)
     else:
         proc = subprocess.run(
@@ -383,7 +454,7 @@ def raw(path: Path | str, *args: str, timeout: float | None = None) -> subproces
     env = _bound(path) if record_of(path).is_file() else environment(path)
     plain = argv(path, *args)
     cmd = confined(plain, args, env)
-    if cmd is not plain:
+    if cmd is not plain and not boxed(cmd):
         return _run_counted(cmd, env, text=False, timeout=timeout)
     return subprocess.run(
         cmd,
