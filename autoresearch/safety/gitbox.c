@@ -11,7 +11,8 @@
  *          command left in the worktree as nobody); every other capability is dropped
  *          from the bounding set, so no program started later gets one back.
  * Besides the files: no TCP bind or connect (Landlock), no socket of any family and no
- * io_uring, namespace, mount, ptrace, bpf, keyring or System V IPC call (seccomp), no
+ * io_uring, namespace, mount, ptrace, bpf, keyring or System V IPC call, no change of a
+ * file's mode, owner or attributes by path, no other process's limits (seccomp), no
  * signal to a process outside the box and no abstract unix socket (Landlock scopes).
  * A path that does not exist is skipped.  Any failure to set the box up: one line on
  * stderr and exit 125; the program never runs unconfined.  Needs Landlock ABI 6. */
@@ -174,6 +175,38 @@ static void install_seccomp(void) {
         REFUSE(__NR_shmget, EPERM),
         REFUSE(__NR_msgget, EPERM),
         REFUSE(__NR_semget, EPERM),
+        REFUSE(__NR_pidfd_getfd, EPERM),
+        /* Landlock leaves a file's metadata alone, and root owns the host's files: changing
+         * a mode, an owner or an attribute by path would reach /etc/shadow. git changes
+         * modes through a file it opened (fchmod), which the box allowed it to open. */
+#ifdef __NR_chmod
+        REFUSE(__NR_chmod, EPERM),
+#endif
+        REFUSE(__NR_fchmodat, EPERM),
+#ifdef __NR_fchmodat2
+        REFUSE(__NR_fchmodat2, EPERM),
+#else
+        REFUSE(452, EPERM),
+#endif
+#ifdef __NR_chown
+        REFUSE(__NR_chown, EPERM),
+#endif
+#ifdef __NR_lchown
+        REFUSE(__NR_lchown, EPERM),
+#endif
+        REFUSE(__NR_fchownat, EPERM),
+        REFUSE(__NR_setxattr, EPERM),
+        REFUSE(__NR_lsetxattr, EPERM),
+        REFUSE(__NR_removexattr, EPERM),
+        REFUSE(__NR_lremovexattr, EPERM),
+        REFUSE(463, EPERM), /* setxattrat */
+        REFUSE(466, EPERM), /* removexattrat */
+        /* Another process's limits: root may lower those of every root process. */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prlimit64, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         /* clone3's flags are out of a filter's sight: ENOSYS makes libc use clone. */
         REFUSE(__NR_clone3, ENOSYS),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3),

@@ -256,3 +256,37 @@ def test_root_git_in_the_box_resets_and_cleans_what_a_command_left_as_nobody(wor
     ar_git.worktree_batch_git(worktree, ("reset", "-q", "--hard"), ("clean", "-ffdxq"))
     assert (worktree / "calc.py").read_text() == "X = 1\n"
     assert not (worktree / "left").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root owns the host's files")
+def test_a_filter_cannot_change_the_mode_or_owner_of_a_file_outside(worktree, tmp_path):
+    # Landlock leaves a file's metadata alone, and root owns the host's files: chmod on
+    # /etc/shadow would need no capability at all.
+    secret = tmp_path / "secret"
+    secret.write_text("ROOTONLY\n")
+    secret.chmod(0o600)
+    seen = worktree / "seen.txt"
+    program = attempt(f"import os; os.chmod({str(secret)!r}, 0o644)", seen)
+    program += attempt(f"import os; os.chown({str(secret)!r}, 65534, 65534)", seen)
+    program += attempt(f"import os; os.setxattr({str(secret)!r}, 'user.x', b'1')", seen)
+    with_filter(worktree, program)
+    assert staged(worktree) == "calc.py"
+    assert seen.read_text().split("\n")[:-1] == ["refused 1"] * 3
+    assert secret.stat().st_mode & 0o777 == 0o600 and secret.stat().st_uid == 0
+
+
+def test_a_filter_cannot_lower_the_limits_of_a_process_outside(worktree):
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        seen = worktree / "seen.txt"
+        action = f"import resource; resource.prlimit({sleeper.pid}, resource.RLIMIT_NOFILE, (3, 3))"
+        with_filter(worktree, attempt(action, seen))
+        assert staged(worktree) == "calc.py"
+        assert seen.read_text().strip() == "refused 1"
+        limits = Path(f"/proc/{sleeper.pid}/limits").read_text()
+        assert not any(
+            line.startswith("Max open files") and " 3 " in line for line in limits.splitlines()
+        )
+    finally:
+        sleeper.kill()
+        sleeper.wait()
