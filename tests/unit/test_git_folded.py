@@ -224,9 +224,7 @@ def test_has_branch_answers_for_a_repository_only(target, tmp_path):
 
 
 @needs_bwrap
-def test_what_a_confined_git_call_runs_in_its_jail_is_counted_as_jailed_cpu(
-    worktree, monkeypatch
-):
+def test_what_a_confined_git_call_runs_in_its_jail_is_counted_as_jailed_cpu(worktree, monkeypatch):
     """rusage never sees a jail's processes: the jail's shell reports them, and the CPU
     goes to the figure timings.tsv reads (a filter that computes a while stands for it)."""
     from autoresearch.safety import commands
