@@ -5,11 +5,11 @@ The profile of bench_sweep_overhead.py and bench_confined_git.py: the instant sc
 workflow's own cost is left. Two kinds of runs of one session of `--cycles` cycles:
 
   (a) git processes per cycle, by subcommand: one run per checkout with a `git` and a
-      `bwrap` on PATH that log each call. A confined git (in a bwrap jail or the Landlock
-      box) may not write the log's folder: it logs into the repository's common git
-      directory, which every confinement lets it write. The jails the harness's git built
-      are counted from bwrap's lines (the target's own jailed `true` is not git), and the
-      calls confined in the Landlock box from the common directory's lines less those;
+      `bwrap` on PATH that log each call (a call in a bwrap jail is logged by its bwrap,
+      whose shell runs one git call or a few in a row: each counts; the target's own
+      jailed `true` is not git and is left out; a call in the Landlock box, which may not
+      write the log's folder, logs itself in the repository's common git directory), and
+      the jails and boxes the harness's git ran in;
   (b) CPU per cycle of the whole process tree, jails included: each run's Snakemake goes
       into a cpuacct cgroup of its own (root, cgroup v1), whose counter also sees what runs
       in a bwrap jail (rusage never does: the jail's init is not our child). The counter is
@@ -98,32 +98,36 @@ def count_git(root: Path, cycles: int) -> tuple[Counter, int]:
         if done.returncode:
             sys.exit(f"the session with {root} failed: {done.stderr[-2000:]}")
         calls: Counter = Counter()
-        jails = jailed_calls = 0
+        jails = 0
         for line in log.read_text().splitlines():
-            if line.startswith("jailed "):
-                # A jail runs one git call, or several in a row (git.worktree_batch); one
-                # without git is a target command's (`true`).
-                jails += " git -C " in line
-                jailed_calls += line.count(" git -C ")
-            else:
+            if not line.startswith("jailed "):
                 calls[_subcommand(line)] += 1
+                continue
+            # A jail runs one git call, or several in a row (git.worktree_batch): each is
+            # a process. A jail without git is a target command's (`true`).
+            jails += " git -C " in line
+            for part in line.split(" git -C ")[1:]:
+                calls[_subcommand("-C " + part.split(" && ")[0])] += 1
         inside = tmp / "target/.git" / CONFINED_LOG
-        confined = inside.read_text().splitlines() if inside.is_file() else []
-        for line in confined:
+        boxed = inside.read_text().splitlines() if inside.is_file() else []
+        for line in boxed:
             calls[_subcommand(line)] += 1
-        return calls, jails, len(confined) - jailed_calls
+        return calls, jails, len(boxed)
 
 
-# Where a confined git logs itself: in the common git directory, which it may write.
-CONFINED_LOG = "bench-confined-git.log"
+# Where a git in the Landlock box logs itself: the common git directory, which it may write.
+CONFINED_LOG = "bench-boxed-git.log"
 
 
 def counting_git(folder: Path, log: Path) -> None:
-    """`logging_git`, whose git logs itself in the common git directory ($GIT_DIR/../..,
-    the harness binds every confined call to its worktree) where it may not write `log`."""
+    """`logging_git`, whose git in the Landlock box, which may not write `log`, logs itself
+    in the common git directory ($GIT_DIR/../..: the harness binds every confined call to
+    its worktree). One in a bwrap jail (which shows /proc; the box does not) logs nothing:
+    its jail's line names it."""
     logging_git(folder, log)
     real = shutil.which("git", path=os.environ["PATH"])
-    line = f'echo "$*" >> {log} 2>/dev/null || echo "$*" >> "$GIT_DIR/../../{CONFINED_LOG}"'
+    boxed = f'[ -r /proc/self/status ] || echo "$*" >> "$GIT_DIR/../../{CONFINED_LOG}"'
+    line = f'echo "$*" >> {log} 2>/dev/null || {{ {boxed}; }}'
     (folder / "git").write_text(f'#!/bin/sh\n{line}\nexec {real} "$@"\n')
 
 
