@@ -166,12 +166,13 @@ def _boxed(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list[s
     if (common / "commondir").is_file():
         common = (common / (common / "commondir").read_text().strip()).resolve()
     index = env.get("GIT_INDEX_FILE")
+    private = gitbox.private_folders(env["HOME"]) if env.get("HOME") else {}
     writable = [work, str(common), *([str(Path(index).parent)] if index else [])]
-    writable += [env[name] for name in ("HOME", "TMPDIR") if env.get(name)]
+    writable += list(private.values())
     # A file a call names outside the worktree (the patch `apply` reads) may be read.
     named = [a for a in args[1:] if os.path.isabs(a) and os.path.isfile(a)]
     readable = [*gitbox.path_folders(env.get("PATH", ""), [work, str(common)]), *named]
-    return gitbox.argv(writable, readable, cmd, keep_caps=os.geteuid() == 0)
+    return gitbox.argv(writable, readable, cmd, keep_caps=os.geteuid() == 0, env=private)
 
 
 def boxed(cmd: list[str]) -> bool:

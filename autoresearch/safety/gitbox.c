@@ -2,11 +2,12 @@
  * namespace and no mount, so nothing of it is visible to other processes on the host.
  *
  *   gitbox --abi                      print the kernel's Landlock ABI (0: none) and exit
- *   gitbox [-k] [-r PATH]... [-w PATH]... -- PROGRAM ARGS...
+ *   gitbox [-k] [-r PATH]... [-w PATH]... [-e NAME=VALUE]... -- PROGRAM ARGS...
  *
  * -r PATH: PATH (a folder and what is below it, or a file) may be read and executed.
  * -w PATH: PATH may be read, executed and changed.  Nothing else may be opened at all,
  *          whatever its mode and whoever we are (Landlock ignores capabilities).
+ * -e:      NAME is VALUE in the program's environment (its own HOME and TMPDIR).
  * -k:      as root, keep CAP_DAC_OVERRIDE and CAP_FOWNER (git must change the files a
  *          command left in the worktree as nobody); every other capability is dropped
  *          from the bounding set, so no program started later gets one back.
@@ -245,6 +246,9 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--") == 0) {
             i++;
             break;
+        } else if (strcmp(argv[i], "-e") == 0 && i + 1 < argc && strchr(argv[i + 1], '=')) {
+            if (putenv(argv[++i]) != 0)
+                die("setting a variable");
         } else if (strcmp(argv[i], "-k") == 0) {
             keep = 1;
         } else if ((strcmp(argv[i], "-r") == 0 || strcmp(argv[i], "-w") == 0) && i + 1 < argc) {

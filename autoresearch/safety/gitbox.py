@@ -5,8 +5,8 @@ boxes built side by side (sessions, cluster jobs) cannot disturb each other, and
 costs a fork and two execs, no more.
 
 What a boxed git, and every program it starts (a filter a repository brought), may do:
-open the worktree, its git directories, a throwaway index's folder and the harness's
-private HOME and TMPDIR for reading and writing; read and execute the system's programs
+open the worktree, its git directories, a throwaway index's folder and a HOME and TMPDIR
+of its own for reading and writing; read and execute the system's programs
 and libraries (`SYSTEM_READ`), a few files of /etc (`ETC_READ`), the PATH's folders and
 the files a call names; nothing else, whatever a file's mode and whatever capabilities
 root keeps. No socket of any family, no TCP, no signal to a process outside the box
@@ -90,18 +90,38 @@ def usable() -> Path | None:
 
 
 def argv(
-    writable: Iterable[str], readable: Iterable[str], cmd: list[str], *, keep_caps: bool = False
+    writable: Iterable[str],
+    readable: Iterable[str],
+    cmd: list[str],
+    *,
+    keep_caps: bool = False,
+    env: dict[str, str] | None = None,
 ) -> list[str]:
     """The command line that runs `cmd` in the box: `writable` may be changed, `readable`
-    read, and the host's programs, libraries and a few files of /etc read. `keep_caps`
-    (root only): git keeps CAP_DAC_OVERRIDE and CAP_FOWNER, to change the files a command
-    left in the worktree as nobody; the box, not the file modes, bounds what it reaches."""
+    read, and the host's programs, libraries and a few files of /etc read; `env` set in
+    its environment. `keep_caps` (root only): git keeps CAP_DAC_OVERRIDE and CAP_FOWNER,
+    to change the files a command left in the worktree as nobody; the box, not the file
+    modes, bounds what it reaches."""
     line = [str(EXE), *(["-k"] if keep_caps else [])]
     for path in (*SYSTEM_READ, *ETC_READ, *DEVICES_READ, *readable):
         line += ["-r", path]
     for path in (*DEVICES_WRITE, *writable):
         line += ["-w", path]
+    for name, value in (env or {}).items():
+        line += ["-e", f"{name}={value}"]
     return [*line, "--", *cmd]
+
+
+def private_folders(tool_home: str) -> dict[str, str]:
+    """The HOME and TMPDIR of boxed git calls: folders of their own beside the harness's
+    private HOME (`tool_home`, child_env's, removed with it), never that HOME itself,
+    where a boxed program could leave a configuration for the next tool (ruff reads one
+    from ~/.config)."""
+    root = Path(tool_home).parent / "gitbox"
+    folders = {"HOME": root / "home", "TMPDIR": root / "tmp"}
+    for folder in folders.values():
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return {name: str(folder) for name, folder in folders.items()}
 
 
 def path_folders(path: str, too_wide: Iterable[str]) -> list[str]:

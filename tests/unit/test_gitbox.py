@@ -290,3 +290,16 @@ def test_a_filter_cannot_lower_the_limits_of_a_process_outside(worktree):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_a_filter_leaves_nothing_in_the_home_the_harness_tools_share(worktree):
+    # ruff and bandit, run by the harness, read their configuration from the same private
+    # HOME: a boxed git has a HOME of its own.
+    home = Path(ar_git._bound(worktree)["HOME"])
+    seen = worktree / "seen.txt"
+    program = attempt(f"open({str(home / 'planted')!r}, 'w').write('x')", seen)
+    program += attempt("import os; open(os.environ['HOME'] + '/own', 'w').write('x')", seen)
+    with_filter(worktree, program)
+    assert staged(worktree) == "calc.py"
+    assert seen.read_text().split("\n")[:-1] == ["refused 13", "done"]
+    assert not (home / "planted").exists()
