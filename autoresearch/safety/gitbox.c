@@ -15,6 +15,7 @@
  * io_uring, namespace, mount, ptrace, bpf, keyring or System V IPC call, no change of a
  * file's mode, owner or attributes by path, no other process's limits (seccomp), no
  * signal to a process outside the box and no abstract unix socket (Landlock scopes).
+ * PROGRAM runs as our child; when it ends, whatever it left running in the box is killed.
  * A path that does not exist is skipped.  Any failure to set the box up: one line on
  * stderr and exit 125; the program never runs unconfined.  Needs Landlock ABI 6. */
 #define _GNU_SOURCE
@@ -25,6 +26,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +35,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define NEEDED_ABI 6
@@ -271,6 +274,29 @@ int main(int argc, char **argv) {
     if (syscall(__NR_landlock_restrict_self, ruleset, 0) < 0)
         die("entering the Landlock domain");
     close(ruleset);
-    execvp(argv[i], argv + i);
-    die(argv[i]);
+    /* The program runs as our child, and whatever it leaves running (a daemon a filter
+     * started) ends with it: the bwrap jail's pid namespace did that. Orphans come to us
+     * (subreaper), and kill(-1) reaches only the processes of this box (Landlock's signal
+     * scope), never one outside it. */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+        die("becoming the box's subreaper");
+    pid_t child = fork();
+    if (child < 0)
+        die("fork");
+    if (child == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); /* the harness killed us: git ends too */
+        execvp(argv[i], argv + i);
+        fprintf(stderr, "gitbox: %s: %s\n", argv[i], strerror(errno));
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0)
+        if (errno != EINTR)
+            die("waiting for the program");
+    /* Only where the scope holds: our parent, outside the box, must be out of reach. */
+    if (kill(getppid(), 0) < 0 && errno == EPERM)
+        kill(-1, SIGKILL);
+    while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+        ;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

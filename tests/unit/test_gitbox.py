@@ -12,6 +12,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -303,3 +304,37 @@ def test_a_filter_leaves_nothing_in_the_home_the_harness_tools_share(worktree):
     assert staged(worktree) == "calc.py"
     assert seen.read_text().split("\n")[:-1] == ["refused 13", "done"]
     assert not (home / "planted").exists()
+
+
+def gone(pid: int) -> bool:
+    """Whether `pid` has ended (gone, or a zombie waiting for its reaper)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")
+
+
+def test_a_process_a_filter_leaves_behind_ends_with_the_call(worktree):
+    # The bwrap jail's pid namespace ended it; a process left running in the box could
+    # change the worktree after the harness read it.
+    seen = worktree / "seen.txt"
+    left = worktree / "left.pid"
+    action = (
+        "import subprocess\n"
+        "p = subprocess.Popen(['sleep', '600'], start_new_session=True,\n"
+        "    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        f"open({str(left)!r}, 'w').write(str(p.pid))"
+    )
+    with_filter(worktree, attempt(action, seen))
+    assert staged(worktree) == "calc.py"
+    assert seen.read_text().strip() == "done"
+    pid = int(left.read_text())
+    try:
+        deadline = time.monotonic() + 10  # killed before the call returned: a short wait
+        while not gone(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gone(pid)
+    finally:
+        if not gone(pid):
+            os.kill(pid, 9)
