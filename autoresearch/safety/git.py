@@ -125,16 +125,17 @@ TOUCHES_FILES = frozenset(
         "stash", "cherry-pick", "revert", "apply", "rm", "update-index",
     }
 )  # fmt: skip
-# Whether harness git on a session worktree runs in the jail (bwrap where it works): no
-# network, no home, only the worktree and its git directories writable.
+# Whether harness git on a session worktree runs confined (the Landlock box, else bwrap
+# where it works): no network, no home, only the worktree and its git directories writable.
 CONFINED = True
 
 
 def confined(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list[str]:
-    """`cmd` as run: inside a jail when it is a call bound to one of our worktrees
-    (GIT_DIR and GIT_WORK_TREE set) that touches its files, else as it is. The jail is the
-    target's commands' own, as ourselves (the git directories are ours to write), with the
-    worktree, the common git directory and a throwaway index's folder writable."""
+    """`cmd` as run: confined when it is a call bound to one of our worktrees (GIT_DIR and
+    GIT_WORK_TREE set) that touches its files, else as it is. In the Landlock box where
+    the kernel has it (`_boxed`), else in the target's commands' jail, as ourselves (the
+    git directories are ours to write), with the worktree, the common git directory and a
+    throwaway index's folder writable."""
     if not args or args[0] not in TOUCHES_FILES:
         return cmd
     boxed = _boxed(cmd, args, env)
