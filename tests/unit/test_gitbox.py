@@ -338,3 +338,11 @@ def test_a_process_a_filter_leaves_behind_ends_with_the_call(worktree):
     finally:
         if not gone(pid):
             os.kill(pid, 9)
+
+
+def test_the_box_reads_no_path_folder_around_the_worktree_nor_the_root(tmp_path):
+    # A PATH naming `/`, or the folder that holds the worktree and the record of its git
+    # directories, would open them to the box.
+    worktree = tmp_path / "store" / "worktree"
+    path = os.pathsep.join(["/", str(tmp_path / "store"), str(tmp_path), "/usr/bin", "rel/bin"])
+    assert gitbox.path_folders(path, [str(worktree)]) == ["/usr/bin"]
