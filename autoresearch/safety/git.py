@@ -163,17 +163,27 @@ def _boxed(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list[s
     work, admin = env.get("GIT_WORK_TREE"), env.get("GIT_DIR")
     if not work or not admin or gitbox.usable() is None:
         return None
+    index = env.get("GIT_INDEX_FILE")
+    index_dir = str(Path(index).parent) if index else ""
+    line = _box_prefix(work, admin, index_dir, env.get("HOME", ""), env.get("PATH", ""))
+    # A file a call names outside the worktree (the patch `apply` reads) may be read.
+    named = [a for a in args[1:] if os.path.isabs(a) and os.path.isfile(a)]
+    return [*line[:-1], *(w for a in named for w in ("-r", a)), "--", *cmd]
+
+
+@functools.lru_cache(maxsize=64)
+def _box_prefix(work: str, admin: str, index_dir: str, home: str, path: str) -> tuple[str, ...]:
+    """The box's command line up to `--`, built once per worktree (a third of a
+    millisecond a call otherwise, a quarter of what the box costs)."""
+    from autoresearch.safety import gitbox
+
     common = Path(admin)
     if (common / "commondir").is_file():
         common = (common / (common / "commondir").read_text().strip()).resolve()
-    index = env.get("GIT_INDEX_FILE")
-    private = gitbox.private_folders(env["HOME"]) if env.get("HOME") else {}
-    writable = [work, str(common), *([str(Path(index).parent)] if index else [])]
-    writable += list(private.values())
-    # A file a call names outside the worktree (the patch `apply` reads) may be read.
-    named = [a for a in args[1:] if os.path.isabs(a) and os.path.isfile(a)]
-    readable = [*gitbox.path_folders(env.get("PATH", ""), [work, str(common)]), *named]
-    return gitbox.argv(writable, readable, cmd, keep_caps=os.geteuid() == 0, env=private)
+    private = gitbox.private_folders(home) if home else {}
+    writable = [work, str(common), *([index_dir] if index_dir else []), *private.values()]
+    readable = gitbox.path_folders(path, [work, str(common)])
+    return tuple(gitbox.argv(writable, readable, [], keep_caps=os.geteuid() == 0, env=private))
 
 
 def boxed(cmd: list[str]) -> bool:

@@ -346,3 +346,17 @@ def test_the_box_reads_no_path_folder_around_the_worktree_nor_the_root(tmp_path)
     worktree = tmp_path / "store" / "worktree"
     path = os.pathsep.join(["/", str(tmp_path / "store"), str(tmp_path), "/usr/bin", "rel/bin"])
     assert gitbox.path_folders(path, [str(worktree)]) == ["/usr/bin"]
+
+
+def test_a_patch_the_call_names_outside_the_worktree_is_read_in_the_box(worktree, tmp_path):
+    (worktree / "calc.py").write_text("X = 7\n")
+    patch = tmp_path / "change.patch"
+    patch.write_text(git(worktree, "diff") + "\n")
+    ar_git.worktree_batch_git(worktree, ("reset", "-q", "--hard"))
+    proc = ar_git.worktree_proc(worktree, "apply", "--index", str(patch))
+    assert proc.returncode == 0, proc.stderr
+    assert (worktree / "calc.py").read_text() == "X = 7\n"
+    assert not any(
+        w == str(tmp_path)
+        for w in ar_git._boxed(["git"], ("apply", str(patch)), ar_git._bound(worktree))
+    )  # the file alone, not its folder
