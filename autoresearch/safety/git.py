@@ -468,6 +468,8 @@ def raw(path: Path | str, *args: str, timeout: float | None = None) -> subproces
     cmd = confined(plain, args, env)
     if cmd is not plain and not boxed(cmd):
         return _run_counted(cmd, env, text=False, timeout=timeout)
+    if boxed(cmd) and timeout is not None:
+        return _run_box(cmd, env, timeout)
     return subprocess.run(
         cmd,
         capture_output=True,
@@ -475,6 +477,26 @@ def raw(path: Path | str, *args: str, timeout: float | None = None) -> subproces
         env=env,
         timeout=timeout,
     )
+
+
+def _run_box(cmd: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """A boxed call with a time limit: past it the box is told to end (SIGTERM: the
+    launcher kills every process in it) rather than killed, which would leave what git
+    started running; TimeoutExpired, as subprocess.run raises it."""
+    with subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def _run_counted(

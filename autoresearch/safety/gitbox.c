@@ -15,7 +15,8 @@
  * io_uring, namespace, mount, ptrace, bpf, keyring or System V IPC call, no change of a
  * file's mode, owner or attributes by path, no other process's limits (seccomp), no
  * signal to a process outside the box and no abstract unix socket (Landlock scopes).
- * PROGRAM runs as our child; when it ends, whatever it left running in the box is killed.
+ * PROGRAM runs as our child; when it ends, whatever it left running in the box is killed,
+ * and so is the whole box when we get SIGTERM or our parent (the harness) dies.
  * A path that does not exist is skipped.  Any failure to set the box up: one line on
  * stderr and exit 125; the program never runs unconfined.  Needs Landlock ABI 6. */
 #define _GNU_SOURCE
@@ -81,6 +82,18 @@ struct path_beneath_attr {
 #else
 #error "gitbox knows the system calls of x86_64 and aarch64 only"
 #endif
+
+/* Whether kill(-1) reaches only this box: our parent, outside it, must be out of reach. */
+static int scoped(void) { return kill(getppid(), 0) < 0 && errno == EPERM; }
+
+/* The harness died or gave up on the call (SIGTERM): the box ends with us. */
+static void end_box(int sig) {
+    int saved = errno;
+    if (scoped())
+        kill(-1, SIGKILL);
+    errno = saved;
+    _exit(128 + sig);
+}
 
 static void die(const char *what) {
     fprintf(stderr, "gitbox: %s: %s\n", what, strerror(errno));
@@ -244,6 +257,7 @@ int main(int argc, char **argv) {
     int ruleset = syscall(__NR_landlock_create_ruleset, &attr, sizeof attr, 0);
     if (ruleset < 0)
         die("creating the Landlock ruleset");
+    pid_t parent = getppid();
     int keep = 0, i = 1;
     for (; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) {
@@ -289,12 +303,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gitbox: %s: %s\n", argv[i], strerror(errno));
         _exit(127);
     }
+    struct sigaction on_term = {.sa_handler = end_box};
+    sigaction(SIGTERM, &on_term, NULL);
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0)
+        die("asking to hear of the harness's end");
+    if (getppid() != parent)
+        end_box(SIGTERM); /* it ended before we asked */
     int status = 0;
     while (waitpid(child, &status, 0) < 0)
         if (errno != EINTR)
             die("waiting for the program");
-    /* Only where the scope holds: our parent, outside the box, must be out of reach. */
-    if (kill(getppid(), 0) < 0 && errno == EPERM)
+    if (scoped())
         kill(-1, SIGKILL);
     while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
         ;

@@ -10,6 +10,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -360,3 +361,58 @@ def test_a_patch_the_call_names_outside_the_worktree_is_read_in_the_box(worktree
         w == str(tmp_path)
         for w in ar_git._boxed(["git"], ("apply", str(patch)), ar_git._bound(worktree))
     )  # the file alone, not its folder
+
+
+LINGER = (
+    "import subprocess, time\n"
+    "p = subprocess.Popen(['sleep', '600'], start_new_session=True,\n"
+    "    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "open({pids!r}, 'w').write(f'{{p.pid}} {{__import__(\"os\").getpid()}}')\n"
+    "time.sleep(600)\n"
+)
+
+
+def wait_gone(pids: list[int]) -> bool:
+    deadline = time.monotonic() + 10  # the box was told to end: a short wait
+    while not all(gone(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return all(gone(p) for p in pids)
+
+
+def test_a_call_past_its_time_limit_ends_the_whole_box(worktree):
+    pids = worktree / "pids.txt"
+    with_filter(worktree, LINGER.format(pids=str(pids)))
+    with pytest.raises(subprocess.TimeoutExpired):
+        ar_git.raw(worktree, "add", "calc.py", timeout=5)  # the filter never ends
+    left = [int(p) for p in pids.read_text().split()]
+    try:
+        assert wait_gone(left)  # the filter and the daemon it started
+    finally:
+        for pid in left:
+            if not gone(pid):
+                os.kill(pid, 9)
+
+
+def test_the_box_ends_when_the_harness_dies(worktree):
+    pids = worktree / "pids.txt"
+    with_filter(worktree, LINGER.format(pids=str(pids)))
+    code = (
+        "from pathlib import Path\n"
+        "from autoresearch.safety import git\n"
+        f"git.worktree_git(Path({str(worktree)!r}), 'add', 'calc.py')\n"
+    )
+    harness = subprocess.Popen([sys.executable, "-c", code])
+    left: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not (pids.is_file() and len(pids.read_text().split()) == 2):
+            assert time.monotonic() < deadline and harness.poll() is None
+            time.sleep(0.05)
+        left = [int(p) for p in pids.read_text().split()]
+        harness.kill()  # as kill -9 would
+        harness.wait()
+        assert wait_gone(left)
+    finally:
+        for pid in left:
+            if not gone(pid):
+                os.kill(pid, 9)
