@@ -294,19 +294,27 @@ int main(int argc, char **argv) {
      * scope), never one outside it. */
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
         die("becoming the box's subreaper");
+    /* SIGTERM waits until the program's start is over: from then on it ends the box. */
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, NULL);
+    struct sigaction on_term = {.sa_handler = end_box};
+    sigaction(SIGTERM, &on_term, NULL);
     pid_t child = fork();
     if (child < 0)
         die("fork");
     if (child == 0) {
+        signal(SIGTERM, SIG_DFL);
+        sigprocmask(SIG_UNBLOCK, &term, NULL);
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); /* the harness killed us: git ends too */
         execvp(argv[i], argv + i);
         fprintf(stderr, "gitbox: %s: %s\n", argv[i], strerror(errno));
         _exit(127);
     }
-    struct sigaction on_term = {.sa_handler = end_box};
-    sigaction(SIGTERM, &on_term, NULL);
     if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0)
         die("asking to hear of the harness's end");
+    sigprocmask(SIG_UNBLOCK, &term, NULL);
     if (getppid() != parent)
         end_box(SIGTERM); /* it ended before we asked */
     int status = 0;
