@@ -14,7 +14,8 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # The target's commands run in a bubblewrap jail, and setup traces what a measurement runs
-# with strace (docs/safety.md). Installed here when missing and we can (root, apt); elsewhere
+# with strace; the harness's own git runs in gitbox, a Landlock launcher built here from C
+# (autoresearch/safety/gitbox.c; docs/safety.md). Installed here when missing and we can (root, apt); elsewhere
 # sessions say that they run without them, and the tests that need them skip, saying why.
 sandbox:
 	@{ command -v bwrap && command -v strace; } >/dev/null 2>&1 || \
@@ -22,6 +23,8 @@ sandbox:
 	  { export DEBIAN_FRONTEND=noninteractive; apt-get install -y -qq bubblewrap strace >/dev/null 2>&1 || \
 	    { apt-get update -qq && apt-get install -y -qq bubblewrap strace >/dev/null; }; }; } || \
 	  echo "note: bubblewrap (bwrap) or strace is not installed: commands run without a jail, or measurements are not traced (docs/safety.md)"
+	@$(PYTHON) -c 'import sys; sys.path.insert(0, "autoresearch/safety"); import gitbox; sys.exit(0 if gitbox.build() else 1)' || \
+	  echo "note: no C compiler: the harness's git is confined by bwrap, not by Landlock (docs/safety.md)"
 
 demo: sandbox $(VENV)/.installed
 	$(BIN)/snakemake --cores 1 sessions/demo/done sessions/demo-experiment/done

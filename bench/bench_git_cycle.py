@@ -5,9 +5,11 @@ The profile of bench_sweep_overhead.py and bench_confined_git.py: the instant sc
 workflow's own cost is left. Two kinds of runs of one session of `--cycles` cycles:
 
   (a) git processes per cycle, by subcommand: one run per checkout with a `git` and a
-      `bwrap` on PATH that log each call (a confined git call is logged by its bwrap, whose
-      shell runs one git call or a few in a row: each counts; the target's own jailed
-      `true` is not git and is left out), and the jails the harness's git built;
+      `bwrap` on PATH that log each call (a call in a bwrap jail is logged by its bwrap,
+      whose shell runs one git call or a few in a row: each counts; the target's own
+      jailed `true` is not git and is left out; a call in the Landlock box, which may not
+      write the log's folder, logs itself in the repository's common git directory), and
+      the jails and boxes the harness's git ran in;
   (b) CPU per cycle of the whole process tree, jails included: each run's Snakemake goes
       into a cpuacct cgroup of its own (root, cgroup v1), whose counter also sees what runs
       in a bwrap jail (rusage never does: the jail's init is not our child). The counter is
@@ -85,7 +87,7 @@ def count_git(root: Path, cycles: int) -> tuple[Counter, int]:
         tmp = Path(scratch)
         spec, work = prepare(tmp, cycles)
         log = tmp / "git.log"
-        logging_git(tmp / "bin", log)
+        counting_git(tmp / "bin", log)
         done = subprocess.run(
             command(root, spec),
             cwd=work,
@@ -98,15 +100,37 @@ def count_git(root: Path, cycles: int) -> tuple[Counter, int]:
         calls: Counter = Counter()
         jails = 0
         for line in log.read_text().splitlines():
-            jails += line.startswith("jailed ") and " git -C " in line
             if not line.startswith("jailed "):
                 calls[_subcommand(line)] += 1
                 continue
             # A jail runs one git call, or several in a row (git.worktree_batch): each is
             # a process. A jail without git is a target command's (`true`).
+            jails += " git -C " in line
             for part in line.split(" git -C ")[1:]:
                 calls[_subcommand("-C " + part.split(" && ")[0])] += 1
-        return calls, jails
+        inside = tmp / "target/.git" / CONFINED_LOG
+        boxed = inside.read_text().splitlines() if inside.is_file() else []
+        for line in boxed:
+            calls[_subcommand(line)] += 1
+        return calls, jails, len(boxed)
+
+
+# Where a git in the Landlock box logs itself: the common git directory, which it may write.
+CONFINED_LOG = "bench-boxed-git.log"
+
+
+def counting_git(folder: Path, log: Path) -> None:
+    """`logging_git`, whose git in the Landlock box, which may not write `log`, logs itself
+    in the common git directory ($GIT_DIR/../..: the harness binds every confined call to
+    its worktree). One in a bwrap jail (which shows /proc; the box does not) logs nothing:
+    its jail's line names it."""
+    logging_git(folder, log)
+    real = shutil.which("git", path=os.environ["PATH"])
+    # (Opened, not tested with `-r`: Landlock answers access() by the file's mode only.)
+    shown = "cat /proc/self/stat >/dev/null 2>&1"
+    boxed = f'{shown} || echo "$*" >> "$GIT_DIR/../../{CONFINED_LOG}"'
+    line = f'echo "$*" >> {log} 2>/dev/null || {{ {boxed}; }}'
+    (folder / "git").write_text(f'#!/bin/sh\n{line}\nexec {real} "$@"\n')
 
 
 def _subcommand(line: str) -> str:
@@ -245,11 +269,14 @@ def main() -> None:
 
     print("(a) git processes per cycle (every process of the session / cycles):")
     counts = {side: count_git(root, args.cycles) for side, root in sides.items()}
-    for side, (calls, jails) in counts.items():
+    for side, (calls, jails, boxed) in counts.items():
         total = sum(calls.values())
         top = ", ".join(f"{sub} {n / args.cycles:.1f}" for sub, n in calls.most_common(8))
         print(f"    {side}: {total / args.cycles:.1f}  ({top})")
-        print(f"       in {jails / args.cycles:.1f} jails a cycle")
+        print(
+            f"       in {jails / args.cycles:.1f} bwrap jails and "
+            f"{boxed / args.cycles:.1f} Landlock boxes a cycle"
+        )
 
     print("(b) CPU per cycle, paired runs A B A B ...:")
     runs: dict[str, list[dict[str, float]]] = {"A": [], "B": []}

@@ -125,20 +125,90 @@ TOUCHES_FILES = frozenset(
         "stash", "cherry-pick", "revert", "apply", "rm", "update-index",
     }
 )  # fmt: skip
-# Whether harness git on a session worktree runs in the jail (bwrap where it works): no
-# network, no home, only the worktree and its git directories writable.
+# Whether harness git on a session worktree runs confined (the Landlock box, else bwrap
+# where it works): no network, no home, only the worktree and its git directories writable.
 CONFINED = True
 
 
 def confined(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list[str]:
-    """`cmd` as run: inside a jail when it is a call bound to one of our worktrees
-    (GIT_DIR and GIT_WORK_TREE set) that touches its files, else as it is. The jail is the
-    target's commands' own, as ourselves (the git directories are ours to write), with the
-    worktree, the common git directory and a throwaway index's folder writable."""
+    """`cmd` as run: confined when it is a call bound to one of our worktrees (GIT_DIR and
+    GIT_WORK_TREE set) that touches its files, else as it is. In the Landlock box where
+    the kernel has it (`_boxed`), else in the target's commands' jail, as ourselves (the
+    git directories are ours to write), with the worktree, the common git directory and a
+    throwaway index's folder writable."""
     if not args or args[0] not in TOUCHES_FILES:
         return cmd
+    boxed = _boxed(cmd, args, env)
+    if boxed is not None:
+        return boxed
     jailed = _jailed_script([cmd], [args], env)
     return cmd if jailed is None else jailed
+
+
+# Whether the harness's confined git runs in the Landlock box (gitbox.py) where the kernel
+# has one; off, or where it has none, in the bwrap jail below. The box needs no namespace
+# nor mount (safe beside other sessions' boxes), keeps root's git from every file outside
+# the worktree and the system's programs (root-only ones included), and costs a fraction
+# of a jail (docs/safety.md).
+LANDLOCK = True
+
+
+def _boxed(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list[str] | None:
+    """`cmd` in the Landlock box, or None where it does not run there (CONFINED or LANDLOCK
+    off, no usable launcher, a call not bound to one of our worktrees)."""
+    from autoresearch.safety import gitbox
+
+    if not (CONFINED and LANDLOCK):
+        return None
+    work, admin = env.get("GIT_WORK_TREE"), env.get("GIT_DIR")
+    if not work or not admin or gitbox.usable() is None:
+        return None
+    index = env.get("GIT_INDEX_FILE")
+    index_dir = str(Path(index).parent) if index else ""
+    line = _box_prefix(work, admin, index_dir, env.get("HOME", ""), env.get("PATH", ""))
+    # A file a call names outside the worktree (the patch `apply` reads) may be read.
+    named = [a for a in args[1:] if os.path.isabs(a) and os.path.isfile(a)]
+    return [*line[:-1], *(w for a in named for w in ("-r", a)), "--", *cmd]
+
+
+@functools.lru_cache(maxsize=64)
+def _box_prefix(work: str, admin: str, index_dir: str, home: str, path: str) -> tuple[str, ...]:
+    """The box's command line up to `--`, built once per worktree (a third of a
+    millisecond a call otherwise, a quarter of what the box costs)."""
+    from autoresearch.safety import gitbox
+
+    common = Path(admin)
+    if (common / "commondir").is_file():
+        common = (common / (common / "commondir").read_text().strip()).resolve()
+    private = gitbox.private_folders(home) if home else {}
+    writable = [work, str(common), *([index_dir] if index_dir else []), *private.values()]
+    readable = gitbox.path_folders(path, [work, str(common)])
+    return tuple(gitbox.argv(writable, readable, [], keep_caps=os.geteuid() == 0, env=private))
+
+
+def boxed(cmd: list[str]) -> bool:
+    """Whether `cmd` is a command line of the Landlock box: a direct child of ours, whose
+    CPU rusage counts, run as it is."""
+    from autoresearch.safety import gitbox
+
+    return bool(cmd) and cmd[0] == str(gitbox.EXE)
+
+
+def confinement() -> str:
+    """Which confinement the harness's git on a session worktree runs in here, in words
+    (setup.json's sandbox.harness_git)."""
+    from autoresearch.safety import gitbox
+    from autoresearch.safety import jail as jails
+
+    if not CONFINED:
+        return "none"
+    if LANDLOCK and gitbox.usable() is not None:
+        return "landlock: only the worktree, its git directories and the system's programs"
+    if not jails.probe().works:
+        return "none: neither Landlock (ABI 6) nor bwrap here"
+    if os.geteuid() == 0:
+        return "bwrap, as root with CAP_DAC_OVERRIDE and CAP_FOWNER (no Landlock here)"
+    return "bwrap (no Landlock here)"
 
 
 def _jailed_script(
@@ -214,6 +284,10 @@ def worktree_batch(
     jail's processes end with it, and nothing of the harness runs between its calls."""
     env = _bound(worktree)
     cmds = [argv(worktree, *c) for c in calls]
+    if calls and _boxed(cmds[0], calls[0], env) is not None:
+        # Each call its own box, from here: a box costs one exec, and a shell to run them
+        # in one would cost more than that.
+        return _calls_in_a_row(worktree, calls, env, may_fail)
 
     def script(cmds: list[list[str]], work: str) -> str:
         steps = []
@@ -227,13 +301,22 @@ def worktree_batch(
     jailed = _jailed_script(cmds, list(calls), env, script)
     if jailed is not None:
         return _run_counted(jailed, env, text=True)
-    proc = None
+    return _calls_in_a_row(worktree, calls, env, may_fail)
+
+
+def _calls_in_a_row(
+    worktree: Path, calls: tuple[tuple[str, ...], ...], env: dict[str, str], may_fail: frozenset
+) -> subprocess.CompletedProcess[str]:
+    """`worktree_batch`'s calls one by one, each confined as `_run` confines it alone; the
+    output the last call's, stderr all of theirs (as in one jail)."""
+    proc, errors = None, []
     for n, one in enumerate(calls):
         proc = _run(worktree, one, env, check=False)
+        errors.append(proc.stderr)
         if proc.returncode != 0 and n not in may_fail:
-            return proc
+            break
     assert proc is not None
-    return proc
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, "".join(errors))
 
 
 def worktree_batch_git(worktree: Path, *calls: tuple[str, ...], **kw) -> str:
@@ -352,7 +435,7 @@ def _run(
 ) -> subprocess.CompletedProcess[str]:
     plain = argv(path, *args)
     cmd = confined(plain, args, env)
-    if cmd is not plain and stdin is None:
+    if cmd is not plain and stdin is None and not boxed(cmd):
         proc = _run_counted(cmd, env, text=True)
     else:
         proc = subprocess.run(
@@ -383,8 +466,10 @@ def raw(path: Path | str, *args: str, timeout: float | None = None) -> subproces
     env = _bound(path) if record_of(path).is_file() else environment(path)
     plain = argv(path, *args)
     cmd = confined(plain, args, env)
-    if cmd is not plain:
+    if cmd is not plain and not boxed(cmd):
         return _run_counted(cmd, env, text=False, timeout=timeout)
+    if boxed(cmd) and timeout is not None:
+        return _run_box(cmd, env, timeout)
     return subprocess.run(
         cmd,
         capture_output=True,
@@ -392,6 +477,26 @@ def raw(path: Path | str, *args: str, timeout: float | None = None) -> subproces
         env=env,
         timeout=timeout,
     )
+
+
+def _run_box(cmd: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """A boxed call with a time limit: past it the box is told to end (SIGTERM: the
+    launcher kills every process in it) rather than killed, which would leave what git
+    started running; TimeoutExpired, as subprocess.run raises it."""
+    with subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def _run_counted(

@@ -296,7 +296,7 @@ def create(pre: Preflight, layout: SessionLayout, log) -> SetupRecord:
         warnings=warnings,
         stashed=stashed,
         worktrees=str(store),
-        sandbox=box.describe(),
+        sandbox=box.describe() | {"harness_git": git.confinement()},
         started=started,
         lint_config=lintconfig.read(checkout).describe(),
     )

@@ -8,7 +8,11 @@ would report everything: neither may reach the session.
 
 from __future__ import annotations
 
+import json
+
 from conftest import make_repo
+
+from autoresearch.safety import git as ar_git
 
 WORKFLOW_CONFIG = """\
 [tool.pytest.ini_options]
@@ -36,6 +40,8 @@ def test_a_target_without_config_is_measured_with_its_own_settings(workflow, tmp
     session = workflow.session("iso")
     setup = (session / "setup.json").read_text()
     assert '"outcome": "passed"' in setup  # our addopts would have made pytest refuse to run
+    # Which confinement the harness's git ran in here is said (Landlock's box, else bwrap).
+    assert json.loads(setup)["sandbox"]["harness_git"] == ar_git.confinement()
     worktree = (session / "worktree").resolve()
     assert workflow.workdir not in worktree.parents
     findings = (session / "cycles/001/red-findings.md").read_text()

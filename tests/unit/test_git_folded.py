@@ -224,11 +224,12 @@ def test_has_branch_answers_for_a_repository_only(target, tmp_path):
 
 
 @needs_bwrap
-def test_what_a_confined_git_call_runs_in_its_jail_is_counted_as_jailed_cpu(worktree):
+def test_what_a_confined_git_call_runs_in_its_jail_is_counted_as_jailed_cpu(worktree, monkeypatch):
     """rusage never sees a jail's processes: the jail's shell reports them, and the CPU
     goes to the figure timings.tsv reads (a filter that computes a while stands for it)."""
     from autoresearch.safety import commands
 
+    monkeypatch.setattr(ar_git, "LANDLOCK", False)  # the bwrap jail, the fallback
     common = ar_git.common_dir(worktree)
     burn = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; cat"
     git(common.parent, "config", "filter.x.clean", burn)
@@ -239,3 +240,26 @@ def test_what_a_confined_git_call_runs_in_its_jail_is_counted_as_jailed_cpu(work
     ar_git.worktree_batch_git(worktree, ("add", "-A"), ("status", "--porcelain"))
 
     assert commands.jailed_cpu.total - before > 0.05
+
+
+def test_what_git_runs_in_the_landlock_box_is_counted_by_rusage_and_only_there(worktree):
+    """The box's git is a child of ours, as an unconfined one: rusage sees its CPU, and it
+    is not counted again as jailed CPU."""
+    import resource
+
+    from autoresearch.safety import commands, gitbox
+
+    if gitbox.usable() is None:
+        pytest.skip("no Landlock ABI 6, or no C compiler to build gitbox")
+    common = ar_git.common_dir(worktree)
+    burn = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; cat"
+    git(common.parent, "config", "filter.x.clean", burn)
+    (worktree / ".gitattributes").write_text("*.py filter=x\n")
+    (worktree / "calc.py").write_text("X = 2\n")
+    before, jailed = resource.getrusage(resource.RUSAGE_CHILDREN), commands.jailed_cpu.total
+
+    ar_git.worktree_batch_git(worktree, ("add", "-A"), ("status", "--porcelain"))
+
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime > 0.05
+    assert commands.jailed_cpu.total == jailed

@@ -1,0 +1,116 @@
+"""CPU of one confined harness git call: the Landlock box against the bwrap jail.
+
+A target of `--files` files and a session worktree of it; `--calls` calls of
+`git status --porcelain` (one jail or box each) through the harness's own helper, in a
+child process per confinement, each in a cpuacct cgroup of its own (root, cgroup v1), so
+what runs in a jail counts too; without such a cgroup the figure is rusage's, which misses
+the jail's processes (the line says so). Rounds go box, jail, none, box, jail, none... and
+the median per call of each is printed, with the box's saving against the jail.
+
+    python bench/bench_gitbox.py [--files 200] [--calls 40] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_git_cycle import Meter  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+MODES = {
+    "box": "ar_git.LANDLOCK = True",
+    "jail": "ar_git.LANDLOCK = False",
+    "none": "ar_git.CONFINED = False",
+}
+CALLS = """
+import sys
+from pathlib import Path
+from autoresearch.safety import git as ar_git
+{switch}
+worktree = Path(sys.argv[1])
+ar_git.worktree_git(worktree, "status", "--porcelain")  # the jail's line, the box's probe
+print(ar_git.confinement(), flush=True)
+sys.stdin.readline()  # measured from here
+for _ in range(int(sys.argv[2])):
+    ar_git.worktree_git(worktree, "status", "--porcelain")
+"""
+
+
+def make_worktree(tmp: Path, files: int) -> Path:
+    from autoresearch.safety import git as ar_git
+
+    target = tmp / "target"
+    for n in range(files):
+        (target / f"pkg{n % 10}").mkdir(parents=True, exist_ok=True)
+        (target / f"pkg{n % 10}" / f"m{n}.py").write_text(f"X = {n}\n")
+    author = ["-c", "user.name=b", "-c", "user.email=b@b"]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(target)], check=True)
+    subprocess.run(["git", "-C", str(target), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(target), *author, "commit", "-qm", "x"], check=True)
+    place = tmp / "store" / "worktree"
+    ar_git.open_worktree(target, place, "autoresearch/bench", ar_git.head(target))
+    return place
+
+
+def one_round(mode: str, worktree: Path, calls: int, name: str) -> tuple[float, str, bool]:
+    """CPU per call of `calls` calls in `mode` (the child's start-up left out)."""
+    meter = Meter(name)
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-c", CALLS.format(switch=MODES[mode]), str(worktree), str(calls)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            preexec_fn=meter.enter,
+        )
+        assert child.stdin is not None and child.stdout is not None
+        how = child.stdout.readline().strip()
+        start = meter.seconds()
+        child.stdin.write("\n")
+        child.stdin.flush()
+        if child.wait():
+            sys.exit(f"the {mode} round failed")
+        return (meter.seconds() - start) / calls, how, meter.whole_tree
+    finally:
+        meter.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=200)
+    parser.add_argument("--calls", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        worktree = make_worktree(Path(scratch), args.files)
+        per: dict[str, list[float]] = {mode: [] for mode in MODES}
+        said: dict[str, str] = {}
+        whole = True
+        for r in range(args.rounds):
+            for mode in MODES:
+                name = f"autoresearch-gitbox-{os.getpid()}-{r}{mode}"
+                cpu, said[mode], counted = one_round(mode, worktree, args.calls, name)
+                per[mode].append(cpu)
+                whole &= counted
+    how = "cpuacct cgroup, jails included" if whole else "rusage: a jail's processes NOT counted"
+    print(f"git status on {args.files} files, {args.calls} calls x {args.rounds} rounds ({how})")
+    med = {mode: statistics.median(v) for mode, v in per.items()}
+    for mode in MODES:
+        spread = ", ".join(f"{v * 1000:.2f}" for v in per[mode])
+        print(f"  {mode:4}: {med[mode] * 1000:.2f} ms CPU a call ({spread}); {said[mode]}")
+    print(
+        f"  the box costs {(med['box'] - med['none']) * 1000:.2f} ms more than no confinement, "
+        f"the jail {(med['jail'] - med['none']) * 1000:.2f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()
