@@ -155,8 +155,10 @@ class StageEnv:
         graded = self.__dict__.get("_graded", {}).get(id(after))
         if graded is None:
             return acceptable(after, reference, *allow)
-        edits, second = graded
-        return graded_verdict(after, second, reference, edits, *allow, self.spec.allow_test_edits)
+        edits, second, inputs = graded
+        return graded_verdict(
+            after, second, reference, edits, *allow, self.spec.allow_test_edits, inputs
+        )
 
     @property
     def protection(self) -> Protection:
@@ -342,7 +344,7 @@ class StageEnv:
             return as_is
         graded_key = replace(key, overlay=laid.digest) if key else None
         graded = self._graded_run(graded_key, laid, uncached=uncached, reuse=reuse)
-        self.__dict__.setdefault("_graded", {})[id(graded)] = (laid.edited, as_is)
+        self.__dict__.setdefault("_graded", {})[id(graded)] = (laid.edited, as_is, laid.inputs)
         return graded
 
     def as_left(self, run: TestRun) -> TestRun:

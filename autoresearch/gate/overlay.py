@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from autoresearch.gate import report_plugin
 from autoresearch.gate.testrun import TestRun, not_graded
 from autoresearch.safety import git, tamper
 
@@ -47,6 +48,7 @@ class Overlay:
     restore: dict[str, str] = field(default_factory=dict)  # path -> the start's blob
     remove: tuple[str, ...] = ()  # runner files the change added
     edited: dict[str, str] = field(default_factory=dict)  # test -> how its expectation changed
+    inputs: tuple[str, ...] = ()  # restored files the start's tests read or imported (inputs)
 
     @property
     def empty(self) -> bool:
@@ -90,6 +92,8 @@ def plan(
     defining |= {p for p in at_start if any(p.startswith(d + "/") for d in folders)}
     defining |= {p for p in at_start if _runner_file(p)}
     defining |= _plugins(worktree, start, at_start)
+    read = inputs(reference, at_start)
+    defining |= read
     restore = {
         p: at_start[p][1]
         for p in sorted(defining)
@@ -102,7 +106,33 @@ def plan(
     if allow_edits:
         kept = {test.split("::", 1)[0] for test in edited}
         restore = {p: blob for p, blob in restore.items() if p not in kept}
-    return Overlay(start, restore, remove, edited)
+    laid_inputs = tuple(sorted(p for p in restore if p in read))
+    return Overlay(start, restore, remove, edited, laid_inputs)
+
+
+def inputs(reference: TestRun, at_start: dict[str, tuple[str, str]]) -> set[str]:
+    """The files outside the test folders that the start's tests read or imported, as its run
+    logged them (report_plugin._Inputs), that define those tests: data a test or a test
+    helper opened itself ("read"); data code of the root opened for a test ("read-via-code"),
+    unless it lies in a Python package of the start (the package's own data, which the change
+    may edit with its code); a module a test imported whose name says test (`testing_support`,
+    report_plugin.says_test): never the code under test, which the tests import too. A module
+    is never laid over for being read, only for being imported by that rule."""
+    packages = {str(PurePosixPath(p).parent) for p in at_start if p.endswith("/__init__.py")}
+    found: set[str] = set()
+    for how, path in reference.test_inputs or ():
+        if path not in at_start or at_start[path][0] == LINK:
+            continue
+        module = path.endswith((".py", ".pyc", ".so", ".pyd"))
+        if how == "read" and not module:
+            found.add(path)
+        elif how == "read-via-code" and not module:
+            folders = [str(parent) for parent in PurePosixPath(path).parents]
+            if not any(folder in packages for folder in folders):
+                found.add(path)
+        elif how == "import" and path.endswith(".py") and report_plugin.says_test(path):
+            found.add(path)
+    return found
 
 
 def apply(worktree: Path, overlay: Overlay) -> None:

@@ -326,7 +326,9 @@ def graded_test(
         place, laid, lambda: run_suite(session, place), session.record.test_command
     )
     edits = session.spec.allow_test_edits
-    return run, graded_verdict(graded, run, reference, laid.edited, failing_ok, False, edits)
+    return run, graded_verdict(
+        graded, run, reference, laid.edited, failing_ok, False, edits, laid.inputs
+    )
 
 
 def join_failing(session: Session, sets: list[ReviewSet], log: Callable[[str], None]) -> None:

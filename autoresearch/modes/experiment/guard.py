@@ -128,7 +128,9 @@ def run(
             cfg.guard,
         )
         # setup already refused a failing base the spec forbids
-        verdict = graded_verdict(graded, tests, reference, laid.edited, True, removal, edits)
+        verdict = graded_verdict(
+            graded, tests, reference, laid.edited, True, removal, edits, laid.inputs
+        )
     else:
         verdict = acceptable(
             tests,
