@@ -336,11 +336,13 @@ class StageEnv:
         just read it (`_pristine`)."""
         key = self._run_key(uncached=uncached, state=state)
         reference, start = self._reference()
-        laid = overlay.plan(self.worktree, start, reference, self.spec.allow_test_edits)
+        laid = overlay.plan(
+            self.worktree, start, reference, self.spec.allow_test_edits, self.spec.test_support
+        )
         as_is = self._run_as_is(key, uncached=uncached, reuse=reuse)
         if laid is None or laid.empty:
             if laid is not None and laid.edited:  # allowed, and named in the verdict
-                self.__dict__.setdefault("_graded", {})[id(as_is)] = (laid.edited, as_is)
+                self.__dict__.setdefault("_graded", {})[id(as_is)] = (laid.edited, as_is, ())
             return as_is
         graded_key = replace(key, overlay=laid.digest) if key else None
         graded = self._graded_run(graded_key, laid, uncached=uncached, reuse=reuse)

@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 
 from autoresearch.gate import report_plugin
 from autoresearch.gate.testrun import TestRun, not_graded
-from autoresearch.safety import git, tamper
+from autoresearch.safety import git, sandbox, tamper
 
 CONFTEST = "conftest.py"
 RUNNER_CONFIG = ("pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml")
@@ -66,11 +66,16 @@ class Overlay:
 
 
 def plan(
-    worktree: Path, start: str, reference: TestRun, allow_edits: bool = False
+    worktree: Path,
+    start: str,
+    reference: TestRun,
+    allow_edits: bool = False,
+    support: tuple[str, ...] = (),
 ) -> Overlay | None:
     """The overlay of `start`'s tests on what the worktree's index holds; None when the run at
     the start names no pytest test (another runner, or no ids). With `allow_edits`, a test
-    file whose tests the change edited is run as the change left it (still named)."""
+    file whose tests the change edited is run as the change left it (still named). `support`:
+    the spec's `test_support` globs, files laid over like the tests."""
     ids = (
         (reference.passing_ids or frozenset())
         | (reference.failing_ids or frozenset())
@@ -93,6 +98,7 @@ def plan(
     defining |= {p for p in at_start if _runner_file(p)}
     defining |= _plugins(worktree, start, at_start)
     read = inputs(reference, at_start)
+    read |= {p for p in at_start if any(sandbox.glob_match(p, glob) for glob in support)}
     defining |= read
     restore = {
         p: at_start[p][1]
@@ -104,6 +110,9 @@ def plan(
     )
     edited = _edited(worktree, Overlay(start, restore, remove), ids, now)
     if allow_edits:
+        # Expected data and helpers are the tests' expectations too: edited, they run as
+        # the change left them, and are named like an edited test.
+        edited |= {p: "read by the start's tests; edited" for p in restore if p in read}
         kept = {test.split("::", 1)[0] for test in edited}
         restore = {p: blob for p, blob in restore.items() if p not in kept}
     laid_inputs = tuple(sorted(p for p in restore if p in read))

@@ -316,7 +316,9 @@ def graded_test(
     run = run_suite(session, place)
     failing_ok = session.spec.allow_failing_baseline
     laid = (
-        overlay.plan(place, start, reference, session.spec.allow_test_edits)
+        overlay.plan(
+            place, start, reference, session.spec.allow_test_edits, session.spec.test_support
+        )
         if reference is not None
         else None
     )

@@ -15,11 +15,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import git, make_repo
 
 from autoresearch.gate import overlay, testrun
 from autoresearch.gate.testrun import FAILED, PASSED, TestRun
 from autoresearch.safety import git as harness_git
+from autoresearch.session import spec
 
 PYTEST = f"{sys.executable} -m pytest -q"
 
@@ -230,3 +232,45 @@ def test_hiding_pytests_variables_is_no_changed_runner(tmp_path):
     test = "import os\n\n\ndef test_env():\n    assert 'PYTEST_CURRENT_TEST' not in os.environ\n"
     repo = make_repo(tmp_path / "r", {"tests/test_env.py": test})
     assert run(repo).outcome == PASSED
+
+
+def test_a_helper_named_in_test_support_is_laid_over_and_one_not_named_is_not(tmp_path):
+    test = (
+        "from calc import total\nfrom helpers import close\n\n\ndef test_it():\n"
+        "    assert close(total([1, 2]), 3)\n"
+    )
+    files = {"calc.py": CALC, "helpers.py": SUPPORT, "tests/test_it.py": test}
+    place, start, reference = start_place(tmp_path, files)
+    change = {"calc.py": BROKEN, "helpers.py": WEAK_SUPPORT}
+    for path, text in change.items():
+        (place / path).write_text(text)
+    git(place, "add", "-A")
+    # `helpers` says nothing of tests: the code under test is imported the same way.
+    assert overlay.plan(place, start, reference).empty
+    laid = overlay.plan(place, start, reference, support=("helpers.py",))
+    assert laid.inputs == ("helpers.py",)
+    run_ = overlay.run_laid(place, laid, lambda: run(place), PYTEST)
+    assert run_.outcome == FAILED and run_.failing_ids == {"tests/test_it.py::test_it"}
+
+
+def test_test_support_is_a_list_of_globs_checked_like_protected():
+    spec.check_values(spec.Spec(values={"test_support": ["helpers.py", "golden/**"]}))
+    with pytest.raises(spec.SpecError, match="key 'test_support': pattern '../x.py' points"):
+        spec.check_values(spec.Spec(values={"test_support": ["../x.py"]}))
+    with pytest.raises(spec.SpecError, match="key 'test_support': pattern '.z-a..py' is not"):
+        spec.check_values(spec.Spec(values={"test_support": ["[z-a].py"]}))
+
+
+def test_with_allow_test_edits_edited_expected_data_runs_as_the_change_left_it_and_is_named(
+    tmp_path,
+):
+    place, start, reference = start_place(tmp_path, base(READERS["pathlib"]))
+    honest = {
+        "calc.py": CALC.replace("ordered[len(ordered) // 2]", "ordered[-1]"),
+        "fixtures/median.json": WRONG_DATA,  # a new expectation, as a test edit would make
+    }
+    as_left, _, strict = graded(place, start, reference, honest)
+    assert as_left.ok and strict.outcome == FAILED
+    laid = overlay.plan(place, start, reference, allow_edits=True)
+    assert laid.empty
+    assert "fixtures/median.json" in laid.edited
