@@ -285,8 +285,10 @@ def _edited(
     value), by test (an id without its parameters). A test deleted is a removal, judged as
     one; a test file that no longer parses is left to the run that parses it."""
     edited: dict[str, str] = {}
+    files = {test_id.split("::", 1)[0] for test_id in ids}
     for path, blob in overlay.restore.items():
-        if path not in now or _runner_file(path):
+        # Only files a test was reported from: data (a binary one too) is no test's code.
+        if path not in now or path not in files or _runner_file(path):
             continue
         before, after = _functions(_show(worktree, blob)), _functions(_show(worktree, now[path][1]))
         if before is None or after is None:

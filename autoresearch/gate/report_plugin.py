@@ -296,10 +296,13 @@ class _Inputs:
             self.write({"t": "input", "path": key[1], "how": how})
 
     def _hook(self, event: str, args: tuple) -> None:
-        if not self.on or event != "open":
+        if not self.on or (event != "open" and event != "sqlite3.connect"):
             return
         try:
-            self._opened(*args[:3])
+            if event == "open":
+                self._opened(*args[:3])
+            else:  # a database file opened by sqlite's own C code, read or written
+                self._opened(args[0], "r", None)
         except Exception:  # noqa: BLE001, S110 (a log must never break the tested run)
             pass
 

@@ -11,6 +11,7 @@ repositories, unjailed.
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -274,3 +275,43 @@ def test_with_allow_test_edits_edited_expected_data_runs_as_the_change_left_it_a
     laid = overlay.plan(place, start, reference, allow_edits=True)
     assert laid.empty
     assert "fixtures/median.json" in laid.edited
+
+
+SQLITE_TEST = """\
+import json
+import sqlite3
+
+from calc import median
+
+
+def test_it():
+    row = sqlite3.connect("fixtures/cases.db").execute("select v from c").fetchone()
+    case = json.loads(row[0])
+    assert median(case["values"]) == case["expected"]
+"""
+
+
+def _database(path: Path, case: str) -> None:
+    path.parent.mkdir(exist_ok=True)
+    path.unlink(missing_ok=True)
+    with sqlite3.connect(path) as db:
+        db.execute("create table c (v text)")
+        db.execute("insert into c values (?)", (case,))
+    db.close()
+
+
+def test_expected_data_in_a_database_sqlite_opens_is_laid_over(tmp_path):
+    repo = make_repo(tmp_path / "repo", {"calc.py": CALC, "tests/test_it.py": SQLITE_TEST})
+    _database(repo / "fixtures/cases.db", DATA)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "cases")
+    place = tmp_path / "wt"
+    harness_git.add_detached_worktree(repo, place, "HEAD")
+    reference = run(place)
+    assert ("read", "fixtures/cases.db") in reference.test_inputs
+    _database(place / "fixtures/cases.db", WRONG_DATA)
+    as_left, laid, run_ = graded(
+        place, git(place, "rev-parse", "HEAD"), reference, {"calc.py": BROKEN}
+    )
+    assert as_left.ok and laid.inputs == ("fixtures/cases.db",)
+    assert run_.outcome == FAILED
