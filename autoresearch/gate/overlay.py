@@ -122,11 +122,12 @@ def plan(
 def inputs(reference: TestRun, at_start: dict[str, tuple[str, str]]) -> set[str]:
     """The files outside the test folders that the start's tests read or imported, as its run
     logged them (report_plugin._Inputs), that define those tests: data a test or a test
-    helper opened itself ("read"); data code of the root opened for a test ("read-via-code"),
-    unless it lies in a Python package of the start (the package's own data, which the change
-    may edit with its code); a module a test imported whose name says test (`testing_support`,
-    report_plugin.says_test): never the code under test, which the tests import too. A module
-    is never laid over for being read, only for being imported by that rule."""
+    helper opened itself ("read"); data code of the root opened for a test ("read-via-code")
+    whose path names it a test's data (`fixtures/`, `golden/`) and that lies in no Python
+    package of the start (else it is the code's own data, which the change may edit with
+    it); a module a test imported whose name says test (`testing_support`,
+    report_plugin.says_test): never the code under test, which the tests import too. A
+    module is never laid over for being read, only for being imported by that rule."""
     packages = {str(PurePosixPath(p).parent) for p in at_start if p.endswith("/__init__.py")}
     found: set[str] = set()
     for how, path in reference.test_inputs or ():
@@ -135,13 +136,26 @@ def inputs(reference: TestRun, at_start: dict[str, tuple[str, str]]) -> set[str]
         module = path.endswith((".py", ".pyc", ".so", ".pyd"))
         if how == "read" and not module:
             found.add(path)
-        elif how == "read-via-code" and not module:
+        elif how == "read-via-code" and not module and _says_test_data(path):
             folders = [str(parent) for parent in PurePosixPath(path).parents]
             if not any(folder in packages for folder in folders):
                 found.add(path)
         elif how == "import" and path.endswith(".py") and report_plugin.says_test(path):
             found.add(path)
     return found
+
+
+# Words that name a test's data in a path (`fixtures/`, `golden/`, `expected_out.txt`).
+_TEST_DATA_WORDS = ("test", "fixture", "golden", "expected", "snapshot", "cassette")
+
+
+def _says_test_data(path: str) -> bool:
+    """Whether a file code of the root opened for a test is named as a test's data: read
+    through code, a template or a table the code reads for users (an app's `templates/`)
+    is the code's own, which a change may edit with it; the spec's `test_support` names any
+    other."""
+    words = re.split(r"[/_\-.]", path.lower())
+    return any(w.startswith(_TEST_DATA_WORDS) for w in words)
 
 
 def apply(worktree: Path, overlay: Overlay) -> None:

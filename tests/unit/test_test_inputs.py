@@ -315,3 +315,25 @@ def test_expected_data_in_a_database_sqlite_opens_is_laid_over(tmp_path):
     )
     assert as_left.ok and laid.inputs == ("fixtures/cases.db",)
     assert run_.outcome == FAILED
+
+
+APP = {
+    "app.py": (
+        "def page(name):\n    with open('templates/page.txt') as f:\n"
+        "        return f.read().format(who=name)\n"
+    ),
+    "templates/page.txt": "hello {who}\n",
+    "tests/test_app.py": "from app import page\n\n\ndef test_page():\n"
+    "    assert page('x') == 'hello x\\n'\n",
+}
+
+
+def test_a_template_the_code_reads_for_users_changed_with_the_code_stays_the_changes(tmp_path):
+    place, start, reference = start_place(tmp_path, APP)
+    assert ("read-via-code", "templates/page.txt") in reference.test_inputs
+    honest = {
+        "app.py": APP["app.py"].replace("who=name", "person=name"),
+        "templates/page.txt": "hello {person}\n",
+    }
+    as_left, laid, run_ = graded(place, start, reference, honest)
+    assert as_left.ok and laid.empty and run_.ok
