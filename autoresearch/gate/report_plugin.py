@@ -68,6 +68,9 @@ REPORTING = (
 )
 
 FD_VARIABLE = "AUTORESEARCH_REPORT_FD"
+# Set for every process of a harness's run, and left in place: an xdist worker, which gets no
+# stream, still hides pytest's variables from the code it tests (_hide_the_current_test).
+RUN_VARIABLE = "AUTORESEARCH_PYTEST_RUN"
 CANARY_VARIABLE = "AUTORESEARCH_CANARY"  # the canary module's path, os.pathsep, the two names
 
 _stream: _Stream | None = None
@@ -396,4 +399,5 @@ def _hide_the_current_test() -> None:
 
 if FD_VARIABLE in os.environ:
     _inputs = _Inputs()
+if FD_VARIABLE in os.environ or os.environ.get(RUN_VARIABLE):
     _hide_the_current_test()

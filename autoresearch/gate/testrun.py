@@ -307,6 +307,7 @@ def _run_streamed(
     path = os.pathsep.join([str(plugin), *filter(None, [os.environ.get("PYTHONPATH")])])
     env = {
         report_plugin.FD_VARIABLE: str(report.write_fd),
+        report_plugin.RUN_VARIABLE: "1",
         report_plugin.CANARY_VARIABLE: os.pathsep.join([str(canary), must_pass, must_fail]),
         "PYTHONPATH": path,
     }

@@ -337,3 +337,12 @@ def test_a_template_the_code_reads_for_users_changed_with_the_code_stays_the_cha
     }
     as_left, laid, run_ = graded(place, start, reference, honest)
     assert as_left.ok and laid.empty and run_.ok
+
+
+def test_an_xdist_worker_hides_pytests_variables_too(tmp_path):
+    pytest.importorskip("xdist")
+    test = "from calc import half\n\n\ndef test_half():\n    assert half(4) == 2\n"
+    repo = make_repo(tmp_path / "r", {"calc.py": RIGHT_ONLY_UNDER_PYTEST, "tests/test_h.py": test})
+    command = f"{sys.executable} -m pytest -q -n 2 -p xdist"
+    run_ = testrun.run_tests(command, repo, stack="Python", timeout_s=300)
+    assert run_.outcome == FAILED, run_.tail
