@@ -251,10 +251,9 @@ class _Inputs:
         self.logged: set[tuple[str, str]] = set()
         self.imported: set[str] = set()
         self.kinds: dict[str, int] = {}  # a frame's file -> 0 outside, 1 code, 2 test
-        self.outside = tuple(
-            os.path.realpath(p) + os.sep
-            for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(__file__)}
-        )
+        prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(__file__)}
+        self.prefixes = tuple(os.path.realpath(p) + os.sep for p in prefixes)
+        self.outside = self._outside()
         self.on = True
         sys.addaudithook(self._hook)
         # A finder first on the path sees every import not yet made, `import_module` too
@@ -268,8 +267,14 @@ class _Inputs:
             except Exception:  # noqa: BLE001, S110 (a log must never break the tested run)
                 pass
 
+    def _outside(self) -> tuple[str, ...]:
+        """The interpreter's and this plugin's folders, unless the root lies in one (a
+        worktree under /usr would otherwise hold no frame of the root at all)."""
+        return tuple(p for p in self.prefixes if not self.root.startswith(p))
+
     def start(self, root: str, write: Any) -> None:
         self.root = os.path.realpath(root) + os.sep
+        self.outside = self._outside()
         self.kinds.clear()
         self.write = write
         for record in self.buffered:
