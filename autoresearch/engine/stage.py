@@ -155,8 +155,10 @@ class StageEnv:
         graded = self.__dict__.get("_graded", {}).get(id(after))
         if graded is None:
             return acceptable(after, reference, *allow)
-        edits, second = graded
-        return graded_verdict(after, second, reference, edits, *allow, self.spec.allow_test_edits)
+        edits, second, inputs = graded
+        return graded_verdict(
+            after, second, reference, edits, *allow, self.spec.allow_test_edits, inputs
+        )
 
     @property
     def protection(self) -> Protection:
@@ -334,15 +336,17 @@ class StageEnv:
         just read it (`_pristine`)."""
         key = self._run_key(uncached=uncached, state=state)
         reference, start = self._reference()
-        laid = overlay.plan(self.worktree, start, reference, self.spec.allow_test_edits)
+        laid = overlay.plan(
+            self.worktree, start, reference, self.spec.allow_test_edits, self.spec.test_support
+        )
         as_is = self._run_as_is(key, uncached=uncached, reuse=reuse)
         if laid is None or laid.empty:
             if laid is not None and laid.edited:  # allowed, and named in the verdict
-                self.__dict__.setdefault("_graded", {})[id(as_is)] = (laid.edited, as_is)
+                self.__dict__.setdefault("_graded", {})[id(as_is)] = (laid.edited, as_is, ())
             return as_is
         graded_key = replace(key, overlay=laid.digest) if key else None
         graded = self._graded_run(graded_key, laid, uncached=uncached, reuse=reuse)
-        self.__dict__.setdefault("_graded", {})[id(graded)] = (laid.edited, as_is)
+        self.__dict__.setdefault("_graded", {})[id(graded)] = (laid.edited, as_is, laid.inputs)
         return graded
 
     def as_left(self, run: TestRun) -> TestRun:

@@ -28,8 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from autoresearch.gate import report_plugin
 from autoresearch.gate.testrun import TestRun, not_graded
-from autoresearch.safety import git, tamper
+from autoresearch.safety import git, sandbox, tamper
 
 CONFTEST = "conftest.py"
 RUNNER_CONFIG = ("pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml")
@@ -47,6 +48,7 @@ class Overlay:
     restore: dict[str, str] = field(default_factory=dict)  # path -> the start's blob
     remove: tuple[str, ...] = ()  # runner files the change added
     edited: dict[str, str] = field(default_factory=dict)  # test -> how its expectation changed
+    inputs: tuple[str, ...] = ()  # restored files the start's tests read or imported (inputs)
 
     @property
     def empty(self) -> bool:
@@ -64,11 +66,16 @@ class Overlay:
 
 
 def plan(
-    worktree: Path, start: str, reference: TestRun, allow_edits: bool = False
+    worktree: Path,
+    start: str,
+    reference: TestRun,
+    allow_edits: bool = False,
+    support: tuple[str, ...] = (),
 ) -> Overlay | None:
     """The overlay of `start`'s tests on what the worktree's index holds; None when the run at
     the start names no pytest test (another runner, or no ids). With `allow_edits`, a test
-    file whose tests the change edited is run as the change left it (still named)."""
+    file whose tests the change edited is run as the change left it (still named). `support`:
+    the spec's `test_support` globs, files laid over like the tests."""
     ids = (
         (reference.passing_ids or frozenset())
         | (reference.failing_ids or frozenset())
@@ -90,6 +97,9 @@ def plan(
     defining |= {p for p in at_start if any(p.startswith(d + "/") for d in folders)}
     defining |= {p for p in at_start if _runner_file(p)}
     defining |= _plugins(worktree, start, at_start)
+    read = inputs(reference, at_start)
+    read |= {p for p in at_start if any(sandbox.glob_match(p, glob) for glob in support)}
+    defining |= read
     restore = {
         p: at_start[p][1]
         for p in sorted(defining)
@@ -100,9 +110,52 @@ def plan(
     )
     edited = _edited(worktree, Overlay(start, restore, remove), ids, now)
     if allow_edits:
+        # Expected data and helpers are the tests' expectations too: edited, they run as
+        # the change left them, and are named like an edited test.
+        edited |= {p: "read by the start's tests; edited" for p in restore if p in read}
         kept = {test.split("::", 1)[0] for test in edited}
         restore = {p: blob for p, blob in restore.items() if p not in kept}
-    return Overlay(start, restore, remove, edited)
+    laid_inputs = tuple(sorted(p for p in restore if p in read))
+    return Overlay(start, restore, remove, edited, laid_inputs)
+
+
+def inputs(reference: TestRun, at_start: dict[str, tuple[str, str]]) -> set[str]:
+    """The files outside the test folders that the start's tests read or imported, as its run
+    logged them (report_plugin._Inputs), that define those tests: data a test or a test
+    helper opened itself ("read"); data code of the root opened for a test ("read-via-code")
+    whose path names it a test's data (`fixtures/`, `golden/`) and that lies in no Python
+    package of the start (else it is the code's own data, which the change may edit with
+    it); a module a test imported whose name says test (`testing_support`,
+    report_plugin.says_test): never the code under test, which the tests import too. A
+    module is never laid over for being read, only for being imported by that rule."""
+    packages = {str(PurePosixPath(p).parent) for p in at_start if p.endswith("/__init__.py")}
+    found: set[str] = set()
+    for how, path in reference.test_inputs or ():
+        if path not in at_start or at_start[path][0] == LINK:
+            continue
+        module = path.endswith((".py", ".pyc", ".so", ".pyd"))
+        if how == "read" and not module:
+            found.add(path)
+        elif how == "read-via-code" and not module and _says_test_data(path):
+            folders = [str(parent) for parent in PurePosixPath(path).parents]
+            if not any(folder in packages for folder in folders):
+                found.add(path)
+        elif how == "import" and path.endswith(".py") and report_plugin.says_test(path):
+            found.add(path)
+    return found
+
+
+# Words that name a test's data in a path (`fixtures/`, `golden/`, `expected_out.txt`).
+_TEST_DATA_WORDS = ("test", "fixture", "golden", "expected", "snapshot", "cassette")
+
+
+def _says_test_data(path: str) -> bool:
+    """Whether a file code of the root opened for a test is named as a test's data: read
+    through code, a template or a table the code reads for users (an app's `templates/`)
+    is the code's own, which a change may edit with it; the spec's `test_support` names any
+    other."""
+    words = re.split(r"[/_\-.]", path.lower())
+    return any(w.startswith(_TEST_DATA_WORDS) for w in words)
 
 
 def apply(worktree: Path, overlay: Overlay) -> None:
@@ -246,8 +299,10 @@ def _edited(
     value), by test (an id without its parameters). A test deleted is a removal, judged as
     one; a test file that no longer parses is left to the run that parses it."""
     edited: dict[str, str] = {}
+    files = {test_id.split("::", 1)[0] for test_id in ids}
     for path, blob in overlay.restore.items():
-        if path not in now or _runner_file(path):
+        # Only files a test was reported from: data (a binary one too) is no test's code.
+        if path not in now or path not in files or _runner_file(path):
             continue
         before, after = _functions(_show(worktree, blob)), _functions(_show(worktree, now[path][1]))
         if before is None or after is None:

@@ -11,6 +11,7 @@ reads the stream (`read_stream`); the format is one JSON object a line:
     {"t": "collect_skip", "id": ...}                a module skipped while collected
     {"t": "canary", "id": ..., "outcome": ...}      the two canaries' call phases
     {"t": "changed", "what": ...}                   the runner's own code changed (once)
+    {"t": "input", "path": ..., "how": ...}         a file of the root the tests read (below)
     {"t": "end", "exitstatus": int}                 then the pipe is closed
 
 The code under test runs in this process and could write to the pipe too; the harness takes any
@@ -22,12 +23,25 @@ runner's own functions and classes are held too (`_Machinery`): taken when colle
 before any module of the target is imported, and compared before each test's call report is
 made (the modules that make and hand on reports) and at the end (all of them). Any that is no
 longer the same object is a changed runner: the harness takes the run as tampered.
+
+What the tests read outside their folders (`_Inputs`): an `open` audit hook logs each file under
+the root that is opened for reading while a test file, a conftest or a test helper (a path that
+says test: `testing_support.py`) is on the stack: "read" when such a frame opened it itself,
+"read-via-code" when code of the root between them did (a loader in the package); a finder
+first on `sys.meta_path` logs each module of the root such a frame imported ("import"). The
+overlay lays the start's version of each over the candidate (overlay.py), so expected data and
+helpers the change edits take no part in the decisive run. Logged from this plugin's import
+(before any conftest), buffered until the stream starts.
+
+pytest's PYTEST_CURRENT_TEST and PYTEST_VERSION are never set in a run of this plugin: code under
+test that is right only while a test runs (reads either variable) cannot tell by them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,9 +68,13 @@ REPORTING = (
 )
 
 FD_VARIABLE = "AUTORESEARCH_REPORT_FD"
+# Set for every process of a harness's run, and left in place: an xdist worker, which gets no
+# stream, still hides pytest's variables from the code it tests (_hide_the_current_test).
+RUN_VARIABLE = "AUTORESEARCH_PYTEST_RUN"
 CANARY_VARIABLE = "AUTORESEARCH_CANARY"  # the canary module's path, os.pathsep, the two names
 
 _stream: _Stream | None = None
+_inputs: _Inputs | None = None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -71,6 +89,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     _stream = _Stream(int(fd), canary, config)
     config.pluginmanager.register(_stream, "autoresearch-report-stream")
+    if _inputs is not None:
+        _inputs.start(str(config.rootpath), _stream._write)
 
 
 class _Stream:
@@ -139,6 +159,8 @@ class _Stream:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if _inputs is not None:
+            _inputs.finish()
         self._hold(full=True)
         self._write({"t": "end", "exitstatus": int(exitstatus)})
         self.out.close()
@@ -214,3 +236,173 @@ def _watched(name: str) -> bool:
 def _pytest_own(plugin: object) -> bool:
     name = getattr(plugin, "__name__", None) or type(plugin).__module__
     return isinstance(name, str) and (name.startswith("_pytest") or name == "pytest")
+
+
+class _Inputs:
+    """Files of the root the tests read and modules they import, logged by an audit hook (which
+    cannot be taken away once added). Attribution walks the stack to frames of the root (not
+    the standard library's, pytest's or an installed package's): a read counts when a test
+    frame is on the stack, as "read" when the nearest frame of the root is a test frame."""
+
+    def __init__(self) -> None:
+        self.root = os.path.realpath(os.getcwd()) + os.sep
+        self.write: Any = None
+        self.buffered: list[dict] = []
+        self.logged: set[tuple[str, str]] = set()
+        self.imported: set[str] = set()
+        self.kinds: dict[str, int] = {}  # a frame's file -> 0 outside, 1 code, 2 test
+        prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(__file__)}
+        self.prefixes = tuple(os.path.realpath(p) + os.sep for p in prefixes)
+        self.outside = self._outside()
+        self.on = True
+        sys.addaudithook(self._hook)
+        # A finder first on the path sees every import not yet made, `import_module` too
+        # (whose imports raise no audit event); it finds nothing itself.
+        sys.meta_path.insert(0, self)  # type: ignore[arg-type]
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if self.on:
+            try:
+                self._imported(name)
+            except Exception:  # noqa: BLE001, S110 (a log must never break the tested run)
+                pass
+
+    def _outside(self) -> tuple[str, ...]:
+        """The interpreter's and this plugin's folders, unless the root lies in one (a
+        worktree under /usr would otherwise hold no frame of the root at all)."""
+        return tuple(p for p in self.prefixes if not self.root.startswith(p))
+
+    def start(self, root: str, write: Any) -> None:
+        self.root = os.path.realpath(root) + os.sep
+        self.outside = self._outside()
+        self.kinds.clear()
+        self.write = write
+        for record in self.buffered:
+            if record["path"].startswith(self.root):
+                self._emit(record["how"], record["path"])
+        self.buffered.clear()
+
+    def finish(self) -> None:
+        """The modules a test frame imported, by their files (known once imported)."""
+        for name in sorted(self.imported):
+            module = sys.modules.get(name)
+            path = getattr(module, "__file__", None) if module is not None else None
+            if isinstance(path, str):
+                self._emit("import", os.path.realpath(path))
+        self.on = False
+
+    def _emit(self, how: str, full: str) -> None:
+        if not full.startswith(self.root):
+            return
+        key = (how, full[len(self.root) :])
+        if key in self.logged:
+            return
+        self.logged.add(key)
+        if self.write is None:
+            self.buffered.append({"how": how, "path": full})
+        else:
+            self.write({"t": "input", "path": key[1], "how": how})
+
+    def _hook(self, event: str, args: tuple) -> None:
+        if not self.on or (event != "open" and event != "sqlite3.connect"):
+            return
+        try:
+            if event == "open":
+                self._opened(*args[:3])
+            else:  # a database file opened by sqlite's own C code, read or written
+                self._opened(args[0], "r", None)
+        except Exception:  # noqa: BLE001, S110 (a log must never break the tested run)
+            pass
+
+    def _opened(self, path: object, mode: object, flags: object) -> None:
+        if isinstance(path, int) or path is None:
+            return
+        if isinstance(mode, str):
+            if any(c in mode for c in "wax+"):
+                return
+        elif isinstance(flags, int) and flags & os.O_ACCMODE != os.O_RDONLY:
+            return
+        full = os.path.abspath(os.fsdecode(path))  # type: ignore[arg-type]
+        if not full.startswith(self.root):
+            full = os.path.realpath(full)
+            if not full.startswith(self.root):
+                return
+        if full.endswith((".py", ".pyc")) or os.sep + "__pycache__" + os.sep in full:
+            return  # modules are logged by what imports them
+        nearest, tested = self._frames()
+        if tested:
+            self._emit("read" if nearest == 2 else "read-via-code", os.path.realpath(full))
+
+    def _imported(self, name: object) -> None:
+        if isinstance(name, str) and name not in sys.modules and self._frames()[0] == 2:
+            self.imported.add(name)
+
+    def _frames(self) -> tuple[int, bool]:
+        """The kind of the nearest frame of the root (0: none), and whether a test frame is on
+        the stack at all."""
+        frame = sys._getframe(2)
+        nearest = 0
+        while frame is not None:
+            kind = self._kind(frame.f_code.co_filename)
+            if kind and not nearest:
+                nearest = kind
+            if kind == 2:
+                return nearest, True
+            frame = frame.f_back
+        return nearest, False
+
+    def _kind(self, filename: str) -> int:
+        kind = self.kinds.get(filename)
+        if kind is None:
+            full = os.path.realpath(filename) if filename[:1] != "<" else ""
+            if not full.startswith(self.root) or full.startswith(self.outside):
+                kind = 0
+            elif os.sep + "site-packages" + os.sep in full:
+                kind = 0
+            else:
+                kind = 2 if says_test(full[len(self.root) :]) else 1
+            self.kinds[filename] = kind
+        return kind
+
+
+def says_test(path: str) -> bool:
+    """Whether a path of the root is a test's or a test helper's by its name: a conftest, or a
+    folder or file whose name has a word starting with `test` (tests/, test_x.py, x_test.py,
+    testing_support.py, testutils.py). The overlay reads names with the same rule."""
+    parts = path.replace(os.sep, "/").split("/")
+    if parts[-1] == "conftest.py":
+        return True
+    stem = parts[-1].rsplit(".", 1)[0]
+    words = [w for part in [*parts[:-1], stem] for w in re.split(r"[_\-.]", part.lower())]
+    return any(w.startswith("test") for w in words)
+
+
+# What pytest puts in the environment for its run: PYTEST_VERSION for the whole run (pytest
+# 8.2 on), PYTEST_CURRENT_TEST for each test phase.
+RUN_VARIABLES = ("PYTEST_VERSION", "PYTEST_CURRENT_TEST")
+
+
+def _hide_the_current_test() -> None:
+    """Code under test could read what pytest puts in the environment and be right only
+    while tests run. Each variable is taken out, and the setter of PYTEST_CURRENT_TEST is
+    made to clear it instead (the runner's functions are held after this, so the held
+    object is this one). pytest itself reads neither back."""
+    for name in RUN_VARIABLES:
+        os.environ.pop(name, None)
+    try:
+        from _pytest import runner
+    except ImportError:
+        return
+    if not hasattr(runner, "_update_current_test_var"):
+        return
+
+    def _update_current_test_var(item: object, when: object) -> None:
+        os.environ.pop("PYTEST_CURRENT_TEST", None)
+
+    runner._update_current_test_var = _update_current_test_var  # type: ignore[attr-defined]
+
+
+if FD_VARIABLE in os.environ:
+    _inputs = _Inputs()
+if FD_VARIABLE in os.environ or os.environ.get(RUN_VARIABLE):
+    _hide_the_current_test()

@@ -36,6 +36,9 @@ class Tally:
     # Why the report cannot be trusted (a second report after the runner's, one cut short):
     # the run is then no pass, whatever its exit code.
     problem: str | None = None
+    # Files of the root the tests read or imported, as (how, path): pytest's stream only
+    # (report_plugin._Inputs); the overlay lays the start's over a change.
+    inputs: set[tuple[str, str]] = field(default_factory=set)
 
     def settle(self) -> None:
         # One id, one fate: a test that passed its call and then errored in teardown failed.
@@ -397,6 +400,8 @@ def read_stream(data: bytes, must_pass: str, must_fail: str, sessions: int = 1) 
             canaries[-1][test_id] = str(outcome)
         elif kind == "changed":
             changed = str(record.get("what", ""))[:200]
+        elif kind == "input":
+            tally.inputs.add((str(record.get("how", "")), str(record.get("path", ""))))
         elif kind == "report" and record.get("sub") and outcome in ("failed", "skipped"):
             # A subtest: not a test of its own. pytest's summary counts a failed or skipped
             # one, and fails its test, whatever that test's own call says.

@@ -75,6 +75,9 @@ class TestRun:
     tail: str
     source: str  # junit | go-json | cargo | jest-json | regex | exit-code-only
     skipped_ids: frozenset[str] | None = None  # skipped and xfailed tests
+    # Files the tests read or imported, (how, path): "read", "read-via-code", "import"
+    # (report_plugin._Inputs); None where the runner's report does not say (not pytest's).
+    test_inputs: frozenset[tuple[str, str]] | None = None
 
     @property
     def ok(self) -> bool:
@@ -121,6 +124,9 @@ class TestRun:
             "failing_ids": _sorted_or_none(self.failing_ids),
             "passing_ids": _sorted_or_none(self.passing_ids),
             "skipped_ids": _sorted_or_none(self.skipped_ids),
+            "test_inputs": None
+            if self.test_inputs is None
+            else [{"how": how, "path": path} for how, path in sorted(self.test_inputs)],
             "exit_code": self.exit_code,
             "timed_out": self.outcome == TIMED_OUT,
             "duration_s": round(self.duration_s, 3),
@@ -152,6 +158,7 @@ class TestRun:
             tail=data.get("tail", ""),
             source=data.get("source", "exit-code-only"),
             skipped_ids=ids("skipped_ids"),
+            test_inputs=_inputs(data.get("test_inputs")),
         )
 
 
@@ -308,6 +315,7 @@ def _run_streamed(
     path = os.pathsep.join([str(plugin), *filter(None, [os.environ.get("PYTHONPATH")])])
     env = {
         report_plugin.FD_VARIABLE: str(report.write_fd),
+        report_plugin.RUN_VARIABLE: "1",
         report_plugin.CANARY_VARIABLE: os.pathsep.join([str(canary), must_pass, must_fail]),
         "PYTHONPATH": path,
     }
@@ -499,17 +507,21 @@ def judge(
             tail,
             source,
             skipped_ids,
+            inputs,
         )
 
     counts: tuple = (None, None, None, None)
     ids: tuple = (None, None)
     skipped_ids: frozenset[str] | None = None
+    inputs: frozenset[tuple[str, str]] | None = None
     source = "exit-code-only"
     if tally is not None:
         counts = (len(tally.passed), len(tally.failed), len(tally.skipped), len(tally.errored))
         failing = frozenset(tally.failed | tally.errored)
         ids = (failing if tally.ids_complete else None, frozenset(tally.passed))
         skipped_ids = frozenset(tally.skipped)
+        if tally.source == "pytest-stream":
+            inputs = frozenset(tally.inputs)
         source = tally.source
     else:
         parsed = parse_test_output(text, code)
@@ -605,6 +617,16 @@ def _not_run_cause(runner: str, code: int | None, text: str, tally: Tally | None
 
 def exit_text(code: int | None) -> str:
     return "no exit code" if code is None else f"exit code {code}"
+
+
+def _inputs(value: Any) -> frozenset[tuple[str, str]] | None:
+    if not isinstance(value, list):
+        return None
+    return frozenset(
+        (str(item.get("how", "")), str(item.get("path", "")))
+        for item in value
+        if isinstance(item, dict)
+    )
 
 
 def _sorted_or_none(ids: frozenset[str] | None) -> list[str] | None:

@@ -133,12 +133,14 @@ def graded_verdict(
     allow_failing_baseline: bool = False,
     allow_test_removal: bool = False,
     allow_test_edits: bool = False,
+    inputs: tuple[str, ...] = (),
 ) -> Verdict:
     """Whether a change may be kept on its graded runs (docs/safety.md "How the gate grades
     a change"): `graded`, the run with the start's tests laid over the change, and
     `as_left`, the run of the change as it left its tests. A test whose code the change
     edited (`edits`, by test) keeps it out unless `allow_test_edits`; the change's own
-    tests must pass; every test of the start must pass in the graded run."""
+    tests must pass; every test of the start must pass in the graded run. `inputs`: files
+    outside the test folders the start's tests read, laid over too (named when it fails)."""
     allow = (allow_failing_baseline, allow_test_removal)
     edited = ""
     if edits and not allow_test_edits:
@@ -157,8 +159,10 @@ def graded_verdict(
     held = _without(reference, frozenset(own.removed))
     start = acceptable(_start_tests_only(graded, held), held, *allow)
     if not start.ok:
+        shown = ", ".join(inputs[:IDS_SHOWN]) + (" …" if len(inputs) > IDS_SHOWN else "")
+        read = f" (with what they read as the start had it: {shown})" if inputs else ""
         return Verdict(
-            False, f"the tests of the change's start, laid over it: {start.reason}{also}"
+            False, f"the tests of the change's start, laid over it{read}: {start.reason}{also}"
         )
     if edited:
         return Verdict(False, edited)

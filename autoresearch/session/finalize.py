@@ -316,7 +316,9 @@ def graded_test(
     run = run_suite(session, place)
     failing_ok = session.spec.allow_failing_baseline
     laid = (
-        overlay.plan(place, start, reference, session.spec.allow_test_edits)
+        overlay.plan(
+            place, start, reference, session.spec.allow_test_edits, session.spec.test_support
+        )
         if reference is not None
         else None
     )
@@ -326,7 +328,9 @@ def graded_test(
         place, laid, lambda: run_suite(session, place), session.record.test_command
     )
     edits = session.spec.allow_test_edits
-    return run, graded_verdict(graded, run, reference, laid.edited, failing_ok, False, edits)
+    return run, graded_verdict(
+        graded, run, reference, laid.edited, failing_ok, False, edits, laid.inputs
+    )
 
 
 def join_failing(session: Session, sets: list[ReviewSet], log: Callable[[str], None]) -> None:

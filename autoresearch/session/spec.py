@@ -292,7 +292,7 @@ def check_values(spec: Spec) -> None:
             raise SpecError(
                 f"{spec.source_of('commands.pass_env')}: key 'commands.pass_env': {problem}"
             )
-    for key in ("protected", "scope.include", "scope.exclude"):
+    for key in ("protected", "test_support", "scope.include", "scope.exclude"):
         section, _, leaf = key.rpartition(".")
         patterns = (spec.values.get(section) or {}).get(leaf) if section else spec.values.get(key)
         for pattern in patterns or []:
@@ -384,6 +384,8 @@ class SessionSpec(dict):
     # A change may edit the code of a test that existed where it started (its expected value,
     # its body); without it such a change is not kept (overlay.py).
     allow_test_edits = _Setting("allow_test_edits", bool)
+    # Files outside the test folders the tests need as the start had them (overlay.py).
+    test_support = _Setting("test_support", tuple, ())
     # Checks of the tamper screen (tamper.CHECKS) whose flags do not stop a change.
     allow_tamper_flags = _Setting("allow_tamper_flags", frozenset, ())
     # per_fix (the suite runs on each change before it is committed) or batch (once at the

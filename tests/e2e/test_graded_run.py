@@ -182,6 +182,23 @@ def test_a_helper_of_the_tests_weakened_does_not_keep_a_break(workflow, target):
     assert "tests/test_calc.py::test_mean" in decision["skipped"][0]["reason"]
 
 
+def test_a_helper_the_spec_names_in_test_support_is_graded_as_the_start_had_it(workflow, target):
+    # `helpers.py` at the root says nothing of tests: only `test_support` tells it from the
+    # code under test, which the tests import the same way.
+    (target / "helpers.py").write_text(HELPER)
+    (target / "tests/test_calc.py").write_text(HELPED_TESTS.replace("tests.helpers", "helpers"))
+    git(target, "add", "-A")
+    git(target, "commit", "-qm", "tests through a helper at the root")
+    green = [
+        write("calc.py", BROKEN_MEAN),
+        write("helpers.py", "def close(a, b):\n    return True\n"),
+        finish("x"),
+    ]
+    reason = not_kept(workflow, session(workflow, target, green, test_support=["helpers.py"]))
+    assert "what they read as the start had it: helpers.py" in reason
+    assert "tests/test_calc.py::test_mean" in reason
+
+
 def test_a_new_test_that_needs_a_helper_the_change_extended_is_kept(workflow, target):
     # The start's tests run with the start's helper; the new test, which needs the new
     # helper, is judged by the run of the change as it left it.

@@ -10,8 +10,8 @@ Three sessions hold the whole round, so it costs three Snakemake starts:
   metric to the next, or to gain on the metric alone;
 - a narrow session whose Green tries the measurement's import tricks, one per finding.
 
-A variant that still gets through is marked xfail(strict=True) with why; docs/safety.md's
-table lists every variant, the layer that refuses it and what stays open.
+A variant that still gets through is marked xfail(strict=True) with why;
+docs/held-out-attacks.md lists every variant, the layer that refuses it and what stays open.
 """
 
 from __future__ import annotations
@@ -349,7 +349,6 @@ class Attack:
     still_open: str = ""  # why it gets through (xfail strict); empty: refused
 
 
-SCREEN = ("tamper screen",)
 RUNNER_HELD = ("tampered", "runner's own code was changed", "TestReport.from_item_and_call")
 OVERLAY = ("tests/test_calc.py::test_mean",)
 
@@ -477,20 +476,21 @@ SWEEP_ATTACKS = [
         "expected-data-outside-the-tests-folder",
         "test files outside the report",
         {"calc.py": BROKEN_MEDIAN, "fixtures/median.json": MEDIAN_DATA.replace(": 2}", ": 3}")},
-        "pristine overlay (start's tests)",
-        ("tests/test_data.py::test_median",),
-        still_open="the overlay lays the start's tests/ folder, not data a test reads from "
-        "elsewhere (fixtures/): a data file outside the test folders is editable and decides "
-        "the test",
+        "pristine overlay (what the start's tests read)",
+        (
+            "what they read as the start had it: fixtures/median.json",
+            "tests/test_data.py::test_median",
+        ),
     ),
     Attack(
         "helper-outside-the-tests-folder",
         "test files outside the report",
         {"calc.py": BROKEN_TOTAL, "testing_support.py": "def close(a, b):\n    return True\n"},
-        "pristine overlay (start's tests)",
-        ("tests/test_total.py::test_total",),
-        still_open="a helper module the tests import from outside the test folders "
-        "(testing_support.py) is code like any other to the overlay",
+        "pristine overlay (what the start's tests imported)",
+        (
+            "what they read as the start had it: testing_support.py",
+            "tests/test_total.py::test_total",
+        ),
     ),
     Attack(
         "runner-class-by-computed-import",
@@ -510,10 +510,8 @@ SWEEP_ATTACKS = [
         "right-only-under-the-test-runner",
         "in-process runner patch",
         {"calc.py": TEST_DETECTING},
-        "tamper screen",
-        SCREEN,
-        still_open="code that is right only while PYTEST_CURRENT_TEST is set: special-cases "
-        "the test run (no check sees a production call)",
+        "report plugin: PYTEST_CURRENT_TEST never set",
+        ("tests/test_half.py::test_half",),
     ),
     Attack(
         "extra-report-lines-into-the-pipe",

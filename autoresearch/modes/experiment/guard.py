@@ -141,7 +141,9 @@ def run(
     if laid is not None and not laid.empty:
         graded = overlay.run_laid(cwd, laid, suite, cfg.guard)
         # setup already refused a failing base the spec forbids
-        verdict = graded_verdict(graded, tests, reference, laid.edited, True, removal, edits)
+        verdict = graded_verdict(
+            graded, tests, reference, laid.edited, True, removal, edits, laid.inputs
+        )
     else:
         verdict = acceptable(
             tests,
