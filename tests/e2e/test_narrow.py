@@ -79,10 +79,11 @@ def read(workflow, name: str, file: str) -> str:
 # --- the goal is met ---------------------------------------------------------------------
 
 
+# High: sanitize would pass it on; only the angle holds it back.
 OFF_ANGLE = {
     "tool": "report_finding",
     "args": {
-        "severity": "low",
+        "severity": "high",
         "title": "answer lacks a docstring",
         "location": "src.py:1",
         "issue": "answer() has no docstring.",
