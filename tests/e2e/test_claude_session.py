@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import git
+from conftest import Workflow, calc_repo, git
 from fake_anthropic import FakeAnthropic, message, text_block, tool_call
 
 RED_FREE_TEXT = "RED-NOTES: overall the design is poor and I read every file twice."
@@ -30,12 +30,6 @@ def finding(severity, title, issue, impact="Callers get wrong results."):
             "impact": impact,
         },
     )
-
-
-@pytest.fixture
-def fake():
-    with FakeAnthropic() as server:
-        yield server
 
 
 def script_session(fake):
@@ -87,6 +81,19 @@ def run_session(workflow, target, fake):
     workflow.run("c", spec)
 
 
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    """One scripted claude session, read by every test below (each asserts one behaviour of
+    the same run: its commits, what each request carried, its usage): the workflow and the
+    fake server with every request body it took."""
+    base = tmp_path_factory.mktemp("claude")
+    workflow = Workflow(base / "work")
+    with FakeAnthropic() as fake:
+        script_session(fake)
+        run_session(workflow, calc_repo(base / "target"), fake)
+        yield workflow, fake
+
+
 def team_of(body: dict) -> str:
     names = {t["name"] for t in body.get("tools", [])}
     for team, tool in (
@@ -99,9 +106,8 @@ def team_of(body: dict) -> str:
     return "?"
 
 
-def test_claude_sweep_commits_restores_skips_and_refactors(workflow, target, fake):
-    script_session(fake)
-    run_session(workflow, target, fake)
+def test_claude_sweep_commits_restores_skips_and_refactors(session):
+    workflow, _ = session
     worktree = workflow.session("c") / "worktree"
     subjects = git(worktree, "log", "--format=%s").splitlines()
     assert subjects[:2] == ["refactor: name add's operands", "fix: [F-001] guard mean against []"]
@@ -119,9 +125,8 @@ def test_claude_sweep_commits_restores_skips_and_refactors(workflow, target, fak
     assert RED_FREE_TEXT in red_md  # kept in Red's own file, for people
 
 
-def test_claude_requests_keep_the_clean_room(workflow, target, fake):
-    script_session(fake)
-    run_session(workflow, target, fake)
+def test_claude_requests_keep_the_clean_room(session):
+    _, fake = session
     bodies = fake.bodies
     by_team: dict[str, list[str]] = {}
     for body in bodies:
@@ -144,9 +149,8 @@ def test_claude_requests_keep_the_clean_room(workflow, target, fake):
             assert leaked not in text, leaked
 
 
-def test_claude_usage_reaches_results_and_ledger(workflow, target, fake):
-    script_session(fake)
-    run_session(workflow, target, fake)
+def test_claude_usage_reaches_results_and_ledger(session):
+    workflow, _ = session
     rows = (workflow.session("c") / "results.tsv").read_text().splitlines()[1:]
     tokens = {r.split("\t")[1]: int(r.split("\t")[8]) for r in rows}
     assert tokens["red"] > 0 and tokens["green"] > 0 and tokens["refactor"] > 0

@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import CALC, ROOT, Workflow, git, make_repo
+from conftest import CALC, Workflow, git, make_repo
 
 from autoresearch.safety import git as harness_git
 
@@ -313,36 +312,7 @@ def test_finalize_refuses_a_session_that_has_not_finished(swept):
     assert review_branches(target) == branches  # nothing replaced
 
 
-@pytest.fixture(scope="module")
-def narrowed(tmp_path_factory):
-    """The bundled narrow demo (ruff backend, no key) on a copy of the demo project."""
-    tmp = tmp_path_factory.mktemp("narrow")
-    target = tmp / "demo-project"
-    shutil.copytree(ROOT / "examples" / "demo-project", target)
-    git(target, "init", "-q", "-b", "main")
-    git(target, "add", "-A")
-    git(target, "commit", "-q", "-m", "initial")
-    spec = yaml.safe_load((ROOT / "config/sessions/demo-narrow.yaml").read_text())
-    spec |= {"target": str(target), "max_cycles": 2}
-    wf = Workflow(tmp / "work")
-    wf.run("n", spec)
-    before = harness_git.snapshot(target)
-    return wf, target, before, finalize(wf, "n")
-
-
-def test_finalize_on_a_narrow_session_tests_each_set_and_names_the_metric(narrowed):
-    wf, target, before, proc = narrowed
-    assert proc.returncode == 0, proc.stderr + proc.stdout
-    record = json.loads((wf.session("n") / "review" / "branches.json").read_text())
-    assert len(record["sets"]) >= 2
-    assert set(review_branches(target, "n")) == {e["branch"] for e in record["sets"]}
-    for entry in record["sets"]:
-        assert entry["tests_ok"] is True
-        md = (wf.session("n") / "review" / f"{entry['number']}.md").read_text()
-        assert "Goal of the session: lint warnings <= 8." in md
-        assert "measurement: lint warnings:" in md
-        assert "- On this branch: 7 passed" in md
-    assert harness_git.snapshot(target) == before
+# Finalize on a narrow session reads the narrow demo's: tests/e2e/test_report_narrow.py.
 
 
 EXPERIMENT_PROGRAM = """# Fewer steps

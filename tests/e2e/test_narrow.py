@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import git, make_repo, script_spec
+from conftest import Workflow, git, make_repo, script_spec
 
 from autoresearch.safety import git as ar_git
 
@@ -24,12 +24,14 @@ TESTS = "from src import answer\n\n\ndef test_answer():\n    assert answer() == 
 COUNT = "grep -c TODO src.py || true\n"
 
 
+def todo_repo_at(path):
+    files = {"src.py": src(3), "count.sh": COUNT, "tests/test_src.py": TESTS, "README.md": "# t\n"}
+    return make_repo(path, files)
+
+
 @pytest.fixture
 def todo_repo(tmp_path):
-    return make_repo(
-        tmp_path / "todo",
-        {"src.py": src(3), "count.sh": COUNT, "tests/test_src.py": TESTS, "README.md": "# t\n"},
-    )
+    return todo_repo_at(tmp_path / "todo")
 
 
 def finding(n: int) -> list[dict]:
@@ -77,10 +79,30 @@ def read(workflow, name: str, file: str) -> str:
 # --- the goal is met ---------------------------------------------------------------------
 
 
-def test_goal_met_stops_session_with_progress_plot_and_protection(workflow, todo_repo):
+# High: sanitize would pass it on; only the angle holds it back.
+OFF_ANGLE = {
+    "tool": "report_finding",
+    "args": {
+        "severity": "high",
+        "title": "answer lacks a docstring",
+        "location": "src.py:1",
+        "issue": "answer() has no docstring.",
+        "impact": "Readers guess its purpose.",
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def goal_met(tmp_path_factory):
+    """A session that meets its goal in cycle 2, read by the tests of either behaviour: the
+    goal gate, and a finding off the angle (cycle 2's second) that waits in ideas.md. The
+    workflow, the target and the target's state before the session."""
+    base = tmp_path_factory.mktemp("narrow")
+    workflow = Workflow(base / "work")
+    todo_repo = todo_repo_at(base / "todo")
     before = ar_git.snapshot(todo_repo)
     script = {
-        "red": {n: finding(n) for n in range(1, 7)},
+        "red": {n: finding(n) + ([OFF_ANGLE] if n == 2 else []) for n in range(1, 7)},
         "green": {
             1: [
                 # Protected: the measurement script and the tests (narrow default).
@@ -91,8 +113,14 @@ def test_goal_met_stops_session_with_progress_plot_and_protection(workflow, todo
             2: write_src(1, "F-002"),
         },
     }
-    workflow.run("n", narrow_spec(workflow, todo_repo, script))
+    # The angle's scope, not the finding's severity, decides what is off it.
+    angle = {"name": "todos", "hypothesis": "TODOs can be resolved.", "match": ["^TODO"]}
+    workflow.run("n", narrow_spec(workflow, todo_repo, script, angles=[angle]))
+    return workflow, todo_repo, before
 
+
+def test_goal_met_stops_session_with_progress_plot_and_protection(goal_met):
+    workflow, todo_repo, before = goal_met
     assert ar_git.snapshot(todo_repo) == before  # the user's checkout is untouched
     worktree = workflow.session("n") / "worktree"
     assert git(worktree, "rev-parse", "--abbrev-ref", "HEAD") == "autoresearch/narrow/n"
@@ -211,26 +239,14 @@ def test_failing_baseline_measurement_is_a_clear_error(workflow, todo_repo):
     assert not (workflow.session("m") / "cycles/001").exists()
 
 
-def test_off_angle_findings_wait_in_ideas_and_never_reach_green(workflow, todo_repo):
-    off_angle = {
-        "tool": "report_finding",
-        "args": {
-            "severity": "low",
-            "title": "answer lacks a docstring",
-            "location": "src.py:1",
-            "issue": "answer() has no docstring.",
-            "impact": "Readers guess its purpose.",
-        },
-    }
-    script = {"red": {1: finding(1) + [off_angle]}, "green": {1: write_src(0, "F-001")}}
-    # The angle's scope, not the finding's severity, decides what is off it.
-    angle = {"name": "todos", "hypothesis": "TODOs can be resolved.", "match": ["^TODO"]}
-    workflow.run("n", narrow_spec(workflow, todo_repo, script, angles=[angle]))
+def test_off_angle_findings_wait_in_ideas_and_never_reach_green(goal_met):
+    workflow, _, _ = goal_met
     assert "answer lacks a docstring" in read(workflow, "n", "ideas.md")
-    assert "docstring" not in read(workflow, "n", "cycles/001/sanitized.md")
+    assert "TODO marker 2" in read(workflow, "n", "cycles/002/sanitized.md")
+    assert "docstring" not in read(workflow, "n", "cycles/002/sanitized.md")
     green = [
         b
         for b in workflow.transcript(workflow.workdir / "transcript.jsonl")
         if b["team"] == "green"
     ]
-    assert green and all("docstring" not in json.dumps(b) for b in green)
+    assert len(green) == 2 and all("docstring" not in json.dumps(b) for b in green)

@@ -1,10 +1,12 @@
-"""The report of the narrow demo holds that session's files (see report_pages.py)."""
+"""The narrow demo's session, run once: its report holds the session's files (see
+report_pages.py), and finalize splits it into sets each tested and named by the metric."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from conftest import Workflow
 from report_pages import (
     Demo,
     assert_report_holds_the_session,
@@ -13,6 +15,9 @@ from report_pages import (
     run_demo,
     session_pages,
 )
+from test_finalize import finalize, review_branches
+
+from autoresearch.safety import git as harness_git
 
 
 @pytest.fixture(scope="module")
@@ -35,3 +40,29 @@ def test_narrow_demo_landing_page_states_the_goal_metric_before_and_after(narrow
     line = f"<strong>Metric:</strong> lint warnings: before {baseline:g}, after {after:g}"
     assert f"{line} (target &lt;= 8)</li>" in narrow.report.description
     assert "<strong>Mode:</strong> narrow" in narrow.report.description
+
+
+@pytest.fixture(scope="module")
+def finalized(narrow):
+    """finalize run on the narrow demo once its report is made (finalize writes only under
+    the session's review/ folder, which the report does not hold)."""
+    workflow = Workflow(narrow.session.parent.parent)
+    target = workflow.workdir / "sessions" / "_examples" / "demo-project"
+    before = harness_git.snapshot(target)
+    return workflow, target, before, finalize(workflow, narrow.session.name)
+
+
+def test_finalize_on_a_narrow_session_tests_each_set_and_names_the_metric(finalized):
+    wf, target, before, proc = finalized
+    name = "demo-narrow"
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    record = json.loads((wf.session(name) / "review" / "branches.json").read_text())
+    assert len(record["sets"]) >= 2
+    assert set(review_branches(target, name)) == {e["branch"] for e in record["sets"]}
+    for entry in record["sets"]:
+        assert entry["tests_ok"] is True
+        md = (wf.session(name) / "review" / f"{entry['number']}.md").read_text()
+        assert "Goal of the session: lint warnings <= 8." in md
+        assert "measurement: lint warnings:" in md
+        assert "- On this branch: 7 passed" in md
+    assert harness_git.snapshot(target) == before

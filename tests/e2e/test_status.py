@@ -6,7 +6,8 @@ import os
 import subprocess
 import sys
 
-from conftest import ROOT, script_spec
+import pytest
+from conftest import ROOT, Workflow, calc_repo, script_spec
 
 FINDING = {"severity": "high", "title": "x", "location": "calc.py:1", "issue": "i.", "impact": "m."}
 
@@ -23,17 +24,26 @@ def status(workdir, *args):
     )
 
 
-def test_status_of_a_session_summarises_it(workflow, target):
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory) -> Workflow:
+    """A finished one-cycle sweep whose one finding Green skipped, read by the tests of a
+    session's summary and of its running/paused state."""
+    base = tmp_path_factory.mktemp("status")
+    workflow = Workflow(base / "work")
     script = {
         "red": {"*": [{"tool": "report_finding", "args": FINDING}]},
         "green": {
             "*": [{"tool": "skip_finding", "args": {"finding_id": "F-001", "reason": "unclear"}}]
         },
     }
-    workflow.run(
-        "s",
-        script_spec(target, workflow.script(script), workflow.workdir / "t.jsonl", max_cycles=1),
-    )
+    target = calc_repo(base / "target")
+    transcript = workflow.workdir / "t.jsonl"
+    workflow.run("s", script_spec(target, workflow.script(script), transcript, max_cycles=1))
+    return workflow
+
+
+def test_status_of_a_session_summarises_it(swept):
+    workflow = swept
     out = status(workflow.workdir, "s").stdout
     for line in (
         "Session: s [done]",
@@ -75,16 +85,20 @@ def test_status_of_unknown_session_fails(tmp_path):
     assert proc.returncode == 2 and "no session 'nope'" in proc.stderr
 
 
-def test_status_says_running_while_a_run_holds_the_session_and_paused_otherwise(workflow, target):
+def test_status_says_running_while_a_run_holds_the_session_and_paused_otherwise(swept):
     import fcntl
 
-    values = script_spec(target, workflow.script({}), workflow.workdir / "t.jsonl", max_cycles=1)
-    workflow.run("s", values)
-    (workflow.session("s") / "done").unlink()  # a cycle run, the session not finished
-    assert "Session: s [paused]" in status(workflow.workdir, "s").stdout
-    with open(workflow.session("s") / ".run.lock", "a+") as held:
-        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a live run holds it
-        assert "Session: s [running]" in status(workflow.workdir, "s").stdout
-        table = status(workflow.workdir).stdout
-        assert table.splitlines()[1].split()[:3] == ["s", "sweep", "running"]
-    assert "Session: s [paused]" in status(workflow.workdir, "s").stdout
+    workflow = swept
+    done = workflow.session("s") / "done"
+    finished = done.read_text()
+    done.unlink()  # a cycle run, the session not finished
+    try:
+        assert "Session: s [paused]" in status(workflow.workdir, "s").stdout
+        with open(workflow.session("s") / ".run.lock", "a+") as held:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a live run holds it
+            assert "Session: s [running]" in status(workflow.workdir, "s").stdout
+            table = status(workflow.workdir).stdout
+            assert table.splitlines()[1].split()[:3] == ["s", "sweep", "running"]
+        assert "Session: s [paused]" in status(workflow.workdir, "s").stdout
+    finally:
+        done.write_text(finished)  # the shared session is finished again for the other tests
