@@ -178,7 +178,8 @@ def judge(
 
     passed, failed = ids(canary.must_pass, tally.passed), ids(canary.must_fail, tally.failed)
     mine = ids(canary.must_pass, ran) | ids(canary.must_fail, ran)
-    missing = not (passed and failed) and (ran - mine or result.exit_code == 0)
+    # A package or target that did not build ran no canary: it is no test that ran without one.
+    missing = not (passed and failed) and (ran - mine - tally.broken or result.exit_code == 0)
     if ids(canary.must_fail, tally.passed) or (missing and (canary.surely_run or mine)):
         return result, replace(streamed, tampered=TAMPERED)
     for part in (tally.passed, tally.failed, tally.errored, tally.skipped):
