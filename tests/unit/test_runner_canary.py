@@ -2,7 +2,7 @@
 the harness's that must fail and one that must pass, under fresh names, in a file laid where the
 runner finds it for the run. Real go and real Jest on temp projects: skipped where they are not
 installed, failed where AUTORESEARCH_GO_REQUIRED / AUTORESEARCH_JEST_REQUIRED is set (.ci/run
-installs them: golang-go from apt, Jest from npm into .jest/ by `make test-runners`)."""
+installs them: golang-go from apt, Jest from npm into .jest/, a target of the Makefile)."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def go() -> str:
 def jest() -> str:
     found = Path(os.environ.get("JEST") or ROOT / ".jest" / "node_modules" / ".bin" / "jest")
     if shutil.which("node") is None or not found.exists():
-        missing("no Jest (make .jest/node_modules/.bin/jest, which needs npm)", JEST_REQUIRED)
+        missing('no Jest (make "$PWD/.jest/node_modules/.bin/jest", with npm)', JEST_REQUIRED)
     return str(found)
 
 
