@@ -58,7 +58,7 @@ def names(prefix: str = "canary_") -> tuple[str, str, str]:
 
 # `go test` flags with which the canary would not run, or would stop the package's own tests
 # (-failfast stops a package at the canary's failure).
-_GO_NO_CANARY = re.compile(r"(?<!\S)--?(run|skip|list|failfast)\b")
+_GO_NO_CANARY = re.compile(r"(?<![\w-])--?(run|skip|list|failfast)\b")  # GOFLAGS=-run too
 _GO_PACKAGE = re.compile(r"^\s*package\s+(\w+)", re.MULTILINE)
 _GO_SKIPPED_DIRS = ("vendor", "testdata", "node_modules")
 
@@ -66,8 +66,9 @@ _GO_SKIPPED_DIRS = ("vendor", "testdata", "node_modules")
 def lay_go(cwd: Path, command: str) -> Canary | None:
     """A `canary_<random>_test.go` in every package directory under `cwd` that holds tests
     (`go test` builds a test binary there already, so the canary adds no build), in the
-    package of the tests beside it. None where the command picks tests by name (-run, -skip,
-    -list) or stops at the first failure (-failfast)."""
+    package of the tests beside it; a nested module's too (a command may `cd` into it).
+    None where the command picks tests by name (-run, -skip, -list) or stops at the first
+    failure (-failfast)."""
     if _GO_NO_CANARY.search(command):
         return None
     stem, must_pass, must_fail = names()
@@ -75,13 +76,7 @@ def lay_go(cwd: Path, command: str) -> Canary | None:
     paths: list[Path] = []
     for folder, dirs, files in os.walk(cwd):  # links to folders are not followed
         here = Path(folder)
-        dirs[:] = [
-            d
-            for d in dirs
-            if not d.startswith((".", "_"))
-            and d not in _GO_SKIPPED_DIRS
-            and not (here / d / "go.mod").exists()  # another module: `./...` stops there
-        ]
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_")) and d not in _GO_SKIPPED_DIRS]
         tests = sorted(f for f in files if f.endswith("_test.go"))
         if not tests:
             continue
@@ -111,24 +106,41 @@ _JEST_NO_CANARY = re.compile(
 )
 
 
+_NPM_TEST = re.compile(r"^\s*(npm|yarn|pnpm)\s+(run\s+)?test\b")
+_JEST_WORD = re.compile(r"(?<![\w./-])(?:[\w./-]*/)?jest(?=\s|$)")
+
+
 def lay_jest(cwd: Path, command: str) -> Canary | None:
     """A `canary_<random>.test.js` in `cwd`, the rootDir Jest's default testMatch searches.
-    None where the command picks tests (a name or path pattern, changed files only) or stops
-    at the first failure (--bail), or the config turns Jest's globals off."""
-    if _JEST_NO_CANARY.search(command):
-        return None
-    words = shlex.split(command, comments=False) if command.count("'") % 2 == 0 else []
+    None where the command picks tests by name or changed files, stops at the first failure
+    (--bail), runs Jest through `npm test` (npm hands Jest no descriptor, so its report
+    never reaches the harness), or the config turns Jest's globals off. A path pattern or a
+    config the harness cannot read: the canary is laid, but its absence proves nothing."""
     package = worktree_files.read_if_any(cwd, "package.json")
     try:
         config = json.loads(package).get("jest") if package else None
     except (ValueError, AttributeError):
         config = None
     config = config if isinstance(config, dict) else {}
-    if config.get("injectGlobals") is False or config.get("bail"):
+    if (
+        _NPM_TEST.match(command)  # npm hands its script no descriptor: no report to judge
+        or _JEST_NO_CANARY.search(command)
+        or config.get("injectGlobals") is False
+        or config.get("bail")
+    ):
         return None
+    after = _JEST_WORD.split(command, maxsplit=1)[-1]
+    try:
+        words = shlex.split(after)
+    except ValueError:
+        words = ["?"]  # cannot be read: as if it named a path
     own_config = any(w in ("-c", "--config") or w.startswith("--config=") for w in words)
+    # A word that is no flag is a path pattern (or a flag's value: the canary is then only
+    # not insisted on).
+    named_paths = any(not w.startswith("-") and w != "--" for w in words)
     surely = not (
         own_config
+        or named_paths
         or any((cwd / name).exists() for name in (*_JEST_CONFIGS, "jest.config.json"))
         or any(key in config for key in _JEST_MOVES_TESTS)
     )
@@ -179,7 +191,10 @@ def judge(
     passed, failed = ids(canary.must_pass, tally.passed), ids(canary.must_fail, tally.failed)
     mine = ids(canary.must_pass, ran) | ids(canary.must_fail, ran)
     # A package or target that did not build ran no canary: it is no test that ran without one.
-    missing = not (passed and failed) and (ran - mine - tally.broken or result.exit_code == 0)
+    # A cargo run that exits 0 always ran the crate's canary; a go or Jest run may have run
+    # no test at all (no tests: not a pass either way).
+    exited_0 = result.exit_code == 0 and canary.runner == "cargo"
+    missing = not (passed and failed) and (ran - mine - tally.broken or exited_0)
     if ids(canary.must_fail, tally.passed) or (missing and (canary.surely_run or mine)):
         return result, replace(streamed, tampered=TAMPERED)
     for part in (tally.passed, tally.failed, tally.errored, tally.skipped):

@@ -107,8 +107,11 @@ def run_go(repo: Path, command: str = "go test ./...") -> testrun.TestRun:
     return testrun.run_tests(command, repo, stack="Go", timeout_s=600)
 
 
+JEST_ARGS = {"stack": "Node/TS", "timeout_s": 600}
+
+
 def run_jest(repo: Path, jest: str) -> testrun.TestRun:
-    return testrun.run_tests(jest, repo, stack="Node/TS", timeout_s=600)
+    return testrun.run_tests(jest, repo, **JEST_ARGS)
 
 
 def package_json(**jest_config: object) -> str:
@@ -187,7 +190,8 @@ def test_go_canary_is_laid_in_each_tested_package_in_its_package(tmp_path):
     (tmp_path / "inner" / "go.mod").write_text("module other\n")
     (tmp_path / "inner" / "i_test.go").write_text("package inner\n")
     canary = runner_canary.lay_go(tmp_path, "go test -json ./...")
-    assert [p.parent for p in canary.paths] == [tmp_path]
+    # a nested module's package too (a command may cd into it), never vendor's
+    assert sorted(p.parent for p in canary.paths) == [tmp_path, tmp_path / "inner"]
     assert canary.paths[0].read_text().startswith("package calc_test\n")
     assert canary.must_fail.startswith("TestCanary") and canary.must_pass.startswith("TestCanary")
     runner_canary.take_back(canary)
@@ -196,7 +200,8 @@ def test_go_canary_is_laid_in_each_tested_package_in_its_package(tmp_path):
 
 def test_no_go_canary_where_the_command_picks_tests_or_stops_at_a_failure(tmp_path):
     (tmp_path / "a_test.go").write_text("package calc\n")
-    for command in ("go test -run TestAdd ./...", "go test -failfast ./...", "go test -list ."):
+    picks = ("go test -run TestAdd ./...", "go test -failfast ./...", "go test -list .")
+    for command in (*picks, "GOFLAGS=-run=TestAdd go test ./..."):
         assert runner_canary.lay_go(tmp_path, command) is None, command
     assert left(tmp_path) == []
 
@@ -281,4 +286,39 @@ def test_the_canarys_names_are_new_for_every_run(tmp_path):
     assert {first.stem, first.must_pass, first.must_fail}.isdisjoint(
         {second.stem, second.must_pass, second.must_fail}
     )
+    assert left(tmp_path) == []
+
+
+@pytest.mark.e2e
+def test_go_tests_of_a_nested_module_run_from_its_folder_are_not_called_tampered(tmp_path, go):
+    files = {
+        "go.mod": GO_MOD,
+        "calc.go": CALC_GO,
+        "calc_test.go": CALC_TEST_GO,
+        "tools/go.mod": "module example.com/tools\n\ngo 1.19\n",
+        "tools/t_test.go": 'package tools\n\nimport "testing"\n\nfunc TestT(t *testing.T) {}\n',
+    }
+    result = run_go(make_repo(tmp_path / "r", files), "cd tools && go test ./...")
+    assert (result.outcome, result.passing_ids) == (PASSED, {"example.com/tools::TestT"})
+
+
+@pytest.mark.e2e
+def test_a_go_run_of_a_package_without_tests_is_no_tests_not_tampered(tmp_path, go):
+    files = {"go.mod": GO_MOD, "calc.go": CALC_GO, "sub/sub.go": "package sub\n"}
+    files["sub/sub_test.go"] = 'package sub\n\nimport "testing"\n\nfunc TestSub(t *testing.T) {}\n'
+    result = run_go(make_repo(tmp_path / "r", files), "go test")
+    assert result.outcome == testrun.NOT_RUN, result.summary
+
+
+@pytest.mark.e2e
+def test_a_jest_path_pattern_that_leaves_the_canary_out_is_not_called_tampered(tmp_path, jest):
+    files = {"package.json": package_json(), "src/calc.test.js": JEST_TEST}
+    result = testrun.run_tests(f"{jest} src", make_repo(tmp_path / "r", files), **JEST_ARGS)
+    assert (result.outcome, result.passing_ids) == (PASSED, {"src/calc.test.js > adds"})
+
+
+def test_no_jest_canary_through_npm_test_whose_report_never_reaches_the_harness(tmp_path):
+    package = {"name": "calc", "scripts": {"test": "jest"}}
+    (tmp_path / "package.json").write_text(json.dumps(package))
+    assert runner_canary.lay_jest(tmp_path, "npm test -- --json --outputFile=/dev/fd/4") is None
     assert left(tmp_path) == []
