@@ -53,7 +53,8 @@ class Canary:
 
 def names(prefix: str = "canary_") -> tuple[str, str, str]:
     """The file stem, the must-pass and the must-fail name, new for every run."""
-    return (f"{prefix}{secrets.token_hex(8)}" for _ in range(3))  # type: ignore[return-value]
+    stem, must_pass, must_fail = (f"{prefix}{secrets.token_hex(8)}" for _ in range(3))
+    return stem, must_pass, must_fail
 
 
 # `go test` flags with which the canary would not run, or would stop the package's own tests
