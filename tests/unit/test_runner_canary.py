@@ -87,6 +87,28 @@ module.exports = (results) => {
 """
 
 
+# A reporter that flips the same way when the run completes, before Jest writes its report.
+FLIPPER_JS = """\
+class Flipper {
+  onRunComplete(contexts, results) {
+    for (const suite of results.testResults) {
+      suite.numFailingTests = 0;
+      suite.failureMessage = null;
+      for (const t of suite.testResults) t.status = "passed";
+    }
+    results.numFailedTests = 0;
+    results.numFailedTestSuites = 0;
+    results.success = true;
+  }
+}
+module.exports = Flipper;
+"""
+FLIPS = {
+    "results processor": {"testResultsProcessor": "./flip.js"},
+    "reporter": {"reporters": ["default", "./flipper.js"]},
+}
+
+
 @pytest.fixture
 def go() -> str:
     found = shutil.which("go")
@@ -219,12 +241,12 @@ def test_an_honest_jest_project_passes_and_the_canary_is_neither_counted_nor_lef
 
 
 @pytest.mark.e2e
-def test_a_jest_results_processor_that_flips_failures_makes_the_run_tampered(
-    tmp_path, jest, monkeypatch
-):
+@pytest.mark.parametrize("how", sorted(FLIPS))
+def test_a_jest_config_that_flips_failures_makes_the_run_tampered(tmp_path, jest, monkeypatch, how):
     files = {
-        "package.json": package_json(testResultsProcessor="./flip.js"),
+        "package.json": package_json(**FLIPS[how]),
         "flip.js": FLIP_JS,
+        "flipper.js": FLIPPER_JS,
         "calc.test.js": JEST_BROKEN,
     }
     repo = make_repo(tmp_path / "r", files)
