@@ -65,6 +65,12 @@ $(CURDIR)/.claude-code/node_modules/.bin/claude:
 	npm install --prefix $(CURDIR)/.claude-code --cache $(CURDIR)/.claude-code/npm-cache \
 	  --no-save --no-audit --no-fund --no-update-notifier @anthropic-ai/claude-code
 
+# Jest for the canary tests of Jest's runs (tests/unit/test_runner_canary.py), from npm into
+# .jest/ (npm's cache too); those tests skip without it, and .ci/run requires them.
+$(CURDIR)/.jest/node_modules/.bin/jest:
+	npm install --prefix $(CURDIR)/.jest --cache $(CURDIR)/.jest/npm-cache \
+	  --no-save --no-audit --no-fund --no-update-notifier jest
+
 lint: $(VENV)/.installed
 	$(BIN)/ruff check autoresearch scripts tests bench
 	$(BIN)/ruff format --check autoresearch scripts tests bench

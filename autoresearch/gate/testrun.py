@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from autoresearch.gate import cargo_canary, diagnosis, report_plugin
+from autoresearch.gate import cargo_canary, diagnosis, report_plugin, runner_canary
 from autoresearch.gate.runner_reports import (
     ANSI,
     Streamed,
@@ -208,8 +208,8 @@ def run_tests(
             # add to it but never rewrite what the runner wrote (and adding shows: a second
             # or cut report is no pass, runner_reports.py).
             fds = (report.write_fd,) if plan.runner == "jest" else ()
-            # cargo's canary: a test file of the harness's in the crate for this run only.
-            canary = cargo_canary.lay(cwd) if plan.runner == "cargo" else None
+            # The canary: a test file of the harness's where the runner finds it, this run only.
+            canary = _lay_canary(plan, cwd)
             try:
                 result = commands.run(
                     plan.command,
@@ -222,10 +222,12 @@ def run_tests(
                 )
             finally:
                 if canary is not None:
-                    cargo_canary.take_back(canary)
+                    runner_canary.take_back(canary)
             streamed = _read(plan, result, cwd, report)
-            if canary is not None:
+            if canary is not None and canary.runner == "cargo":
                 result, streamed = cargo_canary.judge(canary, result, streamed)
+            elif canary is not None:
+                result, streamed = runner_canary.judge(canary, result, streamed)
             tally = streamed.tally if streamed is not None else None
         if tally is None and (streamed is None or not streamed.problem):
             if _rejects_our_flags(plan, result):
@@ -239,6 +241,16 @@ def run_tests(
         if on_result is not None:
             on_result(result)
         return judge(command, plan, result, tally, cwd, streamed)
+
+
+def _lay_canary(plan: _Plan, cwd: Path) -> runner_canary.Canary | None:
+    if plan.runner == "cargo":
+        return cargo_canary.lay(cwd)
+    if plan.runner == "go":
+        return runner_canary.lay_go(cwd, plan.command)
+    if plan.runner == "jest":
+        return runner_canary.lay_jest(cwd, plan.command)
+    return None
 
 
 class _ReportPipe:

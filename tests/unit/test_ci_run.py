@@ -18,6 +18,7 @@ MAKE = """#!/bin/bash
 echo "make $* ${AUTORESEARCH_BROWSER_REQUIRED:--}${AUTORESEARCH_CLAUDE_CODE_REQUIRED:--}\
 ${AUTORESEARCH_SLURM_REQUIRED:--}" >> "$LOG"
 case "$1" in */.claude-code/*) grep -qx claude "$FAKE/fail-make" 2>/dev/null && exit 2 ;; esac
+case "$1" in */.jest/*) grep -qx jest "$FAKE/fail-make" 2>/dev/null && exit 2 ;; esac
 grep -qx -- "$1" "$FAKE/fail-make" 2>/dev/null && exit 2
 exit 0
 """
@@ -28,7 +29,9 @@ echo "apt-get $*" >> "$LOG"
 [ -e "$FAKE/updated" ] || exit 100
 for p in "$@"; do
   case "$p" in -*|install) ;; *) grep -qx "$p" "$FAKE/apt-has" 2>/dev/null || exit 100
-    printf '#!/bin/bash\\necho %s 1.0\\n' "$p" > "$FAKE/bin/$p"; chmod +x "$FAKE/bin/$p" ;;
+    command="${p/golang-go/go}"
+    printf '#!/bin/bash\\necho %s 1.0\\n' "$p" > "$FAKE/bin/$command"
+    chmod +x "$FAKE/bin/$command" ;;
   esac
 done
 """
@@ -75,6 +78,7 @@ def machine(tmp_path) -> Machine:
     for name in ("bash", "dirname", "mktemp", "grep", "touch", "chmod"):
         (found.fake / "bin" / name).symlink_to(shutil.which(name))
     found.tool("make", MAKE)
+    found.tool("go", "#!/bin/bash\n")  # the tests of its install take it away
     return found
 
 
@@ -94,9 +98,12 @@ def test_as_root_with_apt_it_installs_chromium_and_requires_every_part(machine):
     ]
     assert "Chromium: " + str(machine.fake / "bin" / "chromium") in run.stdout
     made = [c for c in calls if c.startswith("make")]
-    assert made[0] == "make lint ---"
-    assert made[1].startswith("make test PYTEST_ARGS=--basetemp=") and made[1].endswith(" 11-")
-    assert made[2:] == [
+    assert made[:2] == [
+        "make lint ---",
+        f"make {machine.root.resolve()}/.jest/node_modules/.bin/jest 11-",
+    ]
+    assert made[2].startswith("make test PYTEST_ARGS=--basetemp=") and made[2].endswith(" 11-")
+    assert made[3:] == [
         "make test-slurm 111",
         f"make {machine.root.resolve()}/.claude-code/node_modules/.bin/claude 11-",
         "make test-claude-code 11-",
@@ -173,5 +180,50 @@ def test_the_variables_it_sets_are_the_ones_the_tests_read():
     # AUTORESEARCH_CLAUDE_CODE_REQUIRED is .ci/run's own: those tests fail without the CLI.
     others = [p for p in (ROOT / "tests").rglob("test_*.py") if p.name != Path(__file__).name]
     text = "".join(p.read_text() for p in others)
-    for variable in ("AUTORESEARCH_BROWSER_REQUIRED", "AUTORESEARCH_SLURM_REQUIRED"):
+    variables = ("BROWSER", "SLURM", "GO", "JEST")
+    for variable in (f"AUTORESEARCH_{name}_REQUIRED" for name in variables):
         assert f'"{variable}"' in text, variable
+
+
+def test_as_root_go_is_installed_when_missing_and_jest_made(machine):
+    machine.tool("apt-get", APT)
+    machine.tool("chromium", "#!/bin/bash\n")
+    machine.tool("npm", "#!/bin/bash\n")
+    (machine.fake / "bin" / "go").unlink()
+    (machine.fake / "apt-has").write_text("golang-go\n")
+    run = machine.run()
+    assert run.returncode == 0, run.stderr
+    assert "apt-get install -y -qq --no-install-recommends golang-go" in machine.calls()
+    jest = f"make {machine.root.resolve()}/.jest/node_modules/.bin/jest 11-"
+    assert jest in machine.calls()
+
+
+def test_as_root_a_go_that_cannot_be_installed_fails_before_the_suite(machine):
+    machine.tool("apt-get", APT)
+    machine.tool("chromium", "#!/bin/bash\n")
+    (machine.fake / "bin" / "go").unlink()
+    run = machine.run()
+    assert run.returncode == 1
+    assert "error: no go (Debian: apt-get install golang-go), and " in run.stderr
+    assert "AUTORESEARCH_GO_REQUIRED is set" in run.stderr
+    assert [c for c in machine.calls() if c.startswith("make")] == ["make lint ---"]
+
+
+def test_as_root_a_jest_that_cannot_be_installed_fails_before_the_suite(machine):
+    machine.tool("apt-get", APT)
+    machine.tool("chromium", "#!/bin/bash\n")
+    machine.tool("npm", "#!/bin/bash\n")
+    (machine.fake / "fail-make").write_text("jest\n")
+    run = machine.run()
+    assert run.returncode == 1
+    assert "error: no Jest: npm is missing or could not install it" in run.stderr
+    assert "AUTORESEARCH_JEST_REQUIRED is set" in run.stderr
+    assert not [c for c in machine.calls() if c.startswith("make test")]
+
+
+def test_without_root_no_go_and_no_jest_are_notes(machine):
+    (machine.fake / "bin" / "go").unlink()
+    run = machine.run(uid=1000)
+    assert run.returncode == 0, run.stderr
+    assert "note: no go (Debian: apt-get install golang-go): those tests" in run.stdout
+    assert "note: no Jest: npm is missing" in run.stdout

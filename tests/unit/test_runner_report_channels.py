@@ -216,14 +216,28 @@ JEST_REPORT = {
 }
 ALL_PASS = json.loads(json.dumps(JEST_REPORT).replace('"failed"', '"passed"'))
 
+# What a real Jest adds to its report: the harness's canary file in the rootDir (its test that
+# must pass passes, the one that must fail fails; runner_canary.py).
+WITH_CANARY = """const withCanary = (report) => {
+  for (const file of fs.readdirSync('.').filter(n => /^canary_.*[.]test[.]js$/.test(n))) {
+    const text = fs.readFileSync(file, 'utf8');
+    const [pass, fail] = [...text.matchAll(/test[(]"([^"]+)"/g)].map(m => m[1]);
+    report.testResults.push({name: file, status: 'failed', assertionResults: [
+      {title: pass, status: 'passed', ancestorTitles: []},
+      {title: fail, status: 'failed', ancestorTitles: []}]});
+  }
+  return report;
+};
+"""
+
 # A stand-in for jest: writes its --json report to --outputFile as jest does, then a test's
 # `process.on('exit')` handler writes the file again with every test passing.
 JEST_REWRITES = f"""#!/usr/bin/env node
 const fs = require('fs');
-const arg = process.argv.find(a => a.startsWith('--outputFile='));
+{WITH_CANARY}const arg = process.argv.find(a => a.startsWith('--outputFile='));
 const out = arg.slice('--outputFile='.length);
 process.on('exit', () => {{ fs.writeFileSync(out, JSON.stringify({json.dumps(ALL_PASS)})); }});
-fs.writeFileSync(out, JSON.stringify({json.dumps(JEST_REPORT)}) + '\\n');
+fs.writeFileSync(out, JSON.stringify(withCanary({json.dumps(JEST_REPORT)})) + '\\n');
 process.exitCode = 1;
 """
 
@@ -268,9 +282,9 @@ def test_a_passing_run_stays_a_pass(tmp_path, fake_bin):
     script(
         fake_bin,
         "jest",
-        "#!/usr/bin/env node\nconst fs = require('fs');\n"
+        f"#!/usr/bin/env node\nconst fs = require('fs');\n{WITH_CANARY}"
         "const out = process.argv.find(a => a.startsWith('--outputFile=')).slice(13);\n"
-        f"fs.writeFileSync(out, JSON.stringify({report}));\n",
+        f"fs.writeFileSync(out, JSON.stringify(withCanary({report})));\n",
     )
     repo = make_repo(tmp_path / "j", {"package.json": "{}\n", "add.test.js": "\n"})
     assert run("jest", repo, "Node/TS").outcome == PASSED

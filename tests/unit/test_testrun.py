@@ -7,6 +7,7 @@ not installed.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CALC, make_repo
+from conftest import CALC, ROOT, make_repo
 
 from autoresearch.gate import testrun, verdict
 from autoresearch.gate.baseline import (
@@ -795,7 +796,10 @@ def test_cargo_compile_error_is_not_run(tmp_path):
 
 # --- jest ---
 
-needs_jest = pytest.mark.skipif(shutil.which("jest") is None, reason="jest is not installed")
+# The Jest the Makefile installs for the canary tests (test_runner_canary.py), else one on PATH.
+JEST = os.environ.get("JEST") or str(ROOT / ".jest" / "node_modules" / ".bin" / "jest")
+JEST = JEST if Path(JEST).exists() else shutil.which("jest")
+needs_jest = pytest.mark.skipif(JEST is None, reason="jest is not installed")
 
 
 @pytest.mark.e2e
@@ -808,7 +812,7 @@ def test_jest_failing_test_is_named(tmp_path):
         "});\n"
     )
     repo = make_repo(tmp_path / "j", {"package.json": "{}\n", "add.test.js": suite})
-    result = run("jest", repo, stack="Node/TS")
+    result = run(JEST, repo, stack="Node/TS")
     assert (result.outcome, result.source) == (FAILED, "jest-json")
     assert result.failing_ids == {"add.test.js > add > breaks"}
     assert result.passing_ids == {"add.test.js > add > works"}

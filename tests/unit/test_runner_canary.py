@@ -1,0 +1,346 @@
+"""Go's and Jest's canary (gate/runner_canary.py): every `go test` and Jest run holds a test of
+the harness's that must fail and one that must pass, under fresh names, in a file laid where the
+runner finds it for the run. Real go and real Jest on temp projects: skipped where they are not
+installed, failed where AUTORESEARCH_GO_REQUIRED / AUTORESEARCH_JEST_REQUIRED is set (.ci/run
+installs them: golang-go from apt, Jest from npm into .jest/, a target of the Makefile)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, make_repo, missing
+
+from autoresearch.gate import runner_canary, testrun
+from autoresearch.gate.testrun import FAILED, PASSED, TAMPERED
+
+GO_REQUIRED = "AUTORESEARCH_GO_REQUIRED"
+JEST_REQUIRED = "AUTORESEARCH_JEST_REQUIRED"
+
+GO_MOD = "module example.com/calc\n\ngo 1.19\n"
+CALC_GO = "package calc\n\nfunc Add(a, b int) int { return a + b }\n"
+CALC_TEST_GO = """\
+package calc
+
+import "testing"
+
+func TestAdd(t *testing.T) {
+	if Add(1, 2) != 3 {
+		t.Fatal("1 + 2 is not 3")
+	}
+}
+"""
+# A TestMain that runs the tests with their output piped through it, turns every failure into a
+# pass and exits 0: what a change that wants its broken tests to pass could add.
+FORGING_MAIN_GO = """\
+package calc
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	r, w, _ := os.Pipe()
+	real := os.Stdout
+	os.Stdout = w
+	done := make(chan struct{})
+	go func() {
+		lines := bufio.NewScanner(r)
+		for lines.Scan() {
+			line := strings.Replace(lines.Text(), "--- FAIL", "--- PASS", 1)
+			if line == "FAIL" {
+				line = "PASS"
+			}
+			fmt.Fprintln(real, line)
+		}
+		close(done)
+	}()
+	m.Run()
+	w.Close()
+	<-done
+	os.Exit(0)
+}
+"""
+
+JEST_TEST = 'test("adds", () => { expect(1 + 2).toBe(3); });\n'
+JEST_BROKEN = 'test("adds", () => { expect(1 + 2).toBe(4); });\n'
+# A results processor that turns every failure into a pass before Jest writes its report.
+FLIP_JS = """\
+module.exports = (results) => {
+  for (const suite of results.testResults) {
+    suite.numFailingTests = 0;
+    suite.failureMessage = null;
+    for (const t of suite.testResults) t.status = "passed";
+  }
+  results.numFailedTests = 0;
+  results.numFailedTestSuites = 0;
+  results.success = true;
+  return results;
+};
+"""
+
+
+# A reporter that flips the same way when the run completes, before Jest writes its report.
+FLIPPER_JS = """\
+class Flipper {
+  onRunComplete(contexts, results) {
+    for (const suite of results.testResults) {
+      suite.numFailingTests = 0;
+      suite.failureMessage = null;
+      for (const t of suite.testResults) t.status = "passed";
+    }
+    results.numFailedTests = 0;
+    results.numFailedTestSuites = 0;
+    results.success = true;
+  }
+}
+module.exports = Flipper;
+"""
+FLIPS = {
+    "results processor": {"testResultsProcessor": "./flip.js"},
+    "reporter": {"reporters": ["default", "./flipper.js"]},
+}
+
+
+@pytest.fixture
+def go() -> str:
+    found = shutil.which("go")
+    if found is None:
+        missing("go is not installed (Debian: apt-get install golang-go)", GO_REQUIRED)
+    return found
+
+
+@pytest.fixture
+def jest() -> str:
+    found = Path(os.environ.get("JEST") or ROOT / ".jest" / "node_modules" / ".bin" / "jest")
+    if shutil.which("node") is None or not found.exists():
+        missing('no Jest (make "$PWD/.jest/node_modules/.bin/jest", with npm)', JEST_REQUIRED)
+    return str(found)
+
+
+def run_go(repo: Path, command: str = "go test ./...") -> testrun.TestRun:
+    return testrun.run_tests(command, repo, stack="Go", timeout_s=600)
+
+
+JEST_ARGS = {"stack": "Node/TS", "timeout_s": 600}
+
+
+def run_jest(repo: Path, jest: str) -> testrun.TestRun:
+    return testrun.run_tests(jest, repo, **JEST_ARGS)
+
+
+def package_json(**jest_config: object) -> str:
+    return json.dumps({"name": "calc", "version": "1.0.0", "jest": jest_config})
+
+
+def left(repo: Path) -> list[str]:
+    return sorted(str(p.relative_to(repo)) for p in repo.rglob("canary_*"))
+
+
+def no_canary(monkeypatch) -> None:
+    monkeypatch.setattr(runner_canary, "lay_go", lambda cwd, command: None)
+    monkeypatch.setattr(runner_canary, "lay_jest", lambda cwd, command: None)
+
+
+# --- Go ---
+
+
+@pytest.mark.e2e
+def test_an_honest_go_module_passes_and_the_canary_is_neither_counted_nor_left(tmp_path, go):
+    repo = make_repo(
+        tmp_path / "r",
+        {
+            "go.mod": GO_MOD,
+            "calc.go": CALC_GO,
+            "calc_test.go": CALC_TEST_GO,
+            "sub/sub.go": "package sub\n",
+            "sub/sub_test.go": 'package sub\n\nimport "testing"\n\nfunc TestSub(t *testing.T) {}\n',
+        },
+    )
+    result = run_go(repo)
+    assert (result.outcome, result.exit_code) == (PASSED, 0), result.tail
+    assert result.passing_ids == {"example.com/calc::TestAdd", "example.com/calc/sub::TestSub"}
+    assert result.failing_ids == set()
+    assert left(repo) == []
+
+
+@pytest.mark.e2e
+def test_a_go_testmain_that_turns_failures_into_passes_makes_the_run_tampered(
+    tmp_path, go, monkeypatch
+):
+    files = {
+        "go.mod": GO_MOD,
+        "calc.go": CALC_GO.replace("a + b", "a - b"),
+        "calc_test.go": CALC_TEST_GO,
+        "main_test.go": FORGING_MAIN_GO,
+    }
+    repo = make_repo(tmp_path / "r", files)
+    result = run_go(repo)
+    assert result.outcome == TAMPERED, result.summary
+    assert "canary" in result.cause
+    assert left(repo) == []
+    # Without the canary the forgery passes: the canary is what catches it.
+    no_canary(monkeypatch)
+    assert run_go(repo).outcome == PASSED
+
+
+@pytest.mark.e2e
+def test_a_real_go_failure_beside_the_canary_still_fails_the_run(tmp_path, go):
+    files = {"go.mod": GO_MOD, "calc.go": CALC_GO.replace("a + b", "a - b")}
+    repo = make_repo(tmp_path / "r", {**files, "calc_test.go": CALC_TEST_GO})
+    result = run_go(repo)
+    assert (result.outcome, result.exit_code) == (FAILED, 1), result.summary
+    assert result.failing_ids == {"example.com/calc::TestAdd"}
+    assert left(repo) == []
+
+
+def test_go_canary_is_laid_in_each_tested_package_in_its_package(tmp_path):
+    (tmp_path / "go.mod").write_text(GO_MOD)
+    (tmp_path / "a_test.go").write_text("package calc_test\n")
+    (tmp_path / "untested").mkdir()
+    (tmp_path / "untested" / "u.go").write_text("package untested\n")
+    (tmp_path / "vendor" / "x").mkdir(parents=True)
+    (tmp_path / "vendor" / "x" / "x_test.go").write_text("package x\n")
+    (tmp_path / "inner").mkdir()
+    (tmp_path / "inner" / "go.mod").write_text("module other\n")
+    (tmp_path / "inner" / "i_test.go").write_text("package inner\n")
+    canary = runner_canary.lay_go(tmp_path, "go test -json ./...")
+    # a nested module's package too (a command may cd into it), never vendor's
+    assert sorted(p.parent for p in canary.paths) == [tmp_path, tmp_path / "inner"]
+    assert canary.paths[0].read_text().startswith("package calc_test\n")
+    assert canary.must_fail.startswith("TestCanary") and canary.must_pass.startswith("TestCanary")
+    runner_canary.take_back(canary)
+    assert left(tmp_path) == []
+
+
+def test_no_go_canary_where_the_command_picks_tests_or_stops_at_a_failure(tmp_path):
+    (tmp_path / "a_test.go").write_text("package calc\n")
+    picks = ("go test -run TestAdd ./...", "go test -failfast ./...", "go test -list .")
+    for command in (*picks, "GOFLAGS=-run=TestAdd go test ./..."):
+        assert runner_canary.lay_go(tmp_path, command) is None, command
+    assert left(tmp_path) == []
+
+
+# --- Jest ---
+
+
+@pytest.mark.e2e
+def test_an_honest_jest_project_passes_and_the_canary_is_neither_counted_nor_left(tmp_path, jest):
+    repo = make_repo(tmp_path / "r", {"package.json": package_json(), "calc.test.js": JEST_TEST})
+    result = run_jest(repo, jest)
+    assert (result.outcome, result.exit_code) == (PASSED, 0), result.tail
+    assert result.passing_ids == {"calc.test.js > adds"}
+    assert left(repo) == []
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("how", sorted(FLIPS))
+def test_a_jest_config_that_flips_failures_makes_the_run_tampered(tmp_path, jest, monkeypatch, how):
+    files = {
+        "package.json": package_json(**FLIPS[how]),
+        "flip.js": FLIP_JS,
+        "flipper.js": FLIPPER_JS,
+        "calc.test.js": JEST_BROKEN,
+    }
+    repo = make_repo(tmp_path / "r", files)
+    result = run_jest(repo, jest)
+    assert result.outcome == TAMPERED, result.summary
+    assert left(repo) == []
+    no_canary(monkeypatch)
+    assert run_jest(repo, jest).outcome == PASSED
+
+
+@pytest.mark.e2e
+def test_a_flipping_jest_processor_is_caught_where_the_config_is_a_js_file(tmp_path, jest):
+    # jest.config.js cannot be read, so a missing canary proves nothing; a flipped one does.
+    files = {
+        "package.json": json.dumps({"name": "calc"}),
+        "jest.config.js": 'module.exports = { testResultsProcessor: "./flip.js" };\n',
+        "flip.js": FLIP_JS,
+        "calc.test.js": JEST_BROKEN,
+    }
+    result = run_jest(make_repo(tmp_path / "r", files), jest)
+    assert result.outcome == TAMPERED, result.summary
+
+
+@pytest.mark.e2e
+def test_a_real_jest_failure_beside_the_canary_still_fails_the_run(tmp_path, jest):
+    files = {"package.json": package_json(), "calc.test.js": JEST_BROKEN}
+    repo = make_repo(tmp_path / "r", files)
+    result = run_jest(repo, jest)
+    assert (result.outcome, result.exit_code) == (FAILED, 1), result.summary
+    assert result.failing_ids == {"calc.test.js > adds"}
+    assert left(repo) == []
+
+
+@pytest.mark.e2e
+def test_a_jest_config_that_does_not_find_the_canary_is_not_called_tampered(tmp_path, jest):
+    files = {
+        "package.json": package_json(roots=["<rootDir>/src"]),
+        "src/calc.test.js": JEST_TEST,
+    }
+    result = run_jest(make_repo(tmp_path / "r", files), jest)
+    assert result.outcome == PASSED, result.summary
+
+
+def test_no_jest_canary_where_the_command_picks_tests_or_globals_are_off(tmp_path):
+    (tmp_path / "package.json").write_text(package_json())
+    for command in ("jest -t adds", "jest --bail", "jest --onlyChanged"):
+        assert runner_canary.lay_jest(tmp_path, command) is None, command
+    (tmp_path / "package.json").write_text(package_json(injectGlobals=False))
+    assert runner_canary.lay_jest(tmp_path, "jest") is None
+    assert left(tmp_path) == []
+
+
+def test_the_canarys_names_are_new_for_every_run(tmp_path):
+    (tmp_path / "package.json").write_text(package_json())
+    first = runner_canary.lay_jest(tmp_path, "jest")
+    runner_canary.take_back(first)
+    second = runner_canary.lay_jest(tmp_path, "jest")
+    runner_canary.take_back(second)
+    assert {first.stem, first.must_pass, first.must_fail}.isdisjoint(
+        {second.stem, second.must_pass, second.must_fail}
+    )
+    assert left(tmp_path) == []
+
+
+@pytest.mark.e2e
+def test_go_tests_of_a_nested_module_run_from_its_folder_are_not_called_tampered(tmp_path, go):
+    files = {
+        "go.mod": GO_MOD,
+        "calc.go": CALC_GO,
+        "calc_test.go": CALC_TEST_GO,
+        "tools/go.mod": "module example.com/tools\n\ngo 1.19\n",
+        "tools/t_test.go": 'package tools\n\nimport "testing"\n\nfunc TestT(t *testing.T) {}\n',
+    }
+    result = run_go(make_repo(tmp_path / "r", files), "cd tools && go test ./...")
+    assert (result.outcome, result.passing_ids) == (PASSED, {"example.com/tools::TestT"})
+
+
+@pytest.mark.e2e
+def test_a_go_run_of_a_package_without_tests_is_no_tests_not_tampered(tmp_path, go):
+    files = {"go.mod": GO_MOD, "calc.go": CALC_GO, "sub/sub.go": "package sub\n"}
+    files["sub/sub_test.go"] = 'package sub\n\nimport "testing"\n\nfunc TestSub(t *testing.T) {}\n'
+    result = run_go(make_repo(tmp_path / "r", files), "go test")
+    assert result.outcome == testrun.NOT_RUN, result.summary
+
+
+@pytest.mark.e2e
+def test_a_jest_path_pattern_that_leaves_the_canary_out_is_not_called_tampered(tmp_path, jest):
+    files = {"package.json": package_json(), "src/calc.test.js": JEST_TEST}
+    result = testrun.run_tests(f"{jest} src", make_repo(tmp_path / "r", files), **JEST_ARGS)
+    assert (result.outcome, result.passing_ids) == (PASSED, {"src/calc.test.js > adds"})
+
+
+def test_no_jest_canary_through_npm_test_whose_report_never_reaches_the_harness(tmp_path):
+    package = {"name": "calc", "scripts": {"test": "jest"}}
+    (tmp_path / "package.json").write_text(json.dumps(package))
+    assert runner_canary.lay_jest(tmp_path, "npm test -- --json --outputFile=/dev/fd/4") is None
+    assert left(tmp_path) == []
