@@ -151,3 +151,23 @@ def test_stderr_after_the_script_is_left_alone(tmp_path):
     # A warning at shutdown goes to stderr, which the figure is not read from.
     src = REACH + "_m('ate' + 'xit').register(_m('s' + 'ys').stderr.write, 'bye\\n')\n\n\n"
     assert measure(tmp_path, src + HONEST).value == 3
+
+
+# How the code could take the seal away.
+
+SEAL_TAKEN_AWAY = {
+    # the interpreter calls threading._shutdown once __main__ ends: replaced in its namespace
+    "shutdown-replaced": REACH
+    + "vars(_m('thre' + 'ading'))['_shut' + 'down'] = lambda: None\n"
+    + "_m('ate' + 'xit').register(print, 0)\n",
+    # the interpreter finds threading in sys.modules: without it, it calls nothing
+    "threading-unlisted": REACH
+    + "_m('s' + 'ys').modules.pop('thre' + 'ading')\n"
+    + "_m('ate' + 'xit').register(print, 0)\n",
+}
+
+
+@pytest.mark.parametrize("src", SEAL_TAKEN_AWAY.values(), ids=SEAL_TAKEN_AWAY)
+def test_the_seal_taken_away_is_tampered(tmp_path, src):
+    said = tampered(tmp_path, src + "\n\n" + HONEST)
+    assert "threading._shutdown" in said or "the output left open" in said
