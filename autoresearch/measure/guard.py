@@ -344,7 +344,8 @@ def _install():
     threading._shutdown = sealed_shutdown
 
     def end():
-        found = check()
+        # Once sealed, nothing this process does reaches the figure: the seal's check holds.
+        found = []
         if not sealed:  # the interpreter never called threading._shutdown
             seal()
             found.append("the output left open after the script ended")
