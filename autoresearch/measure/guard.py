@@ -12,8 +12,13 @@ shows read-only. Before the measured script runs it:
 - records at once any attribute a module of the worktree sets on one of those modules (the
   module's class is swapped for one that sees each set), so a patch taken back right after
   its use is seen too;
-- checks them all again at exit (the first `atexit` handler, so the last to run), with
+- checks them all again when `__main__` has ended (a wrapper of `threading._shutdown`, which
+  the interpreter calls before it joins the threads and runs the `atexit` handlers), with
   `sys.modules` and its own place first on `sys.meta_path`;
+- seals the output at that point: every descriptor of the process onto the script's stdout
+  goes to /dev/null, so what an `atexit` handler or a thread prints after the script's last
+  line (the metric's format reads the last line) goes nowhere; the output opened again by a
+  name, or a process started, after that is a change;
 
 and writes what it saw to a descriptor the harness holds (a pipe: nothing written can be
 taken back). An exec is checked when it is made (an audit hook), and one the worktree's code
