@@ -377,7 +377,7 @@ def _install():
         # makes replaces the measurement with a program of its choice.
         if sealed and event == "open" and isinstance(args[0], (str, bytes)):
             # The sealed output reached again by a name (the shell's /proc/<pid>/fd/1, the
-            # file's path): the only way back to it from this process.
+            # file's path); a path object comes here as the name it gave the open.
             try:
                 if same_path(args[0]):
                     changed("the output opened again after the script ended", culprit())

@@ -90,6 +90,21 @@ def test_the_output_opened_again_after_the_script_ended_is_tampered(tmp_path, ki
     assert "output opened again after the script ended" in tampered(tmp_path, src, kind)
 
 
+def test_the_output_opened_again_through_a_path_object_is_tampered(tmp_path):
+    # A path object (pathlib's, or a class of the code's own that could name one file to the
+    # guard and another to the open) reaches the guard as the name the open used.
+    name = "'/proc/%d/fd/1' % _os.getppid()"
+    late = "    _os.write(_os.open(_P(" + name + "), _os.O_WRONLY), b'0\\n')\n"
+    own = (
+        "\n\nclass _P:\n    def __init__(self, p):\n        self.p = p\n\n"
+        "    def __fspath__(self):\n        return self.p\n"
+    )
+    for n, path_class in enumerate(("_P = _m('path' + 'lib').Path\n", own)):
+        src = REACH + "_os = _m('o' + 's')\n" + path_class + "\n\ndef _late():\n" + late
+        src += "\n\n_m('ate' + 'xit').register(_late)\n\n\n" + HONEST
+        assert "output opened again" in tampered(tmp_path / str(n), src)
+
+
 def test_a_process_started_after_the_script_ended_is_tampered(tmp_path):
     src = (
         REACH
