@@ -360,8 +360,23 @@ def _install():
                         "os.system", "os.spawn"))
 
     def same_path(path):
-        st = _os.stat(path)
-        return (st.st_dev, st.st_ino) == output
+        # The name as the open may read it: from the working folder, or (a relative name)
+        # from any folder this process holds open, since the audit event does not say which
+        # `dir_fd` the open was given.
+        bases = [None]
+        if not _os.path.isabs(path):
+            try:
+                bases += [int(n) for n in _os.listdir("/proc/self/fd")]
+            except (OSError, ValueError):
+                pass
+        for base in bases:
+            try:
+                st = _os.stat(path, dir_fd=base)
+            except (OSError, ValueError):
+                continue
+            if (st.st_dev, st.st_ino) == output:
+                return True
+        return False
 
     def culprit():
         frame = getframe(2)

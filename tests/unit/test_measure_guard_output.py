@@ -105,6 +105,19 @@ def test_the_output_opened_again_through_a_path_object_is_tampered(tmp_path):
         assert "output opened again" in tampered(tmp_path / str(n), src)
 
 
+def test_the_output_opened_again_from_a_folder_held_open_is_tampered(tmp_path):
+    # `os.open` relative to a folder descriptor taken while the script ran: the audit event
+    # names the relative path only.
+    src = (
+        REACH
+        + "_os = _m('o' + 's')\n_d = _os.open('/proc/%d' % _os.getppid(), _os.O_RDONLY)\n\n\n"
+        + "def _late():\n    _os.write(_os.open('fd/1', _os.O_WRONLY, dir_fd=_d), b'0\\n')\n\n\n"
+        + "_m('ate' + 'xit').register(_late)\n\n\n"
+        + HONEST
+    )
+    assert "output opened again" in tampered(tmp_path, src)
+
+
 def test_a_process_started_after_the_script_ended_is_tampered(tmp_path):
     src = (
         REACH
