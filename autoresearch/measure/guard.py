@@ -12,8 +12,13 @@ shows read-only. Before the measured script runs it:
 - records at once any attribute a module of the worktree sets on one of those modules (the
   module's class is swapped for one that sees each set), so a patch taken back right after
   its use is seen too;
-- checks them all again at exit (the first `atexit` handler, so the last to run), with
+- checks them all again when `__main__` has ended (a wrapper of `threading._shutdown`, which
+  the interpreter calls before it joins the threads and runs the `atexit` handlers), with
   `sys.modules` and its own place first on `sys.meta_path`;
+- seals the output at that point: every descriptor of the process onto the script's stdout
+  goes to /dev/null, so what an `atexit` handler or a thread prints after the script's last
+  line (the metric's format reads the last line) goes nowhere; the output opened again by a
+  name, or a process started, after that is a change;
 
 and writes what it saw to a descriptor the harness holds (a pipe: nothing written can be
 taken back). An exec is checked when it is made (an audit hook), and one the worktree's code
@@ -55,6 +60,8 @@ def _install():
     import atexit
     import types
     from functools import partial
+
+    import threading
 
     write, getpid, getframe = _os.write, _os.getpid, _sys._getframe
     module_type, start_cwd = types.ModuleType, _os.getcwd()
@@ -279,14 +286,123 @@ def _install():
                     return spec
             return None
 
+    # The output: what the script's figure is read from (a file, or a pipe to `tail`).
+    # A character device (/dev/null, a terminal) holds no figure to protect.
+    try:
+        out = _os.fstat(1)
+        output = None if out.st_mode & 0o170000 == 0o020000 else (out.st_dev, out.st_ino)
+    except OSError:
+        output = None
+    sealing, sealed = [], []
+
+    def same(fd):
+        try:
+            st = _os.fstat(fd)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == output
+
+    def seal():
+        # __main__ has ended: what is printed after it (an atexit handler, a thread that
+        # waits for the main thread's end) is no part of the figure, so every descriptor of
+        # this process onto the output goes to /dev/null (copies made with dup or opened by a
+        # /proc name too). First a check of every held name: a patch an atexit handler or a
+        # thread would take back before the exit check is still in place here.
+        if sealing:
+            return
+        sealing.append(True)
+        try:
+            for name in check():
+                changed(name, "when the script ended")
+            for stream in (_sys.stdout, _sys.__stdout__):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
+            if output is None:
+                return
+            try:
+                fds = [int(n) for n in _os.listdir("/proc/self/fd")]
+            except (OSError, ValueError):
+                fds = range(1024)
+            null = _os.open(_os.devnull, _os.O_WRONLY)
+            for fd in fds:
+                if fd != null and same(fd):
+                    try:
+                        _os.dup2(null, fd, inheritable=fd <= 2)
+                    except OSError:
+                        pass
+            _os.close(null)
+        finally:
+            sealed.append(True)  # from here, a way back to the output is a change
+
+    shutdown = threading._shutdown
+
+    def sealed_shutdown():
+        # Called once __main__ has ended, before the threads are joined and before the
+        # atexit handlers run (Py_FinalizeEx), whoever holds the main thread's lock.
+        try:
+            seal()
+        finally:
+            shutdown()
+
+    threading._shutdown = sealed_shutdown
+
     def end():
-        found = check()
+        # Once sealed, nothing this process does reaches the figure: the seal's check holds.
+        found = []
+        if not sealed:  # the interpreter never called threading._shutdown
+            seal()
+            found.append("the output left open after the script ended")
         say("end\\t%d\\t%s" % (getpid(), ";".join(found)))
+
+    starts = frozenset(("subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty",
+                        "os.system", "os.spawn"))
+
+    def same_path(path):
+        # The name as the open may read it: from the working folder, or (a relative name)
+        # from any folder this process holds open, since the audit event does not say which
+        # `dir_fd` the open was given.
+        bases = [None]
+        if not _os.path.isabs(path):
+            try:
+                bases += [int(n) for n in _os.listdir("/proc/self/fd")]
+            except (OSError, ValueError):
+                pass
+        for base in bases:
+            try:
+                st = _os.stat(path, dir_fd=base)
+            except (OSError, ValueError):
+                continue
+            if (st.st_dev, st.st_ino) == output:
+                return True
+        return False
+
+    def culprit():
+        frame = getframe(2)
+        while frame is not None and not mine(frame.f_code, frame.f_globals):
+            frame = frame.f_back
+        if frame is None:
+            return "after __main__"
+        return shown(frame.f_code.co_filename, frame.f_lineno)
 
     def audit(event, args):
         # An exec ends the Python code of this process: check it now. A library's exec is
         # its way to run (`python -m ruff` runs the ruff binary); one the worktree's code
         # makes replaces the measurement with a program of its choice.
+        if sealed and event == "open" and isinstance(args[0], (str, bytes)):
+            # The sealed output reached again by a name (the shell's /proc/<pid>/fd/1, the
+            # file's path); a path object comes here as the name it gave the open.
+            try:
+                if same_path(args[0]):
+                    changed("the output opened again after the script ended", culprit())
+            except (OSError, ValueError):
+                pass
+            return
+        if sealed and event in starts:
+            # A program started now would hold no output but could open it by a name.
+            changed("a process started after the script ended", culprit())
+            return
         if event != "os.exec":
             return
         found = check()
