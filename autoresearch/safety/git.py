@@ -177,13 +177,40 @@ def _box_prefix(work: str, admin: str, index_dir: str, home: str, path: str) -> 
     millisecond a call otherwise, a quarter of what the box costs)."""
     from autoresearch.safety import gitbox
 
-    common = Path(admin)
-    if (common / "commondir").is_file():
-        common = (common / (common / "commondir").read_text().strip()).resolve()
+    common = _common_of(Path(admin))
     private = gitbox.private_folders(home) if home else {}
-    writable = [work, str(common), *([index_dir] if index_dir else []), *private.values()]
-    readable = gitbox.path_folders(path, [work, str(common)])
+    own = [str(p) for p in git_writable(Path(admin), common)]
+    writable = [work, *own, *([index_dir] if index_dir else []), *private.values()]
+    readable = [str(common), *gitbox.path_folders(path, [work, str(common)])]
     return tuple(gitbox.argv(writable, readable, [], keep_caps=os.geteuid() == 0, env=private))
+
+
+def _common_of(admin: Path) -> Path:
+    """The common git directory a worktree's administrative directory names."""
+    if (admin / "commondir").is_file():
+        return (admin / (admin / "commondir").read_text().strip()).resolve()
+    return admin
+
+
+# What the harness's confined calls (TOUCHES_FILES) write in the common git directory, which
+# for a session worktree is the user's own `.git`: objects, branches and their logs. Nothing
+# at its top (config, packed-refs, the main checkout's index and HEAD) nor in hooks/ or
+# info/: what is written there runs, or selects what runs, the next time the user's own git
+# runs, unconfined. A right on a folder covers all below it, so the common directory itself
+# is only read. The worktree's own directory (worktrees/<id>) holds its HEAD, index,
+# ORIG_HEAD, reflog and a cherry-pick's state: writable whole.
+COMMON_WRITABLE = ("objects", "refs", "logs")
+
+
+def git_writable(admin: Path, common: Path) -> list[Path]:
+    """The git directories a confined call on the worktree of `admin` may change: its
+    administrative directory and COMMON_WRITABLE's folders of `common` (made here, outside
+    any confinement, where a repository has none yet: git makes logs/ on a first reflog,
+    and could not inside)."""
+    folders = [common / name for name in COMMON_WRITABLE]
+    for folder in folders:
+        folder.mkdir(exist_ok=True)
+    return [admin, *folders] if admin != common else [common]
 
 
 def boxed(cmd: list[str]) -> bool:
@@ -354,11 +381,10 @@ def _jail_prefix(
     box = jails.build_jail({"sandbox": "auto"}, Path(work), read_only=[Path(n) for n in named])
     if box.mode != "bwrap":
         return None
-    common = Path(admin)
-    if (common / "commondir").is_file():
-        common = (common / (common / "commondir").read_text().strip()).resolve()
-    extra = [common, *([Path(index_dir)] if index_dir else [])]
-    views = _nobody_views(box, common, index_dir)
+    common = _common_of(Path(admin))
+    # The common directory stays shown read-only (build_jail shows the git directories so).
+    extra = [*git_writable(Path(admin), common), *([Path(index_dir)] if index_dir else [])]
+    views = _nobody_views(box, common, index_dir, extra)
     if views is not None:
         # As root: git runs as nobody, without any capability, so a program a repository's
         # config names (a filter) cannot read what only root may read on the host; the git
@@ -402,9 +428,12 @@ def _hand_over(work: str) -> None:
     jails.Jail("bwrap", Path(work), drop_to=jails.JAIL_UID).hand_over_worktree()
 
 
-def _nobody_views(box, common: Path, index_dir: str) -> tuple[tuple[Path, Path], ...] | None:
-    """Where root's git as nobody sees the common git directory from (nobody_view.py), or
-    None where it cannot: not root, no drop to nobody, no idmapped mount here."""
+def _nobody_views(
+    box, common: Path, index_dir: str, writable: list[Path]
+) -> tuple[tuple[Path, Path], ...] | None:
+    """Where root's git as nobody sees the `writable` folders of the common git directory
+    from (the same places in a view of it: nobody_view.py), or None where it cannot: not
+    root, no drop to nobody, no idmapped mount here."""
     from autoresearch.safety import nobody_view
 
     if not NOBODY_GIT or box.drop_to is None:
@@ -414,7 +443,8 @@ def _nobody_views(box, common: Path, index_dir: str) -> tuple[tuple[Path, Path],
         return None
     if index_dir:
         os.chown(index_dir, box.drop_to, box.drop_to)  # a throwaway folder of ours
-    return ((common, shown),)
+    inside = [p for p in writable if p == common or common in p.parents]
+    return tuple((p, shown / p.relative_to(common)) for p in inside)
 
 
 # Whether root's confined git runs as nobody where an idmapped view can be made. Off: the

@@ -104,18 +104,68 @@ def test_a_filter_cannot_read_a_root_only_file_the_bwrap_jail_would_show(worktre
 def test_a_filter_writes_nowhere_but_the_worktree_and_git_directories(worktree, tmp_path):
     seen = worktree / "seen.txt"
     record = ar_git.record_of(worktree)
+    common = ar_git.common_dir(worktree)
     outside = [record, tmp_path / "planted", Path(tempfile.gettempdir()) / "gitbox-planted"]
-    inside = ar_git.common_dir(worktree) / "inside"
+    outside.append(common / "planted")  # the common directory's top: read only
+    inside = common / "objects" / "inside"
     lines = [f"open({str(p)!r}, 'a').write('x')" for p in outside]
     program = "".join(attempt(line, seen) for line in lines)
     program += attempt(f"open({str(inside)!r}, 'w').write('x')", seen)
     before = record.read_text()
     with_filter(worktree, program)
     assert staged(worktree) == "calc.py"
-    assert seen.read_text().split("\n")[:-1] == ["refused 13"] * 3 + ["done"]
+    assert seen.read_text().split("\n")[:-1] == ["refused 13"] * 4 + ["done"]
     assert record.read_text() == before
-    assert not (tmp_path / "planted").exists()
+    assert not (tmp_path / "planted").exists() and not (common / "planted").exists()
     assert not (Path(tempfile.gettempdir()) / "gitbox-planted").exists()
+
+
+# What the user's own git runs or reads later, unconfined, from the common git directory
+# (the user's `.git`): a hook, the config (a filter, an fsmonitor, core.hooksPath) and the
+# attributes that select a filter.
+PLANTS = {
+    "hooks/post-checkout": "#!/bin/sh\ntouch /tmp/owned\n",
+    "config": "[core]\n\thooksPath = /tmp\n",
+    "info/attributes": "* filter=x\n",
+}
+
+
+def plant(common: Path, seen: Path) -> str:
+    """Python that tries to leave each of PLANTS in `common`, then a folder of its own."""
+    tries = [f"open({str(common / rel)!r}, 'a').write({text!r})" for rel, text in PLANTS.items()]
+    tries.append(f"import os; os.mkdir({str(common / 'hooks2')!r})")
+    return "".join(attempt(line, seen) for line in tries)
+
+
+def test_a_filter_cannot_plant_a_hook_config_or_attributes_in_the_common_git_dir(worktree):
+    common = ar_git.common_dir(worktree)
+    (common / "info").mkdir(exist_ok=True)
+    (common / "info" / "attributes").write_text("")
+    seen = worktree / "seen.txt"
+    with_filter(worktree, plant(common, seen))
+    before = {rel: (common / rel).read_bytes() for rel in ("config", "info/attributes")}
+    assert staged(worktree) == "calc.py"  # git did its work: its own writes went through
+    assert seen.read_text().split("\n")[:-1] == ["refused 13"] * 4
+    assert not (common / "hooks" / "post-checkout").exists()
+    assert not (common / "hooks2").exists()
+    assert {rel: (common / rel).read_bytes() for rel in before} == before
+
+
+def test_in_the_bwrap_fallback_a_filter_cannot_plant_a_hook_or_config(worktree, monkeypatch):
+    if not jails.probe().works:
+        pytest.skip("bubblewrap cannot run here")
+    monkeypatch.setattr(gitbox, "usable", lambda: None)
+    common = ar_git.common_dir(worktree)
+    seen = worktree / "seen.txt"
+    with_filter(worktree, plant(common, seen))
+    before = (common / "config").read_bytes()
+    assert staged(worktree) == "calc.py"
+    # A read-only mount: EROFS (30); info/ does not exist, so its file cannot be made (2 or 30).
+    said = seen.read_text().split("\n")[:-1]
+    assert len(said) == 4 and all(s.startswith("refused") for s in said), said
+    assert not (common / "hooks" / "post-checkout").exists()
+    assert not (common / "hooks2").exists()
+    assert (common / "config").read_bytes() == before
 
 
 def test_a_filter_cannot_connect_to_a_tcp_listener_on_localhost(worktree):
