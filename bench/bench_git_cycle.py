@@ -109,13 +109,17 @@ def count_git(root: Path, cycles: int) -> tuple[Counter, int]:
             for part in line.split(" git -C ")[1:]:
                 calls[_subcommand("-C " + part.split(" && ")[0])] += 1
         inside = tmp / "target/.git" / CONFINED_LOG
+        if not inside.is_file():  # the box writes objects/ of the common directory only
+            inside = tmp / "target/.git/objects" / CONFINED_LOG
         boxed = inside.read_text().splitlines() if inside.is_file() else []
         for line in boxed:
             calls[_subcommand(line)] += 1
         return calls, jails, len(boxed)
 
 
-# Where a git in the Landlock box logs itself: the common git directory, which it may write.
+# Where a git in the Landlock box logs itself: the common git directory's top where it may
+# write it (older checkouts), else its objects/ folder (git reads only the two-digit
+# folders and pack/ and info/ there).
 CONFINED_LOG = "bench-boxed-git.log"
 
 
@@ -128,7 +132,9 @@ def counting_git(folder: Path, log: Path) -> None:
     real = shutil.which("git", path=os.environ["PATH"])
     # (Opened, not tested with `-r`: Landlock answers access() by the file's mode only.)
     shown = "cat /proc/self/stat >/dev/null 2>&1"
-    boxed = f'{shown} || echo "$*" >> "$GIT_DIR/../../{CONFINED_LOG}"'
+    common = '"$GIT_DIR/../.."'
+    boxed = f'{shown} || echo "$*" 2>/dev/null >> {common}/{CONFINED_LOG}'
+    boxed += f' || echo "$*" >> {common}/objects/{CONFINED_LOG}'
     line = f'echo "$*" >> {log} 2>/dev/null || {{ {boxed}; }}'
     (folder / "git").write_text(f'#!/bin/sh\n{line}\nexec {real} "$@"\n')
 

@@ -56,6 +56,13 @@ LOCKDOWN = (
     "diff.ignoreSubmodules=all",
     "status.submoduleSummary=false",
     "fetch.recurseSubmodules=false",
+    # Nothing a harness call starts writes the common directory's top, which the box keeps
+    # read-only (COMMON_WRITABLE): no automatic gc or maintenance (gc.pid, a pack-refs'
+    # packed-refs) and no rerere (rr-cache/; a user's recorded resolution never changes
+    # what the harness replays). The user's own git still does all three.
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "rerere.enabled=false",
 )
 # Commands that could run a textconv filter or an external diff: told not to.
 DIFFING = {"diff": 1, "log": 1, "show": 1}
@@ -153,9 +160,17 @@ def confined(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list
 LANDLOCK = True
 
 
-def _boxed(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list[str] | None:
+def _boxed(
+    cmd: list[str],
+    args: tuple[str, ...],
+    env: dict[str, str],
+    batch: tuple[tuple[list[str], tuple[str, ...]], ...] = (),
+    may_fail: frozenset[int] = frozenset(),
+) -> list[str] | None:
     """`cmd` in the Landlock box, or None where it does not run there (CONFINED or LANDLOCK
-    off, no usable launcher, a call not bound to one of our worktrees)."""
+    off, no usable launcher, a call not bound to one of our worktrees). `batch`: the
+    (command, args) of several calls run in a row in the one box instead (gitbox's -x),
+    those whose place is in `may_fail` allowed to fail."""
     from autoresearch.safety import gitbox
 
     if not (CONFINED and LANDLOCK):
@@ -167,8 +182,13 @@ def _boxed(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list[s
     index_dir = str(Path(index).parent) if index else ""
     line = _box_prefix(work, admin, index_dir, env.get("HOME", ""), env.get("PATH", ""))
     # A file a call names outside the worktree (the patch `apply` reads) may be read.
-    named = [a for a in args[1:] if os.path.isabs(a) and os.path.isfile(a)]
-    return [*line[:-1], *(w for a in named for w in ("-r", a)), "--", *cmd]
+    calls = batch or ((cmd, args),)
+    named = [a for _, one in calls for a in one[1:] if os.path.isabs(a) and os.path.isfile(a)]
+    line = [*line[:-1], *(w for a in named for w in ("-r", a))]
+    if batch:
+        line += [w for one, _ in batch for w in ("-x", str(len(one)))]
+        line += [w for n in sorted(may_fail) for w in ("-m", str(n))]
+    return [*line, "--", *(w for one, _ in calls for w in one)]
 
 
 @functools.lru_cache(maxsize=64)
@@ -301,9 +321,9 @@ def _in_jail(cmd: list[str], work: str) -> str:
 def worktree_batch(
     worktree: Path, *calls: tuple[str, ...], may_fail: frozenset[int] = frozenset()
 ) -> subprocess.CompletedProcess[str]:
-    """Several git calls on our worktree, in order, that touch its files: in ONE jail
-    (one bwrap, its namespaces and mounts, instead of one for each), the same jail each
-    would get alone. Stops at the first that fails (but those whose place in `calls` is in
+    """Several git calls on our worktree, in order, that touch its files: in ONE Landlock
+    box (gitbox's -x), or ONE jail (one bwrap, its namespaces and mounts, instead of one
+    for each), the same confinement each would get alone. Stops at the first that fails (but those whose place in `calls` is in
     `may_fail`); the output is the last call's, stderr all of theirs. Unconfined (no bwrap,
     CONFINED off) the calls run one by one, as `worktree_proc` runs them.
 
@@ -311,10 +331,17 @@ def worktree_batch(
     jail's processes end with it, and nothing of the harness runs between its calls."""
     env = _bound(worktree)
     cmds = [argv(worktree, *c) for c in calls]
-    if calls and _boxed(cmds[0], calls[0], env) is not None:
-        # Each call its own box, from here: a box costs one exec, and a shell to run them
-        # in one would cost more than that.
-        return _calls_in_a_row(worktree, calls, env, may_fail)
+    # One box runs the calls in a row itself (no shell): a box's start costs about what a
+    # small git call does.
+    boxed = (
+        _boxed(cmds[0], calls[0], env, tuple(zip(cmds, calls, strict=True)), may_fail)
+        if calls
+        else None
+    )
+    if boxed is not None:
+        return subprocess.run(
+            boxed, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env
+        )
 
     def script(cmds: list[list[str]], work: str) -> str:
         steps = []

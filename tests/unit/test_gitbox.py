@@ -297,6 +297,57 @@ def test_a_batch_in_the_box_stops_at_the_first_failure_and_keeps_every_stderr(wo
     assert git(worktree, "diff", "--cached", "--name-only") == "calc.py"  # no reset ran
 
 
+def test_a_batch_runs_in_one_box_and_only_its_last_call_speaks(worktree, monkeypatch):
+    (worktree / "calc.py").write_text("X = 7\n")
+    started = []
+    real_run = subprocess.run
+
+    def run(cmd, *args, **kw):
+        started.append(cmd)
+        return real_run(cmd, *args, **kw)
+
+    monkeypatch.setattr(ar_git.subprocess, "run", run)
+    proc = ar_git.worktree_batch(
+        worktree, ("status", "--porcelain"), ("add", "calc.py"), ("diff", "--cached", "--stat")
+    )
+    assert proc.returncode == 0
+    assert [c[0] for c in started] == [str(gitbox.EXE)]  # one process: the box
+    assert "calc.py" in proc.stdout and "M calc.py" not in proc.stdout  # status's went away
+
+
+def test_a_process_the_first_call_of_a_batch_leaves_ends_before_the_next(worktree):
+    # The filter runs once a call: the first leaves a process behind, the second looks
+    # for it (a signal 0 reaches a process of the same box, alive or not yet reaped).
+    seen = worktree / "seen.txt"
+    left = worktree / "left.pid"
+    action = (
+        f"import os, subprocess\nif os.path.exists({str(left)!r}):\n"
+        f"    pid = int(open({str(left)!r}).read())\n"
+        "    try:\n        os.kill(pid, 0)\n        said = 'alive'\n"
+        "    except ProcessLookupError:\n        said = 'gone'\n"
+        f"    open({str(seen)!r}, 'w').write(said)\n"
+        "else:\n"
+        "    p = subprocess.Popen(['sleep', '600'], start_new_session=True,\n"
+        "        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        f"    open({str(left)!r}, 'w').write(str(p.pid))\n"
+    )
+    with_filter(worktree, action)
+    (worktree / ".gitattributes").write_text("*.py filter=x\n")
+    (worktree / "other.py").write_text("Y = 1\n")
+    ar_git.worktree_batch_git(worktree, ("add", "calc.py"), ("add", "other.py"))
+    assert seen.read_text() == "gone"
+
+
+def test_the_box_refuses_a_batch_whose_lengths_do_not_add_up(tmp_path):
+    marker = tmp_path / "ran"
+    line = gitbox.argv([str(tmp_path)], [], [])
+    done = subprocess.run(
+        [*line[:-1], "-x", "2", "--", "touch", str(marker), "extra"], capture_output=True, text=True
+    )
+    assert done.returncode == 125 and "add up to 2 words, 3 follow" in done.stderr
+    assert not marker.exists()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="as root only: commands leave nobody's files")
 def test_root_git_in_the_box_resets_and_cleans_what_a_command_left_as_nobody(worktree):
     (worktree / "calc.py").write_text("X = 3\n")
