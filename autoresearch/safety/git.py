@@ -207,9 +207,10 @@ def _box_prefix(work: str, admin: str, index_dir: str, home: str, path: str) -> 
 
 def _common_of(admin: Path) -> Path:
     """The common git directory a worktree's administrative directory names."""
-    if (admin / "commondir").is_file():
+    try:
         return (admin / (admin / "commondir").read_text().strip()).resolve()
-    return admin
+    except (OSError, UnicodeError):
+        return admin
 
 
 # What the harness's confined calls (TOUCHES_FILES) write in the common git directory, which
@@ -323,8 +324,9 @@ def worktree_batch(
 ) -> subprocess.CompletedProcess[str]:
     """Several git calls on our worktree, in order, that touch its files: in ONE Landlock
     box (gitbox's -x), or ONE jail (one bwrap, its namespaces and mounts, instead of one
-    for each), the same confinement each would get alone. Stops at the first that fails (but those whose place in `calls` is in
-    `may_fail`); the output is the last call's, stderr all of theirs. Unconfined (no bwrap,
+    for each), the same confinement each would get alone. Stops at the first that fails
+    (but those whose place in `calls` is in `may_fail`); the output is the last call's,
+    stderr all of theirs. Unconfined (no bwrap,
     CONFINED off) the calls run one by one, as `worktree_proc` runs them.
 
     Only calls whose outputs are read after the last one ends belong in one batch: the
@@ -716,6 +718,15 @@ def worktree_admin(worktree: Path) -> Path | None:
         )
     if recorded is None and admin is not None and not _plausible(worktree, admin):
         return None
+    if recorded is not None and admin is not None and _common_of(admin) != admin.parent.parent:
+        # The administrative directory is writable in the box: a program git ran there
+        # could point its `commondir` at a git directory of its making (a config naming
+        # filters, folders the next box would make writable).
+        raise ForgedGitLink(
+            f"{worktree} is not a live git worktree any more: {admin / 'commondir'} no longer "
+            f"names {admin.parent.parent}, its repository's git directory (something changed "
+            f"it); refusing to run git there. Put back the line '../..' in it, then rerun"
+        )
     return admin
 
 

@@ -151,6 +151,19 @@ def test_a_filter_cannot_plant_a_hook_config_or_attributes_in_the_common_git_dir
     assert {rel: (common / rel).read_bytes() for rel in before} == before
 
 
+def test_a_commondir_a_filter_points_elsewhere_stops_the_next_call(worktree):
+    # The worktree's own git directory is writable in the box; its `commondir` names the
+    # git directory every later call (and box) uses.
+    admin = ar_git.worktree_admin(worktree)
+    fake = worktree / "fake-git"
+    program = f"import os; os.makedirs({str(fake / 'objects')!r}, exist_ok=True)\n"
+    program += f"open({str(admin / 'commondir')!r}, 'w').write({str(fake)!r})\n"
+    with_filter(worktree, program)
+    ar_git.worktree_git(worktree, "add", "calc.py")
+    with pytest.raises(ar_git.ForgedGitLink, match="commondir"):
+        ar_git.worktree_git(worktree, "status")
+
+
 def test_in_the_bwrap_fallback_a_filter_cannot_plant_a_hook_or_config(worktree, monkeypatch):
     if not jails.probe().works:
         pytest.skip("bubblewrap cannot run here")
