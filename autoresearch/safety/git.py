@@ -326,8 +326,8 @@ def worktree_batch(
     box (gitbox's -x), or ONE jail (one bwrap, its namespaces and mounts, instead of one
     for each), the same confinement each would get alone. Stops at the first that fails
     (but those whose place in `calls` is in `may_fail`); the output is the last call's,
-    stderr all of theirs. Unconfined (no bwrap,
-    CONFINED off) the calls run one by one, as `worktree_proc` runs them.
+    stderr all of theirs. Unconfined (no bwrap, CONFINED off) the calls run one by one,
+    as `worktree_proc` runs them.
 
     Only calls whose outputs are read after the last one ends belong in one batch: the
     jail's processes end with it, and nothing of the harness runs between its calls."""
