@@ -231,6 +231,8 @@ def git_writable(admin: Path, common: Path) -> list[Path]:
     folders = [common / name for name in COMMON_WRITABLE]
     for folder in folders:
         folder.mkdir(exist_ok=True)
+    if (common / "reftable").is_dir():  # a repository whose refs are a reftable (git 2.45)
+        folders.append(common / "reftable")
     return [admin, *folders] if admin != common else [common]
 
 
