@@ -393,7 +393,9 @@ def _live_prefix(*key: str | tuple[str, ...]) -> tuple[str, ...] | None:
     from autoresearch.safety import nobody_view
 
     prefix = _jail_prefix(*key)
-    views = [w for w in prefix or () if nobody_view.PREFIX in w and w.endswith("/view")]
+    # The folders shown from a view are the view's own or below it (view/objects, ...).
+    shown = [w for w in prefix or () if nobody_view.PREFIX in w and "/view" in w]
+    views = {w[: w.index("/view") + len("/view")] for w in shown}
     if all(nobody_view.present(Path(w)) for w in views):
         return prefix
     _jail_prefix.cache_clear()
