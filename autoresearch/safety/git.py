@@ -337,11 +337,12 @@ def worktree_batch(
     cmds = [argv(worktree, *c) for c in calls]
     # One box runs the calls in a row itself (no shell): a box's start costs about what a
     # small git call does.
-    boxed = (
-        _boxed(cmds[0], calls[0], env, tuple(zip(cmds, calls, strict=True)), may_fail)
-        if calls
-        else None
-    )
+    from autoresearch.safety import gitbox
+
+    batch = tuple(zip(cmds, calls, strict=True))
+    boxed = _boxed(cmds[0], calls[0], env, batch, may_fail) if calls else None
+    if boxed is not None and len(calls) > gitbox.MAX_BATCH:
+        return _calls_in_a_row(worktree, calls, env, may_fail)
     if boxed is not None:
         return subprocess.run(
             boxed, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env

@@ -328,6 +328,13 @@ def test_a_batch_runs_in_one_box_and_only_its_last_call_speaks(worktree, monkeyp
     assert "calc.py" in proc.stdout and "M calc.py" not in proc.stdout  # status's went away
 
 
+def test_a_batch_longer_than_one_box_takes_runs_each_call_in_a_box_of_its_own(worktree):
+    (worktree / "calc.py").write_text("X = 8\n")
+    calls = [("status", "--porcelain")] * gitbox.MAX_BATCH + [("add", "calc.py")]
+    proc = ar_git.worktree_batch(worktree, *calls, ("diff", "--cached", "--name-only"))
+    assert proc.returncode == 0 and proc.stdout.strip() == "calc.py"
+
+
 def test_a_process_the_first_call_of_a_batch_leaves_ends_before_the_next(worktree):
     # The filter runs once a call: the first leaves a process behind, the second looks
     # for it (a signal 0 reaches a process of the same box, alive or not yet reaped).
