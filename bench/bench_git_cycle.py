@@ -81,7 +81,7 @@ def environment(tmp: Path, path_first: Path | None = None) -> dict[str, str]:
     return env
 
 
-def count_git(root: Path, cycles: int) -> tuple[Counter, int]:
+def count_git(root: Path, cycles: int) -> tuple[Counter, int, int, int]:
     """Every git process of one session, by subcommand; and the jails they ran in."""
     with tempfile.TemporaryDirectory() as scratch:
         tmp = Path(scratch)
@@ -109,13 +109,21 @@ def count_git(root: Path, cycles: int) -> tuple[Counter, int]:
             for part in line.split(" git -C ")[1:]:
                 calls[_subcommand("-C " + part.split(" && ")[0])] += 1
         inside = tmp / "target/.git" / CONFINED_LOG
+        if not inside.is_file():  # the box writes objects/ of the common directory only
+            inside = tmp / "target/.git/objects" / CONFINED_LOG
         boxed = inside.read_text().splitlines() if inside.is_file() else []
+        boxes = set()
         for line in boxed:
+            # "box=<the launcher's pid> <git's arguments>": a batch's calls share a box.
+            box, _, line = line.partition(" ")
+            boxes.add(box)
             calls[_subcommand(line)] += 1
-        return calls, jails, len(boxed)
+        return calls, jails, len(boxed), len(boxes)
 
 
-# Where a git in the Landlock box logs itself: the common git directory, which it may write.
+# Where a git in the Landlock box logs itself: the common git directory's top where it may
+# write it (older checkouts), else its objects/ folder (git reads only the two-digit
+# folders and pack/ and info/ there).
 CONFINED_LOG = "bench-boxed-git.log"
 
 
@@ -128,7 +136,10 @@ def counting_git(folder: Path, log: Path) -> None:
     real = shutil.which("git", path=os.environ["PATH"])
     # (Opened, not tested with `-r`: Landlock answers access() by the file's mode only.)
     shown = "cat /proc/self/stat >/dev/null 2>&1"
-    boxed = f'{shown} || echo "$*" >> "$GIT_DIR/../../{CONFINED_LOG}"'
+    common = '"$GIT_DIR/../.."'
+    said = '"box=$PPID $*"'  # the shell is the launcher's child, then execs git
+    boxed = f"{shown} || echo {said} 2>/dev/null >> {common}/{CONFINED_LOG}"
+    boxed += f" || echo {said} >> {common}/objects/{CONFINED_LOG}"
     line = f'echo "$*" >> {log} 2>/dev/null || {{ {boxed}; }}'
     (folder / "git").write_text(f'#!/bin/sh\n{line}\nexec {real} "$@"\n')
 
@@ -269,13 +280,13 @@ def main() -> None:
 
     print("(a) git processes per cycle (every process of the session / cycles):")
     counts = {side: count_git(root, args.cycles) for side, root in sides.items()}
-    for side, (calls, jails, boxed) in counts.items():
+    for side, (calls, jails, boxed, boxes) in counts.items():
         total = sum(calls.values())
         top = ", ".join(f"{sub} {n / args.cycles:.1f}" for sub, n in calls.most_common(8))
         print(f"    {side}: {total / args.cycles:.1f}  ({top})")
         print(
             f"       in {jails / args.cycles:.1f} bwrap jails and "
-            f"{boxed / args.cycles:.1f} Landlock boxes a cycle"
+            f"{boxes / args.cycles:.1f} Landlock boxes ({boxed / args.cycles:.1f} calls) a cycle"
         )
 
     print("(b) CPU per cycle, paired runs A B A B ...:")

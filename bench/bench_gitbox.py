@@ -7,7 +7,11 @@ what runs in a jail counts too; without such a cgroup the figure is rusage's, wh
 the jail's processes (the line says so). Rounds go box, jail, none, box, jail, none... and
 the median per call of each is printed, with the box's saving against the jail.
 
-    python bench/bench_gitbox.py [--files 200] [--calls 40] [--rounds 5]
+    python bench/bench_gitbox.py [--files 200] [--calls 40] [--rounds 5] [--batch]
+
+--batch: each call is instead a batch of two, `reset -q` and `status --porcelain` (the
+shape of a stage's start, git.worktree_batch), and a fourth mode, `each`, runs each of its
+calls in a box of its own (as before a batch had one box).
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ MODES = {
     "jail": "ar_git.LANDLOCK = False",
     "none": "ar_git.CONFINED = False",
 }
+EACH = "ar_git.LANDLOCK = True; from autoresearch.safety import gitbox; gitbox.MAX_BATCH = 0"
+ONE_CALL = 'ar_git.worktree_git(worktree, "status", "--porcelain")'
+BATCH = 'ar_git.worktree_batch_git(worktree, ("reset", "-q"), ("status", "--porcelain"))'
 CALLS = """
 import sys
 from pathlib import Path
@@ -39,7 +46,7 @@ ar_git.worktree_git(worktree, "status", "--porcelain")  # the jail's line, the b
 print(ar_git.confinement(), flush=True)
 sys.stdin.readline()  # measured from here
 for _ in range(int(sys.argv[2])):
-    ar_git.worktree_git(worktree, "status", "--porcelain")
+    {op}
 """
 
 
@@ -59,12 +66,17 @@ def make_worktree(tmp: Path, files: int) -> Path:
     return place
 
 
-def one_round(mode: str, worktree: Path, calls: int, name: str) -> tuple[float, str, bool]:
+def one_round(
+    mode: str, worktree: Path, calls: int, name: str, batch: bool = False
+) -> tuple[float, str, bool]:
     """CPU per call of `calls` calls in `mode` (the child's start-up left out)."""
     meter = Meter(name)
+    code = CALLS.format(
+        switch=EACH if mode == "each" else MODES[mode], op=BATCH if batch else ONE_CALL
+    )
     try:
         child = subprocess.Popen(
-            [sys.executable, "-c", CALLS.format(switch=MODES[mode]), str(worktree), str(calls)],
+            [sys.executable, "-c", code, str(worktree), str(calls)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -88,28 +100,34 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=200)
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--batch", action="store_true", help="a batch of two calls each time")
     args = parser.parse_args()
+    modes = [*MODES, *(["each"] if args.batch else [])]
     with tempfile.TemporaryDirectory() as scratch:
         worktree = make_worktree(Path(scratch), args.files)
-        per: dict[str, list[float]] = {mode: [] for mode in MODES}
+        per: dict[str, list[float]] = {mode: [] for mode in modes}
         said: dict[str, str] = {}
         whole = True
         for r in range(args.rounds):
-            for mode in MODES:
+            for mode in modes:
                 name = f"autoresearch-gitbox-{os.getpid()}-{r}{mode}"
-                cpu, said[mode], counted = one_round(mode, worktree, args.calls, name)
+                cpu, said[mode], counted = one_round(mode, worktree, args.calls, name, args.batch)
                 per[mode].append(cpu)
                 whole &= counted
     how = "cpuacct cgroup, jails included" if whole else "rusage: a jail's processes NOT counted"
-    print(f"git status on {args.files} files, {args.calls} calls x {args.rounds} rounds ({how})")
+    what = "reset + status batches" if args.batch else "git status calls"
+    print(f"{what} on {args.files} files, {args.calls} x {args.rounds} rounds ({how})")
     med = {mode: statistics.median(v) for mode, v in per.items()}
-    for mode in MODES:
+    for mode in modes:
         spread = ", ".join(f"{v * 1000:.2f}" for v in per[mode])
         print(f"  {mode:4}: {med[mode] * 1000:.2f} ms CPU a call ({spread}); {said[mode]}")
     print(
         f"  the box costs {(med['box'] - med['none']) * 1000:.2f} ms more than no confinement, "
         f"the jail {(med['jail'] - med['none']) * 1000:.2f} ms"
     )
+    if args.batch:
+        saved = (med["each"] - med["box"]) * 1000
+        print(f"  one box for the batch saves {saved:.2f} ms against a box a call")
 
 
 if __name__ == "__main__":

@@ -56,6 +56,13 @@ LOCKDOWN = (
     "diff.ignoreSubmodules=all",
     "status.submoduleSummary=false",
     "fetch.recurseSubmodules=false",
+    # Nothing a harness call starts writes the common directory's top, which the box keeps
+    # read-only (COMMON_WRITABLE): no automatic gc or maintenance (gc.pid, a pack-refs'
+    # packed-refs) and no rerere (rr-cache/; a user's recorded resolution never changes
+    # what the harness replays). The user's own git still does all three.
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "rerere.enabled=false",
 )
 # Commands that could run a textconv filter or an external diff: told not to.
 DIFFING = {"diff": 1, "log": 1, "show": 1}
@@ -153,9 +160,17 @@ def confined(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list
 LANDLOCK = True
 
 
-def _boxed(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list[str] | None:
+def _boxed(
+    cmd: list[str],
+    args: tuple[str, ...],
+    env: dict[str, str],
+    batch: tuple[tuple[list[str], tuple[str, ...]], ...] = (),
+    may_fail: frozenset[int] = frozenset(),
+) -> list[str] | None:
     """`cmd` in the Landlock box, or None where it does not run there (CONFINED or LANDLOCK
-    off, no usable launcher, a call not bound to one of our worktrees)."""
+    off, no usable launcher, a call not bound to one of our worktrees). `batch`: the
+    (command, args) of several calls run in a row in the one box instead (gitbox's -x),
+    those whose place is in `may_fail` allowed to fail."""
     from autoresearch.safety import gitbox
 
     if not (CONFINED and LANDLOCK):
@@ -167,8 +182,13 @@ def _boxed(cmd: list[str], args: tuple[str, ...], env: dict[str, str]) -> list[s
     index_dir = str(Path(index).parent) if index else ""
     line = _box_prefix(work, admin, index_dir, env.get("HOME", ""), env.get("PATH", ""))
     # A file a call names outside the worktree (the patch `apply` reads) may be read.
-    named = [a for a in args[1:] if os.path.isabs(a) and os.path.isfile(a)]
-    return [*line[:-1], *(w for a in named for w in ("-r", a)), "--", *cmd]
+    calls = batch or ((cmd, args),)
+    named = [a for _, one in calls for a in one[1:] if os.path.isabs(a) and os.path.isfile(a)]
+    line = [*line[:-1], *(w for a in named for w in ("-r", a))]
+    if batch:
+        line += [w for one, _ in batch for w in ("-x", str(len(one)))]
+        line += [w for n in sorted(may_fail) for w in ("-m", str(n))]
+    return [*line, "--", *(w for one, _ in calls for w in one)]
 
 
 @functools.lru_cache(maxsize=64)
@@ -177,13 +197,43 @@ def _box_prefix(work: str, admin: str, index_dir: str, home: str, path: str) -> 
     millisecond a call otherwise, a quarter of what the box costs)."""
     from autoresearch.safety import gitbox
 
-    common = Path(admin)
-    if (common / "commondir").is_file():
-        common = (common / (common / "commondir").read_text().strip()).resolve()
+    common = _common_of(Path(admin))
     private = gitbox.private_folders(home) if home else {}
-    writable = [work, str(common), *([index_dir] if index_dir else []), *private.values()]
-    readable = gitbox.path_folders(path, [work, str(common)])
+    own = [str(p) for p in git_writable(Path(admin), common)]
+    writable = [work, *own, *([index_dir] if index_dir else []), *private.values()]
+    readable = [str(common), *gitbox.path_folders(path, [work, str(common)])]
     return tuple(gitbox.argv(writable, readable, [], keep_caps=os.geteuid() == 0, env=private))
+
+
+def _common_of(admin: Path) -> Path:
+    """The common git directory a worktree's administrative directory names."""
+    try:
+        return (admin / (admin / "commondir").read_text().strip()).resolve()
+    except (OSError, UnicodeError):
+        return admin
+
+
+# What the harness's confined calls (TOUCHES_FILES) write in the common git directory, which
+# for a session worktree is the user's own `.git`: objects, branches and their logs. Nothing
+# at its top (config, packed-refs, the main checkout's index and HEAD) nor in hooks/ or
+# info/: what is written there runs, or selects what runs, the next time the user's own git
+# runs, unconfined. A right on a folder covers all below it, so the common directory itself
+# is only read. The worktree's own directory (worktrees/<id>) holds its HEAD, index,
+# ORIG_HEAD, reflog and a cherry-pick's state: writable whole.
+COMMON_WRITABLE = ("objects", "refs", "logs")
+
+
+def git_writable(admin: Path, common: Path) -> list[Path]:
+    """The git directories a confined call on the worktree of `admin` may change: its
+    administrative directory and COMMON_WRITABLE's folders of `common` (made here, outside
+    any confinement, where a repository has none yet: git makes logs/ on a first reflog,
+    and could not inside)."""
+    folders = [common / name for name in COMMON_WRITABLE]
+    for folder in folders:
+        folder.mkdir(exist_ok=True)
+    if (common / "reftable").is_dir():  # a repository whose refs are a reftable (git 2.45)
+        folders.append(common / "reftable")
+    return [admin, *folders] if admin != common else [common]
 
 
 def boxed(cmd: list[str]) -> bool:
@@ -274,20 +324,29 @@ def _in_jail(cmd: list[str], work: str) -> str:
 def worktree_batch(
     worktree: Path, *calls: tuple[str, ...], may_fail: frozenset[int] = frozenset()
 ) -> subprocess.CompletedProcess[str]:
-    """Several git calls on our worktree, in order, that touch its files: in ONE jail
-    (one bwrap, its namespaces and mounts, instead of one for each), the same jail each
-    would get alone. Stops at the first that fails (but those whose place in `calls` is in
-    `may_fail`); the output is the last call's, stderr all of theirs. Unconfined (no bwrap,
-    CONFINED off) the calls run one by one, as `worktree_proc` runs them.
+    """Several git calls on our worktree, in order, that touch its files: in ONE Landlock
+    box (gitbox's -x), or ONE jail (one bwrap, its namespaces and mounts, instead of one
+    for each), the same confinement each would get alone. Stops at the first that fails
+    (but those whose place in `calls` is in `may_fail`); the output is the last call's,
+    stderr all of theirs. Unconfined (no bwrap, CONFINED off) the calls run one by one,
+    as `worktree_proc` runs them.
 
     Only calls whose outputs are read after the last one ends belong in one batch: the
     jail's processes end with it, and nothing of the harness runs between its calls."""
     env = _bound(worktree)
     cmds = [argv(worktree, *c) for c in calls]
-    if calls and _boxed(cmds[0], calls[0], env) is not None:
-        # Each call its own box, from here: a box costs one exec, and a shell to run them
-        # in one would cost more than that.
+    # One box runs the calls in a row itself (no shell): a box's start costs about what a
+    # small git call does.
+    from autoresearch.safety import gitbox
+
+    batch = tuple(zip(cmds, calls, strict=True))
+    boxed = _boxed(cmds[0], calls[0], env, batch, may_fail) if calls else None
+    if boxed is not None and len(calls) > gitbox.MAX_BATCH:
         return _calls_in_a_row(worktree, calls, env, may_fail)
+    if boxed is not None:
+        return subprocess.run(
+            boxed, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env
+        )
 
     def script(cmds: list[list[str]], work: str) -> str:
         steps = []
@@ -335,7 +394,9 @@ def _live_prefix(*key: str | tuple[str, ...]) -> tuple[str, ...] | None:
     from autoresearch.safety import nobody_view
 
     prefix = _jail_prefix(*key)
-    views = [w for w in prefix or () if nobody_view.PREFIX in w and w.endswith("/view")]
+    # The folders shown from a view are the view's own or below it (view/objects, ...).
+    shown = [w for w in prefix or () if nobody_view.PREFIX in w and "/view" in w]
+    views = {w[: w.index("/view") + len("/view")] for w in shown}
     if all(nobody_view.present(Path(w)) for w in views):
         return prefix
     _jail_prefix.cache_clear()
@@ -354,11 +415,10 @@ def _jail_prefix(
     box = jails.build_jail({"sandbox": "auto"}, Path(work), read_only=[Path(n) for n in named])
     if box.mode != "bwrap":
         return None
-    common = Path(admin)
-    if (common / "commondir").is_file():
-        common = (common / (common / "commondir").read_text().strip()).resolve()
-    extra = [common, *([Path(index_dir)] if index_dir else [])]
-    views = _nobody_views(box, common, index_dir)
+    common = _common_of(Path(admin))
+    # The common directory stays shown read-only (build_jail shows the git directories so).
+    extra = [*git_writable(Path(admin), common), *([Path(index_dir)] if index_dir else [])]
+    views = _nobody_views(box, common, index_dir, extra)
     if views is not None:
         # As root: git runs as nobody, without any capability, so a program a repository's
         # config names (a filter) cannot read what only root may read on the host; the git
@@ -402,9 +462,12 @@ def _hand_over(work: str) -> None:
     jails.Jail("bwrap", Path(work), drop_to=jails.JAIL_UID).hand_over_worktree()
 
 
-def _nobody_views(box, common: Path, index_dir: str) -> tuple[tuple[Path, Path], ...] | None:
-    """Where root's git as nobody sees the common git directory from (nobody_view.py), or
-    None where it cannot: not root, no drop to nobody, no idmapped mount here."""
+def _nobody_views(
+    box, common: Path, index_dir: str, writable: list[Path]
+) -> tuple[tuple[Path, Path], ...] | None:
+    """Where root's git as nobody sees the `writable` folders of the common git directory
+    from (the same places in a view of it: nobody_view.py), or None where it cannot: not
+    root, no drop to nobody, no idmapped mount here."""
     from autoresearch.safety import nobody_view
 
     if not NOBODY_GIT or box.drop_to is None:
@@ -414,7 +477,8 @@ def _nobody_views(box, common: Path, index_dir: str) -> tuple[tuple[Path, Path],
         return None
     if index_dir:
         os.chown(index_dir, box.drop_to, box.drop_to)  # a throwaway folder of ours
-    return ((common, shown),)
+    inside = [p for p in writable if p == common or common in p.parents]
+    return tuple((p, shown / p.relative_to(common)) for p in inside)
 
 
 # Whether root's confined git runs as nobody where an idmapped view can be made. Off: the
@@ -659,6 +723,15 @@ def worktree_admin(worktree: Path) -> Path | None:
         )
     if recorded is None and admin is not None and not _plausible(worktree, admin):
         return None
+    if recorded is not None and admin is not None and _common_of(admin) != admin.parent.parent:
+        # The administrative directory is writable in the box: a program git ran there
+        # could point its `commondir` at a git directory of its making (a config naming
+        # filters, folders the next box would make writable).
+        raise ForgedGitLink(
+            f"{worktree} is not a live git worktree any more: {admin / 'commondir'} no longer "
+            f"names {admin.parent.parent}, its repository's git directory (something changed "
+            f"it); refusing to run git there. Put back the line '../..' in it, then rerun"
+        )
     return admin
 
 

@@ -2,12 +2,18 @@
  * namespace and no mount, so nothing of it is visible to other processes on the host.
  *
  *   gitbox --abi                      print the kernel's Landlock ABI (0: none) and exit
- *   gitbox [-k] [-r PATH]... [-w PATH]... [-e NAME=VALUE]... -- PROGRAM ARGS...
+ *   gitbox [-k] [-r PATH]... [-w PATH]... [-e NAME=VALUE]... [-x N]... [-m K]... -- PROGRAM ARGS...
  *
  * -r PATH: PATH (a folder and what is below it, or a file) may be read and executed.
  * -w PATH: PATH may be read, executed and changed.  Nothing else may be opened at all,
  *          whatever its mode and whoever we are (Landlock ignores capabilities).
  * -e:      NAME is VALUE in the program's environment (its own HOME and TMPDIR).
+ * -x N:    a batch: what follows `--` is several programs in a row, the next one N words
+ *          long (one -x per program; without any, the whole rest is one). They run one
+ *          after another in the same box, each one's stdout but the last's thrown away,
+ *          and the batch stops at the first that fails, unless it was marked by -m K
+ *          (K: its place, from 0). The exit status is the last program's that ran. One
+ *          box for the calls of a batch: a box's start costs as much as a small git call.
  * -k:      as root, keep CAP_DAC_OVERRIDE and CAP_FOWNER (git must change the files a
  *          command left in the worktree as nobody); every other capability is dropped
  *          from the bounding set, so no program started later gets one back.
@@ -41,6 +47,7 @@
 
 #define NEEDED_ABI 6
 #define FAILED 125
+#define MAX_PROGRAMS 16
 
 /* Landlock's interface, written out: the build host's headers may predate ABI 6. */
 struct ruleset_attr {
@@ -237,6 +244,35 @@ static void install_seccomp(void) {
         die("installing the seccomp filter");
 }
 
+/* One program of the box, as our child: its status. `quiet`: its stdout thrown away. The
+ * words are argv[0..length) (the next program's follow: cut here, put back after). */
+static int run(char **words, int length, int quiet, sigset_t *term) {
+    char *next = words[length];
+    words[length] = NULL;
+    pid_t child = fork();
+    if (child < 0)
+        die("fork");
+    if (child == 0) {
+        signal(SIGTERM, SIG_DFL);
+        sigprocmask(SIG_UNBLOCK, term, NULL);
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); /* the harness killed us: git ends too */
+        if (quiet) {
+            int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+            if (null < 0 || dup2(null, 1) < 0)
+                _exit(126);
+        }
+        execvp(words[0], words);
+        fprintf(stderr, "gitbox: %s: %s\n", words[0], strerror(errno));
+        _exit(127);
+    }
+    words[length] = next;
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0)
+        if (errno != EINTR)
+            die("waiting for the program");
+    return status;
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "--abi") == 0) {
         printf("%ld\n", abi());
@@ -258,7 +294,9 @@ int main(int argc, char **argv) {
     if (ruleset < 0)
         die("creating the Landlock ruleset");
     pid_t parent = getppid();
-    int keep = 0, i = 1;
+    int keep = 0, i = 1, programs = 0;
+    int lengths[MAX_PROGRAMS];
+    int may_fail[MAX_PROGRAMS] = {0};
     for (; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) {
             i++;
@@ -268,6 +306,16 @@ int main(int argc, char **argv) {
                 die("setting a variable");
         } else if (strcmp(argv[i], "-k") == 0) {
             keep = 1;
+        } else if (strcmp(argv[i], "-x") == 0 && i + 1 < argc && programs < MAX_PROGRAMS) {
+            lengths[programs] = atoi(argv[++i]);
+            if (lengths[programs++] < 1) {
+                fprintf(stderr, "gitbox: -x needs a length of 1 or more\n");
+                return FAILED;
+            }
+        } else if (strcmp(argv[i], "-m") == 0 && i + 1 < argc) {
+            int k = atoi(argv[++i]);
+            if (k >= 0 && k < MAX_PROGRAMS)
+                may_fail[k] = 1;
         } else if ((strcmp(argv[i], "-r") == 0 || strcmp(argv[i], "-w") == 0) && i + 1 < argc) {
             int write = argv[i][1] == 'w';
             allow(ruleset, argv[++i],
@@ -279,6 +327,16 @@ int main(int argc, char **argv) {
     }
     if (i >= argc) {
         fprintf(stderr, "gitbox: no program given after --\n");
+        return FAILED;
+    }
+    int total = 0;
+    for (int n = 0; n < programs; n++)
+        total += lengths[n];
+    if (programs == 0) {
+        lengths[programs++] = argc - i;
+    } else if (total != argc - i) {
+        fprintf(stderr, "gitbox: the -x lengths add up to %d words, %d follow --\n", total,
+                argc - i);
         return FAILED;
     }
     drop_capabilities(keep);
@@ -301,29 +359,21 @@ int main(int argc, char **argv) {
     sigprocmask(SIG_BLOCK, &term, NULL);
     struct sigaction on_term = {.sa_handler = end_box};
     sigaction(SIGTERM, &on_term, NULL);
-    pid_t child = fork();
-    if (child < 0)
-        die("fork");
-    if (child == 0) {
-        signal(SIGTERM, SIG_DFL);
-        sigprocmask(SIG_UNBLOCK, &term, NULL);
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); /* the harness killed us: git ends too */
-        execvp(argv[i], argv + i);
-        fprintf(stderr, "gitbox: %s: %s\n", argv[i], strerror(errno));
-        _exit(127);
-    }
     if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0)
         die("asking to hear of the harness's end");
     sigprocmask(SIG_UNBLOCK, &term, NULL);
     if (getppid() != parent)
         end_box(SIGTERM); /* it ended before we asked */
     int status = 0;
-    while (waitpid(child, &status, 0) < 0)
-        if (errno != EINTR)
-            die("waiting for the program");
-    if (scoped())
-        kill(-1, SIGKILL);
-    while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
-        ;
+    for (int n = 0, at = i; n < programs; at += lengths[n++]) {
+        status = run(argv + at, lengths[n], n < programs - 1, &term);
+        /* What one program left running ends before the next starts, as between boxes. */
+        if (scoped())
+            kill(-1, SIGKILL);
+        while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+            ;
+        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !may_fail[n])
+            break;
+    }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

@@ -39,6 +39,8 @@ ETC_READ = (
 DEVICES_READ = ("/dev/urandom", "/dev/zero")
 DEVICES_WRITE = ("/dev/null",)
 CFLAGS = ("-O2", "-Wall")
+# The most calls one box runs in a row (gitbox.c's MAX_PROGRAMS); a longer batch: a box each.
+MAX_BATCH = 16
 
 
 def build(exe: Path = EXE) -> bool:

@@ -104,18 +104,81 @@ def test_a_filter_cannot_read_a_root_only_file_the_bwrap_jail_would_show(worktre
 def test_a_filter_writes_nowhere_but_the_worktree_and_git_directories(worktree, tmp_path):
     seen = worktree / "seen.txt"
     record = ar_git.record_of(worktree)
+    common = ar_git.common_dir(worktree)
     outside = [record, tmp_path / "planted", Path(tempfile.gettempdir()) / "gitbox-planted"]
-    inside = ar_git.common_dir(worktree) / "inside"
+    outside.append(common / "planted")  # the common directory's top: read only
+    inside = common / "objects" / "inside"
     lines = [f"open({str(p)!r}, 'a').write('x')" for p in outside]
     program = "".join(attempt(line, seen) for line in lines)
     program += attempt(f"open({str(inside)!r}, 'w').write('x')", seen)
     before = record.read_text()
     with_filter(worktree, program)
     assert staged(worktree) == "calc.py"
-    assert seen.read_text().split("\n")[:-1] == ["refused 13"] * 3 + ["done"]
+    assert seen.read_text().split("\n")[:-1] == ["refused 13"] * 4 + ["done"]
     assert record.read_text() == before
-    assert not (tmp_path / "planted").exists()
+    assert not (tmp_path / "planted").exists() and not (common / "planted").exists()
     assert not (Path(tempfile.gettempdir()) / "gitbox-planted").exists()
+
+
+# What the user's own git runs or reads later, unconfined, from the common git directory
+# (the user's `.git`): a hook, the config (a filter, an fsmonitor, core.hooksPath) and the
+# attributes that select a filter.
+PLANTS = {
+    "hooks/post-checkout": "#!/bin/sh\ntouch /tmp/owned\n",
+    "config": "[core]\n\thooksPath = /tmp\n",
+    "info/attributes": "* filter=x\n",
+}
+
+
+def plant(common: Path, seen: Path) -> str:
+    """Python that tries to leave each of PLANTS in `common`, then a folder of its own."""
+    tries = [f"open({str(common / rel)!r}, 'a').write({text!r})" for rel, text in PLANTS.items()]
+    tries.append(f"import os; os.mkdir({str(common / 'hooks2')!r})")
+    return "".join(attempt(line, seen) for line in tries)
+
+
+def test_a_filter_cannot_plant_a_hook_config_or_attributes_in_the_common_git_dir(worktree):
+    common = ar_git.common_dir(worktree)
+    (common / "info").mkdir(exist_ok=True)
+    (common / "info" / "attributes").write_text("")
+    seen = worktree / "seen.txt"
+    with_filter(worktree, plant(common, seen))
+    before = {rel: (common / rel).read_bytes() for rel in ("config", "info/attributes")}
+    assert staged(worktree) == "calc.py"  # git did its work: its own writes went through
+    assert seen.read_text().split("\n")[:-1] == ["refused 13"] * 4
+    assert not (common / "hooks" / "post-checkout").exists()
+    assert not (common / "hooks2").exists()
+    assert {rel: (common / rel).read_bytes() for rel in before} == before
+
+
+def test_a_commondir_a_filter_points_elsewhere_stops_the_next_call(worktree):
+    # The worktree's own git directory is writable in the box; its `commondir` names the
+    # git directory every later call (and box) uses.
+    admin = ar_git.worktree_admin(worktree)
+    fake = worktree / "fake-git"
+    program = f"import os; os.makedirs({str(fake / 'objects')!r}, exist_ok=True)\n"
+    program += f"open({str(admin / 'commondir')!r}, 'w').write({str(fake)!r})\n"
+    with_filter(worktree, program)
+    ar_git.worktree_git(worktree, "add", "calc.py")
+    with pytest.raises(ar_git.ForgedGitLink, match="commondir"):
+        ar_git.worktree_git(worktree, "status")
+
+
+def test_in_the_bwrap_fallback_a_filter_cannot_plant_a_hook_or_config(worktree, monkeypatch):
+    if not jails.probe().works:
+        pytest.skip("bubblewrap cannot run here")
+    monkeypatch.setattr(gitbox, "usable", lambda: None)
+    common = ar_git.common_dir(worktree)
+    seen = worktree / "seen.txt"
+    with_filter(worktree, plant(common, seen))
+    before = (common / "config").read_bytes()
+    assert staged(worktree) == "calc.py"
+    # A read-only mount: EROFS (30); info/ does not exist, so its file cannot be made (2 or 30).
+    said = seen.read_text().split("\n")[:-1]
+    assert len(said) == 4 and all(s.startswith("refused") for s in said), said
+    assert not (common / "hooks" / "post-checkout").exists()
+    assert not (common / "hooks2").exists()
+    assert (common / "config").read_bytes() == before
 
 
 def test_a_filter_cannot_connect_to_a_tcp_listener_on_localhost(worktree):
@@ -245,6 +308,64 @@ def test_a_batch_in_the_box_stops_at_the_first_failure_and_keeps_every_stderr(wo
     proc = ar_git.worktree_batch(worktree, ("add", "nothing-here"), ("reset", "-q", "--hard"))
     assert proc.returncode != 0
     assert git(worktree, "diff", "--cached", "--name-only") == "calc.py"  # no reset ran
+
+
+def test_a_batch_runs_in_one_box_and_only_its_last_call_speaks(worktree, monkeypatch):
+    (worktree / "calc.py").write_text("X = 7\n")
+    started = []
+    real_run = subprocess.run
+
+    def run(cmd, *args, **kw):
+        started.append(cmd)
+        return real_run(cmd, *args, **kw)
+
+    monkeypatch.setattr(ar_git.subprocess, "run", run)
+    proc = ar_git.worktree_batch(
+        worktree, ("status", "--porcelain"), ("add", "calc.py"), ("diff", "--cached", "--stat")
+    )
+    assert proc.returncode == 0
+    assert [c[0] for c in started] == [str(gitbox.EXE)]  # one process: the box
+    assert "calc.py" in proc.stdout and "M calc.py" not in proc.stdout  # status's went away
+
+
+def test_a_batch_longer_than_one_box_takes_runs_each_call_in_a_box_of_its_own(worktree):
+    (worktree / "calc.py").write_text("X = 8\n")
+    calls = [("status", "--porcelain")] * gitbox.MAX_BATCH + [("add", "calc.py")]
+    proc = ar_git.worktree_batch(worktree, *calls, ("diff", "--cached", "--name-only"))
+    assert proc.returncode == 0 and proc.stdout.strip() == "calc.py"
+
+
+def test_a_process_the_first_call_of_a_batch_leaves_ends_before_the_next(worktree):
+    # The filter runs once a call: the first leaves a process behind, the second looks
+    # for it (a signal 0 reaches a process of the same box, alive or not yet reaped).
+    seen = worktree / "seen.txt"
+    left = worktree / "left.pid"
+    action = (
+        f"import os, subprocess\nif os.path.exists({str(left)!r}):\n"
+        f"    pid = int(open({str(left)!r}).read())\n"
+        "    try:\n        os.kill(pid, 0)\n        said = 'alive'\n"
+        "    except ProcessLookupError:\n        said = 'gone'\n"
+        f"    open({str(seen)!r}, 'w').write(said)\n"
+        "else:\n"
+        "    p = subprocess.Popen(['sleep', '600'], start_new_session=True,\n"
+        "        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        f"    open({str(left)!r}, 'w').write(str(p.pid))\n"
+    )
+    with_filter(worktree, action)
+    (worktree / ".gitattributes").write_text("*.py filter=x\n")
+    (worktree / "other.py").write_text("Y = 1\n")
+    ar_git.worktree_batch_git(worktree, ("add", "calc.py"), ("add", "other.py"))
+    assert seen.read_text() == "gone"
+
+
+def test_the_box_refuses_a_batch_whose_lengths_do_not_add_up(tmp_path):
+    marker = tmp_path / "ran"
+    line = gitbox.argv([str(tmp_path)], [], [])
+    done = subprocess.run(
+        [*line[:-1], "-x", "2", "--", "touch", str(marker), "extra"], capture_output=True, text=True
+    )
+    assert done.returncode == 125 and "add up to 2 words, 3 follow" in done.stderr
+    assert not marker.exists()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="as root only: commands leave nobody's files")
