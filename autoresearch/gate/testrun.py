@@ -13,7 +13,6 @@ import secrets as random_names
 import shlex
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,6 +30,7 @@ from autoresearch.gate.runner_reports import (
 )
 from autoresearch.safety import commands
 from autoresearch.safety.growth import GROWTH_KEY
+from autoresearch.safety.held_pipe import HeldPipe
 from autoresearch.safety.jail import Jail
 from autoresearch.session.stack import (
     package_test_script_is_jest,
@@ -191,7 +191,7 @@ def run_tests(
     with (
         tempfile.TemporaryDirectory(prefix="autoresearch-tests-", dir=parent) as folder,
         tempfile.TemporaryDirectory(prefix="autoresearch-plugin-") as plugin,
-        _ReportPipe() as report,
+        HeldPipe(MAX_REPORT_BYTES, STREAM_WAIT_S) as report,
     ):
         plan = instrument(base, cwd, stack, Path(folder), Path(plugin), report.path)
         # The jail lets the command write `folder`, at this same path, and read the plugin's.
@@ -253,59 +253,21 @@ def _lay_canary(plan: _Plan, cwd: Path) -> runner_canary.Canary | None:
     return None
 
 
-class _ReportPipe:
-    """The pipe a runner's report comes through: its writing end is handed to the command
-    (pytest's plugin writes to the descriptor, Jest opens `path`, /dev/fd/N), the harness
-    reads the other as the run goes. Nothing the run does can take back what was read."""
-
-    def __init__(self) -> None:
-        self.read_fd, self.write_fd = os.pipe()
-        # The jail's user (nobody, under a root harness) must be able to open the writing end
-        # by its /dev/fd path, as Jest does; never to read (what it read the harness would
-        # not see: a report cut short at will).
-        os.fchmod(self.write_fd, 0o602)
-        self.path = f"/dev/fd/{self.write_fd}"
-        self.chunks: list[bytes] = []
-        self.size = 0
-        self.thread = threading.Thread(target=self._drain, daemon=True)
-        self.thread.start()
-
-    def _drain(self) -> None:
-        with os.fdopen(self.read_fd, "rb", buffering=0) as pipe:
-            while block := pipe.read(1 << 16):
-                self.size += len(block)
-                if self.size <= MAX_REPORT_BYTES:
-                    self.chunks.append(block)
-
-    def close_ours(self) -> None:
-        if self.write_fd >= 0:
-            os.close(self.write_fd)
-            self.write_fd = -1
-
-    def finish(self) -> tuple[bytes | None, str | None]:
-        """What came through, once every holder closed it; or None and why not."""
-        self.close_ours()
-        # The pipe ends when every process holding it has: a copy kept by something the run
-        # left behind keeps it open, and a report that may still grow is no report.
-        self.thread.join(STREAM_WAIT_S)
-        if self.thread.is_alive():
-            return None, "the test report was still open after the run"
-        if self.size > MAX_REPORT_BYTES:
-            return None, "the test report is larger than any suite's"
-        return b"".join(self.chunks), None
-
-    def __enter__(self) -> _ReportPipe:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close_ours()
+def _report_of(report: HeldPipe) -> tuple[bytes | None, str | None]:
+    """What came through the report pipe, or None and why not."""
+    data = report.finish()
+    if data is None:
+        return None, "the test report was still open after the run"
+    if report.too_large:
+        return None, "the test report is larger than any suite's"
+    return data, None
 
 
 def _run_streamed(
     plan: _Plan,
     cwd: Path,
     plugin: Path,
-    report: _ReportPipe,
+    report: HeldPipe,
     *,
     timeout_s: float,
     secrets: list[str] | None,
@@ -345,7 +307,7 @@ def _run_streamed(
         )
     finally:
         report.close_ours()
-    data, problem = report.finish()
+    data, problem = _report_of(report)
     if data is None:
         return result, Streamed(None, problem=problem)
     sessions = len(PYTEST.findall(plan.command))
@@ -449,11 +411,11 @@ def _rejects_our_flags(plan: _Plan, result: commands.CommandResult) -> bool:
 
 
 def _read(
-    plan: _Plan, result: commands.CommandResult, cwd: Path, report: _ReportPipe
+    plan: _Plan, result: commands.CommandResult, cwd: Path, report: HeldPipe
 ) -> Streamed | None:
     """The report of a go, cargo or Jest run, and why it cannot be trusted when it cannot."""
     if plan.runner == "jest":
-        data, problem = report.finish()
+        data, problem = _report_of(report)
         if data is None:
             return Streamed(None, problem=problem)
         tally = read_jest_reports(data, cwd, sessions=len(plan.files))

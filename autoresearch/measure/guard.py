@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import os
 import shlex
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoresearch.measure import imports  # its SHIMMED names
+from autoresearch.safety.held_pipe import HeldPipe
 
 ENV_FD = "AUTORESEARCH_GUARD_FD"
 ENV_ROOT = "AUTORESEARCH_GUARD_ROOT"
@@ -543,34 +543,8 @@ def environment(fd: int, root: Path) -> dict[str, str]:
 WAIT_S = 30  # for the pipe's end once the command (and its jail) has ended
 
 
-class Pipe:
+def pipe() -> HeldPipe:
     """The guard's channel: the run's processes hold the writing end (inherited), the
-    harness reads the other as the run goes, so nothing written can be taken back."""
-
-    def __init__(self) -> None:
-        self.read_fd, self.write_fd = os.pipe()
-        os.fchmod(self.write_fd, 0o602)  # the jail's user writes it, never reads it
-        self.chunks: list[bytes] = []
-        self.size = 0
-        self.thread = threading.Thread(target=self._drain, daemon=True)
-        self.thread.start()
-
-    def _drain(self) -> None:
-        with os.fdopen(self.read_fd, "rb", buffering=0) as pipe:
-            while block := pipe.read(1 << 16):
-                if self.size <= MAX_REPORT_BYTES:  # the block past the bound shows it
-                    self.chunks.append(block)
-                self.size += len(block)
-
-    def close_ours(self) -> None:
-        if self.write_fd >= 0:
-            os.close(self.write_fd)
-            self.write_fd = -1
-
-    def finish(self) -> bytes | None:
-        """What came through once every holder closed it; None while one still holds it."""
-        self.close_ours()
-        self.thread.join(WAIT_S)
-        if self.thread.is_alive():
-            return None
-        return b"".join(self.chunks)
+    harness reads the other as the run goes, so nothing written can be taken back; its
+    `finish` is None while a process still holds it."""
+    return HeldPipe(MAX_REPORT_BYTES, WAIT_S)

@@ -385,7 +385,7 @@ def _measure_once(
         # The guard's hook, from a folder the jail shows read-only, reporting through a
         # pipe only the harness reads (guard.py).
         where = guard.folder(Path(parent))
-        pipe = guard.Pipe()
+        pipe = guard.pipe()
         try:
             result = commands.run(
                 guard.prefix(where) + command,
