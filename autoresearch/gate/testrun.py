@@ -191,11 +191,15 @@ def run_tests(
     with (
         tempfile.TemporaryDirectory(prefix="autoresearch-tests-", dir=parent) as folder,
         tempfile.TemporaryDirectory(prefix="autoresearch-plugin-") as plugin,
-        _ReportPipe() as report,
+        tempfile.TemporaryDirectory(prefix="autoresearch-report-") as fifo_folder,
+        _ReportPipe(Path(fifo_folder) if _npm_jest(base, cwd, stack) else None) as report,
     ):
         plan = instrument(base, cwd, stack, Path(folder), Path(plugin), report.path)
         # The jail lets the command write `folder`, at this same path, and read the plugin's.
         inside = jail.allowing(Path(folder)) if jail is not None else None
+        if inside is not None and report.fifo:
+            # Shown read-only: the FIFO is opened to write all the same, never swapped.
+            inside = replace(inside, read_only=(*inside.read_only, Path(fifo_folder)))
         streamed: Streamed | None = None
         if plan.runner == "pytest" and plan.added:
             result, streamed = _run_streamed(
@@ -207,7 +211,7 @@ def run_tests(
             # through a pipe the harness reads as the run goes, so a process of the run can
             # add to it but never rewrite what the runner wrote (and adding shows: a second
             # or cut report is no pass, runner_reports.py).
-            fds = (report.write_fd,) if plan.runner == "jest" else ()
+            fds = (report.write_fd,) if plan.runner == "jest" and not report.fifo else ()
             # The canary: a test file of the harness's where the runner finds it, this run only.
             canary = _lay_canary(plan, cwd)
             try:
@@ -256,15 +260,30 @@ def _lay_canary(plan: _Plan, cwd: Path) -> runner_canary.Canary | None:
 class _ReportPipe:
     """The pipe a runner's report comes through: its writing end is handed to the command
     (pytest's plugin writes to the descriptor, Jest opens `path`, /dev/fd/N), the harness
-    reads the other as the run goes. Nothing the run does can take back what was read."""
+    reads the other as the run goes. Nothing the run does can take back what was read.
 
-    def __init__(self) -> None:
-        self.read_fd, self.write_fd = os.pipe()
+    With `fifo_folder` it is a named pipe in that folder instead: npm hands the script it runs
+    no descriptor beyond 0-2, so Jest under `npm test` opens the pipe by its name. The harness
+    holds a writing end of its own until the run is over, so the pipe ends only then."""
+
+    def __init__(self, fifo_folder: Path | None = None) -> None:
+        self.fifo = fifo_folder is not None
+        if fifo_folder is None:
+            self.read_fd, self.write_fd = os.pipe()
+            self.path = f"/dev/fd/{self.write_fd}"
+        else:
+            # The jail's user may pass through the folder but not list, add or remove in it.
+            fifo_folder.chmod(0o711)
+            fifo = fifo_folder / "jest-report"
+            os.mkfifo(fifo, 0o600)
+            self.read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            self.write_fd = os.open(fifo, os.O_WRONLY)
+            os.set_blocking(self.read_fd, True)
+            self.path = str(fifo)
         # The jail's user (nobody, under a root harness) must be able to open the writing end
-        # by its /dev/fd path, as Jest does; never to read (what it read the harness would
-        # not see: a report cut short at will).
+        # by its path, as Jest does; never to read (what it read the harness would not see: a
+        # report cut short at will).
         os.fchmod(self.write_fd, 0o602)
-        self.path = f"/dev/fd/{self.write_fd}"
         self.chunks: list[bytes] = []
         self.size = 0
         self.thread = threading.Thread(target=self._drain, daemon=True)
@@ -412,15 +431,27 @@ def instrument(
 
         ran = _JEST.sub(add_json, command)
         return _Plan(ran, "jest", ("--json", "--outputFile"), tuple(files), ())
+    if _npm_jest(command, cwd, stack_name):
+        path = Path(report) if report else folder / "jest-0.json"
+        flags = jest_flags.format(shlex.quote(str(path)))
+        given = command.rstrip()
+        ran = given + (f" {flags}" if given.endswith("--no-cache") else f" -- {flags}")
+        return _Plan(ran, "jest", ("--json", "--outputFile"), (path,), ())
+    return _Plan(command, "other", (), (), ())
+
+
+def _npm_jest(command: str, cwd: Path, stack_name: str | None) -> bool:
+    """Whether `command` is `npm test` (or `npm run test`, `yarn test`, `pnpm test`, with
+    `-- --no-cache` at most) of a package whose test script is Jest alone, so flags after
+    `--` reach Jest (`_JEST` commands are instrumented directly)."""
     npm = _NPM_TEST.match(command)
     rest = command[npm.end() :].strip() if npm else None
-    if rest in ("", "-- --no-cache") and stack_name == "Node/TS":
-        if package_test_script_is_jest(cwd):
-            path = Path(report) if report else folder / "jest-0.json"
-            flags = jest_flags.format(shlex.quote(str(path)))
-            ran = command.rstrip() + (f" {flags}" if rest else f" -- {flags}")
-            return _Plan(ran, "jest", ("--json", "--outputFile"), (path,), ())
-    return _Plan(command, "other", (), (), ())
+    return (
+        rest in ("", "-- --no-cache")
+        and stack_name == "Node/TS"
+        and not _JEST.search(command)
+        and package_test_script_is_jest(cwd)
+    )
 
 
 _PYTHONPATH_SET = re.compile(r"(?<![\w$])PYTHONPATH=(\"[^\"]*\"|'[^']*'|[^\s;&|]*)")

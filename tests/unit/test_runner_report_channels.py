@@ -310,6 +310,32 @@ def test_in_the_jail_jest_writes_its_report_into_the_pipe_and_cannot_rewrite_it(
     assert result.failing_ids == {"add.test.js > breaks"}
 
 
+NPM_JEST = {"package.json": json.dumps({"scripts": {"test": "jest"}}), "add.test.js": "\n"}
+
+
+@needs_node
+@pytest.mark.parametrize("boxed", [False, True], ids=["no jail", "jail"])
+def test_under_npm_test_jest_writes_into_a_named_pipe_and_cannot_rewrite_it(
+    tmp_path, fake_bin, boxed
+):
+    # npm hands its script no descriptor beyond 0-2: Jest opens the harness's named pipe by
+    # its path (as nobody, in the jail under a root harness), and its second write still shows.
+    if boxed and not jail.probe().works:
+        pytest.skip("bubblewrap cannot run here")
+    script(fake_bin, "jest", JEST_REWRITES)
+    repo = make_repo(tmp_path / "j", NPM_JEST)
+    box = jail.build_jail({"sandbox": "bwrap"}, repo) if boxed else None
+    result = testrun.run_tests("npm test", repo, stack="Node/TS", timeout_s=120, jail=box)
+    assert (result.outcome, result.source) == (FAILED, "jest-json"), result.summary
+    assert "second report" in result.cause
+    honest = "\n".join(line for line in JEST_REWRITES.splitlines() if "process.on(" not in line)
+    script(fake_bin, "jest", honest)
+    result = testrun.run_tests("npm test", repo, stack="Node/TS", timeout_s=120, jail=box)
+    assert (result.outcome, result.source) == (FAILED, "jest-json"), result.summary
+    assert result.failing_ids == {"add.test.js > breaks"}
+    assert not list(repo.glob("canary_*"))
+
+
 @needs_bwrap
 def test_in_the_jail_a_go_report_rewritten_at_exit_does_not_hide_a_failing_test(tmp_path, fake_bin):
     script(fake_bin, "go", GO_REWRITES)
