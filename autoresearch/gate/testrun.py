@@ -192,7 +192,7 @@ def run_tests(
         tempfile.TemporaryDirectory(prefix="autoresearch-tests-", dir=parent) as folder,
         tempfile.TemporaryDirectory(prefix="autoresearch-plugin-") as plugin,
         tempfile.TemporaryDirectory(prefix="autoresearch-report-") as fifo_folder,
-        _ReportPipe(Path(fifo_folder) if _npm_jest(base, cwd, stack) else None) as report,
+        _ReportPipe(Path(fifo_folder) if _jest_run(base, cwd, stack) else None) as report,
     ):
         plan = instrument(base, cwd, stack, Path(folder), Path(plugin), report.path)
         # The jail lets the command write `folder`, at this same path, and read the plugin's.
@@ -212,6 +212,7 @@ def run_tests(
             # add to it but never rewrite what the runner wrote (and adding shows: a second
             # or cut report is no pass, runner_reports.py).
             fds = (report.write_fd,) if plan.runner == "jest" and not report.fifo else ()
+            # (Jest's pipe is a named one, opened by its path: no descriptor to hand over.)
             # The canary: a test file of the harness's where the runner finds it, this run only.
             canary = _lay_canary(plan, cwd)
             try:
@@ -247,6 +248,13 @@ def run_tests(
         return judge(command, plan, result, tally, cwd, streamed)
 
 
+def _jest_run(command: str, cwd: Path, stack: str | None) -> bool:
+    """Whether Jest runs: its report then comes through a named pipe, opened by its path. A
+    /dev/fd path would not do: `npm test`, `npx jest`, `yarn jest` hand the process they start
+    no descriptor beyond 0-2, and /dev/fd/N is then another file of Jest's own (or none)."""
+    return instrument(command, cwd, stack, Path("/nonexistent")).runner == "jest"
+
+
 def _lay_canary(plan: _Plan, cwd: Path) -> runner_canary.Canary | None:
     if plan.runner == "cargo":
         return cargo_canary.lay(cwd)
@@ -262,8 +270,8 @@ class _ReportPipe:
     (pytest's plugin writes to the descriptor, Jest opens `path`, /dev/fd/N), the harness
     reads the other as the run goes. Nothing the run does can take back what was read.
 
-    With `fifo_folder` it is a named pipe in that folder instead: npm hands the script it runs
-    no descriptor beyond 0-2, so Jest under `npm test` opens the pipe by its name. The harness
+    With `fifo_folder` it is a named pipe in that folder instead, for Jest: npm, npx and yarn
+    hand what they start no descriptor beyond 0-2, so Jest opens the pipe by its name. The harness
     holds a writing end of its own until the run is over, so the pipe ends only then."""
 
     def __init__(self, fifo_folder: Path | None = None) -> None:

@@ -386,6 +386,19 @@ def test_a_failing_test_under_npm_test_fails_the_run(tmp_path, jest):
     assert result.failing_ids == {"calc.test.js > adds"}
 
 
+@pytest.mark.e2e
+def test_npx_jest_is_read_from_jests_report_and_a_flip_under_it_is_tampered(tmp_path, jest):
+    # npx too starts Jest with descriptors 0-2 only: a /dev/fd path would be one of Jest's own.
+    files = {"package.json": package_json(), "calc.test.js": JEST_BROKEN, "flip.js": FLIP_JS}
+    repo = make_repo(tmp_path / "r", files)
+    (repo / "node_modules").symlink_to(Path(jest).parent.parent)  # where npx finds jest
+    result = run_npm(repo, "npx --offline jest")
+    assert (result.outcome, result.source) == (FAILED, "jest-json"), result.summary
+    assert result.failing_ids == {"calc.test.js > adds"}
+    (repo / "package.json").write_text(package_json(testResultsProcessor="./flip.js"))
+    assert run_npm(repo, "npx --offline jest").outcome == TAMPERED
+
+
 def test_the_npm_test_canary_follows_the_package_test_script(tmp_path):
     command = "npm test -- --json --outputFile=/tmp/r/jest-report"
     for script, lays in (
