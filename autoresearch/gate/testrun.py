@@ -250,8 +250,8 @@ def run_tests(
 
 def _jest_run(command: str, cwd: Path, stack: str | None) -> bool:
     """Whether Jest runs: its report then comes through a named pipe, opened by its path. A
-    /dev/fd path would not do: `npm test`, `npx jest`, `yarn jest` hand the process they start
-    no descriptor beyond 0-2, and /dev/fd/N is then another file of Jest's own (or none)."""
+    /dev/fd path would not do: `npm test` and `npx jest` hand the process they start no
+    descriptor beyond 0-2, and /dev/fd/N is then another file of Jest's own (or none)."""
     return instrument(command, cwd, stack, Path("/nonexistent")).runner == "jest"
 
 
@@ -267,12 +267,12 @@ def _lay_canary(plan: _Plan, cwd: Path) -> runner_canary.Canary | None:
 
 class _ReportPipe:
     """The pipe a runner's report comes through: its writing end is handed to the command
-    (pytest's plugin writes to the descriptor, Jest opens `path`, /dev/fd/N), the harness
-    reads the other as the run goes. Nothing the run does can take back what was read.
+    (pytest's plugin writes to the descriptor), the harness reads the other as the run goes.
+    Nothing the run does can take back what was read.
 
-    With `fifo_folder` it is a named pipe in that folder instead, for Jest: npm, npx and yarn
-    hand what they start no descriptor beyond 0-2, so Jest opens the pipe by its name. The harness
-    holds a writing end of its own until the run is over, so the pipe ends only then."""
+    With `fifo_folder` it is a named pipe in that folder instead, for Jest, which opens it by
+    `path` (npm and npx hand what they start no descriptor beyond 0-2). The harness holds a
+    writing end of its own until the run is over, so the pipe ends only then."""
 
     def __init__(self, fifo_folder: Path | None = None) -> None:
         self.fifo = fifo_folder is not None
@@ -411,8 +411,8 @@ def instrument(
     hands them to pytest. pytest's report is the harness's plugin's stream, never a file the
     command writes (a JUnit file the tested process could rewrite after the run). `plugin` is
     the plugin's folder: a `PYTHONPATH=` the command sets itself keeps it on the path.
-    `report` is where Jest writes its `--json` report: the report pipe's /dev/fd path (a file
-    in `folder` when the caller has no pipe).
+    `report` is where Jest writes its `--json` report: the report pipe's named pipe (a file in
+    `folder` when the caller has no pipe).
     """
     if PYTEST.search(command):
         ran = PYTEST.sub(lambda match: f"{match.group(1)} -p {PLUGIN}", command)
