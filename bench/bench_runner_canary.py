@@ -3,8 +3,9 @@ compiles one more file into each tested package's test binary and runs two more 
 loads one more test file. (A command's HOME is a fresh scratch folder, so go's build and test
 caches start empty every run with or without the canary: its new name each run loses no cache
 hit here.) A small Go module (two tested packages) is tested with `run_tests("go test
-./...")` and a small Jest project with `run_tests("<jest>")`, each with and without the canary;
-wall and the children's CPU, median of `--rounds`.
+./...")` and a small Jest project with `run_tests("<jest>")` and with `run_tests("npm test")`
+(its test script: Jest), each with and without the canary; wall and the children's CPU,
+median of `--rounds`. `--only jest|npm` runs those figures alone.
 
     python bench/bench_runner_canary.py [--rounds 5] [--jest .jest/node_modules/.bin/jest]
 """
@@ -12,6 +13,7 @@ wall and the children's CPU, median of `--rounds`.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import shutil
 import statistics
@@ -74,7 +76,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--jest", default=str(ROOT / ".jest" / "node_modules" / ".bin" / "jest"))
+    parser.add_argument("--only", choices=("jest", "npm"))
     args = parser.parse_args()
+    if args.only == "npm":
+        npm_bench(args.jest, args.rounds)
+        return
+    if args.only == "jest":
+        bench("jest", JEST, args.jest, "Node/TS", "lay_jest", args.rounds)
+        return
     if shutil.which("go"):
         bench("go", GO, "go test ./...", "Go", "lay_go", args.rounds)
     else:
@@ -83,6 +92,15 @@ def main() -> None:
         bench("jest", JEST, args.jest, "Node/TS", "lay_jest", args.rounds)
     else:
         print(f"jest: not at {args.jest}")
+    npm_bench(args.jest, args.rounds)
+
+
+def npm_bench(jest: str, rounds: int) -> None:
+    if not (Path(jest).exists() and shutil.which("npm")):
+        print("npm test: no npm or no Jest")
+        return
+    package = json.dumps({"name": "calc", "version": "1.0.0", "scripts": {"test": jest}})
+    bench("npm", {**JEST, "package.json": package}, "npm test", "Node/TS", "lay_jest", rounds)
 
 
 if __name__ == "__main__":

@@ -111,21 +111,34 @@ _NPM_TEST = re.compile(r"^\s*(npm|yarn|pnpm)\s+(run\s+)?test\b")
 _JEST_WORD = re.compile(r"(?<![\w./-])(?:[\w./-]*/)?jest(?=\s|$)")
 
 
+def _chained(script: str) -> bool:
+    """Whether a script runs more than one command (npm appends the arguments to the last)."""
+    return re.search(r"[;&|]", script) is not None
+
+
 def lay_jest(cwd: Path, command: str) -> Canary | None:
     """A `canary_<random>.test.js` in `cwd`, the rootDir Jest's default testMatch searches.
     None where the command picks tests by name or changed files, stops at the first failure
-    (--bail), runs Jest through `npm test` (npm hands Jest no descriptor, so its report
-    never reaches the harness), or the config turns Jest's globals off. A path pattern or a
-    config the harness cannot read: the canary is laid, but its absence proves nothing."""
+    (--bail), or the config turns Jest's globals off. Under `npm test` what is judged is the
+    package's test script (Jest alone, else None) with the arguments after `--`. A path
+    pattern or a config the harness cannot read: the canary is laid, but its absence proves
+    nothing."""
     package = worktree_files.read_if_any(cwd, "package.json")
     try:
-        config = json.loads(package).get("jest") if package else None
+        loaded = json.loads(package) if package else {}
+        config, scripts = loaded.get("jest"), loaded.get("scripts")
     except (ValueError, AttributeError):
-        config = None
+        config, scripts = None, None
     config = config if isinstance(config, dict) else {}
+    npm = _NPM_TEST.match(command)
+    if npm:
+        script = scripts.get("test") if isinstance(scripts, dict) else None
+        if not isinstance(script, str) or not _JEST_WORD.search(script) or _chained(script):
+            return None  # flags after `--` would not reach a Jest the harness reads
+        passed = command[npm.end() :].strip()
+        command = f"{script} {passed.removeprefix('--')}"
     if (
-        _NPM_TEST.match(command)  # npm hands its script no descriptor: no report to judge
-        or _JEST_NO_CANARY.search(command)
+        _JEST_NO_CANARY.search(command)
         or config.get("injectGlobals") is False
         or config.get("bail")
     ):

@@ -191,11 +191,17 @@ def run_tests(
     with (
         tempfile.TemporaryDirectory(prefix="autoresearch-tests-", dir=parent) as folder,
         tempfile.TemporaryDirectory(prefix="autoresearch-plugin-") as plugin,
-        HeldPipe(MAX_REPORT_BYTES, STREAM_WAIT_S) as report,
+        tempfile.TemporaryDirectory(prefix="autoresearch-report-") as fifo_folder,
+        HeldPipe(
+            MAX_REPORT_BYTES, STREAM_WAIT_S, _fifo(Path(fifo_folder), base, cwd, stack)
+        ) as report,
     ):
         plan = instrument(base, cwd, stack, Path(folder), Path(plugin), report.path)
         # The jail lets the command write `folder`, at this same path, and read the plugin's.
         inside = jail.allowing(Path(folder)) if jail is not None else None
+        if inside is not None and report.fifo:
+            # Shown read-only: the FIFO is opened to write all the same, never swapped.
+            inside = replace(inside, read_only=(*inside.read_only, Path(fifo_folder)))
         streamed: Streamed | None = None
         if plan.runner == "pytest" and plan.added:
             result, streamed = _run_streamed(
@@ -207,7 +213,8 @@ def run_tests(
             # through a pipe the harness reads as the run goes, so a process of the run can
             # add to it but never rewrite what the runner wrote (and adding shows: a second
             # or cut report is no pass, runner_reports.py).
-            fds = (report.write_fd,) if plan.runner == "jest" else ()
+            fds = (report.write_fd,) if plan.runner == "jest" and not report.fifo else ()
+            # (Jest's pipe is a named one, opened by its path: no descriptor to hand over.)
             # The canary: a test file of the harness's where the runner finds it, this run only.
             canary = _lay_canary(plan, cwd)
             try:
@@ -243,6 +250,13 @@ def run_tests(
         return judge(command, plan, result, tally, cwd, streamed)
 
 
+def _jest_run(command: str, cwd: Path, stack: str | None) -> bool:
+    """Whether Jest runs: its report then comes through a named pipe, opened by its path. A
+    /dev/fd path would not do: `npm test` and `npx jest` hand the process they start no
+    descriptor beyond 0-2, and /dev/fd/N is then another file of Jest's own (or none)."""
+    return instrument(command, cwd, stack, Path("/nonexistent")).runner == "jest"
+
+
 def _lay_canary(plan: _Plan, cwd: Path) -> runner_canary.Canary | None:
     if plan.runner == "cargo":
         return cargo_canary.lay(cwd)
@@ -261,6 +275,16 @@ def _report_of(report: HeldPipe) -> tuple[bytes | None, str | None]:
     if report.too_large:
         return None, "the test report is larger than any suite's"
     return data, None
+
+
+def _fifo(folder: Path, command: str, cwd: Path, stack: str | None) -> Path | None:
+    """Where Jest's report pipe is made, a named one it opens by path (npm and npx hand what
+    they start no descriptor beyond 0-2), or None for an anonymous pipe. The jail's user may
+    pass through the folder but not list, add or remove in it."""
+    if not _jest_run(command, cwd, stack):
+        return None
+    folder.chmod(0o711)
+    return folder / "jest-report"
 
 
 def _run_streamed(
@@ -346,8 +370,8 @@ def instrument(
     hands them to pytest. pytest's report is the harness's plugin's stream, never a file the
     command writes (a JUnit file the tested process could rewrite after the run). `plugin` is
     the plugin's folder: a `PYTHONPATH=` the command sets itself keeps it on the path.
-    `report` is where Jest writes its `--json` report: the report pipe's /dev/fd path (a file
-    in `folder` when the caller has no pipe).
+    `report` is where Jest writes its `--json` report: the report pipe's named pipe (a file in
+    `folder` when the caller has no pipe).
     """
     if PYTEST.search(command):
         ran = PYTEST.sub(lambda match: f"{match.group(1)} -p {PLUGIN}", command)
@@ -374,15 +398,27 @@ def instrument(
 
         ran = _JEST.sub(add_json, command)
         return _Plan(ran, "jest", ("--json", "--outputFile"), tuple(files), ())
+    if _npm_jest(command, cwd, stack_name):
+        path = Path(report) if report else folder / "jest-0.json"
+        flags = jest_flags.format(shlex.quote(str(path)))
+        given = command.rstrip()
+        ran = given + (f" {flags}" if given.endswith("--no-cache") else f" -- {flags}")
+        return _Plan(ran, "jest", ("--json", "--outputFile"), (path,), ())
+    return _Plan(command, "other", (), (), ())
+
+
+def _npm_jest(command: str, cwd: Path, stack_name: str | None) -> bool:
+    """Whether `command` is `npm test` (or `npm run test`, `yarn test`, `pnpm test`, with
+    `-- --no-cache` at most) of a package whose test script is Jest alone, so flags after
+    `--` reach Jest (`_JEST` commands are instrumented directly)."""
     npm = _NPM_TEST.match(command)
     rest = command[npm.end() :].strip() if npm else None
-    if rest in ("", "-- --no-cache") and stack_name == "Node/TS":
-        if package_test_script_is_jest(cwd):
-            path = Path(report) if report else folder / "jest-0.json"
-            flags = jest_flags.format(shlex.quote(str(path)))
-            ran = command.rstrip() + (f" {flags}" if rest else f" -- {flags}")
-            return _Plan(ran, "jest", ("--json", "--outputFile"), (path,), ())
-    return _Plan(command, "other", (), (), ())
+    return (
+        rest in ("", "-- --no-cache")
+        and stack_name == "Node/TS"
+        and not _JEST.search(command)
+        and package_test_script_is_jest(cwd)
+    )
 
 
 _PYTHONPATH_SET = re.compile(r"(?<![\w$])PYTHONPATH=(\"[^\"]*\"|'[^']*'|[^\s;&|]*)")

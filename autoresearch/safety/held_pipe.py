@@ -11,19 +11,31 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 
 
 class HeldPipe:
     """One run's channel; `finish` is what came through once every holder closed it."""
 
-    def __init__(self, max_bytes: int, wait_s: float) -> None:
+    def __init__(self, max_bytes: int, wait_s: float, fifo: Path | None = None) -> None:
         self.max_bytes, self.wait_s = max_bytes, wait_s
-        self.read_fd, self.write_fd = os.pipe()
+        self.fifo = fifo is not None
+        if fifo is None:
+            self.read_fd, self.write_fd = os.pipe()
+            self.path = f"/dev/fd/{self.write_fd}"
+        else:
+            # A named pipe, for a process that opens the channel by its path and inherits no
+            # descriptor: the harness holds a writing end of its own until the run is over,
+            # so the pipe ends only then.
+            os.mkfifo(fifo, 0o600)
+            self.read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            self.write_fd = os.open(fifo, os.O_WRONLY)
+            os.set_blocking(self.read_fd, True)
+            self.path = str(fifo)
         # The jail's user (nobody, under a root harness) must be able to open the writing end
-        # by its /dev/fd path, as Jest does; never to read it (what it read the harness would
-        # not see: a report cut short at will).
+        # by its path; never to read it (what it read the harness would not see: a report cut
+        # short at will).
         os.fchmod(self.write_fd, 0o602)
-        self.path = f"/dev/fd/{self.write_fd}"
         self.chunks: list[bytes] = []
         self.size = 0
         self.thread = threading.Thread(target=self._drain, daemon=True)

@@ -339,8 +339,83 @@ def test_a_jest_path_pattern_that_leaves_the_canary_out_is_not_called_tampered(t
     assert (result.outcome, result.passing_ids) == (PASSED, {"src/calc.test.js > adds"})
 
 
-def test_no_jest_canary_through_npm_test_whose_report_never_reaches_the_harness(tmp_path):
+# --- Jest through `npm test` (npm hands its script no descriptor: the report is a named pipe) ---
+
+
+def npm_package(jest: str, script: str = "{jest}", **jest_config: object) -> str:
+    scripts = {"test": script.format(jest=jest)}
+    return json.dumps({"name": "calc", "version": "1.0.0", "scripts": scripts, "jest": jest_config})
+
+
+def run_npm(repo: Path, command: str = "npm test") -> testrun.TestRun:
+    return testrun.run_tests(command, repo, **JEST_ARGS)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("how", sorted(FLIPS))
+def test_a_jest_config_that_flips_failures_under_npm_test_makes_the_run_tampered(
+    tmp_path, jest, how
+):
+    files = {
+        "package.json": npm_package(jest, **FLIPS[how]),
+        "flip.js": FLIP_JS,
+        "flipper.js": FLIPPER_JS,
+        "calc.test.js": JEST_BROKEN,
+    }
+    repo = make_repo(tmp_path / "r", files)
+    result = run_npm(repo)
+    assert result.outcome == TAMPERED, result.summary
+    assert left(repo) == []
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("command", ["npm test", "npm run test", "npm test -- --no-cache"])
+def test_an_honest_npm_test_of_jest_is_read_from_jests_report(tmp_path, jest, command):
+    repo = make_repo(tmp_path / "r", {"package.json": npm_package(jest), "calc.test.js": JEST_TEST})
+    result = run_npm(repo, command)
+    assert (result.outcome, result.source, result.exit_code) == (PASSED, "jest-json", 0)
+    assert result.passing_ids == {"calc.test.js > adds"}
+    assert left(repo) == []
+
+
+@pytest.mark.e2e
+def test_a_failing_test_under_npm_test_fails_the_run(tmp_path, jest):
+    files = {"package.json": npm_package(jest), "calc.test.js": JEST_BROKEN}
+    result = run_npm(make_repo(tmp_path / "r", files))
+    assert (result.outcome, result.source) == (FAILED, "jest-json"), result.summary
+    assert result.failing_ids == {"calc.test.js > adds"}
+
+
+@pytest.mark.e2e
+def test_npx_jest_is_read_from_jests_report_and_a_flip_under_it_is_tampered(tmp_path, jest):
+    # npx too starts Jest with descriptors 0-2 only: a /dev/fd path would be one of Jest's own.
+    files = {"package.json": package_json(), "calc.test.js": JEST_BROKEN, "flip.js": FLIP_JS}
+    repo = make_repo(tmp_path / "r", files)
+    (repo / "node_modules").symlink_to(Path(jest).parent.parent)  # where npx finds jest
+    result = run_npm(repo, "npx --offline jest")
+    assert (result.outcome, result.source) == (FAILED, "jest-json"), result.summary
+    assert result.failing_ids == {"calc.test.js > adds"}
+    (repo / "package.json").write_text(package_json(testResultsProcessor="./flip.js"))
+    assert run_npm(repo, "npx --offline jest").outcome == TAMPERED
+
+
+def test_the_npm_test_canary_follows_the_package_test_script(tmp_path):
+    command = "npm test -- --json --outputFile=/tmp/r/jest-report"
+    for script, lays in (
+        ("jest", True),
+        ("jest --bail", False),  # the script's own flags count as the command's
+        ("jest -t adds", False),
+        ("eslint . && jest", False),  # the flags after `--` reach eslint's neighbour, not Jest
+        ("mocha", False),
+    ):
+        package = {"name": "calc", "scripts": {"test": script}}
+        (tmp_path / "package.json").write_text(json.dumps(package))
+        canary = runner_canary.lay_jest(tmp_path, command)
+        assert (canary is not None) == lays, script
+        if canary is not None:
+            assert canary.surely_run
+            runner_canary.take_back(canary)
     package = {"name": "calc", "scripts": {"test": "jest"}}
     (tmp_path / "package.json").write_text(json.dumps(package))
-    assert runner_canary.lay_jest(tmp_path, "npm test -- --json --outputFile=/dev/fd/4") is None
+    assert runner_canary.lay_jest(tmp_path, "npm test -- -t adds") is None
     assert left(tmp_path) == []

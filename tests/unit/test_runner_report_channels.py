@@ -310,6 +310,58 @@ def test_in_the_jail_jest_writes_its_report_into_the_pipe_and_cannot_rewrite_it(
     assert result.failing_ids == {"add.test.js > breaks"}
 
 
+NPM_JEST = {"package.json": json.dumps({"scripts": {"test": "jest"}}), "add.test.js": "\n"}
+
+
+@needs_node
+@pytest.mark.parametrize("boxed", [False, True], ids=["no jail", "jail"])
+def test_under_npm_test_jest_writes_into_a_named_pipe_and_cannot_rewrite_it(
+    tmp_path, fake_bin, boxed
+):
+    # npm hands its script no descriptor beyond 0-2: Jest opens the harness's named pipe by
+    # its path (as nobody, in the jail under a root harness), and its second write still shows.
+    if boxed and not jail.probe().works:
+        pytest.skip("bubblewrap cannot run here")
+    script(fake_bin, "jest", JEST_REWRITES)
+    repo = make_repo(tmp_path / "j", NPM_JEST)
+    box = jail.build_jail({"sandbox": "bwrap"}, repo) if boxed else None
+    result = testrun.run_tests("npm test", repo, stack="Node/TS", timeout_s=120, jail=box)
+    assert (result.outcome, result.source) == (FAILED, "jest-json"), result.summary
+    assert "second report" in result.cause
+    honest = "\n".join(line for line in JEST_REWRITES.splitlines() if "process.on(" not in line)
+    script(fake_bin, "jest", honest)
+    result = testrun.run_tests("npm test", repo, stack="Node/TS", timeout_s=120, jail=box)
+    assert (result.outcome, result.source) == (FAILED, "jest-json"), result.summary
+    assert result.failing_ids == {"add.test.js > breaks"}
+    assert not list(repo.glob("canary_*"))
+
+
+# A stand-in for jest whose tested code forges a passing report into the named pipe, then
+# swaps the pipe for a file of its own (or reads the pipe) so Jest's real report goes astray.
+JEST_SWAPS_THE_PIPE = f"""#!/usr/bin/env node
+const fs = require('fs');
+{WITH_CANARY}const out = process.argv.find(a => a.startsWith('--outputFile=')).slice(13);
+fs.writeFileSync(out, JSON.stringify(withCanary({json.dumps(ALL_PASS)})));
+try {{ fs.readFileSync(out); }} catch (e) {{ console.log('read refused: ' + e.code); }}
+try {{ fs.unlinkSync(out); fs.writeFileSync(out, ''); }} catch (e) {{
+  console.log('swap refused: ' + e.code);
+}}
+fs.writeFileSync(out, JSON.stringify(withCanary({json.dumps(JEST_REPORT)})));
+process.exitCode = 1;
+"""
+
+
+@needs_bwrap
+@needs_node
+def test_in_the_jail_the_named_pipe_can_be_neither_read_nor_swapped(tmp_path, fake_bin):
+    script(fake_bin, "jest", JEST_SWAPS_THE_PIPE)
+    repo = make_repo(tmp_path / "j", NPM_JEST)
+    box = jail.build_jail({"sandbox": "bwrap"}, repo)
+    result = testrun.run_tests("npm test", repo, stack="Node/TS", timeout_s=120, jail=box)
+    assert result.outcome == FAILED and "second report" in result.cause, result.summary
+    assert "swap refused" in result.tail and "read refused" in result.tail
+
+
 @needs_bwrap
 def test_in_the_jail_a_go_report_rewritten_at_exit_does_not_hide_a_failing_test(tmp_path, fake_bin):
     script(fake_bin, "go", GO_REWRITES)
