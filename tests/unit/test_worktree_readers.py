@@ -317,7 +317,8 @@ def test_test_reports_left_as_links_out_are_not_read(tmp_path, monkeypatch):
     (tmp_path / "outside" / "report.json").write_text(JEST)
     repo = make_repo(tmp_path / "repo", {"a.py": "x = 1\n", "package.json": "{}\n"})
     # A stand-in jest that leaves, where its report goes, a link to a file outside. The
-    # report is a pipe the harness reads (/dev/fd/N), so there is no file to replace.
+    # report is a named pipe the harness reads as the run goes, never the file at that path
+    # afterwards, so a link put there is not read.
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "jest").write_text(
@@ -327,7 +328,7 @@ def test_test_reports_left_as_links_out_are_not_read(tmp_path, monkeypatch):
     (fake / "jest").chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake}:/usr/bin:/bin")
     result = testrun.run_tests("jest", repo, stack="Node/TS", timeout_s=60)
-    assert "--outputFile=/dev/fd/" in result.ran
+    assert "/autoresearch-report-" in result.ran.partition("--outputFile=")[2]
     assert result.passing_ids is None and result.source != "jest-json"
     assert (tmp_path / "outside" / "report.json").read_text() == JEST
 
