@@ -26,8 +26,9 @@ KINDS = [
 ]
 
 
-def measure(tmp_path: Path, src: str, kind: str = "none", command: str = COMMAND):
-    repo = make_repo(tmp_path / "repo", {"bench/measure.py": MEASURE, "src.py": src})
+def measure(tmp_path: Path, src: str, kind: str = "none", command: str = COMMAND, files=None):
+    files = {"bench/measure.py": MEASURE, "src.py": src, **(files or {})}
+    repo = make_repo(tmp_path / "repo", files)
     box = jail.build_jail({"sandbox": "bwrap"}, repo) if kind == "bwrap" else None
     return metrics.measure(command, repo, jail=box, timeout_s=60)
 

@@ -11,38 +11,14 @@ screen of the diff reads it.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from conftest import make_repo
+from test_measure_guard import COMMAND, HONEST, KINDS, measure, tampered
 
 from autoresearch.measure import metrics
-from autoresearch.safety import jail
 
-MEASURE = "import statistics\n\nfrom src import work\n\nprint(statistics.median(work()))\n"
-COMMAND = "PYTHONPATH=. python bench/measure.py"
-HONEST = "def work():\n    return [3, 3, 3]\n"
 # The module an attack reaches by a name built at run time (the tamper screen's flags miss it).
 REACH = "import importlib as _il\n\n_m = _il.import_module\n"
-
-KINDS = [
-    "none",
-    pytest.param("bwrap", marks=pytest.mark.skipif(not jail.probe().works, reason="no bwrap")),
-]
-
-
-def measure(tmp_path: Path, src: str, kind: str = "none", command: str = COMMAND, files=None):
-    files = {"bench/measure.py": MEASURE, "src.py": src, **(files or {})}
-    repo = make_repo(tmp_path / "repo", files)
-    box = jail.build_jail({"sandbox": "bwrap"}, repo) if kind == "bwrap" else None
-    return metrics.measure(command, repo, jail=box, timeout_s=60)
-
-
-def tampered(tmp_path: Path, src: str, kind: str = "none") -> str:
-    with pytest.raises(metrics.Tampered) as caught:
-        measure(tmp_path, src, kind)
-    return str(caught.value)
-
 
 ATTACKS = {
     # an atexit handler registered through a computed name prints the fake figure
