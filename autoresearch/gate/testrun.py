@@ -209,12 +209,11 @@ def run_tests(
             )
             tally = streamed.tally
         else:
-            # Go's and cargo's reports are their output, Jest's its --outputFile: each comes
-            # through a pipe the harness reads as the run goes, so a process of the run can
-            # add to it but never rewrite what the runner wrote (and adding shows: a second
-            # or cut report is no pass, runner_reports.py).
-            fds = (report.write_fd,) if plan.runner == "jest" and not report.fifo else ()
-            # (Jest's pipe is a named one, opened by its path: no descriptor to hand over.)
+            # Go's and cargo's reports are their output, Jest's its --outputFile (the named
+            # pipe, opened by its path: no descriptor to hand over): each comes through a
+            # pipe the harness reads as the run goes, so a process of the run can add to it
+            # but never rewrite what the runner wrote (and adding shows: a second or cut
+            # report is no pass, runner_reports.py).
             # The canary: a test file of the harness's where the runner finds it, this run only.
             canary = _lay_canary(plan, cwd)
             try:
@@ -224,7 +223,6 @@ def run_tests(
                     timeout_s=timeout_s,
                     extra_secrets=secrets,
                     jail=inside,
-                    pass_fds=fds,
                     stream=True,
                 )
             finally:
