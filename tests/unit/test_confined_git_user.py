@@ -17,9 +17,21 @@ from conftest import git, make_repo
 from autoresearch.safety import git as ar_git
 from autoresearch.safety import gitbox, jail, nobody_view
 
-# Under the checkout, which the jail shows: a secret under /tmp or a home would be hidden by
-# the jail anyway, and the test would prove nothing.
-VISIBLE = Path(__file__).resolve().parents[2]
+# Where the jail shows the host: a secret under /tmp, /var/tmp, a home or /run would be hidden
+# by the jail anyway, and the test would prove nothing. The checkout, unless it is a clone in
+# such a place (as CI's may be); then a root folder the jail never covers.
+HIDDEN = (
+    *(p for p in jail.SCRATCH_DIRS.values() if p),
+    *jail.HOME_ROOTS,
+    Path.home(),
+    *jail.EMPTIED_DIRS,
+)
+CHECKOUT = Path(__file__).resolve().parents[2]
+VISIBLE = next(
+    place
+    for place in (CHECKOUT, Path("/var/lib"))
+    if not any(place == h or h in place.parents for h in HIDDEN)
+)
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="only a root harness keeps capabilities"),
