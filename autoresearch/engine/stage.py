@@ -29,6 +29,19 @@ from autoresearch.session.record import SetupRecord
 from autoresearch.views import journal
 
 
+@dataclass(frozen=True)
+class Graded:
+    """What `tested_run` learned of a run it returned: the test edits the overlay found,
+    the run of the tree as the change left it, and the files laid over for what the tests
+    read. Held with the run itself: a lookup by `id()` alone would hand a later run whose
+    object took a freed run's address the earlier change's companion (and its verdict)."""
+
+    run: TestRun
+    edits: dict[str, str]
+    as_left: TestRun
+    inputs: tuple[str, ...]
+
+
 @dataclass
 class StageEnv:
     layout: SessionLayout
@@ -152,12 +165,17 @@ class StageEnv:
         the change edited keeps it from being kept unless `allow_test_edits: true`."""
         reference = self.reference_tests() if reference is None else reference
         allow = (self.spec.allow_failing_baseline, self.spec.allow_test_removal)
-        graded = self.__dict__.get("_graded", {}).get(id(after))
+        graded = self._graded_of(after)
         if graded is None:
             return acceptable(after, reference, *allow)
-        edits, second, inputs = graded
         return graded_verdict(
-            after, second, reference, edits, *allow, self.spec.allow_test_edits, inputs
+            after,
+            graded.as_left,
+            reference,
+            graded.edits,
+            *allow,
+            self.spec.allow_test_edits,
+            graded.inputs,
         )
 
     @property
@@ -342,18 +360,26 @@ class StageEnv:
         as_is = self._run_as_is(key, uncached=uncached, reuse=reuse)
         if laid is None or laid.empty:
             if laid is not None and laid.edited:  # allowed, and named in the verdict
-                self.__dict__.setdefault("_graded", {})[id(as_is)] = (laid.edited, as_is, ())
+                self._hold_graded(Graded(as_is, laid.edited, as_is, ()))
             return as_is
         graded_key = replace(key, overlay=laid.digest) if key else None
         graded = self._graded_run(graded_key, laid, uncached=uncached, reuse=reuse)
-        self.__dict__.setdefault("_graded", {})[id(graded)] = (laid.edited, as_is, laid.inputs)
+        self._hold_graded(Graded(graded, laid.edited, as_is, laid.inputs))
         return graded
 
     def as_left(self, run: TestRun) -> TestRun:
         """The run of the tree as the change left it: for a graded run, its companion (what
         the next cycle, which starts from this tree, is held to); else `run` itself."""
+        graded = self._graded_of(run)
+        return graded.as_left if graded else run
+
+    def _hold_graded(self, graded: Graded) -> None:
+        # The entry holds its run, so no other object can take the run's id while it lives.
+        self.__dict__.setdefault("_graded", {})[id(graded.run)] = graded
+
+    def _graded_of(self, run: TestRun) -> Graded | None:
         graded = self.__dict__.get("_graded", {}).get(id(run))
-        return graded[1] if graded else run
+        return graded if graded is not None and graded.run is run else None
 
     def _run_as_is(self, key: tested.RunKey | None, *, uncached: bool, reuse: bool) -> TestRun:
         runs = self._run_log()
