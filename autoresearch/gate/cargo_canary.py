@@ -102,8 +102,9 @@ def _member(cwd: Path, workspace: dict) -> Path | None:
         if not isinstance(name, str):
             continue
         for folder in sorted(cwd.glob(name)):
-            inside = folder.resolve().is_relative_to(cwd.resolve())
-            if inside and folder.resolve() not in excluded and _takes_tests(folder):
+            if not folder.is_dir() or not folder.resolve().is_relative_to(cwd.resolve()):
+                continue  # a member behind a link or `..` lies outside the worktree
+            if folder.resolve() not in excluded and _takes_tests(folder):
                 return folder
     return None
 

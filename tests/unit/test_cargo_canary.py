@@ -198,3 +198,32 @@ def built(repo: Path) -> set[str]:
     """The test binaries' names in the workspace's `target`."""
     deps = (repo / "target").glob("*/deps/*")
     return {p.name.rsplit("-", 1)[0] for p in deps if p.is_file() and p.stat().st_mode & 0o111}
+
+
+def test_a_workspace_canary_goes_into_a_member_cargo_test_runs(tmp_path):
+    for member in ("a", "b", "c"):
+        (tmp_path / member).mkdir()
+        (tmp_path / member / "Cargo.toml").write_text(CARGO_TOML.replace("calc", member))
+    root = '[workspace]\nmembers = ["*"]\nexclude = ["a"]\n'
+    (tmp_path / "Cargo.toml").write_text(root + 'default-members = ["c"]\n')
+    canary = cargo_canary.lay(tmp_path, "cargo test")
+    assert canary.paths[0].parent == tmp_path / "c" / "tests"  # the default member
+    assert (canary.surely_run, canary.target) == (True, tmp_path / "target")
+    cargo_canary.take_back(canary)
+    assert not (tmp_path / "c" / "tests").exists()
+    (tmp_path / "Cargo.toml").write_text(root)
+    canary = cargo_canary.lay(tmp_path, "cargo test -p c")
+    assert canary.paths[0].parent == tmp_path / "b" / "tests"  # `a` is excluded
+    assert not canary.surely_run  # the packages picked may not hold it
+    cargo_canary.take_back(canary)
+
+
+def test_no_workspace_canary_goes_outside_the_worktree(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "Cargo.toml").write_text(CARGO_TOML)
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "linked").symlink_to(tmp_path / "out")
+    for members in ('["../out"]', '["linked"]'):
+        (tmp_path / "ws" / "Cargo.toml").write_text(f"[workspace]\nmembers = {members}\n")
+        assert cargo_canary.lay(tmp_path / "ws") is None, members
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["Cargo.toml"]

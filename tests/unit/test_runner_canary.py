@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, make_repo, missing
 
-from autoresearch.gate import runner_canary, testrun
+from autoresearch.gate import canary_names, runner_canary, testrun
 from autoresearch.gate.testrun import FAILED, PASSED, TAMPERED
 
 GO_REQUIRED = "AUTORESEARCH_GO_REQUIRED"
@@ -612,3 +613,75 @@ def test_the_npm_test_canary_follows_the_package_test_script(tmp_path):
     (tmp_path / "package.json").write_text(json.dumps(package))
     assert runner_canary.lay_jest(tmp_path, "npm test -- -t adds") is None
     assert left(tmp_path) == []
+
+
+# --- what could tell the canary from the project's own tests ---
+
+GO_NAMED = """\
+package calc
+
+import "testing"
+
+func TestParseConfigFile(t *testing.T) {}
+func TestLoadEmptyInput(t *testing.T)  {}
+func TestMergeNestedValues(t *testing.T) {}
+func TestRejectUnknownKeys(t *testing.T) {}
+"""
+
+
+def words_of(name: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[A-Z][a-z]+|[a-z]+", name)} - {"test", "go"}
+
+
+def test_the_go_canary_is_named_from_the_projects_test_names_and_carries_no_mark(tmp_path):
+    (tmp_path / "calc_test.go").write_text(GO_NAMED)
+    project = words_of(GO_NAMED.replace("func", "").replace("package calc", ""))
+    project -= {"import", "testing", "t", "calc"}
+    first = runner_canary.lay_go(tmp_path, "go test ./...")
+    text = first.paths[0].read_text()
+    runner_canary.take_back(first)
+    second = runner_canary.lay_go(tmp_path, "go test ./...")
+    runner_canary.take_back(second)
+    for name in (*first.must_pass, *first.must_fail, first.paths[0].name.removesuffix(".go")):
+        assert words_of(name) <= project, name
+    assert not re.search(r"canary|harness", text, re.IGNORECASE)
+    assert {*first.must_pass, *first.must_fail}.isdisjoint({*second.must_pass, *second.must_fail})
+
+
+def test_the_canary_has_the_times_of_a_test_beside_it_and_its_folder_keeps_its_own(tmp_path):
+    (tmp_path / "calc_test.go").write_text(GO_NAMED)
+    os.utime(tmp_path / "calc_test.go", ns=(10**18, 10**18))
+    os.utime(tmp_path, ns=(2 * 10**18, 2 * 10**18))
+    canary = runner_canary.lay_go(tmp_path, "go test ./...")
+    assert os.stat(canary.paths[0]).st_mtime_ns == 10**18
+    assert os.stat(tmp_path).st_mtime_ns == 2 * 10**18
+    runner_canary.take_back(canary)
+    assert os.stat(tmp_path).st_mtime_ns == 2 * 10**18
+
+
+def test_the_jest_canary_lies_beside_a_test_of_the_project_named_in_its_fashion(tmp_path):
+    (tmp_path / "package.json").write_text(package_json())
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "parse-config.spec.js").write_text(
+        "describe('config', () => {\n  it('reads a nested file', () => {});\n"
+        "  it('merges default values', () => {});\n});\n"
+    )
+    canary = runner_canary.lay_jest(tmp_path, "jest")
+    path = canary.paths[0]
+    text = path.read_text()
+    runner_canary.take_back(canary)
+    assert path.parent == tmp_path / "src"
+    assert path.name.endswith(".spec.js") and "-" in path.name
+    assert "it('" in text and "test(" not in text and '"' not in text
+    assert not re.search(r"canary|harness", text, re.IGNORECASE)
+    # the ids it is matched by: `file > describe > title`
+    describe, title = canary.must_fail[0].split(" > ")
+    assert f"describe('{describe}'" in text and f"it('{title}'" in text
+
+
+def test_the_names_are_drawn_from_the_harness_token_alone(tmp_path):
+    texts = [GO_NAMED]
+    same = [canary_names.Namer(texts, canary_names.GO_TESTS, token=b"k" * 32) for _ in range(2)]
+    other = canary_names.Namer(texts, canary_names.GO_TESTS, token=b"j" * 32)
+    drawn = [[n.words_for() for _ in range(4)] for n in (*same, other)]
+    assert drawn[0] == drawn[1] != drawn[2]
