@@ -14,6 +14,7 @@ run without it (cargo exits 101 for any failing target).
 from __future__ import annotations
 
 import re
+import shlex
 import tomllib
 from pathlib import Path
 
@@ -29,11 +30,59 @@ _PICKS_PACKAGES = re.compile(r"(?<!\S)(-p|--package|--exclude|--manifest-path)\b
 _READ = 200  # source files read for the crate's words
 
 
+_CARGO_TEST = re.compile(r"cargo\s+(?:\+\S+\s+)?test(?=\s|$)")
+# `cargo test` flags that pick targets (a new file of `tests/` is then not built) and those
+# that take a value; after `--`, the test binaries' flags that run every test.
+_PICKS_TARGETS = {"--lib", "--bin", "--bins", "--test", "--doc", "--example", "--examples"}
+_PICKS_TARGETS |= {"--bench", "--benches"}
+_VALUED = {"-p", "--package", "--exclude", "-F", "--features", "-j", "--jobs", "--target"}
+_VALUED |= {"--target-dir", "--manifest-path", "--profile", "--color", "--message-format"}
+_VALUED |= {"-Z", "--config"}
+_RUNS_ALL = {"--nocapture", "--no-capture", "--show-output", "-q", "--quiet", "--report-time"}
+_RUNS_ALL |= {"--include-ignored", "--shuffle"}
+_RUNS_ALL_VALUED = {"--test-threads", "--color", "--format", "-Z", "--shuffle-seed"}
+
+
+def picks_tests(command: str) -> bool:
+    """Whether the `cargo test` of `command` picks targets or tests by name (`--lib`, `--test
+    it`, a name filter, `-- --exact`, `-- --ignored`): the canary would then not run, and its
+    absence from a run that exits 0 would be taken for a forgery."""
+    found = _CARGO_TEST.search(command)
+    if found is None:
+        return False
+    try:
+        words = shlex.split(command[found.end() :])
+    except ValueError:
+        return True
+    after, value_next = False, False
+    for word in words:
+        if word in ("&&", "||", ";", "|"):
+            break
+        flag = word.split("=", 1)[0]
+        if value_next:
+            value_next = False
+        elif word == "--" and not after:
+            after = True
+        elif not after and flag in _PICKS_TARGETS:
+            return True
+        elif not after and flag in _VALUED:
+            value_next = "=" not in word
+        elif after and flag in _RUNS_ALL_VALUED:
+            value_next = "=" not in word
+        elif after and flag not in _RUNS_ALL:
+            return True  # a name filter, --skip, --exact, --ignored, --list
+        elif not after and not word.startswith("-"):
+            return True  # a name filter
+    return False
+
+
 def lay(cwd: Path, command: str = "cargo test") -> Canary | None:
     """The canary written into the crate at `cwd`, or into a member of the virtual workspace
     there; None where cargo would not run it (`autotests = false`; `tests` not a plain
-    folder; a workspace without such a member)."""
+    folder; a workspace without such a member; a command that picks targets or tests)."""
     cwd = Path(cwd)
+    if picks_tests(command):
+        return None
     manifest = _manifest(cwd, "Cargo.toml")
     if manifest is None:
         return None

@@ -227,3 +227,35 @@ def test_no_workspace_canary_goes_outside_the_worktree(tmp_path):
         (tmp_path / "ws" / "Cargo.toml").write_text(f"[workspace]\nmembers = {members}\n")
         assert cargo_canary.lay(tmp_path / "ws") is None, members
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["Cargo.toml"]
+
+
+def test_no_canary_where_the_command_picks_targets_or_tests():
+    picks = (
+        "cargo test --lib",
+        "cargo test --test it",
+        "cargo test adds",  # a name filter
+        "cargo test -p calc adds",
+        "cargo test -- --exact tests::adds",
+        "cargo test -- --ignored",
+        "cd calc && cargo test --doc",
+    )
+    for command in picks:
+        assert cargo_canary.picks_tests(command), command
+    runs_all = (
+        "cargo test",
+        "cargo test --no-fail-fast",
+        "cargo test -p calc --features fast",
+        "cargo +nightly test --workspace -- --test-threads 1 --nocapture",
+        "cargo test --tests && cargo clippy",
+    )
+    for command in runs_all:
+        assert not cargo_canary.picks_tests(command), command
+
+
+@pytest.mark.e2e
+@needs_cargo
+def test_an_honest_crate_tested_with_lib_only_passes(tmp_path):
+    # The canary, an integration test, is not built by `--lib`: its absence is no forgery.
+    repo = make_repo(tmp_path / "r", {"Cargo.toml": CARGO_TOML, "src/lib.rs": LIB_RS})
+    result = testrun.run_tests("cargo test --lib", repo, stack="Rust", timeout_s=600)
+    assert (result.outcome, result.passing_ids) == (PASSED, {"calc src/lib.rs::tests::adds"})
