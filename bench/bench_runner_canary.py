@@ -5,7 +5,8 @@ caches start empty every run with or without the canary: its new name each run l
 hit here.) A small Go module (two tested packages) is tested with `run_tests("go test
 ./...")` and a small Jest project with `run_tests("<jest>")` and with `run_tests("npm test")`
 (its test script: Jest), each with and without the canary; wall and the children's CPU,
-median of `--rounds`. `--only jest|npm` runs those figures alone.
+median of `--rounds`; and what laying and taking back the canary costs the harness's own
+process. `--only jest|npm|harness` runs those figures alone.
 
     python bench/bench_runner_canary.py [--rounds 5] [--jest .jest/node_modules/.bin/jest]
 """
@@ -72,12 +73,32 @@ def bench(
     setattr(runner_canary, name, real)
 
 
+def harness(label: str, files: dict[str, str], lay: Callable, command: str, n: int = 200) -> None:
+    """What laying the canary and taking it back costs the harness's own process (choosing
+    its names, reading the project's test names, writing, giving times back), median of `n`."""
+    with tempfile.TemporaryDirectory(prefix="bench-runner-canary-") as tmp:
+        repo = Path(tmp) / "project"
+        for path, text in files.items():
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo / path).write_text(text)
+        times = []
+        for _ in range(n):
+            start = time.perf_counter()
+            runner_canary.take_back(lay(repo, command))
+            times.append(time.perf_counter() - start)
+    print(f"{label:5} lay + take_back in the harness: {statistics.median(times) * 1e3:.2f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--jest", default=str(ROOT / ".jest" / "node_modules" / ".bin" / "jest"))
-    parser.add_argument("--only", choices=("jest", "npm"))
+    parser.add_argument("--only", choices=("jest", "npm", "harness"))
     args = parser.parse_args()
+    harness("go", GO, runner_canary.lay_go, "go test ./...")
+    harness("jest", JEST, runner_canary.lay_jest, "jest")
+    if args.only == "harness":
+        return
     if args.only == "npm":
         npm_bench(args.jest, args.rounds)
         return

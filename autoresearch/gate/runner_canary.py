@@ -1,6 +1,7 @@
 """A canary in every go, cargo and Jest test run (pytest's is the report plugin's): a test file
 of the harness's, laid where the runner finds it for the run and taken away after, holding a
-test that must fail and one that must pass under names chosen afresh for the run.
+test that must fail and one that must pass under names chosen afresh for the run, from the
+project's own words, with no fixed mark a forger could spare it by (canary_names.py).
 
 Something that rewrites every outcome (a `go test -exec` wrapper or a TestMain that reports a
 pass, a cargo `runner` that turns `FAILED` into `ok`, a Jest `testResultsProcessor` or reporter
@@ -17,13 +18,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shlex
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from autoresearch.gate import canary_names
 from autoresearch.gate.runner_reports import Streamed
 from autoresearch.safety import worktree_files
 from autoresearch.safety.commands import CommandResult
@@ -42,19 +43,28 @@ SEPARATOR = {"cargo": "::", "go": "::", "jest": " > "}
 class Canary:
     runner: str  # cargo | go | jest
     paths: tuple[Path, ...]  # the files laid (go: one per package directory)
-    stem: str  # the file's name without its suffix (cargo: the test target's name)
-    must_pass: str
-    must_fail: str
+    stem: str  # cargo: the test target's name (its file's name without `.rs`)
+    # How each test's id ends (go: one per package; Jest: `describe > test`).
+    must_pass: tuple[str, ...]
+    must_fail: tuple[str, ...]
     made: Path | None = None  # a folder the canary made (cargo's `tests`)
     # Whether the runner surely runs the canary (False where its config cannot be read: a
     # missing canary is then no proof, while a flipped one still is).
     surely_run: bool = True
+    # The folders the canary's files went into, with their times before: given back after.
+    folders: tuple[tuple[Path, tuple[int, int] | None], ...] = ()
+    target: Path | None = None  # cargo: the `target` its test binary is built in
 
 
-def names(prefix: str = "canary_") -> tuple[str, str, str]:
-    """The file stem, the must-pass and the must-fail name, new for every run."""
-    stem, must_pass, must_fail = (f"{prefix}{secrets.token_hex(8)}" for _ in range(3))
-    return stem, must_pass, must_fail
+def lay_file(path: Path, text: str, beside: Path | None) -> tuple[Path, tuple[int, int] | None]:
+    """Write the canary's file with the times of `beside` (a test file of the project's), the
+    folder's times as they were; the folder and its times before, for take_back."""
+    folder = path.parent
+    before = canary_names.times_of(folder)
+    path.write_text(text)
+    canary_names.set_times(path, canary_names.times_of(beside) if beside else before)
+    canary_names.set_times(folder, before)
+    return folder, before
 
 
 # `go test` flags with which the canary would not run, or would stop the package's own tests
@@ -65,36 +75,73 @@ _GO_SKIPPED_DIRS = ("vendor", "testdata", "node_modules")
 
 
 def lay_go(cwd: Path, command: str) -> Canary | None:
-    """A `canary_<random>_test.go` in every package directory under `cwd` that holds tests
-    (`go test` builds a test binary there already, so the canary adds no build), in the
-    package of the tests beside it; a nested module's too (a command may `cd` into it).
-    None where the command picks tests by name (-run, -skip, -list) or stops at the first
-    failure (-failfast)."""
+    """A canary file in every package directory under `cwd` that holds tests (`go test`
+    builds a test binary there already, so the canary adds no build), in the package of the
+    tests beside it, under names of its own in each; a nested module's too (a command may `cd`
+    into it). None where the command picks tests by name (-run, -skip, -list) or stops at the
+    first failure (-failfast)."""
     if _GO_NO_CANARY.search(command):
         return None
-    stem, must_pass, must_fail = names()
-    must_pass, must_fail = f"TestCanary{must_pass[7:]}", f"TestCanary{must_fail[7:]}"
-    paths: list[Path] = []
+    found: list[tuple[Path, list[Path]]] = []
     for folder, dirs, files in os.walk(cwd):  # links to folders are not followed
         here = Path(folder)
         dirs[:] = [d for d in dirs if not d.startswith((".", "_")) and d not in _GO_SKIPPED_DIRS]
-        tests = sorted(f for f in files if f.endswith("_test.go"))
-        if not tests:
-            continue
-        text = worktree_files.read_if_any(cwd, str((here / tests[0]).relative_to(cwd)))
-        package = _GO_PACKAGE.search(text or "")
+        tests = [here / f for f in sorted(files) if f.endswith("_test.go")]
+        if tests:
+            found.append((here, tests))
+    texts = {t: (canary_names.read_texts(cwd, [t]) or [""])[0] for _, ts in found for t in ts}
+    namer = canary_names.Namer(texts.values(), canary_names.GO_TESTS)
+    paths, folders, must_pass, must_fail = [], [], [], []
+    for here, tests in found:
+        package = _GO_PACKAGE.search(texts[tests[0]])
         if package is None:
             continue
+        stem = free_name(namer, here, "_test.go", canary_names.snake)
+        passing = f"Test{canary_names.camel(namer.words_for())}"
+        failing = f"Test{canary_names.camel(namer.words_for([passing]))}"
+        beside = [t for t in tests if canary_names.GO_TESTS.search(texts[t])] or tests
         path = here / f"{stem}_test.go"
-        path.write_text(
-            f'package {package.group(1)}\n\nimport "testing"\n\n'
-            f"func {must_pass}(t *testing.T) {{}}\n\n"
-            f'func {must_fail}(t *testing.T) {{\n\tt.Fatal("the harness canary must fail")\n}}\n'
+        folders.append(
+            lay_file(
+                path, _go_text(namer, package.group(1), passing, failing), namer.choice(beside)
+            )
         )
         paths.append(path)
+        must_pass.append(passing)
+        must_fail.append(failing)
     if not paths:
         return None
-    return Canary("go", tuple(paths), stem, must_pass, must_fail)
+    return Canary(
+        "go", tuple(paths), "", tuple(must_pass), tuple(must_fail), folders=tuple(folders)
+    )
+
+
+def free_name(namer: canary_names.Namer, folder: Path, suffix: str, style) -> str:
+    """A file name from the namer's words that `folder` does not hold yet."""
+    taken = [p.name for p in folder.iterdir()] if folder.is_dir() else []
+    while True:
+        stem = style(namer.words_for(taken))
+        if not (folder / f"{stem}{suffix}").exists():
+            return stem
+        taken.append(stem)
+
+
+def _go_text(namer: canary_names.Namer, package: str, passing: str, failing: str) -> str:
+    """The two tests as a project writes them: a sum checked with got and want."""
+    tests = []
+    for name, off in ((passing, 0), (failing, 1 + namer.below(9))):
+        a, b = namer.numbers()
+        what = " ".join(namer.choice(namer.words) for _ in range(2))
+        tests.append(
+            f"func {name}(t *testing.T) {{\n"
+            f"\tgot, want := {a}+{b}, {a + b + off}\n"
+            f"\tif got != want {{\n"
+            f'\t\tt.Errorf("{what}: got %d, want %d", got, want)\n'
+            f"\t}}\n}}\n"
+        )
+    if namer.below(2):
+        tests.reverse()
+    return f'package {package}\n\nimport "testing"\n\n' + "\n".join(tests)
 
 
 # Jest settings under which a file in the rootDir may not be found or may not run: the canary
@@ -158,26 +205,93 @@ def lay_jest(cwd: Path, command: str) -> Canary | None:
         or any((cwd / name).exists() for name in (*_JEST_CONFIGS, "jest.config.json"))
         or any(key in config for key in _JEST_MOVES_TESTS)
     )
-    stem, must_pass, must_fail = names()
-    path = cwd / f"{stem}.test.js"
-    path.write_text(
-        f"test({json.dumps(must_pass)}, () => {{}});\n\n"
-        f"test({json.dumps(must_fail)}, () => {{\n"
-        '  throw new Error("the harness canary must fail");\n});\n'
+    siblings = _jest_tests(cwd)
+    texts = canary_names.read_texts(cwd, siblings[:_JEST_READ])
+    namer = canary_names.Namer(texts, canary_names.JEST_TESTS)
+    beside = namer.choice(siblings) if siblings else None
+    path = _jest_path(namer, cwd, beside)
+    style = (canary_names.read_texts(cwd, [beside]) or [""])[0] if beside else ""
+    describe, passing, failing = (" ".join(namer.words_for()) for _ in range(3))
+    folder = lay_file(path, _jest_text(namer, style, describe, passing, failing), beside)
+    must_pass, must_fail = (f"{describe}{SEPARATOR['jest']}{t}" for t in (passing, failing))
+    return Canary(
+        "jest", (path,), path.stem, (must_pass,), (must_fail,), surely_run=surely, folders=(folder,)
     )
-    return Canary("jest", (path,), stem, must_pass, must_fail, surely_run=surely)
+
+
+# A test file as Jest's default testMatch finds it: `*.test.js`, `*.spec.ts`, `__tests__/x.js`.
+_JEST_TEST_FILE = re.compile(r"^(?P<base>.+?)(?P<infix>\.(?:test|spec))?(?P<ext>\.[mc]?[jt]sx?)$")
+_JEST_READ = 200  # test files read for the project's words
+
+
+def _jest_tests(cwd: Path) -> list[Path]:
+    """The project's test files as Jest's defaults find them (node_modules and hidden folders
+    aside), sorted."""
+    found = []
+    for folder, dirs, files in os.walk(cwd):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "node_modules")
+        here = Path(folder)
+        for name in sorted(files):
+            match = _JEST_TEST_FILE.match(name)
+            if match and (match["infix"] or "__tests__" in here.relative_to(cwd).parts):
+                if not (here / name).is_symlink():
+                    found.append(here / name)
+    return found
+
+
+def _lower_camel(words: list[str]) -> str:
+    name = canary_names.camel(words)
+    return name[0].lower() + name[1:]
+
+
+def _jest_path(namer: canary_names.Namer, cwd: Path, beside: Path | None) -> Path:
+    """Where the canary goes: beside a test file of the project's, named in its fashion (its
+    `.test`/`.spec`, its extension where it is JavaScript, its words' separator)."""
+    match = _JEST_TEST_FILE.match(beside.name) if beside is not None else None
+    if beside is None or match is None:
+        return cwd / f"{free_name(namer, cwd, '.test.js', canary_names.snake)}.test.js"
+    ext = match["ext"] if "t" not in match["ext"].removeprefix(".") else ".js"
+    infix = match["infix"] or ""
+    base = match["base"]
+    if "-" in base:
+        style: Callable[[list[str]], str] = "-".join
+    elif any(c.isupper() for c in base):
+        style = _lower_camel
+    else:
+        style = canary_names.snake
+    return beside.parent / f"{free_name(namer, beside.parent, infix + ext, style)}{infix}{ext}"
+
+
+def _jest_text(
+    namer: canary_names.Namer, beside: str, describe: str, passing: str, failing: str
+) -> str:
+    """The two tests in a describe block, written as the file beside writes its own (`it` or
+    `test`, its quotes)."""
+    call = "it" if beside.count("it(") > beside.count("test(") else "test"
+    quote = "'" if beside.count("('") > beside.count('("') else '"'
+    tests = []
+    for title, off in ((passing, 0), (failing, 1 + namer.below(9))):
+        a, b = namer.numbers()
+        tests.append(
+            f"  {call}({quote}{title}{quote}, () => {{\n"
+            f"    expect({a} + {b}).toBe({a + b + off});\n  }});\n"
+        )
+    if namer.below(2):
+        tests.reverse()
+    return f"describe({quote}{describe}{quote}, () => {{\n" + "\n".join(tests) + "});\n"
 
 
 def take_back(canary: Canary) -> None:
-    """The tree as it was: the canary's files gone, and a folder it made."""
+    """The tree as it was: the canary's files gone, a folder it made, and the folders' times."""
     for path in canary.paths:
         path.unlink(missing_ok=True)
     if canary.made is not None:
         shutil.rmtree(canary.made, ignore_errors=True)
-    if canary.runner == "cargo":
+    for folder, times in canary.folders:
+        canary_names.set_times(folder, times)
+    if canary.target is not None:
         # Its test binary, built afresh under its new name each run, would pile up in `target`.
-        crate = canary.paths[0].parent.parent
-        for built in crate.glob(f"target/*/deps/{canary.stem}-*"):
+        for built in canary.target.glob(f"*/deps/{canary.stem}-*"):
             if built.is_file() and not built.is_symlink():
                 built.unlink(missing_ok=True)
 
@@ -199,8 +313,8 @@ def judge(
     ran = tally.passed | tally.failed | tally.errored | tally.skipped
     end = SEPARATOR[canary.runner]
 
-    def ids(name: str, among: set[str]) -> set[str]:
-        return {i for i in among if i.endswith(f"{end}{name}")}
+    def ids(names: tuple[str, ...], among: set[str]) -> set[str]:
+        return {i for i in among if i.endswith(tuple(f"{end}{name}" for name in names))}
 
     passed, failed = ids(canary.must_pass, tally.passed), ids(canary.must_fail, tally.failed)
     mine = ids(canary.must_pass, ran) | ids(canary.must_fail, ran)

@@ -257,7 +257,7 @@ def _jest_run(command: str, cwd: Path, stack: str | None) -> bool:
 
 def _lay_canary(plan: _Plan, cwd: Path) -> runner_canary.Canary | None:
     if plan.runner == "cargo":
-        return cargo_canary.lay(cwd)
+        return cargo_canary.lay(cwd, plan.command)
     if plan.runner == "go":
         return runner_canary.lay_go(cwd, plan.command)
     if plan.runner == "jest":
