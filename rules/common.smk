@@ -60,6 +60,7 @@ def final_decision(product):
             checkpoints,
             product.format(**wildcards),
             wildcards.get("hid", ""),
+            frozen_specs.read,
         )
 
     return decision
@@ -203,7 +204,7 @@ def track_results(wildcards):
 
 def session_report_inputs(wildcards):
     """The mode's end products: the report is drawn once they exist."""
-    return scripts.report.report_inputs(wildcards.name, checkpoints)
+    return scripts.report.report_inputs(wildcards.name, checkpoints, frozen_specs.read)
 
 
 def evaluation_labels(wildcards):
