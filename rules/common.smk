@@ -21,8 +21,13 @@ import scripts.report
 import scripts.security
 import scripts.step
 
+from autoresearch.session.spec import FrozenSpecs
+
 scripts.common.install_error_filter()
 one_line_errors = scripts.common.one_line_errors
+# The frozen specs this run's input functions read, each parsed once (not the jobs': each
+# job parses its own).
+frozen_specs = FrozenSpecs()
 
 
 wildcard_constraints:
@@ -55,6 +60,7 @@ def final_decision(product):
             checkpoints,
             product.format(**wildcards),
             wildcards.get("hid", ""),
+            frozen_specs.read,
         )
 
     return decision
@@ -102,7 +108,9 @@ def session_inputs(wildcards):
 @one_line_errors
 def done_inputs(wildcards):
     """What ends the session, as its mode says."""
-    return scripts.session.done_inputs(wildcards.name, checkpoints, config)
+    return scripts.session.done_inputs(
+        wildcards.name, checkpoints, config, frozen_specs.read
+    )
 
 
 @one_line_errors
@@ -117,13 +125,17 @@ def invalid_session_name(wildcards):
 @one_line_errors
 def green_inputs(wildcards):
     """sanitized.md, and the lanes' records under agent.parallel_green."""
-    return scripts.cycle.green_inputs(wildcards.name, wildcards.cycle)
+    return scripts.cycle.green_inputs(
+        wildcards.name, wildcards.cycle, frozen_specs.read
+    )
 
 
 @one_line_errors
 def evaluate_inputs(wildcards):
     """Green's record, and Refactor's unless the spec's teams leave it out."""
-    return scripts.cycle.evaluate_inputs(wildcards.name, wildcards.cycle)
+    return scripts.cycle.evaluate_inputs(
+        wildcards.name, wildcards.cycle, read_spec=frozen_specs.read
+    )
 
 
 # rules/experiment.smk
@@ -176,7 +188,9 @@ def broad_red_inputs(wildcards):
 
 @one_line_errors
 def broad_evaluate_inputs(wildcards):
-    return scripts.cycle.evaluate_inputs(wildcards.name, wildcards.cycle, wildcards.hid)
+    return scripts.cycle.evaluate_inputs(
+        wildcards.name, wildcards.cycle, wildcards.hid, frozen_specs.read
+    )
 
 
 @one_line_errors
@@ -190,7 +204,7 @@ def track_results(wildcards):
 
 def session_report_inputs(wildcards):
     """The mode's end products: the report is drawn once they exist."""
-    return scripts.report.report_inputs(wildcards.name, checkpoints)
+    return scripts.report.report_inputs(wildcards.name, checkpoints, frozen_specs.read)
 
 
 def evaluation_labels(wildcards):

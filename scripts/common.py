@@ -71,10 +71,13 @@ def layout_of(name: str) -> SessionLayout:
     return session_layout(name)
 
 
-def mode_and_layout(name: str) -> tuple[Mode, SessionLayout]:
-    """The mode session `name` was frozen with (its session.yaml), and its layout."""
+def mode_and_layout(
+    name: str, read_spec: spec.SpecReader = spec.load_frozen
+) -> tuple[Mode, SessionLayout]:
+    """The mode session `name` was frozen with (its session.yaml, as `read_spec` reads it:
+    the run's FrozenSpecs when Snakemake asks), and its layout."""
     layout = layout_of(name)
-    mode = modes.get(spec.load_frozen(layout.spec).mode)
+    mode = modes.get(read_spec(layout.spec).mode)
     return mode, mode.layout(layout.root)
 
 
@@ -113,21 +116,29 @@ def state_of(name: str, loop: str | None, track: str = "") -> dict[str, Any]:
     return {key: ancient(rel(p)) if isinstance(p, Path) else p for key, p in files.items()}
 
 
-def final_decision_of(name: str, checkpoints: Any, product: str, track: str = "") -> str:
+def final_decision_of(
+    name: str,
+    checkpoints: Any,
+    product: str,
+    track: str = "",
+    read_spec: spec.SpecReader = spec.load_frozen,
+) -> str:
     """The decision that ended session `name`'s loop (broad: `track`'s), asked of the
     session's own mode: what is drawn once from every step (`product`: a report, a plot,
     a track's end, security's fixes) waits for it. The setup checkpoint first: the mode
     is frozen there."""
     checkpoints.session.get(name=name)
-    mode, layout = made_by(name, product, track)
+    mode, layout = made_by(name, product, track, read_spec)
     return mode.final_decision(layout, checkpoints, track)
 
 
-def made_by(name: str, product: str, track: str = "") -> tuple[Mode, SessionLayout]:
+def made_by(
+    name: str, product: str, track: str = "", read_spec: spec.SpecReader = spec.load_frozen
+) -> tuple[Mode, SessionLayout]:
     """Session `name`'s mode and layout, once that mode is known to make `product` (a
     path in the session folder): one mode's file asked of another mode's session is
     refused in one line before any job runs, not after its loop ran for nothing."""
-    mode, layout = mode_and_layout(name)
+    mode, layout = mode_and_layout(name, read_spec)
     made = {p.relative_to(layout.root).as_posix() for p in mode.views.end_files(layout, track)}
     if product not in made:
         offered = sorted(

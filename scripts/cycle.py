@@ -8,7 +8,7 @@ from typing import Any
 
 from autoresearch.engine.jobs import run_stage
 from autoresearch.session.layout import rel, session_layout
-from autoresearch.session.spec import load_frozen
+from autoresearch.session.spec import SpecReader, load_frozen
 
 
 def red_inputs(name: str, cycle: int, track: str = "", loop: str = "cycles") -> list[str]:
@@ -23,17 +23,20 @@ def red_inputs(name: str, cycle: int, track: str = "", loop: str = "cycles") -> 
     return inputs
 
 
-def evaluate_inputs(name: str, cycle: str, track: str = "") -> dict[str, str]:
-    """Red's and Green's records, and Refactor's unless the spec's teams leave it out."""
+def evaluate_inputs(
+    name: str, cycle: str, track: str = "", read_spec: SpecReader = load_frozen
+) -> dict[str, str]:
+    """Red's and Green's records, and Refactor's unless the spec's teams leave it out (the
+    spec as `read_spec` reads it: the run's FrozenSpecs when Snakemake asks)."""
     layout = session_layout(name)
     base = layout.cycles(track) / cycle
     inputs = {"red": rel(base / "red.json"), "green": rel(base / "green.json")}
-    if load_frozen(layout.spec).refactor_on:
+    if read_spec(layout.spec).refactor_on:
         inputs["refactor"] = rel(base / "refactor.json")
     return inputs
 
 
-def green_inputs(name: str, cycle: str) -> dict[str, Any]:
+def green_inputs(name: str, cycle: str, read_spec: SpecReader = load_frozen) -> dict[str, Any]:
     """sanitized.md, Red's record (where the cycle starts: red.json, never its findings),
     and with `agent.parallel_green: k` above 1 the k lanes' records."""
     from autoresearch.engine.green_lanes import lane_ids, lanes_of
@@ -43,7 +46,7 @@ def green_inputs(name: str, cycle: str) -> dict[str, Any]:
         "findings": rel(layout.cycles() / cycle / "sanitized.md"),
         "red": rel(layout.cycles() / cycle / "red.json"),
     }
-    k = lanes_of(load_frozen(layout.spec))
+    k = lanes_of(read_spec(layout.spec))
     if k > 1:
         lanes = layout.cycles() / cycle / "green-lanes"
         inputs["lanes"] = [rel(lanes / f"{lane}.json") for lane in lane_ids(k)]

@@ -11,6 +11,7 @@ from typing import Any
 
 from autoresearch.engine.jobs import run_stage
 from autoresearch.session.layout import SessionLayout, rel
+from autoresearch.session.spec import SpecReader, load_frozen
 from autoresearch.views.session_report import SessionFacts, step_label, write_report
 
 from .common import mode_and_layout
@@ -19,14 +20,14 @@ from .common import mode_and_layout
 JOB_CALL = re.compile(r"\bscripts\.(\w+)\.(\w+)\(")
 
 
-def report_inputs(name: str, checkpoints: Any) -> list[str]:
+def report_inputs(name: str, checkpoints: Any, read_spec: SpecReader = load_frozen) -> list[str]:
     """What the report is drawn from: the mode's end products (what `done` waits for),
     then, the loop being over, each step's evaluation and the journals many rules write
     (session.md, results.tsv, usage.tsv: `ancient`, no rule makes them)."""
     from snakemake.io import ancient
 
     checkpoints.session.get(name=name)
-    mode, layout = mode_and_layout(name)
+    mode, layout = mode_and_layout(name, read_spec)
     products = mode.views.done_inputs(layout, checkpoints)
     steps = [step.evaluation for step in mode.views.report_steps(layout)]
     journals = [layout.summary, layout.results, layout.usage]

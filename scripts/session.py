@@ -78,12 +78,17 @@ def _example_of(target: Path) -> str | None:
     return rel.parts[0] if rel.parts else None
 
 
-def done_inputs(name: str, checkpoints: Any, overrides: dict[str, Any]) -> list[str]:
+def done_inputs(
+    name: str,
+    checkpoints: Any,
+    overrides: dict[str, Any],
+    read_spec: spec.SpecReader = spec.load_frozen,
+) -> list[str]:
     """What ends the session, as its mode says, and its report; the session must be
     resumable first."""
     checkpoints.session.get(name=name)
     layout = layout_of(name)
-    frozen = spec.load_frozen(layout.spec)
+    frozen = read_spec(layout.spec)
     mode = modes.get(frozen.mode)
     session.check_resumable(layout, overrides, frozen)
     return mode.views.done_inputs(mode.layout(layout.root), checkpoints) + report.outputs(layout)

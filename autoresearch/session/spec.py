@@ -12,6 +12,7 @@ import difflib
 import json
 import os
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -403,8 +404,8 @@ class SessionSpec(dict):
         return ", ".join(parts) or "all files"
 
 
-# libyaml's loader where PyYAML has it: the frozen spec is read by every job and by the
-# input functions Snakemake calls each time it updates the DAG, ~18 times a cycle.
+# libyaml's loader where PyYAML has it: the frozen spec is read by every job (once: its
+# StageEnv holds it) and by the input functions Snakemake calls as it updates the DAG.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -418,3 +419,43 @@ def load_frozen(path: Path) -> SessionSpec:
     if not isinstance(values, dict):
         raise SessionError(f"{path}: not the frozen spec setup wrote (no mapping of keys)")
     return SessionSpec(values)
+
+
+# How the input functions read a frozen spec: `load_frozen`, or a run's `FrozenSpecs.read`.
+SpecReader = Callable[[Path], SessionSpec]
+
+
+class FrozenSpecs:
+    """The frozen specs one Snakemake run's input functions read, each parsed once.
+
+    Snakemake asks the input functions again each time it updates the DAG: a sweep cycle
+    asked `green`'s, `evaluate`'s and `done`'s twice each, six parses of session.yaml a
+    cycle (~0.7 ms each). One instance belongs to one workflow (rules/common.smk makes it
+    and hands its `read` to those functions), and serves the thread that made it, the one
+    that parses the workflow and updates its DAG. Jobs never share it: each parses its own
+    spec once (jobs.open_stage; its StageEnv holds it), and a call from any other thread is
+    a fresh parse, kept nowhere. The input functions only read what they are given.
+
+    A file of another identity (device, inode, size or modification time) is parsed afresh:
+    setup writes session.yaml once, by a rename, and nothing rewrites it."""
+
+    def __init__(self) -> None:
+        self._owner = threading.get_ident()
+        self._parsed: dict[Path, tuple[tuple[int, int, int, int], SessionSpec]] = {}
+
+    def read(self, path: Path) -> SessionSpec:
+        """`load_frozen(path)`, parsed once per version of the file for the owning thread."""
+        path = Path(path)
+        if threading.get_ident() != self._owner:
+            return load_frozen(path)
+        try:
+            # Taken before the read: a file changed in between is parsed again next time.
+            stat = path.stat()
+        except OSError:
+            return load_frozen(path)  # its error names the file
+        key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        held = self._parsed.get(path)
+        if held is None or held[0] != key:
+            held = (key, load_frozen(path))
+            self._parsed[path] = held
+        return held[1]
