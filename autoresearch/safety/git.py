@@ -758,15 +758,31 @@ def _check_head(worktree: Path, admin: Path, recorded: str | None) -> None:
     symbolic = _symbolic_head(admin)
     if symbolic is None:
         return  # a commit id: what the harness does there moves no ref
-    if recorded is None and symbolic.startswith(OWNED_REFS + "/"):
-        return
-    if symbolic == recorded:
-        return
-    held = recorded or "a commit, no branch"
+    if recorded is None and not symbolic.startswith(OWNED_REFS + "/"):
+        held = f"a branch under {OWNED_REFS}/, the only ones the harness's git may move"
+    elif recorded is not None and symbolic != recorded:
+        held = recorded or "a commit, no branch"
+        held += " as when it was made"
+    else:
+        # The branch itself lies in a folder the box may write: a `ref:` line in its file,
+        # or a link git reads as one, would pass the harness's next commit on to the ref
+        # it names (the user's main).
+        loose = admin.parent.parent / symbolic
+        try:
+            forged = loose.is_symlink() or loose.read_bytes().startswith(b"ref:")
+        except OSError:
+            forged = False  # packed, or not made yet: what git writes is a plain ref
+        if not forged:
+            return
+        raise ForgedGitLink(
+            f"{worktree} is not a live git worktree any more: its branch, {loose}, is a "
+            "symbolic ref now (something changed it); refusing to run git there. Put back "
+            "the commit id it held, then rerun"
+        )
     raise ForgedGitLink(
         f"{worktree} is not a live git worktree any more: its HEAD, {admin / 'HEAD'}, names "
-        f"{symbolic}, not {held} as when it was made (something changed it); refusing to run "
-        "git there. Put back what it named, then rerun"
+        f"{symbolic}, not {held} (something changed it); refusing to run git there. Put back "
+        "what it named, then rerun"
     )
 
 

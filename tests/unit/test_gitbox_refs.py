@@ -117,6 +117,30 @@ def test_a_head_a_filter_points_at_main_stops_the_next_call(target, worktree):
     assert ar_git.head(target) == main
 
 
+@pytest.mark.parametrize("how", ["file", "symlink"])
+def test_a_branch_of_ours_a_filter_turns_into_a_symbolic_ref_stops_the_next_call(
+    target, worktree, how
+):
+    # refs/heads/autoresearch/ is writable in the box: the session's branch rewritten as a
+    # symbolic ref to main (a `ref:` line, or a link git reads as one) would make the
+    # harness's next commit, outside the box, move main through it.
+    session_commit(worktree)
+    common = ar_git.common_dir(worktree)
+    ours = common / "refs" / "heads" / "autoresearch" / "s"
+    if how == "file":
+        forged = f"open({str(ours)!r}, 'w').write('ref: refs/heads/main\\n')"
+    else:
+        forged = (
+            f"import os; os.remove({str(ours)!r}); os.symlink('refs/heads/main', {str(ours)!r})"
+        )
+    main = ar_git.head(target)
+    with_filter(worktree, forged)
+    ar_git.worktree_git(worktree, "add", "calc.py")
+    with pytest.raises(ar_git.ForgedGitLink, match="symbolic"):
+        ar_git.commit_all(worktree, "lands on main?")
+    assert ar_git.head(target) == main
+
+
 def test_a_detached_worktrees_head_may_not_become_a_branch(target, tmp_path):
     place = tmp_path / "store" / "lane"
     ar_git.add_detached_worktree(target, place, ar_git.head(target))
@@ -179,3 +203,15 @@ def test_a_detached_worktree_is_checked_out_whole_in_the_box(target, tmp_path):
     assert (place / "sub" / "more.py").read_text() == "Y = 2\n"
     assert ar_git.worktree_git(place, "status", "--porcelain") == ""
     assert ar_git.worktree_git(place, "rev-parse", "HEAD") == ar_git.head(target)
+
+
+def test_finalize_deletes_a_branch_of_ours_made_symbolic_never_the_ref_it_names(target):
+    # A boxed program could leave a branch of ours as a symbolic ref to main; deleting "our
+    # branch at the tip we left" must not delete main through it.
+    from autoresearch.session.finalize import delete_branch
+
+    main = ar_git.head(target)
+    git(target, "symbolic-ref", "refs/heads/autoresearch/review", "refs/heads/main")
+    assert delete_branch(target, "autoresearch/review", main)
+    assert git(target, "rev-parse", "refs/heads/main") == main
+    assert not ar_git.branch_exists(target, "autoresearch/review")
