@@ -128,8 +128,8 @@ def argv(path: Path | str, *args: str) -> list[str]:
 # repository brought could run: on a session worktree they run inside a jail (CONFINED).
 TOUCHES_FILES = frozenset(
     {
-        "status", "diff", "diff-index", "diff-files", "add", "checkout", "reset", "clean",
-        "stash", "cherry-pick", "revert", "apply", "rm", "update-index",
+        "status", "diff", "diff-index", "diff-files", "add", "checkout", "checkout-index",
+        "reset", "clean", "stash", "cherry-pick", "revert", "apply", "rm", "update-index",
     }
 )  # fmt: skip
 # Whether harness git on a session worktree runs confined (the Landlock box, else bwrap
