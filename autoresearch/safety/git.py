@@ -128,8 +128,8 @@ def argv(path: Path | str, *args: str) -> list[str]:
 # repository brought could run: on a session worktree they run inside a jail (CONFINED).
 TOUCHES_FILES = frozenset(
     {
-        "status", "diff", "diff-index", "diff-files", "add", "checkout", "reset", "clean",
-        "stash", "cherry-pick", "revert", "apply", "rm", "update-index",
+        "status", "diff", "diff-index", "diff-files", "add", "checkout", "checkout-index",
+        "reset", "clean", "stash", "cherry-pick", "revert", "apply", "rm", "update-index",
     }
 )  # fmt: skip
 # Whether harness git on a session worktree runs confined (the Landlock box, else bwrap
@@ -178,6 +178,7 @@ def _boxed(
     work, admin = env.get("GIT_WORK_TREE"), env.get("GIT_DIR")
     if not work or not admin or gitbox.usable() is None:
         return None
+    _remake_owned(admin)
     index = env.get("GIT_INDEX_FILE")
     index_dir = str(Path(index).parent) if index else ""
     line = _box_prefix(work, admin, index_dir, env.get("HOME", ""), env.get("PATH", ""))
@@ -214,26 +215,55 @@ def _common_of(admin: Path) -> Path:
 
 
 # What the harness's confined calls (TOUCHES_FILES) write in the common git directory, which
-# for a session worktree is the user's own `.git`: objects, branches and their logs. Nothing
-# at its top (config, packed-refs, the main checkout's index and HEAD) nor in hooks/ or
-# info/: what is written there runs, or selects what runs, the next time the user's own git
-# runs, unconfined. A right on a folder covers all below it, so the common directory itself
-# is only read. The worktree's own directory (worktrees/<id>) holds its HEAD, index,
-# ORIG_HEAD, reflog and a cherry-pick's state: writable whole.
-COMMON_WRITABLE = ("objects", "refs", "logs")
+# for a session worktree is the user's own `.git`: objects, and the harness's own branches
+# and their logs, never another ref (the user's branches and tags, refs/replace/, which
+# would change what they name) nor anything at the top (config, packed-refs, the main
+# checkout's index and HEAD) or in hooks/ or info/: what is written there runs, or selects
+# what runs, the next time the user's own git runs, unconfined. A right on a folder covers
+# all below it, so the common directory itself is only read. No confined call deletes a
+# ref (that would take packed-refs.lock at the top) nor stashes (refs/stash): the harness
+# does both outside the box, with commands that run no program. The worktree's own
+# directory (worktrees/<id>) holds its HEAD, index, ORIG_HEAD, reflog and a cherry-pick's
+# state: writable whole, and its HEAD checked before every call (`_check_head`).
+OWNED_REFS = "refs/heads/autoresearch"
+COMMON_WRITABLE = ("objects", OWNED_REFS, f"logs/{OWNED_REFS}")
 
 
 def git_writable(admin: Path, common: Path) -> list[Path]:
     """The git directories a confined call on the worktree of `admin` may change: its
     administrative directory and COMMON_WRITABLE's folders of `common` (made here, outside
-    any confinement, where a repository has none yet: git makes logs/ on a first reflog,
-    and could not inside)."""
-    folders = [common / name for name in COMMON_WRITABLE]
-    for folder in folders:
-        folder.mkdir(exist_ok=True)
-    if (common / "reftable").is_dir():  # a repository whose refs are a reftable (git 2.45)
+    any confinement, where a repository has none yet: a rule needs a folder that exists,
+    and git makes logs/ on a first reflog, which it could not inside)."""
+    folders = [common / name for name in COMMON_WRITABLE if _made(common / name)]
+    if (common / "reftable").is_dir():
+        # Refs as a reftable (git 2.45): one stack of tables for all of them, so every ref
+        # stays writable there (docs/safety.md says so).
         folders.append(common / "reftable")
     return [admin, *folders] if admin != common else [common]
+
+
+def _made(folder: Path) -> bool:
+    """Whether `folder` is there, made if it was not (False: a file is in its way, such as
+    a branch named `autoresearch` itself, below which no branch can live)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def _owned_folders(admin: str) -> tuple[Path, ...]:
+    common = _common_of(Path(admin))
+    return tuple(common / name for name in COMMON_WRITABLE)
+
+
+def _remake_owned(admin: str) -> None:
+    """COMMON_WRITABLE's folders made again before a call whose confinement was built
+    earlier (a cached line): the user's `git pack-refs` or gc removes the emptied folders
+    of refs/, and a rule on a folder that is gone grants nothing."""
+    for folder in _owned_folders(admin):
+        _made(folder)
 
 
 def boxed(cmd: list[str]) -> bool:
@@ -277,6 +307,7 @@ def _jailed_script(
     work, admin = env.get("GIT_WORK_TREE"), env.get("GIT_DIR")
     if not work or not admin:
         return None
+    _remake_owned(admin)
     index = env.get("GIT_INDEX_FILE")
     # A file a call names outside the worktree (the patch `apply` reads) is shown read-only.
     named = tuple(
@@ -618,7 +649,8 @@ def current_branch(repo: Path) -> str:
     from its recorded administrative directory's HEAD file, as git reads it: a stage asks
     this of a branch that never changes under it, and a git process to say so cost one a
     stage."""
-    admin = _recorded_admin(Path(repo)) if record_of(Path(repo)).is_file() else None
+    record = _recorded_admin(Path(repo)) if record_of(Path(repo)).is_file() else None
+    admin = record[0] if record is not None else None
     if admin is not None and worktree_admin(Path(repo)) == admin:
         try:
             ref = (admin / "HEAD").read_text().strip()
@@ -682,24 +714,76 @@ def record_of(worktree: Path) -> Path:
 def _record(worktree: Path, admin: Path) -> None:
     common = (admin / (admin / "commondir").read_text().strip()).resolve()
     data = {"worktree": str(Path(worktree).absolute()), "admin": str(admin), "common": str(common)}
+    # The branch the worktree holds ("": none, detached), while it is one of ours: its HEAD
+    # lies in a folder the box may write, and must never come to name another ref.
+    symbolic = _symbolic_head(admin)
+    if symbolic is None or symbolic.startswith(OWNED_REFS + "/"):
+        data["head"] = symbolic or ""
     path = record_of(worktree)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n")
     os.replace(tmp, path)
 
 
-def _recorded_admin(worktree: Path) -> Path | None:
-    """The administrative directory recorded when the worktree was made; None when there is
-    no record (a worktree made by an older version, or by someone else)."""
+def _recorded_admin(worktree: Path) -> tuple[Path, str | None] | None:
+    """The administrative directory recorded when the worktree was made, and the ref its
+    HEAD named then ("": detached; None: not recorded, a record of an older version); None
+    when there is no record (a worktree made by an older version, or by someone else)."""
     try:
         data = json.loads(record_of(worktree).read_text())
         admin, common = Path(data["admin"]), Path(data["common"])
-    except (OSError, ValueError, KeyError, TypeError):
+        head = data.get("head")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     # The record was written by us, but check its shape anyway: <common>/worktrees/<id>.
     if admin.parent != common / "worktrees":
         return None
-    return admin
+    return admin, head if isinstance(head, str) else None
+
+
+def _symbolic_head(admin: Path) -> str | None:
+    """The ref the HEAD of `admin` names (refs/heads/...), None when it names a commit."""
+    try:
+        text = (admin / "HEAD").read_text().strip()
+    except (OSError, UnicodeError):
+        return None
+    return text[len("ref: ") :].strip() if text.startswith("ref: ") else None
+
+
+def _check_head(worktree: Path, admin: Path, recorded: str | None) -> None:
+    """ForgedGitLink when the worktree's HEAD names another ref than the one it held when
+    it was made (`recorded`; None: any branch of ours). A program git ran in the box could
+    write HEAD, to make the harness's next commit or reset, run outside it, move the
+    user's branch."""
+    symbolic = _symbolic_head(admin)
+    if symbolic is None:
+        return  # a commit id: what the harness does there moves no ref
+    if recorded is None and not symbolic.startswith(OWNED_REFS + "/"):
+        held = f"a branch under {OWNED_REFS}/, the only ones the harness's git may move"
+    elif recorded is not None and symbolic != recorded:
+        held = recorded or "a commit, no branch"
+        held += " as when it was made"
+    else:
+        # The branch itself lies in a folder the box may write: a `ref:` line in its file,
+        # or a link git reads as one, would pass the harness's next commit on to the ref
+        # it names (the user's main).
+        loose = admin.parent.parent / symbolic
+        try:
+            forged = loose.is_symlink() or loose.read_bytes().startswith(b"ref:")
+        except OSError:
+            forged = False  # packed, or not made yet: what git writes is a plain ref
+        if not forged:
+            return
+        raise ForgedGitLink(
+            f"{worktree} is not a live git worktree any more: its branch, {loose}, is a "
+            "symbolic ref now (something changed it); refusing to run git there. Put back "
+            "the commit id it held, then rerun"
+        )
+    raise ForgedGitLink(
+        f"{worktree} is not a live git worktree any more: its HEAD, {admin / 'HEAD'}, names "
+        f"{symbolic}, not {held} (something changed it); refusing to run git there. Put back "
+        "what it named, then rerun"
+    )
 
 
 def worktree_admin(worktree: Path) -> Path | None:
@@ -711,7 +795,8 @@ def worktree_admin(worktree: Path) -> Path | None:
     name the recorded one while both exist: ForgedGitLink otherwise.
     """
     admin = _linked_admin(worktree)
-    recorded = _recorded_admin(worktree)
+    record = _recorded_admin(worktree)
+    recorded = record[0] if record is not None else None
     if recorded is not None and admin != recorded:
         if not Path(worktree).is_dir() or not recorded.is_dir():
             return None  # the worktree or its repository is gone: stale, not forged
@@ -732,6 +817,8 @@ def worktree_admin(worktree: Path) -> Path | None:
             f"names {admin.parent.parent}, its repository's git directory (something changed "
             f"it); refusing to run git there. Put back the line '../..' in it, then rerun"
         )
+    if record is not None and admin is not None:
+        _check_head(worktree, admin, record[1])
     return admin
 
 
@@ -886,17 +973,23 @@ def _create(repo: Path, worktree: Path, branch: str | None, start: str) -> None:
     if Path(worktree).exists() and any(Path(worktree).iterdir()):
         raise GitError(f"{worktree} exists, is not empty and is not a git worktree")
     Path(worktree).parent.mkdir(parents=True, exist_ok=True)
+    # Made without its files: `worktree add` writes the registration and the branch, and
+    # runs no program. The checkout, which runs whatever filter the repository's config
+    # names for a file, is a reset made once the worktree is ours, confined like any other
+    # (it would otherwise run with every folder of the user's `.git` writable).
+    add = ("worktree", "add", "--no-checkout")
     if branch is None:
-        git(repo, "worktree", "add", "--detach", str(worktree), start)
+        git(repo, *add, "--detach", str(worktree), start)
     elif branch_exists(repo, branch):
-        git(repo, "worktree", "add", str(worktree), branch)
+        git(repo, *add, str(worktree), branch)
     else:
-        git(repo, "worktree", "add", "-b", branch, str(worktree), start)
+        git(repo, *add, "-b", branch, str(worktree), start)
     record_of(worktree).unlink(missing_ok=True)  # a record of an earlier worktree at this path
     admin = worktree_admin(worktree)
     if admin is None:  # git said yes but left no worktree: never act on a guess
         raise GitError(f"git worktree add did not create a live worktree at {worktree}")
     _mark_ours(admin, worktree)
+    worktree_git(worktree, "reset", "--hard", "-q")
 
 
 def open_worktree(repo: Path, worktree: Path, wanted: str, start: str) -> str:

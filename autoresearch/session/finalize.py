@@ -373,7 +373,9 @@ def delete_branch(target: Path, branch: str, expected: str | None) -> bool:
     if f"branch refs/heads/{branch}" in worktrees:
         return False
     ref = f"refs/heads/{branch}"
-    args = ["update-ref", "-d", ref] + ([expected] if expected else [])
+    # --no-deref: a branch of ours a boxed program turned into a symbolic ref (its folder is
+    # writable in the box) goes itself, never the ref it names (the user's main).
+    args = ["update-ref", "--no-deref", "-d", ref] + ([expected] if expected else [])
     return git.raw(target, *args).returncode == 0
 
 

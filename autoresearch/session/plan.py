@@ -188,7 +188,9 @@ def scratch_checkout(target: Path) -> Iterator[Path]:
     files behind, and the person's checkout must stay as it was."""
     with tempfile.TemporaryDirectory(prefix="autoresearch-plan-") as tmp:
         path = Path(tmp) / "checkout"
-        git.git(target, "worktree", "add", "--detach", str(path), "HEAD")
+        # Made as a session's worktrees are: its checkout (a filter the repository's config
+        # names) runs in the harness's git box.
+        git.add_detached_worktree(target, path, "HEAD")
         try:
             yield path
         finally:

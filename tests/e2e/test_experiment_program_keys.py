@@ -97,13 +97,17 @@ def test_program_md_keys_name_the_branch_preserve_failures_and_shape_the_commits
 def test_a_git_branch_that_is_taken_gets_a_free_name_and_the_taken_one_is_untouched(
     workflow, tmp_path
 ):
-    program = KEYS_PROGRAM.replace("git_branch: autoresearch/mar5", "git_branch: main")
+    # (A branch outside autoresearch/, such as the user's `main`, is refused at load:
+    # test_experiment_units.py. The harness's git may move only its own branches.)
     target = make_keys_target(tmp_path / "target")
+    program = (target / "program.md").read_text()
     (target / "program.md").write_text(program.replace("max_experiments: 3", "max_experiments: 1"))
-    git(target, "commit", "-qam", "git_branch: main")
-    main = git(target, "rev-parse", "main")
+    git(target, "commit", "-qam", "one experiment")
+    git(target, "branch", "autoresearch/mar5")  # taken, by an earlier run or the user
+    taken = git(target, "rev-parse", "autoresearch/mar5")
     workflow.run("t", spec_for(target, workflow, SCRIPT, program="program.md"))
     branch = json.loads((workflow.session("t") / "setup.json").read_text())["branch"]
-    assert branch == "main-2"
-    assert git(target, "rev-parse", "main") == main  # the user's branch never moves
-    assert git(target, "log", "-1", "--format=%s", "main-2").startswith("autoresearch: exp 1 -- ")
+    assert branch == "autoresearch/mar5-2"
+    assert git(target, "rev-parse", "autoresearch/mar5") == taken  # the taken one never moves
+    subject = git(target, "log", "-1", "--format=%s", "autoresearch/mar5-2")
+    assert subject.startswith("autoresearch: exp 1 -- ")

@@ -103,6 +103,8 @@ def test_cooldown_is_five_seconds_by_program_md_and_mission_format_unless_set(tm
         ("git_branch: 'bad..name'", "experiment.git_branch"),
         ("git_branch: '-x'", "experiment.git_branch"),
         ("git_branch: 3", "experiment.git_branch"),
+        ("git_branch: main", "experiment.git_branch"),  # the user's own branch
+        ("git_branch: feature/fast", "experiment.git_branch"),
         ("preserve_on_fail: maybe", "experiment.preserve_on_fail"),
     ],
 )

@@ -537,3 +537,18 @@ def test_the_box_ends_when_the_harness_dies(worktree):
         for pid in left:
             if not gone(pid):
                 os.kill(pid, 9)
+
+
+def test_checkout_index_runs_a_smudge_filter_in_the_box(worktree):
+    # checkout-index writes the worktree's files (the gate's overlay taken back, a
+    # measurement's pristine tree): a smudge filter the repository's config names runs.
+    common = ar_git.common_dir(worktree)
+    seen = worktree / "seen.txt"
+    script = common / "smudge.py"
+    script.write_text(attempt(f"open({str(common / 'config')!r}, 'a').write('')", seen))
+    git(common.parent, "config", "filter.x.smudge", f"{PYTHON} {script}; cat")
+    (worktree / ".gitattributes").write_text("calc.py filter=x\n")
+    (worktree / "calc.py").write_text("X = 2\n")
+    ar_git.worktree_git(worktree, "checkout-index", "-f", "-q", "--", "calc.py")
+    assert (worktree / "calc.py").read_text() == "X = 1\n"  # git did its work
+    assert seen.read_text() == "refused 13\n"

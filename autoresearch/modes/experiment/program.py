@@ -500,6 +500,13 @@ def _git_branch(value: Any, fail: Callable[[str, str], SpecError]) -> str | None
             "git_branch",
             f": {value!r} is not a branch name git accepts (e.g. autoresearch/faster-parser)",
         )
+    if not value.startswith("autoresearch/"):
+        # The harness's git may move only its own branches (safety/git.py's OWNED_REFS).
+        raise fail(
+            "git_branch",
+            f": {value!r} is not under autoresearch/, the only branches the harness's git "
+            f"may move (e.g. autoresearch/{value})",
+        )
     return value
 
 

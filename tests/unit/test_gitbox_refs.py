@@ -1,0 +1,217 @@
+"""The refs a boxed harness git may move (safety/git.py's git_writable): only the harness's
+own, `refs/heads/autoresearch/` and their logs, and the worktree's own git directory. A
+program a repository's config names (a clean filter, run by the harness's `git add`) cannot
+move the user's `main`, write a tag or a replace ref, nor point the worktree's HEAD at the
+user's branch so that the harness's next commit lands there; `git worktree add`'s checkout
+runs in the box too. Each attack goes through the harness's own call, as a session runs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import git, make_repo
+from test_gitbox import PYTHON, attempt, staged, with_filter
+
+from autoresearch.safety import git as ar_git
+from autoresearch.safety import gitbox
+from autoresearch.safety import jail as jails
+
+pytestmark = [
+    pytest.mark.skipif(
+        gitbox.usable() is None, reason="no Landlock ABI 6, or no C compiler to build gitbox"
+    ),
+    pytest.mark.skipif(PYTHON is None, reason="no python3 in /usr/bin for the filter"),
+]
+
+
+@pytest.fixture
+def target(tmp_path) -> Path:
+    return make_repo(tmp_path / "target", {"calc.py": "X = 1\n"})
+
+
+@pytest.fixture
+def worktree(target, tmp_path) -> Path:
+    place = tmp_path / "store" / "worktree"
+    ar_git.open_worktree(target, place, "autoresearch/s", ar_git.head(target))
+    return place
+
+
+def session_commit(worktree: Path) -> str:
+    """A commit on the session branch: what an attacker would like `main` to point at."""
+    (worktree / "agent.py").write_text("owned = True\n")
+    sha = ar_git.commit_all(worktree, "the agent's change")
+    assert sha is not None
+    return sha
+
+
+def forge(common: Path, sha: str, seen: Path) -> str:
+    """Python that tries, each in its own way, to make the user's refs name `sha`: git's
+    own update-ref (the filter inherits the boxed git's GIT_DIR), the loose ref file, a
+    tag, the branch's reflog and a replace ref for main's commit."""
+    main = (common / "refs" / "heads" / "main").read_text().strip()
+    update_ref = (
+        "import subprocess\n"
+        f"if subprocess.run(['git', 'update-ref', 'refs/heads/main', {sha!r}]).returncode:\n"
+        "    raise OSError(13, 'git update-ref failed')"
+    )
+    tries = [
+        update_ref,
+        f"open({str(common / 'refs/heads/main')!r}, 'w').write({sha!r} + '\\n')",
+        f"open({str(common / 'refs/tags/v9')!r}, 'w').write({sha!r} + '\\n')",
+        f"open({str(common / 'logs/refs/heads/main')!r}, 'a').write('x\\n')",
+        "import os\n"
+        f"os.makedirs({str(common / 'refs/replace')!r}, exist_ok=True)\n"
+        f"open({str(common / 'refs/replace' / main)!r}, 'w').write({sha!r} + '\\n')",
+    ]
+    return "".join(attempt(line, seen) for line in tries)
+
+
+def refs_of(target: Path) -> str:
+    return git(target, "for-each-ref", "--format=%(refname) %(objectname)")
+
+
+def test_a_filter_cannot_move_main_write_a_tag_or_a_replace_ref(target, worktree):
+    sha = session_commit(worktree)
+    common = ar_git.common_dir(worktree)
+    main, before = ar_git.head(target), refs_of(target)
+    seen = worktree / "seen.txt"
+    with_filter(worktree, forge(common, sha, seen))
+    assert staged(worktree) == "calc.py"  # git did its own work, its ref writes included
+    said = seen.read_text().split("\n")[:-1]
+    assert len(said) == 5 and all(s.startswith("refused") for s in said), said
+    assert ar_git.head(target) == main != sha
+    assert refs_of(target) == before
+    assert not (common / "refs" / "tags" / "v9").exists()
+
+
+def test_in_the_bwrap_fallback_a_filter_cannot_move_main_or_write_a_tag(
+    target, worktree, monkeypatch
+):
+    if not jails.probe().works:
+        pytest.skip("bubblewrap cannot run here")
+    monkeypatch.setattr(gitbox, "usable", lambda: None)
+    ar_git._jail_prefix.cache_clear()
+    sha = session_commit(worktree)
+    common = ar_git.common_dir(worktree)
+    main, before = ar_git.head(target), refs_of(target)
+    seen = worktree / "seen.txt"
+    with_filter(worktree, forge(common, sha, seen))
+    assert staged(worktree) == "calc.py"
+    said = seen.read_text().split("\n")[:-1]
+    assert len(said) == 5 and all(s.startswith("refused") for s in said), said
+    assert ar_git.head(target) == main and refs_of(target) == before
+
+
+def test_a_head_a_filter_points_at_main_stops_the_next_call(target, worktree):
+    # The worktree's own git directory stays writable (its HEAD, index, ORIG_HEAD): a HEAD
+    # naming the user's branch would make the harness's next commit, run outside the box,
+    # land on it.
+    admin = ar_git.worktree_admin(worktree)
+    assert admin is not None
+    main = ar_git.head(target)
+    with_filter(worktree, f"open({str(admin / 'HEAD')!r}, 'w').write('ref: refs/heads/main\\n')")
+    ar_git.worktree_git(worktree, "add", "calc.py")
+    with pytest.raises(ar_git.ForgedGitLink, match="HEAD"):
+        ar_git.commit_all(worktree, "lands on main?")
+    assert ar_git.head(target) == main
+
+
+@pytest.mark.parametrize("how", ["file", "symlink"])
+def test_a_branch_of_ours_a_filter_turns_into_a_symbolic_ref_stops_the_next_call(
+    target, worktree, how
+):
+    # refs/heads/autoresearch/ is writable in the box: the session's branch rewritten as a
+    # symbolic ref to main (a `ref:` line, or a link git reads as one) would make the
+    # harness's next commit, outside the box, move main through it.
+    session_commit(worktree)
+    common = ar_git.common_dir(worktree)
+    ours = common / "refs" / "heads" / "autoresearch" / "s"
+    if how == "file":
+        forged = f"open({str(ours)!r}, 'w').write('ref: refs/heads/main\\n')"
+    else:
+        forged = (
+            f"import os; os.remove({str(ours)!r}); os.symlink('refs/heads/main', {str(ours)!r})"
+        )
+    main = ar_git.head(target)
+    with_filter(worktree, forged)
+    ar_git.worktree_git(worktree, "add", "calc.py")
+    with pytest.raises(ar_git.ForgedGitLink, match="symbolic"):
+        ar_git.commit_all(worktree, "lands on main?")
+    assert ar_git.head(target) == main
+
+
+def test_a_detached_worktrees_head_may_not_become_a_branch(target, tmp_path):
+    place = tmp_path / "store" / "lane"
+    ar_git.add_detached_worktree(target, place, ar_git.head(target))
+    admin = ar_git.worktree_admin(place)
+    assert admin is not None
+    (admin / "HEAD").write_text("ref: refs/heads/autoresearch/s\n")
+    with pytest.raises(ar_git.ForgedGitLink, match="HEAD"):
+        ar_git.worktree_git(place, "status")
+
+
+def test_the_harness_moves_its_own_branch_in_the_box_even_when_it_is_packed(target, worktree):
+    start = ar_git.head(worktree)
+    first = session_commit(worktree)
+    git(target, "pack-refs", "--all")  # the user's gc packs every ref, ours included
+    common = ar_git.common_dir(worktree)
+    assert not (common / "refs" / "heads" / "autoresearch" / "s").exists()
+    assert ar_git.revert(worktree, first)  # a commit, made in the box
+    ar_git.reset_to(worktree, start)  # the branch moved back, in the box
+    assert git(target, "rev-parse", "refs/heads/autoresearch/s") == start
+    assert ar_git.head(target) == git(target, "rev-parse", "main")
+
+
+def test_worktree_adds_checkout_runs_the_repositorys_filter_in_the_box(target, tmp_path):
+    # A smudge filter in the repository's config, selected by a committed .gitattributes:
+    # `git worktree add` runs it for every file it checks out.
+    common = ar_git.common_dir(target)
+    place = tmp_path / "store" / "worktree"
+    seen = place / ".git-seen"  # in the new worktree: the filter may write there
+    outside = tmp_path / "planted"
+    tries = [
+        f"open({str(outside)!r}, 'a').write('x')",
+        f"open({str(common / 'config')!r}, 'a').write('[core]\\n\\thooksPath = /tmp\\n')",
+        f"open({str(common / 'refs/heads/main')!r}, 'w').write('0' * 40 + '\\n')",
+        f"import os\nos.makedirs({str(common / 'worktrees' / 'planted')!r})",
+    ]
+    script = common / "smudge.py"
+    script.write_text("".join(attempt(line, seen) for line in tries))
+    git(target, "config", "filter.x.smudge", f"{PYTHON} {script}; cat")
+    (target / ".gitattributes").write_text("calc.py filter=x\n")
+    git(target, "add", ".gitattributes")
+    git(target, "commit", "-q", "-m", "attributes")
+    config, main = (common / "config").read_bytes(), ar_git.head(target)
+    branch = ar_git.open_worktree(target, place, "autoresearch/s", main)
+    assert branch == "autoresearch/s" and (place / "calc.py").read_text() == "X = 1\n"
+    said = seen.read_text().split("\n")[:-1]
+    assert len(said) >= 4 and all(s.startswith("refused") for s in said), said
+    assert not outside.exists() and not (common / "worktrees" / "planted").exists()
+    assert (common / "config").read_bytes() == config and ar_git.head(target) == main
+    # A whole checkout: nothing but what the filter wrote differs from the commit.
+    assert ar_git.worktree_git(place, "status", "--porcelain") == "?? .git-seen"
+
+
+def test_a_detached_worktree_is_checked_out_whole_in_the_box(target, tmp_path):
+    (target / "sub").mkdir()
+    (target / "sub" / "more.py").write_text("Y = 2\n")
+    git(target, "add", "sub")
+    git(target, "commit", "-q", "-m", "more")
+    place = tmp_path / "store" / "lane"
+    ar_git.add_detached_worktree(target, place, ar_git.head(target))
+    assert (place / "sub" / "more.py").read_text() == "Y = 2\n"
+    assert ar_git.worktree_git(place, "status", "--porcelain") == ""
+    assert ar_git.worktree_git(place, "rev-parse", "HEAD") == ar_git.head(target)
+
+
+def test_finalize_deletes_a_branch_of_ours_made_symbolic_never_the_ref_it_names(target):
+    # A boxed program could leave a branch of ours as a symbolic ref to main; deleting "our
+    # branch at the tip we left" must not delete main through it.
+    from autoresearch.session.finalize import delete_branch
+
+    main = ar_git.head(target)
+    git(target, "symbolic-ref", "refs/heads/autoresearch/review", "refs/heads/main")
+    assert delete_branch(target, "autoresearch/review", main)
+    assert git(target, "rev-parse", "refs/heads/main") == main
+    assert not ar_git.branch_exists(target, "autoresearch/review")
