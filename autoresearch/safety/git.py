@@ -819,7 +819,22 @@ def worktree_admin(worktree: Path) -> Path | None:
         )
     if record is not None and admin is not None:
         _check_head(worktree, admin, record[1])
+        _check_no_worktree_config(worktree, admin)
     return admin
+
+
+def _check_no_worktree_config(worktree: Path, admin: Path) -> None:
+    """ForgedGitLink when the worktree's own git directory holds a `config.worktree`. The
+    harness never writes one, and the box lets a program git runs write that folder: where
+    the repository turns `extensions.worktreeConfig` on (`git sparse-checkout` does), every
+    later git call there would read it, an `include.path` or a filter of its choosing."""
+    found = admin / "config.worktree"
+    if found.is_file() or found.is_symlink():
+        raise ForgedGitLink(
+            f"{worktree} is not a live git worktree any more: {found} appeared (the harness "
+            "never writes one; something in the box did); refusing to run git there. Remove "
+            "it, then rerun"
+        )
 
 
 def _plausible(worktree: Path, admin: Path) -> bool:

@@ -215,3 +215,19 @@ def test_finalize_deletes_a_branch_of_ours_made_symbolic_never_the_ref_it_names(
     assert delete_branch(target, "autoresearch/review", main)
     assert git(target, "rev-parse", "refs/heads/main") == main
     assert not ar_git.branch_exists(target, "autoresearch/review")
+
+
+def test_a_worktree_config_a_filter_writes_stops_the_next_call(target, worktree):
+    # With extensions.worktreeConfig on (as `git sparse-checkout` leaves it), git reads the
+    # worktree's own config.worktree, in a folder the box may write: a filter could name an
+    # include, a filter or an author there for the harness's next calls, made outside it.
+    git(target, "config", "extensions.worktreeConfig", "true")
+    admin = ar_git.worktree_admin(worktree)
+    assert admin is not None
+    planted = "[user]\n\tname = planted by a filter\n"
+    with_filter(worktree, f"open({str(admin / 'config.worktree')!r}, 'w').write({planted!r})")
+    ar_git.worktree_git(worktree, "add", "calc.py")
+    assert (admin / "config.worktree").is_file()  # the box let the filter write it
+    with pytest.raises(ar_git.ForgedGitLink, match="config.worktree"):
+        ar_git.commit_all(worktree, "written as whom?")
+    assert "planted" not in git(target, "log", "--all", "--format=%an")
