@@ -198,6 +198,7 @@ def read_cargo(output: str) -> Tally | None:
     expected: int | None = None
     lines_seen = 0
     named: set[str] = set()
+    binaries: dict[str, str] = {}  # label -> the build hash of the binary it first named
 
     def close() -> None:
         if label is not None and not has_result:
@@ -212,6 +213,8 @@ def read_cargo(output: str) -> Tally | None:
             close()
             sections += 1
             label = f"doc-tests {doc.group(1)}" if doc else _cargo_binary(*running.groups())
+            if running:
+                label = _cargo_distinct(label, running.group(2), binaries)
             has_result, named_failures, listing, captured = False, 0, False, False
             expected, lines_seen = None, 0
             continue
@@ -277,6 +280,16 @@ def _cargo_binary(source: str, executable: str | None) -> str:
     if executable is None:  # older cargo names only the executable
         return re.sub(r"-[0-9a-f]{16}$", "", Path(source).name)
     return f"{re.sub(r'-[0-9a-f]{16}$', '', Path(executable).name)} {source}"
+
+
+def _cargo_distinct(label: str, executable: str | None, binaries: dict[str, str]) -> str:
+    """`label`, or where another binary of this run had it (two members of a workspace with
+    `tests/it.rs` each: cargo names the source from the member's root), `label` and the
+    binary's build hash, which stays the same from one run to the next of the member."""
+    found = re.search(r"-([0-9a-f]{16})$", Path(executable).name) if executable else None
+    build = found.group(1) if found else ""
+    first = binaries.setdefault(label, build)
+    return label if first == build else f"{label} [{build[:8]}]"
 
 
 def _cargo_id(label: str, test: str) -> str:

@@ -195,6 +195,22 @@ def test_a_cargo_test_named_twice_is_a_second_report():
     assert tally.problem and "second report" in tally.problem
 
 
+def test_two_workspace_members_with_the_same_test_file_are_two_binaries():
+    # cargo names an integration test's source from its member's root: two members with
+    # tests/it.rs each print the same source, and only the binaries' build hashes differ.
+    member = (
+        "     Running tests/it.rs (target/debug/deps/it-{hash})\n\nrunning 1 test\n"
+        "test adds ... {outcome}\n\ntest result: ok. 1 passed; 0 failed; 0 ignored\n"
+    )
+    first = member.format(hash="0123456789abcdef", outcome="ok")
+    second = member.format(hash="fedcba9876543210", outcome="ok")
+    tally = read_cargo(first + second)
+    assert tally.problem is None
+    assert tally.passed == {"it tests/it.rs::adds", "it tests/it.rs [fedcba98]::adds"}
+    # The same binary's section twice is still a second report.
+    assert "second report" in (read_cargo(first + first).problem or "")
+
+
 def test_cargo_lines_that_disagree_with_the_binarys_count_are_a_problem():
     tally = read_cargo(CARGO_SECTION.replace("running 2 tests", "running 3 tests"))
     assert tally.problem and "3 tests" in tally.problem
