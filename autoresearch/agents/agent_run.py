@@ -68,6 +68,7 @@ def run_agent(
     brief.data.update(extra_data or {})
     if team == "red":
         brief.data["tried"] = list(ctx.tried)
+        brief.data["max_findings"] = env.spec["max_findings"]  # the cycle's fix slots
     backend = get_backend(env.spec)
     model = env.spec.agent["model"] if backend.name == "claude" else backend.name
     where = {"track": env.track, "cycle": f"{cycle:03d}", "team": team, "model": model}

@@ -429,6 +429,30 @@ def test_red_reports_what_green_can_fix_first_so_the_fix_slots_go_to_it(tmp_path
     assert [r["title"].split()[0] for r in red(repo)][:2] == ["F401", "F841"]
 
 
+def passed_to_green(reports: list[dict], limit: int) -> list[str]:
+    """The rule codes sanitize passes to Green of what Red reported."""
+    found = [findings.Finding(id=f"F-{i:03d}", **r) for i, r in enumerate(reports, 1)]
+    return [f.title.split()[0] for f in findings.sanitize(found, limit)[0]]
+
+
+def test_a_finding_green_must_skip_never_takes_the_slot_of_one_it_can_fix(tmp_path):
+    # F821 (critical) has no fix; sanitize ranks severity first, so reported alongside
+    # the F401 (medium, safe fix) they would fill both slots and Green would fix nothing.
+    source = b"import os\n\n\ndef f():\n    return a + b + c\n"
+    repo = repo_with(tmp_path, {"app.py": source})
+    reported = [a for _, a in run_team(repo, "red", tried=[], max_findings=2)]
+    assert passed_to_green(reported, 2) == ["F401", "F821"]
+
+
+def test_what_green_cannot_fix_is_reported_once_the_fixes_leave_it_room(tmp_path):
+    source = b"def f():\n    return a + b + c\n"
+    repo = repo_with(tmp_path, {"app.py": source})
+    reported = [a for _, a in run_team(repo, "red", tried=[], max_findings=2)]
+    assert [r["title"].split()[0] for r in reported] == ["F821", "F821"]
+    # without a limit in the brief (another stage's Red), everything is reported
+    assert len(red(repo)) == 3
+
+
 def test_an_import_in_a_compatibility_module_is_a_re_export_and_stays(tmp_path):
     # toolz/compatibility.py ends with `from collections.abc import Sequence` for its users.
     source = b"import operator\nfrom collections.abc import Sequence\n"

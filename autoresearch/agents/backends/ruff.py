@@ -184,6 +184,31 @@ def snippet(line: str, column: int, width: int = SNIPPET) -> str:
     return ("…" if start else "") + cut + ("…" if start + width < len(text) else "")
 
 
+def within_slots(reports: list[tuple], limit: int | None) -> list[tuple]:
+    """Red's reports `(unfixable, path, diag, title)`, the fixable first, and of those with
+    no safe fix only as many as the cycle's fix slots (`max_findings`) leave over.
+
+    Sanitize ranks by severity before report order, so a critical Green must skip would
+    take the slot of a medium it can fix. One held back now is reported in a later cycle
+    (it is not tried yet); a low one takes no slot (it waits in ideas.md) and goes now."""
+    ordered = sorted(reports, key=lambda r: r[0])
+    if not limit:
+        return ordered
+
+    def takes_slot(report: tuple) -> bool:
+        return severity_of(report[2].get("code") or "syntax") != "low"
+
+    room = limit - sum(1 for r in ordered if not r[0] and takes_slot(r))
+    kept = []
+    for report in ordered:
+        if report[0] and takes_slot(report):
+            if room <= 0:
+                continue
+            room -= 1
+        kept.append(report)
+    return kept
+
+
 def severity_of(code: str) -> str:
     for level, pattern in (("critical", CRITICAL), ("high", HIGH), ("medium", MEDIUM)):
         if pattern.match(code):
@@ -568,7 +593,7 @@ class RuffBackend:
                     fixable = bool(text) and bool(fix_edits(diag, text, path)[0])
                     reports.append((not fixable, path, diag, title))
         turns = 0
-        for _, path, diag, title in sorted(reports, key=lambda r: r[0]):
+        for _, path, diag, title in within_slots(reports, brief.data.get("max_findings")):
             code = diag.get("code") or "syntax"
             turns += 1
             result = toolbox.call(
