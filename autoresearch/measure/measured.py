@@ -137,6 +137,15 @@ class Watch:
         }
 
 
+def said(paths: list[str], shown: int = 8) -> str:
+    """The protected paths in one line of setup's log: a module's two paths for each of
+    the measurement's import folders run to hundreds, and setup.json lists them all."""
+    if not paths:
+        return "protected, as the measurement runs them: none found"
+    more = f" and {len(paths) - shown} more (setup.json lists them)" if len(paths) > shown else ""
+    return f"protected, as the measurement runs them: {', '.join(paths[:shown])}{more}"
+
+
 def lines(record: dict[str, Any] | None) -> list[str]:
     """What `plan` and `status` print about a session's protected files."""
     if not record:
@@ -323,7 +332,10 @@ def import_paths(log: imports.ImportLog, root: Path, real_root: Path) -> list[tu
     for entry in log.path:
         rel = "" if entry in (str(root), str(real_root)) else None
         rel = rel if rel is not None else _inside(entry, root) or _inside(entry, real_root)
-        if rel is not None and rel not in folders and not set(rel.split("/")) & CACHE_PARTS:
+        junk = rel is not None and (
+            set(rel.split("/")) & CACHE_PARTS or any(n in rel for n in NOT_PATHS)
+        )
+        if rel is not None and rel not in folders and not junk:
             folders.append(rel)
     outside = [
         name

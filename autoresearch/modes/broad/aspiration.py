@@ -95,8 +95,7 @@ def measure_base(layout: SessionLayout, record: SetupRecord, values: dict[str, A
     }
     write_json(layout.baseline, baseline)
     log(f"aspiration metric {metric.label}: {base.value:g} on the base (samples {base.samples})")
-    ran = ", ".join(watch.protected()) or "none found"
-    log(f"protected, as the measurement runs them: {ran}")
+    log(measured.said(watch.protected()))
 
 
 def measure_tip(env) -> dict[str, Any] | None:

@@ -124,8 +124,7 @@ class NarrowSetup(Mode.setup):
             },
         )
         log(f"baseline {goal.metric}: {baseline.value:g} (samples {baseline.samples})")
-        ran = watch.protected()
-        log(f"protected, as the measurement runs them: {', '.join(ran) or 'none found'}")
+        log(measured.said(watch.protected()))
         progress.write_progress(layout, values, [])
         sections = progress.render_sections(layout, values, [])
         journal.write_summary(layout, record, SessionSpec(values), [], sections)
