@@ -223,6 +223,17 @@ def test_red_reports_the_target_ruff_rules_and_agent_ruff_select_adds_to_them(tm
     assert {r["title"].split()[0] for r in red(repo, {"select": ["F541"]})} == {"B006", "F541"}
 
 
+def test_getattr_and_setattr_with_a_constant_are_not_said_to_break_behaviour(tmp_path):
+    # B009/B010 only spell an attribute access the long way; a mutable default is a bug.
+    source = b"def f(x, y=[]):\n    setattr(x, 'b', 1)\n    return getattr(x, 'a'), y\n"
+    config = b'[tool.ruff.lint]\nselect = ["B"]\n'
+    repo = repo_with(tmp_path, {"app.py": source, "pyproject.toml": config})
+    said = {r["title"].split()[0]: (r["severity"], r["impact"]) for r in red(repo)}
+    assert said["B006"][0] == "high"
+    assert said["B009"][0] == said["B010"][0] == "medium"
+    assert "incorrect behaviour" not in said["B009"][1]
+
+
 # --- a diagnostic's identity across cycles ----------------------------------------------------
 
 

@@ -41,8 +41,9 @@ NOQA_GROUP = re.compile(r"(unused|non-enabled|unknown|duplicated): ((?:`[^`]+`(?
 NOQA_CODE = re.compile(r"[A-Z]+[0-9]+")
 SNIPPET = 60  # characters of the flagged line a finding's title quotes
 CRITICAL = re.compile(r"^(E9|F63|F7|F82)")
-HIGH = re.compile(r"^(B\d|E711|E712|E721|E722|F811|PLE|S\d)")
-MEDIUM = re.compile(r"^(F|SIM|C4|PERF|RET)")
+# B009/B010 (`getattr(x, "a")`) only spell an attribute access the long way: medium.
+HIGH = re.compile(r"^(B(?!009|010)\d|E711|E712|E721|E722|F811|PLE|S\d)")
+MEDIUM = re.compile(r"^(F|SIM|C4|PERF|RET|B009|B010)")
 # Modules whose import changes the running interpreter (line editing, the site hooks, a
 # codec registry): an "unused" import of one is there for what importing it does.
 SIDE_EFFECT_MODULES = frozenset(
