@@ -98,6 +98,11 @@ class Watch:
     def protected(self) -> list[str]:
         return list(dict.fromkeys(w.path for w in self.files if w.protected))
 
+    def patterns(self) -> list[str]:
+        """The protected paths as the spec's `protected` globs: each names its own file
+        only (a root `__init__.py` the run looked for must not cover every package's)."""
+        return [anchored(p) for p in self.protected()]
+
     def editable(self) -> list[str]:
         return [w.path for w in self.files if not w.protected]
 
@@ -115,15 +120,15 @@ class Watch:
     def to_record(self, patterns: list[str], labels: dict[str, str]) -> dict[str, Any]:
         """The record setup.json keeps: every protected path with its source (`labels` for
         those no command ran: the spec's list, test files), and the editable reads."""
-        sources = {w.path: w for w in self.files if w.protected}
+        sources = {anchored(w.path): w for w in self.files if w.protected}
         # Sorted where the trace gave the order: its processes report files in whatever
         # order they ran, and two runs of one setup must write the same setup.json.
         patterns = patterns or sorted(sources)
         protected = []
         for pattern in patterns:
             if pattern in sources:
-                w = sources[pattern]
-                protected.append({"path": pattern, "source": w.source, "command": w.command})
+                w = sources[pattern]  # the file's path, not its glob (`./` at the top)
+                protected.append({"path": w.path, "source": w.source, "command": w.command})
             else:
                 label = labels.get(pattern, "spec key protected")
                 protected.append({"path": pattern, "source": label})
@@ -135,6 +140,12 @@ class Watch:
                 asdict(w) for w in sorted(self.files, key=lambda w: w.path) if not w.protected
             ],
         }
+
+
+def anchored(path: str) -> str:
+    """A worktree path as a glob of that file only: a glob without `/` matches the name
+    in every folder (sandbox.glob_match), so a top-level one gets `./`."""
+    return path if "/" in path else f"./{path}"
 
 
 def said(paths: list[str], shown: int = 8) -> str:

@@ -156,6 +156,10 @@ def test_include_limits_writes_to_the_scope(world):
         ("src/a.py", "src/**/*.py", True),
         ("measure.sh", "./measure.sh", True),
         ("bench/measure.sh", "measure.sh", True),
+        ("bench/measure.sh", "./measure.sh", False),  # `./`: the one at the top only
+        ("pkg/__init__.py", "./__init__.py", False),
+        ("pkg/a.py", "./pkg", True),
+        ("src/pkg/a.py", "./pkg", False),
         ("a.py", "[ab].py", True),
         ("c.py", "[!ab].py", True),
         ("a.py", "[!ab].py", False),
