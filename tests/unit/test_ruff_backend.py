@@ -234,6 +234,54 @@ def test_getattr_and_setattr_with_a_constant_are_not_said_to_break_behaviour(tmp
     assert "incorrect behaviour" not in said["B009"][1]
 
 
+TEST_MODULE = b"""import os
+
+
+def helper():
+    return [] == list(os.environ)
+
+
+def test_empty():
+    assert [] == list(helper_list())
+
+
+class TestIt:
+    def test_more(self):
+        assert [] == list(helper_list())
+"""
+YODA = b'[tool.ruff.lint]\nselect = ["SIM300"]\n'
+
+
+def test_a_fix_inside_an_existing_test_is_skipped_the_gate_would_take_it_out(tmp_path):
+    repo = repo_with(tmp_path, {"tests/test_a.py": TEST_MODULE, "pyproject.toml": YODA})
+    reported = red(repo)
+    assert [r["location"] for r in reported] == [
+        "tests/test_a.py:5",  # the helper's: fixable, reported first
+        "tests/test_a.py:9",
+        "tests/test_a.py:14",
+    ]
+    calls = green(repo, [finding(f"F-{i}", r) for i, r in enumerate(reported, 1)])
+    assert [name for name, _ in calls] == ["finish_fix", "skip_finding", "skip_finding"]
+    assert "allow_test_edits" in calls[1][1]["reason"]
+    text = (repo / "tests/test_a.py").read_text()
+    assert "return list(os.environ) == []" in text
+    assert text.count("assert [] == list(helper_list())") == 2
+
+
+def test_with_allow_test_edits_a_fix_inside_a_test_is_made(tmp_path):
+    repo = repo_with(tmp_path, {"tests/test_a.py": TEST_MODULE, "pyproject.toml": YODA})
+    reported = run_team(repo, "red", tried=[], allow_test_edits=True)
+    found = [finding(f"F-{i}", r) for i, (_, r) in enumerate(reported, 1)]
+    calls = run_team(repo, "green", findings=found, allow_test_edits=True)
+    assert [name for name, _ in calls] == ["finish_fix"] * 3
+
+
+def test_a_function_named_test_outside_a_test_file_is_no_test(tmp_path):
+    repo = repo_with(tmp_path, {"app/checks.py": TEST_MODULE, "pyproject.toml": YODA})
+    found = [finding(f"F-{i}", r) for i, r in enumerate(red(repo), 1)]
+    assert [name for name, _ in green(repo, found)] == ["finish_fix"] * 3
+
+
 # --- a diagnostic's identity across cycles ----------------------------------------------------
 
 

@@ -39,6 +39,7 @@ LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # RUF100's message: "Unused `noqa` directive (unused: `F401`; non-enabled: `E501`, `A003`)"
 NOQA_GROUP = re.compile(r"(unused|non-enabled|unknown|duplicated): ((?:`[^`]+`(?:, )?)+)")
 NOQA_CODE = re.compile(r"[A-Z]+[0-9]+")
+TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test)\.py$")  # pytest's default files
 SNIPPET = 60  # characters of the flagged line a finding's title quotes
 CRITICAL = re.compile(r"^(E9|F63|F7|F82)")
 # B009/B010 (`getattr(x, "a")`) only spell an attribute access the long way: medium.
@@ -249,12 +250,15 @@ def no_new_leading_blank(before: str, after: str) -> str:
     return bom + body.lstrip("\r\n")
 
 
-def fix_edits(diag: dict[str, Any], text: str, path: str) -> tuple[list[dict[str, Any]], str]:
+def fix_edits(
+    diag: dict[str, Any], text: str, path: str, tests_editable: bool = False
+) -> tuple[list[dict[str, Any]], str]:
     """The edits that fix `diag` in `text` (the file `path`), or none and why not: what the
     target's own `ruff check --fix` would apply (its `unfixable` and safe-fix tables are
     already in the diagnostic), and only where that keeps what the code does: never a fix
     ruff calls unsafe, whatever the target enables, nor the removal of an import that is
-    there for what importing it does (`kept_import`)."""
+    there for what importing it does (`kept_import`), nor, unless `tests_editable`
+    (allow_test_edits), an edit to a test's code (`in_test`)."""
     code = diag.get("code") or "syntax"
     fix = diag.get("fix") or {}
     edits = fix.get("edits") or []
@@ -276,9 +280,39 @@ def fix_edits(diag: dict[str, Any], text: str, path: str) -> tuple[list[dict[str
         why = kept_binding(diag, text)
         if why:
             return [], why
+    if not tests_editable:
+        why = in_test(diag, text, path)
+        if why:
+            return [], why
     if code == "RUF100":
         return noqa_edits(diag, text, edits)
     return edits, ""
+
+
+def in_test(diag: dict[str, Any], text: str, path: str) -> str:
+    """Why the diagnostic lies in a test's code, or "": a function pytest collects by
+    default (`test*`, at the top or in a class, of a `test_*.py` or `*_test.py` file). The
+    test gate keeps no edit to an existing test's code unless `allow_test_edits: true`, so
+    a fix there would be tested, bisected and taken out, and would hold a fix slot."""
+    if not TEST_FILE.search(path):
+        return ""
+    try:
+        tree = ast.parse(text.removeprefix("\ufeff"))
+    except (SyntaxError, ValueError):
+        return ""
+    row = diag["location"]["row"]
+    members = [n for c in tree.body if isinstance(c, ast.ClassDef) for n in c.body]
+    for node in [*tree.body, *members]:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+            "test"
+        ):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            if first <= row <= (node.end_lineno or node.lineno):
+                return (
+                    f"the line is in test `{node.name}`: the test gate keeps no edit to an "
+                    "existing test's code unless allow_test_edits: true"
+                )
+    return ""
 
 
 def kept_binding(diag: dict[str, Any], text: str) -> str:
@@ -576,6 +610,7 @@ class RuffBackend:
         # diagnostic's exact identity, so one in it was fixed or given up on, and its twins
         # and other diagnostics of its rule in the file are new.
         tried = "\n".join(brief.data.get("tried", []))
+        tests_editable = bool(brief.data.get("allow_test_edits"))
         by_file: dict[str, list[dict[str, Any]]] = {}
         for diag in diagnostics(worktree, extend=self.extra_rules):
             path = Path(diag["filename"]).resolve().relative_to(worktree.resolve()).as_posix()
@@ -591,7 +626,8 @@ class RuffBackend:
                 text = ""
             for diag, title in zip(diags, titles_of(diags, text), strict=True):
                 if f" {title} ({path}:" not in tried:
-                    fixable = bool(text) and bool(fix_edits(diag, text, path)[0])
+                    edits = fix_edits(diag, text, path, tests_editable)[0] if text else []
+                    fixable = bool(edits)
                     reports.append((not fixable, path, diag, title))
         turns = 0
         for _, path, diag, title in within_slots(reports, brief.data.get("max_findings")):
@@ -677,13 +713,20 @@ class RuffBackend:
             turns += 1
             fid = finding["id"]
             others = {f["title"] for f in batch if f is not finding}
-            action, args = self._fix_one(worktree, finding, toolbox, others, tidy=brief.tidy)
+            action, args = self._fix_one(
+                worktree,
+                finding,
+                toolbox,
+                others,
+                tidy=brief.tidy,
+                tests_editable=bool(brief.data.get("allow_test_edits")),
+            )
             result = toolbox.call(action, args)
             progress(f"turn {turns}: {action} {fid} -> {result.content.splitlines()[0]}")
         return turns
 
     def _fix_one(
-        self, worktree, finding, toolbox, others: set[str], tidy=False
+        self, worktree, finding, toolbox, others: set[str], tidy=False, tests_editable=False
     ) -> tuple[str, dict[str, str]]:
         """The tool call that settles `finding`: its exact diagnostic fixed, or a skip with
         why. `others`: the titles of the batch's other findings, which are theirs to fix."""
@@ -723,7 +766,7 @@ class RuffBackend:
         if not candidates:
             return "skip_finding", {"finding_id": fid, "reason": "ruff no longer reports it"}
         diag = min(candidates, key=lambda d: abs(d["location"]["row"] - line))
-        edits, why_not = fix_edits(diag, original, path)
+        edits, why_not = fix_edits(diag, original, path, tests_editable)
         if not edits:
             return "skip_finding", {"finding_id": fid, "reason": why_not}
         unused_before = {d["message"] for d in unused_imports(worktree, path)} if tidy else set()
