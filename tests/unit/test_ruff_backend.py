@@ -282,6 +282,49 @@ def test_a_function_named_test_outside_a_test_file_is_no_test(tmp_path):
     assert [name for name, _ in green(repo, found)] == ["finish_fix"] * 3
 
 
+OLD_STYLE = b"""import typing
+
+Pairs = typing.List[typing.Tuple[str, str]]
+
+
+def show(a):
+    return "{}!".format(a)
+"""
+UP = b'[tool.ruff.lint]\nselect = ["UP"]\n'
+
+
+def fixed_with(tmp_path, extra: dict[str, bytes]) -> tuple[list[tuple], str]:
+    files = {"m.py": OLD_STYLE, "pyproject.toml": UP, **extra}
+    repo = repo_with(tmp_path, files)
+    calls = green(repo, [finding(f"F-{i}", r) for i, r in enumerate(red(repo), 1)])
+    return calls, (repo / "m.py").read_text()
+
+
+def test_a_python_requires_in_setup_cfg_keeps_newer_syntax_out(tmp_path):
+    # Ruff reads no setup.cfg: without the floor it assumed a newer Python and wrote
+    # `list[tuple[str, str]]`, which fails at import on 3.8.
+    setup = b"[options]\npython_requires = >=3.8\n"
+    calls, text = fixed_with(tmp_path, {"setup.cfg": setup})
+    assert 'return f"{a}!"' in text  # 3.6+: fine on 3.8
+    assert "typing.List[typing.Tuple[str, str]]" in text
+    assert [name for name, _ in calls] == ["finish_fix"]
+
+
+def test_below_the_oldest_python_ruff_can_check_no_pyupgrade_fix_is_made(tmp_path):
+    setup_py = b"from setuptools import setup\nsetup(python_requires='>=3.5')\n"
+    calls, text = fixed_with(tmp_path, {"setup.py": setup_py})
+    assert text == OLD_STYLE.decode()
+    assert {name for name, _ in calls} == {"skip_finding"}
+    assert all("Python 3.5 (setup.py python_requires >=3.5)" in a["reason"] for _, a in calls)
+
+
+def test_a_requires_python_or_a_ruff_target_version_is_ruffs_own_to_read(tmp_path):
+    setup = b"[options]\npython_requires = >=3.5\n"
+    ruff_target = b'target-version = "py311"\n[lint]\nselect = ["UP"]\n'
+    calls, text = fixed_with(tmp_path, {"setup.cfg": setup, "ruff.toml": ruff_target})
+    assert "list[tuple[str, str]]" in text and {n for n, _ in calls} == {"finish_fix"}
+
+
 # --- a diagnostic's identity across cycles ----------------------------------------------------
 
 

@@ -51,6 +51,9 @@ SIDE_EFFECT_MODULES = frozenset(
     {"readline", "rlcompleter", "site", "sitecustomize", "usercustomize", "antigravity", "this"}
 )
 IMPORT_RULES = frozenset({"F401"})  # rules whose fix removes an import
+# Rules whose fix writes syntax of a newer Python (pyupgrade, future annotations).
+NEWER_SYNTAX = ("UP", "FA")
+OLDER_PYTHON = "older-python"  # a fix's applicability: the target supports a Python below py37
 DOCTEST_LINE = re.compile(r"^\s*(?:>>>|\.\.\.)\s(.*)$", re.MULTILINE)
 UNUSED_NAME = re.compile(r"`(?P<name>[A-Za-z_][A-Za-z_0-9]*)`")
 IMPACT = {
@@ -85,6 +88,9 @@ def diagnostics(
     come from a count run with other rules than the project's); it never replaces it, so
     what ruff calls enabled stays what the target enables."""
     rules = ["--extend-select", ",".join(extend)] if extend else []
+    floor = lintconfig.python_floor(Path(worktree))
+    if floor:  # the oldest Python the target declares where ruff does not read it
+        rules += ["--target-version", f"py3{max(floor[1], lintconfig.RUFF_FLOOR)}"]
     proc = ruff(
         "check",
         "--output-format=json",
@@ -107,6 +113,11 @@ def diagnostics(
             f"ruff check failed in {worktree} ({detail[0]}); check agent.ruff.select and "
             "the target's ruff config"
         )
+    if floor and floor[1] < lintconfig.RUFF_FLOOR:
+        for diag in found:
+            if (diag.get("code") or "").startswith(NEWER_SYNTAX) and diag.get("fix"):
+                # No target-version says 3.5 or 3.6: what these fixes write may not run there.
+                diag["fix"] = {**diag["fix"], "applicability": OLDER_PYTHON, "floor": floor}
     return target_rules_only(worktree, readable_only(worktree, found))
 
 
@@ -265,6 +276,12 @@ def fix_edits(
     if not edits:
         return [], f"ruff has no automatic fix for {code}"
     applicability = fix.get("applicability", "safe")
+    if applicability == OLDER_PYTHON:
+        where, minor = fix["floor"]
+        return [], (
+            f"the target supports Python 3.{minor} ({where}), older than ruff can check "
+            f"(3.{lintconfig.RUFF_FLOOR}): its {code} fix may write what 3.{minor} cannot run"
+        )
     if applicability == "display-only":
         return [], f"ruff only shows its fix for {code}; it never applies it"
     if applicability != "safe":
