@@ -318,6 +318,20 @@ def test_below_the_oldest_python_ruff_can_check_no_pyupgrade_fix_is_made(tmp_pat
     assert all("Python 3.5 (setup.py python_requires >=3.5)" in a["reason"] for _, a in calls)
 
 
+def test_below_3_7_a_rewrite_every_python_3_runs_is_still_made(tmp_path):
+    repo = repo_with(
+        tmp_path,
+        {
+            "m.py": b"class A(object):\n    name = u'a'\n",
+            "pyproject.toml": UP,
+            "setup.cfg": b"[options]\npython_requires = >=3.5\n",
+        },
+    )
+    calls = green(repo, [finding(f"F-{i}", r) for i, r in enumerate(red(repo), 1)])
+    assert [n for n, _ in calls] == ["finish_fix", "finish_fix"]
+    assert (repo / "m.py").read_text() == "class A:\n    name = 'a'\n"
+
+
 def test_a_requires_python_or_a_ruff_target_version_is_ruffs_own_to_read(tmp_path):
     setup = b"[options]\npython_requires = >=3.5\n"
     ruff_target = b'target-version = "py311"\n[lint]\nselect = ["UP"]\n'

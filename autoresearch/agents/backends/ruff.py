@@ -53,6 +53,9 @@ SIDE_EFFECT_MODULES = frozenset(
 IMPORT_RULES = frozenset({"F401"})  # rules whose fix removes an import
 # Rules whose fix writes syntax of a newer Python (pyupgrade, future annotations).
 NEWER_SYNTAX = ("UP", "FA")
+# ... but these write what every Python 3 runs: `class A:`, `super()`, no coding line, no
+# __future__ import, OSError, "" for u"", no extra parentheses.
+ANY_PYTHON3 = frozenset({"UP004", "UP008", "UP009", "UP010", "UP024", "UP025", "UP034"})
 OLDER_PYTHON = "older-python"  # a fix's applicability: the target supports a Python below py37
 DOCTEST_LINE = re.compile(r"^\s*(?:>>>|\.\.\.)\s(.*)$", re.MULTILINE)
 UNUSED_NAME = re.compile(r"`(?P<name>[A-Za-z_][A-Za-z_0-9]*)`")
@@ -115,7 +118,8 @@ def diagnostics(
         )
     if floor and floor[1] < lintconfig.RUFF_FLOOR:
         for diag in found:
-            if (diag.get("code") or "").startswith(NEWER_SYNTAX) and diag.get("fix"):
+            code = diag.get("code") or ""
+            if code.startswith(NEWER_SYNTAX) and code not in ANY_PYTHON3 and diag.get("fix"):
                 # No target-version says 3.5 or 3.6: what these fixes write may not run there.
                 diag["fix"] = {**diag["fix"], "applicability": OLDER_PYTHON, "floor": floor}
     return target_rules_only(worktree, readable_only(worktree, found))
