@@ -267,8 +267,12 @@ class Sandbox:
             named = posixpath.normpath(path.replace("\\", "/"))
             for candidate in {rel, named}:
                 if self.is_protected(candidate):
+                    # Named: narrow adds the tests and the measurement's files to the list,
+                    # which the user's spec never shows (session.yaml does).
+                    by = next(p for p in self.protected if glob_match(candidate, p))
                     raise Refused(
-                        f"{candidate!r} is protected (spec key `protected`) and cannot be changed"
+                        f"{candidate!r} is protected (by `{by}` in spec key `protected`) and "
+                        "cannot be changed"
                     )
                 if not self.in_scope(candidate):
                     raise Refused(

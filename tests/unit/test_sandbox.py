@@ -134,6 +134,14 @@ def test_resolve_returns_the_relative_posix_path(world):
         box.resolve("", write=True)
 
 
+def test_a_refused_write_names_the_protected_pattern_that_covers_it(world):
+    # narrow adds `tests` and the measurement's files: the user's spec never names them
+    box = Sandbox(world["wt"], ["./count.sh", "tests"])
+    with pytest.raises(Refused, match=r"'src/tests/a.py' is protected \(by `tests` in spec"):
+        box.resolve("src/tests/a.py", write=True)
+    box.resolve("src/count.sh", write=True)  # `./count.sh` is the top one only
+
+
 def test_include_limits_writes_to_the_scope(world):
     box = Sandbox(world["wt"], include=["src/**"])
     box.resolve("src/x.py", write=True)
