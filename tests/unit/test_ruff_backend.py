@@ -560,6 +560,18 @@ def test_a_finding_green_must_skip_never_takes_the_slot_of_one_it_can_fix(tmp_pa
     assert passed_to_green(reported, 2) == ["F401", "F821"]
 
 
+def test_a_fix_in_a_file_green_may_not_write_takes_no_slot_of_one_it_may(tmp_path):
+    # narrow protects the tests: a safe fix there is refused, as a fix with none is
+    files = {"tests/t.py": b"import os\nimport sys\n", "app.py": b"import re\n", "p.py": b""}
+    repo = repo_with(tmp_path, files)
+    said: list[dict] = []
+    hooks = {"report_finding": lambda **a: said.append(a) or "recorded"}
+    toolbox = Toolbox("red", repo, protected=["tests"], hooks=hooks)
+    brief = StageBrief("red", "", "", data={"worktree": str(repo), "tried": [], "max_findings": 2})
+    RuffBackend().run(brief, toolbox, lambda _: None)
+    assert [r["location"].split(":")[0] for r in said] == ["app.py", "tests/t.py"]
+
+
 def test_what_green_cannot_fix_is_reported_once_the_fixes_leave_it_room(tmp_path):
     source = b"def f():\n    return a + b + c\n"
     repo = repo_with(tmp_path, {"app.py": source})

@@ -648,7 +648,9 @@ class RuffBackend:
             for diag, title in zip(diags, titles_of(diags, text), strict=True):
                 if f" {title} ({path}:" not in tried:
                     edits = fix_edits(diag, text, path, tests_editable)[0] if text else []
-                    fixable = bool(edits)
+                    # A file the session protects or keeps out of scope Green may not write.
+                    box = toolbox.sandbox
+                    fixable = bool(edits) and not box.is_protected(path) and box.in_scope(path)
                     reports.append((not fixable, path, diag, title))
         turns = 0
         for _, path, diag, title in within_slots(reports, brief.data.get("max_findings")):
