@@ -202,23 +202,27 @@ def snippet(line: str, column: int, width: int = SNIPPET) -> str:
 
 
 def within_slots(reports: list[tuple], limit: int | None) -> list[tuple]:
-    """Red's reports `(unfixable, path, diag, title)`, the fixable first, and of those with
-    no safe fix only as many as the cycle's fix slots (`max_findings`) leave over.
+    """Red's reports `(unfixable, path, diag, title)`, the fixable first; of those with no
+    safe fix that outrank a fixable one, only as many as the cycle's fix slots
+    (`max_findings`) leave over.
 
     Sanitize ranks by severity before report order, so a critical Green must skip would
     take the slot of a medium it can fix. One held back now is reported in a later cycle
-    (it is not tried yet); a low one takes no slot (it waits in ideas.md) and goes now."""
+    (it is not tried yet). One that does not outrank every fixable one sorts after them
+    and goes now, to Green's spare slots or to ideas.md."""
     ordered = sorted(reports, key=lambda r: r[0])
-    if not limit:
+    rank = {level: i for i, level in enumerate(("critical", "high", "medium", "low"))}
+
+    def level(report: tuple) -> int:
+        return rank[severity_of(report[2].get("code") or "syntax")]
+
+    fixes = [level(r) for r in ordered if not r[0] and level(r) < rank["low"]]
+    if not limit or not fixes:
         return ordered
-
-    def takes_slot(report: tuple) -> bool:
-        return severity_of(report[2].get("code") or "syntax") != "low"
-
-    room = limit - sum(1 for r in ordered if not r[0] and takes_slot(r))
+    room, least = limit - len(fixes), max(fixes)
     kept = []
     for report in ordered:
-        if report[0] and takes_slot(report):
+        if report[0] and level(report) < least:
             if room <= 0:
                 continue
             room -= 1
