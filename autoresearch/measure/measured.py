@@ -191,7 +191,12 @@ def status_lines(record: dict[str, Any] | None, files: set[str], where: str) -> 
     if not record:
         return []
     items = record["protected"]
-    present = [p for p in items if any(glob_match(f, p["path"]) for f in files)]
+
+    def pattern(item: dict[str, Any]) -> str:
+        # A file a command ran or looked for is that file (`anchored`), not a glob.
+        return anchored(item["path"]) if item.get("command") else item["path"]
+
+    present = [p for p in items if any(glob_match(f, pattern(p)) for f in files)]
     out = [
         f"Protected: {len(items)} paths held to the base commit, {len(present)} of them "
         f"naming files it has (the whole list: {where}):"

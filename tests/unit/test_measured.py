@@ -440,3 +440,15 @@ def test_a_top_level_path_the_measurement_looked_for_protects_that_path_only():
         "pkg": measured.ABSENT,
         "bench/p99.py": measured.SCRIPT,
     }
+
+
+def test_status_counts_a_top_level_path_the_measurement_looked_for_as_that_file_only():
+    record = {
+        "protected": [
+            {"path": "__init__.py", "source": measured.ABSENT, "command": "goal.command"},
+            {"path": "tests", "source": "test files (goal.protect_tests)"},
+        ]
+    }
+    lines = measured.status_lines(record, {"pkg/__init__.py", "tests/test_a.py"}, "setup.json")
+    assert "1 of them naming files it has" in lines[0]
+    assert not any("__init__.py" in line for line in lines[1:])
