@@ -65,9 +65,12 @@ def run_agent(
     cycle = env.cycle if ledger_cycle is None else ledger_cycle
     # Model-free backends read the same facts in structured form, never more.
     brief.data.update(worktree=str(toolbox.sandbox.root), cycle=cycle, track=env.track)
+    # The spec setting the test gate reads: whether it keeps an edit to an existing test.
+    brief.data["allow_test_edits"] = bool(env.spec.allow_test_edits)
     brief.data.update(extra_data or {})
     if team == "red":
         brief.data["tried"] = list(ctx.tried)
+        brief.data["max_findings"] = env.spec["max_findings"]  # the cycle's fix slots
     backend = get_backend(env.spec)
     model = env.spec.agent["model"] if backend.name == "claude" else backend.name
     where = {"track": env.track, "cycle": f"{cycle:03d}", "team": team, "model": model}

@@ -69,7 +69,7 @@ class CycleRecord:
 @dataclass(frozen=True)
 class GoalCheck:
     satisfied: bool
-    reason: str  # GOAL_SATISFIED, or what is still missing
+    reason: str  # GOAL_SATISFIED and why, or what is still missing
 
 
 def goal_satisfied(
@@ -99,4 +99,12 @@ def goal_satisfied(
         return GoalCheck(
             False, f"the judge panel said met in {streak} of {REQUIRED_ROUNDS} rounds in a row"
         )
-    return GoalCheck(True, GOAL_SATISFIED)
+    # Said whole: a sweep's spec may state no goal, and "goal satisfied" alone reads as
+    # if it had (a clean target stops after one cycle).
+    passed = "the tests and the guard pass" if cycle.guard_pass else "the tests pass"
+    panel = "; the judge panel said met two rounds in a row" if rounds is not None else ""
+    return GoalCheck(
+        True,
+        f"{GOAL_SATISFIED}: a cycle over the whole scope found nothing at or above "
+        f"{stop_below} and {passed}{panel}",
+    )

@@ -467,5 +467,16 @@ def sanitize(findings: list[Finding], limit: int = 15) -> tuple[list[Finding], l
     return passed, held
 
 
+def none_passed_why(passed: list[Finding], held: list[Finding], limit: int) -> str:
+    """Why nothing went on to Green though Red found something, or "": more than `limit`
+    findings, none above low (a narrow angle on style warnings stalls on this)."""
+    if passed or not held or any(f.severity in ("critical", "high", "medium") for f in held):
+        return ""
+    return (
+        f" (all {len(held)} below medium: those go on to Green only when Red reports "
+        f"max_findings ({limit}) or fewer)"
+    )
+
+
 def as_dicts(findings: list[Finding]) -> list[dict]:
     return [asdict(f) for f in findings]

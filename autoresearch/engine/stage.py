@@ -193,7 +193,9 @@ class StageEnv:
         profile = self.tamper_profile
         if profile is None:
             return None
-        literal = tuple(p for p in self.spec.protected if not any(c in p for c in "*?[]"))
+        literal = tuple(
+            p.removeprefix("./") for p in self.spec.protected if not any(c in p for c in "*?[]")
+        )
         return tamper.Screen(
             profile=profile,
             allowed=self.spec.allow_tamper_flags,

@@ -161,7 +161,8 @@ def sanitize(
         [f"[{f.severity}] {f.key()}: {f.issue}" for f in held],
         keys=[f.identity() for f in held],
     )
-    env.log(f"sanitize: {len(passed)} passed to Green, {len(held)} to ideas.md")
+    why = findings.none_passed_why(passed, held, env.spec["max_findings"])
+    env.log(f"sanitize: {len(passed)} passed to Green, {len(held)} to ideas.md{why}")
 
 
 # --- Green -------------------------------------------------------------------

@@ -98,6 +98,11 @@ class Watch:
     def protected(self) -> list[str]:
         return list(dict.fromkeys(w.path for w in self.files if w.protected))
 
+    def patterns(self) -> list[str]:
+        """The protected paths as the spec's `protected` globs: each names its own file
+        only (a root `__init__.py` the run looked for must not cover every package's)."""
+        return [anchored(p) for p in self.protected()]
+
     def editable(self) -> list[str]:
         return [w.path for w in self.files if not w.protected]
 
@@ -115,15 +120,15 @@ class Watch:
     def to_record(self, patterns: list[str], labels: dict[str, str]) -> dict[str, Any]:
         """The record setup.json keeps: every protected path with its source (`labels` for
         those no command ran: the spec's list, test files), and the editable reads."""
-        sources = {w.path: w for w in self.files if w.protected}
+        sources = {anchored(w.path): w for w in self.files if w.protected}
         # Sorted where the trace gave the order: its processes report files in whatever
         # order they ran, and two runs of one setup must write the same setup.json.
         patterns = patterns or sorted(sources)
         protected = []
         for pattern in patterns:
             if pattern in sources:
-                w = sources[pattern]
-                protected.append({"path": pattern, "source": w.source, "command": w.command})
+                w = sources[pattern]  # the file's path, not its glob (`./` at the top)
+                protected.append({"path": w.path, "source": w.source, "command": w.command})
             else:
                 label = labels.get(pattern, "spec key protected")
                 protected.append({"path": pattern, "source": label})
@@ -135,6 +140,21 @@ class Watch:
                 asdict(w) for w in sorted(self.files, key=lambda w: w.path) if not w.protected
             ],
         }
+
+
+def anchored(path: str) -> str:
+    """A worktree path as a glob of that file only: a glob without `/` matches the name
+    in every folder (sandbox.glob_match), so a top-level one gets `./`."""
+    return path if "/" in path else f"./{path}"
+
+
+def said(paths: list[str], shown: int = 8) -> str:
+    """The protected paths in one line of setup's log: a module's two paths for each of
+    the measurement's import folders run to hundreds, and setup.json lists them all."""
+    if not paths:
+        return "protected, as the measurement runs them: none found"
+    more = f" and {len(paths) - shown} more (setup.json lists them)" if len(paths) > shown else ""
+    return f"protected, as the measurement runs them: {', '.join(paths[:shown])}{more}"
 
 
 def lines(record: dict[str, Any] | None) -> list[str]:
@@ -171,7 +191,12 @@ def status_lines(record: dict[str, Any] | None, files: set[str], where: str) -> 
     if not record:
         return []
     items = record["protected"]
-    present = [p for p in items if any(glob_match(f, p["path"]) for f in files)]
+
+    def pattern(item: dict[str, Any]) -> str:
+        # A file a command ran or looked for is that file (`anchored`), not a glob.
+        return anchored(item["path"]) if item.get("command") else item["path"]
+
+    present = [p for p in items if any(glob_match(f, pattern(p)) for f in files)]
     out = [
         f"Protected: {len(items)} paths held to the base commit, {len(present)} of them "
         f"naming files it has (the whole list: {where}):"
@@ -323,7 +348,10 @@ def import_paths(log: imports.ImportLog, root: Path, real_root: Path) -> list[tu
     for entry in log.path:
         rel = "" if entry in (str(root), str(real_root)) else None
         rel = rel if rel is not None else _inside(entry, root) or _inside(entry, real_root)
-        if rel is not None and rel not in folders and not set(rel.split("/")) & CACHE_PARTS:
+        junk = rel is not None and (
+            set(rel.split("/")) & CACHE_PARTS or any(n in rel for n in NOT_PATHS)
+        )
+        if rel is not None and rel not in folders and not junk:
             folders.append(rel)
     outside = [
         name

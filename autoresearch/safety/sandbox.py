@@ -121,10 +121,12 @@ def glob_match(rel: str, pattern: str, *, timeout: float | None = None) -> bool:
 
     A pattern also matches everything below a directory it names (`tests` covers
     `tests/a.py`), and a pattern without `/` matches a file name anywhere (`*.lock`),
-    the way people expect from .gitignore. `timeout` caps the matching time (an agent's
+    the way people expect from .gitignore, unless it starts with `./` (`./setup.py` is
+    the one at the top only). `timeout` caps the matching time (an agent's
     glob such as `**a**a**a**b` can take very long on a long path): TimeoutError.
     """
     pattern = pattern.strip()
+    anchored = pattern.startswith("./")
     while pattern.startswith("./"):
         pattern = pattern[2:]
     pattern = pattern.rstrip("/")
@@ -133,7 +135,7 @@ def glob_match(rel: str, pattern: str, *, timeout: float | None = None) -> bool:
     compiled = _glob_regex(pattern)
     parts = rel.split("/")
     candidates = ["/".join(parts[: n + 1]) for n in range(len(parts))]
-    if "/" not in pattern:
+    if "/" not in pattern and not anchored:
         candidates += parts
     return any(compiled.match(candidate, timeout=timeout) for candidate in candidates)
 
@@ -265,8 +267,12 @@ class Sandbox:
             named = posixpath.normpath(path.replace("\\", "/"))
             for candidate in {rel, named}:
                 if self.is_protected(candidate):
+                    # Named: narrow adds the tests and the measurement's files to the list,
+                    # which the user's spec never shows (session.yaml does).
+                    by = next(p for p in self.protected if glob_match(candidate, p))
                     raise Refused(
-                        f"{candidate!r} is protected (spec key `protected`) and cannot be changed"
+                        f"{candidate!r} is protected (by `{by}` in spec key `protected`) and "
+                        "cannot be changed"
                     )
                 if not self.in_scope(candidate):
                     raise Refused(

@@ -14,6 +14,7 @@ where that run left them), never any other.
 from __future__ import annotations
 
 import dataclasses
+import keyword
 import os
 import re
 import shlex
@@ -140,14 +141,22 @@ def purpose_of(commits: list[Commit]) -> str:
     titles = {title_of(c) for c in commits}
     if len(titles) == 1:
         return titles.pop()
-    words = re.sub(r"`[^`]*`", " ", title_of(commits[0])).strip(" :,;.-")
+    first = title_of(commits[0])
+    words = re.sub(r"`[^`]*`", " ", first).strip(" :,;.-")
     words = " ".join(words.split())
     if len(words.split()) < 2 or words.split()[-1].lower() in DANGLING:
         return f"Fix what {kind} flags"
+    said = list(dict.fromkeys(m for c in commits for m in QUOTED.findall(title_of(c))))
+    if QUOTED_END.search(first) and all(keyword.iskeyword(q.strip("`")) for q in said):
+        # Quoted keywords are what the change acts on (`Remove unnecessary `else``), not
+        # names it lists: without them the title stops mid-phrase.
+        return f"{words} {' or '.join(said)}" if len(said) <= TITLED else f"Fix what {kind} flags"
     return words
 
 
 FORMATTED = re.compile(r"^format \S+ with (.+)$")
+QUOTED = re.compile(r"`[^`]*`")
+QUOTED_END = re.compile(r"`[^`]*`\s*$")  # a title ending in quoted words
 DANGLING = {"with", "to", "for", "in", "of", "by", "as", "from", "on", "at", "and", "or"}
 TITLED = 3  # the behaviour changes a title names before it counts the rest
 

@@ -24,6 +24,9 @@ FLAKE8_INI = ("setup.cfg", "tox.ini", ".flake8")
 CODE = re.compile(r"^[A-Z]+[0-9]*$")
 TOKEN = re.compile(r"[^\s,:]+|:")
 TOO_LONG = re.compile(r"\((\d+) > \d+\)")
+PYTHON_FLOOR = re.compile(r"(?:>=|~=|==)\s*3\.(\d+)")  # a python_requires' 3.x lower bounds
+SETUP_PY_REQUIRES = re.compile(r"python_requires\s*=\s*[\"']([^\"']+)[\"']")
+RUFF_FLOOR = 7  # the oldest Python ruff's target-version can name (py37)
 
 
 @dataclass
@@ -88,6 +91,40 @@ def read(root: Path) -> LintConfig:
     """The lint configuration at the target's root. A file that cannot be parsed counts as
     no config of that kind: the linter itself would refuse it."""
     return LintConfig(ruff=_ruff_source(root), flake8=_flake8(root))
+
+
+def python_floor(root: Path) -> tuple[str, int] | None:
+    """(where, minor) of the oldest Python 3 the target declares where ruff cannot read it:
+    setup.cfg's or setup.py's `python_requires`, with no `requires-python` in
+    pyproject.toml and no `target-version` in ruff's config. Without it ruff assumes a
+    newer Python and its pyupgrade fixes (f-strings, `list[str]`) break the older ones."""
+    pyproject = _pyproject(root)
+    if (pyproject.get("project") or {}).get("requires-python"):
+        return None
+    tables = [((pyproject.get("tool") or {}).get("ruff")) or {}]
+    for name in ("ruff.toml", ".ruff.toml"):
+        try:
+            tables.append(tomllib.loads((root / name).read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+    if any(isinstance(t, dict) and t.get("target-version") for t in tables):
+        return None
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read_string((root / "setup.cfg").read_text(encoding="utf-8"))
+        declared = [("setup.cfg", parser.get("options", "python_requires", fallback=""))]
+    except (OSError, UnicodeDecodeError, configparser.Error):
+        declared = []
+    try:
+        found = SETUP_PY_REQUIRES.search((root / "setup.py").read_text(encoding="utf-8"))
+        declared.append(("setup.py", found.group(1) if found else ""))
+    except (OSError, UnicodeDecodeError):
+        pass
+    for where, text in declared:
+        minors = [int(m) for m in PYTHON_FLOOR.findall(text)]
+        if minors:
+            return f"{where} python_requires {text.strip()}", min(minors)
+    return None
 
 
 def _ruff_source(root: Path) -> str | None:

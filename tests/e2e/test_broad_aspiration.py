@@ -137,7 +137,7 @@ def test_the_base_is_measured_at_setup_and_the_measurement_protected(run):
     wf, _ = run
     baseline = json.loads((wf.session("m") / "baseline.json").read_text())
     assert baseline["value"] == 2 and baseline["direction"] == "minimize"
-    assert "measure.py" in baseline["protected"]
+    assert "./measure.py" in baseline["protected"]
     # No track changed the measurement, though h3 tried.
     for hid in ("h1", "h2", "h3"):
         worktree = wf.session("m") / "tracks" / hid / "worktree"

@@ -10,6 +10,7 @@ import json
 import pytest
 from conftest import git, make_repo, script_spec
 
+from autoresearch.measure import measured
 from autoresearch.safety import git as ar_git
 
 SRC = "def work():\n    return [3, 3, 3]\n"
@@ -78,7 +79,7 @@ def test_a_module_the_measurement_imports_cannot_be_made_or_shadowed(
     assert not (worktree / path).exists()
     assert not workflow.decision("n", 1)["narrow"]["met"]
     baseline = json.loads((session / "baseline.json").read_text())
-    assert path in baseline["protected"]
+    assert measured.anchored(path) in baseline["protected"]
     setup = json.loads((session / "setup.json").read_text())
     sources = {p["path"]: p["source"] for p in setup["measured"]["protected"]}
     assert "measurement" in sources[path] and (

@@ -129,7 +129,7 @@ def test_goal_met_stops_session_with_progress_plot_and_protection(goal_met):
 
     baseline = json.loads(read(workflow, "n", "baseline.json"))
     assert baseline["value"] == 3 and baseline["samples"] == [3]
-    assert "count.sh" in baseline["protected"] and "tests" in baseline["protected"]
+    assert "./count.sh" in baseline["protected"] and "tests" in baseline["protected"]
 
     last = workflow.decision("n", 2)
     assert last["stop"] and last["reason"].startswith("goal met: todo count is 1")

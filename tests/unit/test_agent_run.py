@@ -29,6 +29,7 @@ class Layout:
 
 class Spec(dict):
     budget_usd = None
+    allow_test_edits = False
     agent = {"backend": "script"}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from autoresearch.engine import findings
 from autoresearch.engine.findings import Finding, clean_location, parse, render, sanitize
 
 
@@ -40,3 +41,13 @@ def test_sanitize_keeps_only_the_place_of_a_location(location, clean):
     passed, _ = sanitize([finding])
     assert passed[0].location == clean
     assert clean_location(location) == clean
+
+
+def test_when_only_lows_are_held_sanitize_says_why_nothing_went_on():
+    lows = [Finding(f"F-{i:03d}", "low", f"UP0{i} t", f"m.py:{i}", "i", "x") for i in range(20)]
+    passed, held = sanitize(lows, 15)
+    assert passed == [] and len(held) == 20
+    assert "max_findings (15) or fewer" in findings.none_passed_why(passed, held, 15)
+    medium = [Finding("F-100", "medium", "F401 t", "m.py:1", "i", "x")]
+    passed, held = sanitize(medium + lows, 15)
+    assert findings.none_passed_why(passed, held, 15) == ""

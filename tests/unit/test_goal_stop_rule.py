@@ -53,11 +53,14 @@ def decide(env, tests_pass=True):
 
 def test_a_clean_first_cycle_with_passing_tests_satisfies_the_goal(tmp_path):
     decision = decide(Env(tmp_path))
-    assert decision["stop"] and decision["reason"] == "goal satisfied"
+    assert decision["stop"] and decision["reason"] == (
+        "goal satisfied: a cycle over the whole scope found nothing at or above medium "
+        "and the tests pass"
+    )
 
 
 def test_findings_below_stop_below_do_not_keep_the_goal_open(tmp_path):
-    assert decide(Env(tmp_path, ("low", "test-gap")))["reason"] == "goal satisfied"
+    assert decide(Env(tmp_path, ("low", "test-gap")))["reason"].startswith("goal satisfied:")
 
 
 def test_a_finding_at_stop_below_keeps_the_session_going(tmp_path):
@@ -67,7 +70,8 @@ def test_a_finding_at_stop_below_keeps_the_session_going(tmp_path):
 
 
 def test_stop_below_is_the_spec_threshold(tmp_path):
-    assert decide(Env(tmp_path, ("medium",), stop_below="high"))["reason"] == "goal satisfied"
+    reason = decide(Env(tmp_path, ("medium",), stop_below="high"))["reason"]
+    assert reason.startswith("goal satisfied:") and "at or above high" in reason
 
 
 def test_failing_tests_keep_the_goal_open(tmp_path):

@@ -163,7 +163,7 @@ def test_the_file_a_command_form_runs_is_protected_listed_and_cannot_be_changed(
     if command.startswith("npm") and shutil.which("npm") is None:
         pytest.skip("npm is not installed")
     worktree, record, values, _ = set_up(tmp_path, command)
-    assert script in values["protected"]
+    assert measured.anchored(script) in values["protected"]  # that file, not its name anywhere
     listed = {p["path"]: p["source"] for p in record.measured["protected"]}
     assert listed[script] in TRACED, listed
     # The agents' tools refuse the edit; a command that makes it is caught and undone.
@@ -180,7 +180,8 @@ def test_the_file_a_command_form_runs_is_protected_listed_and_cannot_be_changed(
 @needs_strace
 def test_code_the_measurement_imports_stays_editable_and_is_listed(tmp_path):
     worktree, record, values, _ = set_up(tmp_path, "python3 -c 'import benchlib; benchlib.main()'")
-    assert "benchlib.py" in values["protected"] and "app.py" not in values["protected"]
+    assert "./benchlib.py" in values["protected"]
+    assert not {"app.py", "./app.py"} & set(values["protected"])
     editable = {w["path"]: w["source"] for w in record.measured["editable"]}
     assert editable["app.py"] == measured.READ_EDITABLE
     Sandbox(worktree, values["protected"]).resolve("app.py", write=True)  # not refused
@@ -412,3 +413,42 @@ def test_status_shows_the_count_and_only_the_protected_paths_that_name_files():
     listed = [line.split()[0] for line in shown[1:]]  # not a line per pattern naming no file
     assert listed == ["bench/p99.sh", "Makefile", "tests", "test_*.py"]
     assert shown[1].split()[1:] == ["traced", "exec", "(goal.command)"]
+
+
+def test_a_top_level_path_the_measurement_looked_for_protects_that_path_only():
+    # A run that probes the worktree's top for `__init__.py` or a folder `pkg` (ruff
+    # looking for its package root, Python for a module) must not freeze every package's
+    # `__init__.py` nor `src/pkg/`: the code the session is there to change.
+    from autoresearch.safety.protect import Protection
+
+    watch = measured.Watch(
+        [
+            measured.Watched("__init__.py", measured.ABSENT, "goal.command"),
+            measured.Watched("pkg", measured.ABSENT, "goal.command"),
+            measured.Watched("bench/p99.py", measured.SCRIPT, "goal.command"),
+        ]
+    )
+    held = Protection("base", tuple(watch.patterns()))
+    assert held.covers("__init__.py") and held.covers("pkg/__init__.py")
+    assert held.covers("bench/p99.py")
+    assert not held.covers("src/pkg/__init__.py")
+    assert not held.covers("tabulate/__init__.py")
+    # setup.json still says where each came from
+    record = watch.to_record(watch.patterns(), {})
+    assert {p["path"]: p["source"] for p in record["protected"]} == {
+        "__init__.py": measured.ABSENT,
+        "pkg": measured.ABSENT,
+        "bench/p99.py": measured.SCRIPT,
+    }
+
+
+def test_status_counts_a_top_level_path_the_measurement_looked_for_as_that_file_only():
+    record = {
+        "protected": [
+            {"path": "__init__.py", "source": measured.ABSENT, "command": "goal.command"},
+            {"path": "tests", "source": "test files (goal.protect_tests)"},
+        ]
+    }
+    lines = measured.status_lines(record, {"pkg/__init__.py", "tests/test_a.py"}, "setup.json")
+    assert "1 of them naming files it has" in lines[0]
+    assert not any("__init__.py" in line for line in lines[1:])

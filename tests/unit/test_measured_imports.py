@@ -54,6 +54,19 @@ def test_the_paths_kept_absent_are_in_the_worktrees_import_folders_only(tmp_path
     assert not any(p.startswith("/") for p in paths)
 
 
+def test_an_editable_installs_path_hook_entry_is_no_import_folder(tmp_path):
+    # The entry is a name an editable install's finder claims, not a folder: Python never
+    # looks for files under it, whatever the cwd, so nothing under it can shadow a module.
+    root = tmp_path / "wt"
+    hook = str(root / "__editable__.pkg-0.1.0.finder.__path_hook__")
+    log = ImportLog(found={"json": "/usr/lib/python3/json/__init__.py"}, path=[hook, str(root)])
+    paths = dict(measured.import_paths(log, root, root))
+    assert paths == {
+        "json.py": measured.IMPORT_SHADOW,
+        "json/__init__.py": measured.IMPORT_SHADOW,
+    }
+
+
 def test_status_says_what_the_imports_protect_once_per_module():
     record = {
         "protected": [
@@ -130,3 +143,13 @@ def test_setup_says_which_key_runs_a_python_whose_imports_are_not_protected(tmp_
     plain = measured.session_watcher(repo, git.head(repo), None)
     plain.run("goal.command", "python3 m.py", timeout_s=60)
     assert not [n for n in plain.watch.notes if "not protected" in n]
+
+
+def test_setups_log_line_names_a_few_protected_paths_and_counts_the_rest():
+    paths = [f"d{i}/json.py" for i in range(200)]
+    line = measured.said(paths)
+    assert line.startswith("protected, as the measurement runs them: d0/json.py, d1/json.py")
+    assert line.endswith("and 192 more (setup.json lists them)")
+    assert "d8/json.py" not in line
+    assert measured.said(["bench/p99.py"]).endswith(": bench/p99.py")
+    assert measured.said([]).endswith(": none found")

@@ -280,7 +280,7 @@ def test_setup_records_baseline_protects_the_script_and_fills_defaults(tmp_path)
     layout, values, lines = setup_session(tmp_path, "grep -c TODO src.py\n")
     base = json.loads((layout.root / "baseline.json").read_text())
     assert base["value"] == 2 and base["samples"] == [2] and base["target"] == "<= 1"
-    assert values["protected"][:2] == ["keep.me", "count.sh"]
+    assert values["protected"][:2] == ["keep.me", "./count.sh"]  # measured: that file only
     assert values["goal"]["repeats"] == 1 and values["goal"]["format"] == "last_line"
     assert "baseline todos: 2" in lines[0]
     summary = layout.summary.read_text()

@@ -55,3 +55,23 @@ def test_a_diffs_size_counts_lines_and_files_and_a_binary_file_as_no_line():
     size = size_of("3\t1\ta.py\n-\t-\tlogo.png\n0\t7\tb.py\n")
     assert (size.added, size.deleted, size.files) == (3, 8, 3)
     assert size.text == "+3 \u22128"
+
+
+def test_a_rules_fixes_whose_quoted_words_are_their_object_keep_them():
+    # `elif` is what is removed, not a name listed after a colon: without it the title
+    # read "Remove unnecessary (RET505: ...)" (python-tabulate's narrow session).
+    got = title(
+        commit(1, "Remove unnecessary `elif`", "RET505"),
+        commit(2, "Remove unnecessary `else`", "RET505"),
+        commit(3, "Remove unnecessary `elif`", "RET505"),
+    )
+    assert got == "Remove unnecessary `elif` or `else` (RET505: 3 changes in 3 files)"
+    kinds = ["if", "elif", "else", "for", "while"]
+    many = title(*(commit(n, f"Remove unnecessary `{k}`", "X1") for n, k in enumerate(kinds, 1)))
+    assert many == "Fix what X1 flags (X1: 5 changes in 5 files)"
+    # a name quoted at the end is one of those a set lists, not the phrase's object
+    names = title(
+        commit(1, "Remove unused variable `a`", "F841"),
+        commit(2, "Remove unused variable `b`", "F841"),
+    )
+    assert names == "Remove unused variable (F841: 2 changes in 2 files)"

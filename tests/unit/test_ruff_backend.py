@@ -223,6 +223,122 @@ def test_red_reports_the_target_ruff_rules_and_agent_ruff_select_adds_to_them(tm
     assert {r["title"].split()[0] for r in red(repo, {"select": ["F541"]})} == {"B006", "F541"}
 
 
+def test_getattr_and_setattr_with_a_constant_are_not_said_to_break_behaviour(tmp_path):
+    # B009/B010 only spell an attribute access the long way; a mutable default is a bug.
+    source = b"def f(x, y=[]):\n    setattr(x, 'b', 1)\n    return getattr(x, 'a'), y\n"
+    config = b'[tool.ruff.lint]\nselect = ["B"]\n'
+    repo = repo_with(tmp_path, {"app.py": source, "pyproject.toml": config})
+    said = {r["title"].split()[0]: (r["severity"], r["impact"]) for r in red(repo)}
+    assert said["B006"][0] == "high"
+    assert said["B009"][0] == said["B010"][0] == "medium"
+    assert "incorrect behaviour" not in said["B009"][1]
+
+
+TEST_MODULE = b"""import os
+
+
+def helper():
+    return [] == list(os.environ)
+
+
+def test_empty():
+    assert [] == list(helper_list())
+
+
+class TestIt:
+    def test_more(self):
+        assert [] == list(helper_list())
+"""
+YODA = b'[tool.ruff.lint]\nselect = ["SIM300"]\n'
+
+
+def test_a_fix_inside_an_existing_test_is_skipped_the_gate_would_take_it_out(tmp_path):
+    repo = repo_with(tmp_path, {"tests/test_a.py": TEST_MODULE, "pyproject.toml": YODA})
+    reported = red(repo)
+    assert [r["location"] for r in reported] == [
+        "tests/test_a.py:5",  # the helper's: fixable, reported first
+        "tests/test_a.py:9",
+        "tests/test_a.py:14",
+    ]
+    calls = green(repo, [finding(f"F-{i}", r) for i, r in enumerate(reported, 1)])
+    assert [name for name, _ in calls] == ["finish_fix", "skip_finding", "skip_finding"]
+    assert "allow_test_edits" in calls[1][1]["reason"]
+    text = (repo / "tests/test_a.py").read_text()
+    assert "return list(os.environ) == []" in text
+    assert text.count("assert [] == list(helper_list())") == 2
+
+
+def test_with_allow_test_edits_a_fix_inside_a_test_is_made(tmp_path):
+    repo = repo_with(tmp_path, {"tests/test_a.py": TEST_MODULE, "pyproject.toml": YODA})
+    reported = run_team(repo, "red", tried=[], allow_test_edits=True)
+    found = [finding(f"F-{i}", r) for i, (_, r) in enumerate(reported, 1)]
+    calls = run_team(repo, "green", findings=found, allow_test_edits=True)
+    assert [name for name, _ in calls] == ["finish_fix"] * 3
+
+
+def test_a_function_named_test_outside_a_test_file_is_no_test(tmp_path):
+    repo = repo_with(tmp_path, {"app/checks.py": TEST_MODULE, "pyproject.toml": YODA})
+    found = [finding(f"F-{i}", r) for i, r in enumerate(red(repo), 1)]
+    assert [name for name, _ in green(repo, found)] == ["finish_fix"] * 3
+
+
+OLD_STYLE = b"""import typing
+
+Pairs = typing.List[typing.Tuple[str, str]]
+
+
+def show(a):
+    return "{}!".format(a)
+"""
+UP = b'[tool.ruff.lint]\nselect = ["UP"]\n'
+
+
+def fixed_with(tmp_path, extra: dict[str, bytes]) -> tuple[list[tuple], str]:
+    files = {"m.py": OLD_STYLE, "pyproject.toml": UP, **extra}
+    repo = repo_with(tmp_path, files)
+    calls = green(repo, [finding(f"F-{i}", r) for i, r in enumerate(red(repo), 1)])
+    return calls, (repo / "m.py").read_text()
+
+
+def test_a_python_requires_in_setup_cfg_keeps_newer_syntax_out(tmp_path):
+    # Ruff reads no setup.cfg: without the floor it assumed a newer Python and wrote
+    # `list[tuple[str, str]]`, which fails at import on 3.8.
+    setup = b"[options]\npython_requires = >=3.8\n"
+    calls, text = fixed_with(tmp_path, {"setup.cfg": setup})
+    assert 'return f"{a}!"' in text  # 3.6+: fine on 3.8
+    assert "typing.List[typing.Tuple[str, str]]" in text
+    assert [name for name, _ in calls] == ["finish_fix"]
+
+
+def test_below_the_oldest_python_ruff_can_check_no_pyupgrade_fix_is_made(tmp_path):
+    setup_py = b"from setuptools import setup\nsetup(python_requires='>=3.5')\n"
+    calls, text = fixed_with(tmp_path, {"setup.py": setup_py})
+    assert text == OLD_STYLE.decode()
+    assert {name for name, _ in calls} == {"skip_finding"}
+    assert all("Python 3.5 (setup.py python_requires >=3.5)" in a["reason"] for _, a in calls)
+
+
+def test_below_3_7_a_rewrite_every_python_3_runs_is_still_made(tmp_path):
+    repo = repo_with(
+        tmp_path,
+        {
+            "m.py": b"class A(object):\n    name = u'a'\n",
+            "pyproject.toml": UP,
+            "setup.cfg": b"[options]\npython_requires = >=3.5\n",
+        },
+    )
+    calls = green(repo, [finding(f"F-{i}", r) for i, r in enumerate(red(repo), 1)])
+    assert [n for n, _ in calls] == ["finish_fix", "finish_fix"]
+    assert (repo / "m.py").read_text() == "class A:\n    name = 'a'\n"
+
+
+def test_a_requires_python_or_a_ruff_target_version_is_ruffs_own_to_read(tmp_path):
+    setup = b"[options]\npython_requires = >=3.5\n"
+    ruff_target = b'target-version = "py311"\n[lint]\nselect = ["UP"]\n'
+    calls, text = fixed_with(tmp_path, {"setup.cfg": setup, "ruff.toml": ruff_target})
+    assert "list[tuple[str, str]]" in text and {n for n, _ in calls} == {"finish_fix"}
+
+
 # --- a diagnostic's identity across cycles ----------------------------------------------------
 
 
@@ -427,6 +543,46 @@ def test_red_reports_what_green_can_fix_first_so_the_fix_slots_go_to_it(tmp_path
     source = b"def f():\n    x = 1\n\n\nimport os\n"
     repo = repo_with(tmp_path, {"app.py": source})
     assert [r["title"].split()[0] for r in red(repo)][:2] == ["F401", "F841"]
+
+
+def passed_to_green(reports: list[dict], limit: int) -> list[str]:
+    """The rule codes sanitize passes to Green of what Red reported."""
+    found = [findings.Finding(id=f"F-{i:03d}", **r) for i, r in enumerate(reports, 1)]
+    return [f.title.split()[0] for f in findings.sanitize(found, limit)[0]]
+
+
+def test_a_finding_green_must_skip_never_takes_the_slot_of_one_it_can_fix(tmp_path):
+    # F821 (critical) has no fix; sanitize ranks severity first, so reported alongside
+    # the F401 (medium, safe fix) they would fill both slots and Green would fix nothing.
+    source = b"import os\n\n\ndef f():\n    return a + b + c\n"
+    repo = repo_with(tmp_path, {"app.py": source})
+    reported = [a for _, a in run_team(repo, "red", tried=[], max_findings=2)]
+    assert passed_to_green(reported, 2) == ["F401", "F821"]
+
+
+def test_a_fix_in_a_file_green_may_not_write_takes_no_slot_of_one_it_may(tmp_path):
+    # narrow protects the tests: a safe fix there is refused, as a fix with none is
+    files = {"a/test_t.py": b"import os\nimport sys\n", "app.py": b"import re\n"}
+    repo = repo_with(tmp_path, files)
+    said: list[dict] = []
+    hooks = {"report_finding": lambda **a: said.append(a) or "recorded"}
+    toolbox = Toolbox("red", repo, protected=["a"], hooks=hooks)  # ruff lists a/ first
+    brief = StageBrief("red", "", "", data={"worktree": str(repo), "tried": [], "max_findings": 1})
+    RuffBackend().run(brief, toolbox, lambda _: None)
+    found = [findings.Finding(id=f"F-{i:03d}", **r) for i, r in enumerate(said, 1)]
+    passed = findings.sanitize(found, 1)[0]
+    assert [f.location.split(":")[0] for f in passed] == ["app.py"]
+
+
+def test_what_green_cannot_fix_and_outranks_nothing_is_still_reported(tmp_path):
+    # with no fix to make, or ranking no higher than the fixes, nothing is held back:
+    # what sanitize does not pass on is listed in ideas.md
+    repo = repo_with(tmp_path, {"app.py": b"def f():\n    return a + b + c\n"})
+    assert len([a for _, a in run_team(repo, "red", tried=[], max_findings=2)]) == 3
+    source = b"import os\n\n\ndef f():\n    x = 1\n    y = 2\n"  # F841s: medium, unsafe
+    repo = repo_with(tmp_path / "b", {"app.py": source})
+    reported = [a["title"][:4] for _, a in run_team(repo, "red", tried=[], max_findings=1)]
+    assert reported == ["F401", "F841", "F841"]
 
 
 def test_an_import_in_a_compatibility_module_is_a_re_export_and_stays(tmp_path):

@@ -134,6 +134,14 @@ def test_resolve_returns_the_relative_posix_path(world):
         box.resolve("", write=True)
 
 
+def test_a_refused_write_names_the_protected_pattern_that_covers_it(world):
+    # narrow adds `tests` and the measurement's files: the user's spec never names them
+    box = Sandbox(world["wt"], ["./count.sh", "tests"])
+    with pytest.raises(Refused, match=r"'src/tests/a.py' is protected \(by `tests` in spec"):
+        box.resolve("src/tests/a.py", write=True)
+    box.resolve("src/count.sh", write=True)  # `./count.sh` is the top one only
+
+
 def test_include_limits_writes_to_the_scope(world):
     box = Sandbox(world["wt"], include=["src/**"])
     box.resolve("src/x.py", write=True)
@@ -156,6 +164,10 @@ def test_include_limits_writes_to_the_scope(world):
         ("src/a.py", "src/**/*.py", True),
         ("measure.sh", "./measure.sh", True),
         ("bench/measure.sh", "measure.sh", True),
+        ("bench/measure.sh", "./measure.sh", False),  # `./`: the one at the top only
+        ("pkg/__init__.py", "./__init__.py", False),
+        ("pkg/a.py", "./pkg", True),
+        ("src/pkg/a.py", "./pkg", False),
         ("a.py", "[ab].py", True),
         ("c.py", "[!ab].py", True),
         ("a.py", "[!ab].py", False),

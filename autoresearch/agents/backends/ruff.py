@@ -39,16 +39,24 @@ LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # RUF100's message: "Unused `noqa` directive (unused: `F401`; non-enabled: `E501`, `A003`)"
 NOQA_GROUP = re.compile(r"(unused|non-enabled|unknown|duplicated): ((?:`[^`]+`(?:, )?)+)")
 NOQA_CODE = re.compile(r"[A-Z]+[0-9]+")
+TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test)\.py$")  # pytest's default files
 SNIPPET = 60  # characters of the flagged line a finding's title quotes
 CRITICAL = re.compile(r"^(E9|F63|F7|F82)")
-HIGH = re.compile(r"^(B\d|E711|E712|E721|E722|F811|PLE|S\d)")
-MEDIUM = re.compile(r"^(F|SIM|C4|PERF|RET)")
+# B009/B010 (`getattr(x, "a")`) only spell an attribute access the long way: medium.
+HIGH = re.compile(r"^(B(?!009|010)\d|E711|E712|E721|E722|F811|PLE|S\d)")
+MEDIUM = re.compile(r"^(F|SIM|C4|PERF|RET|B009|B010)")
 # Modules whose import changes the running interpreter (line editing, the site hooks, a
 # codec registry): an "unused" import of one is there for what importing it does.
 SIDE_EFFECT_MODULES = frozenset(
     {"readline", "rlcompleter", "site", "sitecustomize", "usercustomize", "antigravity", "this"}
 )
 IMPORT_RULES = frozenset({"F401"})  # rules whose fix removes an import
+# Rules whose fix writes syntax of a newer Python (pyupgrade, future annotations).
+NEWER_SYNTAX = ("UP", "FA")
+# ... but these write what every Python 3 runs: `class A:`, `super()`, no coding line, no
+# __future__ import, OSError, "" for u"", no extra parentheses.
+ANY_PYTHON3 = frozenset({"UP004", "UP008", "UP009", "UP010", "UP024", "UP025", "UP034"})
+OLDER_PYTHON = "older-python"  # a fix's applicability: the target supports a Python below py37
 DOCTEST_LINE = re.compile(r"^\s*(?:>>>|\.\.\.)\s(.*)$", re.MULTILINE)
 UNUSED_NAME = re.compile(r"`(?P<name>[A-Za-z_][A-Za-z_0-9]*)`")
 IMPACT = {
@@ -83,6 +91,9 @@ def diagnostics(
     come from a count run with other rules than the project's); it never replaces it, so
     what ruff calls enabled stays what the target enables."""
     rules = ["--extend-select", ",".join(extend)] if extend else []
+    floor = lintconfig.python_floor(Path(worktree))
+    if floor:  # the oldest Python the target declares where ruff does not read it
+        rules += ["--target-version", f"py3{max(floor[1], lintconfig.RUFF_FLOOR)}"]
     proc = ruff(
         "check",
         "--output-format=json",
@@ -105,6 +116,12 @@ def diagnostics(
             f"ruff check failed in {worktree} ({detail[0]}); check agent.ruff.select and "
             "the target's ruff config"
         )
+    if floor and floor[1] < lintconfig.RUFF_FLOOR:
+        for diag in found:
+            code = diag.get("code") or ""
+            if code.startswith(NEWER_SYNTAX) and code not in ANY_PYTHON3 and diag.get("fix"):
+                # No target-version says 3.5 or 3.6: what these fixes write may not run there.
+                diag["fix"] = {**diag["fix"], "applicability": OLDER_PYTHON, "floor": floor}
     return target_rules_only(worktree, readable_only(worktree, found))
 
 
@@ -184,6 +201,35 @@ def snippet(line: str, column: int, width: int = SNIPPET) -> str:
     return ("…" if start else "") + cut + ("…" if start + width < len(text) else "")
 
 
+def within_slots(reports: list[tuple], limit: int | None) -> list[tuple]:
+    """Red's reports `(unfixable, path, diag, title)`, the fixable first; of those with no
+    safe fix that outrank a fixable one, only as many as the cycle's fix slots
+    (`max_findings`) leave over.
+
+    Sanitize ranks by severity before report order, so a critical Green must skip would
+    take the slot of a medium it can fix. One held back now is reported in a later cycle
+    (it is not tried yet). One that does not outrank every fixable one sorts after them
+    and goes now, to Green's spare slots or to ideas.md."""
+    ordered = sorted(reports, key=lambda r: r[0])
+    rank = {level: i for i, level in enumerate(("critical", "high", "medium", "low"))}
+
+    def level(report: tuple) -> int:
+        return rank[severity_of(report[2].get("code") or "syntax")]
+
+    fixes = [level(r) for r in ordered if not r[0] and level(r) < rank["low"]]
+    if not limit or not fixes:
+        return ordered
+    room, least = limit - len(fixes), max(fixes)
+    kept = []
+    for report in ordered:
+        if report[0] and level(report) < least:
+            if room <= 0:
+                continue
+            room -= 1
+        kept.append(report)
+    return kept
+
+
 def severity_of(code: str) -> str:
     for level, pattern in (("critical", CRITICAL), ("high", HIGH), ("medium", MEDIUM)):
         if pattern.match(code):
@@ -223,18 +269,27 @@ def no_new_leading_blank(before: str, after: str) -> str:
     return bom + body.lstrip("\r\n")
 
 
-def fix_edits(diag: dict[str, Any], text: str, path: str) -> tuple[list[dict[str, Any]], str]:
+def fix_edits(
+    diag: dict[str, Any], text: str, path: str, tests_editable: bool = False
+) -> tuple[list[dict[str, Any]], str]:
     """The edits that fix `diag` in `text` (the file `path`), or none and why not: what the
     target's own `ruff check --fix` would apply (its `unfixable` and safe-fix tables are
     already in the diagnostic), and only where that keeps what the code does: never a fix
     ruff calls unsafe, whatever the target enables, nor the removal of an import that is
-    there for what importing it does (`kept_import`)."""
+    there for what importing it does (`kept_import`), nor, unless `tests_editable`
+    (allow_test_edits), an edit to a test's code (`in_test`)."""
     code = diag.get("code") or "syntax"
     fix = diag.get("fix") or {}
     edits = fix.get("edits") or []
     if not edits:
         return [], f"ruff has no automatic fix for {code}"
     applicability = fix.get("applicability", "safe")
+    if applicability == OLDER_PYTHON:
+        where, minor = fix["floor"]
+        return [], (
+            f"the target supports Python 3.{minor} ({where}), older than ruff can check "
+            f"(3.{lintconfig.RUFF_FLOOR}): its {code} fix may write what 3.{minor} cannot run"
+        )
     if applicability == "display-only":
         return [], f"ruff only shows its fix for {code}; it never applies it"
     if applicability != "safe":
@@ -250,9 +305,39 @@ def fix_edits(diag: dict[str, Any], text: str, path: str) -> tuple[list[dict[str
         why = kept_binding(diag, text)
         if why:
             return [], why
+    if not tests_editable:
+        why = in_test(diag, text, path)
+        if why:
+            return [], why
     if code == "RUF100":
         return noqa_edits(diag, text, edits)
     return edits, ""
+
+
+def in_test(diag: dict[str, Any], text: str, path: str) -> str:
+    """Why the diagnostic lies in a test's code, or "": a function pytest collects by
+    default (`test*`, at the top or in a class, of a `test_*.py` or `*_test.py` file). The
+    test gate keeps no edit to an existing test's code unless `allow_test_edits: true`, so
+    a fix there would be tested, bisected and taken out, and would hold a fix slot."""
+    if not TEST_FILE.search(path):
+        return ""
+    try:
+        tree = ast.parse(text.removeprefix("\ufeff"))
+    except (SyntaxError, ValueError):
+        return ""
+    row = diag["location"]["row"]
+    members = [n for c in tree.body if isinstance(c, ast.ClassDef) for n in c.body]
+    for node in [*tree.body, *members]:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+            "test"
+        ):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            if first <= row <= (node.end_lineno or node.lineno):
+                return (
+                    f"the line is in test `{node.name}`: the test gate keeps no edit to an "
+                    "existing test's code unless allow_test_edits: true"
+                )
+    return ""
 
 
 def kept_binding(diag: dict[str, Any], text: str) -> str:
@@ -550,6 +635,7 @@ class RuffBackend:
         # diagnostic's exact identity, so one in it was fixed or given up on, and its twins
         # and other diagnostics of its rule in the file are new.
         tried = "\n".join(brief.data.get("tried", []))
+        tests_editable = bool(brief.data.get("allow_test_edits"))
         by_file: dict[str, list[dict[str, Any]]] = {}
         for diag in diagnostics(worktree, extend=self.extra_rules):
             path = Path(diag["filename"]).resolve().relative_to(worktree.resolve()).as_posix()
@@ -565,10 +651,13 @@ class RuffBackend:
                 text = ""
             for diag, title in zip(diags, titles_of(diags, text), strict=True):
                 if f" {title} ({path}:" not in tried:
-                    fixable = bool(text) and bool(fix_edits(diag, text, path)[0])
+                    edits = fix_edits(diag, text, path, tests_editable)[0] if text else []
+                    # A file the session protects or keeps out of scope Green may not write.
+                    box = toolbox.sandbox
+                    fixable = bool(edits) and not box.is_protected(path) and box.in_scope(path)
                     reports.append((not fixable, path, diag, title))
         turns = 0
-        for _, path, diag, title in sorted(reports, key=lambda r: r[0]):
+        for _, path, diag, title in within_slots(reports, brief.data.get("max_findings")):
             code = diag.get("code") or "syntax"
             turns += 1
             result = toolbox.call(
@@ -651,13 +740,20 @@ class RuffBackend:
             turns += 1
             fid = finding["id"]
             others = {f["title"] for f in batch if f is not finding}
-            action, args = self._fix_one(worktree, finding, toolbox, others, tidy=brief.tidy)
+            action, args = self._fix_one(
+                worktree,
+                finding,
+                toolbox,
+                others,
+                tidy=brief.tidy,
+                tests_editable=bool(brief.data.get("allow_test_edits")),
+            )
             result = toolbox.call(action, args)
             progress(f"turn {turns}: {action} {fid} -> {result.content.splitlines()[0]}")
         return turns
 
     def _fix_one(
-        self, worktree, finding, toolbox, others: set[str], tidy=False
+        self, worktree, finding, toolbox, others: set[str], tidy=False, tests_editable=False
     ) -> tuple[str, dict[str, str]]:
         """The tool call that settles `finding`: its exact diagnostic fixed, or a skip with
         why. `others`: the titles of the batch's other findings, which are theirs to fix."""
@@ -697,7 +793,7 @@ class RuffBackend:
         if not candidates:
             return "skip_finding", {"finding_id": fid, "reason": "ruff no longer reports it"}
         diag = min(candidates, key=lambda d: abs(d["location"]["row"] - line))
-        edits, why_not = fix_edits(diag, original, path)
+        edits, why_not = fix_edits(diag, original, path, tests_editable)
         if not edits:
             return "skip_finding", {"finding_id": fid, "reason": why_not}
         unused_before = {d["message"] for d in unused_imports(worktree, path)} if tidy else set()

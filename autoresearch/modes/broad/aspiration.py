@@ -71,7 +71,7 @@ def measure_base(layout: SessionLayout, record: SetupRecord, values: dict[str, A
     box = jail_for(layout, record.worktrees, values.get("commands"), worktree)
     watch = measured.watch_at_setup(worktree, record, values, f"{KEY}.command", metric, box, log)
     existing = list(values.get("protected") or [])
-    values["protected"] = list(dict.fromkeys([*existing, *watch.protected()]))
+    values["protected"] = list(dict.fromkeys([*existing, *watch.patterns()]))
     labels = {p: "spec key protected" for p in existing}
     record.measured = watch.to_record(values["protected"], labels)
     values[KEY] = DEFAULTS | {k: v for k, v in values[KEY].items() if v is not None}
@@ -95,8 +95,7 @@ def measure_base(layout: SessionLayout, record: SetupRecord, values: dict[str, A
     }
     write_json(layout.baseline, baseline)
     log(f"aspiration metric {metric.label}: {base.value:g} on the base (samples {base.samples})")
-    ran = ", ".join(watch.protected()) or "none found"
-    log(f"protected, as the measurement runs them: {ran}")
+    log(measured.said(watch.protected()))
 
 
 def measure_tip(env) -> dict[str, Any] | None:

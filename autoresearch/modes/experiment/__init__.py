@@ -195,7 +195,7 @@ class ExperimentSetup(Mode.setup):
         # never change it. What the metric and guard run is the measurement.
         values["protected"] = list(
             dict.fromkeys(
-                [*existing, *cfg.human_files(), *watcher.watch.protected(), *cfg.holdout_files]
+                [*existing, *cfg.human_files(), *watcher.watch.patterns(), *cfg.holdout_files]
             )
         )
         labels = {p: "the holdout's (hidden from the agent)" for p in cfg.holdout_files}

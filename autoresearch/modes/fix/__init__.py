@@ -257,7 +257,7 @@ class Fix(ChangingLens):
             record.warnings.append(note)
         # The files that count and guard are the measurement: editing them is no fix.
         tests = list(TEST_GLOBS) if section.get("protect_tests", True) else []
-        protected = list(dict.fromkeys(watcher.watch.protected() + tests))
+        protected = list(dict.fromkeys(watcher.watch.patterns() + tests))
         # The toolbox refuses edits to these; the frozen spec shows them.
         existing = list(values.get("protected") or [])
         values["protected"] = existing + protected

@@ -88,7 +88,7 @@ class NarrowSetup(Mode.setup):
         # The frozen spec is what the stages read, so the toolbox refuses edits to these
         # paths; the frozen session.yaml shows them too.
         existing = list(values.get("protected") or [])
-        values["protected"] = protected_paths(goal, existing, watch.protected())
+        values["protected"] = protected_paths(goal, existing, watch.patterns())
         record.measured = watch.to_record(values["protected"], labels(goal, existing))
         # Defaults filled in, so session.yaml shows exactly how the metric is read.
         values["goal"] = GOAL_DEFAULTS | {k: v for k, v in values["goal"].items() if v is not None}
@@ -124,8 +124,7 @@ class NarrowSetup(Mode.setup):
             },
         )
         log(f"baseline {goal.metric}: {baseline.value:g} (samples {baseline.samples})")
-        ran = watch.protected()
-        log(f"protected, as the measurement runs them: {', '.join(ran) or 'none found'}")
+        log(measured.said(watch.protected()))
         progress.write_progress(layout, values, [])
         sections = progress.render_sections(layout, values, [])
         journal.write_summary(layout, record, SessionSpec(values), [], sections)
