@@ -14,19 +14,25 @@ import pytest
 
 from autoresearch.safety import child_env
 
-# A process that makes its private folder, says where it is, and waits (or exits).
+# A process that makes its private folder, says where it is, and waits: until killed, or
+# ("exit") until its stdin closes, then exits normally.
 OWNER = (
     "import sys, time\n"
     "from autoresearch.safety import child_env\n"
     "print(child_env.for_tool()['HOME'], flush=True)\n"
     "if sys.argv[1] == 'wait': time.sleep(120)\n"
+    "else: sys.stdin.read()\n"
 )
 
 
 def start(tmp: Path, then: str) -> tuple[subprocess.Popen, Path]:
     env = {**os.environ, "TMPDIR": str(tmp)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", OWNER, then], env=env, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", OWNER, then],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     home = Path(proc.stdout.readline().strip())
     assert home.parent.parent == tmp and home.is_dir()
@@ -60,6 +66,7 @@ def test_a_folder_a_killed_process_left_is_removed_when_the_next_one_starts(tmp_
         assert not left.exists()
         assert own.is_dir()  # a live owner's folder stays
         exited, third = start(tmp_path, "exit")
+        exited.stdin.close()  # now it exits
         assert exited.wait(timeout=60) == 0
         assert own.is_dir() and not third.exists()  # removed at its normal exit
     finally:
