@@ -9,9 +9,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import Workflow, calc_repo, git, make_repo, no_key_sweep, script_spec
-
-from autoresearch.safety import git as gitops
+from conftest import Workflow, calc_repo, git, make_repo, no_key_sweep
 
 
 def run_setup_only(workflow, values, name="s"):
@@ -201,13 +199,6 @@ def test_on_dirty_stash_records_changes_and_leaves_files(workflow, target):
     assert "autoresearch s" in git(target, "stash", "list")
     worktree = workflow.session("s") / "worktree"
     assert "def add" in (worktree / "calc.py").read_text()
-
-
-def test_users_checkout_is_identical_after_a_session(workflow, target):
-    before = gitops.snapshot(target)
-    script = workflow.script({"red": {"*": []}})
-    workflow.run("s", script_spec(target, script, workflow.workdir / "t.jsonl", max_cycles=2))
-    assert gitops.snapshot(target) == before
 
 
 def test_a_setup_error_is_said_once_with_its_last_lines_and_where_the_whole_output_is(
