@@ -134,11 +134,6 @@ def kill_and_rerun(workflow, target):
     return workflow, session
 
 
-@pytest.fixture
-def killed_and_rerun(workflow, target):
-    return kill_and_rerun(workflow, target)
-
-
 @pytest.fixture(scope="module")
 def killed_once(tmp_path_factory):
     """Session k killed and rerun, and session clean, the same audit never killed, made
@@ -166,8 +161,10 @@ def test_a_kill_mid_iteration_then_a_rerun_gives_the_same_files_without_duplicat
     assert len(results) == 4  # the header and one row per iteration
 
 
-def test_a_rerun_after_done_is_removed_adds_a_new_run_under_the_old_rows(killed_and_rerun, target):
-    workflow, session = killed_and_rerun
+def test_a_rerun_after_done_is_removed_adds_a_new_run_under_the_old_rows(workflow, target):
+    # The audit of k run to its end (the killed and rerun one reads as it: the test above).
+    workflow.run("k", security_spec(workflow, target, FAST, "k.yaml", max_cycles=3))
+    session = workflow.session("k")
     (session / "done").unlink()
     workflow.run("k", security_spec(workflow, target, FAST, "k.yaml", max_cycles=3))
     rows = log_rows(session)

@@ -78,7 +78,8 @@ def run_three_cycles(workflow, target):
 @pytest.fixture(scope="module")
 def three_cycles(tmp_path_factory):
     """One three-cycle session for the tests of a redo that refuses or moves nothing (each
-    checks that nothing moved); the tests of a redo that moves something run their own."""
+    checks that nothing moved) and of status on a branch moved behind its back (which puts
+    the branch back); the tests of a redo that moves something run their own."""
     base = tmp_path_factory.mktemp("redo")
     workflow, target = Workflow(base / "work"), calc_repo(base / "target")
     run_three_cycles(workflow, target)
@@ -177,11 +178,16 @@ def test_redo_names_the_stages_of_the_mode(three_cycles):
     assert session_state(workflow.session("s"), target) == before
 
 
-def test_status_flags_a_branch_rewritten_outside_autoresearch(workflow, target):
-    run_three_cycles(workflow, target)
+def test_status_flags_a_branch_rewritten_outside_autoresearch(three_cycles):
+    workflow, target = three_cycles
     base = json.loads((workflow.session("s") / "setup.json").read_text())["base_commit"]
-    git(target, "update-ref", "refs/heads/autoresearch/improve", base)
-    out = cli(workflow, "status", "s").stdout
+    ref = "refs/heads/autoresearch/improve"
+    tip = git(target, "rev-parse", ref)
+    git(target, "update-ref", ref, base)
+    try:
+        out = cli(workflow, "status", "s").stdout
+    finally:
+        git(target, "update-ref", ref, tip)  # the shared session as it was, for the others
     assert "WARNING: branch autoresearch/improve is at" in out and "autoresearch redo" in out
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import CALC, CALC_TESTS, git, make_repo
+import pytest
+from conftest import CALC, CALC_TESTS, Workflow, git, make_repo
 
 SECRET = 'API_KEY = "sk_live_' + "4eC39HqLyjWDarjtT1zdp7dc" + '"\n'
 SAFE = 'import os\n\nAPI_KEY = os.environ.get("API_KEY", "")\n'
@@ -67,11 +68,24 @@ def test_prepare_fixes_one_failing_gate_at_a_time_until_all_pass(workflow, tmp_p
     assert len(rows) == 3 and "\tsecrets\t1\t" in rows[1]
 
 
-def test_a_change_that_breaks_a_passing_gate_is_not_kept(workflow, tmp_path):
-    repo = feature_repo(tmp_path, {"calc.py": CALC + "\n# TODO x\n"})
+@pytest.fixture(scope="module")
+def breaking(tmp_path_factory):
+    """A session without `approve: manual` whose agent breaks a passing gate, run to done
+    once: read by the test of its decision and by the refusal of its shipping step (its
+    shipping commands touch a spy file, for real: `dry_run: false`)."""
+    base = tmp_path_factory.mktemp("ship")
+    workflow = Workflow(base / "work")
+    repo = feature_repo(base, {"calc.py": CALC + "\n# TODO x\n"})
     broken = CALC.replace("return a + b", "return a - b")
     script = {"ship": {"*": fix("todo", "calc.py", broken)}}
-    workflow.run("b", ship_spec(repo, workflow, script))
+    spy = base / "spy"
+    spec = ship_spec(repo, workflow, script, commands=[f"touch {spy}"], dry_run=False)
+    workflow.run("b", spec)
+    return workflow, spy
+
+
+def test_a_change_that_breaks_a_passing_gate_is_not_kept(breaking):
+    workflow, _ = breaking
     first = json.loads((workflow.session("b") / "ship/001/decision.json").read_text())
     assert first["status"] == "reverted" and first["broke"] == ["tests"]
 
@@ -121,16 +135,16 @@ def test_approved_shipping_is_a_dry_run_by_default(workflow, tmp_path):
     assert f"would run: touch {spy}" in (workflow.session("d") / "shipped").read_text()
 
 
-def test_without_approve_manual_the_shipping_step_is_refused(workflow, tmp_path):
-    repo = feature_repo(tmp_path, {"notes.txt": "fine\n"})
-    spy = tmp_path / "spy"
-    spec = spy_spec(repo, workflow, spy, dry_run=False)
-    del spec["approve"]
-    workflow.run("n", spec)
-    (workflow.session("n") / "approved").touch()
-    proc = workflow.run("n", None, target="sessions/n/shipped", check=False)
+def test_without_approve_manual_the_shipping_step_is_refused(breaking):
+    workflow, spy = breaking
+    approval = workflow.session("b") / "approved"
+    approval.touch()
+    try:
+        proc = workflow.run("b", None, target="sessions/b/shipped", check=False)
+    finally:
+        approval.unlink()  # the session as the fixture left it, for the other test
     assert proc.returncode != 0 and "only with approve: manual" in proc.stderr
-    assert not spy.exists()
+    assert not spy.exists() and not (workflow.session("b") / "shipped").exists()
 
 
 def test_ship_runs_without_a_key_and_leaves_each_failing_gate_to_a_person(workflow, tmp_path):

@@ -7,6 +7,8 @@ import json
 import pytest
 from conftest import Workflow, calc_repo, git, script_spec
 
+from autoresearch.safety import git as gitops
+
 FIXED_MEAN = """\
 def add(a, b):
     return a + b
@@ -91,10 +93,12 @@ def run_session(workflow, target, **extra):
 
 
 def session_of(tmp_path_factory, **extra):
-    """One session of SCRIPT, run once for the tests of its module that only read it."""
+    """One session of SCRIPT, run once for the tests of its module that only read it: its
+    Workflow, target, briefs and the user's checkout of the target as it was before."""
     base = tmp_path_factory.mktemp("sweep")
     workflow, target = Workflow(base / "work"), calc_repo(base / "target")
-    return workflow, target, run_session(workflow, target, max_cycles=1, **extra)
+    before = gitops.snapshot(target)
+    return workflow, target, run_session(workflow, target, max_cycles=1, **extra), before
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +114,7 @@ def per_fix(tmp_path_factory):
 
 
 def test_cycle_writes_every_stage_file(batch):
-    workflow, _, _ = batch
+    workflow, _, _, _ = batch
     cycle = workflow.session("s") / "cycles" / "001"
     for name in (
         "red-findings.md",
@@ -124,8 +128,16 @@ def test_cycle_writes_every_stage_file(batch):
     assert (workflow.session("s") / "done").read_text().startswith("session: s")
 
 
+def test_users_checkout_is_identical_after_a_session(batch):
+    # The cycle kept a fix, reverted a failing one and committed Refactor's change, all on
+    # the session's branch in its own worktree: the user's branch, index and files are as
+    # they were.
+    _, target, _, before = batch
+    assert gitops.snapshot(target) == before
+
+
 def test_green_commits_passing_fix_and_restores_failing_one(per_fix):
-    workflow, _, _ = per_fix
+    workflow, _, _, _ = per_fix
     worktree = workflow.session("s") / "worktree"
     subjects = git(worktree, "log", "--format=%s").splitlines()
     assert subjects[:2] == ["refactor: comment add", "fix: [F-001] guard empty mean"]
@@ -137,13 +149,13 @@ def test_green_commits_passing_fix_and_restores_failing_one(per_fix):
 
 
 def test_refactor_patch_gives_its_change_count_under_its_title(batch):
-    workflow, _, _ = batch
+    workflow, _, _, _ = batch
     text = (workflow.session("s") / "cycles/001/refactor-patch.md").read_text()
     assert text.splitlines()[:3] == ["# Refactor team: cycle 001", "", "## Changes: 1"]
 
 
 def test_green_is_never_told_reds_narrative_or_fix_hints(batch):
-    _, _, briefs = batch
+    _, _, briefs, _ = batch
     green = [b for b in briefs if b["team"] == "green"]
     assert green
     for brief in green:
@@ -154,7 +166,7 @@ def test_green_is_never_told_reds_narrative_or_fix_hints(batch):
 
 
 def test_refactor_is_told_changed_files_and_no_finding(batch):
-    _, _, briefs = batch
+    _, _, briefs, _ = batch
     refactor = [b for b in briefs if b["team"] == "refactor"]
     assert refactor
     text = json.dumps(refactor)
@@ -164,13 +176,13 @@ def test_refactor_is_told_changed_files_and_no_finding(batch):
 
 
 def test_red_gets_no_write_tool(batch):
-    _, _, briefs = batch
+    _, _, briefs, _ = batch
     red_tools = set(next(b for b in briefs if b["team"] == "red")["tools"])
     assert not red_tools & {"write_file", "edit_file", "run_tests"}
 
 
 def test_results_tsv_has_a_row_per_team(batch):
-    workflow, _, _ = batch
+    workflow, _, _, _ = batch
     rows = (workflow.session("s") / "results.tsv").read_text().splitlines()
     assert rows[0].split("\t") == [
         "cycle",
@@ -205,7 +217,7 @@ def test_one_committed_tree_is_tested_once_per_session(workflow, target):
 
 def test_under_the_per_fix_gate_no_stage_tests_again_the_tree_the_gate_tested(per_fix):
     # Green's final run and evaluate meet trees the per-fix gate's runs already tested.
-    workflow, target, _ = per_fix
+    workflow, target, _, _ = per_fix
     session = workflow.session("s")
     runs = [json.loads(line) for line in (session / "test-runs.jsonl").read_text().splitlines()]
     trees = [r["tree"] for r in runs]

@@ -55,11 +55,17 @@ class SweepEnv:
         return json.loads(path.read_text())
 
 
-def second_cycle(tmp_path, first: dict, second: dict) -> str | None:
+class TwoTeamEnv(SweepEnv):
+    """The same cycle 2 of a sweep whose teams leave Refactor out."""
+
+    spec = SessionSpec({"teams": ["red", "green"], "stop_below": None})
+
+
+def second_cycle(tmp_path, first: dict, second: dict, env=SweepEnv) -> str | None:
     """The stop reason of cycle 2 (None: the sweep goes on)."""
     layout = SessionLayout(tmp_path / "s")
     write_json(layout.decision(1), WRITTEN | {"cycle": 1, "refactor_changes": 0} | first)
-    return Sweep().loop_stop(SweepEnv(layout), {"findings": 1, "refactor_changes": 0} | second)
+    return Sweep().loop_stop(env(layout), {"findings": 1, "refactor_changes": 0} | second)
 
 
 FIX = [{"id": "F-001"}]
@@ -80,4 +86,27 @@ def test_with_an_idle_refactor_two_cycles_that_kept_no_fix_still_stop(tmp_path):
     reason = second_cycle(
         tmp_path, {"fixed": [], "refactor_idle": True}, {"fixed": [], "refactor_idle": True}
     )
+    assert reason == "nothing fixable was left: two consecutive cycles in which Green kept no fix"
+
+
+def test_without_refactor_two_cycles_that_kept_no_fix_stop(tmp_path):
+    # Red found something in both cycles; Green kept none of it (skipped or reverted).
+    reason = second_cycle(tmp_path, {"fixed": []}, {"fixed": []}, TwoTeamEnv)
+    assert reason == "nothing fixable was left: two consecutive cycles in which Green kept no fix"
+    assert second_cycle(tmp_path, {"fixed": FIX}, {"fixed": []}, TwoTeamEnv) is None
+    assert second_cycle(tmp_path, {"fixed": []}, {"fixed": FIX}, TwoTeamEnv) is None
+
+
+def test_without_refactor_a_refactor_count_of_zero_stops_nothing_while_green_fixes(tmp_path):
+    assert second_cycle(tmp_path, {"fixed": FIX}, {"fixed": FIX}, TwoTeamEnv) is None
+
+
+def test_a_refactor_that_changed_nothing_because_nothing_was_fixed_says_so(tmp_path):
+    # Refactor had nothing to change: the reason is the dry loop's, not Refactor's.
+    reason = second_cycle(tmp_path, {"fixed": []}, {"fixed": []})
+    assert reason == "nothing fixable was left: two consecutive cycles in which Green kept no fix"
+    reason = second_cycle(tmp_path, {"fixed": [], "findings": 0}, {"fixed": [], "findings": 0})
+    assert reason == "nothing fixable was left: two consecutive cycles in which Red found nothing"
+    # One cycle that found something is not two cycles of nothing found.
+    reason = second_cycle(tmp_path, {"fixed": [], "findings": 2}, {"fixed": [], "findings": 0})
     assert reason == "nothing fixable was left: two consecutive cycles in which Green kept no fix"
