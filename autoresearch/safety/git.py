@@ -1457,12 +1457,14 @@ def commit_index(worktree: Path, message: str, *, changed: bool = False) -> str 
     return worktree_git(worktree, "rev-parse", "HEAD")
 
 
-def commit_like(worktree: Path, original: str) -> str | None:
+def commit_like(
+    worktree: Path, original: str, message: Callable[[str], str] | None = None
+) -> str | None:
     """Commit what the index holds (a replay's own paths, no `add -A`) as a copy of
-    `original`: its message, its author's and committer's names, emails and dates, so the
-    same change on the same parent gets the same id on every run (a review branch re-pushed
-    needs no force). None when it holds no change; GitlinkRefused, with the index put back
-    to HEAD, for a gitlink nobody wrote."""
+    `original`: its message (or `message` of it), its author's and committer's names, emails
+    and dates, so the same change on the same parent gets the same id on every run (a review
+    branch re-pushed needs no force). None when it holds no change; GitlinkRefused, with the
+    index put back to HEAD, for a gitlink nobody wrote."""
     refused = new_gitlinks(worktree)
     if refused:
         worktree_git(worktree, "reset", "-q")
@@ -1480,8 +1482,23 @@ def commit_like(worktree: Path, original: str) -> str | None:
         "GIT_COMMITTER_EMAIL": email,
         "GIT_COMMITTER_DATE": date,
     }
-    # -C: the original's message byte for byte, its author, email and date.
-    _run(worktree, ("commit", "-q", "--no-verify", "-C", original), env)
+    if message is None:
+        # -C: the original's message byte for byte, its author, email and date.
+        _run(worktree, ("commit", "-q", "--no-verify", "-C", original), env)
+        return head(worktree)
+    said = worktree_proc(
+        worktree, "log", "-1", "--date=raw", "--format=%an%x00%ae%x00%ad%x00%B", original
+    )
+    if said.returncode != 0:
+        raise GitError(f"git log {original} failed in {worktree}: {said.stderr.strip()}")
+    a_name, a_email, a_date, text = said.stdout.split("\0", 3)
+    env |= {"GIT_AUTHOR_NAME": a_name, "GIT_AUTHOR_EMAIL": a_email, "GIT_AUTHOR_DATE": a_date}
+    # --cleanup=verbatim: the message as given (git would take a `#` line for a comment).
+    _run(
+        worktree,
+        ("commit", "-q", "--no-verify", "--cleanup=verbatim", "-m", message(text.rstrip("\n"))),
+        env,
+    )
     return head(worktree)
 
 

@@ -118,6 +118,21 @@ def title_of(commit: Commit) -> str:
     return SUBJECT_PREFIX.sub("", commit.subject).strip() or commit.subject
 
 
+def for_review(message: str) -> str:
+    """A session commit's message as a review branch carries it: the finding's id, which
+    means nothing in the maintainer's repository, moves from the subject to a trailer
+    (`fix: [F-001] guard empty mean` -> `fix: guard empty mean`, `Autoresearch-Finding:
+    F-001`)."""
+    subject, _, body = message.partition("\n")
+    found = SUBJECT_PREFIX.match(subject)
+    if found is None or found.group(3) is None:
+        return message
+    ids = found.group(3).strip()[1:-1].strip()
+    short = subject[: found.start(3)] + subject[found.end(3) :]
+    body = body.strip("\n")
+    return f"{short}\n\n" + (f"{body}\n\n" if body else "") + f"Autoresearch-Finding: {ids}\n"
+
+
 def slug(text: str) -> str:
     words = re.findall(r"[a-z0-9]+", text.lower())
     out = ""
@@ -209,9 +224,10 @@ def replay(worktree: Path, base: str, commits: list[Commit]) -> int | None:
     for i, commit in enumerate(commits):
         if not git.apply_commit(worktree, commit.sha):
             return i
-        # As the session made it (message, author, dates): a rerun makes the same ids.
+        # As the session made it (author, dates; the message for a maintainer): a rerun
+        # makes the same ids.
         try:
-            if git.commit_like(worktree, commit.sha) is None:  # its paths only
+            if git.commit_like(worktree, commit.sha, for_review) is None:  # its paths only
                 continue  # its change is already there (a revert undid a revert, say)
         except git.GitlinkRefused:
             return i  # a gitlink nobody wrote is never committed: the commit fails here

@@ -141,7 +141,7 @@ def test_the_merged_branch_is_the_winner_plus_the_independent_win(finalized):
     winner_tip = git(target, "rev-parse", "autoresearch/broad/b/h1")
     assert git(target, "merge-base", MERGED, winner_tip) == winner_tip  # built on the winner
     added = git(target, "log", "--format=%s", f"{winner_tip}..{MERGED}").splitlines()
-    assert added == ["fix: [F-001] add clamp"]
+    assert added == ["fix: add clamp"]
     assert git(target, "show", f"{MERGED}:util.py") + "\n" == UTIL
     assert "LIMIT = 10" in git(target, "show", f"{MERGED}:calc.py")
     assert MERGED in proc.stdout and "review/merged.md" in proc.stdout

@@ -152,11 +152,14 @@ def test_finalize_splits_independent_fixes_and_keeps_dependent_ones_together(swe
     base = base_of(wf)
     branches = sorted(review_branches(target))
     assert branches == PASSING + [ONLY_TOGETHER]
+    # The finding's id, which means nothing in the maintainer's repository, is a trailer.
     assert subjects(target, base, branches[0]) == [
-        "fix: [F-001] guard empty mean",
-        "fix: [F-003] say what is empty",
+        "fix: guard empty mean",
+        "fix: say what is empty",
     ]
-    assert subjects(target, base, branches[1]) == ["fix: [F-002] soften whisper"]
+    assert subjects(target, base, branches[1]) == ["fix: soften whisper"]
+    message = git(target, "log", "-1", "--format=%B", branches[1]).strip()
+    assert message == "fix: soften whisper\n\nAutoresearch-Finding: F-002"
     # Each branch holds its own change and nothing else.
     changed = git(target, "diff", "--name-only", base, branches[1]).split()
     assert changed == ["text.py"]
@@ -166,8 +169,8 @@ def test_a_set_that_fails_alone_is_joined_with_the_set_it_needs(swept):
     wf, target, _, _, _ = swept
     base = base_of(wf)
     assert subjects(target, base, "autoresearch/s/review/3-add-clamp") == [
-        "fix: [F-004] add clamp",
-        "fix: [F-005] bound add",
+        "fix: add clamp",
+        "fix: bound add",
     ]
     text = (wf.session("s") / "review" / "3.md").read_text()
     assert "Set 4 (bound add) joined this set: its tests failed alone" in text
@@ -262,7 +265,7 @@ def test_a_rerun_replaces_its_own_branches_and_no_other(swept):
             mine,
         ]
     )
-    assert subjects(target, base, moved + "-2") == ["fix: [F-002] soften whisper"]
+    assert subjects(target, base, moved + "-2") == ["fix: soften whisper"]
     record = json.loads((wf.session("s") / "review" / "branches.json").read_text())
     assert [e["branch"] for e in record["sets"]] == [
         "autoresearch/s/review/1-guard-empty-mean-say-what-is-empty",

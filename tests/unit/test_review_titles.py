@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from autoresearch.session import finalize
 from autoresearch.session.changesets import REFACTOR, ChangeNote, Commit, ReviewLoop
 from autoresearch.session.finalize import ReviewSet, set_title
 from autoresearch.views.session_report import size_of
@@ -75,3 +76,15 @@ def test_a_rules_fixes_whose_quoted_words_are_their_object_keep_them():
         commit(2, "Remove unused variable `b`", "F841"),
     )
     assert names == "Remove unused variable (F841: 2 changes in 2 files)"
+
+
+def test_a_review_commit_carries_the_findings_id_as_a_trailer_not_in_its_subject():
+    assert finalize.for_review("fix: [F-003] guard empty mean") == (
+        "fix: guard empty mean\n\nAutoresearch-Finding: F-003\n"
+    )
+    assert finalize.for_review("fix(calc): [F-001, F-002] bound add\n\nwhy it was wrong") == (
+        "fix(calc): bound add\n\nwhy it was wrong\n\nAutoresearch-Finding: F-001, F-002\n"
+    )
+    # A message the harness did not write as `<kind>: [<id>]` is left as it is.
+    for message in ("refactor: split imports", "Merge branch 'x'", "fix: [x"):
+        assert finalize.for_review(message) == message
