@@ -114,6 +114,11 @@ class _Private:
                 sweep_stale(self._root.parent, keep=self._root)
             return self._root
 
+    def folders(self) -> tuple[str, str]:
+        """HOME and TMPDIR, in `root()` (made again if it went)."""
+        root = self.root()
+        return str(root / "home"), str(root / "tmp")
+
 
 _private = _Private()
 
@@ -187,11 +192,39 @@ def _alive(pid: int, start: str) -> bool:
 def for_tool(pass_env: Iterable[str] = ()) -> dict[str, str]:
     """The environment of a tool the harness runs itself (git, ruff, bandit): the
     allowlist, with a private HOME and TMPDIR that hold nothing of the user's."""
-    root = _private.root()
-    env = allowed(pass_env)
-    env["HOME"] = str(root / "home")
-    env["TMPDIR"] = str(root / "tmp")
+    home, tmp = _private.folders()
+    env = allowed(pass_env) if pass_env else _own_allowed()
+    env["HOME"] = home
+    env["TMPDIR"] = tmp
     return env
+
+
+class _OwnAllowed:
+    """`allowed()` of our own environment, filtered again only when that environment
+    changed: every harness git call needs it, and filtering decodes every name and value
+    (os.environ's own store, bytes, is compared whole instead: one C loop). The answer is
+    a copy, and the pair (store, answer) is swapped in at once, so threads share it
+    safely."""
+
+    def __init__(self) -> None:
+        self._last: tuple[dict[bytes, bytes], dict[str, str]] | None = None
+
+    def __call__(self) -> dict[str, str]:
+        store = getattr(os.environ, "_data", None)
+        if not isinstance(store, dict):
+            return allowed()  # another Python's os.environ: filtered every time
+        last = self._last
+        if last is None or last[0] != store:
+            # The answer from the copy itself: a change made meanwhile is never paired
+            # with an answer filtered before it.
+            copy = dict(store)
+            decoded = {os.fsdecode(key): os.fsdecode(value) for key, value in copy.items()}
+            last = (copy, allowed(source=decoded))
+            self._last = last
+        return dict(last[1])
+
+
+_own_allowed = _OwnAllowed()
 
 
 def toolchain_homes(env: Mapping[str, str], home: str | None) -> dict[str, str]:
