@@ -102,22 +102,28 @@ class _Private:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._root: Path | None = None
+        self._folders = ("", "")
 
     def root(self) -> Path:
         with self._lock:
-            if self._root is None or not self._root.is_dir():
-                self._root = Path(tempfile.mkdtemp(prefix=PREFIX))
+            if self._root is None or not os.path.isdir(self._root):
+                root = Path(tempfile.mkdtemp(prefix=PREFIX))
                 for name in ("home", "tmp"):
-                    (self._root / name).mkdir(mode=0o700)
-                (self._root / OWNER).write_text(_owner_line(os.getpid()))
-                atexit.register(shutil.rmtree, self._root, True)
-                sweep_stale(self._root.parent, keep=self._root)
+                    (root / name).mkdir(mode=0o700)
+                (root / OWNER).write_text(_owner_line(os.getpid()))
+                atexit.register(shutil.rmtree, root, True)
+                sweep_stale(root.parent, keep=root)
+                self._root, self._folders = root, (str(root / "home"), str(root / "tmp"))
             return self._root
 
     def folders(self) -> tuple[str, str]:
-        """HOME and TMPDIR, in `root()` (made again if it went)."""
-        root = self.root()
-        return str(root / "home"), str(root / "tmp")
+        """HOME and TMPDIR, in `root()` (made again if it went): the strings kept with it."""
+        with self._lock:
+            if self._root is not None and os.path.isdir(self._root):
+                return self._folders
+        self.root()
+        with self._lock:
+            return self._folders
 
 
 _private = _Private()

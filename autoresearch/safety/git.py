@@ -559,7 +559,7 @@ def git(repo: Path | str, *args: str, check: bool = True) -> str:
     """Run git in `repo` itself: a directory without its own `.git` is an error, never a
     reason to act on whatever repository encloses it. A worktree autoresearch made is named
     by its recorded git directories, never by its `.git` file."""
-    env = _bound(Path(repo)) if record_of(Path(repo)).is_file() else environment(Path(repo))
+    env = _bound(Path(repo)) if _has_record(repo) else environment(Path(repo))
     return _run(repo, args, env, check=check).stdout.strip()
 
 
@@ -567,7 +567,7 @@ def raw(path: Path | str, *args: str, timeout: float | None = None) -> subproces
     """A harness git call whose bytes and exit code the caller reads itself (`-z` lists, a
     yes/no answer); named and locked down like every other call, never checked."""
     path = Path(path)
-    env = _bound(path) if record_of(path).is_file() else environment(path)
+    env = _bound(path) if _has_record(path) else environment(path)
     plain = argv(path, *args)
     cmd = confined(plain, args, env)
     if cmd is not plain and not boxed(cmd):
@@ -861,6 +861,12 @@ def _record_shape(admin: str, common: str) -> str | None:
     None for another shape (`_recorded_admin`'s check)."""
     path = Path(admin)
     return str(path) if path.parent == Path(common) / "worktrees" else None
+
+
+def _has_record(worktree: Path | str) -> bool:
+    """`record_of(worktree).is_file()`, asked before every call in a folder."""
+    name = os.fspath(worktree)
+    return os.path.isfile(_record_path(name) if os.path.isabs(name) else record_of(Path(name)))
 
 
 def _recorded_in(worktree: str) -> tuple[str, str | None] | None:
