@@ -920,9 +920,15 @@ def _checked(worktree: Path, *, ours: bool = False) -> _Checked:
     admin_fd = None
     try:
         work = _resolved(work_fd, name) if work_fd is not None else None
-        linked = _linked_admin(work, work_fd) if work is not None and work_fd is not None else None
-        admin, admin_fd = linked if linked is not None else (None, None)
+        linked = (
+            _linked_admin(name, work, work_fd) if work is not None and work_fd is not None else None
+        )
+        admin, admin_fd = (linked[0], linked[1]) if linked is not None else (None, None)
         record = _recorded_in(name)
+        if record is not None and linked is not None and admin != record[0]:
+            # Resolved the long way before any verdict: where mounts overlap, the kernel's
+            # name for a folder may be another than realpath's, which the record holds.
+            admin = os.path.realpath(linked[2])
         if record is not None and admin != record[0]:
             recorded = Path(record[0])
             if not Path(worktree).is_dir() or not recorded.is_dir():
@@ -1000,10 +1006,10 @@ def _plausible(worktree: Path, admin: Path) -> bool:
     return common == admin.parent.parent and (common / "objects").is_dir()
 
 
-def _linked_admin(work: str, work_fd: int) -> tuple[str, int] | None:
-    """What the `.git` file of the worktree open at `work_fd` (`work` its path, links
-    resolved) names, when that names it back: the administrative directory's path, links
-    resolved, and the directory open (the caller closes it)."""
+def _linked_admin(name: str, work: str, work_fd: int) -> tuple[str, int, str] | None:
+    """What the `.git` file of the worktree `name` (open at `work_fd`, `work` its path,
+    links resolved) names, when that names it back: the administrative directory's path,
+    links resolved, the directory open (the caller closes it), and its path as spelled."""
     try:
         # O_NOFOLLOW: a link is refused at the open; O_NONBLOCK: a FIFO never hangs the open
         # (it is no regular file: refused below, before any read).
@@ -1029,16 +1035,24 @@ def _linked_admin(work: str, work_fd: int) -> tuple[str, int] | None:
     except (OSError, ValueError):
         return None  # no folder there: no `gitdir` in it either
     try:
-        admin = _resolved(admin_fd, os.path.join(work, named))
+        spelled = os.path.join(name, named)
+        admin = _resolved(admin_fd, spelled)
         back = _text("gitdir", admin_fd)
         dot_git = os.path.join(work, ".git")  # `.git` is no link: resolved, it is this
-        if back is None or (back != dot_git and os.path.realpath(back) != dot_git):
+        if back is None or (back != dot_git and not _names_it(back, dot_git, name)):
             os.close(admin_fd)
             return None
     except BaseException:
         os.close(admin_fd)
         raise
-    return admin, admin_fd
+    return admin, admin_fd, spelled
+
+
+def _names_it(back: str, dot_git: str, name: str) -> bool:
+    """Whether `back`, resolved, is the worktree's `.git`: `dot_git`, or as `realpath`
+    resolves it (where the kernel's name for the folder is another)."""
+    real = os.path.realpath(back)
+    return real == dot_git or real == os.path.realpath(os.path.join(name, ".git"))
 
 
 def _is_ours(admin: Path, admin_fd: int | None = None) -> bool:
