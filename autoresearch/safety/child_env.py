@@ -102,17 +102,28 @@ class _Private:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._root: Path | None = None
+        self._folders = ("", "")
 
     def root(self) -> Path:
         with self._lock:
-            if self._root is None or not self._root.is_dir():
-                self._root = Path(tempfile.mkdtemp(prefix=PREFIX))
+            if self._root is None or not os.path.isdir(self._root):
+                root = Path(tempfile.mkdtemp(prefix=PREFIX))
                 for name in ("home", "tmp"):
-                    (self._root / name).mkdir(mode=0o700)
-                (self._root / OWNER).write_text(_owner_line(os.getpid()))
-                atexit.register(shutil.rmtree, self._root, True)
-                sweep_stale(self._root.parent, keep=self._root)
+                    (root / name).mkdir(mode=0o700)
+                (root / OWNER).write_text(_owner_line(os.getpid()))
+                atexit.register(shutil.rmtree, root, True)
+                sweep_stale(root.parent, keep=root)
+                self._root, self._folders = root, (str(root / "home"), str(root / "tmp"))
             return self._root
+
+    def folders(self) -> tuple[str, str]:
+        """HOME and TMPDIR, in `root()` (made again if it went): the strings kept with it."""
+        with self._lock:
+            if self._root is not None and os.path.isdir(self._root):
+                return self._folders
+        self.root()
+        with self._lock:
+            return self._folders
 
 
 _private = _Private()
@@ -187,11 +198,39 @@ def _alive(pid: int, start: str) -> bool:
 def for_tool(pass_env: Iterable[str] = ()) -> dict[str, str]:
     """The environment of a tool the harness runs itself (git, ruff, bandit): the
     allowlist, with a private HOME and TMPDIR that hold nothing of the user's."""
-    root = _private.root()
-    env = allowed(pass_env)
-    env["HOME"] = str(root / "home")
-    env["TMPDIR"] = str(root / "tmp")
+    home, tmp = _private.folders()
+    env = allowed(pass_env) if pass_env else _own_allowed()
+    env["HOME"] = home
+    env["TMPDIR"] = tmp
     return env
+
+
+class _OwnAllowed:
+    """`allowed()` of our own environment, filtered again only when that environment
+    changed: every harness git call needs it, and filtering decodes every name and value
+    (os.environ's own store, bytes, is compared whole instead: one C loop). The answer is
+    a copy, and the pair (store, answer) is swapped in at once, so threads share it
+    safely."""
+
+    def __init__(self) -> None:
+        self._last: tuple[dict[bytes, bytes], dict[str, str]] | None = None
+
+    def __call__(self) -> dict[str, str]:
+        store = getattr(os.environ, "_data", None)
+        if not isinstance(store, dict):
+            return allowed()  # another Python's os.environ: filtered every time
+        last = self._last
+        if last is None or last[0] != store:
+            # The answer from the copy itself: a change made meanwhile is never paired
+            # with an answer filtered before it.
+            copy = dict(store)
+            decoded = {os.fsdecode(key): os.fsdecode(value) for key, value in copy.items()}
+            last = (copy, allowed(source=decoded))
+            self._last = last
+        return dict(last[1])
+
+
+_own_allowed = _OwnAllowed()
 
 
 def toolchain_homes(env: Mapping[str, str], home: str | None) -> dict[str, str]:

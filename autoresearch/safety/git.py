@@ -19,6 +19,7 @@ fsmonitor, no external diff or textconv, no submodule recursion (docs/safety.md)
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import json
 import os
@@ -26,6 +27,7 @@ import re
 import secrets as random_names
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -101,16 +103,23 @@ def environment(bound_to: Path | None, *, git_dir: Path | None = None) -> dict[s
     The allowlist of `child_env`: no key, no secret, no GIT_* variable of ours (one that
     points git at another repository, adds configuration or names a program), a private
     HOME, and neither the user's global nor the system's git configuration."""
-    env = child_env.for_tool() | NO_OUTSIDE_CONFIG
-    # Reads never take the index lock: a kill during `git status` in the user's checkout
-    # must not leave .git/index.lock behind for their next commit.
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    if bound_to is not None:
+    return _environment(os.path.realpath(bound_to) if bound_to is not None else None, git_dir)
+
+
+# Reads never take the index lock: a kill during `git status` in the user's checkout must
+# not leave .git/index.lock behind for their next commit.
+_FIXED = NO_OUTSIDE_CONFIG | {"GIT_OPTIONAL_LOCKS": "0"}
+
+
+def _environment(work: str | None, git_dir: Path | None) -> dict[str, str]:
+    """`environment` for a worktree whose path, links resolved, is `work`."""
+    env = child_env.for_tool() | _FIXED
+    if work is not None:
         # git may look for `.git` in the named directory only, never in an enclosing one.
-        env["GIT_CEILING_DIRECTORIES"] = str(Path(bound_to).resolve().parent)
+        env["GIT_CEILING_DIRECTORIES"] = os.path.dirname(work)
     if git_dir is not None:
         env["GIT_DIR"] = str(git_dir)
-        env["GIT_WORK_TREE"] = str(Path(bound_to or ".").resolve())
+        env["GIT_WORK_TREE"] = work if work is not None else os.path.realpath(".")
     return env
 
 
@@ -550,7 +559,7 @@ def git(repo: Path | str, *args: str, check: bool = True) -> str:
     """Run git in `repo` itself: a directory without its own `.git` is an error, never a
     reason to act on whatever repository encloses it. A worktree autoresearch made is named
     by its recorded git directories, never by its `.git` file."""
-    env = _bound(Path(repo)) if record_of(Path(repo)).is_file() else environment(Path(repo))
+    env = _bound(Path(repo)) if _has_record(repo) else environment(Path(repo))
     return _run(repo, args, env, check=check).stdout.strip()
 
 
@@ -558,7 +567,7 @@ def raw(path: Path | str, *args: str, timeout: float | None = None) -> subproces
     """A harness git call whose bytes and exit code the caller reads itself (`-z` lists, a
     yes/no answer); named and locked down like every other call, never checked."""
     path = Path(path)
-    env = _bound(path) if record_of(path).is_file() else environment(path)
+    env = _bound(path) if _has_record(path) else environment(path)
     plain = argv(path, *args)
     cmd = confined(plain, args, env)
     if cmd is not plain and not boxed(cmd):
@@ -730,7 +739,7 @@ def _recorded_admin(worktree: Path) -> tuple[Path, str | None] | None:
     HEAD named then ("": detached; None: not recorded, a record of an older version); None
     when there is no record (a worktree made by an older version, or by someone else)."""
     try:
-        data = json.loads(record_of(worktree).read_text())
+        data = json.loads(_read(record_of(worktree)))
         admin, common = Path(data["admin"]), Path(data["common"])
         head = data.get("head")
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -739,6 +748,47 @@ def _recorded_admin(worktree: Path) -> tuple[Path, str | None] | None:
     if admin.parent != common / "worktrees":
         return None
     return admin, head if isinstance(head, str) else None
+
+
+# Every check before a call reads a handful of small files afresh (a program run in the box
+# may have changed any of them since the last call): with os.open and os.read, not Path's
+# text layer, and names resolved by the kernel, not a walk of lstat calls (bench_bound.py).
+_READ = os.O_RDONLY | os.O_CLOEXEC
+_FOLDER = os.O_RDONLY | os.O_CLOEXEC | os.O_DIRECTORY
+
+
+def _read(name: str | Path, dir_fd: int | None = None, *, flags: int = 0) -> bytes:
+    """The whole of a small file, `name` relative to `dir_fd` when given; OSError as
+    Path.read_bytes raises it."""
+    fd = os.open(name, _READ | flags, dir_fd=dir_fd)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _text(name: str, dir_fd: int | None = None) -> str | None:
+    """A small file's text, stripped; None when it cannot be read (as `_symbolic_head`)."""
+    try:
+        return _read(name, dir_fd).decode().strip()
+    except (OSError, UnicodeError):
+        return None
+
+
+def _resolved(fd: int, path: str) -> str:
+    """The path, links resolved, of the folder open at `fd` (opened from `path`): the
+    kernel's name for it, one call; `os.path.realpath` of `path` where /proc has none (not
+    mounted, or the folder removed since)."""
+    try:
+        name = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(path)
+    if not name.startswith("/") or name.endswith(" (deleted)"):
+        return os.path.realpath(path)
+    return name
 
 
 def _symbolic_head(admin: Path) -> str | None:
@@ -750,12 +800,14 @@ def _symbolic_head(admin: Path) -> str | None:
     return text[len("ref: ") :].strip() if text.startswith("ref: ") else None
 
 
-def _check_head(worktree: Path, admin: Path, recorded: str | None) -> None:
+def _check_head(worktree: Path, admin: str, recorded: str | None, admin_fd: int) -> None:
     """ForgedGitLink when the worktree's HEAD names another ref than the one it held when
     it was made (`recorded`; None: any branch of ours). A program git ran in the box could
     write HEAD, to make the harness's next commit or reset, run outside it, move the
-    user's branch."""
-    symbolic = _symbolic_head(admin)
+    user's branch. `admin`: the administrative directory, links resolved, open at
+    `admin_fd` (its HEAD is read there)."""
+    text = _text("HEAD", admin_fd)
+    symbolic = text[len("ref: ") :].strip() if text and text.startswith("ref: ") else None
     if symbolic is None:
         return  # a commit id: what the harness does there moves no ref
     if recorded is None and not symbolic.startswith(OWNED_REFS + "/"):
@@ -767,11 +819,14 @@ def _check_head(worktree: Path, admin: Path, recorded: str | None) -> None:
         # The branch itself lies in a folder the box may write: a `ref:` line in its file,
         # or a link git reads as one, would pass the harness's next commit on to the ref
         # it names (the user's main).
-        loose = admin.parent.parent / symbolic
+        loose = _joined(os.path.dirname(os.path.dirname(admin)), symbolic)
         try:
-            forged = loose.is_symlink() or loose.read_bytes().startswith(b"ref:")
-        except OSError:
-            forged = False  # packed, or not made yet: what git writes is a plain ref
+            # O_NOFOLLOW: a link is refused at the open (ELOOP), one call for both checks.
+            forged = _read(loose, flags=os.O_NOFOLLOW).startswith(b"ref:")
+        except OSError as error:
+            # ELOOP is also a loop further up the path: only a link at the end is forged.
+            # Otherwise packed, or not made yet: what git writes is a plain ref.
+            forged = error.errno == errno.ELOOP and os.path.islink(loose)
         if not forged:
             return
         raise ForgedGitLink(
@@ -780,10 +835,55 @@ def _check_head(worktree: Path, admin: Path, recorded: str | None) -> None:
             "the commit id it held, then rerun"
         )
     raise ForgedGitLink(
-        f"{worktree} is not a live git worktree any more: its HEAD, {admin / 'HEAD'}, names "
-        f"{symbolic}, not {held} (something changed it); refusing to run git there. Put back "
-        "what it named, then rerun"
+        f"{worktree} is not a live git worktree any more: its HEAD, {Path(admin) / 'HEAD'}, "
+        f"names {symbolic}, not {held} (something changed it); refusing to run git there. Put "
+        "back what it named, then rerun"
     )
+
+
+# Pure functions of the strings a check read (never of the disk), kept per process: Path's
+# parsing costs more than the reads themselves.
+@functools.lru_cache(maxsize=256)
+def _joined(folder: str, name: str) -> str:
+    """str(Path(folder) / name)."""
+    return str(Path(folder) / name)
+
+
+@functools.lru_cache(maxsize=256)
+def _record_path(worktree: str) -> str:
+    """str(record_of(worktree)) for an absolute `worktree`."""
+    return str(record_of(Path(worktree)))
+
+
+@functools.lru_cache(maxsize=256)
+def _record_shape(admin: str, common: str) -> str | None:
+    """The recorded `admin` as Path writes it, where it lies at <common>/worktrees/<id>;
+    None for another shape (`_recorded_admin`'s check)."""
+    path = Path(admin)
+    return str(path) if path.parent == Path(common) / "worktrees" else None
+
+
+def _has_record(worktree: Path | str) -> bool:
+    """`record_of(worktree).is_file()`, asked before every call in a folder."""
+    name = os.fspath(worktree)
+    return os.path.isfile(_record_path(name) if os.path.isabs(name) else record_of(Path(name)))
+
+
+def _recorded_in(worktree: str) -> tuple[str, str | None] | None:
+    """`_recorded_admin` on strings: the record read afresh, parsed on every call."""
+    path = _record_path(worktree) if os.path.isabs(worktree) else str(record_of(Path(worktree)))
+    try:
+        data = json.loads(_read(path))
+        admin, common = data["admin"], data["common"]
+        head = data.get("head")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not isinstance(admin, str) or not isinstance(common, str):
+        return None  # what Path() would refuse
+    shaped = _record_shape(admin, common)
+    if shaped is None:
+        return None
+    return shaped, head if isinstance(head, str) else None
 
 
 def worktree_admin(worktree: Path) -> Path | None:
@@ -794,46 +894,102 @@ def worktree_admin(worktree: Path) -> Path | None:
     git directories were recorded (every worktree made by autoresearch), the `.git` file must
     name the recorded one while both exist: ForgedGitLink otherwise.
     """
-    admin = _linked_admin(worktree)
-    record = _recorded_admin(worktree)
-    recorded = record[0] if record is not None else None
-    if recorded is not None and admin != recorded:
-        if not Path(worktree).is_dir() or not recorded.is_dir():
-            return None  # the worktree or its repository is gone: stale, not forged
-        raise ForgedGitLink(
-            f"{worktree} is not a live git worktree any more: its .git file is missing or no "
-            f"longer points at the git directory recorded for it, {recorded} (something in the "
-            "worktree changed it); refusing to run git there. Put back the line "
-            f"'gitdir: {recorded}' in {Path(worktree) / '.git'}, then rerun"
-        )
-    if recorded is None and admin is not None and not _plausible(worktree, admin):
-        return None
-    if recorded is not None and admin is not None and _common_of(admin) != admin.parent.parent:
-        # The administrative directory is writable in the box: a program git ran there
-        # could point its `commondir` at a git directory of its making (a config naming
-        # filters, folders the next box would make writable).
-        raise ForgedGitLink(
-            f"{worktree} is not a live git worktree any more: {admin / 'commondir'} no longer "
-            f"names {admin.parent.parent}, its repository's git directory (something changed "
-            f"it); refusing to run git there. Put back the line '../..' in it, then rerun"
-        )
-    if record is not None and admin is not None:
-        _check_head(worktree, admin, record[1])
-        _check_no_worktree_config(worktree, admin)
-    return admin
+    return _checked(worktree).admin
 
 
-def _check_no_worktree_config(worktree: Path, admin: Path) -> None:
+@dataclasses.dataclass(frozen=True)
+class _Checked:
+    """What `worktree_admin` found, for the call it is checked for: the administrative
+    directory (None: not a live worktree), the worktree's path with its links resolved
+    (GIT_WORK_TREE), and whether the marker of ours was there (when asked)."""
+
+    admin: Path | None
+    work: str | None = None
+    ours: bool = False
+
+
+def _checked(worktree: Path, *, ours: bool = False) -> _Checked:
+    """`worktree_admin`'s checks, each file read once, from the folders as opened: the
+    worktree and its administrative directory are opened once, and what is checked inside
+    them is read relative to the open folders (the same files the names led to)."""
+    name = os.fspath(worktree)
+    try:
+        work_fd = os.open(name, _FOLDER)
+    except (OSError, ValueError):
+        work_fd = None
+    admin_fd = None
+    try:
+        work = _resolved(work_fd, name) if work_fd is not None else None
+        linked = (
+            _linked_admin(name, work, work_fd) if work is not None and work_fd is not None else None
+        )
+        admin, admin_fd = (linked[0], linked[1]) if linked is not None else (None, None)
+        record = _recorded_in(name)
+        if record is not None and linked is not None and admin != record[0]:
+            # Resolved the long way before any verdict: where mounts overlap, the kernel's
+            # name for a folder may be another than realpath's, which the record holds.
+            admin = os.path.realpath(linked[2])
+        if record is not None and admin != record[0]:
+            recorded = Path(record[0])
+            if not Path(worktree).is_dir() or not recorded.is_dir():
+                return _Checked(None)  # the worktree or its repository is gone: stale, not forged
+            raise ForgedGitLink(
+                f"{worktree} is not a live git worktree any more: its .git file is missing or "
+                f"no longer points at the git directory recorded for it, {recorded} (something "
+                "in the worktree changed it); refusing to run git there. Put back the line "
+                f"'gitdir: {recorded}' in {Path(worktree) / '.git'}, then rerun"
+            )
+        if admin is None or admin_fd is None:
+            return _Checked(None)
+        if record is None and not _plausible(Path(worktree), Path(admin)):
+            return _Checked(None)
+        common = os.path.dirname(os.path.dirname(admin))
+        if record is not None and _common_at(admin, admin_fd) != common:
+            # The administrative directory is writable in the box: a program git ran there
+            # could point its `commondir` at a git directory of its making (a config naming
+            # filters, folders the next box would make writable).
+            raise ForgedGitLink(
+                f"{worktree} is not a live git worktree any more: {Path(admin) / 'commondir'} "
+                f"no longer names {common}, its repository's git directory (something changed "
+                "it); refusing to run git there. Put back the line '../..' in it, then rerun"
+            )
+        if record is not None:
+            _check_head(worktree, admin, record[1], admin_fd)
+            _check_no_worktree_config(worktree, admin, admin_fd)
+        found = Path(admin)
+        return _Checked(found, work, ours and _is_ours(found, admin_fd))
+    finally:
+        for fd in (admin_fd, work_fd):
+            if fd is not None:
+                os.close(fd)
+
+
+def _common_at(admin: str, admin_fd: int) -> str:
+    """`_common_of(admin)` as a string, its `commondir` read in the open folder: git's own
+    `../..` needs no resolving, `admin` having its links resolved already."""
+    text = _text("commondir", admin_fd)
+    if text is None:
+        return admin
+    if text == "../..":
+        return os.path.dirname(os.path.dirname(admin))
+    return os.path.realpath(os.path.join(admin, text))
+
+
+def _check_no_worktree_config(worktree: Path, admin: str, admin_fd: int) -> None:
     """ForgedGitLink when the worktree's own git directory holds a `config.worktree`. The
     harness never writes one, and the box lets a program git runs write that folder: where
     the repository turns `extensions.worktreeConfig` on (`git sparse-checkout` does), every
     later git call there would read it, an `include.path` or a filter of its choosing."""
-    found = admin / "config.worktree"
-    if found.is_file() or found.is_symlink():
+    try:
+        # One lstat: a link (to anything) or a regular file. Not a link, lstat is stat.
+        mode = os.stat("config.worktree", dir_fd=admin_fd, follow_symlinks=False).st_mode
+    except OSError:
+        return
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
         raise ForgedGitLink(
-            f"{worktree} is not a live git worktree any more: {found} appeared (the harness "
-            "never writes one; something in the box did); refusing to run git there. Remove "
-            "it, then rerun"
+            f"{worktree} is not a live git worktree any more: {Path(admin) / 'config.worktree'} "
+            "appeared (the harness never writes one; something in the box did); refusing to "
+            "run git there. Remove it, then rerun"
         )
 
 
@@ -850,30 +1006,63 @@ def _plausible(worktree: Path, admin: Path) -> bool:
     return common == admin.parent.parent and (common / "objects").is_dir()
 
 
-def _linked_admin(worktree: Path) -> Path | None:
-    """What the `.git` file of `worktree` names, when that names it back."""
-    dot_git = Path(worktree) / ".git"
+def _linked_admin(name: str, work: str, work_fd: int) -> tuple[str, int, str] | None:
+    """What the `.git` file of the worktree `name` (open at `work_fd`, `work` its path,
+    links resolved) names, when that names it back: the administrative directory's path,
+    links resolved, the directory open (the caller closes it), and its path as spelled."""
     try:
-        if dot_git.is_symlink() or not dot_git.is_file():
+        # O_NOFOLLOW: a link is refused at the open; O_NONBLOCK: a FIFO never hangs the open
+        # (it is no regular file: refused below, before any read).
+        fd = os.open(".git", _READ | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=work_fd)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        line = dot_git.read_text().strip()
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        line = b"".join(chunks).decode().strip()
     except (OSError, UnicodeError):
         return None
+    finally:
+        os.close(fd)
     if not line.startswith("gitdir: "):
         return None
-    admin = Path(line[len("gitdir: ") :])
-    admin = (admin if admin.is_absolute() else Path(worktree) / admin).resolve()
+    named = line[len("gitdir: ") :]
     try:
-        back = Path((admin / "gitdir").read_text().strip())
-    except (OSError, UnicodeError):
-        return None
-    if back.resolve() != dot_git.resolve():
-        return None
-    return admin
+        admin_fd = os.open(named, _FOLDER, dir_fd=work_fd)  # a relative name: from the worktree
+    except (OSError, ValueError):
+        return None  # no folder there: no `gitdir` in it either
+    try:
+        spelled = os.path.join(name, named)
+        admin = _resolved(admin_fd, spelled)
+        back = _text("gitdir", admin_fd)
+        dot_git = os.path.join(work, ".git")  # `.git` is no link: resolved, it is this
+        if back is None or (back != dot_git and not _names_it(back, dot_git, name)):
+            os.close(admin_fd)
+            return None
+    except BaseException:
+        os.close(admin_fd)
+        raise
+    return admin, admin_fd, spelled
 
 
-def _is_ours(admin: Path) -> bool:
-    if (admin / MARKER).is_file():
+def _names_it(back: str, dot_git: str, name: str) -> bool:
+    """Whether `back`, resolved, is the worktree's `.git`: `dot_git`, or as `realpath`
+    resolves it (where the kernel's name for the folder is another)."""
+    real = os.path.realpath(back)
+    return real == dot_git or real == os.path.realpath(os.path.join(name, ".git"))
+
+
+def _is_ours(admin: Path, admin_fd: int | None = None) -> bool:
+    try:
+        marked = stat.S_ISREG(
+            os.stat(MARKER if admin_fd is not None else admin / MARKER, dir_fd=admin_fd).st_mode
+        )
+    except OSError:
+        marked = False
+    if marked:
         return True
     # Worktrees made before the marker existed: they hold a branch under autoresearch/.
     try:
@@ -895,15 +1084,15 @@ def is_our_worktree(worktree: Path) -> bool:
 
 def _bound(worktree: Path) -> dict[str, str]:
     """The environment for a git call that changes `worktree`; refuses any other path."""
-    admin = worktree_admin(worktree)
-    if admin is None:
+    checked = _checked(worktree, ours=True)
+    if checked.admin is None:
         raise GitError(
             f"{worktree} is not a live git worktree (its .git file is missing or broken); "
             "refusing to run git there, it would act on an enclosing repository"
         )
-    if not _is_ours(admin):
+    if not checked.ours:
         raise GitError(f"{worktree} is a worktree autoresearch did not create; leaving it alone")
-    return environment(Path(worktree), git_dir=admin)
+    return _environment(checked.work, checked.admin)
 
 
 def worktree_git(worktree: Path, *args: str, check: bool = True) -> str:
