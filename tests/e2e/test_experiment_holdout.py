@@ -114,7 +114,7 @@ def test_a_change_the_holdout_disagrees_with_is_discarded_and_one_it_agrees_with
     assert "holdout 1100 → 1800" in log
     # The holdout's file is protected; the second brief shows #1 as a plain discard.
     spec = yaml.safe_load((session / "session.yaml").read_text())
-    assert "private_check.py" in spec["protected"]
+    assert "./private_check.py" in spec["protected"]  # that file, not the name anywhere
     assert spec["experiment"]["holdout_files"] == ["private_check.py"]
     briefs = [json.loads(line) for line in transcript.read_text().splitlines()]
     assert len(briefs) == 4

@@ -192,14 +192,15 @@ class ExperimentSetup(Mode.setup):
         values["experiment"] = cfg.to_spec()
         existing = list(values.get("protected") or [])
         # program.md (or the mission's files) is the human's: the agent may read it but
-        # never change it. What the metric and guard run is the measurement.
+        # never change it. What the metric and guard run is the measurement. Each is that
+        # file (`./program.md`), not its name in every folder.
+        human = [measured.anchored(p) for p in cfg.human_files()]
+        holdout = [measured.anchored(p) for p in cfg.holdout_files]
         values["protected"] = list(
-            dict.fromkeys(
-                [*existing, *cfg.human_files(), *watcher.watch.patterns(), *cfg.holdout_files]
-            )
+            dict.fromkeys([*existing, *human, *watcher.watch.patterns(), *holdout])
         )
-        labels = {p: "the holdout's (hidden from the agent)" for p in cfg.holdout_files}
-        labels |= {p: "the human's program file" for p in cfg.human_files()}
+        labels = {p: "the holdout's (hidden from the agent)" for p in holdout}
+        labels |= {p: "the human's program file" for p in human}
         labels |= {p: "spec key protected" for p in existing}
         record.measured = watcher.watch.to_record(values["protected"], labels)
         run_folder = None
