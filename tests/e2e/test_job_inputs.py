@@ -395,8 +395,14 @@ def test_every_allowed_undeclared_read_is_still_made(sweep, experiment):
 # --- how often a job reads a file, and the spec is parsed ----------------------------------
 
 # The worktree's git links, read before every git call to refuse a forged one (git.py):
-# a safety check whose count follows the git calls, not the data flow; counted apart.
+# a safety check whose count follows the git calls, not the data flow; counted apart. The
+# branch's own ref file is one (a branch of ours made a symbolic ref is refused).
 GIT_LINKS = (".git", "gitdir", ".git-dirs.json", "HEAD", "commondir")
+OWN_REFS = "/.git/refs/heads/autoresearch/"
+
+
+def git_link(path: str) -> bool:
+    return path.endswith(GIT_LINKS) or OWN_REFS in path
 
 
 def reads_of_ours(trace: Trace) -> list[tuple[str, str]]:
@@ -421,7 +427,7 @@ def test_a_sweep_reads_each_finished_file_once_per_job_and_parses_its_spec_spari
     evaluate = Counter(
         p.removeprefix(base)
         for j, p in reads
-        if j == job and not p.endswith(GIT_LINKS) and p.startswith(base)
+        if j == job and not git_link(p) and p.startswith(base)
     )
     # The previous decision and each stage record: read once in the job, however many of
     # its steps ask for them.
@@ -435,9 +441,7 @@ def test_a_sweep_reads_each_finished_file_once_per_job_and_parses_its_spec_spari
     # Outside the worktree's git links, nothing but session files.
     # (The confined git's own CPU report, a scratch file of the harness, is no session file.)
     scratch = os.path.join(tempfile.gettempdir(), "autoresearch-gitcpu-")
-    others = {
-        p for j, p in reads if j == job and not p.endswith(GIT_LINKS) and not p.startswith(scratch)
-    }
+    others = {p for j, p in reads if j == job and not git_link(p) and not p.startswith(scratch)}
     assert others <= {base + p for p in evaluate}, others
     # The spec: once per job and once per input-function call that needs it.
     parses = [j for j, p in reads if p == base + "session.yaml"]

@@ -4,12 +4,13 @@ every running command and the run, and the rerun resumes)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
-from conftest import ROOT, kill_all, live_processes
+from conftest import ROOT, kill_all, live_processes, wait_for
 
 from autoresearch.safety import commands, jail
 
@@ -30,9 +31,15 @@ def box(dirs, mode: str) -> jail.Jail:
 # --- time -------------------------------------------------------------------------------------
 
 
+def marker_for(n: int) -> str:
+    """A sleep's argument to find its process by: 25 s and change, the change this run's own
+    (another suite on the machine runs the same tests at the same time)."""
+    return f"25.{n}{os.getpid() % 10000:04d}"
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_timeout_returns_on_time_when_a_child_leaves_the_process_group(session_dirs, mode):
-    marker = "25.0311"  # the lingering child's argument, to find it afterwards
+    marker = marker_for(1)  # the lingering child's argument, to find it afterwards
     try:
         result = commands.run(
             f"setsid sleep {marker} & sleep {marker}",
@@ -48,21 +55,23 @@ def test_timeout_returns_on_time_when_a_child_leaves_the_process_group(session_d
 
 @pytest.mark.parametrize("mode", MODES)
 def test_command_that_exits_does_not_wait_for_what_it_left_running(session_dirs, mode):
-    marker = "25.0312"
+    marker = marker_for(2)
     try:
         result = commands.run(
             f"sleep {marker} & echo started", session_dirs.worktree, jail=box(session_dirs, mode)
         )
         assert result.ok and result.output == "started\n"
         assert result.duration_s < 15
-        assert live_processes(marker) == []  # it stayed in the group: it ends with the command
+        # It stayed in the group: it ends with the command (the kill lands in its own time,
+        # long before its 25 s are up).
+        wait_for(lambda: live_processes(marker) == [], timeout=10)
     finally:
         kill_all(marker)
 
 
 @pytest.mark.skipif(not PROBE.works, reason=f"bwrap cannot run here: {PROBE.reason}")
 def test_timeout_ends_every_process_in_the_jail(session_dirs):
-    marker = "25.0313"
+    marker = marker_for(3)
     try:
         commands.run(
             f"setsid sleep {marker} & (setsid sh -c 'sleep {marker}' &) ; sleep {marker}",
