@@ -143,12 +143,17 @@ def run_stage(
     run_job(log[0], job, Declared.of(input, output, log))
 
 
-def _stamp(env: StageEnv) -> int | None:
-    """When the cycle's decision.json was last written (None: it does not exist)."""
+def _stamp(env: StageEnv) -> tuple[int, int] | None:
+    """Which version of the cycle's decision.json is there (None: it does not exist): its
+    inode and modification time. The time alone can repeat: a rewrite in the clock tick of
+    the last write keeps it to the nanosecond, and the decision would be left out of the
+    index. Each write is a rename of a new file, made while the old one still exists, so
+    its inode always differs."""
     try:
-        return env.layout.decision(env.cycle, env.track).stat().st_mtime_ns
+        found = env.layout.decision(env.cycle, env.track).stat()
     except FileNotFoundError:
         return None
+    return found.st_ino, found.st_mtime_ns
 
 
 def stage_name(log_path: str | Path, rule_prefix: str = "") -> str:

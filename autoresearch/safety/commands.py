@@ -313,11 +313,11 @@ def _run(
         if watch is not None:
             watch.on_exceed = running.kill  # the whole jail, at once
             watch.start()
+        namespace = None
         try:
-            namespace = None
             if info_r is not None:
                 running.jail_pid = _read_jail_pid(info_r, start + timeout_s)
-                namespace = _pid_namespace(running.jail_pid)
+                namespace = _held_namespace(running.jail_pid)
             timed_out = not _wait(proc, start + timeout_s)
             if timed_out or running.interrupted:
                 running.kill()
@@ -326,12 +326,14 @@ def _run(
                 # jail ends everything inside it by itself when the command exits).
                 _killpg(proc.pid)
             if namespace is not None:
-                _wait_until_empty(namespace, time.monotonic() + KILL_WAIT_S)
+                _wait_until_empty(namespace[1], time.monotonic() + KILL_WAIT_S)
         except BaseException:  # e.g. Ctrl-C when run() is called from the main thread
             running.kill()
             raise
         finally:
             _live.discard(running)
+            if namespace is not None:
+                os.close(namespace[0])
         if running.interrupted:
             raise Interrupted(f"`{command}` was ended by Ctrl-C")
         output_open = piped.finish() if piped is not None else False
@@ -539,13 +541,22 @@ def _read_jail_pid(fd: int, deadline: float) -> int | None:
         return None  # bwrap failed before the jail existed; its own error is in the output
 
 
-def _pid_namespace(pid: int | None) -> str | None:
-    """The PID namespace of the jail's init, as /proc names it; None once it is gone."""
+def _held_namespace(pid: int | None) -> tuple[int, str] | None:
+    """The PID namespace of the jail's init: a descriptor of ours that holds it, and its name
+    as /proc gives it; None once it is gone. Held until the run has waited for it to empty:
+    the kernel gives a freed namespace's number to the next one made (the lowest free), so
+    by its name alone, once the jail was gone, the wait took another jail's namespace (a
+    parallel job's, another session's) for this one and waited on that jail's run."""
     if pid is None:
         return None
     try:
-        return os.readlink(f"/proc/{pid}/ns/pid")
+        fd = os.open(f"/proc/{pid}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
+        return None
+    try:
+        return fd, os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        os.close(fd)
         return None
 
 

@@ -1489,11 +1489,18 @@ def _keep(cache: dict, key: object, value: object) -> None:
     cache[key] = value
 
 
+# What a cache below holds is read once, with `get`: jobs are threads of one process, and
+# another job's `_keep` may empty the cache between a check that a key is there and a read.
+_NOT_KEPT = object()
+
+
 def tree_of(worktree: Path, commit: str) -> str:
     """The id of the tree of `commit` (a full sha)."""
-    if commit not in _TREES:
-        _keep(_TREES, commit, git(worktree, "rev-parse", f"{commit}^{{tree}}"))
-    return _TREES[commit]
+    tree = _TREES.get(commit)
+    if tree is None:
+        tree = git(worktree, "rev-parse", f"{commit}^{{tree}}")
+        _keep(_TREES, commit, tree)
+    return tree
 
 
 def restore(worktree: Path) -> None:
@@ -1735,8 +1742,9 @@ _BETWEEN: dict[tuple[str, str, str], object] = {}
 def count_commits(worktree: Path, start: str, end: str = "HEAD") -> int:
     """How many commits start..end holds."""
     key = ("count", start, end)
-    if key in _BETWEEN:
-        return _BETWEEN[key]  # type: ignore[return-value]
+    kept = _BETWEEN.get(key, _NOT_KEPT)
+    if kept is not _NOT_KEPT:
+        return kept  # type: ignore[return-value]
     count = int(git(worktree, "rev-list", "--count", f"{start}..{end}"))
     if _fixed(start, end):
         _keep(_BETWEEN, key, count)
@@ -1749,8 +1757,9 @@ def subject(worktree: Path, commit: str) -> str:
 
 def changed_files(worktree: Path, start: str, end: str = "HEAD") -> list[str]:
     key = ("files", start, end)
-    if key in _BETWEEN:
-        return list(_BETWEEN[key])  # type: ignore[call-overload]
+    kept = _BETWEEN.get(key, _NOT_KEPT)
+    if kept is not _NOT_KEPT:
+        return list(kept)  # type: ignore[call-overload]
     if _fixed(start, end):
         # Two commits' trees, compared by git's plumbing as `git diff` would (renames as
         # their new name, no gitlink): no file of the worktree is read, so no jail is built.

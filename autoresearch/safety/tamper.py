@@ -293,8 +293,9 @@ class Screen:
         screen = (self.profile, tuple(sorted(self.allowed)), self.evaluator)
         screen += (tuple(sorted(self.installed)),)
         key = (str(worktree), screen, changes, git.head(worktree) if evaluator else "")
-        if key in _SCREENED:
-            return _SCREENED[key]
+        screened = _SCREENED.get(key)  # read once: another job's thread may empty it
+        if screened is not None:
+            return screened
         imported = evaluator_imports(worktree, base, evaluator)
         contents = git.blobs(worktree, [i for c in changes for i in (c.old, c.new)], MAX_BYTES)
         flags: list[Flag] = []

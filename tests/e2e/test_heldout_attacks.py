@@ -244,14 +244,24 @@ for _fd in _os.listdir("/proc/self/fd"):
         pass
 """
 # A child forked while the tests run, that outlives pytest and writes a whole report of its
-# own into every pipe it inherited once pytest has ended.
+# own into every pipe it inherited once the run is over. It waits on that very condition, the
+# end of the first process of its process namespace (the jail's, which ends with the command):
+# a fixed sleep wrote while a slow pytest (a loaded machine) still ran, and the record then
+# named the report channel's "second report", not the jail. Where no jail ends it, the child
+# outlives the run and holds the report's pipe open.
 CHILD_REPORT = """
 import json as _json
 import os as _os
+import select as _select
 import time as _time
 
 if _os.fork() == 0:
-    _time.sleep(3)
+    try:
+        _first = _select.poll()
+        _first.register(_os.pidfd_open(1), _select.POLLIN)
+        _first.poll()
+    except OSError:
+        pass  # writes at once: the record names the second report, and the test fails
     _lines = [{"t": "start"}, {"t": "report", "id": "tests/test_calc.py::test_mean",
               "when": "call", "outcome": "passed", "xfail": False}, {"t": "end", "exitstatus": 0}]
     for _fd in range(3, 64):

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, kill_all, live_processes, wait_for
@@ -82,6 +83,37 @@ def test_timeout_ends_every_process_in_the_jail(session_dirs):
         assert live_processes(marker) == []
     finally:
         kill_all(marker)
+
+
+def _held_here(name: str) -> int:
+    """How many descriptors of this process hold the namespace /proc names `name`."""
+    held = 0
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            held += os.readlink(fd) == name
+        except OSError:
+            continue
+    return held
+
+
+@pytest.mark.skipif(not PROBE.works, reason=f"bwrap cannot run here: {PROBE.reason}")
+def test_the_jails_namespace_is_held_while_the_run_waits_for_it_to_empty(session_dirs, monkeypatch):
+    # The kernel gives a freed namespace's number to the next one made: waited on by its
+    # name alone, a jail gone by then could stand for another jail's namespace (a parallel
+    # job's), and the run waited for that jail's processes to end, up to KILL_WAIT_S.
+    waited: list[tuple[str, int]] = []
+    wait = commands._wait_until_empty
+
+    def watched(namespace: str, deadline: float) -> None:
+        waited.append((namespace, _held_here(namespace)))
+        wait(namespace, deadline)
+
+    monkeypatch.setattr(commands, "_wait_until_empty", watched)
+    result = commands.run("echo ran", session_dirs.worktree, jail=box(session_dirs, "bwrap"))
+    assert result.ok and result.output == "ran\n"
+    [(namespace, held)] = waited
+    assert namespace.startswith("pid:[") and held == 1
+    assert _held_here(namespace) == 0  # let go once the run is over
 
 
 # --- memory -------------------------------------------------------------------------------------

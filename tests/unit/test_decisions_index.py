@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
-from autoresearch.engine import tally
+from autoresearch.engine import jobs, tally
 from autoresearch.session.files import write_json
 from autoresearch.session.layout import SessionLayout
 from autoresearch.views import journal
@@ -124,3 +126,18 @@ def test_a_cycle_of_another_track_is_not_taken_for_a_rerun(tmp_path):
     journal.upsert_results(layout, "h1", "001", [{"team": "green", "description": "again"}])
     rows = journal.read_results(layout)
     assert [(r["track"], r["description"]) for r in rows] == [("h2", "h2"), ("h1", "again")]
+
+
+def test_a_decision_rewritten_within_one_clock_tick_is_still_seen_as_written(tmp_path):
+    # jobs.run_stage notes a decision in the index when its file changed during the stage.
+    # A rewrite (a rerun's) in the tick of the last write, at the same size, keeps the
+    # modification time to the nanosecond: the file is new all the same (written by rename).
+    layout = SessionLayout(tmp_path / "s")
+    env = SimpleNamespace(layout=layout, cycle=1, track="")
+    write_json(layout.decision(1), {"cycle": 1, "track": "", "kept": 0})
+    before = jobs._stamp(env)
+    old = layout.decision(1).stat()
+    write_json(layout.decision(1), {"cycle": 1, "track": "", "kept": 1})
+    os.utime(layout.decision(1), ns=(old.st_atime_ns, old.st_mtime_ns))
+    assert layout.decision(1).stat().st_size == old.st_size
+    assert jobs._stamp(env) not in (before, None)

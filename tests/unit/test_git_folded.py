@@ -199,6 +199,34 @@ def test_files_changed_between_commits_are_what_git_diff_says(worktree):
     assert ar_git.changed_files(worktree, start, end) == ["new.txt", "renamed.py"]
 
 
+class EmptiedOnAsking(dict):
+    """A cache another job's thread empties (it kept the 4096th answer) right after this
+    one asked whether it holds a key: jobs are threads of one Snakemake process."""
+
+    def __contains__(self, key: object) -> bool:
+        held = super().__contains__(key)
+        self.clear()
+        return held
+
+
+def test_answers_about_fixed_commits_survive_a_cache_emptied_by_another_thread(
+    worktree, monkeypatch
+):
+    start = ar_git.head(worktree)
+    (worktree / "calc.py").write_text("X = 2\n")
+    git(worktree, "commit", "-q", "-am", "c")
+    end = ar_git.head(worktree)
+    tree = git(worktree, "rev-parse", f"{end}^{{tree}}")
+    between, trees = EmptiedOnAsking(), EmptiedOnAsking()
+    between[("count", start, end)], between[("files", start, end)] = 1, ("calc.py",)
+    trees[end] = tree
+    monkeypatch.setattr(ar_git, "_BETWEEN", between)
+    monkeypatch.setattr(ar_git, "_TREES", trees)
+    assert ar_git.count_commits(worktree, start, end) == 1
+    assert ar_git.changed_files(worktree, start, end) == ["calc.py"]
+    assert ar_git.tree_of(worktree, end) == tree
+
+
 def test_the_branch_is_read_from_the_worktrees_own_head(worktree):
     # (A HEAD moved to another branch than the worktree's own is refused: test_gitbox_refs.)
     assert ar_git.current_branch(worktree) == "autoresearch/s"

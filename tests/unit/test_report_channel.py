@@ -155,6 +155,60 @@ def test_a_second_report_written_after_the_run_is_a_failed_run(tmp_path):
     assert not acceptable(after, start(repo)).ok
 
 
+# A child forked while the tests import calc writes a whole report of its own into every pipe
+# it inherited: {wait} first. tests/e2e/test_heldout_attacks.py's attack waits for the run's
+# end; a fixed sleep there wrote while a slow pytest still ran, and named another layer.
+CHILD_REPORT = """
+import json as _json
+import os as _os
+import select as _select
+
+_child = _os.fork()
+if _child == 0:
+{wait}
+    _lines = [{{"t": "start"}}, {{"t": "report", "id": "tests/test_calc.py::test_mean",
+              "when": "call", "outcome": "passed", "xfail": False}},
+              {{"t": "end", "exitstatus": 0}}]
+    for _fd in range(3, 64):
+        try:
+            _os.write(_fd, "".join(_json.dumps(x) + "\\n" for x in _lines).encode())
+        except OSError:
+            pass
+    _os._exit(0)
+{parent}
+"""
+# The end of the first process of the child's process namespace: the jail's, which ends with
+# the command (outside a jail: the machine's, which does not end).
+AFTER_THE_RUN = """\
+    try:
+        _first = _select.poll()
+        _first.register(_os.pidfd_open(1), _select.POLLIN)
+        _first.poll()
+    except OSError:
+        pass"""
+
+
+@pytest.mark.parametrize("kind", JAILS)
+def test_a_child_waiting_for_the_runs_end_gets_no_report_in_and_the_failure_stands(tmp_path, kind):
+    child = CHILD_REPORT.format(wait=AFTER_THE_RUN, parent="")
+    repo = project(tmp_path, calc=BROKEN + child)
+    after = run(PYTEST, repo, jail=jail_of(kind, repo))
+    assert (after.outcome, after.failing_ids) == (FAILED, {"tests/test_calc.py::test_mean"})
+    verdict = acceptable(after, start(repo))
+    assert not verdict.ok and "tests/test_calc.py::test_mean" in verdict.reason
+
+
+def test_a_child_report_written_while_pytest_runs_is_a_second_report(tmp_path):
+    # What a fixed sleep in the child came to where pytest outlasted it: the write is forced
+    # before pytest goes on (it waits for the child), and the run's own failure is not named.
+    child = CHILD_REPORT.format(wait="    pass", parent="else:\n    _os.waitpid(_child, 0)")
+    repo = project(tmp_path, calc=BROKEN + child)
+    after = run(PYTEST, repo)
+    assert after.outcome == FAILED and "second test report" in after.cause
+    verdict = acceptable(after, start(repo))
+    assert not verdict.ok and "tests/test_calc.py::test_mean" not in verdict.reason
+
+
 def test_a_report_cut_short_is_a_failed_run(tmp_path):
     # The process ends without pytest finishing its session: no end to the report.
     repo = project(tmp_path, calc=CALC + "\nimport os\nos._exit(0)\n")

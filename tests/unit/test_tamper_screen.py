@@ -9,6 +9,7 @@ import pytest
 from conftest import make_repo
 
 from autoresearch.safety import git as ar_git
+from autoresearch.safety import tamper
 from autoresearch.safety.protect import Protection, TamperFlagged
 from autoresearch.safety.tamper import FULL, GATE, MEASURE, Screen, check_file
 
@@ -190,6 +191,29 @@ def test_protection_keeps_an_allowed_flag_and_says_so(tmp_path):
     (repo / "lib.py").write_text(LIB + "import os\nos._exit(0)\n")
     assert allowing.commit(repo, "fix") == ar_git.head(repo)
     assert said == ["kept although flagged (allow_tamper_flags): lib.py:4: uses os._exit (output)"]
+
+
+class EmptiedOnAsking(dict):
+    """The screen's cache as another job's thread leaves it: emptied (it kept the 4096th
+    answer) right after this one asked whether it holds a key."""
+
+    def __contains__(self, key: object) -> bool:
+        held = super().__contains__(key)
+        self.clear()
+        return held
+
+
+def test_a_change_screened_again_while_another_thread_empties_the_cache_is_flagged_again(
+    tmp_path, monkeypatch
+):
+    repo = session_worktree(tmp_path)
+    (repo / "lib.py").write_text(LIB + "import os\nos._exit(0)\n")
+    ar_git.worktree_git(repo, "add", "lib.py")
+    screen = Screen(GATE)
+    first = screen.flags(repo)
+    cache = EmptiedOnAsking(tamper._SCREENED)
+    monkeypatch.setattr(tamper, "_SCREENED", cache)
+    assert screen.flags(repo) == first and [f.check for f in first] == ["output"]
 
 
 def test_every_mode_but_experiment_screens_its_changes_through_the_commit_door():
