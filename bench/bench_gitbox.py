@@ -50,9 +50,8 @@ for _ in range(int(sys.argv[2])):
 """
 
 
-def make_worktree(tmp: Path, files: int) -> Path:
-    from autoresearch.safety import git as ar_git
-
+def make_target(tmp: Path, files: int) -> Path:
+    """A repository of `files` small modules in ten packages, committed."""
     target = tmp / "target"
     for n in range(files):
         (target / f"pkg{n % 10}").mkdir(parents=True, exist_ok=True)
@@ -61,6 +60,13 @@ def make_worktree(tmp: Path, files: int) -> Path:
     subprocess.run(["git", "init", "-q", "-b", "main", str(target)], check=True)
     subprocess.run(["git", "-C", str(target), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(target), *author, "commit", "-qm", "x"], check=True)
+    return target
+
+
+def make_worktree(tmp: Path, files: int) -> Path:
+    from autoresearch.safety import git as ar_git
+
+    target = make_target(tmp, files)
     place = tmp / "store" / "worktree"
     ar_git.open_worktree(target, place, "autoresearch/bench", ar_git.head(target))
     return place

@@ -22,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench_gitbox import make_target
+
 ROOT = Path(__file__).resolve().parents[1]
 ADDS = """
 import resource, sys
@@ -41,18 +43,6 @@ for n in range(adds):
     ar_git.git(target, "branch", "-D", f"autoresearch/bench-{n}")
 print((cpu() - before) / adds)
 """
-
-
-def make_target(tmp: Path, files: int) -> Path:
-    target = tmp / "target"
-    for n in range(files):
-        (target / f"pkg{n % 10}").mkdir(parents=True, exist_ok=True)
-        (target / f"pkg{n % 10}" / f"m{n}.py").write_text(f"X = {n}\n")
-    author = ["-c", "user.name=b", "-c", "user.email=b@b"]
-    subprocess.run(["git", "init", "-q", "-b", "main", str(target)], check=True)
-    subprocess.run(["git", "-C", str(target), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(target), *author, "commit", "-qm", "x"], check=True)
-    return target
 
 
 def one_round(root: Path, target: Path, store: Path, adds: int) -> float:

@@ -10,36 +10,20 @@ expects the second call refused before git starts."""
 from __future__ import annotations
 
 import os
-import subprocess
 import threading
 from pathlib import Path
 
 import pytest
+from conftest import make_repo
 
 from autoresearch.safety import child_env
 from autoresearch.safety import git as ar_git
 
 
-def sh(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip()
-
-
 @pytest.fixture
 def session(tmp_path: Path) -> tuple[Path, Path]:
     """A target repository and our worktree of it."""
-    target = tmp_path / "target"
-    target.mkdir()
-    sh(target, "init", "-q", "-b", "main")
-    (target / "calc.py").write_text("X = 1\n")
-    sh(target, "add", ".")
-    sh(target, "commit", "-q", "-m", "init")
+    target = make_repo(tmp_path / "target", {"calc.py": "X = 1\n"})
     worktree = tmp_path / "store" / "worktree"
     ar_git.open_worktree(target, worktree, "autoresearch/s", ar_git.head(target))
     return target, worktree
