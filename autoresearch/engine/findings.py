@@ -183,6 +183,15 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
 
 
+def _before_label(title: str) -> str:
+    """A title that states no fact, up to its first colon outside code (`Race: use a
+    lock`): a colon inside a code span (`if x == None:`) is the code's, and a cut there
+    would leave a span unclosed in every page that shows the title."""
+    masked = _CODE.sub(lambda m: "\0" * len(m.group()), title)
+    colon = masked.find(":")
+    return (title[:colon] if colon > 0 else title).strip()
+
+
 def clean_text(text: str) -> str:
     """Keep only the sentences (or, of a sentence, the clauses) that state a fact about
     the problem: no narrative of how it was found, no advice on how to fix it."""
@@ -441,7 +450,7 @@ def sanitize(findings: list[Finding], limit: int = 15) -> tuple[list[Finding], l
             Finding(
                 id=f.id,
                 severity=f.severity if f.severity in SEVERITIES else "medium",
-                title=clean_text(f.title) or f.title.split(":")[0],
+                title=clean_text(f.title) or _before_label(f.title),
                 location=clean_location(f.location),
                 issue=issue,
                 impact=clean_text(f.impact) or "(impact not stated)",

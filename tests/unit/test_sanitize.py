@@ -157,3 +157,12 @@ def test_green_gets_no_advice_in_any_field_of_a_finding():
 def test_a_fact_after_a_clause_of_advice_is_kept():
     assert clean_text("Wrap it in a check; mean() divides by zero.") == "mean() divides by zero."
     assert clean_text("Fix: mean() divides by zero; add a check.") == ""
+
+
+def test_a_title_cut_at_its_label_is_never_cut_inside_its_code():
+    # A linter's title reads as advice ("should be"), so only the part before a label would
+    # be kept; the colon of the code it quotes is no label.
+    title = "E713 Test should be `not in` in `if not n in (0, 1):`"
+    passed, _ = sanitize([Finding("F-001", "low", title, "a.py:3", "", "")])
+    assert clean_text(title) == ""
+    assert passed[0].title == title
