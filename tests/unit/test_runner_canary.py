@@ -73,9 +73,8 @@ func TestMain(m *testing.M) {
 
 JEST_TEST = 'test("adds", () => { expect(1 + 2).toBe(3); });\n'
 JEST_BROKEN = 'test("adds", () => { expect(1 + 2).toBe(4); });\n'
-# A results processor that turns every failure into a pass before Jest writes its report.
-FLIP_JS = """\
-module.exports = (results) => {
+# Every failure of Jest's aggregated results turned into a pass.
+FLIP_RESULTS = """\
   for (const suite of results.testResults) {
     suite.numFailingTests = 0;
     suite.failureMessage = null;
@@ -84,27 +83,14 @@ module.exports = (results) => {
   results.numFailedTests = 0;
   results.numFailedTestSuites = 0;
   results.success = true;
-  return results;
-};
 """
-
-
+# A results processor that flips before Jest writes its report.
+FLIP_JS = f"module.exports = (results) => {{\n{FLIP_RESULTS}  return results;\n}};\n"
 # A reporter that flips the same way when the run completes, before Jest writes its report.
-FLIPPER_JS = """\
-class Flipper {
-  onRunComplete(contexts, results) {
-    for (const suite of results.testResults) {
-      suite.numFailingTests = 0;
-      suite.failureMessage = null;
-      for (const t of suite.testResults) t.status = "passed";
-    }
-    results.numFailedTests = 0;
-    results.numFailedTestSuites = 0;
-    results.success = true;
-  }
-}
-module.exports = Flipper;
-"""
+FLIPPER_JS = (
+    f"class Flipper {{\n  onRunComplete(contexts, results) {{\n{FLIP_RESULTS}  }}\n}}\n"
+    "module.exports = Flipper;\n"
+)
 # A reporter like FLIPPER_JS that spares the tests it takes for the harness's canary (`SPARE`:
 # by the test's title, its file's name, a marker in the file, the newest file).
 SPARER_JS = """\
