@@ -1653,12 +1653,10 @@ def commit_index(worktree: Path, message: str, *, changed: bool = False) -> str 
     return worktree_git(worktree, "rev-parse", "HEAD")
 
 
-def commit_like(
-    worktree: Path, original: str, message: Callable[[str], str] | None = None
-) -> str | None:
+def commit_like(worktree: Path, original: str, message: Callable[[str], str]) -> str | None:
     """Commit what the index holds (a replay's own paths, no `add -A`) as a copy of
-    `original`: its message (or `message` of it), its author's and committer's names, emails
-    and dates, so the same change on the same parent gets the same id on every run (a review
+    `original`: `message` of its message, its author's and committer's names, emails and
+    dates, so the same change on the same parent gets the same id on every run (a review
     branch re-pushed needs no force). None when it holds no change; GitlinkRefused, with the
     index put back to HEAD, for a gitlink nobody wrote."""
     refused = new_gitlinks(worktree)
@@ -1667,34 +1665,17 @@ def commit_like(
         raise GitlinkRefused(refused)
     if worktree_proc(worktree, "diff", "--cached", "--quiet").returncode == 0:
         return None
-    read = worktree_proc(
-        worktree, "log", "-1", "--date=raw", "--format=%cn%x00%ce%x00%cd", original
-    )
+    fields = "%an%x00%ae%x00%ad%x00%cn%x00%ce%x00%cd%x00%B"
+    read = worktree_proc(worktree, "log", "-1", "--date=raw", f"--format={fields}", original)
     if read.returncode != 0:
         raise GitError(f"git log {original} failed in {worktree}: {read.stderr.strip()}")
-    name, email, date = read.stdout.strip("\n").split("\0")
-    env = _bound(worktree) | {
-        "GIT_COMMITTER_NAME": name,
-        "GIT_COMMITTER_EMAIL": email,
-        "GIT_COMMITTER_DATE": date,
-    }
-    if message is None:
-        # -C: the original's message byte for byte, its author, email and date.
-        _run(worktree, ("commit", "-q", "--no-verify", "-C", original), env)
-        return head(worktree)
-    said = worktree_proc(
-        worktree, "log", "-1", "--date=raw", "--format=%an%x00%ae%x00%ad%x00%B", original
-    )
-    if said.returncode != 0:
-        raise GitError(f"git log {original} failed in {worktree}: {said.stderr.strip()}")
-    a_name, a_email, a_date, text = said.stdout.split("\0", 3)
-    env |= {"GIT_AUTHOR_NAME": a_name, "GIT_AUTHOR_EMAIL": a_email, "GIT_AUTHOR_DATE": a_date}
+    *people, text = read.stdout.split("\0", 6)
+    names = ("AUTHOR_NAME", "AUTHOR_EMAIL", "AUTHOR_DATE")
+    names += ("COMMITTER_NAME", "COMMITTER_EMAIL", "COMMITTER_DATE")
+    env = _bound(worktree) | {f"GIT_{n}": v for n, v in zip(names, people, strict=True)}
     # --cleanup=verbatim: the message as given (git would take a `#` line for a comment).
-    _run(
-        worktree,
-        ("commit", "-q", "--no-verify", "--cleanup=verbatim", "-m", message(text.rstrip("\n"))),
-        env,
-    )
+    said = message(text.rstrip("\n"))
+    _run(worktree, ("commit", "-q", "--no-verify", "--cleanup=verbatim", "-m", said), env)
     return head(worktree)
 
 
