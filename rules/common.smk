@@ -144,7 +144,9 @@ def evaluate_inputs(wildcards):
 @one_line_errors
 def experiment_decide_inputs(wildcards):
     """The proposal, or every candidate's measurement (`experiment.parallel`)."""
-    return scripts.experiment.decide_inputs(wildcards.name, wildcards.cycle)
+    return scripts.experiment.decide_inputs(
+        wildcards.name, wildcards.cycle, frozen_specs.read
+    )
 
 
 # rules/lens.smk and rules/predict.smk

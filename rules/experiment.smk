@@ -63,7 +63,9 @@ rule experiment_measure:
     wildcard_constraints:
         cand=r"c\d+",
     resources:
-        **scripts.experiment.measuring_resources("experiment_measure"),
+        **scripts.experiment.measuring_resources(
+            "experiment_measure", frozen_specs.read
+        ),
     run:
         scripts.experiment.measure(wildcards, input, output, log)
 
@@ -82,7 +84,7 @@ checkpoint experiment_decide:
     benchmark:
         "sessions/{name}/benchmarks/experiment_decide/{cycle}.tsv"
     resources:
-        **scripts.experiment.measuring_resources("experiment_decide"),
+        **scripts.experiment.measuring_resources("experiment_decide", frozen_specs.read),
     run:
         scripts.step.decide(wildcards, input, output, log)
 

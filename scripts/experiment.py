@@ -10,7 +10,7 @@ from typing import Any
 
 from autoresearch.engine.jobs import run_stage
 from autoresearch.session.layout import rel, session_layout
-from autoresearch.session.spec import load_frozen
+from autoresearch.session.spec import SpecReader, load_frozen
 from autoresearch.views import preload
 
 LOOP = "iterations"
@@ -30,29 +30,23 @@ MEASURE_RESOURCES = (
     "constraint",
 )
 
-# The frozen experiment spec of each session, by session.yaml's modification time: input
-# functions and resources ask for it once per job while Snakemake builds the DAG.
-_FROZEN: dict[str, tuple[int, Any]] = {}
 
-
-def _experiment(name: str):
+def _experiment(name: str, read_spec: SpecReader):
+    """The session's frozen experiment spec, read through `read_spec` (the run's
+    FrozenSpecs: Snakemake asks for it once per job while it builds the DAG); None
+    before setup wrote session.yaml."""
     path = session_layout(name, LOOP).spec
     if not path.exists():
         return None
-    stamp = path.stat().st_mtime_ns
-    cached = _FROZEN.get(name)
-    if cached is None or cached[0] != stamp:
-        from autoresearch.modes.experiment.program import from_frozen
+    from autoresearch.modes.experiment.program import from_frozen
 
-        cached = (stamp, from_frozen(load_frozen(path)["experiment"]))
-        _FROZEN[name] = cached
-    return cached[1]
+    return from_frozen(read_spec(path)["experiment"])
 
 
-def decide_inputs(name: str, iteration: str) -> dict[str, Any]:
+def decide_inputs(name: str, iteration: str, read_spec: SpecReader = load_frozen) -> dict[str, Any]:
     """The proposal, or with `experiment.parallel: k` every candidate's measurement."""
     layout = session_layout(name, LOOP)
-    cfg = _experiment(name)
+    cfg = _experiment(name, read_spec)
     k = cfg.parallel if cfg is not None else 1
     if k == 1:
         folder = layout.cycle(int(iteration))
@@ -68,7 +62,9 @@ def decide_inputs(name: str, iteration: str) -> dict[str, Any]:
     }
 
 
-def measuring_resources(rule: str) -> dict[str, Callable[[Any], Any]]:
+def measuring_resources(
+    rule: str, read_spec: SpecReader = load_frozen
+) -> dict[str, Callable[[Any], Any]]:
     """`resources:` of the rules that measure: each named resource from the session's
     `experiment.resources`, unset (None) where the spec names none or the job does not
     measure. experiment_measure always measures; decide measures the proposal when there
@@ -81,7 +77,7 @@ def measuring_resources(rule: str) -> dict[str, Callable[[Any], Any]]:
 
     def value(resource: str) -> Callable[[Any], Any]:
         def of(wildcards: Any) -> Any:
-            cfg = _experiment(wildcards.name)
+            cfg = _experiment(wildcards.name, read_spec)
             if cfg is None or not measures(cfg, int(wildcards.cycle)):
                 return None
             return cfg.resources.get(resource)
