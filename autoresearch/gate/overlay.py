@@ -30,6 +30,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
 
 from autoresearch.gate import report_plugin, runner_overlay
@@ -92,7 +93,9 @@ def plan(
     )
     runner = runner_overlay.runner_of(reference.source)
     if runner is not None:
-        return _plan_runner(worktree, start, runner, ids, support) if ids else None
+        if not ids:
+            return None
+        return _plan_runner(worktree, start, runner, ids, support, reference.command)
     files = {i.split("::", 1)[0] for i in ids if "::" in i}
     files = {f for f in files if f.endswith(".py")}
     if not files:
@@ -132,7 +135,12 @@ def plan(
 
 
 def _plan_runner(
-    worktree: Path, start: str, runner: str, ids: frozenset[str], support: tuple[str, ...]
+    worktree: Path,
+    start: str,
+    runner: str,
+    ids: frozenset[str],
+    support: tuple[str, ...],
+    command: str,
 ) -> Overlay | None:
     """The overlay for a go, Jest or cargo run (runner_overlay.py). No test's edit is named:
     the start's test files always decide (allow_test_edits does not reach these runners)."""
@@ -140,7 +148,8 @@ def _plan_runner(
     now = _index(worktree)
     if at_start is None or now is None:
         return None
-    picked = runner_overlay.pick(runner, set(ids), at_start, now, lambda b: _show(worktree, b))
+    show = partial(_show, worktree)
+    picked = runner_overlay.pick(runner, set(ids), at_start, now, show, command)
     defining = picked.defining | {
         p for p in at_start if any(sandbox.glob_match(p, glob) for glob in support)
     }

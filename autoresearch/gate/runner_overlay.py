@@ -67,13 +67,19 @@ def runner_of(source: str) -> str | None:
 
 
 def pick(
-    runner: str, ids: set[str], at_start: Tree, now: Tree, show: Callable[[str], str]
+    runner: str,
+    ids: set[str],
+    at_start: Tree,
+    now: Tree,
+    show: Callable[[str], str],
+    command: str = "",
 ) -> Picked:
-    """The files of `runner`'s decisive run; `show(blob)` reads a blob."""
+    """The files of `runner`'s decisive run; `show(blob)` reads a blob, `command` is the
+    test command (a Jest `--config` it names is laid over too)."""
     if runner == "go":
         return _go(at_start, now)
     if runner == "jest":
-        return _jest(ids, at_start, now, show)
+        return _jest(ids, at_start, now, show, command)
     return _cargo(at_start, now, show)
 
 
@@ -125,7 +131,9 @@ def _jest_own(path: str) -> bool:
     )
 
 
-def _jest(ids: set[str], at_start: Tree, now: Tree, show: Callable[[str], str]) -> Picked:
+def _jest(
+    ids: set[str], at_start: Tree, now: Tree, show: Callable[[str], str], command: str
+) -> Picked:
     files = {_BROKEN_SUFFIX.sub("", i.split(JEST_SEPARATOR, 1)[0]) for i in ids}
     reported = {f for f in files if f in at_start}
     folders = {folder for f in reported if (folder := _jest_folder(f))}
@@ -136,13 +144,17 @@ def _jest(ids: set[str], at_start: Tree, now: Tree, show: Callable[[str], str]) 
     start_paths = [p for p in at_start if _visible(p)]
     defining = reported | {p for p in start_paths if under(p) or _jest_own(p)}
     configs = {p for p in start_paths if _jest_runner_file(p)}
-    defining |= configs
     packages = {p for p in start_paths if PurePosixPath(p).name == "package.json"}
-    for path in configs | packages:
-        text = show(at_start[path][1])
-        if path in packages:
-            text = json.dumps(_package_keys(text).get("jest"))
-        defining |= _named_files(path, text, at_start)
+    # A configuration the command or a test script names (`jest --config ci/jest.js`).
+    configs |= _named_files("package.json", _quoted_words(command), at_start)
+    for path in packages:
+        keys = _package_keys(show(at_start[path][1]))
+        scripts = " ".join(str(keys.get(f"scripts.{name}", "")) for name in _TEST_SCRIPTS)
+        configs |= _named_files(path, _quoted_words(scripts), at_start)
+        defining |= _named_files(path, json.dumps(keys.get("jest")), at_start)
+    defining |= configs
+    for path in configs:
+        defining |= _named_files(path, show(at_start[path][1]), at_start)
     added = {
         p
         for p in now
@@ -181,6 +193,13 @@ def _named_files(config: str, text: str, at_start: Tree) -> set[str]:
                     found.add(base + ext)
                     break
     return found
+
+
+def _quoted_words(command: str) -> str:
+    """A command's words (and a flag's value after `=`) each in quotes, as a configuration
+    writes its strings."""
+    words = re.split(r"[\s=]+", command)
+    return " ".join(json.dumps(w) for w in words if w)
 
 
 def _package_keys(text: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ each test shows that, then that the graded verdict refuses the change."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -278,6 +279,26 @@ def test_jest_lays_tests_config_and_named_files_and_keeps_the_rest_of_package_js
         "jest": {"setupFiles": ["<rootDir>/jest/setup"]},
         "dependencies": {"x": "1"},
     }
+
+
+def test_a_jest_config_the_command_or_test_script_names_is_laid_with_the_files_it_names(
+    tmp_path,
+):
+    scripts = {"scripts": {"test": "jest -c=ci/other.js"}}
+    start_files = {
+        "package.json": json.dumps({"name": "calc", **scripts}),
+        "ci/jest.js": 'module.exports = { setupFiles: ["./setup.js"] };\n',
+        "ci/setup.js": "",
+        "ci/other.js": "module.exports = {};\n",
+        "a.test.js": "",
+    }
+    place, start = place_at_start(tmp_path, start_files)
+    change(place, {p: "// edited\n" for p in ("ci/jest.js", "ci/setup.js", "ci/other.js")})
+    reference = replace(
+        run_of("jest-json", "a.test.js > a"), command="npx jest --config ci/jest.js"
+    )
+    laid = overlay.plan(place, start, reference)
+    assert sorted(laid.restore) == ["ci/jest.js", "ci/other.js", "ci/setup.js"]
 
 
 def test_laying_a_written_file_over_and_back_leaves_the_index_as_it_was(tmp_path):
