@@ -83,8 +83,8 @@ def plan(
     support: tuple[str, ...] = (),
 ) -> Overlay | None:
     """The overlay of `start`'s tests on what the worktree's index holds; None when the run at
-    the start names no test (a runner that gives no ids). With `allow_edits`, a pytest test
-    file whose tests the change edited is run as the change left it (still named). `support`:
+    the start names no test (a runner that gives no ids). With `allow_edits`, a test file
+    whose tests the change edited is run as the change left it (still named). `support`:
     the spec's `test_support` globs, files laid over like the tests."""
     ids = (
         (reference.passing_ids or frozenset())
@@ -95,7 +95,7 @@ def plan(
     if runner is not None:
         if not ids:
             return None
-        return _plan_runner(worktree, start, runner, ids, support, reference.command)
+        return _plan_runner(worktree, start, runner, ids, support, reference.command, allow_edits)
     files = {i.split("::", 1)[0] for i in ids if "::" in i}
     files = {f for f in files if f.endswith(".py")}
     if not files:
@@ -141,9 +141,11 @@ def _plan_runner(
     ids: frozenset[str],
     support: tuple[str, ...],
     command: str,
+    allow_edits: bool,
 ) -> Overlay | None:
-    """The overlay for a go, Jest or cargo run (runner_overlay.py). No test's edit is named:
-    the start's test files always decide (allow_test_edits does not reach these runners)."""
+    """The overlay for a go, Jest or cargo run (runner_overlay.py). A start's test the change
+    edited is named (runner_overlay.edited); with `allow_edits` its file runs as the change
+    left it."""
     at_start = _tree(worktree, start)
     now = _index(worktree)
     if at_start is None or now is None:
@@ -158,8 +160,16 @@ def _plan_runner(
         for p in sorted(defining)
         if at_start[p][0] != LINK and now.get(p) != at_start[p]
     }
+    edited: dict[str, str] = {}
+    for path in [p for p in restore if p in now]:
+        found = runner_overlay.edited(
+            runner, set(ids), path, show(restore[path]), show(now[path][1])
+        )
+        edited |= found
+        if found and allow_edits:  # runs as the change left it, its edits named
+            del restore[path]
     written = {p: text for p, text in picked.written.items() if p not in restore}
-    return Overlay(start, restore, tuple(sorted(picked.added)), written=written)
+    return Overlay(start, restore, tuple(sorted(picked.added)), edited, written=written)
 
 
 def inputs(reference: TestRun, at_start: dict[str, tuple[str, str]]) -> set[str]:

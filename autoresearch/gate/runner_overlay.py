@@ -15,8 +15,9 @@ files of the change whose runner keys are set back to the start's, the rest kept
 - cargo: every file under a crate's `tests/` folder, every `.cargo/config[.toml]`, and of
   each Cargo.toml the `[[test]]` targets, `autotests` and every target's `harness` and
   `test` keys (`harness = false` makes a target's own `main` print its results).
-Unit tests inside a source file (Rust's `#[cfg(test)]`, a Go test package's non-test files)
-cannot be laid over without the source: what the change made of them runs.
+A start's test whose code the change edited is named (`edited`), as overlay._edited names
+pytest's. Unit tests inside a source file (Rust's `#[cfg(test)]` modules) cannot be laid over
+without the source: what the change made of them runs.
 """
 
 from __future__ import annotations
@@ -81,6 +82,71 @@ def pick(
     if runner == "jest":
         return _jest(ids, at_start, now, show, command)
     return _cargo(at_start, now, show)
+
+
+# Where a test's code starts, by runner: Go's `func TestX(`, a Rust `fn x(`, a Jest `test("x",`
+# or `it.each(...)("x",`. A test's code runs from there to the next one's start.
+_TEST_START = {
+    "go": re.compile(r"^func\s+(?P<name>\w+)\s*\(", re.MULTILINE),
+    "cargo": re.compile(r"^[ \t]*(?:pub\s+)?(?:async\s+)?fn\s+(?P<name>\w+)", re.MULTILINE),
+    "jest": re.compile(
+        r"(?<![\w.$])(?:test|it)(?:\.\w+)*(?:\([^()]*\))?\(\s*(?P<q>[\"'`])(?P<name>.*?)(?P=q)"
+    ),
+}
+# Lines before a test's start that are part of it: attributes (`#[should_panic(...)]`),
+# comments, blank lines.
+_LEADING = re.compile(r"^\s*(#\[.*|//.*|/\*.*|\*.*)?$")
+
+
+def edited(runner: str, ids: set[str], path: str, start_text: str, text: str) -> dict[str, str]:
+    """The tests of the start in `path` whose code the change edited (an expected value, an
+    attribute), by `path::test` (Jest: `path > title`). Compared without whitespace, so a
+    reformat is no edit; a comment edited inside a test's code is one."""
+    if not path.endswith({"go": "_test.go", "cargo": ".rs"}.get(runner, "")):
+        return {}
+    names = _test_names(runner, ids, path)
+    before, after = _tests_in(runner, start_text), _tests_in(runner, text)
+    found: dict[str, str] = {}
+    separator = JEST_SEPARATOR if runner == "jest" else "::"
+    for name in sorted(names & before.keys() & after.keys()):
+        if before[name] != after[name]:
+            found[f"{path}{separator}{name}"] = "its code differs from the start's"
+    return found
+
+
+def _test_names(runner: str, ids: set[str], path: str) -> set[str]:
+    """The names of the start's tests as their code names them: Go's top-level test function
+    (`TestX` of `pkg::TestX/sub`), a Rust test function, a Jest test's title (those of `path`)."""
+    if runner == "go":
+        return {i.split("::", 1)[-1].split("/", 1)[0] for i in ids}
+    if runner == "cargo":
+        return {i.rsplit("::", 1)[-1] for i in ids}
+    parts = [i.split(JEST_SEPARATOR) for i in ids]
+    return {p[-1] for p in parts if len(p) > 1 and p[0] == path}
+
+
+def _tests_in(runner: str, text: str) -> dict[str, list[str]]:
+    """Each test's code by its name (a list: one name may be used twice), without whitespace
+    and without the closing brackets it ends in."""
+    starts = []
+    for match in _TEST_START[runner].finditer(text):
+        at = match.start()
+        line = text.rfind("\n", 0, at) + 1
+        if not text[line:at].strip():
+            at = line
+            # Attributes and comments just above a test belong to it, not to the one before.
+            while at > 0:
+                above = text.rfind("\n", 0, at - 1) + 1
+                if not _LEADING.match(text[above : at - 1]):
+                    break
+                at = above
+        starts.append((at, match.group("name")))
+    tests: dict[str, list[str]] = {}
+    for n, (at, name) in enumerate(starts):
+        end = starts[n + 1][0] if n + 1 < len(starts) else len(text)
+        code = re.sub(r"\s+", "", text[at:end]).rstrip("});,")
+        tests.setdefault(name, []).append(code)
+    return tests
 
 
 def _visible(path: str) -> bool:

@@ -58,27 +58,23 @@ def change(place: Path, files: dict[str, str | None]) -> None:
     git(place, "commit", "-q", "-m", "change")
 
 
-def session(command: str, stack: str) -> SimpleNamespace:
-    spec = SimpleNamespace(allow_failing_baseline=False, allow_test_edits=False, test_support=())
+def session(command: str, stack: str, edits: bool) -> SimpleNamespace:
+    spec = SimpleNamespace(allow_failing_baseline=False, allow_test_edits=edits, test_support=())
     return SimpleNamespace(spec=spec, record=SimpleNamespace(test_command=command, stack=stack))
 
 
-def judged(monkeypatch, place: Path, start: str, reference: TestRun, command: str, stack: str):
+def gate_case(tmp_path, monkeypatch, start_files, changed, command, stack, edits=False):
     """The run of the change as it left its files, and the gate's verdict on it."""
+    place, start = place_at_start(tmp_path, start_files)
+    reference = testrun.run_tests(command, place, stack=stack, timeout_s=600, uncached=True)
+    assert reference.outcome == PASSED, reference.tail
+    change(place, changed)
     monkeypatch.setattr(
         finalize,
         "run_suite",
         lambda s, p: testrun.run_tests(command, p, stack=stack, timeout_s=600, uncached=True),
     )
-    return finalize.graded_test(session(command, stack), place, start, reference)
-
-
-def gate_case(tmp_path, monkeypatch, start_files, changed, command, stack):
-    place, start = place_at_start(tmp_path, start_files)
-    reference = testrun.run_tests(command, place, stack=stack, timeout_s=600, uncached=True)
-    assert reference.outcome == PASSED, reference.tail
-    change(place, changed)
-    run, verdict = judged(monkeypatch, place, start, reference, command, stack)
+    run, verdict = finalize.graded_test(session(command, stack, edits), place, start, reference)
     return place, reference, run, verdict
 
 
@@ -133,6 +129,24 @@ def test_an_honest_go_change_with_new_and_extended_tests_is_kept(tmp_path, monke
     assert verdict.ok, verdict.reason
     assert "the tests of the change's start, laid over it" in verdict.reason
     assert {"example.com/calc::TestTwice", "example.com/calc::TestAddZero"} <= run.passing_ids
+
+
+@pytest.mark.e2e
+@pytest.mark.usefixtures("go")
+@pytest.mark.parametrize("allowed", [False, True])
+def test_a_go_test_weakened_under_its_name_is_kept_only_with_allow_test_edits(
+    tmp_path, monkeypatch, allowed
+):
+    # Kept silently, the weakened test would be the next change's start: a later change
+    # that breaks Add would be graded with it.
+    weakened = {"calc_test.go": CALC_TEST_GO.replace("Add(1, 2) != 3", "Add(1, 2) == 99")}
+    _, _, run, verdict = gate_case(
+        tmp_path, monkeypatch, GO_START, weakened, "go test ./...", "Go", edits=allowed
+    )
+    assert run.outcome == PASSED
+    assert verdict.ok is allowed, verdict.reason
+    if not allowed:
+        assert "calc_test.go::TestAdd: its code differs from the start's" in verdict.reason
 
 
 def test_go_lays_every_start_test_file_and_testdata_and_takes_new_ones_away(tmp_path):
@@ -420,3 +434,60 @@ def test_a_manifest_whose_targets_cannot_be_mended_by_line_is_laid_whole(tmp_pat
     change(place, {"Cargo.toml": inline + '\n[dependencies]\nx = "1"\n'})
     laid = overlay.plan(place, start, run_of("cargo", "it tests/it.rs::adds"))
     assert laid.written["Cargo.toml"] == CARGO_TOML
+
+
+EDITS = {
+    "go": (
+        "calc_test.go",
+        "example.com/calc::TestAdd/sub",
+        GO_START["calc_test.go"],
+        "\nfunc TestMore(t *testing.T) {}\n",  # appended: no edit
+        ("!= 3", "!= -1"),
+        ("Add(1, 2) != 3", "Add(1,2)!=3"),
+        "calc_test.go::TestAdd",
+    ),
+    "jest": (
+        "calc.test.js",
+        "calc.test.js > calc > adds",
+        'describe("calc", () => {\n  test("adds", () => {\n'
+        "    expect(1 + 2).toBe(3);\n  });\n});\n",
+        None,
+        ("toBe(3)", "toBe(4)"),
+        ("expect(1 + 2)", "expect(1+2)"),
+        "calc.test.js > adds",
+    ),
+    "cargo": (
+        "tests/it.rs",
+        "it tests/it.rs::adds",
+        IT_RS,
+        "\n#[test]\n#[should_panic]\nfn more() { panic!() }\n",
+        ("#[test]", "#[test]\n#[ignore]"),
+        ("add(1, 2)", "add(1,2)"),
+        "tests/it.rs::adds",
+    ),
+}
+
+
+@pytest.mark.parametrize("runner", sorted(EDITS))
+def test_an_edited_start_test_is_named_and_a_new_test_or_a_reformat_is_not(tmp_path, runner):
+    path, test_id, text, more, edit, reformat, named = EDITS[runner]
+    source = {"go": "go-json", "jest": "jest-json", "cargo": "cargo"}[runner]
+    reference = run_of(source, test_id)
+    if more is None:  # Jest: a test added inside the describe, after the start's
+        grown = text.replace("  });\n});", '  });\n  it("more", () => {});\n});')
+    else:
+        grown = text + more
+    for changed, edits in (
+        (grown, {}),
+        (text.replace(*reformat), {}),
+        (grown.replace(*edit), {named: "its code differs from the start's"}),
+    ):
+        files = {path: text, **({"Cargo.toml": CARGO_TOML} if runner == "cargo" else {})}
+        place, start = place_at_start(tmp_path / str(len(list(tmp_path.iterdir()))), files)
+        change(place, {path: changed})
+        laid = overlay.plan(place, start, reference)
+        assert laid.edited == edits, changed
+        assert path in laid.restore  # the start's file decides
+        allowed = overlay.plan(place, start, reference, allow_edits=True)
+        assert allowed.edited == edits
+        assert (path in allowed.restore) is not bool(edits)  # an edited file runs as left
