@@ -16,7 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import git, make_repo
+from conftest import SCREEN_OFF, git, make_repo, script_spec
 from test_cargo_canary import CARGO_TOML, needs_cargo
 from test_runner_canary import (
     CALC_GO,
@@ -129,6 +129,45 @@ def test_an_honest_go_change_with_new_and_extended_tests_is_kept(tmp_path, monke
     assert verdict.ok, verdict.reason
     assert "the tests of the change's start, laid over it" in verdict.reason
     assert {"example.com/calc::TestTwice", "example.com/calc::TestAddZero"} <= run.passing_ids
+
+
+@pytest.mark.e2e
+@pytest.mark.usefixtures("go")
+@pytest.mark.parametrize("gate", ["batch", "per_fix"])
+def test_a_go_sessions_gate_grades_with_the_start_test_files(workflow, tmp_path, gate):
+    # The wiring, through Snakemake: the stage's decisive run of Green's change.
+    target = make_repo(
+        tmp_path / "target", {"go.mod": GO_MOD, "calc.go": CALC_GO, "calc_test.go": CALC_TEST_GO}
+    )
+    finding = {
+        "severity": "high",
+        "title": "Add is slow",
+        "location": "calc.go:3",
+        "issue": "problem",
+        "impact": "slow",
+    }
+    green = [
+        {"tool": "write_file", "args": {"path": "calc.go", "content": GO_BROKEN}},
+        {
+            "tool": "write_file",
+            "args": {"path": "calc_test.go", "content": ONLY_ADD_MAIN + GO_TEST_BODY},
+        },
+        {"tool": "finish_fix", "args": {"finding_id": "F-001", "summary": "faster"}},
+    ]
+    script = {"red": {1: [{"tool": "report_finding", "args": finding}]}, "green": {1: green}}
+    spec = script_spec(
+        target, workflow.script(script), workflow.workdir / "t.jsonl", teams=["red", "green"]
+    )
+    spec |= {"test_command": "go test ./...", "max_cycles": 1, "test_gate": gate} | SCREEN_OFF
+    workflow.run("s", spec)
+    decision = workflow.decision("s", 1)
+    assert decision["fixed"] == []
+    (skip,) = decision["skipped"]
+    assert "the tests of the change's start, laid over it" in skip["reason"]
+    assert "example.com/calc::TestAdd" in skip["reason"]
+    worktree = workflow.session("s") / "worktree"
+    assert git(worktree, "rev-list", "--count", "main..HEAD") == "0"
+    assert (worktree / "calc.go").read_text() == CALC_GO
 
 
 @pytest.mark.e2e
