@@ -168,6 +168,12 @@ def _plan_runner(
         edited |= found
         if found and allow_edits:  # runs as the change left it, its edits named
             del restore[path]
+    # Rust's unit tests live in source files, which are the change's: an edited one is
+    # named all the same.
+    for path in (p for p in now if p in at_start and p not in restore and now[p] != at_start[p]):
+        if runner == "cargo" and path.endswith(".rs"):
+            start_text, text = show(at_start[path][1]), show(now[path][1])
+            edited |= runner_overlay.edited(runner, set(ids), path, start_text, text, True)
     written = {p: text for p, text in picked.written.items() if p not in restore}
     return Overlay(start, restore, tuple(sorted(picked.added)), edited, written=written)
 

@@ -98,10 +98,13 @@ _TEST_START = {
 _LEADING = re.compile(r"^\s*(#\[.*|//.*|/\*.*|\*.*)?$")
 
 
-def edited(runner: str, ids: set[str], path: str, start_text: str, text: str) -> dict[str, str]:
+def edited(
+    runner: str, ids: set[str], path: str, start_text: str, text: str, source: bool = False
+) -> dict[str, str]:
     """The tests of the start in `path` whose code the change edited (an expected value, an
     attribute), by `path::test` (Jest: `path > title`). Compared without whitespace, so a
-    reformat is no edit; a comment edited inside a test's code is one."""
+    reformat is no edit; a comment edited inside a test's code is one. In a `source` file
+    (Rust's unit tests), only a function whose attributes name a test."""
     if not path.endswith({"go": "_test.go", "cargo": ".rs"}.get(runner, "")):
         return {}
     names = _test_names(runner, ids, path)
@@ -109,6 +112,8 @@ def edited(runner: str, ids: set[str], path: str, start_text: str, text: str) ->
     found: dict[str, str] = {}
     separator = JEST_SEPARATOR if runner == "jest" else "::"
     for name in sorted(names & before.keys() & after.keys()):
+        if source and not any("test" in code.split("fn", 1)[0] for code in before[name]):
+            continue  # a function of the code named like a test
         if before[name] != after[name]:
             found[f"{path}{separator}{name}"] = "its code differs from the start's"
     return found

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 from conftest import SCREEN_OFF, git, make_repo, script_spec
-from test_cargo_canary import CARGO_TOML, needs_cargo
+from test_cargo_canary import CARGO_TOML, LIB_RS, needs_cargo
 from test_runner_canary import (
     CALC_GO,
     CALC_TEST_GO,
@@ -530,3 +530,30 @@ def test_an_edited_start_test_is_named_and_a_new_test_or_a_reformat_is_not(tmp_p
         allowed = overlay.plan(place, start, reference, allow_edits=True)
         assert allowed.edited == edits
         assert (path in allowed.restore) is not bool(edits)  # an edited file runs as left
+
+
+@pytest.mark.e2e
+@needs_cargo
+def test_a_rust_unit_test_weakened_in_its_source_file_is_not_kept(tmp_path, monkeypatch):
+    # A source file cannot be laid over (it is the change's code), so its edited test is
+    # named: kept silently, it would be the next change's start.
+    weakened = {"src/lib.rs": LIB_RS.replace("a + b", "a - b").replace("), 3)", "), -1)")}
+    start = {p: t for p, t in CARGO_START.items() if p != "tests/it.rs"} | {"src/lib.rs": LIB_RS}
+    _, reference, run, verdict = gate_case(
+        tmp_path, monkeypatch, start, weakened, "cargo test", "Rust"
+    )
+    forged(run, reference)
+    assert not verdict.ok
+    assert "src/lib.rs::adds: its code differs from the start's" in verdict.reason
+
+
+def test_in_a_rust_source_file_only_a_test_function_is_compared(tmp_path):
+    place, start = place_at_start(tmp_path, {**CARGO_START, "src/lib.rs": LIB_RS})
+    # `add` is also the name a test could have; as code, the change may edit it.
+    ids = ("calc src/lib.rs::tests::adds", "calc src/lib.rs::tests::add")
+    change(place, {"src/lib.rs": LIB_RS.replace("a + b", "b + a")})
+    laid = overlay.plan(place, start, run_of("cargo", *ids))
+    assert laid.edited == {} and laid.empty
+    change(place, {"src/lib.rs": LIB_RS.replace("), 3)", "), 3 + 0)")})
+    laid = overlay.plan(place, start, run_of("cargo", *ids))
+    assert laid.edited == {"src/lib.rs::adds": "its code differs from the start's"}
