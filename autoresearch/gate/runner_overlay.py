@@ -13,8 +13,9 @@ files of the change whose runner keys are set back to the start's, the rest kept
   configuration files (Babel's transforms every test file), and the files the configuration
   names (setup files, reporters, a results processor, a transform, an environment).
 - cargo: every file under a crate's `tests/` folder, every `.cargo/config[.toml]`, and of
-  each Cargo.toml the `[[test]]` targets, `autotests` and every target's `harness` and
-  `test` keys (`harness = false` makes a target's own `main` print its results).
+  each Cargo.toml the `[[test]]` targets, `autotests`, every target's `harness` and `test`
+  keys (`harness = false` makes a target's own `main` print its results) and the test and
+  dev profiles' `debug-assertions` and `overflow-checks`.
 A start's test whose code the change edited is named (`edited`), as overlay._edited names
 pytest's. Unit tests inside a source file (Rust's `#[cfg(test)]` modules) cannot be laid over
 without the source: what the change made of them runs.
@@ -51,6 +52,11 @@ _TOML_HEADER = re.compile(r"^\s*\[(\[)?\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?\s*(#.*
 _TARGET_KEYS = re.compile(r"^\s*(harness|test)\s*=")
 _AUTOTESTS = re.compile(r"^\s*autotests\s*=")
 _TARGET_KINDS = ("lib", "bin", "bench", "example")
+# The profiles a test build takes its settings from, and the settings that decide whether a
+# test's assertions run (`debug-assertions = false` turns `debug_assert!` off).
+_TEST_PROFILES = ("test", "dev")
+_PROFILE_KEYS = ("debug-assertions", "overflow-checks")
+_ASSERTS = re.compile(r"^\s*(debug-assertions|overflow-checks)\s*=")
 
 
 @dataclass
@@ -340,10 +346,10 @@ def _cargo(at_start: Tree, now: Tree, show: Callable[[str], str]) -> Picked:
     )
 
 
-def test_targets(text: str) -> dict[str, Any] | None:
+def _test_targets(text: str) -> dict[str, Any] | None:
     """What of a Cargo.toml decides which test binaries run and how: its `[[test]]`
-    targets, `autotests`, every target's `harness` and `test` keys. None when it does not
-    parse."""
+    targets, `autotests`, every target's `harness` and `test` keys, and whether the test
+    build checks assertions and overflows. None when it does not parse."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
@@ -358,6 +364,10 @@ def test_targets(text: str) -> dict[str, Any] | None:
             if isinstance(entry, dict) and ("harness" in entry or "test" in entry):
                 keys.append([entry.get("name"), entry.get("harness"), entry.get("test")])
         found[kind] = sorted(keys, key=json.dumps)
+    profiles = data.get("profile") if isinstance(data.get("profile"), dict) else {}
+    for name in _TEST_PROFILES:
+        profile = profiles.get(name) if isinstance(profiles.get(name), dict) else {}
+        found[f"profile.{name}"] = {k: profile[k] for k in _PROFILE_KEYS if k in profile}
     return found
 
 
@@ -366,8 +376,8 @@ def _manifest_with_start_targets(text: str, start_text: str) -> str | None:
     dependencies and the rest the change's); None when they already are. Where the
     change's text cannot be mended line by line into exactly the start's targets (a key
     written inline, a table the start had keys in), the start's Cargo.toml whole."""
-    start = test_targets(start_text)
-    if test_targets(text) == start:
+    start = _test_targets(start_text)
+    if _test_targets(text) == start:
         return None
     kept: list[str] = []
     section, array = "", False
@@ -381,6 +391,8 @@ def _manifest_with_start_targets(text: str, start_text: str) -> str | None:
             continue
         if section == "package" and _AUTOTESTS.match(line):
             continue
+        if section in (f"profile.{name}" for name in _TEST_PROFILES) and _ASSERTS.match(line):
+            continue
         kept.append(line)
     own: list[str] = []
     section, array = "", False
@@ -391,4 +403,4 @@ def _manifest_with_start_targets(text: str, start_text: str) -> str | None:
         if section == "test" and array:
             own.append(line)
     merged = "\n".join(kept).rstrip("\n") + "\n" + ("\n" + "\n".join(own) + "\n" if own else "")
-    return merged if test_targets(merged) == start else start_text
+    return merged if _test_targets(merged) == start else start_text

@@ -447,6 +447,7 @@ def test_cargo_lays_tests_and_config_and_sets_back_only_the_test_targets(tmp_pat
     manifest = (
         CARGO_TOML + '\n[dependencies]\nx = "1"\n\n[lib]\nharness = false\n'
         '\n[[test]]\nname = "it"\nharness = false\n\n[[test]]\nname = "new"\n'
+        "\n[profile.dev]\nopt-level = 1\ndebug-assertions = false\n"
     )
     change(
         place,
@@ -464,6 +465,7 @@ def test_cargo_lays_tests_and_config_and_sets_back_only_the_test_targets(tmp_pat
     written = laid.written["Cargo.toml"]
     assert 'x = "1"' in written and "[lib]" in written  # the change's own keys
     assert "harness" not in written and 'name = "new"' not in written
+    assert "opt-level = 1" in written and "debug-assertions" not in written
     assert written.count("[[test]]") == 1
 
 
