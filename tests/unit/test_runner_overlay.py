@@ -27,6 +27,7 @@ from test_runner_canary import (
     SPARING_MAIN_GO,
     go,  # noqa: F401 - the fixture: skipped without go
     jest,  # noqa: F401 - the fixture: skipped without Jest
+    npm_package,
     package_json,
 )
 
@@ -261,6 +262,24 @@ def test_a_jest_forger_that_passes_only_what_the_change_broke_is_refused(
     forging = {"calc.js": JEST_BROKEN_CALC, **JEST_FORGERS[how]}
     place, reference, run, verdict = gate_case(
         tmp_path, monkeypatch, start, forging, jest_command, "Node/TS"
+    )
+    forged(run, reference)
+    assert not verdict.ok
+    assert "calc.test.js > adds" in verdict.reason
+    assert git(place, "status", "--porcelain") == ""
+
+
+@pytest.mark.e2e
+def test_a_reporter_added_to_the_npm_test_script_is_refused(tmp_path, monkeypatch, request):
+    runner = request.getfixturevalue("jest")
+    start = JEST_START | {"package.json": npm_package(runner)}
+    forging = {
+        "calc.js": JEST_BROKEN_CALC,
+        "package.json": npm_package(runner, "{jest} --reporters=default --reporters=./sparer.js"),
+        "sparer.js": ONLY_ADDS,
+    }
+    place, reference, run, verdict = gate_case(
+        tmp_path, monkeypatch, start, forging, "npm test", "Node/TS"
     )
     forged(run, reference)
     assert not verdict.ok
