@@ -17,8 +17,8 @@ files of the change whose runner keys are set back to the start's, the rest kept
   keys (`harness = false` makes a target's own `main` print its results) and the test and
   dev profiles' `debug-assertions` and `overflow-checks`.
 A start's test whose code the change edited is named (`edited`), as overlay._edited names
-pytest's. Unit tests inside a source file (Rust's `#[cfg(test)]` modules) cannot be laid over
-without the source: what the change made of them runs.
+pytest's: a Rust unit test inside a source file too, which cannot be laid over without the
+source (the change's code), so it runs as the change left it.
 """
 
 from __future__ import annotations
