@@ -241,6 +241,8 @@ def _jest(
     for path in now:
         if PurePosixPath(path).name != "package.json" or not _visible(path):
             continue
+        if now[path] == at_start.get(path):
+            continue  # as the start had it
         start_text = show(at_start[path][1]) if path in at_start else "{}"
         merged = _package_with_start_keys(show(now[path][1]), start_text)
         if merged is not None:
@@ -335,7 +337,7 @@ def _cargo(at_start: Tree, now: Tree, show: Callable[[str], str]) -> Picked:
 
     written: dict[str, str] = {}
     for path in now:
-        if PurePosixPath(path).name == "Cargo.toml" and path in at_start:
+        if PurePosixPath(path).name == "Cargo.toml" and now[path] != at_start.get(path, now[path]):
             merged = _manifest_with_start_targets(show(now[path][1]), show(at_start[path][1]))
             if merged is not None:
                 written[path] = merged
