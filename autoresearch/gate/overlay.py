@@ -13,9 +13,13 @@ above a start's test file (`_runs_by_itself`). The change's new tests run in the
 So a test weakened under its own id, a new config or plugin that rewrites outcomes, a conftest
 anywhere, all take no part in the decisive run: the start's tests are what the change is held to.
 
+Go's, Jest's and cargo's runs are graded the same way, with their own files
+(runner_overlay.py): the start's test files and runner configuration laid over, what the
+change added that would run by itself taken away, and the runner keys of a file the change
+also keeps the rest of (package.json, Cargo.toml) set back to the start's.
+
 Applied in place on a pristine worktree (nothing untracked or ignored: the callers clean it
 first) and taken back after the run, so the index (per_fix's staged change) is never touched.
-pytest only: the ids of the other runners name no file.
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
 
-from autoresearch.gate import report_plugin
+from autoresearch.gate import report_plugin, runner_overlay
 from autoresearch.gate.testrun import TestRun, not_graded
 from autoresearch.safety import git, sandbox, tamper
 
@@ -49,20 +54,25 @@ class Overlay:
     remove: tuple[str, ...] = ()  # runner files the change added
     edited: dict[str, str] = field(default_factory=dict)  # test -> how its expectation changed
     inputs: tuple[str, ...] = ()  # restored files the start's tests read or imported (inputs)
+    # path -> text: a file of the change with its runner keys set back to the start's
+    written: dict[str, str] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
         """Whether the candidate already has the start's tests as they were."""
-        return not self.restore and not self.remove
+        return not self.restore and not self.remove and not self.written
 
     @property
     def digest(self) -> str:
-        text = json.dumps([self.start, sorted(self.restore.items()), sorted(self.remove)])
+        text = json.dumps(
+            [self.start, sorted(self.restore.items()), sorted(self.remove)]
+            + ([sorted(self.written.items())] if self.written else [])
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property
     def paths(self) -> list[str]:
-        return sorted({*self.restore, *self.remove})
+        return sorted({*self.restore, *self.remove, *self.written})
 
 
 def plan(
@@ -73,14 +83,19 @@ def plan(
     support: tuple[str, ...] = (),
 ) -> Overlay | None:
     """The overlay of `start`'s tests on what the worktree's index holds; None when the run at
-    the start names no pytest test (another runner, or no ids). With `allow_edits`, a test
-    file whose tests the change edited is run as the change left it (still named). `support`:
+    the start names no test (a runner that gives no ids). With `allow_edits`, a test file
+    whose tests the change edited is run as the change left it (still named). `support`:
     the spec's `test_support` globs, files laid over like the tests."""
     ids = (
         (reference.passing_ids or frozenset())
         | (reference.failing_ids or frozenset())
         | (reference.skipped_ids or frozenset())
     )
+    runner = runner_overlay.runner_of(reference.source)
+    if runner is not None:
+        if not ids:
+            return None
+        return _plan_runner(worktree, start, runner, ids, support, reference.command, allow_edits)
     files = {i.split("::", 1)[0] for i in ids if "::" in i}
     files = {f for f in files if f.endswith(".py")}
     if not files:
@@ -117,6 +132,50 @@ def plan(
         restore = {p: blob for p, blob in restore.items() if p not in kept}
     laid_inputs = tuple(sorted(p for p in restore if p in read))
     return Overlay(start, restore, remove, edited, laid_inputs)
+
+
+def _plan_runner(
+    worktree: Path,
+    start: str,
+    runner: str,
+    ids: frozenset[str],
+    support: tuple[str, ...],
+    command: str,
+    allow_edits: bool,
+) -> Overlay | None:
+    """The overlay for a go, Jest or cargo run (runner_overlay.py). A start's test the change
+    edited is named (runner_overlay.edited); with `allow_edits` its file runs as the change
+    left it."""
+    at_start = _tree(worktree, start)
+    now = _index(worktree)
+    if at_start is None or now is None:
+        return None
+    show = partial(_show, worktree)
+    picked = runner_overlay.pick(runner, set(ids), at_start, now, show, command)
+    defining = picked.defining | {
+        p for p in at_start if any(sandbox.glob_match(p, glob) for glob in support)
+    }
+    restore = {
+        p: at_start[p][1]
+        for p in sorted(defining)
+        if at_start[p][0] != LINK and now.get(p) != at_start[p]
+    }
+    edited: dict[str, str] = {}
+    for path in [p for p in restore if p in now]:
+        found = runner_overlay.edited(
+            runner, set(ids), path, show(restore[path]), show(now[path][1])
+        )
+        edited |= found
+        if found and allow_edits:  # runs as the change left it, its edits named
+            del restore[path]
+    # Rust's unit tests live in source files, which are the change's: an edited one is
+    # named all the same.
+    for path in (p for p in now if p in at_start and p not in restore and now[p] != at_start[p]):
+        if runner == "cargo" and path.endswith(".rs"):
+            start_text, text = show(at_start[path][1]), show(now[path][1])
+            edited |= runner_overlay.edited(runner, set(ids), path, start_text, text, True)
+    written = {p: text for p, text in picked.written.items() if p not in restore}
+    return Overlay(start, restore, tuple(sorted(picked.added)), edited, written=written)
 
 
 def inputs(reference: TestRun, at_start: dict[str, tuple[str, str]]) -> set[str]:
@@ -171,6 +230,11 @@ def apply(worktree: Path, overlay: Overlay) -> None:
         if data.returncode != 0:
             raise OverlayError(f"git cannot read {path} of {overlay.start[:10]}")
         target.write_bytes(data.stdout)
+    for path, text in overlay.written.items():
+        target = worktree / path
+        if target.is_symlink() or target.is_dir():
+            raise OverlayError(f"{path} is no longer a file in the worktree")
+        target.write_text(text)
 
 
 def take_back(worktree: Path, overlay: Overlay) -> None:

@@ -142,22 +142,25 @@ def test_a_reformatted_test_is_no_edit(tmp_path):
     assert list(laid.restore) == ["tests/test_calc.py"]
 
 
-def test_a_start_run_that_names_no_pytest_test_lays_nothing(tmp_path):
+def test_a_start_run_that_names_no_test_lays_nothing(tmp_path):
+    # A runner read by its exit code alone names no file: nothing can be laid (Go's, Jest's
+    # and cargo's runs are test_runner_overlay.py's).
     place, start = worktree(tmp_path)
-    go = TestRun(
-        "go test",
-        "go test",
+    change(place, {"tests/test_calc.py": "def test_add():\n    assert True\n"})
+    unnamed = TestRun(
+        "make check",
+        "make check",
         PASSED,
         "",
-        1,
-        0,
-        0,
-        0,
-        frozenset(),
-        frozenset({"pkg::TestX"}),
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
         0,
         1.0,
         "",
-        "go-json",
+        "exit-code-only",
     )
-    assert overlay.plan(place, start, go) is None
+    assert overlay.plan(place, start, unnamed) is None

@@ -138,8 +138,9 @@ def run(
     removal = bool(guard_tests.get("allow_test_removal"))
     edits = bool(guard_tests.get("allow_test_edits"))
     laid = overlay.plan(cwd, start, reference, edits) if start and reference is not None else None
-    if laid is not None and not laid.empty:
-        graded = overlay.run_laid(cwd, laid, suite, cfg.guard)
+    if laid is not None and (not laid.empty or laid.edited):
+        # Nothing to lay but an edited test (one inside a source file): the run as it is grades.
+        graded = overlay.run_laid(cwd, laid, suite, cfg.guard) if not laid.empty else tests
         # setup already refused a failing base the spec forbids
         verdict = graded_verdict(
             graded, tests, reference, laid.edited, True, removal, edits, laid.inputs
