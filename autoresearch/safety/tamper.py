@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from autoresearch.safety import git
+from autoresearch.safety import git, tells
 
 # Which checks count (`counts`): every one (experiment), a metric's (narrow, broad), a test
 # gate's (every other mode).
@@ -63,6 +63,9 @@ CHECKS = {
     "runner": "reaches into the test runner (its modules _pytest and pluggy, its report and "
     "result classes, its hooks and plugin lists, unittest's result classes)",
     "gain": "improves the metric by more than experiment.max_gain",
+    "testrun": "tells a test run from a real one in code that is not a test (the runner's "
+    "modules or name, the command line, the user, HOME, a CI variable, the caller's stack or "
+    "test name; Go's testing.Testing, Rust's cfg!(test), Jest's worker variable)",
 }
 
 # Modules whose import alone reaches into the process.
@@ -435,6 +438,8 @@ def counts(profile: str, check: str, detail: str, test_file: bool) -> bool:
     everywhere; a test file may patch, mock and print as tests do."""
     if profile == FULL or check in ("runner", "startup", "shadowing", "evaluator", "gain"):
         return True
+    if check == "testrun":  # a test may skip on CI or ask which runner runs it
+        return not test_file
     if detail.startswith(("cannot be read", "declares source encoding")):
         return True
     what = _object(detail)
@@ -585,7 +590,7 @@ def python_uses(source: str, watched: frozenset[str] = frozenset()) -> list[Use]
         return None
     finder = _Finder(watched)
     finder.visit(tree)
-    return finder.uses + _declared_encoding(source)
+    return finder.uses + tells.tells(tree, finder.qual) + _declared_encoding(source)
 
 
 def _declared_encoding(source: str) -> list[Use]:

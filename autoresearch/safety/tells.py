@@ -1,0 +1,318 @@
+"""Python code that tells a test run from a real one (the tamper screen's `testrun` check).
+
+The report plugin hides pytest's own variables, but the process still shows it is a test
+run in many ways: the runner's modules are loaded, the command line names it, the jail's
+user and HOME are not a person's, CI sets variables, the caller's file is a test's. Code
+under test that switches on any of these can pass its tests and do something else for
+users. What is read here, in a module's syntax tree (aliases resolved by tamper.py's reader):
+
+- a *runner's name* (`pytest`, `_pytest`, `py.test`, `unittest`, `doctest`, `nose`,
+  `xdist`) or a *test run's variable* (`CI`, `GITHUB_ACTIONS`, `PYTEST_*`, `TOX_ENV_NAME`,
+  ...) given to a call, used as a key or compared: `find_spec("pytest")`,
+  `sys.modules.get("_pytest")`, `"CI" in os.environ`, `os.getenv("CI")`. Strings made of
+  literal parts are put together first (`"py" + "test"`, a module constant, a reversed
+  literal). A message naming pytest in a sentence is not a name.
+- a *value of the run's surroundings* — the program's name (`sys.argv[0]`,
+  `sys.orig_argv`, `__main__`), the user (`os.getuid()`, `getpass.getuser()`, `pwd`),
+  HOME (`os.environ["HOME"]`, `expanduser`, `Path.home()`), the host's name — compared or
+  searched (`==`, `in`, `.startswith`, `re.search`), directly or through a name it was
+  given. Reading HOME to build a path, asking whether it is set, putting the user in a
+  folder's name and a CLI's own arguments (`sys.argv[1:]`) are what honest code does, and
+  are not flagged: the jail's HOME is set, so only its value can tell.
+- the *caller's stack* read (`inspect.stack`, `inspect.currentframe`,
+  `traceback.extract_stack`), and `__name__`, `__file__` or a frame's file compared with
+  text holding "test".
+
+Code under `if __name__ == "__main__":` never runs under a test and is not read. A test
+file may do all of this (a test skips on CI); tamper.counts keeps the flag to other code.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+
+# A runner's name as one word of a short text: "pytest", "/usr/bin/py.test", "-m pytest".
+RUNNER_WORD = re.compile(
+    r"(?<![A-Za-z0-9])(_?py\.?test|unittest|doctest|nose2?|xdist)(?![A-Za-z0-9])", re.I
+)
+# Variables a runner, a test tool or a CI service sets. Short, common words are flagged only
+# where the environment is read with them (`row["CI"]` is a table's column).
+RUN_VARIABLE = re.compile(
+    r"(PYTEST|TOX|NOX|JEST|VITEST|MOCHA|RUST_TEST|GOTEST)_\w+|GITHUB_ACTIONS|GITLAB_CI|"
+    r"TRAVIS|CIRCLECI|JENKINS_URL|BUILDKITE|TF_BUILD|APPVEYOR|TEAMCITY_VERSION|"
+    r"CONTINUOUS_INTEGRATION|BUILD_NUMBER|RUNNING_TESTS|UNDER_TEST"
+)
+SHORT_VARIABLES = frozenset("CI TEST TESTS TESTING UNITTEST".split())
+# Variables whose value shows where and as whom the process runs.
+SURROUNDING_VARIABLES = frozenset("HOME USER LOGNAME USERNAME HOSTNAME SHELL PWD TMPDIR".split())
+ENVIRON = frozenset({"os.environ", "os.environb", "posix.environ"})
+GETENV = frozenset({"os.getenv", "os.getenvb"})
+# Calls whose result is the user, HOME or the host.
+SURROUNDING_CALLS = frozenset(
+    "os.getuid os.geteuid os.getgid os.getegid os.getlogin os.getresuid getpass.getuser "
+    "pwd.getpwuid pwd.getpwnam os.path.expanduser pathlib.Path.home socket.gethostname "
+    "platform.node os.uname".split()
+)
+# Reads of the caller's stack: where a test's file and function name are.
+STACK_CALLS = frozenset(
+    "inspect.stack inspect.currentframe inspect.getouterframes inspect.trace "
+    "traceback.extract_stack traceback.walk_stack traceback.format_stack "
+    "traceback.print_stack sys._current_frames".split()
+)
+# Names and attributes that hold a module's, a file's or a frame's name.
+CODE_NAMES = frozenset("__name__ __file__ __spec__ __module__ __qualname__".split())
+CODE_ATTRIBUTES = CODE_NAMES | frozenset(
+    "co_filename co_name co_qualname filename function".split()
+)
+# Calls that keep what they are given recognisable (a value wrapped in them still tells);
+# a folder made of the program's path (`dirname(sys.argv[0])`) is how scripts find files.
+WRAPPERS = frozenset(
+    "str repr bool len any all sorted list set tuple hasattr getattr os.fspath "
+    "os.path.basename os.path.realpath os.path.abspath os.path.normpath os.listdir "
+    "os.scandir".split()
+)
+# Methods and functions that search or compare text.
+TEXT_TESTS = frozenset(
+    "startswith endswith find rfind index rindex count __contains__ __eq__ __ne__ match "
+    "fullmatch search findall".split()
+)
+SEARCHES = frozenset("re.search re.match re.fullmatch re.findall fnmatch.fnmatch".split())
+MAX_NAME = 40  # a runner's name is a short text of one or two words, not a message
+
+Use = tuple[str, str, int | None]
+
+
+def tells(tree: ast.Module, qual: Callable[[ast.AST], str | None]) -> list[Use]:
+    """The `testrun` uses of a module; `qual` gives the dotted name an expression stands
+    for, aliases resolved (tamper's reader)."""
+    reader = _Tells(qual, _constants(tree))
+    reader.visit(tree)
+    return reader.uses
+
+
+def _constants(tree: ast.Module) -> dict[str, ast.AST]:
+    """Module-level names given one value: `K = "py" + "test"` lets `K in sys.modules` be
+    read as the literal it is."""
+    values: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                values[target.id] = node.value
+    return values
+
+
+class _Tells(ast.NodeVisitor):
+    def __init__(self, qual: Callable[[ast.AST], str | None], constants: dict) -> None:
+        self.qual = qual
+        self.constants = constants
+        self.uses: list[Use] = []
+        self.tainted: set[str] = set()  # names given a value of the surroundings, in scope
+
+    def use(self, detail: str, node: ast.AST) -> None:
+        self.uses.append(("testrun", detail, getattr(node, "lineno", None)))
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self.scoped(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.scoped(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def scoped(self, node: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """Visit a module or a function with the names its own body gives a value of the
+        surroundings (read first, so a comparison above its assignment is seen too); a
+        function's names mean nothing in another function."""
+        outer = self.tainted
+        self.tainted = set(outer)
+        for _ in range(2):  # a name given another tainted name's value: `d = basename(root)`
+            for sub in _own_nodes(node):
+                if isinstance(sub, ast.Assign | ast.AnnAssign) and sub.value is not None:
+                    targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                    if self.surrounding(sub.value):
+                        self.tainted |= {t.id for t in targets if isinstance(t, ast.Name)}
+        self.generic_visit(node)
+        self.tainted = outer
+
+    def visit_If(self, node: ast.If) -> None:
+        if _is_main_guard(node.test):
+            for sub in node.orelse:
+                self.visit(sub)
+            return
+        self.generic_visit(node)
+
+    # --- what a string is --------------------------------------------------------------
+
+    def text(self, node: ast.AST, depth: int = 0) -> str | None:
+        """The string a literal expression stands for, or None."""
+        if depth > 8:
+            return None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str | bytes):
+            value = node.value
+            return value.decode("latin-1") if isinstance(value, bytes) else value
+        if isinstance(node, ast.Name) and node.id in self.constants:
+            return self.text(self.constants[node.id], depth + 1)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self.text(node.left, depth + 1), self.text(node.right, depth + 1)
+            return left + right if left is not None and right is not None else None
+        if isinstance(node, ast.JoinedStr):
+            parts = [self.text(v, depth + 1) for v in node.values]
+            return "".join(parts) if all(p is not None for p in parts) else None  # type: ignore[arg-type]
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            base = self.text(node.value, depth + 1)
+            bounds = [node.slice.lower, node.slice.upper, node.slice.step]
+            numbers = [_number(b) for b in bounds]
+            literal = all(b is None or n is not None for b, n in zip(bounds, numbers, strict=True))
+            if base is not None and literal:
+                lower, upper, step = numbers
+                return base[lower:upper:step] if step != 0 else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            base = self.text(node.func.value, depth + 1)
+            if base is not None and node.func.attr in ("lower", "upper", "strip") and not node.args:
+                return getattr(base, node.func.attr)()
+            if node.func.attr == "join" and base is not None and node.args:
+                items = node.args[0]
+                if isinstance(items, ast.List | ast.Tuple):
+                    parts = [self.text(e, depth + 1) for e in items.elts]
+                    if all(p is not None for p in parts):
+                        return base.join(parts)  # type: ignore[arg-type]
+        return None
+
+    def names_runner(self, node: ast.AST, environ: bool) -> str | None:
+        """What a literal names, when it is a runner or a test run's variable."""
+        value = self.text(node)
+        if value is None or len(value) > MAX_NAME or len(value.split()) > 2:
+            return None
+        if RUNNER_WORD.search(value):
+            return f"names {value!r}, a test runner"
+        if RUN_VARIABLE.fullmatch(value) or (environ and value in SHORT_VARIABLES):
+            return f"reads the variable {value!r}"
+        return None
+
+    # --- where a runner's name or a run's variable is used -----------------------------
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = self.qual(node.func) or ""
+        if func in STACK_CALLS:
+            self.use(f"reads the caller's stack ({func})", node)
+        receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+        environ = func in GETENV or (receiver is not None and self.is_environ(receiver))
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            if named := self.names_runner(arg, environ):
+                self.use(named, node)
+        method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        if method in TEXT_TESTS and receiver is not None:
+            self.compared([receiver, *node.args], node)
+        elif func in SEARCHES:
+            self.compared(list(node.args), node)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if named := self.names_runner(node.slice, self.is_environ(node.value)):
+            self.use(named, node)
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        operands = [node.left, *node.comparators]
+        environ = any(self.is_environ(o) for o in operands)
+        for operand in operands:
+            if named := self.names_runner(operand, environ):
+                self.use(named, node)
+        self.compared(operands, node)
+        self.generic_visit(node)
+
+    def compared(self, operands: list[ast.AST], node: ast.AST) -> None:
+        """Operands compared or searched together: a value of the surroundings among them,
+        or a name of code beside text holding "test", tells."""
+        for operand in operands:
+            if what := self.surrounding(operand):
+                self.use(f"compares {what}", node)
+                return
+        texts = [self.text(o) or "" for o in operands]
+        if any("test" in t.lower() for t in texts) and any(map(self.names_code, operands)):
+            self.use("compares a module's, file's or frame's name with 'test'", node)
+
+    # --- what an expression reads ------------------------------------------------------
+
+    def is_environ(self, node: ast.AST) -> bool:
+        """`os.environ` or a copy of it (`dict(os.environ)`, `os.environ.copy()`)."""
+        for sub in ast.walk(node):
+            if self.qual(sub) in ENVIRON:
+                return True
+        return False
+
+    def surrounding(self, node: ast.AST) -> str | None:
+        """What value of the run's surroundings `node` is, seen through wrappers, methods,
+        attributes and subscripts (`os.path.basename(sys.argv[0]).lower()`); not through
+        a call that builds something else of it (`os.path.join(HOME, ...)`)."""
+        qual = self.qual(node)
+        if isinstance(node, ast.Name) and node.id in self.tainted:
+            return f"{node.id}, a value of the run's surroundings"
+        if qual in ("sys.orig_argv", "__main__") or (qual or "").startswith("__main__."):
+            return qual
+        if isinstance(node, ast.Subscript):
+            base = self.qual(node.value)
+            key = node.slice
+            if base == "sys.argv" and isinstance(key, ast.Constant) and key.value in (0, -1):
+                return f"sys.argv[{key.value}]"
+            if self.is_environ(node.value) and self.text(key) in SURROUNDING_VARIABLES:
+                return f"${self.text(key)}"
+            return self.surrounding(node.value)
+        if isinstance(node, ast.Attribute):
+            return self.surrounding(node.value)
+        if isinstance(node, ast.Call):
+            func = self.qual(node.func) or ""
+            if func in SURROUNDING_CALLS:
+                return f"{func}()"
+            first = node.args[0] if node.args else None
+            if (func in GETENV or func.endswith("environ.get")) and first is not None:
+                if self.text(first) in SURROUNDING_VARIABLES:
+                    return f"${self.text(first)}"
+            if func in WRAPPERS and first is not None:
+                return self.surrounding(first)
+            if isinstance(node.func, ast.Attribute):
+                return self.surrounding(node.func.value)  # a method of it: sys.argv[0].lower()
+        return None
+
+    def names_code(self, node: ast.AST) -> bool:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and sub.id in CODE_NAMES:
+                return True
+            if isinstance(sub, ast.Attribute) and sub.attr in CODE_ATTRIBUTES:
+                return True
+        return False
+
+
+def _own_nodes(node: ast.AST) -> list[ast.AST]:
+    """The nodes of a module's or a function's body, not those of functions inside it."""
+    found, todo = [], list(ast.iter_child_nodes(node))
+    while todo:
+        sub = todo.pop()
+        found.append(sub)
+        if not isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            todo.extend(ast.iter_child_nodes(sub))
+    return found
+
+
+def _number(node: ast.AST | None) -> int | None:
+    """An integer literal, negative ones included (`-1` is a unary minus in the tree)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return -inner if inner is not None else None
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _is_main_guard(test: ast.AST) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
