@@ -234,3 +234,28 @@ def test_a_reporter_added_under_package_jsons_jest_key_is_flagged():
 
 def test_a_dependency_bumped_in_package_json_is_not_flagged():
     assert found("package.json", PACKAGE, PACKAGE.replace("4.17.0", "4.17.21")) == []
+
+
+def test_a_session_refuses_a_go_change_that_tells_a_test_run_naming_line_and_check(tmp_path):
+    # The screen every mode runs reads the change from git, as a session's commit door does.
+    from conftest import make_repo
+
+    from autoresearch.safety import git as ar_git
+    from autoresearch.safety.protect import Protection, TamperFlagged
+    from autoresearch.safety.tamper import Screen
+
+    repo = make_repo(tmp_path / "r", {"calc.go": GO, "package.json": PACKAGE})
+    wt = tmp_path / "wt"
+    ar_git.open_worktree(repo, wt, "autoresearch/improve", ar_git.head(repo))
+    base = ar_git.head(wt)
+    (wt / "calc.go").write_text(GO + 'import "testing"\n\nvar fast = testing.Testing()\n')
+    with pytest.raises(TamperFlagged) as err:
+        Protection(base, (), Screen(GATE)).commit(wt, "faster mean")
+    assert "calc.go:10: calls testing.Testing(), which tells a test (testrun)" in err.value.reason
+    assert "allow_tamper_flags: [testrun]" in err.value.reason
+    assert ar_git.head(wt) == base and (wt / "calc.go").read_text() == GO
+    said: list[str] = []
+    (wt / "calc.go").write_text(GO + 'import "testing"\n\nvar fast = testing.Testing()\n')
+    allowing = Protection(base, (), Screen(GATE, frozenset({"testrun"})), said.append)
+    assert allowing.commit(wt, "faster mean") != base
+    assert said and "calc.go:10" in said[0]
