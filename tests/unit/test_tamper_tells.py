@@ -118,3 +118,11 @@ def test_a_name_given_a_value_of_the_surroundings_in_one_function_means_nothing_
     assert found(source) == []
     inside = "import os\n\n\ndef fast():\n    home = os.path.expanduser('~')\n"
     assert found(inside + "    return home.startswith('/tmp')\n")
+
+
+def test_a_spec_may_let_the_testrun_check_through_and_names_every_check_it_knows():
+    from autoresearch.safety.tamper import CHECKS
+    from autoresearch.session.spec import schema
+
+    allowed = schema()["properties"]["allow_tamper_flags"]["items"]["enum"]
+    assert set(allowed) == set(CHECKS) - {"gain"}, "gain is experiment's max_gain, not a flag"
