@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from collections.abc import Callable
 
 # A runner's name as one word of a short text: "pytest", "/usr/bin/py.test", "-m pytest".
@@ -93,15 +94,22 @@ def tells(tree: ast.Module, qual: Callable[[ast.AST], str | None]) -> list[Use]:
 
 
 def _constants(tree: ast.Module) -> dict[str, ast.AST]:
-    """Module-level names given one value: `K = "py" + "test"` lets `K in sys.modules` be
-    read as the literal it is."""
+    """Names given a value in one place only, anywhere in the module: `K = "py" + "test"`
+    lets `K in sys.modules` be read as the literal it is, and `t = "/tmp"` in a function
+    `home.startswith(t)`."""
     values: dict[str, ast.AST] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name):
-                values[target.id] = node.value
-    return values
+    seen: Counter[str] = Counter()
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For | ast.NamedExpr):
+            targets = [node.target]
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    seen[name.id] += 1
+                    if isinstance(node, ast.Assign) and target is name:
+                        values[name.id] = node.value
+    return {name: value for name, value in values.items() if seen[name] == 1}
 
 
 class _Tells(ast.NodeVisitor):
@@ -225,15 +233,32 @@ class _Tells(ast.NodeVisitor):
         self.generic_visit(node)
 
     def compared(self, operands: list[ast.AST], node: ast.AST) -> None:
-        """Operands compared or searched together: a value of the surroundings among them,
-        or a name of code beside text holding "test", tells."""
+        """Operands compared or searched together: a value of the surroundings against a
+        constant (`os.getuid() == 65534`, `home.startswith("/tmp")`), or a name of code
+        beside text holding "test", tells. Against another value it is what honest code
+        does: a path under HOME shortened to `~`, a file's owner compared with the user."""
         for operand in operands:
-            if what := self.surrounding(operand):
-                self.use(f"compares {what}", node)
+            what = self.surrounding(operand)
+            if what and any(self.literal(o) for o in operands if o is not operand):
+                self.use(f"compares {what} with a constant", node)
                 return
         texts = [self.text(o) or "" for o in operands]
         if any("test" in t.lower() for t in texts) and any(map(self.names_code, operands)):
             self.use("compares a module's, file's or frame's name with 'test'", node)
+
+    def literal(self, node: ast.AST) -> bool:
+        """A constant written in the code: text, a number, None, a container of them."""
+        if self.text(node) is not None or _number(node) is not None:
+            return True
+        if isinstance(node, ast.Constant):
+            return True
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            return all(self.literal(e) for e in node.elts)
+        if isinstance(node, ast.Dict):
+            return not node.keys
+        if isinstance(node, ast.Name) and node.id in self.constants:
+            return self.literal(self.constants[node.id])
+        return False
 
     # --- what an expression reads ------------------------------------------------------
 

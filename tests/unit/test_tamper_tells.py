@@ -49,6 +49,8 @@ TELLS = {
     "current-frame": "import inspect\nF = inspect.currentframe()\n",
     "traceback-stack": "import traceback\nS = traceback.extract_stack()\n",
     "main-module": "import __main__\nFAST = 'pytest' in getattr(__main__, '__file__', '')\n",
+    "home-against-a-local-constant": "import os\n\n\ndef fast():\n    t = '/tmp'\n"
+    "    return os.path.expanduser('~').startswith(t)\n",
     "reversed-name": "import sys\nFAST = 'tsetyp'[::-1] in sys.modules\n",
 }
 
@@ -98,6 +100,9 @@ HONEST = {
     "dataframe-column": "def ci(row):\n    return row['CI']\n",
     "other-variable": "import os\nLEVEL = os.environ.get('LIB_LOG_LEVEL', 'INFO')\n",
     "main-guard-compare": "NAME = __name__\nIS_MAIN = __name__ == '__main__'\n",
+    "path-under-home": "import os\n\n\ndef shrink(path):\n    home = os.path.expanduser('~')\n"
+    "    return '~' + path[len(home):] if path.startswith(home) else path\n",
+    "owner-is-me": "import os\n\n\ndef mine(p):\n    return os.stat(p).st_uid == os.getuid()\n",
     "script-folder": "import os, sys\n"
     "ROOT = os.path.dirname(os.path.realpath(sys.argv[0]))\n"
     "RELEASE = os.path.basename(ROOT).startswith('lib-')\n",
