@@ -388,7 +388,8 @@ def check_file(
     if before is None:
         before = []
     if after is None:  # unreadable after the change: cannot be checked, so it is a flag
-        return flags + [Flag("modules", path, None, "cannot be read as Python to check it")]
+        kind = "Python" if path.endswith((".py", ".pyw", ".pyi")) else "text"
+        return flags + [Flag("modules", path, None, f"cannot be read as {kind} to check it")]
     seen = Counter((check, detail) for check, detail, _ in before)
     test_file = is_test_path(path)
     for check, detail, line in after:

@@ -259,3 +259,10 @@ def test_a_session_refuses_a_go_change_that_tells_a_test_run_naming_line_and_che
     allowing = Protection(base, (), Screen(GATE, frozenset({"testrun"})), said.append)
     assert allowing.commit(wt, "faster mean") != base
     assert said and "calc.go:10" in said[0]
+
+
+def test_a_go_file_too_large_to_read_is_flagged_as_unreadable():
+    huge = GO + "// " + "x" * 1_000_001 + "\n"
+    assert found("calc/gen.go", GO, huge) == [
+        "calc/gen.go: cannot be read as text to check it (modules)"
+    ]
