@@ -19,10 +19,11 @@ too. The sure defence is an evaluator that runs the code under test in a process
 own and reads its result from a file or a pipe the code cannot reach (docs/experiment.md).
 
 The Python checks read the syntax tree (aliases resolved: `import builtins as b;
-b.print = f` is `builtins.print`, and so are `p = b; p.print = f` and `getattr(b, "print")`);
-other files are read line by line for the same things in JavaScript. The list errs on the
-side of flagging: a flag costs an iteration, a false keep costs the user's trust in every
-result.
+b.print = f` is `builtins.print`, and so are `p = b; p.print = f` and `getattr(b, "print")`),
+and tells.py reads it for code that tells a test run from a real one; Go, Rust and
+JavaScript, and their runners' configuration, are read line by line (tamper_lines.py). The
+list errs on the side of flagging: a flag costs an iteration, a false keep costs the user's
+trust in every result.
 """
 
 from __future__ import annotations
