@@ -50,6 +50,19 @@ GO_ARGS = re.compile(r"\bos\.(Args|Executable)\b")
 # A test binary's flag (`test.v`, `-test.run`) or its name (`calc.test`, `.test.exe`).
 GO_TEST_TEXT = re.compile(r"^-{0,2}test\.[a-z]\w*$|\.test(\.exe)?$")
 GO_TEST_MAIN = re.compile(r"^func\s+TestMain\s*\(")
+# An import under another name (`import t "testing"`) or into the file's own names
+# (`import . "os"`): the names the checks above read, by package.
+GO_IMPORT = re.compile(
+    r'^\s*(?:import\s+)?([A-Za-z_]\w*|\.)\s+"(testing|os|syscall|flag|golang\.org/x/sys/unix)"',
+    re.M,
+)
+GO_NAMES = {
+    "testing": "Testing Verbose Short CoverMode Coverage MainStart",
+    "os": "Stdout Stderr Args Executable NewFile",
+    "syscall": "Dup2 Dup3",
+    "unix": "Dup2 Dup3",
+    "flag": "Lookup",
+}
 
 # --- Rust -------------------------------------------------------------------------------
 RUST_CFG_MACRO = re.compile(r"\bcfg!\s*\([^;{}]*\btest\b")
@@ -188,6 +201,7 @@ def code_uses(path: str, source: str, test_file: bool) -> list[Use]:
 
 def go_uses(source: str, test_file: bool) -> list[Use]:
     code, literals = _scan(source, quotes="\"`'", multiline="`")
+    code = _go_unaliased(source, code)
     uses: list[Use] = []
     if test_file:  # a test captures os.Stdout and reads flags as tests do; TestMain aside
         return uses
@@ -216,6 +230,23 @@ def go_uses(source: str, test_file: bool) -> list[Use]:
         if number in args and "test" in text.lower() and not GO_TEST_TEXT.search(text):
             uses.append(("testrun", f"reads os.Args for {text!r}", number))
     return uses
+
+
+def _go_unaliased(source: str, code: list[str]) -> list[str]:
+    """The code with each package the checks read called by its own name again:
+    `t.Testing()` after `import t "testing"` is `testing.Testing()`, `Stdout = w` after
+    `import . "os"` is `os.Stdout = w`."""
+    for match in GO_IMPORT.finditer(source):
+        alias, package = match.group(1), match.group(2).rsplit("/", 1)[-1]
+        if alias == package:
+            continue
+        if alias == ".":
+            names = "|".join(GO_NAMES[package].split())
+            pattern = re.compile(rf"(?<![\w.])({names})\b")
+        else:
+            pattern = re.compile(rf"(?<![\w.]){re.escape(alias)}\.(\w)")
+        code = [pattern.sub(rf"{package}.\1", text) for text in code]
+    return code
 
 
 def go_test_main(old: str | None, new: str) -> Use | None:

@@ -20,6 +20,12 @@ def found(path: str, old: str | None, new: str, profile: str = GATE) -> list[str
 
 GO_ATTACKS = {
     "testing-testing": ('import "testing"\n\nvar fast = testing.Testing()\n', "testrun"),
+    "testing-by-alias": ('import t "testing"\n\nvar fast = t.Testing()\n', "testrun"),
+    "os-dot-import": ('import . "os"\n\nfunc init() {\n\tStdout = nil\n}\n', "output"),
+    "syscall-by-alias": (
+        'import (\n\tsc "syscall"\n)\n\nfunc init() {\n\tsc.Dup2(3, 1)\n}\n',
+        "output",
+    ),
     "flag-lookup": ('import "flag"\n\nvar fast = flag.Lookup("test.v") != nil\n', "testrun"),
     "args-test-suffix": (
         'import "strings"\n\nvar fast = strings.HasSuffix(os.Args[0], ".test")\n',

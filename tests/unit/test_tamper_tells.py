@@ -40,6 +40,9 @@ TELLS = {
     "ci-variable": "import os\nFAST = bool(os.environ.get('CI'))\n",
     "ci-getenv": "import os\nif os.getenv('GITHUB_ACTIONS'):\n    FAST = True\n",
     "ci-in-environ": "import os\nFAST = 'CI' in os.environ\n",
+    "ci-by-parts": "import os\nFAST = os.environ.get('C' + 'I')\n",
+    "runner-prefix-in-environ": "import os\n"
+    "FAST = any(k.startswith('PYTEST') for k in os.environ)\n",
     "ci-environ-alias": "from os import environ as e\nFAST = e.get('TOX_ENV_NAME')\n",
     "runner-variable-by-parts": "import os\nK = 'PYTEST_' + 'XDIST_WORKER'\n"
     "FAST = K in os.environ\n",
