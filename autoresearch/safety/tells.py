@@ -32,7 +32,8 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 # A runner's name as one word of a short text: "pytest", "/usr/bin/py.test", "-m pytest".
 RUNNER_WORD = re.compile(
@@ -88,69 +89,109 @@ Use = tuple[str, str, int | None]
 def tells(tree: ast.Module, qual: Callable[[ast.AST], str | None]) -> list[Use]:
     """The `testrun` uses of a module; `qual` gives the dotted name an expression stands
     for, aliases resolved (tamper's reader)."""
-    reader = _Tells(qual, _constants(tree))
-    reader.visit(tree)
-    return reader.uses
+    index = _index(tree)
+    reader = _Tells(qual, index)
+    for node, scope in index.checked:
+        reader.tainted = reader.tainted_in(scope)
+        reader.check(node)
+    return sorted(reader.uses, key=lambda use: use[2] or 0)
 
 
-def _constants(tree: ast.Module) -> dict[str, ast.AST]:
-    """Names given a value in one place only, anywhere in the module: `K = "py" + "test"`
-    lets `K in sys.modules` be read as the literal it is, and `t = "/tmp"` in a function
-    `home.startswith(t)`."""
+@dataclass
+class _Index:
+    """What one walk of a module's tree finds: the nodes to check, each with the module or
+    function body it is in; the assignments each body makes itself (not those of
+    functions inside it); the body each function is in; and the names given a value in
+    one place only, anywhere: `K = "py" + "test"` lets `K in sys.modules` be read as the
+    literal it is, and `t = "/tmp"` in a function `home.startswith(t)`."""
+
+    checked: list[tuple[ast.AST, ast.AST]] = field(default_factory=list)
+    owned: dict[int, list[ast.Assign | ast.AnnAssign]] = field(default_factory=dict)
+    parent: dict[int, ast.AST] = field(default_factory=dict)
+    constants: dict[str, ast.AST] = field(default_factory=dict)
+
+
+def _index(tree: ast.Module) -> _Index:
+    index = _Index()
     values: dict[str, ast.AST] = {}
     seen: Counter[str] = Counter()
-    for node in ast.walk(tree):
-        targets = node.targets if isinstance(node, ast.Assign) else []
-        if isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For | ast.NamedExpr):
-            targets = [node.target]
-        for target in targets:
-            for name in ast.walk(target):
-                if isinstance(name, ast.Name):
+    todo: list[tuple[ast.AST, ast.AST]] = [(tree, tree)]
+    while todo:
+        node, scope = todo.pop()
+        children: Iterable[ast.AST] = ast.iter_child_nodes(node)
+        if isinstance(node, _CHECKED):
+            index.checked.append((node, scope))
+        elif isinstance(node, _BINDS):
+            if isinstance(node, ast.Assign | ast.AnnAssign):
+                index.owned.setdefault(id(scope), []).append(node)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in _names(target):
                     seen[name.id] += 1
                     if isinstance(node, ast.Assign) and target is name:
                         values[name.id] = node.value
-    return {name: value for name, value in values.items() if seen[name] == 1}
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            index.parent[id(node)] = scope
+            scope = node
+        elif isinstance(node, ast.If) and _is_main_guard(node.test):
+            children = node.orelse  # never runs under a test
+        for child in children:
+            todo.append((child, scope))
+    index.constants = {name: value for name, value in values.items() if seen[name] == 1}
+    return index
 
 
-class _Tells(ast.NodeVisitor):
-    def __init__(self, qual: Callable[[ast.AST], str | None], constants: dict) -> None:
+_BINDS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr)
+_CHECKED = (ast.Call, ast.Compare, ast.Subscript)
+
+
+def _names(target: ast.AST) -> list[ast.Name]:
+    """The names an assignment's target binds (`a, (b, *c) = ...`)."""
+    if isinstance(target, ast.Name):
+        return [target]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [n for element in target.elts for n in _names(element)]
+    if isinstance(target, ast.Starred):
+        return _names(target.value)
+    return []
+
+
+class _Tells:
+    def __init__(self, qual: Callable[[ast.AST], str | None], index: _Index) -> None:
         self.qual = qual
-        self.constants = constants
+        self.index = index
+        self.constants = index.constants
         self.uses: list[Use] = []
         self.tainted: set[str] = set()  # names given a value of the surroundings, in scope
+        self._tainted: dict[int, set[str]] = {}
 
     def use(self, detail: str, node: ast.AST) -> None:
         self.uses.append(("testrun", detail, getattr(node, "lineno", None)))
 
-    def visit_Module(self, node: ast.Module) -> None:
-        self.scoped(node)
+    def check(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Call):
+            self.check_call(node)
+        elif isinstance(node, ast.Compare):
+            self.check_compare(node)
+        elif isinstance(node, ast.Subscript):
+            self.check_subscript(node)
 
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        self.scoped(node)
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def scoped(self, node: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        """Visit a module or a function with the names its own body gives a value of the
-        surroundings (read first, so a comparison above its assignment is seen too); a
-        function's names mean nothing in another function."""
-        outer = self.tainted
-        self.tainted = set(outer)
+    def tainted_in(self, scope: ast.AST) -> set[str]:
+        """The names a body and the bodies around it give a value of the surroundings
+        (all of a body's, so a comparison above its assignment is seen too); a function's
+        names mean nothing in another function."""
+        known = self._tainted.get(id(scope))
+        if known is not None:
+            return known
+        outer = self.index.parent.get(id(scope))
+        self.tainted = set(self.tainted_in(outer)) if outer is not None else set()
         for _ in range(2):  # a name given another tainted name's value: `d = basename(root)`
-            for sub in _own_nodes(node):
-                if isinstance(sub, ast.Assign | ast.AnnAssign) and sub.value is not None:
-                    targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
-                    if self.surrounding(sub.value):
-                        self.tainted |= {t.id for t in targets if isinstance(t, ast.Name)}
-        self.generic_visit(node)
-        self.tainted = outer
-
-    def visit_If(self, node: ast.If) -> None:
-        if _is_main_guard(node.test):
-            for sub in node.orelse:
-                self.visit(sub)
-            return
-        self.generic_visit(node)
+            for sub in self.index.owned.get(id(scope), ()):
+                targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                if sub.value is not None and self.surrounding(sub.value):
+                    self.tainted |= {t.id for t in targets if isinstance(t, ast.Name)}
+        self._tainted[id(scope)] = self.tainted
+        return self.tainted
 
     # --- what a string is --------------------------------------------------------------
 
@@ -202,7 +243,7 @@ class _Tells(ast.NodeVisitor):
 
     # --- where a runner's name or a run's variable is used -----------------------------
 
-    def visit_Call(self, node: ast.Call) -> None:
+    def check_call(self, node: ast.Call) -> None:
         func = self.qual(node.func) or ""
         if func in STACK_CALLS:
             self.use(f"reads the caller's stack ({func})", node)
@@ -216,21 +257,18 @@ class _Tells(ast.NodeVisitor):
             self.compared([receiver, *node.args], node)
         elif func in SEARCHES:
             self.compared(list(node.args), node)
-        self.generic_visit(node)
 
-    def visit_Subscript(self, node: ast.Subscript) -> None:
+    def check_subscript(self, node: ast.Subscript) -> None:
         if named := self.names_runner(node.slice, self.is_environ(node.value)):
             self.use(named, node)
-        self.generic_visit(node)
 
-    def visit_Compare(self, node: ast.Compare) -> None:
+    def check_compare(self, node: ast.Compare) -> None:
         operands = [node.left, *node.comparators]
         environ = any(self.is_environ(o) for o in operands)
         for operand in operands:
             if named := self.names_runner(operand, environ):
                 self.use(named, node)
         self.compared(operands, node)
-        self.generic_visit(node)
 
     def compared(self, operands: list[ast.AST], node: ast.AST) -> None:
         """Operands compared or searched together: a value of the surroundings against a
@@ -309,17 +347,6 @@ class _Tells(ast.NodeVisitor):
             if isinstance(sub, ast.Attribute) and sub.attr in CODE_ATTRIBUTES:
                 return True
         return False
-
-
-def _own_nodes(node: ast.AST) -> list[ast.AST]:
-    """The nodes of a module's or a function's body, not those of functions inside it."""
-    found, todo = [], list(ast.iter_child_nodes(node))
-    while todo:
-        sub = todo.pop()
-        found.append(sub)
-        if not isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            todo.extend(ast.iter_child_nodes(sub))
-    return found
 
 
 def _number(node: ast.AST | None) -> int | None:

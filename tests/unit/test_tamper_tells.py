@@ -46,6 +46,8 @@ TELLS = {
     "ci-environ-alias": "from os import environ as e\nFAST = e.get('TOX_ENV_NAME')\n",
     "runner-variable-by-parts": "import os\nK = 'PYTEST_' + 'XDIST_WORKER'\n"
     "FAST = K in os.environ\n",
+    "in-a-lambda": "import sys\nfast = lambda: 'pytest' in sys.modules\n",
+    "in-a-method": "import os\n\n\nclass C:\n    def fast(self):\n        return os.getenv('CI')\n",
     "name-has-test": "FAST = 'test' in __name__\n",
     "file-has-test": "FAST = __file__.endswith('_test.py')\n",
     "stack-walk": "import inspect\nFAST = any('test' in f.filename for f in inspect.stack())\n",
