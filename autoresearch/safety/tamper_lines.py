@@ -371,53 +371,49 @@ def _scan(
     line breaks kept, so line numbers hold), and (line, text) of each literal."""
     out: list[str] = []
     literals: list[tuple[int, str]] = []
-    i, n, line = 0, len(source), 1
-    while i < n:
-        char = source[i]
-        if source.startswith("//", i):
-            end = source.find("\n", i)
-            i = n if end < 0 else end
-            continue
-        if source.startswith("/*", i):
-            end = source.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            breaks = source.count("\n", i, end)
+    line, at = 1, 0
+    for match in _scanner(quotes, multiline, rust).finditer(source):
+        line += source.count("\n", at, match.start())
+        out.append(source[at : match.start()])
+        token = match.group(0)
+        breaks = token.count("\n")
+        if token.startswith(("//", "/*")):
             out.append("\n" * breaks)
-            line, i = line + breaks, end
-            continue
-        raw = re.match(r'r(#*)"', source[i : i + 8]) if rust and char == "r" else None
-        if raw and (i == 0 or not (source[i - 1].isalnum() or source[i - 1] == "_")):
-            closing = '"' + raw.group(1)
-            end = source.find(closing, i + len(raw.group(0)))
-            end = n if end < 0 else end
-            literals.append((line, source[i + len(raw.group(0)) : end]))
-            breaks = source.count("\n", i, end)
-            out.append('""' + "\n" * breaks)
-            line, i = line + breaks, end + len(closing)
-            continue
-        if char == "'" and rust and not re.match(r"'(\\.[^']*|[^\\'])'", source[i : i + 12]):
-            out.append(char)  # a lifetime, not a character
-            i += 1
-            continue
-        if char in quotes:
-            j, text = i + 1, []
-            while j < n and source[j] != char:
-                if source[j] == "\\" and char != "`":
-                    text.append(source[j : j + 2])
-                    j += 2
-                    continue
-                if source[j] == "\n" and char not in multiline:
-                    break
-                text.append(source[j])
-                j += 1
-            literals.append((line, "".join(text)))
-            breaks = source.count("\n", i, j)
-            out.append(char * 2 + "\n" * breaks)
-            closed = j < n and source[j] == char  # else cut at the line's end: keep the break
-            line, i = line + breaks, j + 1 if closed else j
-            continue
-        if char == "\n":
-            line += 1
-        out.append(char)
-        i += 1
+        else:
+            raw = match.group("raw")  # r#"...": closed by "#
+            opening, closing = (raw, '"' + raw[1:-1]) if raw else (token[0], token[0])
+            body = token[len(opening) :]
+            literals.append((line, body[: -len(closing)] if body.endswith(closing) else body))
+            out.append(opening[-1] * 2 + "\n" * breaks)
+        line += breaks
+        at = match.end()
+    out.append(source[at:])
     return "".join(out).split("\n"), literals
+
+
+_SCANNERS: dict[tuple[str, str, bool], re.Pattern[str]] = {}
+
+
+def _scanner(quotes: str, multiline: str, rust: bool) -> re.Pattern[str]:
+    """One pattern for every comment and literal of a language: a line comment, a block
+    comment, Rust's raw strings (`r#"..."#`) and characters (not its lifetimes), and each
+    quote, to its end or, for a one-line string left open, its line's end."""
+    key = (quotes, multiline, rust)
+    if key not in _SCANNERS:
+        parts = [r"//[^\n]*", r"/\*[\s\S]*?(?:\*/|\Z)"]
+        if rust:
+            parts.append(r'(?<![\w])(?P<raw>r(?P<hashes>#*)")[\s\S]*?(?:"(?P=hashes)|\Z)')
+            parts.append(r"'(?:\\.[^'\n]*|[^\\'\n])'")
+        else:
+            parts.append(r"(?P<raw>(?!))")
+        for quote in quotes:
+            if rust and quote == "'":
+                continue
+            if quote == "`":  # Go's raw strings, JavaScript's templates
+                parts.append(r"`[^`]*(?:`|\Z)")
+            elif quote in multiline:
+                parts.append(rf"{quote}(?:\\[\s\S]|[^{quote}\\])*(?:{quote}|\Z)")
+            else:
+                parts.append(rf"{quote}(?:\\.|[^{quote}\\\n])*(?:{quote}|(?=\n)|\Z)")
+        _SCANNERS[key] = re.compile("|".join(parts))
+    return _SCANNERS[key]

@@ -109,6 +109,7 @@ RUST_ATTACKS = {
     "test-threads": 'pub fn fast() -> bool {\n    std::env::var("RUST_TEST_THREADS").is_ok()\n}\n',
     "args-test": 'pub fn fast() -> bool {\n    std::env::args().any(|a| a == "--nocapture")\n}\n',
     "harness-flag": 'const FLAG: &str = "--test-threads";\n',
+    "raw-string-variable": 'const V: &str = r#"RUST_TEST_THREADS"#;\n',
     "dup2": "pub fn quiet() {\n    unsafe { libc::dup2(3, 1) };\n}\n",
 }
 
@@ -121,6 +122,15 @@ def test_rust_code_outside_its_tests_that_tells_a_test_run_is_flagged(added, pro
 
 
 RUST_TESTS = "#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn m() {\n"
+
+
+def test_rust_strings_lifetimes_and_comments_are_not_code():
+    honest = (
+        "/// Call `cfg!(test)` in tests only.\n"
+        "pub fn name<'a>(x: &'a str) -> &'a str {\n"
+        '    let _c = \'"\';\n    let _s = r#"libc::dup2(3, 1) "cfg!(test)""#;\n    x\n}\n'
+    )
+    assert found("src/lib.rs", RS, RS + honest) == []
 
 
 def test_rust_test_code_may_use_cfg_test_and_the_harness_variables():
