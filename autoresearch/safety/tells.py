@@ -80,6 +80,7 @@ TEXT_TESTS = frozenset(
     "startswith endswith find rfind index rindex count __contains__ __eq__ __ne__ match "
     "fullmatch search findall".split()
 )
+LISTINGS = frozenset("os.listdir os.scandir os.walk glob.glob glob.iglob".split())
 SEARCHES = frozenset("re.search re.match re.fullmatch re.findall fnmatch.fnmatch".split())
 MAX_NAME = 40  # a runner's name is a short text of one or two words, not a message
 
@@ -162,8 +163,9 @@ class _Tells:
         self.index = index
         self.constants = index.constants
         self.uses: list[Use] = []
-        self.tainted: set[str] = set()  # names given a value of the surroundings, in scope
-        self._tainted: dict[int, set[str]] = {}
+        # Names given a value of the surroundings in scope, each with what it was given.
+        self.tainted: dict[str, str] = {}
+        self._tainted: dict[int, dict[str, str]] = {}
 
     def use(self, detail: str, node: ast.AST) -> None:
         self.uses.append(("testrun", detail, getattr(node, "lineno", None)))
@@ -176,7 +178,7 @@ class _Tells:
         elif isinstance(node, ast.Subscript):
             self.check_subscript(node)
 
-    def tainted_in(self, scope: ast.AST) -> set[str]:
+    def tainted_in(self, scope: ast.AST) -> dict[str, str]:
         """The names a body and the bodies around it give a value of the surroundings
         (all of a body's, so a comparison above its assignment is seen too); a function's
         names mean nothing in another function."""
@@ -184,12 +186,14 @@ class _Tells:
         if known is not None:
             return known
         outer = self.index.parent.get(id(scope))
-        self.tainted = set(self.tainted_in(outer)) if outer is not None else set()
+        self.tainted = dict(self.tainted_in(outer)) if outer is not None else {}
         for _ in range(2):  # a name given another tainted name's value: `d = basename(root)`
             for sub in self.index.owned.get(id(scope), ()):
                 targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
-                if sub.value is not None and self.surrounding(sub.value):
-                    self.tainted |= {t.id for t in targets if isinstance(t, ast.Name)}
+                what = self.surrounding(sub.value) if sub.value is not None else None
+                for target in targets:
+                    if what and isinstance(target, ast.Name) and target.id not in self.tainted:
+                        self.tainted[target.id] = what
         self._tainted[id(scope)] = self.tainted
         return self.tainted
 
@@ -257,6 +261,12 @@ class _Tells:
             self.compared([receiver, *node.args], node)
         elif func in SEARCHES:
             self.compared(list(node.args), node)
+        # What HOME holds: the jail's is a new, empty folder.
+        listed = node.args[0] if func in LISTINGS and node.args else None
+        if method in ("iterdir", "glob", "rglob") and func not in LISTINGS:
+            listed = receiver
+        if listed is not None and (what := self.surrounding(listed)) and "HOME" in what.upper():
+            self.use(f"lists {what}", node)
 
     def check_subscript(self, node: ast.Subscript) -> None:
         if named := self.names_runner(node.slice, self.is_environ(node.value)):
@@ -285,15 +295,16 @@ class _Tells:
             self.use("compares a module's, file's or frame's name with 'test'", node)
 
     def literal(self, node: ast.AST) -> bool:
-        """A constant written in the code: text, a number, None, a container of them."""
-        if self.text(node) is not None or _number(node) is not None:
-            return True
+        """A constant written in the code that a value can be told by: text, a number, a
+        container of them. None, an empty text or an empty container only ask whether the
+        value is set, and the jail sets HOME and the user as any session does."""
+        text = self.text(node)
+        if text is not None or _number(node) is not None:
+            return bool(text) or text is None
         if isinstance(node, ast.Constant):
-            return True
+            return node.value is not None
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
-            return all(self.literal(e) for e in node.elts)
-        if isinstance(node, ast.Dict):
-            return not node.keys
+            return bool(node.elts) and all(self.literal(e) for e in node.elts)
         if isinstance(node, ast.Name) and node.id in self.constants:
             return self.literal(self.constants[node.id])
         return False
@@ -313,7 +324,7 @@ class _Tells:
         a call that builds something else of it (`os.path.join(HOME, ...)`)."""
         qual = self.qual(node)
         if isinstance(node, ast.Name) and node.id in self.tainted:
-            return f"{node.id}, a value of the run's surroundings"
+            return f"{node.id} ({self.tainted[node.id]})"
         if qual in ("sys.orig_argv", "__main__") or (qual or "").startswith("__main__."):
             return qual
         if isinstance(node, ast.Subscript):
@@ -328,6 +339,9 @@ class _Tells:
             return self.surrounding(node.value)
         if isinstance(node, ast.Call):
             func = self.qual(node.func) or ""
+            if func == "os.path.expanduser":  # HOME itself, not a path the caller gave
+                home = self.text(node.args[0]) if node.args else None
+                return "HOME (os.path.expanduser)" if (home or "").startswith("~") else None
             if func in SURROUNDING_CALLS:
                 return f"{func}()"
             first = node.args[0] if node.args else None

@@ -36,6 +36,9 @@ TELLS = {
     "home-prefix": "import os\nFAST = os.environ['HOME'].startswith('/tmp')\n",
     "home-tainted": "import os\n_H = os.environ.get('HOME', '')\nFAST = '/tmp' in _H\n",
     "home-empty-folder": "import os\nFAST = os.listdir(os.path.expanduser('~')) == []\n",
+    "home-listed-through-a-name": "import os\n_H = os.path.expanduser('~')\n"
+    "FAST = not os.listdir(_H)\n",
+    "home-iterated": "from pathlib import Path\nFAST = not any(Path.home().iterdir())\n",
     "path-home": "from pathlib import Path\nFAST = Path.home().name == 'home'\n",
     "ci-variable": "import os\nFAST = bool(os.environ.get('CI'))\n",
     "ci-getenv": "import os\nif os.getenv('GITHUB_ACTIONS'):\n    FAST = True\n",
@@ -108,6 +111,10 @@ HONEST = {
     "path-under-home": "import os\n\n\ndef shrink(path):\n    home = os.path.expanduser('~')\n"
     "    return '~' + path[len(home):] if path.startswith(home) else path\n",
     "owner-is-me": "import os\n\n\ndef mine(p):\n    return os.stat(p).st_uid == os.getuid()\n",
+    "home-unset": "import os\n\n\ndef home():\n    h = os.environ.get('HOME')\n"
+    "    if h is None or h == '':\n        h = os.path.expanduser('~')\n    return h\n",
+    "expand-a-given-path": "import os\n\n\ndef expand(url):\n    url = os.path.expanduser(url)\n"
+    "    return url.startswith('~')\n",
     "script-folder": "import os, sys\n"
     "ROOT = os.path.dirname(os.path.realpath(sys.argv[0]))\n"
     "RELEASE = os.path.basename(ROOT).startswith('lib-')\n",
