@@ -14,11 +14,13 @@ users. What is read here, in a module's syntax tree (aliases resolved by tamper.
   literal). A message naming pytest in a sentence is not a name.
 - a *value of the run's surroundings* — the program's name (`sys.argv[0]`,
   `sys.orig_argv`, `__main__`), the user (`os.getuid()`, `getpass.getuser()`, `pwd`),
-  HOME (`os.environ["HOME"]`, `expanduser`, `Path.home()`), the host's name — compared or
-  searched (`==`, `in`, `.startswith`, `re.search`), directly or through a name it was
-  given. Reading HOME to build a path, asking whether it is set, putting the user in a
-  folder's name and a CLI's own arguments (`sys.argv[1:]`) are what honest code does, and
-  are not flagged: the jail's HOME is set, so only its value can tell.
+  HOME (`os.environ["HOME"]`, `expanduser("~")`, `Path.home()`), the host's name —
+  compared or searched with a constant (`== 65534`, `.startswith("/tmp")`, `re.search`),
+  directly or through a name it was given; HOME's contents listed. Reading HOME to build a
+  path, asking whether it is set (`is None`, `== ""`), comparing it with another value (a
+  path under it), putting the user in a folder's name and a CLI's own arguments
+  (`sys.argv[1:]`) are what honest code does, and are not flagged: the jail's HOME is
+  set, so only what it is or holds can tell.
 - the *caller's stack* read (`inspect.stack`, `inspect.currentframe`,
   `traceback.extract_stack`), and `__name__`, `__file__` or a frame's file compared with
   text holding "test".
