@@ -383,7 +383,7 @@ def check_file(
         before = tamper_lines.code_uses(path, (old or "")[:MAX_BYTES], is_test_path(path))
         after = tamper_lines.code_uses(path, new, is_test_path(path)) if readable else None
         if after is not None and path.endswith("_test.go"):
-            after += [u for u in [tamper_lines.go_test_main(old, new)] if u]
+            after += tamper_lines.go_test_hooks(old, new)
     else:
         return flags  # data and prose: what runs is checked above, by path
     if before is None:

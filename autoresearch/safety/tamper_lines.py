@@ -49,7 +49,6 @@ GO_NEWFILE = re.compile(r"\bos\.NewFile\s*\(\s*(uintptr\s*\(\s*)?[12]\b")
 GO_ARGS = re.compile(r"\bos\.(Args|Executable)\b")
 # A test binary's flag (`test.v`, `-test.run`) or its name (`calc.test`, `.test.exe`).
 GO_TEST_TEXT = re.compile(r"^-{0,2}test\.[a-z]\w*$|\.test(\.exe)?$")
-GO_TEST_MAIN = re.compile(r"^func\s+TestMain\s*\(")
 # An import under another name (`import t "testing"`) or into the file's own names
 # (`import . "os"`): the names the checks above read, by package.
 GO_IMPORT = re.compile(
@@ -249,29 +248,52 @@ def _go_unaliased(source: str, code: list[str]) -> list[str]:
     return code
 
 
-def go_test_main(old: str | None, new: str) -> Use | None:
-    """A TestMain the change adds or edits in a Go test file: it runs the package's tests
-    and sees everything they print, so it can rewrite their verdict."""
-    before, after = _go_test_main(old or ""), _go_test_main(new)
-    if after is None or before == after:
-        return None
-    line, _ = after
-    verb = "defines" if before is None else "changes"
-    return ("runner", f"{verb} TestMain, which runs the package's tests", line)
+def go_test_hooks(old: str | None, new: str) -> list[Use]:
+    """A TestMain or an `init` the change adds or edits in a Go test file: TestMain runs
+    the package's tests and sees everything they print, and a test file's `init` runs in
+    the test binary before any test (it can take the output over the same way), so either
+    can rewrite the tests' verdict."""
+    before, after = _go_hooks(old or ""), _go_hooks(new)
+    uses: list[Use] = []
+    for name, (line, digest) in sorted(after.items()):
+        if before.get(name, (0, ""))[1] == digest:
+            continue
+        verb = "defines" if name not in before else "changes"
+        what = GO_HOOKS[name]
+        uses.append(("runner", f"{verb} {name} in a test file, which {what}", line))
+    return uses
 
 
-def _go_test_main(source: str) -> tuple[int, str] | None:
-    """(line, digest of its body) of a Go file's TestMain, gofmt's layout assumed: from
-    `func TestMain(` at the start of a line to the first `}` alone on one."""
+GO_HOOKS = {
+    "TestMain": "runs the package's tests",
+    "init": "runs before the package's tests",
+}
+GO_HOOK = re.compile(r"^func\s+(TestMain|init)\s*\(")
+
+
+def _go_hooks(source: str) -> dict[str, tuple[int, str]]:
+    """Each hook's name: (its first line, a digest of every body of that name), gofmt's
+    layout assumed: from `func init(` at the start of a line to the first `}` alone on
+    one, or the same line when it closes there."""
     code, literals = _scan(source, quotes="\"`'", multiline="`")
+    bodies: dict[str, list[str]] = {}
+    first: dict[str, int] = {}
     for number, text in enumerate(code, 1):
-        if GO_TEST_MAIN.match(text):
-            end = next((i for i in range(number, len(code)) if code[i].rstrip() == "}"), len(code))
-            body = "\n".join(code[number - 1 : end + 1])
-            texts = [t for n, t in literals if number <= n <= end + 1]
-            digest = hashlib.sha256((body + "\0".join(texts)).encode()).hexdigest()
-            return number, digest
-    return None
+        match = GO_HOOK.match(text)
+        if not match:
+            continue
+        name = match.group(1)
+        end = number - 1
+        if not (text.rstrip().endswith("}") and text.count("{") == text.count("}")):
+            rest = range(number, len(code))
+            end = next((i for i in rest if code[i].rstrip() == "}"), len(code) - 1)
+        texts = [t for n, t in literals if number <= n <= end + 1]
+        bodies.setdefault(name, []).append("\n".join(code[number - 1 : end + 1] + texts))
+        first.setdefault(name, number)
+    return {
+        name: (first[name], hashlib.sha256("\0".join(parts).encode()).hexdigest())
+        for name, parts in bodies.items()
+    }
 
 
 def rust_uses(source: str, test_file: bool) -> list[Use]:

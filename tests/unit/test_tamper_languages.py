@@ -64,7 +64,8 @@ def test_a_new_go_testmain_is_flagged_in_every_profile():
     for profile in (GATE, MEASURE, FULL):
         flags = found("calc/calc_test.go", GO_TEST, GO_TEST + TEST_MAIN, profile)
         assert flags == [
-            "calc/calc_test.go:8: defines TestMain, which runs the package's tests (runner)"
+            "calc/calc_test.go:8: defines TestMain in a test file, which runs the package's "
+            "tests (runner)"
         ], profile
     assert found("calc/main_test.go", None, GO_TEST + TEST_MAIN), "a new file too"
 
@@ -73,10 +74,25 @@ def test_an_edited_go_testmain_is_flagged_an_untouched_one_is_not():
     before = GO_TEST + TEST_MAIN
     edited = before.replace("\tos.Exit(m.Run())", "\tm.Run()\n\tos.Exit(0)")
     assert found("calc/calc_test.go", before, edited) == [
-        "calc/calc_test.go:8: changes TestMain, which runs the package's tests (runner)"
+        "calc/calc_test.go:8: changes TestMain in a test file, which runs the package's "
+        "tests (runner)"
     ]
     other = before + "\nfunc TestMedian(t *testing.T) {\n}\n"
     assert found("calc/calc_test.go", before, other) == []
+
+
+def test_an_init_added_or_edited_in_a_go_test_file_is_flagged():
+    hijack = "\nfunc init() {\n\tr, w, _ := os.Pipe()\n\tos.Stdout = w\n\tgo forge(r)\n}\n"
+    assert found("calc/calc_test.go", GO_TEST, GO_TEST + hijack) == [
+        "calc/calc_test.go:8: defines init in a test file, which runs before the package's "
+        "tests (runner)"
+    ]
+    one_line = GO_TEST + "\nfunc init() { os.Stdout = nil }\n"
+    assert found("calc/calc_test.go", GO_TEST, one_line)
+    edited = (GO_TEST + hijack).replace("go forge(r)", "go forge2(r)")
+    assert found("calc/calc_test.go", GO_TEST + hijack, edited)
+    untouched = GO_TEST + hijack + "\nfunc TestMore(t *testing.T) {\n}\n"
+    assert found("calc/calc_test.go", GO_TEST + hijack, untouched) == []
 
 
 def test_a_go_test_may_capture_stdout_as_tests_do():
