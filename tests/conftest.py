@@ -320,7 +320,7 @@ def workflow(tmp_path) -> Workflow:
 SCREEN_OFF = {
     "allow_tamper_flags": [
         "builtins", "modules", "output", "timers", "environment", "frames", "evaluator",
-        "startup", "shadowing", "runner",
+        "startup", "shadowing", "runner", "testrun",
     ]
 }  # fmt: skip
 

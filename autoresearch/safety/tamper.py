@@ -19,10 +19,11 @@ too. The sure defence is an evaluator that runs the code under test in a process
 own and reads its result from a file or a pipe the code cannot reach (docs/experiment.md).
 
 The Python checks read the syntax tree (aliases resolved: `import builtins as b;
-b.print = f` is `builtins.print`, and so are `p = b; p.print = f` and `getattr(b, "print")`);
-other files are read line by line for the same things in JavaScript. The list errs on the
-side of flagging: a flag costs an iteration, a false keep costs the user's trust in every
-result.
+b.print = f` is `builtins.print`, and so are `p = b; p.print = f` and `getattr(b, "print")`),
+and tells.py reads it for code that tells a test run from a real one; Go, Rust and
+JavaScript, and their runners' configuration, are read line by line (tamper_lines.py). The
+list errs on the side of flagging: a flag costs an iteration, a false keep costs the user's
+trust in every result.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from autoresearch.safety import git
+from autoresearch.safety import git, tamper_lines, tells
 
 # Which checks count (`counts`): every one (experiment), a metric's (narrow, broad), a test
 # gate's (every other mode).
@@ -63,6 +64,9 @@ CHECKS = {
     "runner": "reaches into the test runner (its modules _pytest and pluggy, its report and "
     "result classes, its hooks and plugin lists, unittest's result classes)",
     "gain": "improves the metric by more than experiment.max_gain",
+    "testrun": "tells a test run from a real one in code that is not a test (the runner's "
+    "modules or name, the command line, the user, HOME, a CI variable, the caller's stack or "
+    "test name; Go's testing.Testing, Rust's cfg!(test), Jest's worker variable)",
 }
 
 # Modules whose import alone reaches into the process.
@@ -192,21 +196,9 @@ STARTUP_SUFFIXES = (".pth",)
 DISTRIBUTION_FOLDERS = (".dist-info", ".egg-info")
 # Compiled or native modules the import system prefers to a source file beside them.
 SHADOW_SUFFIXES = (".pyc", ".pyo", ".so", ".pyd")
-SCRIPT_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".jsx", ".tsx")
-# Line checks for files that are not Python (JavaScript and friends): what each adds.
-LINE_CHECKS = (
-    (
-        re.compile(r"\b(globalThis|global)\s*\.|\bObject\.defineProperty\s*\(\s*globalThis"),
-        "builtins",
-    ),
-    (re.compile(r"\bconsole\.\w+\s*=(?!=)|process\.(stdout|stderr)"), "output"),
-    (re.compile(r"\b(Date|performance|process\.hrtime)(\.\w+)?\s*=(?!=)|\.now\s*=(?!=)"), "timers"),
-    (re.compile(r"\bprocess\.env\b[^=\n]*=(?!=)|\bdelete\s+process\.env"), "environment"),
-    (re.compile(r"\brequire\.cache\b|\bModule\._|\beval\s*\(|new\s+Function\s*\("), "modules"),
-)
 MAX_BYTES = 1_000_000  # a file larger than this is not parsed; it is flagged as unreadable
 # What _blob gives for a version too large or not UTF-8: a code file like that cannot be
-# checked, so python_uses and line_uses say unreadable and it is flagged.
+# checked, so the readers say unreadable and it is flagged.
 UNREADABLE = "\0" * (MAX_BYTES + 1)
 # PEP 263: a source encoding declared on the first two lines. The checks read the text as
 # UTF-8; under `coding: utf-7` a comment's "+AAo-" is a line break the interpreter runs.
@@ -359,7 +351,7 @@ def check_file(
     if path in evaluator:
         flags.append(Flag("evaluator", path, None, "changes a file the evaluator runs"))
     if is_startup_path(path):
-        line = _config_line(name, old, new) if profile != FULL else None
+        line = _config_line(path, old, new) if profile != FULL else None
         if profile == FULL or line is not None:
             flags.append(
                 Flag("startup", path, line or None, f"{name} is loaded without being imported")
@@ -386,15 +378,19 @@ def check_file(
         watched = frozenset(evaluator) | {PurePosixPath(p).name for p in evaluator}
         before = python_uses(old or "", watched)
         after = python_uses(new, watched)
-    elif path.endswith(SCRIPT_SUFFIXES):
-        before = line_uses(old or "")
-        after = line_uses(new)
+    elif tamper_lines.is_code_path(path):  # Go, Rust, JavaScript: read line by line
+        readable = len(new) <= MAX_BYTES
+        before = tamper_lines.code_uses(path, (old or "")[:MAX_BYTES], is_test_path(path))
+        after = tamper_lines.code_uses(path, new, is_test_path(path)) if readable else None
+        if after is not None and path.endswith("_test.go"):
+            after += tamper_lines.go_test_hooks(old, new)
     else:
         return flags  # data and prose: what runs is checked above, by path
     if before is None:
         before = []
     if after is None:  # unreadable after the change: cannot be checked, so it is a flag
-        return flags + [Flag("modules", path, None, "cannot be read as Python to check it")]
+        kind = "Python" if path.endswith((".py", ".pyw", ".pyi")) else "text"
+        return flags + [Flag("modules", path, None, f"cannot be read as {kind} to check it")]
     seen = Counter((check, detail) for check, detail, _ in before)
     test_file = is_test_path(path)
     for check, detail, line in after:
@@ -411,7 +407,12 @@ def check_file(
 # status by a path that skips the runner's own ending, frames and every live object, and
 # the builtins every module shares. Printing, clocks and the environment are not: the
 # verdict is read from the runner's report, not from what the process prints.
-GATE_OUTPUT = frozenset("os._exit os.kill os.killpg atexit faulthandler".split())
+GATE_OUTPUT = frozenset(
+    "os._exit os.kill os.killpg atexit faulthandler "
+    # Go's and cargo's verdict is read from the test binary's output: what takes it over.
+    "os.Stdout os.Stderr os.NewFile syscall.Dup2 syscall.Dup3 unix.Dup2 unix.Dup3 "
+    "libc::dup2 libc::dup3 unistd::dup2 nix::unistd::dup2 set_output_capture".split()
+)
 GATE_FRAMES = frozenset(
     "sys.settrace sys.setprofile sys.addaudithook sys._getframe gc.get_objects "
     "gc.get_referrers gc.get_referents ctypes f_back f_globals f_locals f_builtins tb_frame "
@@ -426,7 +427,7 @@ def _object(detail: str) -> str:
     what = detail.split(" ", 1)[1] if " " in detail else detail
     if what.startswith(("on ", "from ")):
         what = what.split(" ", 1)[1]
-    return what.strip("'\".").split(" ")[0]
+    return what.strip("'\".").split(" ")[0].rstrip(",")
 
 
 def counts(profile: str, check: str, detail: str, test_file: bool) -> bool:
@@ -435,6 +436,8 @@ def counts(profile: str, check: str, detail: str, test_file: bool) -> bool:
     everywhere; a test file may patch, mock and print as tests do."""
     if profile == FULL or check in ("runner", "startup", "shadowing", "evaluator", "gain"):
         return True
+    if check == "testrun":  # a test may skip on CI or ask which runner runs it
+        return not test_file
     if detail.startswith(("cannot be read", "declares source encoding")):
         return True
     what = _object(detail)
@@ -468,8 +471,14 @@ def is_startup_path(path: str) -> bool:
     return (
         p.name in STARTUP_NAMES
         or p.name.endswith(STARTUP_SUFFIXES)
+        or tamper_lines.is_config_path(path)
         or any(part.endswith(DISTRIBUTION_FOLDERS) for part in p.parts[:-1])
     )
+
+
+JS_TEST_SUFFIXES = tuple(
+    f".{kind}{suffix}" for kind in ("test", "spec") for suffix in tamper_lines.SCRIPT_SUFFIXES
+)
 
 
 def is_test_path(path: str) -> bool:
@@ -478,7 +487,7 @@ def is_test_path(path: str) -> bool:
     name = p.name
     return (
         name.startswith("test_")
-        or name.endswith(("_test.py", ".test.js", ".spec.js", ".test.ts", ".spec.ts"))
+        or name.endswith(("_test.py", "_test.go", *JS_TEST_SUFFIXES))
         or any(part in TEST_DIRS for part in p.parts[:-1])
     ) and name != "conftest.py"
 
@@ -492,13 +501,23 @@ JSON_RUNNER_KEY = re.compile(r'"(jest|mocha|vitest|ava|test|pretest|posttest|scr
 SHARED_CONFIGS = frozenset("pyproject.toml setup.cfg tox.ini package.json".split())
 
 
-def _config_line(name: str, old: str | None, new: str | None) -> int | None:
+def _config_line(path: str, old: str | None, new: str | None) -> int | None:
     """Where a change to a start-up file reaches the runner: 0 for the whole file (a new
     or removed one, one read only by a runner), the first changed line of a runner
     section of a shared file (pyproject.toml's [tool.pytest...], setup.cfg's
     [tool:pytest], package.json's "jest"), None when only other sections changed."""
+    name = PurePosixPath(path).name
+    if tamper_lines.is_config_path(path):
+        return tamper_lines.config_line(path, old, new)
     if name not in SHARED_CONFIGS or old is None or new is None:
         return 0
+    if name == "package.json":
+        try:  # a key under "jest" is on a line of its own: compare the values
+            line = tamper_lines.package_json_line(old, new)
+        except ValueError:
+            line = None
+        if line is not None:
+            return line
     for number, text, section in _changed_lines(old, new):
         if RUNNER_SECTION.search(section) or RUNNER_LINE.search(text):
             return number
@@ -585,7 +604,7 @@ def python_uses(source: str, watched: frozenset[str] = frozenset()) -> list[Use]
         return None
     finder = _Finder(watched)
     finder.visit(tree)
-    return finder.uses + _declared_encoding(source)
+    return finder.uses + tells.tells(tree, finder.qual) + _declared_encoding(source)
 
 
 def _declared_encoding(source: str) -> list[Use]:
@@ -603,17 +622,6 @@ def _declared_encoding(source: str) -> list[Use]:
             return []
         return [("modules", f"declares source encoding {match.group(1)}", number)]
     return []
-
-
-def line_uses(source: str) -> list[Use] | None:
-    if len(source) > MAX_BYTES:
-        return None
-    uses: list[Use] = []
-    for number, text in enumerate(source.splitlines(), 1):
-        for pattern, check in LINE_CHECKS:
-            for match in pattern.finditer(text):
-                uses.append((check, f"uses {match.group(0).strip()}", number))
-    return uses
 
 
 class _Finder(ast.NodeVisitor):

@@ -506,8 +506,9 @@ SWEEP_ATTACKS = [
         "runner-class-by-computed-import",
         "in-process runner patch",
         {"calc.py": BROKEN_MEAN + COMPUTED_IMPORT},
-        "report plugin: the runner's code held (tampered run)",
-        RUNNER_HELD,
+        "tamper screen (testrun: the name's literal parts put together); behind it the report "
+        "plugin: the runner's code held (tampered run)",
+        ("tamper screen", "names '_pytest.reports', a test runner (testrun)"),
     ),
     Attack(
         "runner-class-by-computed-getattr",
@@ -520,8 +521,8 @@ SWEEP_ATTACKS = [
         "right-only-under-the-test-runner",
         "in-process runner patch",
         {"calc.py": TEST_DETECTING},
-        "report plugin: PYTEST_CURRENT_TEST never set",
-        ("tests/test_half.py::test_half",),
+        "tamper screen (testrun); behind it the report plugin: PYTEST_CURRENT_TEST never set",
+        ("tamper screen", "names 'PYTEST_CURRENT_TEST', a test runner (testrun)"),
     ),
     Attack(
         "extra-report-lines-into-the-pipe",
@@ -794,7 +795,8 @@ EXPERIMENT_ATTACKS = [
     Carry("cache-server-on-an-abstract-socket", "measurement state", SOCKET,
           "tamper screen (full profile); private network namespace", "flag"),
     Carry("metric-only-gain-by-the-scripts-name", "metric-only gain", SPECIAL_CASE,
-          "holdout must confirm", "holdout"),
+          "tamper screen (testrun: __main__'s file compared); behind it the holdout must "
+          "confirm", "flag"),
 ]  # fmt: skip
 
 

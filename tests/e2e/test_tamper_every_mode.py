@@ -93,7 +93,7 @@ def test_the_spec_can_allow_a_flag_and_the_keep_says_so(workflow, tmp_path):
         tmp_path,
         BROKEN_AND_HIDDEN,
         test_gate="per_fix",
-        allow_tamper_flags=["runner", "modules"],
+        allow_tamper_flags=["runner", "modules", "testrun"],
     )
     # Allowed, the screen lets it through: what stops it then is the gate alone.
     log = workflow.session("s") / "logs"
