@@ -135,10 +135,13 @@ def argv(path: Path | str, *args: str) -> list[str]:
 
 # Subcommands that read or write the files of the worktree, where a filter or any program a
 # repository brought could run: on a session worktree they run inside a jail (CONFINED).
+# `commit` too: it refreshes the index first, and a file changed within the index's own
+# second is read again, through the clean filter the repository's config names.
 TOUCHES_FILES = frozenset(
     {
         "status", "diff", "diff-index", "diff-files", "add", "checkout", "checkout-index",
         "reset", "clean", "stash", "cherry-pick", "revert", "apply", "rm", "update-index",
+        "commit",
     }
 )  # fmt: skip
 # Whether harness git on a session worktree runs confined (the Landlock box, else bwrap
@@ -187,7 +190,6 @@ def _boxed(
     work, admin = env.get("GIT_WORK_TREE"), env.get("GIT_DIR")
     if not work or not admin or gitbox.usable() is None:
         return None
-    _remake_owned(admin)
     index = env.get("GIT_INDEX_FILE")
     index_dir = str(Path(index).parent) if index else ""
     line = _box_prefix(work, admin, index_dir, env.get("HOME", ""), env.get("PATH", ""))
@@ -224,55 +226,29 @@ def _common_of(admin: Path) -> Path:
 
 
 # What the harness's confined calls (TOUCHES_FILES) write in the common git directory, which
-# for a session worktree is the user's own `.git`: objects, and the harness's own branches
-# and their logs, never another ref (the user's branches and tags, refs/replace/, which
-# would change what they name) nor anything at the top (config, packed-refs, the main
-# checkout's index and HEAD) or in hooks/ or info/: what is written there runs, or selects
-# what runs, the next time the user's own git runs, unconfined. A right on a folder covers
-# all below it, so the common directory itself is only read. No confined call deletes a
-# ref (that would take packed-refs.lock at the top) nor stashes (refs/stash): the harness
-# does both outside the box, with commands that run no program. The worktree's own
-# directory (worktrees/<id>) holds its HEAD, index, ORIG_HEAD, reflog and a cherry-pick's
-# state: writable whole, and its HEAD checked before every call (`_check_head`).
+# for a session worktree is the user's own `.git`: objects, and nothing else. Not a ref:
+# every session's branch lies under refs/heads/autoresearch/, and a right on a folder
+# covers all below it, so a program one session's git ran (a filter) could move another
+# session's branch; in a reftable repository all refs are one store. So a confined call
+# runs on a detached HEAD, which lies in the worktree's own directory (worktrees/<id>, with
+# its index, ORIG_HEAD, reflog and a revert's state: writable whole, its HEAD checked before
+# every call, `_check_head`), and the harness moves the branch itself afterwards, outside
+# any box, by `update-ref` from the tip the call started at (`_on_detached_head`).
+# Nothing at the top (config, packed-refs, the main checkout's index and HEAD) nor in
+# hooks/ or info/ either: what is written there runs, or selects what runs, the next time
+# the user's own git runs, unconfined.
+COMMON_WRITABLE = ("objects",)
+# The harness's own branches: the only ones a worktree of ours may hold (`_check_head`).
 OWNED_REFS = "refs/heads/autoresearch"
-COMMON_WRITABLE = ("objects", OWNED_REFS, f"logs/{OWNED_REFS}")
+# Subcommands whose confined call may move the worktree's HEAD, which then moves its branch.
+MOVES_HEAD = frozenset({"commit", "reset", "revert", "cherry-pick", "checkout"})
 
 
 def git_writable(admin: Path, common: Path) -> list[Path]:
     """The git directories a confined call on the worktree of `admin` may change: its
-    administrative directory and COMMON_WRITABLE's folders of `common` (made here, outside
-    any confinement, where a repository has none yet: a rule needs a folder that exists,
-    and git makes logs/ on a first reflog, which it could not inside)."""
-    folders = [common / name for name in COMMON_WRITABLE if _made(common / name)]
-    if (common / "reftable").is_dir():
-        # Refs as a reftable (git 2.45): one stack of tables for all of them, so every ref
-        # stays writable there (docs/safety.md says so).
-        folders.append(common / "reftable")
+    administrative directory and COMMON_WRITABLE's folders of `common`."""
+    folders = [common / name for name in COMMON_WRITABLE if (common / name).is_dir()]
     return [admin, *folders] if admin != common else [common]
-
-
-def _made(folder: Path) -> bool:
-    """Whether `folder` is there, made if it was not (False: a file is in its way, such as
-    a branch named `autoresearch` itself, below which no branch can live)."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return False
-    return True
-
-
-@functools.lru_cache(maxsize=64)
-def _owned_folders(admin: str) -> tuple[Path, ...]:
-    common = _common_of(Path(admin))
-    return tuple(common / name for name in COMMON_WRITABLE)
-
-
-def _remake_owned(admin: str) -> None:
-    """COMMON_WRITABLE's folders made again before a call whose confinement was built
-    earlier (a cached line): the user's `git pack-refs` or gc removes the emptied folders
-    of refs/, and a rule on a folder that is gone grants nothing."""
-    for folder in _owned_folders(admin):
-        _made(folder)
 
 
 def boxed(cmd: list[str]) -> bool:
@@ -316,7 +292,6 @@ def _jailed_script(
     work, admin = env.get("GIT_WORK_TREE"), env.get("GIT_DIR")
     if not work or not admin:
         return None
-    _remake_owned(admin)
     index = env.get("GIT_INDEX_FILE")
     # A file a call names outside the worktree (the patch `apply` reads) is shown read-only.
     named = tuple(
@@ -384,9 +359,7 @@ def worktree_batch(
     if boxed is not None and len(calls) > gitbox.MAX_BATCH:
         return _calls_in_a_row(worktree, calls, env, may_fail)
     if boxed is not None:
-        return subprocess.run(
-            boxed, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env
-        )
+        return _on_detached_head(boxed, calls, env, text=True)
 
     def script(cmds: list[list[str]], work: str) -> str:
         steps = []
@@ -399,7 +372,7 @@ def worktree_batch(
 
     jailed = _jailed_script(cmds, list(calls), env, script)
     if jailed is not None:
-        return _run_counted(jailed, env, text=True)
+        return _on_detached_head(jailed, calls, env, text=True)
     return _calls_in_a_row(worktree, calls, env, may_fail)
 
 
@@ -539,8 +512,8 @@ def _run(
 ) -> subprocess.CompletedProcess[str]:
     plain = argv(path, *args)
     cmd = confined(plain, args, env)
-    if cmd is not plain and stdin is None and not boxed(cmd):
-        proc = _run_counted(cmd, env, text=True)
+    if cmd is not plain:
+        proc = _on_detached_head(cmd, (args,), env, text=True, stdin=stdin)
     else:
         proc = subprocess.run(
             cmd,
@@ -570,14 +543,37 @@ def raw(path: Path | str, *args: str, timeout: float | None = None) -> subproces
     env = _bound(path) if _has_record(path) else environment(path)
     plain = argv(path, *args)
     cmd = confined(plain, args, env)
-    if cmd is not plain and not boxed(cmd):
-        return _run_counted(cmd, env, text=False, timeout=timeout)
-    if boxed(cmd) and timeout is not None:
-        return _run_box(cmd, env, timeout)
+    if cmd is not plain:
+        return _on_detached_head(cmd, (args,), env, text=False, timeout=timeout)
     return subprocess.run(
         cmd,
         capture_output=True,
         stdin=subprocess.DEVNULL,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def _run_in_box(
+    cmd: list[str],
+    env: dict[str, str],
+    *,
+    text: bool,
+    stdin: str | None = None,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess:
+    """A confined command line run: in the bwrap jail with its CPU counted (`_run_counted`),
+    in the Landlock box past a time limit by telling it to end (`_run_box`), else as it is."""
+    if not boxed(cmd) and stdin is None:
+        return _run_counted(cmd, env, text=text, timeout=timeout)
+    if boxed(cmd) and timeout is not None and stdin is None and not text:
+        return _run_box(cmd, env, timeout)
+    return subprocess.run(
+        cmd,
+        capture_output=True,
+        text=text,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
         env=env,
         timeout=timeout,
     )
@@ -627,6 +623,149 @@ def _run_counted(
     if seconds is not None:
         commands.jailed_cpu.add(seconds)
     return proc
+
+
+# -- a confined call never writes a branch -------------------------------------------------
+# The box grants no ref (COMMON_WRITABLE): a confined call on a worktree that holds a branch
+# runs with its HEAD detached at the branch's tip, and what the call moved HEAD to (a reset,
+# a revert's commit) goes to the branch afterwards, outside the box, by `update-ref <ref>
+# <new> <old>`, which runs no program and fails where the branch moved meanwhile. Then HEAD
+# names the branch again: between calls the worktree holds it as git made it (the user's
+# `git worktree list`, a checkout of it refused elsewhere). HEAD is written as git writes
+# it, through HEAD.lock, by us: two processes a call otherwise.
+
+_HEX = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Held:
+    """A worktree's branch while a confined call runs on its detached HEAD: `admin` its
+    administrative directory, `ref` the branch (refs/heads/...), `tip` its commit then."""
+
+    admin: str
+    ref: str
+    tip: str
+
+
+def _on_detached_head(
+    cmd: list[str], calls: tuple[tuple[str, ...], ...], env: dict[str, str], **run
+) -> subprocess.CompletedProcess:
+    """The confined command line `cmd` of `calls`, run (`_run_in_box`) on the worktree's
+    detached HEAD; the branch moved where a call of MOVES_HEAD moved HEAD."""
+    held = _detach(env)
+    try:
+        done = _run_in_box(cmd, env, **run)
+    except BaseException:
+        if held is not None:
+            _write_head(held.admin, f"ref: {held.ref}\n")  # a call cut short moves nothing
+        raise
+    if held is not None:
+        moves = any(call and call[0] in MOVES_HEAD for call in calls)
+        _reattach(held, env, moves)
+    return done
+
+
+def _detach(env: dict[str, str]) -> _Held | None:
+    """HEAD of the worktree `env` is bound to, detached at its branch's tip; None where it
+    holds no branch (a lane's, the baseline's) or the call is bound to no worktree."""
+    admin, work = env.get("GIT_DIR"), env.get("GIT_WORK_TREE")
+    if not admin or not work:
+        return None
+    text = _text(_joined(admin, "HEAD"))
+    if text is None or not text.startswith("ref: "):
+        return None
+    ref = text[len("ref: ") :].strip()
+    tip = _tip(_common_at(admin, None), ref)
+    if tip is None:
+        raise GitError(
+            f"{work}: its branch {ref} names no commit (its ref file is missing or is no "
+            "commit id); refusing to run git there. Put back the commit it held, then rerun"
+        )
+    _write_head(admin, tip + "\n")
+    return _Held(admin, ref, tip)
+
+
+def _reattach(held: _Held, env: dict[str, str], moves: bool) -> None:
+    """The branch moved to where the call left HEAD (`moves`: a call that may move it),
+    then HEAD named the branch again. GitError, the branch left alone, where it no longer
+    is at the tip the call started from."""
+    now = _text(_joined(held.admin, "HEAD"))
+    failed = None
+    if moves and now is not None and now != held.tip and _HEX.fullmatch(now):
+        message = _last_reflog_message(held.admin, now) or "autoresearch: moved in the box"
+        update = ("update-ref", "-m", message, held.ref, now, held.tip)
+        done = subprocess.run(
+            argv(env["GIT_WORK_TREE"], *update),
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        if done.returncode != 0:
+            failed = GitError(
+                f"{held.ref} moved while the harness's git ran in {env['GIT_WORK_TREE']} (it "
+                f"was at {held.tip[:12]}); left where it is, {now[:12]} not applied: "
+                f"{done.stderr.strip()}"
+            )
+    _write_head(held.admin, f"ref: {held.ref}\n")
+    if failed is not None:
+        raise failed
+
+
+def _tip(common: str, ref: str) -> str | None:
+    """The commit id `ref` names in the common directory `common`: its loose file (never
+    followed as a link), else its line in packed-refs; None when neither names one."""
+    try:
+        text = _read(_joined(common, ref), flags=os.O_NOFOLLOW).decode().strip()
+    except (OSError, UnicodeError):
+        text = None
+    if text is not None:
+        return text if _HEX.fullmatch(text) else None
+    try:
+        packed = _read(_joined(common, "packed-refs")).decode()
+    except (OSError, UnicodeError):
+        return None
+    for line in packed.splitlines():
+        sha, _, name = line.partition(" ")
+        if name == ref and _HEX.fullmatch(sha):
+            return sha
+    return None
+
+
+def _write_head(admin: str, text: str) -> None:
+    """The worktree's HEAD replaced by `text` as git replaces it: written whole to HEAD.lock,
+    which no other process may hold meanwhile, then renamed over HEAD."""
+    lock = _joined(admin, "HEAD.lock")
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    except FileExistsError:
+        raise GitError(
+            f"{lock} exists: a git is working on this worktree, or one was killed; remove "
+            "it once none is, then rerun"
+        ) from None
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+    os.replace(lock, _joined(admin, "HEAD"))
+
+
+def _last_reflog_message(admin: str, sha: str) -> str | None:
+    """What git said of its last move of the worktree's HEAD (`reset: moving to ...`), where
+    that move went to `sha`: the branch's reflog says the same."""
+    try:
+        fd = os.open(_joined(admin, "logs/HEAD"), _READ)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        tail = os.pread(fd, 4096, max(0, size - 4096)).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+    last = tail.rstrip("\n").rpartition("\n")[2]
+    head, _, message = last.partition("\t")
+    words = head.split()
+    return message if len(words) > 1 and words[1] == sha and message else None
 
 
 def is_repo(path: Path) -> bool:
@@ -809,6 +948,11 @@ def _check_head(worktree: Path, admin: str, recorded: str | None, admin_fd: int)
     text = _text("HEAD", admin_fd)
     symbolic = text[len("ref: ") :].strip() if text and text.startswith("ref: ") else None
     if symbolic is None:
+        if recorded:
+            # Detached where the worktree holds a branch: left so by a confined call that
+            # never ended (the harness killed in it). The branch, moved only outside the
+            # box, is where the harness left it: HEAD names it again.
+            _write_head(admin, f"ref: {recorded}\n")
         return  # a commit id: what the harness does there moves no ref
     if recorded is None and not symbolic.startswith(OWNED_REFS + "/"):
         held = f"a branch under {OWNED_REFS}/, the only ones the harness's git may move"
@@ -964,10 +1108,12 @@ def _checked(worktree: Path, *, ours: bool = False) -> _Checked:
                 os.close(fd)
 
 
-def _common_at(admin: str, admin_fd: int) -> str:
-    """`_common_of(admin)` as a string, its `commondir` read in the open folder: git's own
-    `../..` needs no resolving, `admin` having its links resolved already."""
-    text = _text("commondir", admin_fd)
+def _common_at(admin: str, admin_fd: int | None) -> str:
+    """`_common_of(admin)` as a string, its `commondir` read in the open folder (None: by
+    name): git's own `../..` needs no resolving, `admin` having its links resolved already."""
+    text = (
+        _text("commondir", admin_fd) if admin_fd is not None else _text(_joined(admin, "commondir"))
+    )
     if text is None:
         return admin
     if text == "../..":
