@@ -18,6 +18,7 @@ fsmonitor, no external diff or textconv, no submodule recursion (docs/safety.md)
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import functools
@@ -951,8 +952,11 @@ def _check_head(worktree: Path, admin: str, recorded: str | None, admin_fd: int)
         if recorded:
             # Detached where the worktree holds a branch: left so by a confined call that
             # never ended (the harness killed in it). The branch, moved only outside the
-            # box, is where the harness left it: HEAD names it again.
-            _write_head(admin, f"ref: {recorded}\n")
+            # box, is where the harness left it: HEAD names it again. Not while a HEAD.lock
+            # is there (a git killed with it, which clear_stale_lock removes next): no git
+            # moves HEAD without taking it, so nothing is lost meanwhile.
+            with contextlib.suppress(GitError):
+                _write_head(admin, f"ref: {recorded}\n")
         return  # a commit id: what the harness does there moves no ref
     if recorded is None and not symbolic.startswith(OWNED_REFS + "/"):
         held = f"a branch under {OWNED_REFS}/, the only ones the harness's git may move"

@@ -1,9 +1,11 @@
-"""The refs a boxed harness git may move (safety/git.py's git_writable): only the harness's
-own, `refs/heads/autoresearch/` and their logs, and the worktree's own git directory. A
-program a repository's config names (a clean filter, run by the harness's `git add`) cannot
-move the user's `main`, write a tag or a replace ref, nor point the worktree's HEAD at the
-user's branch so that the harness's next commit lands there; `git worktree add`'s checkout
-runs in the box too. Each attack goes through the harness's own call, as a session runs it."""
+"""The refs a boxed harness git may move (safety/git.py's git_writable): none. Its calls run
+on the worktree's detached HEAD, in the worktree's own git directory, and the harness moves
+the branch afterwards, outside the box. A program a repository's config names (a clean
+filter, run by the harness's `git add` or `git commit`) cannot move the user's `main`, write
+a tag or a replace ref, move another session's branch or its own, nor point the worktree's
+HEAD at the user's branch so that the harness's next commit lands there; `git worktree
+add`'s checkout runs in the box too. Each attack goes through the harness's own call, as a
+session runs it."""
 
 from __future__ import annotations
 
@@ -477,3 +479,20 @@ def test_a_commits_refresh_of_the_index_runs_the_filter_in_the_box(target, workt
     assert all(s.startswith("refused") for s in seen.read_text().splitlines())
     assert not outside.exists()
     assert git(target, "rev-parse", "refs/heads/autoresearch/s") == made
+
+
+def test_a_call_killed_in_the_box_leaves_a_worktree_the_next_reset_puts_on_its_branch(
+    target, worktree
+):
+    # A kill -9 while the box's git ran: HEAD detached (as the call runs it) and the
+    # HEAD.lock that git held. The rerun's reset removes the stale lock and goes on there.
+    tip = session_commit(worktree)
+    admin = ar_git.worktree_admin(worktree)
+    assert admin is not None
+    (admin / "HEAD").write_text(ar_git.head(target) + "\n")
+    (admin / "HEAD.lock").write_text(tip + "\n")
+    ar_git.reset_to(worktree, tip)
+    assert (admin / "HEAD").read_text() == "ref: refs/heads/autoresearch/s\n"
+    assert not (admin / "HEAD.lock").exists()
+    assert git(target, "rev-parse", "refs/heads/autoresearch/s") == tip
+    assert ar_git.commit_all(worktree, "nothing to commit") is None
