@@ -241,7 +241,7 @@ def _common_of(admin: Path) -> Path:
 COMMON_WRITABLE = ("objects",)
 # The harness's own branches: the only ones a worktree of ours may hold (`_check_head`).
 OWNED_REFS = "refs/heads/autoresearch"
-# Subcommands whose confined call may move the worktree's HEAD, which then moves its branch.
+# Subcommands in which git may update HEAD, and so the branch it names (`_writes_refs`).
 MOVES_HEAD = frozenset({"commit", "reset", "revert", "cherry-pick", "checkout"})
 
 
@@ -651,8 +651,12 @@ class _Held:
 def _on_detached_head(
     cmd: list[str], calls: tuple[tuple[str, ...], ...], env: dict[str, str], **run
 ) -> subprocess.CompletedProcess:
-    """The confined command line `cmd` of `calls`, run (`_run_in_box`) on the worktree's
-    detached HEAD; the branch moved where a call of MOVES_HEAD moved HEAD."""
+    """The confined command line `cmd` of `calls`, run (`_run_in_box`): on the worktree's
+    detached HEAD where a call updates refs itself (`_writes_refs`), the branch moved after
+    it to where it left HEAD; else as it is, and a HEAD a program in the box changed is put
+    back (two writes of HEAD a call saved: each a rename, a millisecond on ext4)."""
+    if not any(_writes_refs(call) for call in calls):
+        return _head_kept(cmd, env, run)
     held = _detach(env)
     try:
         done = _run_in_box(cmd, env, **run)
@@ -661,9 +665,29 @@ def _on_detached_head(
             _write_head(held.admin, f"ref: {held.ref}\n")  # a call cut short moves nothing
         raise
     if held is not None:
-        moves = any(call and call[0] in MOVES_HEAD for call in calls)
-        _reattach(held, env, moves)
+        _reattach(held, env)
     return done
+
+
+def _writes_refs(call: tuple[str, ...]) -> bool:
+    """Whether git itself updates HEAD, and so the branch it names, in `call`: a commit, a
+    reset (to HEAD too), a revert, a cherry-pick, a checkout of a commit (not of paths)."""
+    if not call or call[0] not in MOVES_HEAD:
+        return False
+    return call[0] != "checkout" or "--" not in call
+
+
+def _head_kept(cmd: list[str], env: dict[str, str], run: dict) -> subprocess.CompletedProcess:
+    """`cmd` run as it is, on a worktree whose HEAD no call of it moves; HEAD put back where
+    a program in the box changed it (to name main, say: the next call would refuse it)."""
+    admin = env.get("GIT_DIR") if env.get("GIT_WORK_TREE") else None
+    before = _text(_joined(admin, "HEAD")) if admin else None
+    try:
+        return _run_in_box(cmd, env, **run)
+    finally:
+        if admin and before and before.startswith("ref: "):
+            if _text(_joined(admin, "HEAD")) != before:
+                _write_head(admin, before + "\n")
 
 
 def _detach(env: dict[str, str]) -> _Held | None:
@@ -686,13 +710,13 @@ def _detach(env: dict[str, str]) -> _Held | None:
     return _Held(admin, ref, tip)
 
 
-def _reattach(held: _Held, env: dict[str, str], moves: bool) -> None:
-    """The branch moved to where the call left HEAD (`moves`: a call that may move it),
-    then HEAD named the branch again. GitError, the branch left alone, where it no longer
-    is at the tip the call started from."""
+def _reattach(held: _Held, env: dict[str, str]) -> None:
+    """The branch moved to where the call left HEAD, then HEAD named the branch again.
+    GitError, the branch left alone, where it no longer is at the tip the call started
+    from."""
     now = _text(_joined(held.admin, "HEAD"))
     failed = None
-    if moves and now is not None and now != held.tip and _HEX.fullmatch(now):
+    if now is not None and now != held.tip and _HEX.fullmatch(now):
         message = _last_reflog_message(held.admin, now) or "autoresearch: moved in the box"
         update = ("update-ref", "-m", message, held.ref, now, held.tip)
         done = subprocess.run(
@@ -1800,7 +1824,7 @@ def commit_index(worktree: Path, message: str, *, changed: bool = False) -> str 
     if not changed and worktree_proc(worktree, "diff", "--cached", "--quiet").returncode == 0:
         return None
     worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
-    return worktree_git(worktree, "rev-parse", "HEAD")
+    return _committed(worktree)
 
 
 def commit_like(worktree: Path, original: str, message: Callable[[str], str]) -> str | None:
@@ -1826,7 +1850,20 @@ def commit_like(worktree: Path, original: str, message: Callable[[str], str]) ->
     # --cleanup=verbatim: the message as given (git would take a `#` line for a comment).
     said = message(text.rstrip("\n"))
     _run(worktree, ("commit", "-q", "--no-verify", "--cleanup=verbatim", "-m", said), env)
-    return head(worktree)
+    return _committed(worktree)
+
+
+def _committed(worktree: Path) -> str:
+    """The commit HEAD names just after the harness's commit, read from the files the
+    commit wrote (the worktree's HEAD, its branch's ref, checked as every call checks
+    them): one git process a commit fewer. `git rev-parse` where they name none."""
+    admin = worktree_admin(worktree)
+    text = _text(_joined(str(admin), "HEAD")) if admin is not None else None
+    if text is not None and text.startswith("ref: "):
+        text = _tip(_common_at(str(admin), None), text[len("ref: ") :].strip())
+    if text is not None and _HEX.fullmatch(text):
+        return text
+    return worktree_git(worktree, "rev-parse", "HEAD")
 
 
 def commit_all(worktree: Path, message: str) -> str | None:
@@ -1838,7 +1875,7 @@ def commit_all(worktree: Path, message: str) -> str | None:
 def commit_empty(worktree: Path, message: str) -> str:
     """A commit that changes no file (a marker, such as an experiment's baseline); its id."""
     worktree_git(worktree, "commit", "-q", "--allow-empty", "--no-verify", "-m", message)
-    return head(worktree)
+    return _committed(worktree)
 
 
 def commit_patch(worktree: Path, start: str, patch: Path, message: str) -> str | None:
