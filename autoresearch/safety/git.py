@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import errno
 import functools
+import hashlib
 import json
 import os
 import re
@@ -32,6 +33,7 @@ import stat
 import subprocess
 import tempfile
 import threading
+import zlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -227,18 +229,25 @@ def _common_of(admin: Path) -> Path:
 
 
 # What the harness's confined calls (TOUCHES_FILES) write in the common git directory, which
-# for a session worktree is the user's own `.git`: objects, and nothing else. Not a ref:
-# every session's branch lies under refs/heads/autoresearch/, and a right on a folder
-# covers all below it, so a program one session's git ran (a filter) could move another
-# session's branch; in a reftable repository all refs are one store. So a confined call
-# runs on a detached HEAD, which lies in the worktree's own directory (worktrees/<id>, with
-# its index, ORIG_HEAD, reflog and a revert's state: writable whole, its HEAD checked before
-# every call, `_check_head`), and the harness moves the branch itself afterwards, outside
-# any box, by `update-ref` from the tip the call started at (`_on_detached_head`).
-# Nothing at the top (config, packed-refs, the main checkout's index and HEAD) nor in
-# hooks/ or info/ either: what is written there runs, or selects what runs, the next time
-# the user's own git runs, unconfined.
-COMMON_WRITABLE = ("objects",)
+# for a session worktree is the user's own `.git`: nothing. Not a ref: every session's
+# branch lies under refs/heads/autoresearch/, and a right on a folder covers all below it,
+# so a program one session's git ran (a filter) could move another session's branch; in a
+# reftable repository all refs are one store. So a confined call runs on a detached HEAD,
+# which lies in the worktree's own directory (worktrees/<id>, with its index, ORIG_HEAD,
+# reflog and a revert's state: writable whole, its HEAD checked before every call,
+# `_check_head`), and the harness moves the branch itself afterwards, outside any box, by
+# `update-ref` from the tip the call started at (`_on_detached_head`). Not objects/ either,
+# which holds every session's commits and the user's own: such a program could remove one,
+# or plant a file under the name of content the harness commits next (git writes no object
+# it has). A confined git writes its objects to a folder of the worktree's own
+# (OWN_OBJECTS, GIT_OBJECT_DIRECTORY; the repository's objects/ its alternate, read-only),
+# and the harness moves each into objects/ after the call, checked against its name
+# (`_take_objects`). Nothing at the top (config, packed-refs, the main checkout's index and
+# HEAD) nor in hooks/ or info/ either: what is written there runs, or selects what runs,
+# the next time the user's own git runs, unconfined.
+COMMON_WRITABLE: tuple[str, ...] = ()
+# The folder, in the worktree's administrative directory, where its confined git writes.
+OWN_OBJECTS = "autoresearch-objects"
 # The harness's own branches: the only ones a worktree of ours may hold (`_check_head`).
 OWNED_REFS = "refs/heads/autoresearch"
 # Subcommands in which git may update HEAD, and so the branch it names (`_writes_refs`).
@@ -247,7 +256,8 @@ MOVES_HEAD = frozenset({"commit", "reset", "revert", "cherry-pick", "checkout"})
 
 def git_writable(admin: Path, common: Path) -> list[Path]:
     """The git directories a confined call on the worktree of `admin` may change: its
-    administrative directory and COMMON_WRITABLE's folders of `common`."""
+    administrative directory (its objects' folder, OWN_OBJECTS, within) and
+    COMMON_WRITABLE's folders of `common`."""
     folders = [common / name for name in COMMON_WRITABLE if (common / name).is_dir()]
     return [admin, *folders] if admin != common else [common]
 
@@ -651,19 +661,25 @@ class _Held:
 def _on_detached_head(
     cmd: list[str], calls: tuple[tuple[str, ...], ...], env: dict[str, str], **run
 ) -> subprocess.CompletedProcess:
-    """The confined command line `cmd` of `calls`, run (`_run_in_box`): on the worktree's
-    detached HEAD where a call updates refs itself (`_writes_refs`), the branch moved after
-    it to where it left HEAD; else as it is, and a HEAD a program in the box changed is put
-    back (two writes of HEAD a call saved: each a rename, a millisecond on ext4)."""
+    """The confined command line `cmd` of `calls`, run (`_run_in_box`) with the worktree's
+    own objects' folder (`_Store`), whose objects then go to the repository: on the
+    worktree's detached HEAD where a call updates refs itself (`_writes_refs`), the branch
+    moved after it to where it left HEAD; else as it is, and a HEAD a program in the box
+    changed is put back (two writes of HEAD a call saved: each a rename, a millisecond on
+    ext4)."""
+    store = _Store.of(env)
+    boxed_env = env | store.env() if store is not None else env
     if not any(_writes_refs(call) for call in calls):
-        return _head_kept(cmd, env, run)
+        return _head_kept(cmd, boxed_env, run, store)
     held = _detach(env)
     try:
-        done = _run_in_box(cmd, env, **run)
+        done = _run_in_box(cmd, boxed_env, **run)
     except BaseException:
+        _take_objects(store, env)
         if held is not None:
             _write_head(held.admin, f"ref: {held.ref}\n")  # a call cut short moves nothing
         raise
+    _take_objects(store, env)
     if held is not None:
         _reattach(held, env)
     return done
@@ -677,7 +693,9 @@ def _writes_refs(call: tuple[str, ...]) -> bool:
     return call[0] != "checkout" or "--" not in call
 
 
-def _head_kept(cmd: list[str], env: dict[str, str], run: dict) -> subprocess.CompletedProcess:
+def _head_kept(
+    cmd: list[str], env: dict[str, str], run: dict, store: _Store | None
+) -> subprocess.CompletedProcess:
     """`cmd` run as it is, on a worktree whose HEAD no call of it moves; HEAD put back where
     a program in the box changed it (to name main, say: the next call would refuse it)."""
     admin = env.get("GIT_DIR") if env.get("GIT_WORK_TREE") else None
@@ -685,9 +703,134 @@ def _head_kept(cmd: list[str], env: dict[str, str], run: dict) -> subprocess.Com
     try:
         return _run_in_box(cmd, env, **run)
     finally:
+        _take_objects(store, env)
         if admin and before and before.startswith("ref: "):
             if _text(_joined(admin, "HEAD")) != before:
                 _write_head(admin, before + "\n")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Store:
+    """Where a confined call on a worktree writes objects (`own`, in its administrative
+    directory) and the repository's objects it reads (`shared`, the common objects/)."""
+
+    own: str
+    shared: str
+
+    @staticmethod
+    def of(env: dict[str, str]) -> _Store | None:
+        """The store of the linked worktree `env` binds a call to; None for another call."""
+        admin, work = env.get("GIT_DIR"), env.get("GIT_WORK_TREE")
+        if not admin or not work:
+            return None
+        common = _common_at(admin, None)
+        if common == admin:
+            return None
+        own = _joined(admin, OWN_OBJECTS)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(own)
+        return _Store(own, _joined(common, "objects"))
+
+    def env(self) -> dict[str, str]:
+        return {"GIT_OBJECT_DIRECTORY": self.own, "GIT_ALTERNATE_OBJECT_DIRECTORIES": self.shared}
+
+
+def _take_objects(store: _Store | None, env: dict[str, str]) -> None:
+    """Every object a confined call wrote to the worktree's own folder moved into the
+    repository's objects/, where none of that name is yet: a loose object once its content
+    hashes to its name, a pack once `git verify-pack` (which runs no program) checked every
+    object in it. Whatever else is there (a file that does not hash to its name, an
+    `info/alternates`, git's temporary files) is removed, never kept."""
+    if store is None:
+        return
+    try:
+        entries = list(os.scandir(store.own))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False) and _FAN_OUT.fullmatch(entry.name):
+            for one in os.scandir(entry.path):
+                name = entry.name + one.name
+                if _HEX.fullmatch(name) and _hashes_to(one.path, name):
+                    _link_into(one.path, _joined(store.shared, entry.name), one.name)
+                _remove(one.path)
+            _remove(entry.path)
+        elif entry.is_dir(follow_symlinks=False) and entry.name == "pack":
+            _take_packs(entry.path, _joined(store.shared, "pack"), env)
+            _remove(entry.path)
+        else:
+            _remove(entry.path)
+
+
+_FAN_OUT = re.compile(r"[0-9a-f]{2}")
+
+
+def _hashes_to(path: str, name: str) -> bool:
+    """Whether the loose object file `path` (a regular file, not a link) holds the object
+    `name`: its content, inflated, hashes to it (SHA-1, or SHA-256 for a 64-digit name)."""
+    digest = hashlib.sha1() if len(name) == 40 else hashlib.sha256()
+    inflate = zlib.decompressobj()
+    try:
+        fd = os.open(path, _READ | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        while chunk := os.read(fd, 1 << 16):
+            while chunk:  # inflated a megabyte at a time: a small file may inflate to a lot
+                digest.update(inflate.decompress(chunk, 1 << 20))
+                chunk = inflate.unconsumed_tail
+        digest.update(inflate.flush())
+    except (OSError, zlib.error):
+        return False
+    finally:
+        os.close(fd)
+    return inflate.eof and not inflate.unused_data and digest.hexdigest() == name
+
+
+def _take_packs(folder: str, shared: str, env: dict[str, str]) -> None:
+    """The packs a confined call wrote (`git add` streams a file above
+    core.bigFileThreshold into one), each moved into `shared` once verified whole."""
+    for entry in os.scandir(folder):
+        if not entry.name.endswith(".idx") or not entry.is_file(follow_symlinks=False):
+            continue
+        stem = entry.path[: -len(".idx")]
+        pack = stem + ".pack"
+        if not os.path.isfile(pack) or os.path.islink(pack):
+            continue
+        check = subprocess.run(
+            argv(env["GIT_WORK_TREE"], "verify-pack", entry.path),
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        if check.returncode == 0:
+            # The pack first, then its index: git reads a pack only through its index.
+            _link_into(pack, shared, os.path.basename(pack))
+            _link_into(entry.path, shared, entry.name)
+    for entry in os.scandir(folder):
+        _remove(entry.path)
+
+
+def _link_into(path: str, folder: str, name: str) -> None:
+    """`path` also at `folder`/`name`, unless a file of that name is there (a link never
+    replaces one: another session may have written the same object meanwhile)."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(folder)
+    with contextlib.suppress(FileExistsError):
+        os.link(path, _joined(folder, name))
+
+
+def _remove(path: str) -> None:
+    """A file or folder of the worktree's own objects' folder, gone."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _detach(env: dict[str, str]) -> _Held | None:

@@ -9,6 +9,8 @@ session runs it."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -468,12 +470,15 @@ def test_in_a_reftable_repository_a_filter_moves_no_branch(tmp_path):
 
 
 def test_a_commits_refresh_of_the_index_runs_the_filter_in_the_box(target, worktree, tmp_path):
-    # `git commit` refreshes the index first: a file changed within the index's second is
-    # read again, through the clean filter. It ran outside the box before.
+    # `git commit` refreshes the index first: a file whose times differ from the index's
+    # record (or that changed within the index's own second) is read again, through the
+    # clean filter. It ran outside the box before.
     seen, outside = worktree / "seen.txt", tmp_path / "planted"
     with_filter(worktree, attempt(f"open({str(outside)!r}, 'a').write('x')", seen))
     ar_git.worktree_git(worktree, "add", "calc.py")
     ran = len(seen.read_text().splitlines())
+    later = (worktree / "calc.py").stat().st_mtime + 5
+    os.utime(worktree / "calc.py", (later, later))  # the same bytes, other times
     made = ar_git.commit_index(worktree, "a commit")
     assert len(seen.read_text().splitlines()) > ran  # the commit ran the filter again
     assert all(s.startswith("refused") for s in seen.read_text().splitlines())
@@ -496,3 +501,68 @@ def test_a_call_killed_in_the_box_leaves_a_worktree_the_next_reset_puts_on_its_b
     assert not (admin / "HEAD.lock").exists()
     assert git(target, "rev-parse", "refs/heads/autoresearch/s") == tip
     assert ar_git.commit_all(worktree, "nothing to commit") is None
+
+
+# -- the objects every session and the user share -------------------------------------------
+# objects/ holds every session's commits and the user's own: no box writes it. A boxed git
+# writes its objects to a folder of the worktree's own; the harness moves them into the
+# repository after the call, each one checked against its name.
+
+
+def test_a_filter_one_session_runs_cannot_remove_or_rewrite_another_sessions_objects(
+    target, worktree, other
+):
+    theirs = ar_git.head(other)
+    loose = ar_git.common_dir(worktree) / "objects" / theirs[:2] / theirs[2:]
+    assert loose.is_file()
+    seen = worktree / "seen.txt"
+    tries = [
+        f"import os; os.remove({str(loose)!r})",
+        f"open({str(loose)!r}, 'wb').write(b'x')",
+        f"import os; os.rename({str(loose)!r}, {str(loose)!r} + '.gone')",
+    ]
+    with_filter(worktree, "".join(attempt(line, seen) for line in tries))
+    assert staged(worktree) == "calc.py"
+    said = seen.read_text().split("\n")[:-1]
+    assert len(said) == 3 and all(s.startswith("refused") for s in said), said
+    assert git(target, "cat-file", "-t", theirs) == "commit"
+    assert "theirs.py" in git(target, "ls-tree", "-r", "--name-only", theirs)
+
+
+def test_an_object_a_filter_plants_under_a_coming_name_never_reaches_the_repository(
+    target, worktree
+):
+    # A blob's name is the hash of its content: a file planted under the name of content
+    # the harness will commit next would stand for it, and git writes no object it has.
+    coming = b"X = 3\n"
+    blob = hashlib.sha1(b"blob %d\0" % len(coming) + coming).hexdigest()
+    common = str(ar_git.common_dir(worktree) / "objects")
+    planted = (
+        "import os, zlib\n"
+        f"store = os.environ.get('GIT_OBJECT_DIRECTORY', {common!r})\n"
+        f"os.makedirs(os.path.join(store, {blob[:2]!r}), exist_ok=True)\n"
+        f"with open(os.path.join(store, {blob[:2]!r}, {blob[2:]!r}), 'wb') as f:\n"
+        "    f.write(zlib.compress(b'blob 6\\0owned!'))\n"
+    )
+    with_filter(worktree, planted)
+    ar_git.worktree_git(worktree, "add", "calc.py")
+    (worktree / ".gitattributes").unlink()
+    ar_git.worktree_git(worktree, "add", "-A")
+    ar_git.commit_index(worktree, "the filter ran")
+    (worktree / "calc.py").write_bytes(coming)
+    made = ar_git.commit_all(worktree, "X is 3")
+    assert made is not None
+    assert git(target, "cat-file", "blob", f"{made}:calc.py") == coming.decode().strip()
+    assert git(target, "fsck", "--no-dangling", "--no-progress") == ""
+
+
+def test_a_large_file_git_packs_in_the_box_reaches_the_repository(target, worktree):
+    # Above core.bigFileThreshold, `git add` streams the file into a pack of its own.
+    git(target, "config", "core.bigFileThreshold", "100")
+    (worktree / "big.bin").write_bytes(bytes(range(256)) * 8)
+    made = ar_git.commit_all(worktree, "a large file")
+    assert made is not None
+    packs = list((ar_git.common_dir(worktree) / "objects" / "pack").glob("*.pack"))
+    assert packs
+    assert git(target, "cat-file", "-s", f"{made}:big.bin") == "2048"
+    assert git(target, "fsck", "--no-dangling", "--no-progress") == ""
