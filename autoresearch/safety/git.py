@@ -818,8 +818,15 @@ def _link_into(path: str, folder: str, name: str) -> None:
     replaces one: another session may have written the same object meanwhile)."""
     with contextlib.suppress(FileExistsError):
         os.mkdir(folder)
-    with contextlib.suppress(FileExistsError):
-        os.link(path, _joined(folder, name))
+    target = _joined(folder, name)
+    try:
+        os.link(path, target)
+    except FileExistsError:
+        pass
+    except OSError:
+        # A file system without hard links: renamed, where no file of the name is yet.
+        if not os.path.lexists(target):
+            os.rename(path, target)
 
 
 def _remove(path: str) -> None:

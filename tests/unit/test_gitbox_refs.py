@@ -509,9 +509,15 @@ def test_a_call_killed_in_the_box_leaves_a_worktree_the_next_reset_puts_on_its_b
 # repository after the call, each one checked against its name.
 
 
+@pytest.mark.parametrize("confinement", ["box", "bwrap"])
 def test_a_filter_one_session_runs_cannot_remove_or_rewrite_another_sessions_objects(
-    target, worktree, other
+    target, worktree, other, confinement, monkeypatch
 ):
+    if confinement == "bwrap":
+        if not jails.probe().works:
+            pytest.skip("bubblewrap cannot run here")
+        monkeypatch.setattr(gitbox, "usable", lambda: None)
+        ar_git._jail_prefix.cache_clear()
     theirs = ar_git.head(other)
     loose = ar_git.common_dir(worktree) / "objects" / theirs[:2] / theirs[2:]
     assert loose.is_file()
