@@ -670,7 +670,7 @@ def _on_detached_head(
     store = _Store.of(env)
     boxed_env = env | store.env() if store is not None else env
     if not any(_writes_refs(call) for call in calls):
-        return _head_kept(cmd, boxed_env, run, store)
+        return _head_kept(cmd, env, run, store)
     held = _detach(env)
     try:
         done = _run_in_box(cmd, boxed_env, **run)
@@ -701,7 +701,7 @@ def _head_kept(
     admin = env.get("GIT_DIR") if env.get("GIT_WORK_TREE") else None
     before = _text(_joined(admin, "HEAD")) if admin else None
     try:
-        return _run_in_box(cmd, env, **run)
+        return _run_in_box(cmd, env | store.env() if store is not None else env, **run)
     finally:
         _take_objects(store, env)
         if admin and before and before.startswith("ref: "):
@@ -727,9 +727,7 @@ class _Store:
         if common == admin:
             return None
         own = _joined(admin, OWN_OBJECTS)
-        if not os.path.isdir(own):  # a stat: a tenth of what a mkdir that fails costs
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(own)
+        _own_folder(own)
         return _Store(own, _joined(common, "objects"))
 
     def env(self) -> dict[str, str]:
@@ -742,13 +740,9 @@ def _take_objects(store: _Store | None, env: dict[str, str]) -> None:
     hashes to its name, a pack once `git verify-pack` (which runs no program) checked every
     object in it. Whatever else is there (a file that does not hash to its name, an
     `info/alternates`, git's temporary files) is removed, never kept."""
-    if store is None:
-        return
-    try:
-        entries = list(os.scandir(store.own))
-    except FileNotFoundError:
-        return
-    for entry in entries:
+    if store is None or not _own_folder(store.own):
+        return  # (a link, now gone, or no folder: nothing of it is read)
+    for entry in list(os.scandir(store.own)):
         if entry.is_dir(follow_symlinks=False) and _FAN_OUT.fullmatch(entry.name):
             for one in os.scandir(entry.path):
                 name = entry.name + one.name
@@ -764,6 +758,21 @@ def _take_objects(store: _Store | None, env: dict[str, str]) -> None:
 
 
 _FAN_OUT = re.compile(r"[0-9a-f]{2}")
+
+
+def _own_folder(own: str) -> bool:
+    """Whether `own` was a folder (not a link to one: a program in the box could point it at
+    the repository's objects/, whose files the harness would then take out); made a folder
+    where it was not. One lstat where all is well."""
+    try:
+        if stat.S_ISDIR(os.lstat(own).st_mode):
+            return True
+        os.unlink(own)
+    except FileNotFoundError:
+        pass
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(own)
+    return False
 
 
 def _hashes_to(path: str, name: str) -> bool:

@@ -572,3 +572,27 @@ def test_a_large_file_git_packs_in_the_box_reaches_the_repository(target, worktr
     assert packs
     assert git(target, "cat-file", "-s", f"{made}:big.bin") == "2048"
     assert git(target, "fsck", "--no-dangling", "--no-progress") == ""
+
+
+def test_a_folder_of_objects_a_filter_turns_into_a_link_takes_nothing_from_the_repository(
+    target, worktree, other
+):
+    # The worktree's own objects' folder lies in a folder the box may write: a link there to
+    # the repository's objects/ must not make the harness, moving objects in after the
+    # call, take the repository's own out.
+    theirs = ar_git.head(other)
+    admin = ar_git.worktree_admin(worktree)
+    assert admin is not None
+    own = admin / ar_git.OWN_OBJECTS
+    shared = ar_git.common_dir(worktree) / "objects"
+    forged = (
+        f"import os, shutil\nshutil.rmtree({str(own)!r}, ignore_errors=True)\n"
+        f"os.symlink({str(shared)!r}, {str(own)!r})"
+    )
+    with_filter(worktree, once(forged, worktree / "fired"))
+    ar_git.worktree_proc(worktree, "add", "calc.py")  # git may not write through the link
+    assert (shared / theirs[:2] / theirs[2:]).is_file()
+    assert git(target, "fsck", "--no-dangling", "--no-progress") == ""
+    assert own.is_dir() and not own.is_symlink()
+    ar_git.worktree_git(worktree, "add", "calc.py")
+    assert ar_git.commit_index(worktree, "the session goes on")
