@@ -108,10 +108,12 @@ def count_git(root: Path, cycles: int) -> tuple[Counter, int, int, int]:
             jails += " git -C " in line
             for part in line.split(" git -C ")[1:]:
                 calls[_subcommand("-C " + part.split(" && ")[0])] += 1
-        inside = tmp / "target/.git" / CONFINED_LOG
-        if not inside.is_file():  # the box writes objects/ of the common directory only
-            inside = tmp / "target/.git/objects" / CONFINED_LOG
-        boxed = inside.read_text().splitlines() if inside.is_file() else []
+        common = tmp / "target/.git"
+        # Each worktree's own git directory (the box writes nothing else of the common one
+        # since it grants no ref nor object); older checkouts: the top, or objects/.
+        places = [*sorted(common.glob(f"worktrees/*/{CONFINED_LOG}")), common / CONFINED_LOG]
+        places.append(common / "objects" / CONFINED_LOG)
+        boxed = [line for p in places if p.is_file() for line in p.read_text().splitlines()]
         boxes = set()
         for line in boxed:
             # "box=<the launcher's pid> <git's arguments>": a batch's calls share a box.
@@ -121,24 +123,26 @@ def count_git(root: Path, cycles: int) -> tuple[Counter, int, int, int]:
         return calls, jails, len(boxed), len(boxes)
 
 
-# Where a git in the Landlock box logs itself: the common git directory's top where it may
-# write it (older checkouts), else its objects/ folder (git reads only the two-digit
-# folders and pack/ and info/ there).
+# Where a git in the Landlock box logs itself: its worktree's own git directory ($GIT_DIR,
+# which every box may write; a worktree removed before the session ends takes its lines
+# with it, on both sides alike), else the common directory's top, else its objects/ folder
+# (git reads only the two-digit folders and pack/ and info/ there).
 CONFINED_LOG = "bench-boxed-git.log"
 
 
 def counting_git(folder: Path, log: Path) -> None:
     """`logging_git`, whose git in the Landlock box, which may not write `log`, logs itself
-    in the common git directory ($GIT_DIR/../..: the harness binds every confined call to
-    its worktree). One in a bwrap jail (which shows /proc; the box does not) logs nothing:
-    its jail's line names it."""
+    in its worktree's git directory (the harness binds every confined call to its worktree
+    with GIT_DIR), or in the common one ($GIT_DIR/../..). One in a bwrap jail (which shows
+    /proc; the box does not) logs nothing: its jail's line names it."""
     logging_git(folder, log)
     real = shutil.which("git", path=os.environ["PATH"])
     # (Opened, not tested with `-r`: Landlock answers access() by the file's mode only.)
     shown = "cat /proc/self/stat >/dev/null 2>&1"
     common = '"$GIT_DIR/../.."'
     said = '"box=$PPID $*"'  # the shell is the launcher's child, then execs git
-    boxed = f"{shown} || echo {said} 2>/dev/null >> {common}/{CONFINED_LOG}"
+    boxed = f'{shown} || echo {said} 2>/dev/null >> "$GIT_DIR/{CONFINED_LOG}"'
+    boxed += f" || echo {said} 2>/dev/null >> {common}/{CONFINED_LOG}"
     boxed += f" || echo {said} >> {common}/objects/{CONFINED_LOG}"
     line = f'echo "$*" >> {log} 2>/dev/null || {{ {boxed}; }}'
     (folder / "git").write_text(f'#!/bin/sh\n{line}\nexec {real} "$@"\n')

@@ -18,9 +18,11 @@ fsmonitor, no external diff or textconv, no submodule recursion (docs/safety.md)
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import functools
+import hashlib
 import json
 import os
 import re
@@ -31,6 +33,7 @@ import stat
 import subprocess
 import tempfile
 import threading
+import zlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -135,10 +138,13 @@ def argv(path: Path | str, *args: str) -> list[str]:
 
 # Subcommands that read or write the files of the worktree, where a filter or any program a
 # repository brought could run: on a session worktree they run inside a jail (CONFINED).
+# `commit` too: it refreshes the index first, and a file changed within the index's own
+# second is read again, through the clean filter the repository's config names.
 TOUCHES_FILES = frozenset(
     {
         "status", "diff", "diff-index", "diff-files", "add", "checkout", "checkout-index",
         "reset", "clean", "stash", "cherry-pick", "revert", "apply", "rm", "update-index",
+        "commit",
     }
 )  # fmt: skip
 # Whether harness git on a session worktree runs confined (the Landlock box, else bwrap
@@ -187,7 +193,6 @@ def _boxed(
     work, admin = env.get("GIT_WORK_TREE"), env.get("GIT_DIR")
     if not work or not admin or gitbox.usable() is None:
         return None
-    _remake_owned(admin)
     index = env.get("GIT_INDEX_FILE")
     index_dir = str(Path(index).parent) if index else ""
     line = _box_prefix(work, admin, index_dir, env.get("HOME", ""), env.get("PATH", ""))
@@ -224,55 +229,37 @@ def _common_of(admin: Path) -> Path:
 
 
 # What the harness's confined calls (TOUCHES_FILES) write in the common git directory, which
-# for a session worktree is the user's own `.git`: objects, and the harness's own branches
-# and their logs, never another ref (the user's branches and tags, refs/replace/, which
-# would change what they name) nor anything at the top (config, packed-refs, the main
-# checkout's index and HEAD) or in hooks/ or info/: what is written there runs, or selects
-# what runs, the next time the user's own git runs, unconfined. A right on a folder covers
-# all below it, so the common directory itself is only read. No confined call deletes a
-# ref (that would take packed-refs.lock at the top) nor stashes (refs/stash): the harness
-# does both outside the box, with commands that run no program. The worktree's own
-# directory (worktrees/<id>) holds its HEAD, index, ORIG_HEAD, reflog and a cherry-pick's
-# state: writable whole, and its HEAD checked before every call (`_check_head`).
+# for a session worktree is the user's own `.git`: nothing. Not a ref: every session's
+# branch lies under refs/heads/autoresearch/, and a right on a folder covers all below it,
+# so a program one session's git ran (a filter) could move another session's branch; in a
+# reftable repository all refs are one store. So a confined call runs on a detached HEAD,
+# which lies in the worktree's own directory (worktrees/<id>, with its index, ORIG_HEAD,
+# reflog and a revert's state: writable whole, its HEAD checked before every call,
+# `_check_head`), and the harness moves the branch itself afterwards, outside any box, by
+# `update-ref` from the tip the call started at (`_on_detached_head`). Not objects/ either,
+# which holds every session's commits and the user's own: such a program could remove one,
+# or plant a file under the name of content the harness commits next (git writes no object
+# it has). A confined git writes its objects to a folder of the worktree's own
+# (OWN_OBJECTS, GIT_OBJECT_DIRECTORY; the repository's objects/ its alternate, read-only),
+# and the harness moves each into objects/ after the call, checked against its name
+# (`_take_objects`). Nothing at the top (config, packed-refs, the main checkout's index and
+# HEAD) nor in hooks/ or info/ either: what is written there runs, or selects what runs,
+# the next time the user's own git runs, unconfined.
+COMMON_WRITABLE: tuple[str, ...] = ()
+# The folder, in the worktree's administrative directory, where its confined git writes.
+OWN_OBJECTS = "autoresearch-objects"
+# The harness's own branches: the only ones a worktree of ours may hold (`_check_head`).
 OWNED_REFS = "refs/heads/autoresearch"
-COMMON_WRITABLE = ("objects", OWNED_REFS, f"logs/{OWNED_REFS}")
+# Subcommands in which git may update HEAD, and so the branch it names (`_writes_refs`).
+MOVES_HEAD = frozenset({"commit", "reset", "revert", "cherry-pick", "checkout"})
 
 
 def git_writable(admin: Path, common: Path) -> list[Path]:
     """The git directories a confined call on the worktree of `admin` may change: its
-    administrative directory and COMMON_WRITABLE's folders of `common` (made here, outside
-    any confinement, where a repository has none yet: a rule needs a folder that exists,
-    and git makes logs/ on a first reflog, which it could not inside)."""
-    folders = [common / name for name in COMMON_WRITABLE if _made(common / name)]
-    if (common / "reftable").is_dir():
-        # Refs as a reftable (git 2.45): one stack of tables for all of them, so every ref
-        # stays writable there (docs/safety.md says so).
-        folders.append(common / "reftable")
+    administrative directory (its objects' folder, OWN_OBJECTS, within) and
+    COMMON_WRITABLE's folders of `common`."""
+    folders = [common / name for name in COMMON_WRITABLE if (common / name).is_dir()]
     return [admin, *folders] if admin != common else [common]
-
-
-def _made(folder: Path) -> bool:
-    """Whether `folder` is there, made if it was not (False: a file is in its way, such as
-    a branch named `autoresearch` itself, below which no branch can live)."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return False
-    return True
-
-
-@functools.lru_cache(maxsize=64)
-def _owned_folders(admin: str) -> tuple[Path, ...]:
-    common = _common_of(Path(admin))
-    return tuple(common / name for name in COMMON_WRITABLE)
-
-
-def _remake_owned(admin: str) -> None:
-    """COMMON_WRITABLE's folders made again before a call whose confinement was built
-    earlier (a cached line): the user's `git pack-refs` or gc removes the emptied folders
-    of refs/, and a rule on a folder that is gone grants nothing."""
-    for folder in _owned_folders(admin):
-        _made(folder)
 
 
 def boxed(cmd: list[str]) -> bool:
@@ -316,7 +303,6 @@ def _jailed_script(
     work, admin = env.get("GIT_WORK_TREE"), env.get("GIT_DIR")
     if not work or not admin:
         return None
-    _remake_owned(admin)
     index = env.get("GIT_INDEX_FILE")
     # A file a call names outside the worktree (the patch `apply` reads) is shown read-only.
     named = tuple(
@@ -384,9 +370,7 @@ def worktree_batch(
     if boxed is not None and len(calls) > gitbox.MAX_BATCH:
         return _calls_in_a_row(worktree, calls, env, may_fail)
     if boxed is not None:
-        return subprocess.run(
-            boxed, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env
-        )
+        return _on_detached_head(boxed, calls, env, text=True)
 
     def script(cmds: list[list[str]], work: str) -> str:
         steps = []
@@ -399,7 +383,7 @@ def worktree_batch(
 
     jailed = _jailed_script(cmds, list(calls), env, script)
     if jailed is not None:
-        return _run_counted(jailed, env, text=True)
+        return _on_detached_head(jailed, calls, env, text=True)
     return _calls_in_a_row(worktree, calls, env, may_fail)
 
 
@@ -539,8 +523,8 @@ def _run(
 ) -> subprocess.CompletedProcess[str]:
     plain = argv(path, *args)
     cmd = confined(plain, args, env)
-    if cmd is not plain and stdin is None and not boxed(cmd):
-        proc = _run_counted(cmd, env, text=True)
+    if cmd is not plain:
+        proc = _on_detached_head(cmd, (args,), env, text=True, stdin=stdin)
     else:
         proc = subprocess.run(
             cmd,
@@ -570,14 +554,37 @@ def raw(path: Path | str, *args: str, timeout: float | None = None) -> subproces
     env = _bound(path) if _has_record(path) else environment(path)
     plain = argv(path, *args)
     cmd = confined(plain, args, env)
-    if cmd is not plain and not boxed(cmd):
-        return _run_counted(cmd, env, text=False, timeout=timeout)
-    if boxed(cmd) and timeout is not None:
-        return _run_box(cmd, env, timeout)
+    if cmd is not plain:
+        return _on_detached_head(cmd, (args,), env, text=False, timeout=timeout)
     return subprocess.run(
         cmd,
         capture_output=True,
         stdin=subprocess.DEVNULL,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def _run_in_box(
+    cmd: list[str],
+    env: dict[str, str],
+    *,
+    text: bool,
+    stdin: str | None = None,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess:
+    """A confined command line run: in the bwrap jail with its CPU counted (`_run_counted`),
+    in the Landlock box past a time limit by telling it to end (`_run_box`), else as it is."""
+    if not boxed(cmd) and stdin is None:
+        return _run_counted(cmd, env, text=text, timeout=timeout)
+    if boxed(cmd) and timeout is not None and stdin is None and not text:
+        return _run_box(cmd, env, timeout)
+    return subprocess.run(
+        cmd,
+        capture_output=True,
+        text=text,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
         env=env,
         timeout=timeout,
     )
@@ -627,6 +634,327 @@ def _run_counted(
     if seconds is not None:
         commands.jailed_cpu.add(seconds)
     return proc
+
+
+# -- a confined call never writes a branch -------------------------------------------------
+# The box grants no ref (COMMON_WRITABLE): a confined call on a worktree that holds a branch
+# runs with its HEAD detached at the branch's tip, and what the call moved HEAD to (a reset,
+# a revert's commit) goes to the branch afterwards, outside the box, by `update-ref <ref>
+# <new> <old>`, which runs no program and fails where the branch moved meanwhile. Then HEAD
+# names the branch again: between calls the worktree holds it as git made it (the user's
+# `git worktree list`, a checkout of it refused elsewhere). HEAD is written as git writes
+# it, through HEAD.lock, by us: two processes a call otherwise.
+
+_HEX = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Held:
+    """A worktree's branch while a confined call runs on its detached HEAD: `admin` its
+    administrative directory, `ref` the branch (refs/heads/...), `tip` its commit then."""
+
+    admin: str
+    ref: str
+    tip: str
+
+
+def _on_detached_head(
+    cmd: list[str], calls: tuple[tuple[str, ...], ...], env: dict[str, str], **run
+) -> subprocess.CompletedProcess:
+    """The confined command line `cmd` of `calls`, run (`_run_in_box`) with the worktree's
+    own objects' folder (`_Store`), whose objects then go to the repository: on the
+    worktree's detached HEAD where a call updates refs itself (`_writes_refs`), the branch
+    moved after it to where it left HEAD; else as it is, and a HEAD a program in the box
+    changed is put back (two writes of HEAD a call saved: each a rename, a millisecond on
+    ext4)."""
+    store = _Store.of(env)
+    boxed_env = env | store.env() if store is not None else env
+    if not any(_writes_refs(call) for call in calls):
+        return _head_kept(cmd, env, run, store)
+    held = _detach(env)
+    try:
+        done = _run_in_box(cmd, boxed_env, **run)
+    except BaseException:
+        _take_objects(store, env)
+        if held is not None:
+            _write_head(held.admin, f"ref: {held.ref}\n")  # a call cut short moves nothing
+        raise
+    _take_objects(store, env)
+    if held is not None:
+        _reattach(held, env)
+    return done
+
+
+def _writes_refs(call: tuple[str, ...]) -> bool:
+    """Whether git itself updates HEAD, and so the branch it names, in `call`: a commit, a
+    reset (to HEAD too), a revert, a cherry-pick, a checkout of a commit (not of paths)."""
+    if not call or call[0] not in MOVES_HEAD:
+        return False
+    return call[0] != "checkout" or "--" not in call
+
+
+def _head_kept(
+    cmd: list[str], env: dict[str, str], run: dict, store: _Store | None
+) -> subprocess.CompletedProcess:
+    """`cmd` run as it is, on a worktree whose HEAD no call of it moves; HEAD put back where
+    a program in the box changed it (to name main, say: the next call would refuse it)."""
+    admin = env.get("GIT_DIR") if env.get("GIT_WORK_TREE") else None
+    before = _text(_joined(admin, "HEAD")) if admin else None
+    try:
+        return _run_in_box(cmd, env | store.env() if store is not None else env, **run)
+    finally:
+        _take_objects(store, env)
+        if admin and before and before.startswith("ref: "):
+            if _text(_joined(admin, "HEAD")) != before:
+                _write_head(admin, before + "\n")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Store:
+    """Where a confined call on a worktree writes objects (`own`, in its administrative
+    directory) and the repository's objects it reads (`shared`, the common objects/)."""
+
+    own: str
+    shared: str
+
+    @staticmethod
+    def of(env: dict[str, str]) -> _Store | None:
+        """The store of the linked worktree `env` binds a call to; None for another call."""
+        admin, work = env.get("GIT_DIR"), env.get("GIT_WORK_TREE")
+        if not admin or not work:
+            return None
+        common = _common_at(admin, None)
+        if common == admin:
+            return None
+        own = _joined(admin, OWN_OBJECTS)
+        _own_folder(own)
+        return _Store(own, _joined(common, "objects"))
+
+    def env(self) -> dict[str, str]:
+        return {"GIT_OBJECT_DIRECTORY": self.own, "GIT_ALTERNATE_OBJECT_DIRECTORIES": self.shared}
+
+
+def _take_objects(store: _Store | None, env: dict[str, str]) -> None:
+    """Every object a confined call wrote to the worktree's own folder moved into the
+    repository's objects/, where none of that name is yet: a loose object once its content
+    hashes to its name, a pack once `git verify-pack` (which runs no program) checked every
+    object in it. Whatever else is there (a file that does not hash to its name, an
+    `info/alternates`, git's temporary files) is removed, never kept."""
+    if store is None or not _own_folder(store.own):
+        return  # (a link, now gone, or no folder: nothing of it is read)
+    for entry in list(os.scandir(store.own)):
+        if entry.is_dir(follow_symlinks=False) and _FAN_OUT.fullmatch(entry.name):
+            for one in os.scandir(entry.path):
+                name = entry.name + one.name
+                if _HEX.fullmatch(name) and _hashes_to(one.path, name):
+                    _link_into(one.path, _joined(store.shared, entry.name), one.name)
+                _remove(one.path)
+            _remove(entry.path)
+        elif entry.is_dir(follow_symlinks=False) and entry.name == "pack":
+            _take_packs(entry.path, _joined(store.shared, "pack"), env)
+            _remove(entry.path)
+        else:
+            _remove(entry.path)
+
+
+_FAN_OUT = re.compile(r"[0-9a-f]{2}")
+
+
+def _own_folder(own: str) -> bool:
+    """Whether `own` was a folder (not a link to one: a program in the box could point it at
+    the repository's objects/, whose files the harness would then take out); made a folder
+    where it was not. One lstat where all is well."""
+    try:
+        if stat.S_ISDIR(os.lstat(own).st_mode):
+            return True
+        os.unlink(own)
+    except FileNotFoundError:
+        pass
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(own)
+    return False
+
+
+def _hashes_to(path: str, name: str) -> bool:
+    """Whether the loose object file `path` (a regular file, not a link) holds the object
+    `name`: its content, inflated, hashes to it (SHA-1, or SHA-256 for a 64-digit name)."""
+    digest = hashlib.sha1() if len(name) == 40 else hashlib.sha256()
+    inflate = zlib.decompressobj()
+    try:
+        fd = os.open(path, _READ | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        while chunk := os.read(fd, 1 << 16):
+            while chunk:  # inflated a megabyte at a time: a small file may inflate to a lot
+                digest.update(inflate.decompress(chunk, 1 << 20))
+                chunk = inflate.unconsumed_tail
+        digest.update(inflate.flush())
+    except (OSError, zlib.error):
+        return False
+    finally:
+        os.close(fd)
+    return inflate.eof and not inflate.unused_data and digest.hexdigest() == name
+
+
+def _take_packs(folder: str, shared: str, env: dict[str, str]) -> None:
+    """The packs a confined call wrote (`git add` streams a file above
+    core.bigFileThreshold into one), each moved into `shared` once verified whole."""
+    for entry in os.scandir(folder):
+        if not entry.name.endswith(".idx") or not entry.is_file(follow_symlinks=False):
+            continue
+        stem = entry.path[: -len(".idx")]
+        pack = stem + ".pack"
+        if not os.path.isfile(pack) or os.path.islink(pack):
+            continue
+        check = subprocess.run(
+            argv(env["GIT_WORK_TREE"], "verify-pack", entry.path),
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        if check.returncode == 0:
+            # The pack first, then its index: git reads a pack only through its index.
+            _link_into(pack, shared, os.path.basename(pack))
+            _link_into(entry.path, shared, entry.name)
+    for entry in os.scandir(folder):
+        _remove(entry.path)
+
+
+def _link_into(path: str, folder: str, name: str) -> None:
+    """`path` also at `folder`/`name`, unless a file of that name is there (a link never
+    replaces one: another session may have written the same object meanwhile)."""
+    target = _joined(folder, name)
+    try:
+        try:
+            os.link(path, target)
+        except FileNotFoundError:  # the first object of its two digits here
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(folder)
+            os.link(path, target)
+    except FileExistsError:
+        pass
+    except OSError:
+        # A file system without hard links: renamed, where no file of the name is yet.
+        if not os.path.lexists(target):
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(path, target)
+
+
+def _remove(path: str) -> None:
+    """A file or folder of the worktree's own objects' folder, gone."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _detach(env: dict[str, str]) -> _Held | None:
+    """HEAD of the worktree `env` is bound to, detached at its branch's tip; None where it
+    holds no branch (a lane's, the baseline's) or the call is bound to no worktree."""
+    admin, work = env.get("GIT_DIR"), env.get("GIT_WORK_TREE")
+    if not admin or not work:
+        return None
+    text = _text(_joined(admin, "HEAD"))
+    if text is None or not text.startswith("ref: "):
+        return None
+    ref = text[len("ref: ") :].strip()
+    tip = _tip(_common_at(admin, None), ref)
+    if tip is None:
+        raise GitError(
+            f"{work}: its branch {ref} names no commit (its ref file is missing or is no "
+            "commit id); refusing to run git there. Put back the commit it held, then rerun"
+        )
+    _write_head(admin, tip + "\n")
+    return _Held(admin, ref, tip)
+
+
+def _reattach(held: _Held, env: dict[str, str]) -> None:
+    """The branch moved to where the call left HEAD, then HEAD named the branch again.
+    GitError, the branch left alone, where it no longer is at the tip the call started
+    from."""
+    now = _text(_joined(held.admin, "HEAD"))
+    failed = None
+    if now is not None and now != held.tip and _HEX.fullmatch(now):
+        message = _last_reflog_message(held.admin, now) or "autoresearch: moved in the box"
+        update = ("update-ref", "-m", message, held.ref, now, held.tip)
+        done = subprocess.run(
+            argv(env["GIT_WORK_TREE"], *update),
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        if done.returncode != 0:
+            failed = GitError(
+                f"{held.ref} moved while the harness's git ran in {env['GIT_WORK_TREE']} (it "
+                f"was at {held.tip[:12]}); left where it is, {now[:12]} not applied: "
+                f"{done.stderr.strip()}"
+            )
+    _write_head(held.admin, f"ref: {held.ref}\n")
+    if failed is not None:
+        raise failed
+
+
+def _tip(common: str, ref: str) -> str | None:
+    """The commit id `ref` names in the common directory `common`: its loose file (never
+    followed as a link), else its line in packed-refs; None when neither names one."""
+    try:
+        text = _read(_joined(common, ref), flags=os.O_NOFOLLOW).decode().strip()
+    except (OSError, UnicodeError):
+        text = None
+    if text is not None:
+        return text if _HEX.fullmatch(text) else None
+    try:
+        packed = _read(_joined(common, "packed-refs")).decode()
+    except (OSError, UnicodeError):
+        return None
+    for line in packed.splitlines():
+        sha, _, name = line.partition(" ")
+        if name == ref and _HEX.fullmatch(sha):
+            return sha
+    return None
+
+
+def _write_head(admin: str, text: str) -> None:
+    """The worktree's HEAD replaced by `text` as git replaces it: written whole to HEAD.lock,
+    which no other process may hold meanwhile, then renamed over HEAD."""
+    lock = _joined(admin, "HEAD.lock")
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    except FileExistsError:
+        raise GitError(
+            f"{lock} exists: a git is working on this worktree, or one was killed; remove "
+            "it once none is, then rerun"
+        ) from None
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+    os.replace(lock, _joined(admin, "HEAD"))
+
+
+def _last_reflog_message(admin: str, sha: str) -> str | None:
+    """What git said of its last move of the worktree's HEAD (`reset: moving to ...`), where
+    that move went to `sha`: the branch's reflog says the same."""
+    try:
+        fd = os.open(_joined(admin, "logs/HEAD"), _READ)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        tail = os.pread(fd, 4096, max(0, size - 4096)).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+    last = tail.rstrip("\n").rpartition("\n")[2]
+    head, _, message = last.partition("\t")
+    words = head.split()
+    return message if len(words) > 1 and words[1] == sha and message else None
 
 
 def is_repo(path: Path) -> bool:
@@ -809,6 +1137,14 @@ def _check_head(worktree: Path, admin: str, recorded: str | None, admin_fd: int)
     text = _text("HEAD", admin_fd)
     symbolic = text[len("ref: ") :].strip() if text and text.startswith("ref: ") else None
     if symbolic is None:
+        if recorded:
+            # Detached where the worktree holds a branch: left so by a confined call that
+            # never ended (the harness killed in it). The branch, moved only outside the
+            # box, is where the harness left it: HEAD names it again. Not while a HEAD.lock
+            # is there (a git killed with it, which clear_stale_lock removes next): no git
+            # moves HEAD without taking it, so nothing is lost meanwhile.
+            with contextlib.suppress(GitError):
+                _write_head(admin, f"ref: {recorded}\n")
         return  # a commit id: what the harness does there moves no ref
     if recorded is None and not symbolic.startswith(OWNED_REFS + "/"):
         held = f"a branch under {OWNED_REFS}/, the only ones the harness's git may move"
@@ -964,10 +1300,12 @@ def _checked(worktree: Path, *, ours: bool = False) -> _Checked:
                 os.close(fd)
 
 
-def _common_at(admin: str, admin_fd: int) -> str:
-    """`_common_of(admin)` as a string, its `commondir` read in the open folder: git's own
-    `../..` needs no resolving, `admin` having its links resolved already."""
-    text = _text("commondir", admin_fd)
+def _common_at(admin: str, admin_fd: int | None) -> str:
+    """`_common_of(admin)` as a string, its `commondir` read in the open folder (None: by
+    name): git's own `../..` needs no resolving, `admin` having its links resolved already."""
+    text = (
+        _text("commondir", admin_fd) if admin_fd is not None else _text(_joined(admin, "commondir"))
+    )
     if text is None:
         return admin
     if text == "../..":
@@ -1650,7 +1988,7 @@ def commit_index(worktree: Path, message: str, *, changed: bool = False) -> str 
     if not changed and worktree_proc(worktree, "diff", "--cached", "--quiet").returncode == 0:
         return None
     worktree_git(worktree, "commit", "-q", "--no-verify", "-m", message)
-    return worktree_git(worktree, "rev-parse", "HEAD")
+    return _committed(worktree)
 
 
 def commit_like(worktree: Path, original: str, message: Callable[[str], str]) -> str | None:
@@ -1676,7 +2014,20 @@ def commit_like(worktree: Path, original: str, message: Callable[[str], str]) ->
     # --cleanup=verbatim: the message as given (git would take a `#` line for a comment).
     said = message(text.rstrip("\n"))
     _run(worktree, ("commit", "-q", "--no-verify", "--cleanup=verbatim", "-m", said), env)
-    return head(worktree)
+    return _committed(worktree)
+
+
+def _committed(worktree: Path) -> str:
+    """The commit HEAD names just after the harness's commit, read from the files the
+    commit wrote (the worktree's HEAD, its branch's ref, checked as every call checks
+    them): one git process a commit fewer. `git rev-parse` where they name none."""
+    admin = worktree_admin(worktree)
+    text = _text(_joined(str(admin), "HEAD")) if admin is not None else None
+    if text is not None and text.startswith("ref: "):
+        text = _tip(_common_at(str(admin), None), text[len("ref: ") :].strip())
+    if text is not None and _HEX.fullmatch(text):
+        return text
+    return worktree_git(worktree, "rev-parse", "HEAD")
 
 
 def commit_all(worktree: Path, message: str) -> str | None:
@@ -1688,7 +2039,7 @@ def commit_all(worktree: Path, message: str) -> str | None:
 def commit_empty(worktree: Path, message: str) -> str:
     """A commit that changes no file (a marker, such as an experiment's baseline); its id."""
     worktree_git(worktree, "commit", "-q", "--allow-empty", "--no-verify", "-m", message)
-    return head(worktree)
+    return _committed(worktree)
 
 
 def commit_patch(worktree: Path, start: str, patch: Path, message: str) -> str | None:

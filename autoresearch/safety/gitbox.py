@@ -5,10 +5,11 @@ boxes built side by side (sessions, cluster jobs) cannot disturb each other, and
 costs a fork and two execs, no more.
 
 What a boxed git, and every program it starts (a filter a repository brought), may do:
-open the worktree, its git directories, a throwaway index's folder and a HOME and TMPDIR
-of its own for reading and writing; read and execute the system's programs
-and libraries (`SYSTEM_READ`), a few files of /etc (`ETC_READ`), the PATH's folders and
-the files a call names; nothing else, whatever a file's mode and whatever capabilities
+open the worktree, its own git directory (never the common one: no ref, no object, see
+safety/git.py's COMMON_WRITABLE), a throwaway index's folder and a HOME and TMPDIR of its
+own for reading and writing; read the common git directory; read and execute the system's
+programs and libraries (`SYSTEM_READ`), a few files of /etc (`ETC_READ`), the PATH's
+folders and the files a call names; nothing else, whatever a file's mode and whatever capabilities
 root keeps. No socket of any family, no TCP, no signal to a process outside the box
 (docs/safety.md, "The harness's git")."""
 

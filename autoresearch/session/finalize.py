@@ -401,8 +401,8 @@ def delete_branch(target: Path, branch: str, expected: str | None) -> bool:
     if f"branch refs/heads/{branch}" in worktrees:
         return False
     ref = f"refs/heads/{branch}"
-    # --no-deref: a branch of ours a boxed program turned into a symbolic ref (its folder is
-    # writable in the box) goes itself, never the ref it names (the user's main).
+    # --no-deref: a branch of ours turned into a symbolic ref (by anything outside the box,
+    # which writes no ref) goes itself, never the ref it names (the user's main).
     args = ["update-ref", "--no-deref", "-d", ref] + ([expected] if expected else [])
     return git.raw(target, *args).returncode == 0
 

@@ -227,11 +227,23 @@ def test_answers_about_fixed_commits_survive_a_cache_emptied_by_another_thread(
     assert ar_git.tree_of(worktree, end) == tree
 
 
-def test_the_branch_is_read_from_the_worktrees_own_head(worktree):
+def test_the_branch_is_read_from_the_worktrees_own_head(worktree, target, tmp_path):
     # (A HEAD moved to another branch than the worktree's own is refused: test_gitbox_refs.)
     assert ar_git.current_branch(worktree) == "autoresearch/s"
+    lane = tmp_path / "store" / "lane"
+    ar_git.add_detached_worktree(target, lane, ar_git.head(target))
+    assert ar_git.current_branch(lane) == "HEAD"
+
+
+def test_a_worktree_of_a_branch_left_detached_holds_its_branch_again(worktree):
+    # As a confined call killed midway leaves it (the box's git runs on a detached HEAD):
+    # the next look at the worktree puts its branch back, which only the harness moves.
+    tip = ar_git.head(worktree)
     git(worktree, "checkout", "-q", "--detach")
-    assert ar_git.current_branch(worktree) == "HEAD"
+    assert ar_git.current_branch(worktree) == "autoresearch/s"
+    admin = ar_git.worktree_admin(worktree)
+    assert admin is not None and (admin / "HEAD").read_text() == "ref: refs/heads/autoresearch/s\n"
+    assert ar_git.head(worktree) == tip
 
 
 def test_a_forged_git_file_is_refused_when_the_branch_is_asked(worktree, tmp_path):

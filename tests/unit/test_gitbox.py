@@ -107,14 +107,17 @@ def test_a_filter_writes_nowhere_but_the_worktree_and_git_directories(worktree, 
     common = ar_git.common_dir(worktree)
     outside = [record, tmp_path / "planted", Path(tempfile.gettempdir()) / "gitbox-planted"]
     outside.append(common / "planted")  # the common directory's top: read only
-    inside = common / "objects" / "inside"
+    outside.append(common / "objects" / "planted")  # every session's and the user's objects
+    admin = ar_git.worktree_admin(worktree)
+    assert admin is not None
+    inside = admin / "inside"  # the worktree's own git directory
     lines = [f"open({str(p)!r}, 'a').write('x')" for p in outside]
     program = "".join(attempt(line, seen) for line in lines)
     program += attempt(f"open({str(inside)!r}, 'w').write('x')", seen)
     before = record.read_text()
     with_filter(worktree, program)
     assert staged(worktree) == "calc.py"
-    assert seen.read_text().split("\n")[:-1] == ["refused 13"] * 4 + ["done"]
+    assert seen.read_text().split("\n")[:-1] == ["refused 13"] * 5 + ["done"]
     assert record.read_text() == before
     assert not (tmp_path / "planted").exists() and not (common / "planted").exists()
     assert not (Path(tempfile.gettempdir()) / "gitbox-planted").exists()
