@@ -22,7 +22,6 @@ import contextlib
 import dataclasses
 import errno
 import functools
-import hashlib
 import json
 import os
 import re
@@ -33,13 +32,12 @@ import stat
 import subprocess
 import tempfile
 import threading
-import zlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
 from autoresearch.errors import UserError
-from autoresearch.safety import child_env
+from autoresearch.safety import child_env, git_objects
 from autoresearch.session import files
 
 AUTHOR = ["-c", "user.name=autoresearch", "-c", "user.email=autoresearch@localhost"]
@@ -246,8 +244,7 @@ def _common_of(admin: Path) -> Path:
 # HEAD) nor in hooks/ or info/ either: what is written there runs, or selects what runs,
 # the next time the user's own git runs, unconfined.
 COMMON_WRITABLE: tuple[str, ...] = ()
-# The folder, in the worktree's administrative directory, where its confined git writes.
-OWN_OBJECTS = "autoresearch-objects"
+OWN_OBJECTS = git_objects.OWN_OBJECTS
 # The harness's own branches: the only ones a worktree of ours may hold (`_check_head`).
 OWNED_REFS = "refs/heads/autoresearch"
 # Subcommands in which git may update HEAD, and so the branch it names (`_writes_refs`).
@@ -662,12 +659,12 @@ def _on_detached_head(
     cmd: list[str], calls: tuple[tuple[str, ...], ...], env: dict[str, str], **run
 ) -> subprocess.CompletedProcess:
     """The confined command line `cmd` of `calls`, run (`_run_in_box`) with the worktree's
-    own objects' folder (`_Store`), whose objects then go to the repository: on the
+    own objects' folder (`git_objects.Store`), whose objects then go to the repository: on the
     worktree's detached HEAD where a call updates refs itself (`_writes_refs`), the branch
     moved after it to where it left HEAD; else as it is, and a HEAD a program in the box
     changed is put back (two writes of HEAD a call saved: each a rename, a millisecond on
     ext4)."""
-    store = _Store.of(env)
+    store = _store(env)
     boxed_env = env | store.env() if store is not None else env
     if not any(_writes_refs(call) for call in calls):
         return _head_kept(cmd, env, run, store)
@@ -694,7 +691,7 @@ def _writes_refs(call: tuple[str, ...]) -> bool:
 
 
 def _head_kept(
-    cmd: list[str], env: dict[str, str], run: dict, store: _Store | None
+    cmd: list[str], env: dict[str, str], run: dict, store: git_objects.Store | None
 ) -> subprocess.CompletedProcess:
     """`cmd` run as it is, on a worktree whose HEAD no call of it moves; HEAD put back where
     a program in the box changed it (to name main, say: the next call would refuse it)."""
@@ -709,149 +706,31 @@ def _head_kept(
                 _write_head(admin, before + "\n")
 
 
-@dataclasses.dataclass(frozen=True)
-class _Store:
-    """Where a confined call on a worktree writes objects (`own`, in its administrative
-    directory) and the repository's objects it reads (`shared`, the common objects/)."""
-
-    own: str
-    shared: str
-
-    @staticmethod
-    def of(env: dict[str, str]) -> _Store | None:
-        """The store of the linked worktree `env` binds a call to; None for another call."""
-        admin, work = env.get("GIT_DIR"), env.get("GIT_WORK_TREE")
-        if not admin or not work:
-            return None
-        common = _common_at(admin, None)
-        if common == admin:
-            return None
-        own = _joined(admin, OWN_OBJECTS)
-        _own_folder(own)
-        return _Store(own, _joined(common, "objects"))
-
-    def env(self) -> dict[str, str]:
-        return {"GIT_OBJECT_DIRECTORY": self.own, "GIT_ALTERNATE_OBJECT_DIRECTORIES": self.shared}
+def _store(env: dict[str, str]) -> git_objects.Store | None:
+    """Where the confined call `env` binds to a linked worktree writes its objects; None
+    for a call bound to no worktree or to a repository's own checkout."""
+    admin, work = env.get("GIT_DIR"), env.get("GIT_WORK_TREE")
+    if not admin or not work:
+        return None
+    return git_objects.Store.of(admin, _common_at(admin, None))
 
 
-def _take_objects(store: _Store | None, env: dict[str, str]) -> None:
-    """Every object a confined call wrote to the worktree's own folder moved into the
-    repository's objects/, where none of that name is yet: a loose object once its content
-    hashes to its name, a pack once `git verify-pack` (which runs no program) checked every
-    object in it. Whatever else is there (a file that does not hash to its name, an
-    `info/alternates`, git's temporary files) is removed, never kept."""
-    if store is None or not _own_folder(store.own):
-        return  # (a link, now gone, or no folder: nothing of it is read)
-    for entry in list(os.scandir(store.own)):
-        if entry.is_dir(follow_symlinks=False) and _FAN_OUT.fullmatch(entry.name):
-            for one in os.scandir(entry.path):
-                name = entry.name + one.name
-                if _HEX.fullmatch(name) and _hashes_to(one.path, name):
-                    _link_into(one.path, _joined(store.shared, entry.name), one.name)
-                _remove(one.path)
-            _remove(entry.path)
-        elif entry.is_dir(follow_symlinks=False) and entry.name == "pack":
-            _take_packs(entry.path, _joined(store.shared, "pack"), env)
-            _remove(entry.path)
-        else:
-            _remove(entry.path)
+def _take_objects(store: git_objects.Store | None, env: dict[str, str]) -> None:
+    """The objects a confined call wrote taken into the repository (`git_objects.take`); a
+    pack once `git verify-pack`, which runs no program, checked every object in it."""
+    if store is None:
+        return
 
-
-_FAN_OUT = re.compile(r"[0-9a-f]{2}")
-
-
-def _own_folder(own: str) -> bool:
-    """Whether `own` was a folder (not a link to one: a program in the box could point it at
-    the repository's objects/, whose files the harness would then take out); made a folder
-    where it was not. One lstat where all is well."""
-    try:
-        if stat.S_ISDIR(os.lstat(own).st_mode):
-            return True
-        os.unlink(own)
-    except FileNotFoundError:
-        pass
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(own)
-    return False
-
-
-def _hashes_to(path: str, name: str) -> bool:
-    """Whether the loose object file `path` (a regular file, not a link) holds the object
-    `name`: its content, inflated, hashes to it (SHA-1, or SHA-256 for a 64-digit name)."""
-    digest = hashlib.sha1() if len(name) == 40 else hashlib.sha256()
-    inflate = zlib.decompressobj()
-    try:
-        fd = os.open(path, _READ | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
-        while chunk := os.read(fd, 1 << 16):
-            while chunk:  # inflated a megabyte at a time: a small file may inflate to a lot
-                digest.update(inflate.decompress(chunk, 1 << 20))
-                chunk = inflate.unconsumed_tail
-        digest.update(inflate.flush())
-    except (OSError, zlib.error):
-        return False
-    finally:
-        os.close(fd)
-    return inflate.eof and not inflate.unused_data and digest.hexdigest() == name
-
-
-def _take_packs(folder: str, shared: str, env: dict[str, str]) -> None:
-    """The packs a confined call wrote (`git add` streams a file above
-    core.bigFileThreshold into one), each moved into `shared` once verified whole."""
-    for entry in os.scandir(folder):
-        if not entry.name.endswith(".idx") or not entry.is_file(follow_symlinks=False):
-            continue
-        stem = entry.path[: -len(".idx")]
-        pack = stem + ".pack"
-        if not os.path.isfile(pack) or os.path.islink(pack):
-            continue
+    def verified_pack(index: str) -> bool:
         check = subprocess.run(
-            argv(env["GIT_WORK_TREE"], "verify-pack", entry.path),
+            argv(env["GIT_WORK_TREE"], "verify-pack", index),
             capture_output=True,
             stdin=subprocess.DEVNULL,
             env=env,
         )
-        if check.returncode == 0:
-            # The pack first, then its index: git reads a pack only through its index.
-            _link_into(pack, shared, os.path.basename(pack))
-            _link_into(entry.path, shared, entry.name)
-    for entry in os.scandir(folder):
-        _remove(entry.path)
+        return check.returncode == 0
 
-
-def _link_into(path: str, folder: str, name: str) -> None:
-    """`path` also at `folder`/`name`, unless a file of that name is there (a link never
-    replaces one: another session may have written the same object meanwhile)."""
-    target = _joined(folder, name)
-    try:
-        try:
-            os.link(path, target)
-        except FileNotFoundError:  # the first object of its two digits here
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(folder)
-            os.link(path, target)
-    except FileExistsError:
-        pass
-    except OSError:
-        # A file system without hard links: renamed, where no file of the name is yet.
-        if not os.path.lexists(target):
-            with contextlib.suppress(FileNotFoundError):
-                os.rename(path, target)
-
-
-def _remove(path: str) -> None:
-    """A file or folder of the worktree's own objects' folder, gone."""
-    try:
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
-        else:
-            os.unlink(path)
-    except FileNotFoundError:
-        pass
+    git_objects.take(store, verified_pack)
 
 
 def _detach(env: dict[str, str]) -> _Held | None:
