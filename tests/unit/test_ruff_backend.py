@@ -596,6 +596,36 @@ def test_an_import_in_a_compatibility_module_is_a_re_export_and_stays(tmp_path):
         assert (repo / name).read_bytes() == source
 
 
+def test_an_import_its_comment_calls_a_re_export_stays(tmp_path):
+    # python-pathspec's patterns/gitwildmatch.py keeps a deprecated name importable; its
+    # CHANGES and UPGRADING name `pathspec.patterns.gitwildmatch.GitWildMatchPatternError`.
+    source = (
+        b"import re\n\n"
+        b"# DEPRECATED: Deprecated since version 1.0.0. Expose GitWildMatchPatternError\n"
+        b"# in this module for backward compatibility.\n"
+        b"from .gitignore import (\n"
+        b"\tGitIgnorePatternError as GitWildMatchPatternError)\n\n"
+        b"from .spec import Pattern  # kept for callers that import it from here\n"
+    )
+    repo = repo_with(tmp_path, {"pkg/gitwildmatch.py": source})
+    calls = fix_all(repo)
+    assert [name for name, _ in calls] == ["finish_fix", "skip_finding", "skip_finding"]
+    assert "for backward compatibility" in calls[1][1]["reason"]
+    assert "kept for callers" in calls[2][1]["reason"]
+    assert (repo / "pkg/gitwildmatch.py").read_bytes() == source.replace(b"import re\n\n", b"")
+
+
+def test_a_comment_that_says_nothing_of_others_keeps_no_import(tmp_path):
+    # pathspec/gitignore.py: `Optional,  # Replaced by `X | None` in 3.10.` is dead.
+    source = (
+        b"# Helpers for the parser.\n"
+        b"from typing import (\n\tOptional,  # Replaced by `X | None` in 3.10.\n\tcast)\n"
+    )
+    repo = repo_with(tmp_path, {"mod.py": source})
+    assert fix_all(repo)[0][0] == "finish_fix"  # one fix takes the whole statement
+    assert (repo / "mod.py").read_bytes() == b"# Helpers for the parser.\n"
+
+
 def test_an_import_only_the_module_doctests_use_stays(tmp_path):
     # boltons runs `pytest --doctest-modules`: the examples run in the module's namespace.
     source = (

@@ -57,6 +57,11 @@ NEWER_SYNTAX = ("UP", "FA")
 # __future__ import, OSError, "" for u"", no extra parentheses.
 ANY_PYTHON3 = frozenset({"UP004", "UP008", "UP009", "UP010", "UP024", "UP025", "UP034"})
 OLDER_PYTHON = "older-python"  # a fix's applicability: the target supports a Python below py37
+# A comment that says an import is there for others to import from this module.
+FOR_OTHERS = re.compile(
+    r"backward|compat|re-?export|\bexpos|\bdeprecat|public|\bAPI\b|for (?:callers|users)",
+    re.IGNORECASE,
+)
 DOCTEST_LINE = re.compile(r"^\s*(?:>>>|\.\.\.)\s(.*)$", re.MULTILINE)
 UNUSED_NAME = re.compile(r"`(?P<name>[A-Za-z_][A-Za-z_0-9]*)`")
 IMPACT = {
@@ -455,6 +460,12 @@ def kept_import(diag: dict[str, Any], text: str, path: str) -> str:
                 f"`{bound}` is re-exported (named in `__all__`, or imported `as` itself); "
                 "it is kept"
             )
+    said = _comment_for_others(text, node.lineno, row)
+    if said:
+        return (
+            f"the import's comment says `{said}`: it is there for others to import from "
+            f"{path} (a re-export); it is kept"
+        )
     functions = [f for f in stack if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if functions and all(
         isinstance(stmt, (ast.Import, ast.ImportFrom))
@@ -489,6 +500,24 @@ def kept_import(diag: dict[str, Any], text: str, path: str) -> str:
                 f"importing `{module}` has side effects (it changes the interpreter as it "
                 "loads), which is why it is imported; it is kept"
             )
+    return ""
+
+
+def _comment_for_others(text: str, first: int, row: int) -> str:
+    """The comment block just above line `first` (an import statement's), or the comment
+    ending line `row` (the flagged name's), where it says the import is there for others
+    ("for backward compatibility", "re-exported", "public API"); "" where none does."""
+    lines = LINE_BREAK.split(text.removeprefix("\ufeff"))
+    above: list[str] = []
+    at = first - 2
+    while at >= 0 and lines[at].lstrip().startswith("#"):
+        above.insert(0, lines[at].strip().lstrip("#").strip())
+        at -= 1
+    # An import line holds no string, so its first `#` starts its comment.
+    trailing = lines[row - 1].partition("#")[2].strip() if row <= len(lines) else ""
+    for comment in (" ".join(above), trailing):
+        if FOR_OTHERS.search(comment):
+            return comment[:120]
     return ""
 
 
