@@ -180,7 +180,11 @@ def parse(markdown: str) -> list[Finding]:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
+    # Never inside a code span: `from . import x` is one piece of code, not two sentences.
+    masked = _CODE.sub(lambda m: "\0" * len(m.group()), text)
+    cuts = [0, *(m.end() for m in re.finditer(r"(?<=[.!?])\s+|\n+", masked)), len(text)]
+    pieces = (text[a:b].strip() for a, b in zip(cuts, cuts[1:], strict=False))
+    return [piece for piece in pieces if piece]
 
 
 def _before_label(title: str) -> str:
@@ -190,6 +194,12 @@ def _before_label(title: str) -> str:
     masked = _CODE.sub(lambda m: "\0" * len(m.group()), title)
     colon = masked.find(":")
     return (title[:colon] if colon > 0 else title).strip()
+
+
+def sanitized_title(title: str) -> str:
+    """A finding's title as sanitize passes it on: what a backend that matches its own
+    titles against a finding it is handed compares with."""
+    return clean_text(title) or _before_label(title)
 
 
 def clean_text(text: str) -> str:
@@ -450,7 +460,7 @@ def sanitize(findings: list[Finding], limit: int = 15) -> tuple[list[Finding], l
             Finding(
                 id=f.id,
                 severity=f.severity if f.severity in SEVERITIES else "medium",
-                title=clean_text(f.title) or _before_label(f.title),
+                title=sanitized_title(f.title),
                 location=clean_location(f.location),
                 issue=issue,
                 impact=clean_text(f.impact) or "(impact not stated)",

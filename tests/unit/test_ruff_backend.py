@@ -3,6 +3,7 @@ changes, byte for byte, and nothing a maintainer would refuse."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from functools import partial
@@ -624,6 +625,29 @@ def test_a_comment_that_says_nothing_of_others_keeps_no_import(tmp_path):
     repo = repo_with(tmp_path, {"mod.py": source})
     assert fix_all(repo)[0][0] == "finish_fix"  # one fix takes the whole statement
     assert (repo / "mod.py").read_bytes() == b"# Helpers for the parser.\n"
+
+
+def test_an_init_import_passed_through_sanitize_is_kept_for_its_reason_and_not_reported_again(
+    tmp_path,
+):
+    # python-pathspec: ruff's F401 message in a package's __init__.py ends with advice
+    # ("; consider removing, …"), which sanitize cuts. Green then found no diagnostic of
+    # that title ("ruff no longer reports it") and Red, not finding its own title in the
+    # tried list, reported it again every cycle: two cycles of nothing but these skips.
+    files = {"pkg/__init__.py": b"from . import util\nfrom .util import helper\n"}
+    repo = repo_with(tmp_path, {**files, "pkg/util.py": b"def helper():\n    pass\n"})
+    reported = red(repo)
+    found = [findings.Finding(id=f"F-{i:03d}", **r) for i, r in enumerate(reported, 1)]
+    passed = findings.sanitize(found, 15)[0]
+    assert [f.title for f in passed] == [
+        "F401 `.util` imported but unused.",
+        "F401 `.util.helper` imported but unused.",
+    ]
+    calls = green(repo, [dataclasses.asdict(f) for f in passed])
+    assert [name for name, _ in calls] == ["skip_finding", "skip_finding"]
+    assert all("package's __init__.py" in args["reason"] for _, args in calls)
+    tried = [f"{f.id} {f.title} ({f.location}) (skipped: kept)" for f in passed]
+    assert red(repo, tried=tried) == []
 
 
 def test_an_import_only_the_module_doctests_use_stays(tmp_path):

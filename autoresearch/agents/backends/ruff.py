@@ -30,6 +30,7 @@ from autoresearch.agents.backends.base import (
     ToolResult,
     Usage,
 )
+from autoresearch.engine import findings
 from autoresearch.safety import child_env, git, worktree_files
 from autoresearch.session import lintconfig
 
@@ -195,6 +196,14 @@ def titles_of(diags: list[dict[str, Any]], text: str) -> list[str]:
     return titles
 
 
+def tried_before(tried: str, title: str, path: str) -> bool:
+    """Whether the tried list names this diagnostic of `path`: by the title Red reports,
+    or by the one sanitize passed on, which the list holds where the two differ."""
+    if f" {title} ({path}:" in tried:
+        return True
+    return f" {findings.sanitized_title(title)} ({path}:" in tried
+
+
 def snippet(line: str, column: int, width: int = SNIPPET) -> str:
     """The line without its indentation, cut to `width` characters around `column`."""
     text = line.strip()
@@ -286,6 +295,12 @@ def fix_edits(
     code = diag.get("code") or "syntax"
     fix = diag.get("fix") or {}
     edits = fix.get("edits") or []
+    if code in IMPORT_RULES:
+        # First: an import kept on purpose is no problem left for a person, which "no
+        # automatic fix" (ruff offers none in a package's __init__.py) would suggest.
+        why = kept_import(diag, text, path)
+        if why:
+            return [], why
     if not edits:
         return [], f"ruff has no automatic fix for {code}"
     applicability = fix.get("applicability", "safe")
@@ -302,10 +317,6 @@ def fix_edits(
             f"ruff's fix for {code} is unsafe (it may change what the code does); the ruff "
             "backend applies only fixes that keep behaviour"
         )
-    if code in IMPORT_RULES:
-        why = kept_import(diag, text, path)
-        if why:
-            return [], why
     if code == "F841":
         why = kept_binding(diag, text)
         if why:
@@ -679,7 +690,7 @@ class RuffBackend:
             except UNREADABLE:
                 text = ""
             for diag, title in zip(diags, titles_of(diags, text), strict=True):
-                if f" {title} ({path}:" not in tried:
+                if not tried_before(tried, title, path):
                     edits = fix_edits(diag, text, path, tests_editable)[0] if text else []
                     # A file the session protects or keeps out of scope Green may not write.
                     box = toolbox.sandbox
@@ -808,7 +819,8 @@ class RuffBackend:
         titles = titles_of(found, original)
         title = finding["title"]
         pairs = list(zip(found, titles, strict=True))
-        candidates = [d for d, t in pairs if t == title] or [
+        # Sanitize may have cut the title (ruff's "; consider removing, …" is advice).
+        candidates = [d for d, t in pairs if title in (t, findings.sanitized_title(t))] or [
             # The same rule and message whose line changed since Red saw it (a twin on it
             # was fixed), or a title without the line (a count run's).
             d
