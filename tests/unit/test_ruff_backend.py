@@ -283,6 +283,31 @@ def test_a_function_named_test_outside_a_test_file_is_no_test(tmp_path):
     assert [name for name, _ in green(repo, found)] == ["finish_fix"] * 3
 
 
+LADDER = b"""def ago(seconds):
+    if seconds < 60:
+        return "seconds"
+    if 60 <= seconds < 3600:
+        return "minutes"
+    if 3600 <= seconds:
+        return "hours"
+
+
+def lone(n):
+    return 0 == n
+"""
+
+
+def test_a_constant_first_comparison_that_ends_a_range_ladder_is_kept(tmp_path):
+    # humanize's naturaldelta: `if 60 <= delta.seconds < 3600:` then `if 3600 <= delta.seconds:`.
+    # SIM300 calls the last rung a yoda condition; flipped, it no longer reads as the ladder.
+    repo = repo_with(tmp_path, {"app.py": LADDER, "pyproject.toml": YODA})
+    calls = fix_all(repo)
+    # Red reports what Green can fix first: the lone yoda, then the kept rung.
+    assert [name for name, _ in calls] == ["finish_fix", "skip_finding"]
+    assert "`60 <= seconds < 3600`" in calls[1][1]["reason"]
+    assert (repo / "app.py").read_bytes() == LADDER.replace(b"0 == n", b"n == 0")
+
+
 OLD_STYLE = b"""import typing
 
 Pairs = typing.List[typing.Tuple[str, str]]

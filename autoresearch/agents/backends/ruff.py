@@ -321,6 +321,10 @@ def fix_edits(
         why = kept_binding(diag, text)
         if why:
             return [], why
+    if code == "SIM300":
+        why = kept_ladder(diag, text)
+        if why:
+            return [], why
     if not tests_editable:
         why = in_test(diag, text, path)
         if why:
@@ -353,6 +357,41 @@ def in_test(diag: dict[str, Any], text: str, path: str) -> str:
                     f"the line is in test `{node.name}`: the test gate keeps no edit to an "
                     "existing test's code unless allow_test_edits: true"
                 )
+    return ""
+
+
+def kept_ladder(diag: dict[str, Any], text: str) -> str:
+    """Why a constant-first comparison SIM300 flags is kept, or "": it is a rung of a range
+    ladder, the same expression between two bounds elsewhere in the same function
+    (`60 <= s < 3600` ... `3600 <= s`). Flipped, the last rung no longer reads as the rest."""
+    try:
+        tree = ast.parse(text.removeprefix("\ufeff"))
+    except (SyntaxError, ValueError):
+        return ""
+    row = diag["location"]["row"]
+    functions = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.lineno <= row <= (node.end_lineno or node.lineno)
+    ]
+    scope = min(functions, key=lambda n: (n.end_lineno or n.lineno) - n.lineno, default=tree)
+    compares = [node for node in ast.walk(scope) if isinstance(node, ast.Compare)]
+    flagged = [
+        node
+        for node in compares
+        if node.lineno == row and isinstance(node.left, ast.Constant) and len(node.ops) == 1
+    ]
+    if not flagged:
+        return ""
+    subject = ast.unparse(flagged[0].comparators[0])
+    for node in compares:
+        if len(node.ops) == 2 and ast.unparse(node.comparators[0]) == subject:
+            return (
+                f"`{ast.unparse(flagged[0])}` is a rung of the range ladder "
+                f"`{ast.unparse(node)}` (line {node.lineno}): the constant-first order is the "
+                "ladder's, not a yoda condition; it is kept"
+            )
     return ""
 
 
