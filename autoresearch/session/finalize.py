@@ -38,6 +38,7 @@ from autoresearch.session.changesets import (
     Groups,
     ReviewLoop,
     collided_with,
+    fixed_alike,
     group,
     grouped,
     kind_of,
@@ -185,14 +186,16 @@ def set_title(review: ReviewSet) -> str:
     commits = review.commits
     kinds = [kind_of(c) for c in commits]
     if all(kinds):
+        # Rules whose fixes read alike are told once (RET505's and RET508's `else`).
+        alike = fixed_alike(commits)
         by_kind: dict[str, list[Commit]] = {}
         for commit in commits:
-            by_kind.setdefault(kind_of(commit), []).append(commit)
+            by_kind.setdefault(alike.get(kind_of(commit), kind_of(commit)), []).append(commit)
         if len(commits) == 1:
             return title_of(commits[0])
         said = [purpose_of(group) for group in by_kind.values()]
         purposes = "; ".join([said[0], *(p[:1].lower() + p[1:] for p in said[1:])])
-        rules = ", ".join(k for k in by_kind if k != REFACTOR)
+        rules = ", ".join(k for k in dict.fromkeys(kinds) if k != REFACTOR)
         files = len(review.files)
         count = f"{len(commits)} changes in {files} file{'s' if files > 1 else ''}"
         return f"{purposes} ({rules + ': ' if rules else ''}{count})"
