@@ -486,15 +486,23 @@ def sanitize(findings: list[Finding], limit: int = 15) -> tuple[list[Finding], l
     return passed, held
 
 
-def none_passed_why(passed: list[Finding], held: list[Finding], limit: int) -> str:
+def none_passed_why(
+    passed: list[Finding], held: list[Finding], limit: int, waiting: list[Finding] | None = None
+) -> str:
     """Why nothing went on to Green though Red found something, or "": more than `limit`
-    findings, none above low (a narrow angle on style warnings stalls on this)."""
-    if passed or not held or any(f.severity in ("critical", "high", "medium") for f in held):
+    findings, none above low (`held`, sanitize's: a narrow angle on style warnings stalls on
+    this), or every finding left out by the cycle's focus (`waiting`: a narrow angle's
+    `match` or `paths`)."""
+    if passed:
         return ""
-    return (
-        f" (all {len(held)} below medium: those go on to Green only when Red reports "
-        f"max_findings ({limit}) or fewer)"
-    )
+    if held and not any(f.severity in ("critical", "high", "medium") for f in held):
+        return (
+            f" (all {len(held)} below medium: those go on to Green only when Red reports "
+            f"max_findings ({limit}) or fewer)"
+        )
+    if waiting and not held:
+        return f" (all {len(waiting)} wait for a later cycle: this cycle's focus leaves them out)"
+    return ""
 
 
 def as_dicts(findings: list[Finding]) -> list[dict]:
