@@ -648,8 +648,12 @@ def test_a_comment_that_says_nothing_of_others_keeps_no_import(tmp_path):
         b"from typing import (\n\tOptional,  # Replaced by `X | None` in 3.10.\n\tcast)\n"
     )
     repo = repo_with(tmp_path, {"mod.py": source})
-    assert fix_all(repo)[0][0] == "finish_fix"  # one fix takes the whole statement
+    calls = fix_all(repo)
+    assert calls[0][0] == "finish_fix"  # one fix takes the whole statement
     assert (repo / "mod.py").read_bytes() == b"# Helpers for the parser.\n"
+    # The second name went with the first's fix: said so, not "no longer reported" alone.
+    assert calls[1][0] == "skip_finding"
+    assert calls[1][1]["reason"].startswith("settled by F-001's fix in mod.py")
 
 
 def test_an_init_import_passed_through_sanitize_is_kept_for_its_reason_and_not_reported_again(

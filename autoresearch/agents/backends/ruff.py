@@ -63,6 +63,7 @@ FOR_OTHERS = re.compile(
     r"backward|compat|re-?export|\bexpos|\bdeprecat|public|\bAPI\b|for (?:callers|users)",
     re.IGNORECASE,
 )
+GONE = "ruff no longer reports it"  # a finding whose diagnostic is not there any more
 DOCTEST_LINE = re.compile(r"^\s*(?:>>>|\.\.\.)\s(.*)$", re.MULTILINE)
 UNUSED_NAME = re.compile(r"`(?P<name>[A-Za-z_][A-Za-z_0-9]*)`")
 IMPACT = {
@@ -815,6 +816,7 @@ class RuffBackend:
     def _green(self, worktree, brief, toolbox, progress) -> int:
         turns = 0
         batch = brief.data.get("findings", [])
+        fixed_in: dict[str, str] = {}  # a file this stage fixed, by the last finding fixed
         for finding in batch:
             turns += 1
             fid = finding["id"]
@@ -827,6 +829,16 @@ class RuffBackend:
                 tidy=brief.tidy,
                 tests_editable=bool(brief.data.get("allow_test_edits")),
             )
+            where = LOCATION.match(finding.get("location") or "")
+            if where and action == "finish_fix":
+                fixed_in[where["path"]] = fid
+            elif where and args.get("reason") == GONE and where["path"] in fixed_in:
+                # One fix can settle several findings: ruff's fix of an import statement
+                # removes every unused name in it.
+                args["reason"] = (
+                    f"settled by {fixed_in[where['path']]}'s fix in {where['path']} this "
+                    "stage: ruff no longer reports it"
+                )
             result = toolbox.call(action, args)
             progress(f"turn {turns}: {action} {fid} -> {result.content.splitlines()[0]}")
         return turns
@@ -871,7 +883,7 @@ class RuffBackend:
             )
         ]
         if not candidates:
-            return "skip_finding", {"finding_id": fid, "reason": "ruff no longer reports it"}
+            return "skip_finding", {"finding_id": fid, "reason": GONE}
         diag = min(candidates, key=lambda d: abs(d["location"]["row"] - line))
         edits, why_not = fix_edits(diag, original, path, tests_editable)
         if not edits:
