@@ -679,6 +679,22 @@ def test_an_init_import_passed_through_sanitize_is_kept_for_its_reason_and_not_r
     assert red(repo, tried=tried) == []
 
 
+def test_an_import_another_module_imports_from_here_stays(tmp_path):
+    # python-pathspec: `AnyStr` in pathspec/_typing.py and `re2_error` in re2/base.py are
+    # imported from there by other modules; each removal broke collection and was bisected
+    # out (two more runs of the suite each).
+    files = {
+        "pkg/_typing.py": b"from typing import AnyStr\nimport os\n",
+        "pkg/user.py": b"from ._typing import (\n    AnyStr,\n)\n\nX: AnyStr\n",
+        "pkg/other.py": b"# not _typing's\nfrom typing import AnyStr, List\n\nY: List[AnyStr]\n",
+    }
+    repo = repo_with(tmp_path, files)
+    calls = fix_all(repo)
+    assert [name for name, _ in calls] == ["finish_fix", "skip_finding"]
+    assert "imported from pkg/_typing.py by pkg/user.py" in calls[1][1]["reason"]
+    assert (repo / "pkg/_typing.py").read_bytes() == b"from typing import AnyStr\n"
+
+
 def test_an_import_only_the_module_doctests_use_stays(tmp_path):
     # boltons runs `pytest --doctest-modules`: the examples run in the module's namespace.
     source = (

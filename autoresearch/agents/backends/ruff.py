@@ -32,7 +32,7 @@ from autoresearch.agents.backends.base import (
 )
 from autoresearch.engine import findings
 from autoresearch.safety import child_env, git, worktree_files
-from autoresearch.session import lintconfig
+from autoresearch.session import bindings, lintconfig
 
 LOCATION = re.compile(r"^(?P<path>.+?):(?P<line>\d+)")
 CODE = re.compile(r"^(?P<code>[A-Z]+[0-9]+)\b")
@@ -65,6 +65,7 @@ FOR_OTHERS = re.compile(
 )
 GONE = "ruff no longer reports it"  # a finding whose diagnostic is not there any more
 DOCTEST_LINE = re.compile(r"^\s*(?:>>>|\.\.\.)\s(.*)$", re.MULTILINE)
+UNUSED_NAME_DOTTED = re.compile(r"^`([\w.]+)`")  # F401's "`pkg.mod.name` imported but unused"
 UNUSED_NAME = re.compile(r"`(?P<name>[A-Za-z_][A-Za-z_0-9]*)`")
 IMPACT = {
     "critical": "The code fails at run time or cannot be imported.",
@@ -285,7 +286,11 @@ def no_new_leading_blank(before: str, after: str) -> str:
 
 
 def fix_edits(
-    diag: dict[str, Any], text: str, path: str, tests_editable: bool = False
+    diag: dict[str, Any],
+    text: str,
+    path: str,
+    tests_editable: bool = False,
+    importers: Importers | None = None,
 ) -> tuple[list[dict[str, Any]], str]:
     """The edits that fix `diag` in `text` (the file `path`), or none and why not: what the
     target's own `ruff check --fix` would apply (its `unfixable` and safe-fix tables are
@@ -318,6 +323,10 @@ def fix_edits(
             f"ruff's fix for {code} is unsafe (it may change what the code does); the ruff "
             "backend applies only fixes that keep behaviour"
         )
+    if code == "F401" and importers is not None:
+        why = importers.why_kept(diag, text, path)
+        if why:
+            return [], why
     if code == "F841":
         why = kept_binding(diag, text)
         if why:
@@ -359,6 +368,54 @@ def in_test(diag: dict[str, Any], text: str, path: str) -> str:
                     "existing test's code unless allow_test_edits: true"
                 )
     return ""
+
+
+class Importers:
+    """Who imports a name from a module of the worktree, read once per stage on first need
+    (the files ruff would check): a name another module imports from here is no unused
+    import, whatever this file does with it (a re-export without `__all__`)."""
+
+    def __init__(self, worktree: Path) -> None:
+        self.worktree = worktree
+        self._texts: dict[str, str] | None = None
+
+    def _files(self) -> dict[str, str]:
+        if self._texts is None:
+            listed = ruff("check", "--show-files", "--no-cache", cwd=self.worktree).stdout
+            root = self.worktree.resolve()
+            self._texts = {}
+            for line in listed.splitlines():
+                try:
+                    rel = Path(line.strip()).resolve().relative_to(root).as_posix()
+                    if rel.endswith((".py", ".pyi")):
+                        self._texts[rel] = read_source(self.worktree, rel)
+                except (ValueError, *UNREADABLE):
+                    continue
+        return self._texts
+
+    def why_kept(self, diag: dict[str, Any], text: str, path: str) -> str:
+        named = UNUSED_NAME_DOTTED.search(diag.get("message") or "")
+        if named is None:
+            return ""
+        name = named.group(1).split(".")[-1]
+        renamed = re.search(rf"\b{re.escape(name)}\s+as\s+(\w+)", text)
+        name = renamed.group(1) if renamed else name
+        module = Path(path).stem
+        users = sorted(
+            other
+            for other, source in self._files().items()
+            if other != path
+            and name in source
+            and module in source
+            and bindings.refers(source, other, module, name)
+        )
+        if not users:
+            return ""
+        shown = ", ".join(users[:3]) + (f" and {len(users) - 3} more" if len(users) > 3 else "")
+        return (
+            f"`{name}` is imported from {path} by {shown}: removing it breaks them "
+            "(a re-export); it is kept"
+        )
 
 
 def kept_ladder(diag: dict[str, Any], text: str) -> str:
@@ -724,6 +781,7 @@ class RuffBackend:
         # severity the cycle's fix slots go in report order (findings.sanitize), and a slot
         # spent on a diagnostic without a safe fix is one kept fix less.
         reports = []
+        importers = Importers(worktree)
         for path, diags in by_file.items():
             try:
                 text = read_source(worktree, path)
@@ -731,7 +789,9 @@ class RuffBackend:
                 text = ""
             for diag, title in zip(diags, titles_of(diags, text), strict=True):
                 if not tried_before(tried, title, path):
-                    edits = fix_edits(diag, text, path, tests_editable)[0] if text else []
+                    edits = (
+                        fix_edits(diag, text, path, tests_editable, importers)[0] if text else []
+                    )
                     # A file the session protects or keeps out of scope Green may not write.
                     box = toolbox.sandbox
                     fixable = bool(edits) and not box.is_protected(path) and box.in_scope(path)
@@ -817,6 +877,7 @@ class RuffBackend:
         turns = 0
         batch = brief.data.get("findings", [])
         fixed_in: dict[str, str] = {}  # a file this stage fixed, by the last finding fixed
+        importers = Importers(worktree)
         for finding in batch:
             turns += 1
             fid = finding["id"]
@@ -828,6 +889,7 @@ class RuffBackend:
                 others,
                 tidy=brief.tidy,
                 tests_editable=bool(brief.data.get("allow_test_edits")),
+                importers=importers,
             )
             where = LOCATION.match(finding.get("location") or "")
             if where and action == "finish_fix":
@@ -844,7 +906,14 @@ class RuffBackend:
         return turns
 
     def _fix_one(
-        self, worktree, finding, toolbox, others: set[str], tidy=False, tests_editable=False
+        self,
+        worktree,
+        finding,
+        toolbox,
+        others: set[str],
+        tidy=False,
+        tests_editable=False,
+        importers: Importers | None = None,
     ) -> tuple[str, dict[str, str]]:
         """The tool call that settles `finding`: its exact diagnostic fixed, or a skip with
         why. `others`: the titles of the batch's other findings, which are theirs to fix."""
@@ -885,7 +954,7 @@ class RuffBackend:
         if not candidates:
             return "skip_finding", {"finding_id": fid, "reason": GONE}
         diag = min(candidates, key=lambda d: abs(d["location"]["row"] - line))
-        edits, why_not = fix_edits(diag, original, path, tests_editable)
+        edits, why_not = fix_edits(diag, original, path, tests_editable, importers)
         if not edits:
             return "skip_finding", {"finding_id": fid, "reason": why_not}
         unused_before = {d["message"] for d in unused_imports(worktree, path)} if tidy else set()
@@ -896,10 +965,12 @@ class RuffBackend:
             return "skip_finding", {"finding_id": fid, "reason": written.content}
         summary = (diag.get("fix") or {}).get("message") or diag["message"]
         if tidy:
-            self._drop_imports_left_unused(worktree, path, unused_before, toolbox)
+            self._drop_imports_left_unused(worktree, path, unused_before, toolbox, importers)
         return "finish_fix", {"finding_id": fid, "summary": summary}
 
-    def _drop_imports_left_unused(self, worktree, path, before: set[str], toolbox) -> None:
+    def _drop_imports_left_unused(
+        self, worktree, path, before: set[str], toolbox, importers: Importers | None = None
+    ) -> None:
         """Apply ruff's F401 fix to each import the change left unused, one at a time (two
         names of one import line have overlapping edits)."""
         for _ in range(10):
@@ -911,7 +982,7 @@ class RuffBackend:
                 edits
                 for d in unused_imports(worktree, path)
                 if d["message"] not in before
-                for edits in [fix_edits(d, text, path)[0]]
+                for edits in [fix_edits(d, text, path, importers=importers)[0]]
                 if edits
             ]
             if not fresh:
