@@ -143,10 +143,9 @@ class _Stream:
             if report.skipped:
                 # Whether the summary line counts it: pytest 9 leaves skipped subtests out of
                 # it at its default verbosity, and counts them under -q and -v.
-                status = self.config.hook.pytest_report_teststatus(
-                    report=report, config=self.config
-                )
-                record["counted"] = bool(status and status[0] == "skipped")
+                # The hook's answer is (category, letter, word); the summary counts by category.
+                told = self.config.hook.pytest_report_teststatus(report=report, config=self.config)
+                record["counted"] = bool(told and told[0] == "skipped")
         self._write(record)
 
     @pytest.hookimpl(tryfirst=True)
