@@ -180,7 +180,11 @@ def parse(markdown: str) -> list[Finding]:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
+    # Never inside a code span: `from . import x` is one piece of code, not two sentences.
+    masked = _CODE.sub(lambda m: "\0" * len(m.group()), text)
+    cuts = [0, *(m.end() for m in re.finditer(r"(?<=[.!?])\s+|\n+", masked)), len(text)]
+    pieces = (text[a:b].strip() for a, b in zip(cuts, cuts[1:], strict=False))
+    return [piece for piece in pieces if piece]
 
 
 def _before_label(title: str) -> str:
@@ -190,6 +194,12 @@ def _before_label(title: str) -> str:
     masked = _CODE.sub(lambda m: "\0" * len(m.group()), title)
     colon = masked.find(":")
     return (title[:colon] if colon > 0 else title).strip()
+
+
+def sanitized_title(title: str) -> str:
+    """A finding's title as sanitize passes it on: what a backend that matches its own
+    titles against a finding it is handed compares with."""
+    return clean_text(title) or _before_label(title)
 
 
 def clean_text(text: str) -> str:
@@ -450,7 +460,7 @@ def sanitize(findings: list[Finding], limit: int = 15) -> tuple[list[Finding], l
             Finding(
                 id=f.id,
                 severity=f.severity if f.severity in SEVERITIES else "medium",
-                title=clean_text(f.title) or _before_label(f.title),
+                title=sanitized_title(f.title),
                 location=clean_location(f.location),
                 issue=issue,
                 impact=clean_text(f.impact) or "(impact not stated)",
@@ -476,15 +486,23 @@ def sanitize(findings: list[Finding], limit: int = 15) -> tuple[list[Finding], l
     return passed, held
 
 
-def none_passed_why(passed: list[Finding], held: list[Finding], limit: int) -> str:
+def none_passed_why(
+    passed: list[Finding], held: list[Finding], limit: int, waiting: list[Finding] | None = None
+) -> str:
     """Why nothing went on to Green though Red found something, or "": more than `limit`
-    findings, none above low (a narrow angle on style warnings stalls on this)."""
-    if passed or not held or any(f.severity in ("critical", "high", "medium") for f in held):
+    findings, none above low (`held`, sanitize's: a narrow angle on style warnings stalls on
+    this), or every finding left out by the cycle's focus (`waiting`: a narrow angle's
+    `match` or `paths`)."""
+    if passed:
         return ""
-    return (
-        f" (all {len(held)} below medium: those go on to Green only when Red reports "
-        f"max_findings ({limit}) or fewer)"
-    )
+    if held and not any(f.severity in ("critical", "high", "medium") for f in held):
+        return (
+            f" (all {len(held)} below medium: those go on to Green only when Red reports "
+            f"max_findings ({limit}) or fewer)"
+        )
+    if waiting and not held:
+        return f" (all {len(waiting)} wait for a later cycle: this cycle's focus leaves them out)"
+    return ""
 
 
 def as_dicts(findings: list[Finding]) -> list[dict]:

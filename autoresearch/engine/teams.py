@@ -152,8 +152,8 @@ def sanitize(
     reported = findings.parse(red_markdown.read_text())
     waiting = held_back(reported)
     reported = [f for f in reported if f not in waiting]
-    passed, held = findings.sanitize(reported, env.spec["max_findings"])
-    held = held + waiting
+    passed, ranked_out = findings.sanitize(reported, env.spec["max_findings"])
+    held = ranked_out + waiting
     write_text(out, findings.render(passed, title=f"Findings passed to Green: {env.label}"))
     journal.record_ideas(
         env.layout,
@@ -161,7 +161,7 @@ def sanitize(
         [f"[{f.severity}] {f.key()}: {f.issue}" for f in held],
         keys=[f.identity() for f in held],
     )
-    why = findings.none_passed_why(passed, held, env.spec["max_findings"])
+    why = findings.none_passed_why(passed, ranked_out, env.spec["max_findings"], waiting)
     env.log(f"sanitize: {len(passed)} passed to Green, {len(held)} to ideas.md{why}")
 
 

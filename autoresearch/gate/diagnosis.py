@@ -49,6 +49,9 @@ def likely_fix(
         top = missing.group(1).split(".")[0]
         at_root = (repo / top).is_dir() or (repo / f"{top}.py").is_file()
         in_src = (repo / "src" / top).is_dir() or (repo / "src" / f"{top}.py").is_file()
+        unmade = _module_not_in_git(missing.group(1), repo, command, key)
+        if unmade:
+            return unmade
         if at_root and "pytest" in command and not _PYTHON_M_PYTEST.search(command):
             return (
                 f"use `python -m pytest` (module '{top}' is at the repository root; plain "
@@ -71,6 +74,49 @@ def likely_fix(
     if exit_code == 127:
         return f"install the program it runs, or set {key} to a command that exists"
     return None
+
+
+_BUILD_FILES = ("pyproject.toml", "setup.py", "setup.cfg", ".gitignore")
+
+
+def _module_not_in_git(module: str, repo: Path, command: str, key: str) -> str | None:
+    """A submodule of a package the repository holds, whose file it does not: one a build
+    step writes (a version module), absent from the session's worktree, which holds only
+    what git tracks and starts every run with untracked files removed."""
+    top, _, rest = module.partition(".")
+    if not rest:
+        return None
+    for root in ("src/", ""):
+        if (repo / root / top).is_dir():
+            break
+    else:
+        return None
+    relative = f"{root}{module.replace('.', '/')}"
+    if (repo / relative).is_dir() or (repo / f"{relative}.py").is_file():
+        return None
+    path = f"{relative}.py"
+    named = [n for n in _BUILD_FILES if path in _read(repo / n)]
+    why = (
+        f" ({named[0]} lists it)"
+        if named[:1] == [".gitignore"]
+        else f" ({named[0]} names it: a build step writes it)"
+        if named
+        else ""
+    )
+    example = (
+        f" (`printf '__version__ = \"0\"\\n' > {path} && {command}`)" if "version" in rest else ""
+    )
+    return (
+        f"module '{module}' ({path}) is not in git{why}, and the session's worktree holds "
+        f"only what git tracks: have {key} write it before the tests run{example}, or commit it"
+    )
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _program_not_started(output: str, jailed: bool, key: str) -> str | None:

@@ -140,6 +140,12 @@ class _Stream:
         # and a context of its own: streamed apart, it is no test of its own.
         if getattr(report, "context", None) is not None:
             record["sub"] = True
+            if report.skipped:
+                # Whether the summary line counts it: pytest 9 leaves skipped subtests out of
+                # it at its default verbosity, and counts them under -q and -v.
+                # The hook's answer is (category, letter, word); the summary counts by category.
+                told = self.config.hook.pytest_report_teststatus(report=report, config=self.config)
+                record["counted"] = bool(told and told[0] == "skipped")
         self._write(record)
 
     @pytest.hookimpl(tryfirst=True)

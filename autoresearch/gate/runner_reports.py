@@ -416,9 +416,11 @@ def read_stream(data: bytes, must_pass: str, must_fail: str, sessions: int = 1) 
         elif kind == "input":
             tally.inputs.add((str(record.get("how", "")), str(record.get("path", ""))))
         elif kind == "report" and record.get("sub") and outcome in ("failed", "skipped"):
-            # A subtest: not a test of its own. pytest's summary counts a failed or skipped
-            # one, and fails its test, whatever that test's own call says.
-            counts[outcome] += 1
+            # A subtest: not a test of its own. pytest's summary counts a failed one, and a
+            # skipped one where it prints subtests; a failed one fails its test, whatever
+            # that test's own call says.
+            if outcome == "failed" or record.get("counted", True):
+                counts[outcome] += 1
             if outcome == "failed":
                 failed_subtests.add(test_id)
         elif kind == "report" and record.get("sub"):

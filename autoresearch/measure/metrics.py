@@ -341,9 +341,22 @@ def measure(
     passes: list[bool] = []
     raw: str | dict = ""
     notes: str | None = None
+    in_session = git.worktree_admin(Path(cwd)) is not None
     for _ in range(repeats):
         pristine(cwd)
         value, raw, passed, notes = _measure_once(command, cwd, fmt, key, timeout_s, secrets, jail)
+        rewritten = _changed(cwd) if in_session else []
+        if rewritten:
+            pristine(cwd)  # the tree as it was measured, for whatever runs next
+            more = len(rewritten) - 5
+            shown = ", ".join(rewritten[:5]) + (f" and {more} more" if more > 0 else "")
+            raise MetricError(
+                f"measurement command `{command}` (in {cwd}) changed a file the repository "
+                f"tracks ({shown}), so its value is of a tree it rewrote, not of the one "
+                "measured: make it write nothing git tracks (a linter that fixes in place, "
+                "such as ruff under `fix = true` in the target's config, counts only what it "
+                "could not fix: give it `--no-fix`)"
+            )
         samples.append(value)
         if passed is not None:
             passes.append(passed)
@@ -365,11 +378,16 @@ def pristine(cwd: Path) -> None:
     (commands.py). A folder that is not a session's worktree is left alone."""
     if git.worktree_admin(Path(cwd)) is None:
         return
-    changed = git.worktree_git(cwd, "diff", "--name-only", "--no-renames", "-z")
-    paths = [p for p in changed.split("\0") if p]
+    paths = _changed(cwd)
     if paths:
         git.worktree_git(cwd, "checkout-index", "-f", "-q", "--", *paths)
     git.clean(cwd)
+
+
+def _changed(cwd: Path) -> list[str]:
+    """The tracked files of a session worktree that differ from its index."""
+    changed = git.worktree_git(cwd, "diff", "--name-only", "--no-renames", "-z")
+    return [p for p in changed.split("\0") if p]
 
 
 def _measure_once(

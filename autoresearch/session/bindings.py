@@ -101,8 +101,45 @@ def named_in(repo: Path, tip: str, name: str, path: str, what: str) -> tuple[str
     if what != "assignment":
         module = Path(path).parent.name if Path(path).name == "__init__.py" else Path(path).stem
         both = ["--all-match", "-e", module, "-e", name]
-        found |= set(_grep(repo, tip, both, [".", f":(exclude){path}"]))
+        found |= {
+            other
+            for other in _grep(repo, tip, both, [".", f":(exclude){path}"])
+            if refers(_source(repo, tip, other), other, module, name)
+        }
     return tuple(sorted(found))
+
+
+def refers(source: str, path: str, module: str, name: str) -> bool:
+    """Whether `source` (the file `path`), which holds both words, reaches `name` through
+    `module`: imports it from the module (`from pkg.module import name`, also across
+    lines) or reads `module.name`. A Python file naming both apart (its own
+    `typing.Optional`, the module's word in a comment) does not. Text that is not Python,
+    or Python this one cannot parse, may mean it in any words (a README's "m4 wraps text
+    with textwrap"): it does."""
+    if not path.endswith(".py"):
+        return True
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return True
+    nodes = list(ast.walk(tree))
+    local = {module}  # what the module is called here (`import pkg.module as m`: m)
+    for node in nodes:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                if alias.asname and alias.name.split(".")[-1] == module:
+                    local.add(alias.asname)
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == module:
+            if any(alias.name in (name, "*") for alias in node.names):
+                return True
+        elif isinstance(node, ast.Attribute) and node.attr == name:
+            owner = node.value
+            if (isinstance(owner, ast.Name) and owner.id in local) or (
+                isinstance(owner, ast.Attribute) and owner.attr == module
+            ):
+                return True
+    return False
 
 
 def _grep(repo: Path, tip: str, patterns: list[str], paths: list[str]) -> list[str]:

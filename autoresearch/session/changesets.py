@@ -193,8 +193,9 @@ def grouped(groups: Groups, commits: list[Commit], how: str = "kind") -> Groups:
         for i in range(1, len(commits)):
             whole.join(0, i)
         return whole
+    alike = fixed_alike(commits)
     trial = groups
-    for key in (str, family, lambda kind: "mechanical"):
+    for key in (lambda kind: alike.get(kind, kind), family, lambda kind: "mechanical"):
         trial = groups.copy()
         firsts: dict[str, int] = {}
         for members in groups.sets():
@@ -204,6 +205,27 @@ def grouped(groups: Groups, commits: list[Commit], how: str = "kind") -> Groups:
         if len(trial.sets()) <= MAX_SETS:
             break
     return trial
+
+
+def fixed_alike(commits: list[Commit]) -> dict[str, str]:
+    """Each rule's stand-in kind: rules of one family whose fixes are told in the same words
+    (RET505's and RET508's "Remove unnecessary `else`", after a return and after a break)
+    are one change to a reviewer, so one set."""
+    parent: dict[str, str] = {}
+
+    def root(kind: str) -> str:
+        while parent.setdefault(kind, kind) != kind:
+            kind = parent[kind]
+        return kind
+
+    told: dict[tuple[str, str], str] = {}
+    for commit in commits:
+        kind = kind_of(commit)
+        if commit.note is None or not RULE.match(kind):
+            continue
+        first = told.setdefault((family(kind), commit.note.title), kind)
+        parent[root(kind)] = root(first)
+    return {kind: root(kind) for kind in parent}
 
 
 def collided_with(commits: list[Commit], failed: int, members: list[int]) -> int | None:

@@ -38,6 +38,7 @@ from autoresearch.session.changesets import (
     Groups,
     ReviewLoop,
     collided_with,
+    fixed_alike,
     group,
     grouped,
     kind_of,
@@ -71,6 +72,9 @@ class ReviewSet:
     tree: str = ""  # the tree the set's replay on the base ends at
     needs: list[int] = field(default_factory=list)  # only valid together with these sets
     size: session_report.Size | None = None  # base..tip, once described
+    # Each session commit's copy on the review branch (none where its change was already
+    # there): what the pull request's text lists, its ids being the branch's own.
+    landed: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -182,14 +186,16 @@ def set_title(review: ReviewSet) -> str:
     commits = review.commits
     kinds = [kind_of(c) for c in commits]
     if all(kinds):
+        # Rules whose fixes read alike are told once (RET505's and RET508's `else`).
+        alike = fixed_alike(commits)
         by_kind: dict[str, list[Commit]] = {}
         for commit in commits:
-            by_kind.setdefault(kind_of(commit), []).append(commit)
+            by_kind.setdefault(alike.get(kind_of(commit), kind_of(commit)), []).append(commit)
         if len(commits) == 1:
             return title_of(commits[0])
         said = [purpose_of(group) for group in by_kind.values()]
         purposes = "; ".join([said[0], *(p[:1].lower() + p[1:] for p in said[1:])])
-        rules = ", ".join(k for k in by_kind if k != REFACTOR)
+        rules = ", ".join(k for k in dict.fromkeys(kinds) if k != REFACTOR)
         files = len(review.files)
         count = f"{len(commits)} changes in {files} file{'s' if files > 1 else ''}"
         return f"{purposes} ({rules + ': ' if rules else ''}{count})"
@@ -215,9 +221,12 @@ def scratch(session: Session, base: str) -> Path:
     return place
 
 
-def replay(worktree: Path, base: str, commits: list[Commit]) -> int | None:
+def replay(
+    worktree: Path, base: str, commits: list[Commit], landed: dict[str, str] | None = None
+) -> int | None:
     """Rebuild `commits` in order on `base` in `worktree`, each as a commit with its own
-    message; the index of the first that does not apply, or None when all did."""
+    message; the index of the first that does not apply, or None when all did. `landed`,
+    when given, is filled with each commit's copy (its id by the original's)."""
     # Ignored files too: what a test run in this worktree left (a build, a generated module)
     # must not reach the next tree tested here.
     git.reset_to(worktree, base, ignored=True)
@@ -227,8 +236,11 @@ def replay(worktree: Path, base: str, commits: list[Commit]) -> int | None:
         # As the session made it (author, dates; the message for a maintainer): a rerun
         # makes the same ids.
         try:
-            if git.commit_like(worktree, commit.sha, for_review) is None:  # its paths only
+            copy = git.commit_like(worktree, commit.sha, for_review)  # its paths only
+            if copy is None:
                 continue  # its change is already there (a revert undid a revert, say)
+            if landed is not None:
+                landed[commit.sha] = copy
         except git.GitlinkRefused:
             return i  # a gitlink nobody wrote is never committed: the commit fails here
     return None
@@ -303,7 +315,8 @@ def build(session: Session, review: ReviewSet) -> None:
     wanted = f"autoresearch/{session.layout.name}/review/{review.number}-{title}"
     review.branch = git.open_worktree(session.target, place, wanted, base)
     review.worktree = place
-    if replay(place, base, review.commits) is not None:
+    review.landed = {}
+    if replay(place, base, review.commits, review.landed) is not None:
         raise SessionError(f"set {review.number} no longer applies on {base[:12]}")
     review.tip = git.head(place)
     review.run, review.verdict = test(session, place, base)
@@ -378,7 +391,8 @@ def join_failing(session: Session, sets: list[ReviewSet], log: Callable[[str], N
                 continue
             log(f"set {review.number} fails alone and passes with set {other.number}: joined")
             # The same commits in the same order on the same base: the tree just tested.
-            replay(other.worktree, base, merged)
+            other.landed = {}
+            replay(other.worktree, base, merged, other.landed)
             other.commits, other.run, other.verdict = merged, run, verdict
             other.tip = git.head(other.worktree)
             other.joined.append(
@@ -475,9 +489,14 @@ def describe(session: Session, review: ReviewSet) -> str:
         lines += [*plainly(review.loop.context, removed), ""]
     lines += ["## What changed and why", ""]
     for commit in review.commits:
+        # The branch's own commit, as the maintainer will see it (no `[F-001]` in its
+        # subject); the session's, where its change was already on the branch.
+        copy = review.landed.get(commit.sha)
+        subject = for_review(commit.subject).partition("\n")[0]
         lines.append(
-            f"- `{commit.sha[:12]}` {commit.subject} "
-            f"({commit_size(review.worktree, commit.sha).text})"
+            f"- `{copy[:12]}` {subject} ({commit_size(review.worktree, copy).text})"
+            if copy
+            else f"- {subject}: already on the branch (session commit `{commit.sha[:12]}`)"
         )
         notes = plainly(commit.note.lines, removed) if commit.note else []
         lines += [f"    - {line}" for line in notes]

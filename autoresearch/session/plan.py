@@ -69,7 +69,7 @@ def timed(command: str) -> str:
 
 
 PY_LINT = (
-    "python -m ruff check --no-cache --exit-zero --output-format json . "
+    "python -m ruff check --no-cache --no-fix --exit-zero --output-format json . "
     '| python -c "import json, sys; print(len(json.load(sys.stdin)))"'
 )
 PY_COVERAGE = (

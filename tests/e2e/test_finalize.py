@@ -9,6 +9,7 @@ narrow demo with the ruff backend is finalized too.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -163,6 +164,22 @@ def test_finalize_splits_independent_fixes_and_keeps_dependent_ones_together(swe
     # Each branch holds its own change and nothing else.
     changed = git(target, "diff", "--name-only", base, branches[1]).split()
     assert changed == ["text.py"]
+
+
+def test_each_pr_text_lists_its_review_branchs_own_commits(swept):
+    # The maintainer reviews the branch: its ids and subjects, not the session's (whose
+    # `fix: [F-001] …` subjects and ids are nowhere on the branch). Set 3 was joined, its
+    # branch replayed again: its listing must follow the second replay.
+    wf, target, _, _, _ = swept
+    base = base_of(wf)
+    for number, branch in enumerate(PASSING, 1):
+        text = (wf.session("s") / "review" / f"{number}.md").read_text()
+        listed = re.findall(r"^- `([0-9a-f]{12})` (.+) \(\+\d+ −\d+\)$", text, re.MULTILINE)
+        own = git(target, "log", "--reverse", "--format=%H %s", f"{base}..{branch}")
+        assert listed == [
+            (sha[:12], subject)
+            for sha, subject in (line.split(" ", 1) for line in own.splitlines())
+        ], number
 
 
 def test_a_set_that_fails_alone_is_joined_with_the_set_it_needs(swept):

@@ -49,3 +49,30 @@ def test_code_this_python_cannot_parse_still_has_its_removed_imports_read(tmp_pa
     base, tip = change(repo, "old.py", 'import sys\nfrom log import (sinks)\nprint "hello"\n')
     found = removed_names(repo, base, tip, ["old.py", "README"])
     assert [(r.name, r.what) for r in found] == [("logger", "import"), ("os", "import")]
+
+
+def test_a_file_that_names_the_module_and_the_name_apart_does_not_refer_to_it(tmp_path):
+    # python-pathspec: `Optional` removed from pathspec/gitignore.py was "still named in"
+    # 16 files, 14 of them Python with its own `typing.Optional` and the word "gitignore".
+    files = {
+        "pkg/gitignore.py": "from typing import Optional\n\nX = 1\n",
+        "pkg/spec.py": "# reads a gitignore\nfrom typing import Optional\n\nY: Optional[int]\n",
+        "CHANGES.rst": "- gitignore: Optional patterns.\n",
+        "pkg/user.py": "from .gitignore import (\n\tX,\n\tOptional)\n",
+        "pkg/dotted.py": "import pkg.gitignore\n\nZ = pkg.gitignore.Optional\n",
+        "UPGRADING.rst": "`pkg.gitignore.Optional` is deprecated.\n",
+        "pkg/aliased.py": "from pkg import gitignore as gi\n\nW = gi.Optional\n",
+        "pkg/starred.py": "from pkg.gitignore import *\n\nV = Optional\n",
+    }
+    repo = make_repo(tmp_path / "r", files)
+    base, tip = change(repo, "pkg/gitignore.py", "X = 1\n")
+    [removed] = removed_names(repo, base, tip, ["pkg/gitignore.py"])
+    # Prose may mean it in any words: CHANGES.rst stays.
+    assert removed.still_named_in == (
+        "CHANGES.rst",
+        "UPGRADING.rst",
+        "pkg/aliased.py",
+        "pkg/dotted.py",
+        "pkg/starred.py",
+        "pkg/user.py",
+    )

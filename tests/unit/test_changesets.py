@@ -180,6 +180,32 @@ def test_more_than_four_sets_join_by_rule_family_then_all_mechanical_ones():
     assert len(grouped_sets(("", "", "", "", "", "F401"))) == 6
 
 
+def noted(*said: tuple[str, str]) -> list[Commit]:
+    """Commits with notes of these (kind, title), no git needed."""
+    return [
+        Commit(f"{i:040x}", f"c{i}", "", (), ChangeNote(title, (), kind))
+        for i, (kind, title) in enumerate(said)
+    ]
+
+
+def test_rules_of_one_family_whose_fixes_read_alike_are_one_set():
+    # more-itertools' narrow: RET505, RET506 and RET508 ("Remove unnecessary `else`" or
+    # "`elif`", after a return, a raise, a break) were three pull requests beside PIE808's.
+    commits = noted(
+        ("RET505", "Remove unnecessary `else`"),
+        ("RET506", "Remove unnecessary `elif`"),
+        ("RET505", "Remove unnecessary `elif`"),
+        ("RET508", "Remove unnecessary `else`"),
+        ("PIE808", "Remove `start` argument"),
+    )
+    assert grouped(Groups(len(commits)), commits).sets() == [[0, 1, 2, 3], [4]]
+    # Another family's fix in the same words is another review.
+    commits = noted(
+        ("RET505", "Remove unnecessary `else`"), ("SIM300", "Remove unnecessary `else`")
+    )
+    assert grouped(Groups(2), commits).sets() == [[0], [1]]
+
+
 def test_one_set_and_per_commit():
     assert grouped_sets(("F401", "", "E711"), how="one") == [[0, 1, 2]]
     assert grouped_sets(("F401", "F401", ""), how="commit") == [[0], [1], [2]]

@@ -51,3 +51,15 @@ def test_when_only_lows_are_held_sanitize_says_why_nothing_went_on():
     medium = [Finding("F-100", "medium", "F401 t", "m.py:1", "i", "x")]
     passed, held = sanitize(medium + lows, 15)
     assert findings.none_passed_why(passed, held, 15) == ""
+
+
+def test_findings_the_cycles_focus_holds_back_are_not_blamed_on_max_findings():
+    # python-pathspec's narrow (angle `^F401`): Red's 7 E402s waited for another angle, and
+    # the log said "all 7 below medium: those go on to Green only when Red reports
+    # max_findings (15) or fewer", which 7 is.
+    lows = [Finding(f"F-{i:03d}", "low", f"E402 t{i}", f"m.py:{i}", "i", "x") for i in range(7)]
+    why = findings.none_passed_why([], [], 15, waiting=lows)
+    assert why == " (all 7 wait for a later cycle: this cycle's focus leaves them out)"
+    many = [Finding(f"F-{i:03d}", "low", f"UP0{i} t", f"m.py:{i}", "i", "x") for i in range(20)]
+    passed, held = sanitize(many, 15)
+    assert "max_findings (15) or fewer" in findings.none_passed_why(passed, held, 15, waiting=lows)

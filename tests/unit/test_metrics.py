@@ -475,3 +475,35 @@ def test_a_plain_key_value_line_where_json_was_expected_names_both_ways_out():
 def test_no_hint_when_the_output_has_no_line_of_the_key():
     with pytest.raises(MetricError, match=r"^no JSON object in stdout$"):
         parse_value("elapsed: 3\n", "json_stdout", "ms")
+
+
+def session_worktree(tmp_path):
+    from conftest import make_repo
+
+    from autoresearch.safety import git as ar_git
+
+    repo = make_repo(tmp_path / "repo", {"lint.py": "x = 1\n"})
+    ar_git.add_detached_worktree(repo, tmp_path / "wt", "HEAD")
+    return tmp_path / "wt"
+
+
+def test_a_measurement_that_rewrites_a_tracked_file_is_refused_with_the_file_named(tmp_path):
+    # humanize sets ruff's `fix = true`: a goal of `ruff check … | count` fixed in place what
+    # it could and counted the rest, so the goal read 3 before and after three kept fixes.
+    import sys
+
+    worktree = session_worktree(tmp_path)
+    command = f"{sys.executable} -c \"open('lint.py', 'w').write('x = 2\\n'); print(1)\""
+    with pytest.raises(MetricError) as caught:
+        measure(command, worktree)
+    first = str(caught.value).splitlines()[0]
+    assert "changed a file the repository tracks (lint.py)" in first
+    assert "`--no-fix`" in first
+
+
+def test_a_measurement_may_write_files_the_repository_does_not_track(tmp_path):
+    import sys
+
+    worktree = session_worktree(tmp_path)
+    command = f"{sys.executable} -c \"open('out.txt', 'w').write('x'); print(7)\""
+    assert measure(command, worktree, repeats=2).samples == [7.0, 7.0]

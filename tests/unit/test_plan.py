@@ -252,3 +252,28 @@ def test_a_backend_that_cannot_play_the_mode_is_refused_before_any_dry_run(
     assert code == 2 and not written(tmp_path).exists() and not marker.exists()
     [line] = err.strip().splitlines()
     assert "--backend" in line and "ruff" in line and "claude" in line
+
+
+@pytest.mark.parametrize("name", ["plan's lint metric", "narrow's count", "fix's ruff errors"])
+def test_the_ruff_counts_the_harness_writes_count_a_target_that_fixes_in_place(tmp_path, name):
+    # humanize's pyproject sets ruff's `fix = true`: `ruff check` there fixes what it can and
+    # reports the rest. A count must read the tree as it is and change nothing.
+    import subprocess
+
+    from autoresearch.modes.fix import count
+    from autoresearch.modes.narrow import progress
+
+    command = {
+        "plan's lint metric": plan.PY_LINT,
+        "narrow's count": progress.COUNTING_COMMAND,
+        "fix's ruff errors": count.RUFF_COUNT + ' | python -c "import json, sys; '
+        'print(len(json.load(sys.stdin)))"',
+    }[name]
+    source = "import os\nimport sys\n"
+    repo = make_repo(
+        tmp_path / "r", {"app.py": source, "pyproject.toml": "[tool.ruff]\nfix = true\n"}
+    )
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    out = subprocess.run(command, shell=True, cwd=repo, env=env, capture_output=True, text=True)
+    assert out.stdout.split()[-1] == "2", out.stderr
+    assert (repo / "app.py").read_text() == source

@@ -322,6 +322,33 @@ def test_subtests_are_no_tests_of_their_own_and_a_failing_one_fails_its_test(tmp
     assert failing.failing_ids == {"tests/test_calc.py::test_sub"}
 
 
+SKIPPED_SUBTESTS = """\
+import unittest
+
+
+class TestCalc(unittest.TestCase):
+    def test_backends(self):
+        for name in ("fast", "slow"):
+            with self.subTest(name):
+                if name == "slow":
+                    self.skipTest("backend not installed")
+
+    def test_plain(self):
+        pass
+"""
+
+
+@pytest.mark.skipif(pytest.version_tuple < (9,), reason="pytest's own subtests came in 9.0")
+@pytest.mark.parametrize("verbosity", ["", " -q", " -v"])
+def test_a_skipped_subtest_is_counted_as_the_summary_counts_it(tmp_path, verbosity):
+    # pytest 9 counts a skipped subtest in its summary line only when it prints subtests
+    # (-q or -v, not its default verbosity): the report's count must follow it, or an honest
+    # unittest suite that skips subtests (a backend not installed) reads as untrustworthy.
+    repo = project(tmp_path, calc=CALC, **{"tests/test_calc.py": SKIPPED_SUBTESTS})
+    result = run(PYTEST + verbosity, repo)
+    assert (result.outcome, result.passed) == (PASSED, 2), result.summary
+
+
 # Code under test that passes only the worktree's failing tests (the canaries stay as they must):
 # pytest's report class reached by a module name built at run time.
 TARGETED_PATCH = """

@@ -88,3 +88,17 @@ def test_a_review_commit_carries_the_findings_id_as_a_trailer_not_in_its_subject
     # A message the harness did not write as `<kind>: [<id>]` is left as it is.
     for message in ("refactor: split imports", "Merge branch 'x'", "fix: [x"):
         assert finalize.for_review(message) == message
+
+
+def test_rules_whose_fixes_read_alike_are_told_once():
+    # more-itertools: "Remove unnecessary `else` or `elif`; remove unnecessary `elif`; remove
+    # unnecessary `else` (RET505, RET506, RET508: …)".
+    got = title(
+        commit(1, "Remove unnecessary `else`", "RET505"),
+        commit(2, "Remove unnecessary `elif`", "RET506"),
+        commit(3, "Remove unnecessary `elif`", "RET505"),
+        commit(4, "Remove unnecessary `else`", "RET508"),
+    )
+    assert (
+        got == "Remove unnecessary `else` or `elif` (RET505, RET506, RET508: 4 changes in 4 files)"
+    )

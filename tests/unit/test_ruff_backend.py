@@ -3,6 +3,7 @@ changes, byte for byte, and nothing a maintainer would refuse."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from functools import partial
@@ -280,6 +281,31 @@ def test_a_function_named_test_outside_a_test_file_is_no_test(tmp_path):
     repo = repo_with(tmp_path, {"app/checks.py": TEST_MODULE, "pyproject.toml": YODA})
     found = [finding(f"F-{i}", r) for i, r in enumerate(red(repo), 1)]
     assert [name for name, _ in green(repo, found)] == ["finish_fix"] * 3
+
+
+LADDER = b"""def ago(seconds):
+    if seconds < 60:
+        return "seconds"
+    if 60 <= seconds < 3600:
+        return "minutes"
+    if 3600 <= seconds:
+        return "hours"
+
+
+def lone(n):
+    return 0 == n
+"""
+
+
+def test_a_constant_first_comparison_that_ends_a_range_ladder_is_kept(tmp_path):
+    # humanize's naturaldelta: `if 60 <= delta.seconds < 3600:` then `if 3600 <= delta.seconds:`.
+    # SIM300 calls the last rung a yoda condition; flipped, it no longer reads as the ladder.
+    repo = repo_with(tmp_path, {"app.py": LADDER, "pyproject.toml": YODA})
+    calls = fix_all(repo)
+    # Red reports what Green can fix first: the lone yoda, then the kept rung.
+    assert [name for name, _ in calls] == ["finish_fix", "skip_finding"]
+    assert "`60 <= seconds < 3600`" in calls[1][1]["reason"]
+    assert (repo / "app.py").read_bytes() == LADDER.replace(b"0 == n", b"n == 0")
 
 
 OLD_STYLE = b"""import typing
@@ -594,6 +620,79 @@ def test_an_import_in_a_compatibility_module_is_a_re_export_and_stays(tmp_path):
         assert [call for call, _ in calls] == ["skip_finding", "skip_finding"], name
         assert "compatibility module" in calls[0][1]["reason"]
         assert (repo / name).read_bytes() == source
+
+
+def test_an_import_its_comment_calls_a_re_export_stays(tmp_path):
+    # python-pathspec's patterns/gitwildmatch.py keeps a deprecated name importable; its
+    # CHANGES and UPGRADING name `pathspec.patterns.gitwildmatch.GitWildMatchPatternError`.
+    source = (
+        b"import re\n\n"
+        b"# DEPRECATED: Deprecated since version 1.0.0. Expose GitWildMatchPatternError\n"
+        b"# in this module for backward compatibility.\n"
+        b"from .gitignore import (\n"
+        b"\tGitIgnorePatternError as GitWildMatchPatternError)\n\n"
+        b"from .spec import Pattern  # kept for callers that import it from here\n"
+    )
+    repo = repo_with(tmp_path, {"pkg/gitwildmatch.py": source})
+    calls = fix_all(repo)
+    assert [name for name, _ in calls] == ["finish_fix", "skip_finding", "skip_finding"]
+    assert "for backward compatibility" in calls[1][1]["reason"]
+    assert "kept for callers" in calls[2][1]["reason"]
+    assert (repo / "pkg/gitwildmatch.py").read_bytes() == source.replace(b"import re\n\n", b"")
+
+
+def test_a_comment_that_says_nothing_of_others_keeps_no_import(tmp_path):
+    # pathspec/gitignore.py: `Optional,  # Replaced by `X | None` in 3.10.` is dead.
+    source = (
+        b"# Helpers for the parser.\n"
+        b"from typing import (\n\tOptional,  # Replaced by `X | None` in 3.10.\n\tcast)\n"
+    )
+    repo = repo_with(tmp_path, {"mod.py": source})
+    calls = fix_all(repo)
+    assert calls[0][0] == "finish_fix"  # one fix takes the whole statement
+    assert (repo / "mod.py").read_bytes() == b"# Helpers for the parser.\n"
+    # The second name went with the first's fix: said so, not "no longer reported" alone.
+    assert calls[1][0] == "skip_finding"
+    assert calls[1][1]["reason"].startswith("settled by F-001's fix in mod.py")
+
+
+def test_an_init_import_passed_through_sanitize_is_kept_for_its_reason_and_not_reported_again(
+    tmp_path,
+):
+    # python-pathspec: ruff's F401 message in a package's __init__.py ends with advice
+    # ("; consider removing, …"), which sanitize cuts. Green then found no diagnostic of
+    # that title ("ruff no longer reports it") and Red, not finding its own title in the
+    # tried list, reported it again every cycle: two cycles of nothing but these skips.
+    files = {"pkg/__init__.py": b"from . import util\nfrom .util import helper\n"}
+    repo = repo_with(tmp_path, {**files, "pkg/util.py": b"def helper():\n    pass\n"})
+    reported = red(repo)
+    found = [findings.Finding(id=f"F-{i:03d}", **r) for i, r in enumerate(reported, 1)]
+    passed = findings.sanitize(found, 15)[0]
+    assert [f.title for f in passed] == [
+        "F401 `.util` imported but unused.",
+        "F401 `.util.helper` imported but unused.",
+    ]
+    calls = green(repo, [dataclasses.asdict(f) for f in passed])
+    assert [name for name, _ in calls] == ["skip_finding", "skip_finding"]
+    assert all("package's __init__.py" in args["reason"] for _, args in calls)
+    tried = [f"{f.id} {f.title} ({f.location}) (skipped: kept)" for f in passed]
+    assert red(repo, tried=tried) == []
+
+
+def test_an_import_another_module_imports_from_here_stays(tmp_path):
+    # python-pathspec: `AnyStr` in pathspec/_typing.py and `re2_error` in re2/base.py are
+    # imported from there by other modules; each removal broke collection and was bisected
+    # out (two more runs of the suite each).
+    files = {
+        "pkg/_typing.py": b"from typing import AnyStr\nimport os\n",
+        "pkg/user.py": b"from ._typing import (\n    AnyStr,\n)\n\nX: AnyStr\n",
+        "pkg/other.py": b"# not _typing's\nfrom typing import AnyStr, List\n\nY: List[AnyStr]\n",
+    }
+    repo = repo_with(tmp_path, files)
+    calls = fix_all(repo)
+    assert [name for name, _ in calls] == ["finish_fix", "skip_finding"]
+    assert "imported from pkg/_typing.py by pkg/user.py" in calls[1][1]["reason"]
+    assert (repo / "pkg/_typing.py").read_bytes() == b"from typing import AnyStr\n"
 
 
 def test_an_import_only_the_module_doctests_use_stays(tmp_path):

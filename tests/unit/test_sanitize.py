@@ -166,3 +166,13 @@ def test_a_title_cut_at_its_label_is_never_cut_inside_its_code():
     passed, _ = sanitize([Finding("F-001", "low", title, "a.py:3", "", "")])
     assert clean_text(title) == ""
     assert passed[0].title == title
+
+
+def test_a_sentence_never_ends_inside_code():
+    # `from . import patterns` is one piece of code: split after its ". ", sanitize kept
+    # "… unused. import patterns`", a span left open in session.md and the report.
+    title = "F401 `.patterns` imported but unused in `from . import patterns`"
+    assert clean_text(title) == title
+    advised = "F401 `.patterns` imported but unused; consider removing it in `from . import x`"
+    assert clean_text(advised) == "F401 `.patterns` imported but unused."
+    assert clean_text("It fails. `a. b` is wrong.") == "It fails. `a. b` is wrong."

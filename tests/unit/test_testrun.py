@@ -129,6 +129,22 @@ def test_src_layout_hint_puts_src_on_the_path(tmp_path):
     assert "PYTHONPATH=src python -m pytest" in likely_fix(result, repo)
 
 
+def test_a_module_the_build_writes_is_named_not_the_src_hint_the_command_follows(tmp_path):
+    # humanize: hatch-vcs writes src/humanize/_version.py at build; git does not hold it.
+    init = "from ._version import __version__\n" + CALC
+    pyproject = '[tool.hatch]\nbuild.hooks.vcs.version-file = "src/calc/_version.py"\n'
+    files = {"src/calc/__init__.py": init, "tests/test_calc.py": TESTS}
+    repo = make_repo(tmp_path / "target", {**files, "pyproject.toml": pyproject})
+    command = f"PYTHONPATH=src {PYTEST}"
+    result = run(command, repo)
+    assert result.outcome == NOT_RUN
+    hint = likely_fix(result, repo)
+    assert "prefix the command" not in hint  # it already does
+    assert "module 'calc._version' (src/calc/_version.py) is not in git" in hint
+    assert "pyproject.toml names it" in hint
+    assert "> src/calc/_version.py && " in hint
+
+
 def test_missing_third_party_module_hint_says_install_dependencies(tmp_path):
     repo = python_project(tmp_path, **{"tests/test_dep.py": "import not_installed_anywhere_xyz\n"})
     result = run(PYTEST, repo)

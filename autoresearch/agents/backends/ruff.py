@@ -30,8 +30,9 @@ from autoresearch.agents.backends.base import (
     ToolResult,
     Usage,
 )
+from autoresearch.engine import findings
 from autoresearch.safety import child_env, git, worktree_files
-from autoresearch.session import lintconfig
+from autoresearch.session import bindings, lintconfig
 
 LOCATION = re.compile(r"^(?P<path>.+?):(?P<line>\d+)")
 CODE = re.compile(r"^(?P<code>[A-Z]+[0-9]+)\b")
@@ -57,7 +58,14 @@ NEWER_SYNTAX = ("UP", "FA")
 # __future__ import, OSError, "" for u"", no extra parentheses.
 ANY_PYTHON3 = frozenset({"UP004", "UP008", "UP009", "UP010", "UP024", "UP025", "UP034"})
 OLDER_PYTHON = "older-python"  # a fix's applicability: the target supports a Python below py37
+# A comment that says an import is there for others to import from this module.
+FOR_OTHERS = re.compile(
+    r"backward|compat|re-?export|\bexpos|\bdeprecat|public|\bAPI\b|for (?:callers|users)",
+    re.IGNORECASE,
+)
+GONE = "ruff no longer reports it"  # a finding whose diagnostic is not there any more
 DOCTEST_LINE = re.compile(r"^\s*(?:>>>|\.\.\.)\s(.*)$", re.MULTILINE)
+UNUSED_NAME_DOTTED = re.compile(r"^`([\w.]+)`")  # F401's "`pkg.mod.name` imported but unused"
 UNUSED_NAME = re.compile(r"`(?P<name>[A-Za-z_][A-Za-z_0-9]*)`")
 IMPACT = {
     "critical": "The code fails at run time or cannot be imported.",
@@ -190,6 +198,14 @@ def titles_of(diags: list[dict[str, Any]], text: str) -> list[str]:
     return titles
 
 
+def tried_before(tried: str, title: str, path: str) -> bool:
+    """Whether the tried list names this diagnostic of `path`: by the title Red reports,
+    or by the one sanitize passed on, which the list holds where the two differ."""
+    if f" {title} ({path}:" in tried:
+        return True
+    return f" {findings.sanitized_title(title)} ({path}:" in tried
+
+
 def snippet(line: str, column: int, width: int = SNIPPET) -> str:
     """The line without its indentation, cut to `width` characters around `column`."""
     text = line.strip()
@@ -270,7 +286,11 @@ def no_new_leading_blank(before: str, after: str) -> str:
 
 
 def fix_edits(
-    diag: dict[str, Any], text: str, path: str, tests_editable: bool = False
+    diag: dict[str, Any],
+    text: str,
+    path: str,
+    tests_editable: bool = False,
+    importers: Importers | None = None,
 ) -> tuple[list[dict[str, Any]], str]:
     """The edits that fix `diag` in `text` (the file `path`), or none and why not: what the
     target's own `ruff check --fix` would apply (its `unfixable` and safe-fix tables are
@@ -281,6 +301,12 @@ def fix_edits(
     code = diag.get("code") or "syntax"
     fix = diag.get("fix") or {}
     edits = fix.get("edits") or []
+    if code in IMPORT_RULES:
+        # First: an import kept on purpose is no problem left for a person, which "no
+        # automatic fix" (ruff offers none in a package's __init__.py) would suggest.
+        why = kept_import(diag, text, path)
+        if why:
+            return [], why
     if not edits:
         return [], f"ruff has no automatic fix for {code}"
     applicability = fix.get("applicability", "safe")
@@ -297,12 +323,16 @@ def fix_edits(
             f"ruff's fix for {code} is unsafe (it may change what the code does); the ruff "
             "backend applies only fixes that keep behaviour"
         )
-    if code in IMPORT_RULES:
-        why = kept_import(diag, text, path)
+    if code == "F401" and importers is not None:
+        why = importers.why_kept(diag, text, path)
         if why:
             return [], why
     if code == "F841":
         why = kept_binding(diag, text)
+        if why:
+            return [], why
+    if code == "SIM300":
+        why = kept_ladder(diag, text)
         if why:
             return [], why
     if not tests_editable:
@@ -337,6 +367,89 @@ def in_test(diag: dict[str, Any], text: str, path: str) -> str:
                     f"the line is in test `{node.name}`: the test gate keeps no edit to an "
                     "existing test's code unless allow_test_edits: true"
                 )
+    return ""
+
+
+class Importers:
+    """Who imports a name from a module of the worktree, read once per stage on first need
+    (the files ruff would check): a name another module imports from here is no unused
+    import, whatever this file does with it (a re-export without `__all__`)."""
+
+    def __init__(self, worktree: Path) -> None:
+        self.worktree = worktree
+        self._texts: dict[str, str] | None = None
+
+    def _files(self) -> dict[str, str]:
+        if self._texts is None:
+            listed = ruff("check", "--show-files", "--no-cache", cwd=self.worktree).stdout
+            root = self.worktree.resolve()
+            self._texts = {}
+            for line in listed.splitlines():
+                try:
+                    rel = Path(line.strip()).resolve().relative_to(root).as_posix()
+                    if rel.endswith((".py", ".pyi")):
+                        self._texts[rel] = read_source(self.worktree, rel)
+                except (ValueError, *UNREADABLE):
+                    continue
+        return self._texts
+
+    def why_kept(self, diag: dict[str, Any], text: str, path: str) -> str:
+        named = UNUSED_NAME_DOTTED.search(diag.get("message") or "")
+        if named is None:
+            return ""
+        name = named.group(1).split(".")[-1]
+        renamed = re.search(rf"\b{re.escape(name)}\s+as\s+(\w+)", text)
+        name = renamed.group(1) if renamed else name
+        module = Path(path).stem
+        users = sorted(
+            other
+            for other, source in self._files().items()
+            if other != path
+            and name in source
+            and module in source
+            and bindings.refers(source, other, module, name)
+        )
+        if not users:
+            return ""
+        shown = ", ".join(users[:3]) + (f" and {len(users) - 3} more" if len(users) > 3 else "")
+        return (
+            f"`{name}` is imported from {path} by {shown}: removing it breaks them "
+            "(a re-export); it is kept"
+        )
+
+
+def kept_ladder(diag: dict[str, Any], text: str) -> str:
+    """Why a constant-first comparison SIM300 flags is kept, or "": it is a rung of a range
+    ladder, the same expression between two bounds elsewhere in the same function
+    (`60 <= s < 3600` ... `3600 <= s`). Flipped, the last rung no longer reads as the rest."""
+    try:
+        tree = ast.parse(text.removeprefix("\ufeff"))
+    except (SyntaxError, ValueError):
+        return ""
+    row = diag["location"]["row"]
+    functions = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.lineno <= row <= (node.end_lineno or node.lineno)
+    ]
+    scope = min(functions, key=lambda n: (n.end_lineno or n.lineno) - n.lineno, default=tree)
+    compares = [node for node in ast.walk(scope) if isinstance(node, ast.Compare)]
+    flagged = [
+        node
+        for node in compares
+        if node.lineno == row and isinstance(node.left, ast.Constant) and len(node.ops) == 1
+    ]
+    if not flagged:
+        return ""
+    subject = ast.unparse(flagged[0].comparators[0])
+    for node in compares:
+        if len(node.ops) == 2 and ast.unparse(node.comparators[0]) == subject:
+            return (
+                f"`{ast.unparse(flagged[0])}` is a rung of the range ladder "
+                f"`{ast.unparse(node)}` (line {node.lineno}): the constant-first order is the "
+                "ladder's, not a yoda condition; it is kept"
+            )
     return ""
 
 
@@ -455,6 +568,12 @@ def kept_import(diag: dict[str, Any], text: str, path: str) -> str:
                 f"`{bound}` is re-exported (named in `__all__`, or imported `as` itself); "
                 "it is kept"
             )
+    said = _comment_for_others(text, node.lineno, row)
+    if said:
+        return (
+            f"the import's comment says `{said}`: it is there for others to import from "
+            f"{path} (a re-export); it is kept"
+        )
     functions = [f for f in stack if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if functions and all(
         isinstance(stmt, (ast.Import, ast.ImportFrom))
@@ -489,6 +608,24 @@ def kept_import(diag: dict[str, Any], text: str, path: str) -> str:
                 f"importing `{module}` has side effects (it changes the interpreter as it "
                 "loads), which is why it is imported; it is kept"
             )
+    return ""
+
+
+def _comment_for_others(text: str, first: int, row: int) -> str:
+    """The comment block just above line `first` (an import statement's), or the comment
+    ending line `row` (the flagged name's), where it says the import is there for others
+    ("for backward compatibility", "re-exported", "public API"); "" where none does."""
+    lines = LINE_BREAK.split(text.removeprefix("\ufeff"))
+    above: list[str] = []
+    at = first - 2
+    while at >= 0 and lines[at].lstrip().startswith("#"):
+        above.insert(0, lines[at].strip().lstrip("#").strip())
+        at -= 1
+    # An import line holds no string, so its first `#` starts its comment.
+    trailing = lines[row - 1].partition("#")[2].strip() if row <= len(lines) else ""
+    for comment in (" ".join(above), trailing):
+        if FOR_OTHERS.search(comment):
+            return comment[:120]
     return ""
 
 
@@ -644,14 +781,17 @@ class RuffBackend:
         # severity the cycle's fix slots go in report order (findings.sanitize), and a slot
         # spent on a diagnostic without a safe fix is one kept fix less.
         reports = []
+        importers = Importers(worktree)
         for path, diags in by_file.items():
             try:
                 text = read_source(worktree, path)
             except UNREADABLE:
                 text = ""
             for diag, title in zip(diags, titles_of(diags, text), strict=True):
-                if f" {title} ({path}:" not in tried:
-                    edits = fix_edits(diag, text, path, tests_editable)[0] if text else []
+                if not tried_before(tried, title, path):
+                    edits = (
+                        fix_edits(diag, text, path, tests_editable, importers)[0] if text else []
+                    )
                     # A file the session protects or keeps out of scope Green may not write.
                     box = toolbox.sandbox
                     fixable = bool(edits) and not box.is_protected(path) and box.in_scope(path)
@@ -736,6 +876,8 @@ class RuffBackend:
     def _green(self, worktree, brief, toolbox, progress) -> int:
         turns = 0
         batch = brief.data.get("findings", [])
+        fixed_in: dict[str, str] = {}  # a file this stage fixed, by the last finding fixed
+        importers = Importers(worktree)
         for finding in batch:
             turns += 1
             fid = finding["id"]
@@ -747,13 +889,31 @@ class RuffBackend:
                 others,
                 tidy=brief.tidy,
                 tests_editable=bool(brief.data.get("allow_test_edits")),
+                importers=importers,
             )
+            where = LOCATION.match(finding.get("location") or "")
+            if where and action == "finish_fix":
+                fixed_in[where["path"]] = fid
+            elif where and args.get("reason") == GONE and where["path"] in fixed_in:
+                # One fix can settle several findings: ruff's fix of an import statement
+                # removes every unused name in it.
+                args["reason"] = (
+                    f"settled by {fixed_in[where['path']]}'s fix in {where['path']} this "
+                    "stage: ruff no longer reports it"
+                )
             result = toolbox.call(action, args)
             progress(f"turn {turns}: {action} {fid} -> {result.content.splitlines()[0]}")
         return turns
 
     def _fix_one(
-        self, worktree, finding, toolbox, others: set[str], tidy=False, tests_editable=False
+        self,
+        worktree,
+        finding,
+        toolbox,
+        others: set[str],
+        tidy=False,
+        tests_editable=False,
+        importers: Importers | None = None,
     ) -> tuple[str, dict[str, str]]:
         """The tool call that settles `finding`: its exact diagnostic fixed, or a skip with
         why. `others`: the titles of the batch's other findings, which are theirs to fix."""
@@ -779,7 +939,8 @@ class RuffBackend:
         titles = titles_of(found, original)
         title = finding["title"]
         pairs = list(zip(found, titles, strict=True))
-        candidates = [d for d, t in pairs if t == title] or [
+        # Sanitize may have cut the title (ruff's "; consider removing, …" is advice).
+        candidates = [d for d, t in pairs if title in (t, findings.sanitized_title(t))] or [
             # The same rule and message whose line changed since Red saw it (a twin on it
             # was fixed), or a title without the line (a count run's).
             d
@@ -791,9 +952,9 @@ class RuffBackend:
             )
         ]
         if not candidates:
-            return "skip_finding", {"finding_id": fid, "reason": "ruff no longer reports it"}
+            return "skip_finding", {"finding_id": fid, "reason": GONE}
         diag = min(candidates, key=lambda d: abs(d["location"]["row"] - line))
-        edits, why_not = fix_edits(diag, original, path, tests_editable)
+        edits, why_not = fix_edits(diag, original, path, tests_editable, importers)
         if not edits:
             return "skip_finding", {"finding_id": fid, "reason": why_not}
         unused_before = {d["message"] for d in unused_imports(worktree, path)} if tidy else set()
@@ -804,10 +965,12 @@ class RuffBackend:
             return "skip_finding", {"finding_id": fid, "reason": written.content}
         summary = (diag.get("fix") or {}).get("message") or diag["message"]
         if tidy:
-            self._drop_imports_left_unused(worktree, path, unused_before, toolbox)
+            self._drop_imports_left_unused(worktree, path, unused_before, toolbox, importers)
         return "finish_fix", {"finding_id": fid, "summary": summary}
 
-    def _drop_imports_left_unused(self, worktree, path, before: set[str], toolbox) -> None:
+    def _drop_imports_left_unused(
+        self, worktree, path, before: set[str], toolbox, importers: Importers | None = None
+    ) -> None:
         """Apply ruff's F401 fix to each import the change left unused, one at a time (two
         names of one import line have overlapping edits)."""
         for _ in range(10):
@@ -819,7 +982,7 @@ class RuffBackend:
                 edits
                 for d in unused_imports(worktree, path)
                 if d["message"] not in before
-                for edits in [fix_edits(d, text, path)[0]]
+                for edits in [fix_edits(d, text, path, importers=importers)[0]]
                 if edits
             ]
             if not fresh:

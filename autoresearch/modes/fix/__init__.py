@@ -43,7 +43,8 @@ fix:
   # What counts as an error (default: the test command's failures and ruff's diagnostics).
   errors:
     - {command: "python -m pytest -q", parser: pytest}
-    - {command: "python -m ruff check --no-cache --exit-zero --output-format json .", parser: ruff}
+    - command: python -m ruff check --no-cache --no-fix --exit-zero --output-format json .
+      parser: ruff
   # guard: python -m pytest -q     # must pass for a change to be kept
   protect_tests: true              # fixes change the code, never its tests
 """

@@ -33,7 +33,7 @@ from ..lens.reproduction import judge_reproduction
 PARSERS = ("pytest", "ruff", "mypy", "pyright", "exit", "regex:<pattern>")
 # Parsers that read a JSON report: stderr chatter must not be mixed into it.
 JSON_PARSERS = ("ruff", "pyright")
-RUFF_COUNT = "python -m ruff check --no-cache --exit-zero --output-format json ."
+RUFF_COUNT = "python -m ruff check --no-cache --no-fix --exit-zero --output-format json ."
 HANDED_TOOL = "handoff"  # the tool name of errors handed on by an earlier lens
 NO_REPORT = "no report"  # the code of the error a JSON tool that printed nothing counts as
 SCRATCH = ".autoresearch-fix"  # reproductions run from here; removed after every count

@@ -31,7 +31,7 @@ def records(decisions: list[Decision]) -> list[tuple[int, GoalStep]]:
 # A measurement that always prints a number: the count of ruff's diagnostics, 0 when clean
 # (plan.PY_LINT, which imports the modes, so it is written out here).
 COUNTING_COMMAND = (
-    "python -m ruff check --no-cache --exit-zero --output-format json . "
+    "python -m ruff check --no-cache --no-fix --exit-zero --output-format json . "
     '| python -c "import json, sys; print(len(json.load(sys.stdin)))"'
 )
 
