@@ -8,7 +8,7 @@ wall time says little. Each side may have its own interpreter (`--before-python`
 virtualenv with what that commit installs.
 
     python bench/bench_demo_cpu.py [--before REF] [--after REF] [--rounds 3]
-        [--before-python PATH] [--after-python PATH]
+        [--before-python PATH] [--after-python PATH] [--sessions demo]
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_demo_identical import ROOT, SESSIONS, copy_tree  # noqa: E402
 
 
-def demo_cpu(tree: Path, python: str) -> float:
+def demo_cpu(tree: Path, python: str, sessions: list[str]) -> float:
     """CPU seconds of one demo run in `tree` (the copy's package, its worktrees in it)."""
     env = dict(os.environ, PYTHONPATH=str(tree), XDG_DATA_HOME=str(tree / ".data"))
-    targets = [f"sessions/{s}/done" for s in SESSIONS]
+    targets = [f"sessions/{s}/done" for s in sessions]
     with open(os.devnull, "wb") as devnull:
         proc = subprocess.Popen(
             [python, "-m", "snakemake", "--cores", "1", *targets],
@@ -50,6 +50,8 @@ def main() -> int:
     parser.add_argument("--before", default="HEAD")
     parser.add_argument("--after", help="a git ref (default: the working tree as it is)")
     parser.add_argument("--rounds", type=int, default=3)
+    # One session a run is what a test pays (each its own Snakemake process).
+    parser.add_argument("--sessions", nargs="+", default=list(SESSIONS), choices=SESSIONS)
     python = str(ROOT / ".venv" / "bin" / "python")
     parser.add_argument("--before-python", default=python)
     parser.add_argument("--after-python", default=python)
@@ -68,7 +70,7 @@ def main() -> int:
             for side in ("before", "after"):
                 tree = base / f"{side}-{n}"
                 shutil.copytree(sources[side], tree, symlinks=True)
-                figures[side].append(demo_cpu(tree, pythons[side]))
+                figures[side].append(demo_cpu(tree, pythons[side], args.sessions))
                 shutil.rmtree(tree, ignore_errors=True)
             print(
                 f"round {n + 1}: before {figures['before'][-1]:.2f} s, "
