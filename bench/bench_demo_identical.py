@@ -2,9 +2,10 @@
 commit (`--before`, default HEAD) and from another (`--after`, default the working
 tree), each in a copy of its own, then compared: the kept commits' subjects and trees,
 and every session file after masking what differs run to run (commit ids, times,
-durations, the copy's path).
+durations, the copy's path); the plots byte for byte.
 
     python bench/bench_demo_identical.py [--before REF] [--after REF] [--keep DIR]
+        [--before-python PATH] [--after-python PATH]
 
 Prints one line per session and one per file that differs; exits 1 when any does.
 """
@@ -60,12 +61,12 @@ def copy_tree(before: str | None, dest: Path) -> None:
             shutil.copy2(source, dest / name)
 
 
-def run_demo(tree: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(tree))  # the copy's package, not the venv's
+def run_demo(tree: Path, python: str) -> None:
+    # The copy's package, not the venv's; the sessions' worktrees in the copy, not ~/.local.
+    env = dict(os.environ, PYTHONPATH=str(tree), XDG_DATA_HOME=str(tree / ".data"))
     targets = [f"sessions/{s}/done" for s in SESSIONS]
-    snakemake = ROOT / ".venv" / "bin" / "snakemake"
     subprocess.run(
-        [str(snakemake), "--cores", "1", *targets],
+        [python, "-m", "snakemake", "--cores", "1", *targets],
         cwd=tree,
         env=env,
         check=True,
@@ -120,8 +121,9 @@ def compare(a: Path, b: Path) -> int:
                 la = masked(fa[name].read_text(), a)
                 lb = masked(fb[name].read_text(), b)
             except UnicodeDecodeError:
+                # A binary file (the plots) byte for byte: matplotlib's PNGs carry no time,
+                # so two runs of the same code draw the same bytes.
                 la, lb = [fa[name].read_bytes().hex()], [fb[name].read_bytes().hex()]
-                la, lb = ([], []) if name.endswith(".png") else (la, lb)
             if name in ORDERLESS:
                 la, lb = sorted(la), sorted(lb)
             if la != lb:
@@ -137,13 +139,17 @@ def main() -> int:
     parser.add_argument("--before", default="HEAD")
     parser.add_argument("--after", help="a git ref (default: the working tree as it is)")
     parser.add_argument("--keep", type=Path, help="run in DIR and leave the copies there")
+    # Another virtualenv's interpreter for a side: a "before" whose dependencies differ.
+    python = str(ROOT / ".venv" / "bin" / "python")
+    parser.add_argument("--before-python", default=python)
+    parser.add_argument("--after-python", default=python)
     args = parser.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="demo-identical-"))
     before, after = base / "before", base / "after"
     copy_tree(args.before, before)
     copy_tree(args.after, after)
-    for tree in (before, after):
-        run_demo(tree)
+    run_demo(before, args.before_python)
+    run_demo(after, args.after_python)
     differing = compare(before, after)
     print(f"{differing} differences")
     if args.keep is None:

@@ -6,6 +6,8 @@ localrules:
     done,
 
 
+# No params: Snakemake imports pandas, when it is installed, to record any job's params (a
+# third of a second of CPU at every session's start); the run reads the same config.
 checkpoint session:
     """Validate and freeze the spec, open the worktree, run the baseline tests."""
     input:
@@ -17,11 +19,8 @@ checkpoint session:
         "sessions/{name}/logs/session.log",
     benchmark:
         "sessions/{name}/benchmarks/session.tsv"
-    params:
-        overrides=config,
-        origins=scripts.common.override_origins(workflow),
     run:
-        scripts.session.setup(wildcards, input, output, params, log, workflow.basedir)
+        scripts.session.setup(wildcards, input, output, log, workflow, config)
 
 
 rule done:

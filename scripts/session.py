@@ -15,7 +15,7 @@ from autoresearch.session import start as session
 from autoresearch.session.layout import SESSIONS, rel
 
 from . import report
-from .common import layout_of
+from .common import layout_of, override_origins
 
 EXAMPLES = Path(SESSIONS) / "_examples"
 DESCRIBED: set[str] = set()  # sessions whose parsed spec a dry run has printed
@@ -103,16 +103,18 @@ def invalid_session_name(name: str) -> list[str]:
 # --- jobs ----------------------------------------------------------------------------
 
 
-def setup(wildcards: Any, input: Any, output: Any, params: Any, log: Any, basedir: str) -> None:
+def setup(wildcards: Any, input: Any, output: Any, log: Any, workflow: Any, config: Any) -> None:
+    """The `session` checkpoint: Snakemake's `config` (the spec files and `--config`)
+    made a session, each key's origin said in any error."""
     run_job(
         log[0],
         lambda: session.start(
             wildcards.name,
             Path(output.spec).parent.absolute(),
-            with_chain(wildcards.name, dict(params.overrides)),
+            with_chain(wildcards.name, dict(config)),
             log[0],
-            root=Path(basedir),
-            origins=dict(params.origins),
+            root=Path(workflow.basedir),
+            origins=override_origins(workflow),
         ),
         Declared.of(input, output, log),
     )

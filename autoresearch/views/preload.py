@@ -2,17 +2,16 @@
 
 A session ends with its plot and its report (`experiment_plot`, `session_report`, ...),
 run in the workflow's own process once the last step is decided: nothing else runs then,
-so whatever they spend is waited for. Their first act was importing matplotlib and pandas
-(0.6 s of CPU, 2 to 3 s of the tail on a loaded 2-core machine, profiled on
-bench/bench_experiment_parallel.py). Those imports are moved into the loop: a job that
-waits on a metric or a test command (a measurement, a decide) starts a daemon thread
-that imports them while the process is idle, once per process.
+so whatever they spend is waited for. Their first act was importing matplotlib (then with
+pandas, since dropped: 0.6 s of CPU, 2 to 3 s of the tail on a loaded 2-core machine,
+profiled on bench/bench_experiment_parallel.py). That import is moved into the loop: a job
+that waits on a metric or a test command (a measurement, a decide) starts a daemon thread
+that imports it while the process is idle, once per process.
 
-Only the run that will draw the end imports them: `arm` is called when a run starts
+Only the run that will draw the end imports it: `arm` is called when a run starts
 (Snakemake's onstart, which a cluster job's own process never runs), so a job on a
-cluster node spends nothing on it. The import is the same one the end's code makes (the
-Agg backend, as every plot of ours chooses it); a failed import here is left to that
-code to report.
+cluster node spends nothing on it. The import is the same one the end's code makes (a
+`Figure` of its own, never pyplot); a failed import here is left to that code to report.
 """
 
 from __future__ import annotations
@@ -44,12 +43,7 @@ def start() -> threading.Thread | None:
 
 def _import() -> None:
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")  # no display on a cluster node or in CI, as every plot says
         import matplotlib.figure  # noqa: F401
-        import matplotlib.pyplot  # noqa: F401
         import matplotlib.ticker  # noqa: F401
-        import pandas  # noqa: F401
     except Exception:  # noqa: BLE001 - the end's own import says what is wrong
         return

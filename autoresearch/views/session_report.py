@@ -8,9 +8,11 @@ embeds (report/workflow.rst); `autoresearch finalize` adds its review sets to it
 
 from __future__ import annotations
 
+import csv
 import html
 import io
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,7 +24,6 @@ from autoresearch.session.files import read_json, write_bytes, write_json, write
 from autoresearch.session.layout import SessionLayout
 
 if TYPE_CHECKING:
-    import pandas as pd
     from matplotlib.figure import Figure
 
 # Agent-written text (finding titles, hypotheses) reaches these pages: raw HTML and links in
@@ -317,61 +318,94 @@ def kept_list_html(steps: list[ReportStep]) -> str:
     return "\n<h2>Kept commits</h2>\n<ul>\n" + "\n".join(items) + "\n</ul>\n"
 
 
-def read_tsv(path: Path) -> pd.DataFrame:
-    """A session table as written: every cell a string, an empty cell empty (not NaN)."""
-    import pandas as pd
+# --- the tables: small TSVs, read with the csv module ------------------------------------
+# A session's tables are a few hundred rows at most; pandas cost a third of a second to
+# import at every session's end and added nothing the csv module does not do here.
 
+
+@dataclass(frozen=True)
+class Table:
+    """A session table as written (every cell a string, an empty cell empty), or a table
+    made from one: its columns, in order, and one dict a row."""
+
+    columns: list[str]
+    rows: list[dict[str, Any]]
+
+
+def read_tsv(path: Path) -> Table:
+    """A session table as written: every cell a string, an empty cell empty (not NaN); a
+    blank line is no row, and a short row's missing cells are empty."""
     if not path.exists():
-        return pd.DataFrame()
-    return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+        return Table([], [])
+    with path.open(newline="") as handle:
+        lines = [line for line in csv.reader(handle, delimiter="\t") if line]
+    if not lines:
+        return Table([], [])
+    columns = lines[0]
+    # A long row's cells past the header are no column's: left out.
+    padded = (cells + [""] * (len(columns) - len(cells)) for cells in lines[1:])
+    rows = [dict(zip(columns, cells, strict=False)) for cells in padded]
+    return Table(columns, rows)
 
 
-STEP_COLUMNS = ["track", "cycle", "kept", "tests", "tests_pass", "tests_passed", "tests_failed"]
+@dataclass(frozen=True)
+class CycleRow:
+    """One step of the per-cycle table: what it kept, its tests, what its agent runs cost."""
+
+    track: str
+    cycle: int
+    kept: int
+    tests: str
+    tests_pass: bool | None
+    tests_passed: int | None
+    tests_failed: int | None
+    cost_usd: float = 0.0
+    tokens: int = 0
+    agent_runs: int = 0
 
 
-def cycle_table(steps: list[ReportStep], usage_path: Path) -> pd.DataFrame:
+def cycle_table(steps: list[ReportStep], usage_path: Path) -> list[CycleRow]:
     """One row per step: track, cycle, kept, tests, and what its agent runs cost (usage.tsv)."""
-    import pandas as pd
-
-    rows = pd.DataFrame(
-        [
-            {
-                "track": s.track,
-                "cycle": s.cycle,
-                "kept": s.kept,
-                "tests": tests_text(s),
-                "tests_pass": s.tests_pass,
-                "tests_passed": s.tests_passed,
-                "tests_failed": s.tests_failed,
-            }
-            for s in steps
-        ],
-        columns=STEP_COLUMNS,
-    )
-    usage = read_tsv(usage_path)
-    if usage.empty:
-        return rows.assign(cost_usd=0.0, tokens=0, agent_runs=0)
-    # An unpriced run's empty cost is unknown: it adds nothing to a sum (spend_of says so).
-    usage = usage.assign(
-        cycle=usage["cycle"].astype(int),
-        cost_usd=pd.to_numeric(usage["cost_usd"], errors="coerce").fillna(0.0),
-        tokens=_count(usage, "input_tokens") + _count(usage, "output_tokens"),
-    )
-    spent = (
-        usage.groupby(["track", "cycle"])
-        .agg(cost_usd=("cost_usd", "sum"), tokens=("tokens", "sum"), agent_runs=("team", "size"))
-        .reset_index()
-    )
+    cost: dict[tuple[str, int], list[float]] = {}
+    tokens: dict[tuple[str, int], int] = {}
+    for row in read_tsv(usage_path).rows:
+        key = (row["track"], int(row["cycle"]))
+        # An unpriced run's empty cost is unknown: it adds nothing to a sum (spend_of says so).
+        cost.setdefault(key, []).append(_number(row["cost_usd"]))
+        tokens[key] = (
+            tokens.get(key, 0) + _count(row, "input_tokens") + _count(row, "output_tokens")
+        )
     # A step no agent ran in (nothing left to fix) cost nothing.
-    out = rows.merge(spent, on=["track", "cycle"], how="left")
-    filled = out.fillna({"cost_usd": 0.0, "tokens": 0, "agent_runs": 0})
-    return filled.astype({"agent_runs": int, "tokens": int})
+    return [
+        CycleRow(
+            track=s.track,
+            cycle=s.cycle,
+            kept=s.kept,
+            tests=tests_text(s),
+            tests_pass=s.tests_pass,
+            tests_passed=s.tests_passed,
+            tests_failed=s.tests_failed,
+            cost_usd=math.fsum(cost.get((s.track, s.cycle), ())),
+            tokens=tokens.get((s.track, s.cycle), 0),
+            agent_runs=len(cost.get((s.track, s.cycle), ())),
+        )
+        for s in steps
+    ]
 
 
-def _count(frame: pd.DataFrame, column: str) -> pd.Series:
-    import pandas as pd
+def _number(text: str) -> float:
+    """A cell as a number; an empty or unreadable one as 0."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return 0.0
+    return 0.0 if math.isnan(value) else value
 
-    return pd.to_numeric(frame[column], errors="coerce").fillna(0).astype(int)
+
+def _count(row: dict[str, Any], column: str) -> int:
+    """A count cell as a whole number (an empty, unreadable or infinite one as 0)."""
+    value = _number(row.get(column, ""))
+    return int(value) if math.isfinite(value) else 0
 
 
 @dataclass(frozen=True)
@@ -404,22 +438,17 @@ class Spend:
 
 
 def spend_of(usage_path: Path) -> Spend:
-    usage = read_tsv(usage_path)
-    if usage.empty:
-        return Spend(0.0, 0, 0)
-    unpriced = usage[usage["cost_usd"].str.strip() == ""]
-    priced = usage[usage["cost_usd"].str.strip() != ""]
-    import pandas as pd
-
-    cost = pd.to_numeric(priced["cost_usd"], errors="coerce").fillna(0.0)
-    used = sum(_count(priced, c) for c in ("requests", "input_tokens", "output_tokens"))
-    calls = priced[(cost > 0) | (used > 0)]
+    usage = read_tsv(usage_path).rows
+    unpriced = [row for row in usage if row["cost_usd"].strip() == ""]
+    priced = [row for row in usage if row["cost_usd"].strip() != ""]
+    used = lambda row: sum(_count(row, c) for c in ("requests", "input_tokens", "output_tokens"))  # noqa: E731
+    calls = [row for row in priced if _number(row["cost_usd"]) > 0 or used(row) > 0]
     return Spend(
-        usd=float(cost.sum()),
+        usd=math.fsum(_number(row["cost_usd"]) for row in priced),
         priced=len(calls),
         unpriced=len(unpriced),
-        unpriced_requests=int(_count(unpriced, "requests").sum()),
-        unpriced_models=tuple(sorted(set(unpriced["model"]))),
+        unpriced_requests=sum(_count(row, "requests") for row in unpriced),
+        unpriced_models=tuple(sorted({row["model"] for row in unpriced})),
     )
 
 
@@ -433,22 +462,32 @@ def tests_text(step: ReportStep) -> str:
     return f"{verdict} ({step.tests_passed} passed{failed})"
 
 
-def results_page(layout: SessionLayout, table: pd.DataFrame, kept_label: str, spend: Spend) -> str:
+def results_page(
+    layout: SessionLayout, table: list[CycleRow], kept_label: str, spend: Spend
+) -> str:
     """The per-cycle summary, then results.tsv and usage.tsv as tables."""
-    shown = table[["track", "cycle", "kept", "tests", "cost_usd", "agent_runs"]].rename(
-        columns={"kept": kept_label, "cost_usd": "cost (USD)", "agent_runs": "agent runs"}
-    )
-    if not table["track"].astype(bool).any():
-        shown = shown.drop(columns="track")
+    shown = {
+        "track": "track",
+        "cycle": "cycle",
+        "kept": kept_label,
+        "tests": "tests",
+        "cost_usd": "cost (USD)",
+        "agent_runs": "agent runs",
+    }
+    if not any(row.track for row in table):
+        del shown["track"]
     if not spend.priced:
-        shown = shown.drop(columns="cost (USD)")  # nothing priced: a column of zeros says $0
-    usage = read_tsv(layout.usage)
+        del shown["cost_usd"]  # nothing priced: a column of zeros says $0
+    per_cycle = Table(
+        list(shown.values()),
+        [{shown[key]: getattr(row, key) for key in shown} for row in table],
+    )
     parts = [
         f"<h1>{html.escape(layout.name)}: results</h1>",
         "<h2>Per cycle</h2>",
-        f"<p>{int(table['kept'].sum())} {html.escape(kept_label)} over {len(table)} "
+        f"<p>{sum(row.kept for row in table)} {html.escape(kept_label)} over {len(table)} "
         f"cycle(s); agent cost {html.escape(spend.text)} (usage.tsv, at the spec's prices).</p>",
-        frame_html(shown, "(no cycle finished)"),
+        frame_html(per_cycle, "(no cycle finished)"),
         "<h2>Time and CPU</h2>",
         cpu_html(layout.timings),
         "<h2>results.tsv</h2>",
@@ -456,57 +495,73 @@ def results_page(layout: SessionLayout, table: pd.DataFrame, kept_label: str, sp
         frame_html(read_tsv(layout.results), "(empty)"),
         "<h2>usage.tsv</h2>",
         "<p>One row per agent run: tokens and cost.</p>",
-        frame_html(usage, "(no agent run recorded)"),
+        frame_html(read_tsv(layout.usage), "(no agent run recorded)"),
     ]
     return page(f"{layout.name}: results", "\n".join(parts))
 
 
-TIMING_COLUMNS = ["wall_s", "cpu_s", "commands_cpu_s", "jailed_cpu_s"]
+TIMING_COLUMNS = {
+    "wall_s": "wall s",
+    "cpu_s": "harness CPU s",
+    "commands_cpu_s": "commands CPU s",
+    "jailed_cpu_s": "of which in the jail",
+}
 
 
 def cpu_html(timings: Path) -> str:
     """What the stages took (timings.tsv), summed per stage: wall seconds, the harness's own
     CPU, and the CPU of the commands it ran (tests, git, metrics), those run in the jail
     included (their part apart: rusage never sees a jail's processes)."""
-    frame = read_tsv(timings)
-    if frame.empty:
+    rows = read_tsv(timings).rows
+    if not rows:
         return "<p>(no stage timed)</p>"
-    for column in TIMING_COLUMNS:
-        # A session begun before the jailed CPU was counted has no such column: 0 there.
-        values = frame[column] if column in frame else "0"
-        frame[column] = pd_numeric(values)
-    sums = frame.groupby("stage", sort=False)[TIMING_COLUMNS].sum().reset_index()
-    totals = sums[TIMING_COLUMNS].sum()
+    # Per stage, in the order stages first appear. A session begun before the jailed CPU
+    # was counted has no such column: 0 there.
+    spent: dict[str, dict[str, list[float]]] = {}
+    for row in rows:
+        stage = spent.setdefault(row["stage"], {column: [] for column in TIMING_COLUMNS})
+        for column in TIMING_COLUMNS:
+            stage[column].append(_number(row.get(column, "0")))
+    sums = [
+        {"stage": name, **{TIMING_COLUMNS[c]: math.fsum(v) for c, v in columns.items()}}
+        for name, columns in spent.items()
+    ]
+    total = {c: math.fsum(row[shown] for row in sums) for c, shown in TIMING_COLUMNS.items()}
     return (
-        f"<p>Harness CPU {totals['cpu_s']:.1f} s; the commands it ran "
-        f"{totals['commands_cpu_s']:.1f} s CPU, of which {totals['jailed_cpu_s']:.1f} s in the "
-        f"jail; {totals['wall_s']:.1f} s of stage wall time (timings.tsv).</p>\n"
-        + frame_html(
-            sums.rename(
-                columns={
-                    "wall_s": "wall s",
-                    "cpu_s": "harness CPU s",
-                    "commands_cpu_s": "commands CPU s",
-                    "jailed_cpu_s": "of which in the jail",
-                }
-            ),
-            "(no stage timed)",
-        )
+        f"<p>Harness CPU {total['cpu_s']:.1f} s; the commands it ran "
+        f"{total['commands_cpu_s']:.1f} s CPU, of which {total['jailed_cpu_s']:.1f} s in the "
+        f"jail; {total['wall_s']:.1f} s of stage wall time (timings.tsv).</p>\n"
+        + frame_html(Table(["stage", *TIMING_COLUMNS.values()], sums), "(no stage timed)")
     )
 
 
-def pd_numeric(values: Any) -> Any:
-    import pandas as pd
-
-    if isinstance(values, str):
-        return float(values)
-    return pd.to_numeric(values, errors="coerce").fillna(0.0)
-
-
-def frame_html(frame: pd.DataFrame, empty: str) -> str:
-    if frame.empty:
+def frame_html(table: Table, empty: str) -> str:
+    """A table as HTML, cell for cell as pandas' `to_html(index=False, border=0)` wrote it
+    (the report's pages stayed the same when pandas went): a float with four decimals."""
+    if not table.rows or not table.columns:
         return f"<p>{html.escape(empty)}</p>"
-    return frame.to_html(index=False, border=0, float_format=lambda v: f"{v:.4f}")
+    head = "".join(f"      <th>{_cell(c)}</th>\n" for c in table.columns)
+    body = "".join(
+        "    <tr>\n"
+        + "".join(f"      <td>{_cell(row[c])}</td>\n" for c in table.columns)
+        + "    </tr>\n"
+        for row in table.rows
+    )
+    return (
+        '<table class="dataframe">\n  <thead>\n    <tr style="text-align: right;">\n'
+        f"{head}    </tr>\n  </thead>\n  <tbody>\n{body}  </tbody>\n</table>"
+    )
+
+
+def _cell(value: Any) -> str:
+    """One cell's text: a control character shown as its escape, the text escaped (quotes
+    need none between tags) and stripped, a float with four decimals."""
+    if isinstance(value, float):
+        return "NaN" if math.isnan(value) else f"{value:.4f}"
+    text = str(value)
+    for char, shown in (("\t", "\\t"), ("\r", "\\r"), ("\n", "\\n")):
+        text = text.replace(char, shown)
+    return html.escape(text, quote=False).strip()
 
 
 # --- the outcome (the landing page) ---------------------------------------------------------
@@ -676,7 +731,7 @@ def outcome_fragment(outcome: Outcome, reviews: list[ReviewPage]) -> str:
 OUTSIDE = {"loc": "upper left", "bbox_to_anchor": (1.01, 1)}  # legends beside, not on, bars
 
 
-def cycle_figure(table: pd.DataFrame, kept_label: str, name: str, spend: Spend) -> Figure:
+def cycle_figure(table: list[CycleRow], kept_label: str, name: str, spend: Spend) -> Figure:
     """Panels over the cycles, one bar per track: what was kept, the tests, and what the
     agents cost. Only what was measured: without a priced model call there is no cost
     panel (a model without a price shows its tokens; a model-free backend, nothing)."""
@@ -688,25 +743,25 @@ def cycle_figure(table: pd.DataFrame, kept_label: str, name: str, spend: Spend) 
     axes = list(fig.subplots(3 if spent else 2, 1, sharex=True))
     kept_ax, tests_ax = axes[:2]
     spent_ax = axes[2] if spent else None
-    tracks = sorted(set(table["track"])) or [""]
+    tracks = sorted({row.track for row in table}) or [""]
     width = 0.8 / len(tracks)
-    counted = table["tests_passed"].notna().all() and not table.empty
+    counted = bool(table) and all(row.tests_passed is not None for row in table)
     # White edges keep adjacent tracks' bars apart, until bars are too thin to have edges.
-    edge = 0.5 if table["cycle"].nunique() * len(tracks) <= 60 else 0.0
+    edge = 0.5 if len({row.cycle for row in table}) * len(tracks) <= 60 else 0.0
     for i, track in enumerate(tracks):
-        rows = table[table["track"] == track]
-        xs = list(rows["cycle"] + (i - (len(tracks) - 1) / 2) * width)
+        rows = [row for row in table if row.track == track]
+        xs = [row.cycle + (i - (len(tracks) - 1) / 2) * width for row in rows]
         colour = f"C{i}"
-        bars(kept_ax, xs, list(rows["kept"]), width, [colour], edge)
+        bars(kept_ax, xs, [row.kept for row in rows], width, [colour], edge)
         if spent_ax is not None:
-            bars(spent_ax, xs, list(rows[spent]), width, [colour], edge)
+            bars(spent_ax, xs, [getattr(row, spent) for row in rows], width, [colour], edge)
         if counted:
-            passed = [int(n) for n in rows["tests_passed"]]
+            passed = [int(row.tests_passed or 0) for row in rows]
             bars(tests_ax, xs, passed, width, ["tab:green"], edge)
-            failed = [int(n) for n in rows["tests_failed"]]
+            failed = [int(row.tests_failed or 0) for row in rows]
             bars(tests_ax, xs, failed, width, ["tab:red"], edge, bottom=passed)
         else:
-            colours = [_pass_colour(ok) for ok in rows["tests_pass"]]
+            colours = [_pass_colour(row.tests_pass) for row in rows]
             bars(tests_ax, xs, [1] * len(xs), width, colours, edge)
     kept_ax.set_ylabel(kept_label)
     title = f"{name}: per cycle"
@@ -719,7 +774,7 @@ def cycle_figure(table: pd.DataFrame, kept_label: str, name: str, spend: Spend) 
     else:
         tests_ax.set_yticks([])
         legend = [_patch("tab:green", "suite passed"), _patch("tab:red", "suite failed")]
-        if table["tests_pass"].isna().any():
+        if any(row.tests_pass is None for row in table):
             legend.append(_patch("tab:gray", "no test ran"))
     tests_ax.legend(handles=legend, fontsize="small", **OUTSIDE)
     if spent_ax is not None and spent == "cost_usd":

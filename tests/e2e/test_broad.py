@@ -322,7 +322,9 @@ GIVEN = [
 ]
 
 
-def test_manual_approval_stops_then_continues(tmp_path):
+def test_manual_approval_stops_refuses_an_edit_that_drops_a_category_then_continues(tmp_path):
+    # One session through the approval: its stop, a refused edit, then an accepted one (the
+    # refusal needs a session stopped there, which costs a setup of its own otherwise).
     target = make_repo(tmp_path / "target", FILES)
     wf = Workflow(tmp_path / "work")
     spec = broad_spec(target, wf.workdir, hypotheses=GIVEN, approve="manual", max_cycles=1)
@@ -336,8 +338,15 @@ def test_manual_approval_stops_then_continues(tmp_path):
     session = wf.session("m")
     assert (session / "hypotheses.md").is_file()
     assert not (session / "tracks").exists() and not (session / "hypotheses.json").exists()
-    # The person drops h2's idea for another bold one, then approves.
     text = (session / "hypotheses.md").read_text()
+    # An edit that leaves no creative hypothesis is refused, and no track starts.
+    (session / "hypotheses.md").write_text(text.replace("[creative]", "[adjacent]"))
+    (session / "approved").touch()
+    refused = wf.run("m", spec, cores=3, check=False)
+    assert refused.returncode != 0
+    assert "sessions/m/hypotheses.md cannot be used: no creative hypothesis" in refused.stderr
+    assert not (session / "tracks").exists() and not (session / "hypotheses.json").exists()
+    # The person drops h2's idea for another bold one instead, then approves.
     text = text.replace("## h2 [bold] drop\nDrop the helpers.", "## h2 [bold] inline\nInline all.")
     (session / "hypotheses.md").write_text(text)
     (session / "approved").touch()
@@ -349,20 +358,6 @@ def test_manual_approval_stops_then_continues(tmp_path):
     assert not (wf.workdir / "transcript.jsonl").exists() or all(
         b["team"] != "strategist" for b in wf.transcript(wf.workdir / "transcript.jsonl")
     )
-
-
-def test_manual_approval_rejects_an_edit_that_drops_a_required_category(tmp_path):
-    target = make_repo(tmp_path / "target", FILES)
-    wf = Workflow(tmp_path / "work")
-    spec = broad_spec(target, wf.workdir, hypotheses=GIVEN, approve="manual", max_cycles=1)
-    wf.run("m", spec, check=False)
-    session = wf.session("m")
-    text = (session / "hypotheses.md").read_text().replace("[creative]", "[adjacent]")
-    (session / "hypotheses.md").write_text(text)
-    (session / "approved").touch()
-    proc = wf.run("m", spec, check=False)
-    assert proc.returncode != 0
-    assert "sessions/m/hypotheses.md cannot be used: no creative hypothesis" in proc.stderr
 
 
 # --- strategist retry ----------------------------------------------------------------------

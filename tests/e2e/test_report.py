@@ -4,7 +4,10 @@ narrow and broad demos: test_report_narrow.py, test_report_broad.py)."""
 
 from __future__ import annotations
 
-from conftest import Workflow, make_repo
+import os
+from pathlib import Path
+
+from conftest import ROOT, Workflow, make_repo
 from report_pages import (
     Demo,
     assert_report_holds_the_session,
@@ -39,6 +42,20 @@ def experiment_change(n: int, hypothesis: str) -> list[dict]:
     ]
 
 
+def fake_pandas(folder: Path, workflow: Workflow) -> Path:
+    """A `pandas` the workflow's processes can import, which says where it was imported
+    from in the file returned (enough of it for Snakemake's params record to go on)."""
+    (folder / "pandas").mkdir(parents=True)
+    said = folder / "imported"
+    (folder / "pandas" / "__init__.py").write_text(
+        "import traceback\n"
+        f"open({str(said)!r}, 'a').write(''.join(traceback.format_stack()))\n"
+        "class DataFrame: pass\nclass Series: pass\nclass Index: pass\n"
+    )
+    workflow.extra_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(folder)])
+    return said
+
+
 def test_experiment_session_report_holds_its_report_plot_and_every_iteration(tmp_path):
     target = make_repo(
         tmp_path / "target",
@@ -63,7 +80,12 @@ def test_experiment_session_report_holds_its_report_plot_and_every_iteration(tmp
             "transcript": str(workflow.workdir / "transcript.jsonl"),
         },
     }
+    # pandas importable, as in many a user's environment: no part of a session may import
+    # it (Snakemake does, to record a job's params: the setup has none). Its `--report`
+    # does, once a report, whatever the rules.
+    imported = fake_pandas(tmp_path / "fake", workflow)
     workflow.run("e", spec)
+    assert not imported.exists(), imported.read_text()
     demo = Demo(workflow.session("e"), make_report(workflow, "e"))
     documents = {
         f"{n:03d}": demo.session / "iterations" / f"{n:03d}" / "evaluation.md" for n in (1, 2)

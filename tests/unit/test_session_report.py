@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib
 import re
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -17,20 +20,25 @@ from autoresearch.views.session_report import (
     MetricChange,
     ReportStep,
     SessionFacts,
+    Table,
     add_review_sets,
     cycle_figure,
     cycle_table,
+    frame_html,
     inline,
     markdown_html,
     nest_lists,
     page,
     plain,
+    read_tsv,
     results_page,
     spend_of,
     step_label,
     write_report,
 )
 from scripts.report import job_code
+
+ROOT = Path(__file__).resolve().parents[2]
 
 RESULTS = (
     "cycle\tteam\tstatus\ttests_pass\tdescription\tfiles_changed\ttimestamp\ttrack\ttokens\tcost_usd\n"
@@ -180,6 +188,114 @@ def test_step_labels_name_the_cycle_and_a_broad_track():
     assert step(3, "h2").name == "h2-003" and step(3).name == "003"
 
 
+# --- the tables, as pandas wrote them --------------------------------------------------------
+
+# What pandas' `to_html(index=False, border=0, float_format="{:.4f}")` wrote for this table
+# before the report stopped using it: the pages must read the same without it.
+AS_PANDAS_WROTE = """<table class="dataframe">
+  <thead>
+    <tr style="text-align: right;">
+      <th>s</th>
+      <th>&lt;i&gt;</th>
+      <th>f</th>
+    </tr>
+  </thead>
+  <tbody>
+    <tr>
+      <td>a</td>
+      <td>1</td>
+      <td>0.5000</td>
+    </tr>
+    <tr>
+      <td>lead</td>
+      <td>22</td>
+      <td>1.2346</td>
+    </tr>
+    <tr>
+      <td>trail</td>
+      <td>333</td>
+      <td>NaN</td>
+    </tr>
+    <tr>
+      <td>&lt;b&gt;&amp;"'</td>
+      <td>0</td>
+      <td>0.0000</td>
+    </tr>
+    <tr>
+      <td></td>
+      <td>-5</td>
+      <td>-0.0000</td>
+    </tr>
+    <tr>
+      <td>x\\ny</td>
+      <td>1000000000000</td>
+      <td>100000000000000000000.0000</td>
+    </tr>
+  </tbody>
+</table>"""
+
+
+def test_a_table_is_written_cell_for_cell_as_pandas_wrote_it():
+    cells = [
+        ("a", 1, 0.5),
+        ("  lead", 22, 1.23456789),
+        ("trail  ", 333, float("nan")),
+        ("<b>&\"'", 0, 1e-9),
+        ("", -5, -0.00004),
+        ("x\ny", 10**12, 1e20),
+    ]
+    rows = [{"s": s, "<i>": i, "f": f} for s, i, f in cells]
+    assert frame_html(Table(["s", "<i>", "f"], rows), "(empty)") == AS_PANDAS_WROTE
+    assert frame_html(Table(["s"], []), "(none <yet>)") == "<p>(none &lt;yet&gt;)</p>"
+
+
+def test_a_session_table_is_read_as_written_every_cell_a_string(tmp_path):
+    path = tmp_path / "t.tsv"
+    # A quoted cell (the csv module quotes a tab or a quote), a blank line, a short row.
+    path.write_text('a\tb\tc\n"x\ty"\t"say ""hi"""\t3\n\nonly\n')
+    table = read_tsv(path)
+    assert table.columns == ["a", "b", "c"]
+    assert table.rows == [{"a": "x\ty", "b": 'say "hi"', "c": "3"}, {"a": "only", "b": "", "c": ""}]
+    assert read_tsv(tmp_path / "missing.tsv").rows == []
+
+
+def test_a_report_and_the_budget_left_import_no_pandas(layout):
+    # Snakemake imports pandas itself when it is installed; none of ours may need it.
+    probe = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+from pathlib import Path
+from autoresearch.agents.ledger import session_totals
+from autoresearch.session.layout import SessionLayout
+from autoresearch.views.session_report import ReportStep, SessionFacts, write_report
+layout = SessionLayout(Path({str(layout.root)!r}))
+out = layout.report_dir
+step = ReportStep("", 1, layout.root / "eval.md", 1, True, 5, 0)
+write_report(layout, [step], "fixes kept", SessionFacts("sweep", "5 passed"),
+             summary=out / "session.html", results=out / "results.html",
+             evaluations=out / "evaluations", plot=out / "cycles.png", outcome=out / "outcome")
+session_totals(layout.root)
+print("pandas" in sys.modules, (out / "cycles.png").exists())
+"""
+    layout.summary.write_text("# s\n")
+    layout.results.write_text(RESULTS)
+    usage_tsv(layout.usage, [("", "001", "red", 0.01)])
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["False", "True"]
+
+
+def test_the_package_does_not_install_pandas():
+    # Installed, pandas is imported by Snakemake at every session's start (a third of a
+    # second of CPU, to record the setup checkpoint's params), though nothing uses it.
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    listed = [
+        *dependencies["dependencies"],
+        *sum(dependencies["optional-dependencies"].values(), []),
+    ]
+    assert not [d for d in listed if re.match(r"pandas\b", d)]
+
+
 # --- the per-cycle table -------------------------------------------------------------------
 
 
@@ -194,15 +310,15 @@ def test_each_cycles_cost_is_the_sum_of_its_agent_runs_track_by_track(layout):
         ],
     )
     table = cycle_table([step(1, "h1"), step(2, "h1"), step(1, "h2")], layout.usage)
-    cost = {(r.track, r.cycle): (r.cost_usd, r.agent_runs) for r in table.itertuples()}
+    cost = {(r.track, r.cycle): (r.cost_usd, r.agent_runs) for r in table}
     assert cost == {("h1", 1): (0.75, 2), ("h1", 2): (0.125, 1), ("h2", 1): (2.0, 1)}
 
 
 def test_a_cycle_no_agent_ran_in_costs_nothing(layout):
     usage_tsv(layout.usage, [("", "001", "red", 0.5)])
     table = cycle_table([step(1), step(2)], layout.usage)
-    assert list(table["cost_usd"]) == [0.5, 0.0]
-    assert list(table["agent_runs"]) == [1, 0]
+    assert [r.cost_usd for r in table] == [0.5, 0.0]
+    assert [r.agent_runs for r in table] == [1, 0]
 
 
 def test_tests_column_says_the_verdict_and_the_counts(layout):
@@ -213,7 +329,7 @@ def test_tests_column_says_the_verdict_and_the_counts(layout):
         step(4, tests_pass=None, tests_passed=None, tests_failed=None),
     ]
     table = cycle_table(steps, layout.usage)
-    assert list(table["tests"]) == [
+    assert [r.tests for r in table] == [
         "pass (5 passed)",
         "FAIL (3 passed, 2 failed)",
         "pass",

@@ -64,12 +64,12 @@ def report(records: list[dict[str, Any]], key: str, branch: str, reason: str | N
 
 def plot(records: list[dict[str, Any]], key: str, direction: str, out: Path) -> None:
     """Metric per iteration, kept ones highlighted, the running best as a step line."""
-    import matplotlib
+    # A Figure of its own, not pyplot's: no display, no backend to choose, and pyplot's
+    # import and figure registry spared (the same image).
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+    fig = Figure(figsize=(8, 4.5), dpi=100)
+    ax = fig.subplots()
     measured = [r for r in records if r["metric_value"] is not None]
     # Every measured candidate of a batch is a point; the kept ones come from the iterations.
     others = [
@@ -109,4 +109,3 @@ def plot(records: list[dict[str, Any]], key: str, direction: str, out: Path) -> 
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out)
-    plt.close(fig)

@@ -208,15 +208,15 @@ def plot_progress(
     layout: SessionLayout, values: dict[str, Any], decisions: list[Decision], out: Path
 ) -> None:
     """Metric per cycle, baseline and target lines; reverted cycles marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display on a cluster node or in CI
-    import matplotlib.pyplot as plt
+    # A Figure of its own, not pyplot's: no display, no backend to choose, and pyplot's
+    # import and figure registry spared (the same image).
+    from matplotlib.figure import Figure
 
     goal = goal_of(values, layout.name)
     base = load_baseline(layout)
     recs = records(decisions)
-    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    fig = Figure(figsize=(7, 4), dpi=100)
+    ax = fig.subplots()
     xs = [0] + [cycle for cycle, _ in recs]
     current = [base["value"]] + [r.current for _, r in recs]
     ax.step(xs, current, where="post", color="tab:blue", label="value kept on the branch")
@@ -236,4 +236,3 @@ def plot_progress(
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, format="png")
-    plt.close(fig)
