@@ -46,8 +46,10 @@ IMPORT_ABSENT = "a module the measurement tried to import and did not find: must
 IMPORT_SHADOW = "would shadow a module the measurement imports from outside the worktree"
 # Where a module comes from that no file can stand in for.
 NOT_FILES = ("built-in", "frozen", "")
-# Caches a run looks for and makes itself: never the measurement's to protect.
+# Caches a run looks for and makes itself: never the measurement's to protect. pytest makes
+# its cache in a folder of a drawn name (CACHE_MAKING), then renames it `.pytest_cache`.
 CACHE_PARTS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+CACHE_MAKING = ("pytest-cache-files-",)
 # sys.path entries that are not paths (an editable install's hook), stat'ed against the cwd.
 NOT_PATHS = ("__path_hook__",)
 
@@ -321,9 +323,7 @@ def classify(
         absent = []
         for path in seen.missing:
             for rel in _relatives(path, None, root, real_root):
-                parts = set(rel.split("/"))
-                junk = parts & CACHE_PARTS or any(n in rel for n in NOT_PATHS)
-                if rel not in tracked and not junk and rel not in absent:
+                if rel not in tracked and not _junk(rel) and rel not in absent:
                     absent.append(rel)
         skip = ignored(absent)
         found += [Watched(rel, ABSENT, key) for rel in absent if rel not in skip]
@@ -339,6 +339,16 @@ def classify(
     return list(first.values())
 
 
+def _junk(rel: str) -> bool:
+    """Whether `rel` lies in a cache a run makes itself, or is not a path at all."""
+    parts = rel.split("/")
+    return bool(
+        set(parts) & CACHE_PARTS
+        or any(part.startswith(CACHE_MAKING) for part in parts)
+        or any(n in rel for n in NOT_PATHS)
+    )
+
+
 def import_paths(log: imports.ImportLog, root: Path, real_root: Path) -> list[tuple[str, str]]:
     """(path, source) of each file that, created in a folder of the worktree the
     measurement's Python imports from, would change what it imports: a module it looked
@@ -348,10 +358,7 @@ def import_paths(log: imports.ImportLog, root: Path, real_root: Path) -> list[tu
     for entry in log.path:
         rel = "" if entry in (str(root), str(real_root)) else None
         rel = rel if rel is not None else _inside(entry, root) or _inside(entry, real_root)
-        junk = rel is not None and (
-            set(rel.split("/")) & CACHE_PARTS or any(n in rel for n in NOT_PATHS)
-        )
-        if rel is not None and rel not in folders and not junk:
+        if rel is not None and rel not in folders and not _junk(rel):
             folders.append(rel)
     outside = [
         name

@@ -366,6 +366,19 @@ def test_an_absent_path_git_ignores_is_not_listed(tmp_path):
     assert "out.cache" not in [p["path"] for p in record.measured["protected"]]
 
 
+@needs_strace
+def test_the_folder_pytest_makes_its_cache_in_is_not_listed(tmp_path):
+    # pytest makes its cache in a folder of a drawn name, then renames it .pytest_cache: a
+    # measurement that looked for it protected a path no run looks for again.
+    command = (
+        "cat pytest-cache-files-k3j2/x 2>/dev/null; cat metric.cache 2>/dev/null; ./bench/p99.sh"
+    )
+    _, record, _, _ = set_up(tmp_path, command)
+    listed = [p["path"] for p in record.measured["protected"]]
+    assert "metric.cache" in listed
+    assert not [path for path in listed if "pytest-cache-files-" in path]
+
+
 # --- the trace itself: calls no command form above makes ------------------------------------
 
 
