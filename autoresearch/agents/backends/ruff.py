@@ -831,8 +831,8 @@ class RuffBackend:
         files = brief.data.get("files")  # diff_base: only the changed files
         reported = set(brief.data.get("reported") or [])
         proc = ruff(
-            "check", "--no-cache", "--exit-zero", "--output-format=json", "--select", "S",
-            "--ignore", ",".join(IGNORED), *(files or ["."]), cwd=worktree,
+            "check", "--no-cache", "--no-fix", "--exit-zero", "--output-format=json",
+            "--select", "S", "--ignore", ",".join(IGNORED), *(files or ["."]), cwd=worktree,
         )  # fmt: skip
         try:
             diags = json.loads(proc.stdout or "[]")
