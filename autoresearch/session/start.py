@@ -67,6 +67,14 @@ def preflight(
             )
         raise spec.SpecError(f"{where}: key 'target': {target} is not a git repository")
     target = git.toplevel(target)
+    if git.git(target, "config", "--get", "extensions.refStorage", check=False) == "reftable":
+        # The harness reads and checks its worktree's HEAD and branch as files (git.py), and
+        # moves the branch outside the confined git: a reftable is one store it cannot check.
+        raise spec.SpecError(
+            f"{where}: key 'target': {target} keeps its refs in a reftable "
+            "(extensions.refStorage), which autoresearch does not support yet; convert a "
+            "clone with `git refs migrate --ref-format=files` and point the key at it"
+        )
     if not git.git(target, "rev-parse", "--verify", "--quiet", "HEAD", check=False):
         raise spec.SpecError(
             f"{where}: key 'target': {target} has no commits yet; commit its files first "

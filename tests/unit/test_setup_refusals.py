@@ -129,6 +129,16 @@ def test_a_bare_repository_gets_its_own_message(work, tmp_path):
     assert "key 'target'" in said and "is a bare repository" in said
 
 
+def test_a_repository_whose_refs_are_a_reftable_is_refused(work, target):
+    # git 2.39 ignores the extension in a version-0 repository; newer gits make reftables.
+    git(target, "config", "extensions.refStorage", "reftable")
+    before = gitops.snapshot(target)
+    said = refusal(work, no_key_sweep(target))
+    assert "key 'target'" in said and "reftable" in said and "refs migrate" in said
+    assert gitops.snapshot(target) == before
+    assert "autoresearch" not in git(target, "branch", "--list")
+
+
 def test_a_dirty_target_with_on_dirty_abort_is_refused(work, target):
     (target / "calc.py").write_text("# edited\n")
     before = gitops.snapshot(target)
