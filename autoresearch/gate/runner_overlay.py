@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from autoresearch.gate import code_spans
+
 # TestRun.source -> runner
 RUNNERS = {"go-json": "go", "jest-json": "jest", "cargo": "cargo"}
 JEST_SEPARATOR = " > "
@@ -115,13 +117,21 @@ def edited(
         return {}
     names = _test_names(runner, ids, path)
     before, after = _tests_in(runner, start_text), _tests_in(runner, text)
+    squeezed = _squeeze(text)
     found: dict[str, str] = {}
     separator = JEST_SEPARATOR if runner == "jest" else "::"
     for name in sorted(names & before.keys() & after.keys()):
-        if source and not any("test" in code.split("fn", 1)[0] for code in before[name]):
+        if source and not any("test" in code.split("fn", 1)[0] for code, _ in before[name]):
             continue  # a function of the code named like a test
-        if before[name] != after[name]:
-            found[f"{path}{separator}{name}"] = "its code differs from the start's"
+        # Each of the start's tests of that name is still there as it was (a test added
+        # under the same title elsewhere, or after it, edits none), and what followed it
+        # up to the next test (a table it reads) is still in the file.
+        codes = [code for code, _ in after[name]]
+        for code, gap in before[name]:
+            if code not in codes or gap not in squeezed:
+                found[f"{path}{separator}{name}"] = "its code differs from the start's"
+                break
+            codes.remove(code)
     return found
 
 
@@ -136,9 +146,22 @@ def _test_names(runner: str, ids: set[str], path: str) -> set[str]:
     return {p[-1] for p in parts if len(p) > 1 and p[0] == path}
 
 
-def _tests_in(runner: str, text: str) -> dict[str, list[str]]:
+def _squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _bracket(runner: str, text: str, match: re.Match[str]) -> int:
+    """Where the test's own brackets start: a Jest call's `(` before the title (past an
+    `.each(...)`), a Go or Rust function's parameters."""
+    if runner == "jest":
+        return text.rfind("(", match.start(), match.start("q"))
+    return match.end() - 1 if runner == "go" else match.end()
+
+
+def _tests_in(runner: str, text: str) -> dict[str, list[tuple[str, str]]]:
     """Each test's code by its name (a list: one name may be used twice), without whitespace
-    and without the closing brackets it ends in."""
+    and without the closing brackets it ends in, with what follows it up to the next test
+    (empty where the test's own end could not be found: its code then runs to there)."""
     starts = []
     for match in _TEST_START[runner].finditer(text):
         at = match.start()
@@ -151,12 +174,14 @@ def _tests_in(runner: str, text: str) -> dict[str, list[str]]:
                 if not _LEADING.match(text[above : at - 1]):
                     break
                 at = above
-        starts.append((at, match.group("name")))
-    tests: dict[str, list[str]] = {}
-    for n, (at, name) in enumerate(starts):
+        starts.append((at, match.group("name"), _bracket(runner, text, match)))
+    tests: dict[str, list[tuple[str, str]]] = {}
+    for n, (at, name, bracket) in enumerate(starts):
         end = starts[n + 1][0] if n + 1 < len(starts) else len(text)
-        code = re.sub(r"\s+", "", text[at:end]).rstrip("});,")
-        tests.setdefault(name, []).append(code)
+        own = code_spans.own_end(runner, text, bracket, end) if bracket >= at else None
+        own = end if own is None else own
+        code = _squeeze(text[at:own]).rstrip("});,")
+        tests.setdefault(name, []).append((code, _squeeze(text[own:end])))
     return tests
 
 
