@@ -132,7 +132,51 @@ def edited(
                 found[f"{path}{separator}{name}"] = "its code differs from the start's"
                 break
             codes.remove(code)
+    if runner == "jest":
+        start_codes = [code for tests in before.values() for code, _ in tests]
+        for hook in _jest_hooks_added(start_text, text, start_codes):
+            found[path] = f"{hook}(...) added: it runs with the start's tests"
     return found
+
+
+# Code a Jest file runs around its tests: a hook runs with every test of its describe (or
+# of the file), a module mock replaces a module for the whole file (Jest hoists it).
+_JEST_HOOK = re.compile(
+    r"(?<![\w.$])(?P<hook>beforeEach|beforeAll|afterEach|afterAll"
+    r"|jest\.(?:mock|doMock|unmock|setMock|spyOn|replaceProperty|useFakeTimers))\s*\("
+)
+_DESCRIBE = re.compile(r"(?<![\w.$])describe(?:\.\w+)*(?:\([^()]*\))?\(")
+
+
+def _jest_hooks_added(start_text: str, text: str, start_codes: list[str]) -> list[str]:
+    """The hooks and mocks of `text` beyond the start's that reach one of the start's tests:
+    any module mock, a hook at the top of the file or in a describe holding a start test (a
+    new describe of new tests may have hooks of its own)."""
+    describes = []
+    for match in _DESCRIBE.finditer(text):
+        end = code_spans.own_end("jest", text, match.end() - 1, len(text))
+        if end is not None:
+            describes.append((match.start(), end, _squeeze(text[match.start() : end])))
+
+    def reaches(at: int, hook: str) -> bool:
+        if hook.startswith("jest."):
+            return True
+        inner = [d for d in describes if d[0] < at < d[1]]
+        if not inner:
+            return True
+        body = min(inner, key=lambda d: d[1] - d[0])[2]
+        return any(code in body for code in start_codes)
+
+    def counts(source: str, only_reaching: bool) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for match in _JEST_HOOK.finditer(source):
+            hook = match.group("hook")
+            if not only_reaching or reaches(match.start(), hook):
+                found[hook] = found.get(hook, 0) + 1
+        return found
+
+    before, after = counts(start_text, False), counts(text, True)
+    return sorted(hook for hook, n in after.items() if n > before.get(hook, 0))
 
 
 def _test_names(runner: str, ids: set[str], path: str) -> set[str]:

@@ -674,6 +674,42 @@ def test_a_test_weakened_beside_an_added_one_is_still_named(case):
     assert named in edits_of(runner, start, grown.replace(*edit))
 
 
+HOOKED = {
+    # A hook between two tests, or before the first, runs with the start's tests.
+    "hook-after-a-describe-header": (
+        "describe('ms(number)', function() {\n",
+        "describe('ms(number)', function() {\n  beforeEach(() => { ms = () => '100ms'; });\n",
+        "beforeEach(...) added",
+    ),
+    "hook-before-the-first-test": (
+        "describe('ms(string)', function() {\n",
+        "describe('ms(string)', function() {\n  afterEach(() => {});\n",
+        "afterEach(...) added",
+    ),
+    "module-mock-in-a-new-describe": (
+        "'100ms');\n  });\n});\n",
+        "'100ms');\n  });\n});\n\ndescribe('more', () => {\n"
+        "  jest.mock('./index');\n  it('x', () => {});\n});\n",
+        "jest.mock(...) added",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOOKED))
+def test_a_jest_hook_or_mock_added_where_it_reaches_a_start_test_is_named(case):
+    at, hooked, words = HOOKED[case]
+    found = edits_of("jest", JEST_TWO, JEST_TWO.replace(at, hooked))
+    assert found.get("tests.js", "").startswith(words), found
+
+
+def test_a_new_describe_of_new_tests_may_have_hooks_of_its_own():
+    grown = JEST_TWO + (
+        "\ndescribe('ms(words)', function() {\n  beforeEach(() => { jest.resetModules(); });\n"
+        "  it('should read msecs', function() {\n    expect(ms('5 msecs')).to.be(5);\n  });\n});\n"
+    )
+    assert edits_of("jest", JEST_TWO, grown) == {}
+
+
 @pytest.mark.e2e
 @needs_cargo
 def test_a_rust_unit_test_weakened_in_its_source_file_is_not_kept(tmp_path, monkeypatch):
