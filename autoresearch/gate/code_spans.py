@@ -17,6 +17,9 @@ _CLOSE = {")", "]", "}"}
 # A Go rune or a Rust char: `'x'`, `'\n'`, `'\u{1F600}'` (a Rust lifetime `'a` is none).
 _CHAR = re.compile(r"'(\\[^']{1,10}|[^'\\\n])'")
 _RAW_RUST = re.compile(r'r(#*)"')
+# Where a bracket, a quote or a comment may start (Rust: a raw string's `r` too).
+_MARKS = re.compile(r"[()\[\]{}\"'`/]")
+_MARKS_RUST = re.compile(r"[()\[\]{}\"'`/r]")
 
 
 def own_end(runner: str, text: str, start: int, limit: int) -> int | None:
@@ -31,7 +34,12 @@ def own_end(runner: str, text: str, start: int, limit: int) -> int | None:
 def _close(runner: str, text: str, at: int, limit: int, body: bool) -> int | None:
     stack: list[str] = []
     i = at
+    marks = _MARKS_RUST if runner == "cargo" else _MARKS
     while i < limit:
+        mark = marks.search(text, i, limit)  # past what cannot open, close or quote
+        if mark is None:
+            return None
+        i = mark.start()
         c = text[i]
         skip = _skip(runner, text, i, limit)
         if skip is not None:
