@@ -110,7 +110,7 @@ def edited(
     runner: str, ids: set[str], path: str, start_text: str, text: str, source: bool = False
 ) -> dict[str, str]:
     """The tests of the start in `path` whose code the change edited (an expected value, an
-    attribute), by `path::test` (Jest: `path > title`). Compared without whitespace, so a
+    attribute), by `path::test` (Jest: `path > describe > title`). Compared without whitespace, so a
     reformat is no edit; a comment edited inside a test's code is one. In a `source` file
     (Rust's unit tests), only a function whose attributes name a test."""
     if not path.endswith({"go": "_test.go", "cargo": ".rs"}.get(runner, "")):
@@ -121,19 +121,22 @@ def edited(
     found: dict[str, str] = {}
     separator = JEST_SEPARATOR if runner == "jest" else "::"
     for name in sorted(names & before.keys() & after.keys()):
-        if source and not any("test" in code.split("fn", 1)[0] for code, _ in before[name]):
+        if source and not any("test" in code.split("fn", 1)[0] for code, _, _ in before[name]):
             continue  # a function of the code named like a test
         # Each of the start's tests of that name is still there as it was (a test added
         # under the same title elsewhere, or after it, edits none), and what followed it
         # up to the next test (a table it reads) is still in the file.
-        codes = [code for code, _ in after[name]]
-        for code, gap in before[name]:
+        codes = [code for code, _, _ in after[name]]
+        for code, gap, at in before[name]:
             if code not in codes or gap not in squeezed:
-                found[f"{path}{separator}{name}"] = "its code differs from the start's"
+                test = f"{path}{separator}{name}"
+                if runner == "jest":  # its describes too: one title may be in several
+                    test = JEST_SEPARATOR.join([path, *_describes(start_text, at), name])
+                found[test] = "its code differs from the start's"
                 break
             codes.remove(code)
     if runner == "jest":
-        start_codes = [code for tests in before.values() for code, _ in tests]
+        start_codes = [code for tests in before.values() for code, _, _ in tests]
         for hook in _jest_hooks_added(start_text, text, start_codes):
             found[path] = f"{hook}(...) added: it runs with the start's tests"
     return found
@@ -146,6 +149,21 @@ _JEST_HOOK = re.compile(
     r"|jest\.(?:mock|doMock|unmock|setMock|spyOn|replaceProperty|useFakeTimers))\s*\("
 )
 _DESCRIBE = re.compile(r"(?<![\w.$])describe(?:\.\w+)*(?:\([^()]*\))?\(")
+
+
+def _describes(text: str, at: int) -> list[str]:
+    """The titles of the describes holding offset `at`, the outermost first, as Jest's ids
+    name them."""
+    titles = []
+    for match in _DESCRIBE.finditer(text, 0, at):
+        end = code_spans.own_end("jest", text, match.end() - 1, len(text))
+        title = _TITLE.match(text, match.end())
+        if end is not None and at < end and title:
+            titles.append(title.group("title"))
+    return titles
+
+
+_TITLE = re.compile(r"\s*(?P<q>[\"'`])(?P<title>.*?)(?P=q)")
 
 
 def _jest_hooks_added(start_text: str, text: str, start_codes: list[str]) -> list[str]:
@@ -202,10 +220,11 @@ def _bracket(runner: str, text: str, match: re.Match[str]) -> int:
     return match.end() - 1 if runner == "go" else match.end()
 
 
-def _tests_in(runner: str, text: str) -> dict[str, list[tuple[str, str]]]:
+def _tests_in(runner: str, text: str) -> dict[str, list[tuple[str, str, int]]]:
     """Each test's code by its name (a list: one name may be used twice), without whitespace
     and without the closing brackets it ends in, with what follows it up to the next test
-    (empty where the test's own end could not be found: its code then runs to there)."""
+    (empty where the test's own end could not be found: its code then runs to there), and
+    where it starts."""
     starts = []
     for match in _TEST_START[runner].finditer(text):
         at = match.start()
@@ -219,13 +238,13 @@ def _tests_in(runner: str, text: str) -> dict[str, list[tuple[str, str]]]:
                     break
                 at = above
         starts.append((at, match.group("name"), _bracket(runner, text, match)))
-    tests: dict[str, list[tuple[str, str]]] = {}
+    tests: dict[str, list[tuple[str, str, int]]] = {}
     for n, (at, name, bracket) in enumerate(starts):
         end = starts[n + 1][0] if n + 1 < len(starts) else len(text)
         own = code_spans.own_end(runner, text, bracket, end) if bracket >= at else None
         own = end if own is None else own
         code = _squeeze(text[at:own]).rstrip("});,")
-        tests.setdefault(name, []).append((code, _squeeze(text[own:end])))
+        tests.setdefault(name, []).append((code, _squeeze(text[own:end]), at))
     return tests
 
 

@@ -514,7 +514,7 @@ EDITS = {
         None,
         ("toBe(3)", "toBe(4)"),
         ("expect(1 + 2)", "expect(1+2)"),
-        "calc.test.js > adds",
+        "calc.test.js > calc > adds",  # with its describe, as Jest names it
     ),
     "cargo": (
         "tests/it.rs",
@@ -648,7 +648,7 @@ WEAKENED = {
         "jest",
         JEST_TWO,
         ("be(100)", "be(99)"),
-        "tests.js > should preserve ms",
+        "tests.js > ms(string) > should preserve ms",
     ),
     "go-row-of-the-table-a-test-reads": (
         "go",
