@@ -170,6 +170,9 @@ def _jest_hooks_added(start_text: str, text: str, start_codes: list[str]) -> lis
     """The hooks and mocks of `text` beyond the start's that reach one of the start's tests:
     any module mock, a hook at the top of the file or in a describe holding a start test (a
     new describe of new tests may have hooks of its own)."""
+    before = _hook_counts(start_text)
+    if all(n <= before.get(hook, 0) for hook, n in _hook_counts(text).items()):
+        return []  # no hook more than the start had: nothing to place
     describes = []
     for match in _DESCRIBE.finditer(text):
         end = code_spans.own_end("jest", text, match.end() - 1, len(text))
@@ -185,16 +188,18 @@ def _jest_hooks_added(start_text: str, text: str, start_codes: list[str]) -> lis
         body = min(inner, key=lambda d: d[1] - d[0])[2]
         return any(code in body for code in start_codes)
 
-    def counts(source: str, only_reaching: bool) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for match in _JEST_HOOK.finditer(source):
-            hook = match.group("hook")
-            if not only_reaching or reaches(match.start(), hook):
-                found[hook] = found.get(hook, 0) + 1
-        return found
-
-    before, after = counts(start_text, False), counts(text, True)
+    after = _hook_counts(text, reaches)
     return sorted(hook for hook, n in after.items() if n > before.get(hook, 0))
+
+
+def _hook_counts(text: str, counted: Callable[[int, str], bool] | None = None) -> dict[str, int]:
+    """How many of each Jest hook and mock `text` calls (those at an offset `counted` takes)."""
+    found: dict[str, int] = {}
+    for match in _JEST_HOOK.finditer(text):
+        hook = match.group("hook")
+        if counted is None or counted(match.start(), hook):
+            found[hook] = found.get(hook, 0) + 1
+    return found
 
 
 def _test_names(runner: str, ids: set[str], path: str) -> set[str]:
