@@ -16,6 +16,8 @@ _NOT_STARTED = re.compile(
 _NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '?([\w.]+)'?")
 _UNRECOGNIZED = re.compile(r"unrecognized arguments: (.+)")
 _NOT_FOUND = re.compile(r"ERROR: file or directory not found: (\S+)")
+# Node's and Jest's: a package (not a path of the project) that resolution did not find.
+_NO_PACKAGE = re.compile(r"Cannot find module '([^'./][^']*)'")
 _PYTHON_M_PYTEST = re.compile(r"python[\d.]*\s+-m\s+pytest\b")
 
 
@@ -65,6 +67,16 @@ def likely_fix(
             )
         if not at_root:
             return f"install the target's dependencies (module '{top}' is not in the repository)"
+    package = _NO_PACKAGE.search(output)
+    if package:
+        # A session's worktree holds the repository's tracked files: a node_modules the
+        # checkout has beside them is not there, and the jail hides homes and /tmp.
+        return (
+            f"install the target's dependencies where its commands can read them (package "
+            f"'{package.group(1)}' is not found: a session's worktree has only the repository's "
+            "tracked files, no node_modules): install them in a folder the jail shows (under "
+            "/usr or /opt) and name it in NODE_PATH, listed in commands.pass_env (docs/safety.md)"
+        )
     absent = _NOT_FOUND.search(output)
     if absent:
         return f"{absent.group(1)} does not exist: fix the path in {key}"

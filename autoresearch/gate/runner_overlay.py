@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from autoresearch.gate import code_spans
+
 # TestRun.source -> runner
 RUNNERS = {"go-json": "go", "jest-json": "jest", "cargo": "cargo"}
 JEST_SEPARATOR = " > "
@@ -108,20 +110,95 @@ def edited(
     runner: str, ids: set[str], path: str, start_text: str, text: str, source: bool = False
 ) -> dict[str, str]:
     """The tests of the start in `path` whose code the change edited (an expected value, an
-    attribute), by `path::test` (Jest: `path > title`). Compared without whitespace, so a
+    attribute), by `path::test` (Jest: `path > describe > title`). Compared without whitespace, so a
     reformat is no edit; a comment edited inside a test's code is one. In a `source` file
     (Rust's unit tests), only a function whose attributes name a test."""
     if not path.endswith({"go": "_test.go", "cargo": ".rs"}.get(runner, "")):
         return {}
     names = _test_names(runner, ids, path)
     before, after = _tests_in(runner, start_text), _tests_in(runner, text)
+    squeezed = _squeeze(text)
     found: dict[str, str] = {}
     separator = JEST_SEPARATOR if runner == "jest" else "::"
     for name in sorted(names & before.keys() & after.keys()):
-        if source and not any("test" in code.split("fn", 1)[0] for code in before[name]):
+        if source and not any("test" in code.split("fn", 1)[0] for code, _, _ in before[name]):
             continue  # a function of the code named like a test
-        if before[name] != after[name]:
-            found[f"{path}{separator}{name}"] = "its code differs from the start's"
+        # Each of the start's tests of that name is still there as it was (a test added
+        # under the same title elsewhere, or after it, edits none), and what followed it
+        # up to the next test (a table it reads) is still in the file.
+        codes = [code for code, _, _ in after[name]]
+        for code, gap, at in before[name]:
+            if code not in codes or gap not in squeezed:
+                test = f"{path}{separator}{name}"
+                if runner == "jest":  # its describes too: one title may be in several
+                    test = JEST_SEPARATOR.join([path, *_describes(start_text, at), name])
+                found[test] = "its code differs from the start's"
+                break
+            codes.remove(code)
+    if runner == "jest":
+        start_codes = [code for tests in before.values() for code, _, _ in tests]
+        for hook in _jest_hooks_added(start_text, text, start_codes):
+            found[path] = f"{hook}(...) added: it runs with the start's tests"
+    return found
+
+
+# Code a Jest file runs around its tests: a hook runs with every test of its describe (or
+# of the file), a module mock replaces a module for the whole file (Jest hoists it).
+_JEST_HOOK = re.compile(
+    r"(?<![\w.$])(?P<hook>beforeEach|beforeAll|afterEach|afterAll"
+    r"|jest\.(?:mock|doMock|unmock|setMock|spyOn|replaceProperty|useFakeTimers))\s*\("
+)
+_DESCRIBE = re.compile(r"(?<![\w.$])describe(?:\.\w+)*(?:\([^()]*\))?\(")
+
+
+def _describes(text: str, at: int) -> list[str]:
+    """The titles of the describes holding offset `at`, the outermost first, as Jest's ids
+    name them."""
+    titles = []
+    for match in _DESCRIBE.finditer(text, 0, at):
+        end = code_spans.own_end("jest", text, match.end() - 1, len(text))
+        title = _TITLE.match(text, match.end())
+        if end is not None and at < end and title:
+            titles.append(title.group("title"))
+    return titles
+
+
+_TITLE = re.compile(r"\s*(?P<q>[\"'`])(?P<title>.*?)(?P=q)")
+
+
+def _jest_hooks_added(start_text: str, text: str, start_codes: list[str]) -> list[str]:
+    """The hooks and mocks of `text` beyond the start's that reach one of the start's tests:
+    any module mock, a hook at the top of the file or in a describe holding a start test (a
+    new describe of new tests may have hooks of its own)."""
+    before = _hook_counts(start_text)
+    if all(n <= before.get(hook, 0) for hook, n in _hook_counts(text).items()):
+        return []  # no hook more than the start had: nothing to place
+    describes = []
+    for match in _DESCRIBE.finditer(text):
+        end = code_spans.own_end("jest", text, match.end() - 1, len(text))
+        if end is not None:
+            describes.append((match.start(), end, _squeeze(text[match.start() : end])))
+
+    def reaches(at: int, hook: str) -> bool:
+        if hook.startswith("jest."):
+            return True
+        inner = [d for d in describes if d[0] < at < d[1]]
+        if not inner:
+            return True
+        body = min(inner, key=lambda d: d[1] - d[0])[2]
+        return any(code in body for code in start_codes)
+
+    after = _hook_counts(text, reaches)
+    return sorted(hook for hook, n in after.items() if n > before.get(hook, 0))
+
+
+def _hook_counts(text: str, counted: Callable[[int, str], bool] | None = None) -> dict[str, int]:
+    """How many of each Jest hook and mock `text` calls (those at an offset `counted` takes)."""
+    found: dict[str, int] = {}
+    for match in _JEST_HOOK.finditer(text):
+        hook = match.group("hook")
+        if counted is None or counted(match.start(), hook):
+            found[hook] = found.get(hook, 0) + 1
     return found
 
 
@@ -136,9 +213,23 @@ def _test_names(runner: str, ids: set[str], path: str) -> set[str]:
     return {p[-1] for p in parts if len(p) > 1 and p[0] == path}
 
 
-def _tests_in(runner: str, text: str) -> dict[str, list[str]]:
+def _squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _bracket(runner: str, text: str, match: re.Match[str]) -> int:
+    """Where the test's own brackets start: a Jest call's `(` before the title (past an
+    `.each(...)`), a Go or Rust function's parameters."""
+    if runner == "jest":
+        return text.rfind("(", match.start(), match.start("q"))
+    return match.end() - 1 if runner == "go" else match.end()
+
+
+def _tests_in(runner: str, text: str) -> dict[str, list[tuple[str, str, int]]]:
     """Each test's code by its name (a list: one name may be used twice), without whitespace
-    and without the closing brackets it ends in."""
+    and without the closing brackets it ends in, with what follows it up to the next test
+    (empty where the test's own end could not be found: its code then runs to there), and
+    where it starts."""
     starts = []
     for match in _TEST_START[runner].finditer(text):
         at = match.start()
@@ -151,12 +242,14 @@ def _tests_in(runner: str, text: str) -> dict[str, list[str]]:
                 if not _LEADING.match(text[above : at - 1]):
                     break
                 at = above
-        starts.append((at, match.group("name")))
-    tests: dict[str, list[str]] = {}
-    for n, (at, name) in enumerate(starts):
+        starts.append((at, match.group("name"), _bracket(runner, text, match)))
+    tests: dict[str, list[tuple[str, str, int]]] = {}
+    for n, (at, name, bracket) in enumerate(starts):
         end = starts[n + 1][0] if n + 1 < len(starts) else len(text)
-        code = re.sub(r"\s+", "", text[at:end]).rstrip("});,")
-        tests.setdefault(name, []).append(code)
+        own = code_spans.own_end(runner, text, bracket, end) if bracket >= at else None
+        own = end if own is None else own
+        code = _squeeze(text[at:own]).rstrip("});,")
+        tests.setdefault(name, []).append((code, _squeeze(text[own:end]), at))
     return tests
 
 

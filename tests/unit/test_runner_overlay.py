@@ -31,7 +31,7 @@ from test_runner_canary import (
     package_json,
 )
 
-from autoresearch.gate import overlay, testrun
+from autoresearch.gate import overlay, runner_overlay, testrun
 from autoresearch.gate.testrun import PASSED, TestRun
 from autoresearch.gate.verdict import acceptable
 from autoresearch.safety import git as harness_git
@@ -514,7 +514,7 @@ EDITS = {
         None,
         ("toBe(3)", "toBe(4)"),
         ("expect(1 + 2)", "expect(1+2)"),
-        "calc.test.js > adds",
+        "calc.test.js > calc > adds",  # with its describe, as Jest names it
     ),
     "cargo": (
         "tests/it.rs",
@@ -551,6 +551,163 @@ def test_an_edited_start_test_is_named_and_a_new_test_or_a_reformat_is_not(tmp_p
         allowed = overlay.plan(place, start, reference, allow_edits=True)
         assert allowed.edited == edits
         assert (path in allowed.restore) is not bool(edits)  # an edited file runs as left
+
+
+# Honest additions as real suites make them (vercel/ms's tests.js run by Jest, google/uuid's
+# tables): a test added after a start's test, inside or after its describe, or with a table of
+# its own before it. The start's tests' code is as it was; none may be named as edited.
+JEST_TWO = (
+    "describe('ms(string)', function() {\n  it('should preserve ms', function() {\n"
+    "    expect(ms('100')).to.be(100);\n  });\n});\n\n"
+    "describe('ms(number)', function() {\n  it('should preserve ms', function() {\n"
+    "    expect(ms(100)).to.be('100ms');\n  });\n});\n"
+)
+GO_TWO = (
+    'package calc\n\nimport "testing"\n\nfunc TestAdd(t *testing.T) {\n'
+    '\tif Add(1, 2) != 3 {\n\t\tt.Fatal("x")\n\t}\n}\n\n'
+    "var subTests = []struct{ a, b, want int }{{3, 1, 2}}\n\n"
+    "func TestSub(t *testing.T) {\n\tfor _, tt := range subTests {\n"
+    '\t\tif Sub(tt.a, tt.b) != tt.want {\n\t\t\tt.Fatal("x")\n\t\t}\n\t}\n}\n'
+)
+RS_TWO = (
+    "#[test]\nfn adds() {\n    assert_eq!(calc::add(1, 2), 3);\n}\n\n"
+    "#[test]\nfn adds_zero() {\n    assert_eq!(calc::add(0, 0), 0);\n}\n"
+)
+ADDED = {
+    "jest-test-at-the-end-of-a-describe": (
+        "jest",
+        JEST_TWO,
+        (
+            "ms('100')).to.be(100);\n  });\n",
+            "ms('100')).to.be(100);\n  });\n\n  it('should read 1 h', function() {\n"
+            "    expect(ms('1 h')).to.be(3600000);\n  });\n",
+        ),
+    ),
+    "jest-describe-appended": (
+        "jest",
+        JEST_TWO,
+        (
+            "'100ms');\n  });\n});\n",
+            "'100ms');\n  });\n});\n\ndescribe('ms(words)', function() {\n"
+            "  it('should read msecs', function() {\n"
+            "    expect(ms('5 msecs')).to.be(5);\n  });\n});\n",
+        ),
+    ),
+    "jest-a-title-the-start-has-twice-used-again": (
+        "jest",
+        JEST_TWO,
+        (
+            "});\n\ndescribe('ms(number)'",
+            "});\n\ndescribe('ms(long)', function() {\n  it('should preserve ms', function() {\n"
+            "    expect(ms('1 ms')).to.be(1);\n  });\n});\n\ndescribe('ms(number)'",
+        ),
+    ),
+    "go-test-with-its-table-between-two": (
+        "go",
+        GO_TWO,
+        (
+            "\t}\n}\n\nvar subTests",
+            "\t}\n}\n\nvar twiceTests = []int{0, 2}\n\nfunc TestTwice(t *testing.T) {\n"
+            "\tfor _, n := range twiceTests {\n\t\t_ = Add(n, n)\n\t}\n}\n\nvar subTests",
+        ),
+    ),
+    "rust-test-with-a-const-between-two": (
+        "cargo",
+        RS_TWO,
+        (
+            "3);\n}\n\n#[test]\nfn adds_zero",
+            "3);\n}\n\nconst BIG: i32 = 1 << 20;\n\n#[test]\nfn adds_big() {\n"
+            "    assert_eq!(calc::add(BIG, 0), BIG);\n}\n\n#[test]\nfn adds_zero",
+        ),
+    ),
+}
+NAMES = {
+    "jest": ("tests.js", ("ms(string) > should preserve ms", "ms(number) > should preserve ms")),
+    "go": ("calc_test.go", ("TestAdd", "TestSub")),
+    "cargo": ("tests/it.rs", ("adds", "adds_zero")),
+}
+
+
+def edits_of(runner: str, start: str, changed: str) -> dict[str, str]:
+    path, names = NAMES[runner]
+    separator = {"jest": " > ", "go": "::", "cargo": "::"}[runner]
+    prefix = {"jest": path, "go": "example.com/calc", "cargo": f"it {path}"}[runner]
+    ids = {f"{prefix}{separator}{name}" for name in names}
+    return runner_overlay.edited(runner, ids, path, start, changed)
+
+
+@pytest.mark.parametrize("case", sorted(ADDED))
+def test_a_test_added_between_or_after_the_starts_tests_edits_none_of_them(case):
+    runner, start, (at, grown) = ADDED[case]
+    assert start.count(at) == 1
+    assert edits_of(runner, start, start.replace(at, grown)) == {}
+
+
+WEAKENED = {
+    "jest-expectation-in-the-first-describe": (
+        "jest",
+        JEST_TWO,
+        ("be(100)", "be(99)"),
+        "tests.js > ms(string) > should preserve ms",
+    ),
+    "go-row-of-the-table-a-test-reads": (
+        "go",
+        GO_TWO,
+        ("{{3, 1, 2}}", "{{3, 1, 3}}"),
+        "calc_test.go::TestAdd",
+    ),
+    "go-expectation": ("go", GO_TWO, ("!= 3", "!= 4"), "calc_test.go::TestAdd"),
+    "rust-attribute": (
+        "cargo",
+        RS_TWO,
+        ("#[test]\nfn adds()", "#[test]\n#[ignore]\nfn adds()"),
+        "tests/it.rs::adds",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WEAKENED))
+def test_a_test_weakened_beside_an_added_one_is_still_named(case):
+    runner, start, edit, named = WEAKENED[case]
+    grown = start.replace(*ADDED[next(k for k in ADDED if ADDED[k][0] == runner)][2])
+    assert start.replace(*edit) != start
+    assert named in edits_of(runner, start, grown.replace(*edit))
+
+
+HOOKED = {
+    # A hook between two tests, or before the first, runs with the start's tests.
+    "hook-after-a-describe-header": (
+        "describe('ms(number)', function() {\n",
+        "describe('ms(number)', function() {\n  beforeEach(() => { ms = () => '100ms'; });\n",
+        "beforeEach(...) added",
+    ),
+    "hook-before-the-first-test": (
+        "describe('ms(string)', function() {\n",
+        "describe('ms(string)', function() {\n  afterEach(() => {});\n",
+        "afterEach(...) added",
+    ),
+    "module-mock-in-a-new-describe": (
+        "'100ms');\n  });\n});\n",
+        "'100ms');\n  });\n});\n\ndescribe('more', () => {\n"
+        "  jest.mock('./index');\n  it('x', () => {});\n});\n",
+        "jest.mock(...) added",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOOKED))
+def test_a_jest_hook_or_mock_added_where_it_reaches_a_start_test_is_named(case):
+    at, hooked, words = HOOKED[case]
+    found = edits_of("jest", JEST_TWO, JEST_TWO.replace(at, hooked))
+    assert found.get("tests.js", "").startswith(words), found
+
+
+def test_a_new_describe_of_new_tests_may_have_hooks_of_its_own():
+    grown = JEST_TWO + (
+        "\ndescribe('ms(words)', function() {\n  beforeEach(() => { jest.resetModules(); });\n"
+        "  it('should read msecs', function() {\n    expect(ms('5 msecs')).to.be(5);\n  });\n});\n"
+    )
+    assert edits_of("jest", JEST_TWO, grown) == {}
 
 
 @pytest.mark.e2e

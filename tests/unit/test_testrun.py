@@ -25,6 +25,7 @@ from autoresearch.gate.baseline import (
     measure_baseline,
     stops_at_first_failure,
 )
+from autoresearch.gate.diagnosis import likely_fix as likely_fix_of
 from autoresearch.gate.runner_reports import read_go_json
 from autoresearch.gate.testrun import FAILED, NOT_RUN, PASSED, TIMED_OUT, TestRun
 from autoresearch.gate.verdict import GONE, SKIPPED_NOW, acceptable, regressions
@@ -898,3 +899,31 @@ def test_done_names_a_failure_that_is_only_the_bases():
     assert verdict.tests_word(decision(["t::a", "t::new"]), base) == "FAIL"
     assert verdict.tests_word(decision(["t::a"], broken=True), base) == "FAIL"
     assert verdict.tests_word({"tests_pass": True}, base) == "pass"
+
+
+# What Jest printed for vercel/arg's test.js, whose `require('chai')` finds no node_modules in
+# a session's worktree (only tracked files are there), beside the canary's deliberate failure.
+JEST_NO_CHAI = """\
+FAIL ./test.js
+  ● Test suite failed to run
+
+    Cannot find module 'chai' from 'test.js'
+
+      at Resolver._throwModNotFoundError (jest-resolve/build/index.js:1031:11)
+
+FAIL ./write_check_large.test.js
+  ● large name › state format
+    Expected: 48
+    Received: 40
+Test Suites: 2 failed, 2 total
+"""
+
+
+def test_a_package_jest_cannot_find_is_named_with_where_to_install_it(tmp_path):
+    fix = likely_fix_of("jest", JEST_NO_CHAI, 1, tmp_path)
+    assert "package 'chai' is not found" in fix
+    assert "NODE_PATH" in fix and "commands.pass_env" in fix
+    # A file of the project itself that is missing is no dependency to install.
+    assert (
+        likely_fix_of("jest", "Cannot find module './helpers' from 'test.js'", 1, tmp_path) is None
+    )
