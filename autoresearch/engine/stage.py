@@ -147,7 +147,20 @@ class StageEnv:
         """The commit the reference run tested: its tests are what a change is held to."""
         return self._reference()[1]
 
+    def hold_to(self, run: TestRun, commit: str) -> bool:
+        """From now on in this job, a change is held to `run`, the run of `commit` as the
+        last kept change left it (with its own tests), not to where the cycle started: a
+        test a change added this cycle is then one the next change may not lose or break.
+        False, and nothing held, where `run` never got to its tests."""
+        if run.outcome not in (testrun.PASSED, testrun.FAILED):
+            return False
+        self.__dict__["_held_reference"] = (run, commit)
+        return True
+
     def _reference(self) -> tuple[TestRun, str]:
+        held = self.__dict__.get("_held_reference")
+        if held is not None:
+            return held
         for cycle in range(self.cycle - 1, 0, -1):
             path = self.layout.decision(cycle, self.track)
             earlier = Decision.from_json(self.finished(path), path) if path.exists() else None

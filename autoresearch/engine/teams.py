@@ -30,6 +30,7 @@ from autoresearch.gate.keep import (
     gate_for,
     hand_in,
 )
+from autoresearch.gate.testrun import TestRun
 from autoresearch.safety import git
 from autoresearch.session.files import write_json, write_text
 from autoresearch.views import journal
@@ -468,6 +469,8 @@ def refactor(env: StageEnv, markdown_out, record_out) -> None:
     # Clean room: the Refactor team learns which files changed, nothing of why.
     changed = git.changed_files(env.worktree, green_record["start_commit"], start)
     gate = gate_for(env)
+    if green_record.get("tests"):  # held to the tree Green left, with the tests it added
+        gate.hold_to(TestRun.from_record(green_record["tests"]), start)
     commits: list[dict] = []
     reverted: list[str] = []
     toolbox: Toolbox | None = None

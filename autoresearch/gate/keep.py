@@ -1,7 +1,9 @@
 """The test gate: whether a stage's changes may stay on the session branch.
 
 Two ways to keep the same promise, that no kept commit breaks or loses a test that
-passed where the cycle started (verdict.acceptable: judged by test id):
+passed where the cycle started (verdict.acceptable: judged by test id), nor one a change
+kept before it in the stage added (`per_fix`: each change is held to the tree the last one
+left; Refactor to the tree Green left):
 
 - `per_fix` (TestGate): the suite runs after each change, before it is committed; a
   change that breaks a test is never committed. Each run is recorded with the tree it
@@ -67,6 +69,18 @@ class TestGate:
         """Every commit was tested before it was made: nothing to settle."""
         return Settled(kept={c.sha: c.sha for c in commits})
 
+    def committed(self, sha: str) -> None:
+        """The change `check` passed was committed as `sha`: the next change is held to the
+        tree it left (a test it added may not go), not to where the cycle started."""
+        if self.last is not None:
+            self.hold_to(self.env.as_left(self.last), sha)
+
+    def hold_to(self, run: TestRun, commit: str) -> None:
+        """Changes from now on are held to `run` of `commit` (StageEnv.hold_to: the start's
+        tests the graded run lays over are `commit`'s too)."""
+        if self.env.hold_to(run, commit):
+            self.reference = run
+
 
 @dataclass(frozen=True)
 class Landed:
@@ -115,6 +129,9 @@ class BatchGate(TestGate):
     def check(self) -> Verdict:
         self.verdict = Verdict(True, "committed untested")
         return self.verdict
+
+    def committed(self, sha: str) -> None:
+        """Nothing tested yet: every change of the stage is held to its start at `settle`."""
 
     def kept_message(self) -> str:
         return (
@@ -309,6 +326,8 @@ class Check(Protocol):
 
     def check(self) -> Verdict: ...
 
+    def committed(self, sha: str) -> None: ...
+
 
 @dataclass
 class Handed:
@@ -344,7 +363,10 @@ def hand_in(env: StageEnv, gate: Check, written: dict[str, str], message: str) -
     except ProtectedChange as err:
         git.restore(env.worktree)
         return Handed(protected=err.reason, passed=passed)
-    return commit_change(env, message, kept.changes if kept else None)
+    handed = commit_change(env, message, kept.changes if kept else None)
+    if handed.sha:
+        gate.committed(handed.sha)
+    return handed
 
 
 def commit_change(

@@ -70,6 +70,9 @@ class GatesAgain:
         more = gating.passing(self.after) > gating.passing(self.before)
         return Verdict(more and not self.broke, f"gates broken: {self.broke}")
 
+    def committed(self, sha: str) -> None:
+        """Nothing to carry over: every gate runs again on the next change."""
+
 
 def prepare(env: StageEnv, mode: Any, record_out: Path) -> dict[str, Any]:
     """One failing gate: the agent's change, all gates again, keep or reset."""
