@@ -196,10 +196,12 @@ def test_the_ruff_backend_blocks_an_error_at_its_first_failed_attempt(workflow, 
     repo = make_repo(
         tmp_path / "lint",
         {
-            # sys is unused here but the tests import it from calc: its fix fails the guard.
+            # sys is unused here but the tests reach it through calc by a name built at run
+            # time (a plain `from calc import sys` keeps the ruff backend off it): its fix
+            # fails the guard.
             "calc.py": CALC_LINT.replace("\n\n\n", "\n\nl = 1\n\n\n", 1),
-            "tests/test_calc.py": CALC_TEST.replace("import add", "import add, sys")
-            + "\n\ndef test_sys():\n    assert sys.version\n",
+            "tests/test_calc.py": CALC_TEST.replace("import add", "import add\nimport calc")
+            + '\n\ndef test_sys():\n    assert getattr(calc, "sy" + "s").version\n',
             "pyproject.toml": '[project]\nname = "calc"\nversion = "0.1"\n',
         },
     )
