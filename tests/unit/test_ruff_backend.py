@@ -755,3 +755,42 @@ def test_refactor_that_may_format_a_file_already_formatted_looked_and_changed_no
     repo_with(tmp_path, {"app.py": b"X = 1\n"})  # Green's fix, still as ruff format writes it
     run = refactor_run(tmp_path, changed_files=["app.py"], base_commit=base)
     assert (run.stop_reason, run.turns) == ("finished", 0)
+
+
+# --- a fix that moves its own error ---------------------------------------------------------
+
+RET505_ONLY = b'[tool.ruff.lint]\nselect = ["RET505"]\n'
+CHAIN = b"""def pick(x):
+    if x == 1:
+        return "a"
+    elif x == 2:
+        return "b"
+    else:
+        return "c"
+"""
+FLAT = b"""def pick(x):
+    if x == 1:
+        return "a"
+    if x == 2:
+        return "b"
+    return "c"
+"""
+
+
+def test_an_if_chain_is_flattened_whole_as_ruff_fix_would(tmp_path):
+    # isodate: `elif` after a return made `if` leaves the `else` below it superfluous, so
+    # the count stayed and the fix was reverted (4 of 7 RET505 blocked so).
+    repo = repo_with(tmp_path, {"app.py": CHAIN, "pyproject.toml": RET505_ONLY})
+    calls = fix_all(repo)
+    assert [name for name, _ in calls] == ["finish_fix"]
+    assert (repo / "app.py").read_bytes() == FLAT
+
+
+def test_the_follow_up_fixes_leave_the_files_other_findings_alone(tmp_path):
+    # Another chain's `else` was there before: it is its own finding, not this fix's work.
+    other = b"\n\ndef other(y):\n    if y:\n        return 1\n    else:\n        return 2\n"
+    repo = repo_with(tmp_path, {"app.py": CHAIN + other, "pyproject.toml": RET505_ONLY})
+    reports = red(repo)
+    first = next(r for r in reports if "elif" in r["title"])
+    assert [name for name, _ in green(repo, [finding("F-001", first)])] == ["finish_fix"]
+    assert (repo / "app.py").read_bytes() == FLAT + other
