@@ -794,3 +794,20 @@ def test_the_follow_up_fixes_leave_the_files_other_findings_alone(tmp_path):
     first = next(r for r in reports if "elif" in r["title"])
     assert [name for name, _ in green(repo, [finding("F-001", first)])] == ["finish_fix"]
     assert (repo / "app.py").read_bytes() == FLAT + other
+
+
+def test_a_noqa_a_narrow_count_calls_unused_but_the_target_needs_says_so(tmp_path):
+    # isodate's fix session counted RUF100 with `--select RUF100,SIM103,RET505`: its
+    # suppression of E402 was "non-enabled" there, but E402 is among ruff's defaults, which the
+    # backend reads; the skip said "ruff no longer reports it", as though it were gone.
+    source = b"import sys\n\nsys.path.insert(0, 'src')\nimport os  # noqa: E402\n\nprint(os)\n"
+    repo = repo_with(tmp_path, {"app.py": source})
+    counted = {
+        "title": "RUF100 Unused `noqa` directive (non-enabled: `E402`) in `import os  "
+        + "# noqa: E402`",
+        "location": "app.py:4",
+    }
+    [(name, args)] = green(repo, [finding("E-001", counted)])
+    assert name == "skip_finding"
+    assert args["reason"].startswith("the `noqa` is for E402, which the target's own ruff enables")
+    assert (repo / "app.py").read_bytes() == source

@@ -669,6 +669,24 @@ def noqa_edits(
     return [{"content": content, "location": start, "end_location": end}], ""
 
 
+def used_noqa(title: str) -> str:
+    """Why a RUF100 finding about codes "non-enabled" where it was counted is not reported
+    under the target's own ruff, or "": a count command's narrow `--select` calls a `noqa`
+    unused that the target's ruff needs (isodate's `# noqa: E402`, a rule among ruff's
+    defaults). "ruff no longer reports it" read as though the error had gone."""
+    if not title.startswith("RUF100 "):
+        return ""
+    listed = dict(NOQA_GROUP.findall(title))
+    codes = NOQA_CODE.findall(listed.get("non-enabled", ""))
+    if not codes:
+        return ""
+    return (
+        f"the `noqa` is for {', '.join(codes)}, which the target's own ruff enables and "
+        "needs there; only the error command's narrower rule selection calls it unused: it "
+        "stays"
+    )
+
+
 # What `read_source` raises for a file the backend leaves alone.
 UNREADABLE = (UnicodeDecodeError, worktree_files.Refused)
 
@@ -953,7 +971,7 @@ class RuffBackend:
             )
         ]
         if not candidates:
-            return "skip_finding", {"finding_id": fid, "reason": GONE}
+            return "skip_finding", {"finding_id": fid, "reason": used_noqa(title) or GONE}
         diag = min(candidates, key=lambda d: abs(d["location"]["row"] - line))
         edits, why_not = fix_edits(diag, original, path, tests_editable, importers)
         if not edits:
