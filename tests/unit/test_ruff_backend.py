@@ -811,3 +811,49 @@ def test_a_noqa_a_narrow_count_calls_unused_but_the_target_needs_says_so(tmp_pat
     assert name == "skip_finding"
     assert args["reason"].startswith("the `noqa` is for E402, which the target's own ruff enables")
     assert (repo / "app.py").read_bytes() == source
+
+
+# --- the security auditor ---------------------------------------------------------------
+
+
+def audited(repo: Path, vector: dict) -> dict[str, dict]:
+    """The auditor's reports on `vector`, by location."""
+    calls: list[dict] = []
+
+    def hook(**args):
+        calls.append(args)
+        return "recorded"
+
+    toolbox = Toolbox("auditor", repo, hooks={"report_vulnerability": hook})
+    brief = StageBrief("auditor", "", "", data={"worktree": str(repo), "vector": vector})
+    RuffBackend().run(brief, toolbox, lambda _: None)
+    return {c["location"]: c for c in calls}
+
+
+PICKLING = b"import pickle\n\n\ndef load(data):\n    return pickle.loads(data)\n"
+
+
+def test_a_pattern_in_test_code_is_low_and_the_same_in_shipped_code_stays_high(tmp_path):
+    # isodate's tests/test_pickle.py round-trips its own objects: three S301 at high failed a
+    # `fail_on: high` audit with nothing shipped at fault.
+    test = b"import pickle\n\n\ndef test_rt():\n    assert pickle.loads(pickle.dumps(1)) == 1\n"
+    repo = repo_with(tmp_path, {"lib/store.py": PICKLING, "tests/test_store.py": test})
+    found = audited(repo, {"kind": "owasp", "name": "A08"})
+    assert found["lib/store.py:5"]["severity"] == "high"
+    shown = found["tests/test_store.py:5"]
+    assert shown["severity"] == "low" and "in test code" in shown["scenario"]
+    assert "in test code" not in found["lib/store.py:5"]["scenario"]
+
+
+def test_a_secret_in_test_code_keeps_its_severity(tmp_path):
+    test = b'API_PASSWORD = "hunter2-prod"\n\n\ndef test_x():\n    assert API_PASSWORD\n'
+    repo = repo_with(tmp_path, {"tests/test_login.py": test})
+    found = audited(repo, {"kind": "owasp", "name": "A07"})
+    assert found["tests/test_login.py:1"]["severity"] == "high"
+
+
+def test_a_shipped_module_whose_name_only_contains_test_is_shipped_code(tmp_path):
+    # `contest.py`, `latest/`: only pytest's file names and a tests/ or test/ folder count.
+    repo = repo_with(tmp_path, {"latest/contest.py": PICKLING})
+    found = audited(repo, {"kind": "owasp", "name": "A08"})
+    assert found["latest/contest.py:5"]["severity"] == "high"

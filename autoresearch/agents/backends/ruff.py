@@ -844,7 +844,12 @@ class RuffBackend:
 
     def _security(self, worktree, brief, toolbox, progress) -> int:
         """ruff's `S` rules as the security auditor: the diagnostics of this iteration's vector."""
-        from autoresearch.agents.backends.ruff_security import IGNORED, matches, rule_for
+        from autoresearch.agents.backends.ruff_security import (
+            IGNORED,
+            in_test_code,
+            matches,
+            rule_for,
+        )
 
         vector = brief.data.get("vector") or {}
         files = brief.data.get("files")  # diff_base: only the changed files
@@ -864,6 +869,7 @@ class RuffBackend:
             if not matches(rule, vector):
                 continue
             path = Path(diag["filename"]).resolve().relative_to(worktree.resolve()).as_posix()
+            rule = in_test_code(rule, path)
             row = diag["location"]["row"]
             title = f"{code} {diag['message']}"
             if f"{title} ({path}:{row})" in reported:
