@@ -544,3 +544,25 @@ def test_git_branch_and_preserve_on_fail_are_accepted_under_the_session_specs_ex
     assert (c.git_branch, c.preserve_on_fail) == ("autoresearch/mine", True)
     with pytest.raises(SpecError, match="experiment.preserve_on_fail"):
         spec.load("s", ROOT, overrides=values | {"experiment": section | {"preserve_on_fail": 3}})
+
+
+def test_a_keep_within_noise_is_said_in_the_review_description(tmp_path, monkeypatch):
+    # isodate: the review description read "us_per_call: 10.1722 → 6.5954" alone, for a
+    # keep whose decision said the gain was under the runs' spread.
+    import autoresearch.modes.experiment as experiment_mode
+
+    c = cfg(repeats=3)
+    noisy = judge(Sample(6.6, [11.7, 6.6, 4.2]), Sample(10.2, [10.2, 10.4, 9.9]), c).reason
+    clear = judge(Sample(5, [5, 5.1, 4.9]), Sample(10, [10, 9.8, 10.2]), c).reason
+    kept = {"status": "kept", "iteration": 1, "hypothesis": "h", "baseline_value": 10}
+    recs = [
+        {**kept, "end_commit": "a" * 40, "metric_value": 6.6, "verdict": noisy},
+        {**kept, "end_commit": "b" * 40, "metric_value": 5, "verdict": clear},
+    ]
+    monkeypatch.setattr(experiment_mode, "experiments", lambda layout: recs)
+    monkeypatch.setattr(experiment_mode, "config_of", lambda spec: cfg(key="ms"))
+    notes = experiment_mode.ExperimentViews.change_notes(None, None, "", None)
+    said = notes["a" * 40].lines
+    assert said[-1].startswith("within noise: the gain 3.6 is under the runs' ")
+    assert said[-1].endswith("; kept on its median alone")
+    assert not any("noise" in line for line in notes["b" * 40].lines)

@@ -95,6 +95,19 @@ def judge(candidate: Sample, incumbent: Sample, cfg: ExperimentConfig) -> Verdic
 NOISE_SDS = 2.0  # as the holdout's allowance: a gain under 2 sample SDs is not told from noise
 
 
+WITHIN_NOISE = "within noise:"
+NOISE_NOTE = re.compile(r"\(within noise: (.+?);")
+
+
+def noise_note(verdict: str) -> str:
+    """What a kept change's review description says of a keep decided within noise, or "":
+    a reader of the PR weighs the figure above it by this."""
+    found = NOISE_NOTE.search(verdict or "")
+    if not found:
+        return ""
+    return f"within noise: {found[1]}; kept on its median alone"
+
+
 def within_noise(candidate: Sample, incumbent: Sample) -> str:
     """A note for a median kept though its gain is smaller than the runs' own spread (the
     larger side's NOISE_SDS sample SDs), else "". The plain median keeps it (the spec asked
@@ -107,7 +120,7 @@ def within_noise(candidate: Sample, incumbent: Sample) -> str:
     if gain >= noise:
         return ""
     return (
-        f" (within noise: the gain {gain:.3g} is under the runs' {noise:.3g} (2 SDs); "
+        f" ({WITHIN_NOISE} the gain {gain:.3g} is under the runs' {noise:.3g} (2 SDs); "
         "set `rank_test_alpha` with `repeats: 5` or more, or `min_effect`, to keep only "
         "gains beyond it)"
     )
