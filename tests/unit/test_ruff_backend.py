@@ -857,3 +857,14 @@ def test_a_shipped_module_whose_name_only_contains_test_is_shipped_code(tmp_path
     repo = repo_with(tmp_path, {"latest/contest.py": PICKLING})
     found = audited(repo, {"kind": "owasp", "name": "A08"})
     assert found["latest/contest.py:5"]["severity"] == "high"
+
+
+def test_a_secret_rule_on_a_one_character_literal_is_low(tmp_path):
+    # wcwidth's tests compare a `token` with Unicode's break markers; S105 goes by the name.
+    code = "def parts(data):\n    for token in data:\n        if token == '÷':\n            pass\n"
+    secret = 'def login(token):\n    return token == "s3cr3t-Pr0d-key"\n'
+    repo = repo_with(tmp_path, {"lib/grapheme.py": code.encode(), "lib/auth.py": secret.encode()})
+    found = audited(repo, {"kind": "owasp", "name": "A07"})
+    marker = found["lib/grapheme.py:3"]
+    assert marker["severity"] == "low" and "1 character(s) long" in marker["scenario"]
+    assert found["lib/auth.py:2"]["severity"] == "high"

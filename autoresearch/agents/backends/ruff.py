@@ -849,6 +849,7 @@ class RuffBackend:
             in_test_code,
             matches,
             rule_for,
+            short_literal,
         )
 
         vector = brief.data.get("vector") or {}
@@ -879,6 +880,10 @@ class RuffBackend:
             except UNREADABLE:
                 lines = []
             evidence = lines[row - 1].strip() if 0 < row <= len(lines) else diag["message"]
+            end = diag.get("end_location") or {}
+            if 0 < row <= len(lines) and end.get("row") == row:
+                start_col = diag["location"]["column"]
+                rule = short_literal(rule, lines[row - 1][start_col - 1 : end["column"] - 1])
             turns += 1
             result = toolbox.call(
                 "report_vulnerability",

@@ -7,6 +7,7 @@ not listed map to the fallback (A05 misconfiguration, Tampering, low).
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, replace
 
@@ -204,6 +205,30 @@ def reach() -> tuple[frozenset[str], frozenset[str]]:
 
 def rule_for(code: str) -> SecurityRule:
     return RULES.get(code, FALLBACK)
+
+
+SHORTEST_SECRET = 4  # characters: a shorter literal is a marker or a symbol, no credential
+
+
+def short_literal(rule: SecurityRule, literal: str) -> SecurityRule:
+    """`rule` as it reads for a hard-coded secret whose literal (`literal`, its source text)
+    is too short to be one: low, saying so. wcwidth's tests compare a `token` with '÷' and
+    '×' (Unicode's break markers); ruff's S105 goes by the name, and the audit failed on
+    them at high. Any other rule, or a literal that cannot be read, is left as it is."""
+    if rule is not _SECRET:
+        return rule
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return rule
+    if not isinstance(value, str | bytes) or len(value) >= SHORTEST_SECRET:
+        return rule
+    return replace(
+        rule,
+        severity="low",
+        scenario=f"The literal {literal} is {len(value)} character(s) long: a marker or a "
+        "symbol compared with a name that reads like a secret, not a credential.",
+    )
 
 
 # Test code: pytest's default files and what lies in a tests/ or test/ folder.
