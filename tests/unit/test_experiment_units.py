@@ -476,9 +476,11 @@ def test_a_guard_timing_out_on_the_base_commit_says_so_and_after_how_long():
 
 def test_a_guard_failing_on_the_base_commit_gives_its_exit_code():
     result = CommandResult("false", 1, "boom", 0.1)
-    assert "fails on the base commit (exit code 1)" in base_guard_problem(
-        cfg(guard="false"), result
-    )
+    problem = base_guard_problem(cfg(guard="false"), result)
+    assert "fails on the base commit (exit code 1)" in problem
+    # wcwidth: the same command passed as test_command (one test failing on the base is
+    # tolerated there) and was refused as the guard, with no word of the default guard.
+    assert "leave `guard` out: the default guard runs the target's test command" in problem
     assert base_guard_problem(cfg(), None) is None
 
 

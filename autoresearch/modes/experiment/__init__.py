@@ -566,6 +566,8 @@ def base_guard_problem(cfg: ExperimentConfig, guard: CommandResult | None) -> st
         )
     return (
         f"experiment.guard `{cfg.guard}` fails on the base commit (exit code "
-        f"{guard.exit_code}), so every change would be discarded; make it pass first."
+        f"{guard.exit_code}), so every change would be discarded; make it pass first, or "
+        "leave `guard` out: the default guard runs the target's test command judged by test "
+        "identity, where a test failing on the base may stay failing"
         f"\n{guard.tail(2000)}"
     )
