@@ -2062,13 +2062,26 @@ def record_dirty_state(repo: Path, message: str) -> str | None:
 
 
 def ignored_paths(worktree: Path, paths: list[str]) -> set[str]:
-    """Which of `paths` (worktree-relative) git ignores in the session worktree."""
+    """Which of `paths` (worktree-relative) git ignores in the session worktree. A path in a
+    submodule's folder is not this repository's to ignore (check-ignore fails on the whole
+    batch for one: wcwidth's setup stopped at `ucs-detect/pyvenv.cfg`, which Python looks
+    for); it counts as not ignored, so a file the measurement looked for there stays
+    watched."""
+    if not paths:
+        return set()
+    env = _bound(worktree)
+    links = [
+        entry.split("\t", 1)[1]
+        for entry in _run(worktree, ("ls-files", "--stage", "-z"), env).stdout.split("\0")
+        if entry.startswith("160000 ")
+    ]
+    paths = [p for p in paths if not any(p == g or p.startswith(g + "/") for g in links)]
     if not paths:
         return set()
     proc = _run(
         worktree,
         ("check-ignore", "-z", "--stdin"),
-        _bound(worktree),
+        env,
         check=False,
         stdin="\0".join(paths) + "\0",
     )

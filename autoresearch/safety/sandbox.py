@@ -270,9 +270,12 @@ class Sandbox:
                     # Named: narrow adds the tests and the measurement's files to the list,
                     # which the user's spec never shows (session.yaml does).
                     by = next(p for p in self.protected if glob_match(candidate, p))
+                    # Where to look: wcwidth's bench read table_wide.py, and "in spec key
+                    # `protected`" sent its user to a spec that never named it.
                     raise Refused(
-                        f"{candidate!r} is protected (by `{by}` in spec key `protected`) and "
-                        "cannot be changed"
+                        f"{candidate!r} is protected (by `{by}` in session.yaml's `protected`: "
+                        "the spec's list, and what setup adds: the files the measurement "
+                        "reads, the tests) and cannot be changed"
                     )
                 if not self.in_scope(candidate):
                     raise Refused(

@@ -75,6 +75,8 @@ class ReviewSet:
     # Each session commit's copy on the review branch (none where its change was already
     # there): what the pull request's text lists, its ids being the branch's own.
     landed: dict[str, str] = field(default_factory=dict)
+    # Session commits none of whose added lines is left at the set's tip (`undone_in`).
+    undone: set[str] = field(default_factory=set)
 
     @property
     def ok(self) -> bool:
@@ -199,7 +201,9 @@ def set_title(review: ReviewSet) -> str:
         files = len(review.files)
         count = f"{len(commits)} changes in {files} file{'s' if files > 1 else ''}"
         return f"{purposes} ({rules + ': ' if rules else ''}{count})"
-    titles = list(dict.fromkeys(title_of(c) for c in commits if not kind_of(c)))
+    # A change a later commit of the set rewrote whole is not what the branch does.
+    kept = [c for c in commits if c.sha not in review.undone] or commits
+    titles = list(dict.fromkeys(title_of(c) for c in kept if not kind_of(c)))
     if len(titles) > TITLED:
         titles = [*titles[: TITLED - 1], f"and {len(titles) - TITLED + 1} other changes"]
     mechanical = list(dict.fromkeys(k for k in kinds if k))
@@ -244,6 +248,33 @@ def replay(
         except git.GitlinkRefused:
             return i  # a gitlink nobody wrote is never committed: the commit fails here
     return None
+
+
+BLAMED = re.compile(r"^([0-9a-f]{40}) \d+ \d+", re.MULTILINE)  # blame --porcelain's line heads
+
+
+def undone_in(worktree: Path, landed: dict[str, str], commits: list[Commit]) -> set[str]:
+    """The commits of a set, replayed in `worktree` (copies in `landed`), that added lines
+    of which none is left at its HEAD: a later commit of the set wrote over all of them.
+    isodate's experiment kept a speed-up, then a "comment only" change written over a stale
+    copy of the file, which put the old code back; the pull request was titled after both,
+    for a diff of one comment line. A commit that only removed lines is not judged here."""
+    if len(commits) < 2:
+        return set()
+    owners: set[str] = set()
+    for path in sorted({f for c in commits for f in c.files}):
+        blame = git.raw(worktree, "blame", "--porcelain", "HEAD", "--", path)
+        if blame.returncode == 0:  # a file the set deleted has no lines to own
+            owners |= set(BLAMED.findall(blame.stdout.decode("utf-8", "replace")))
+    undone = set()
+    for commit in commits[:-1]:
+        copy = landed.get(commit.sha)
+        if copy is None or copy in owners:
+            continue
+        numstat = git.git(worktree, "diff", "--numstat", f"{copy}^", copy)
+        if any(row.split("\t", 1)[0] not in ("0", "-") for row in numstat.splitlines()):
+            undone.add(commit.sha)
+    return undone
 
 
 def applicable_sets(
@@ -394,6 +425,7 @@ def join_failing(session: Session, sets: list[ReviewSet], log: Callable[[str], N
             other.landed = {}
             replay(other.worktree, base, merged, other.landed)
             other.commits, other.run, other.verdict = merged, run, verdict
+            other.undone = undone_in(other.worktree, other.landed, merged)
             other.tip = git.head(other.worktree)
             other.joined.append(
                 f"Set {review.number} ({set_title(review)}) joined this set: its tests failed "
@@ -499,6 +531,11 @@ def describe(session: Session, review: ReviewSet) -> str:
             else f"- {subject}: already on the branch (session commit `{commit.sha[:12]}`)"
         )
         notes = plainly(commit.note.lines, removed) if commit.note else []
+        if commit.sha in review.undone:
+            notes.append(
+                "undone by a later commit of this set: none of the lines it added is in "
+                "this branch's diff"
+            )
         lines += [f"    - {line}" for line in notes]
     if removed:
         lines += ["", "## Names removed", ""]
@@ -611,9 +648,11 @@ def _finalize(
             log(f"tests on the base {loop.base[:12]}: {session.base_runs[loop.base].summary}")
         for members in applicable_sets(place, loop.base, commits, session.grouping, log):
             chosen = [commits[i] for i in members]
-            replay(place, loop.base, chosen)
+            landed: dict[str, str] = {}
+            replay(place, loop.base, chosen, landed)
             tree = git.git(place, "rev-parse", "HEAD^{tree}")
-            title = set_title(ReviewSet(loop, chosen))
+            undone = undone_in(place, landed, chosen)
+            title = set_title(ReviewSet(loop, chosen, undone=undone))
             if tree == git.git(place, "rev-parse", f"{loop.base}^{{tree}}"):
                 log(f"skipped {len(chosen)} commits that cancel out: {title}")
                 continue
@@ -625,7 +664,7 @@ def _finalize(
                 same.joined.append(f"The same change was made by {where} too ({shas}).")
                 log(f"the change of {where} ({title}) is one already found: not a set of its own")
                 continue
-            sets.append(ReviewSet(loop, chosen, tree=tree))
+            sets.append(ReviewSet(loop, chosen, tree=tree, undone=undone))
         git.remove_worktree(session.target, place)
     session.order = order
     for n, review in enumerate(sets, 1):

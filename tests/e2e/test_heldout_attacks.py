@@ -893,7 +893,7 @@ COMPUTED_STATISTICS = SRC + (
 COMPUTED_PRINT = COMPUTED_STATISTICS + (
     '_b = _il.import_module("built" + "ins")\n_p = _b.print\n_b.print = lambda *a, **k: _p(0)\n'
 )
-PROTECTED = "in spec key `protected`) and cannot be changed"
+PROTECTED = "what setup adds: the files the measurement reads, the tests) and cannot be changed"
 NARROW_ATTACKS = [
     Attack("package-shadowing-a-stdlib-module-beside-the-script", "narrow imports",
            {"bench/statistics/__init__.py": "def median(values):\n    return 0\n"},

@@ -58,3 +58,20 @@ def test_the_summary_shows_the_best_trend_and_the_best_result():
     assert "100 → 90 → 90" in text
     assert "- Best: ms = 90 (experiment 0, commit cccccccccccc), +10.0% over the baseline" in text
     assert "| 2 | 95 | discarded |" in text and "## Recommended next steps" in text
+
+
+def test_the_report_says_why_a_measured_experiment_was_not_kept():
+    # wcwidth: "ns_per_lookup 385.06 -> 276.99 (discarded)" read as a 28% gain thrown away.
+    from autoresearch.modes.experiment.report import report
+
+    base = {**BASE, "hypothesis": "baseline", "best_value": 385.06, "metric_value": 385.06}
+    why = "better median, but within noise (rank test p=0.095)"
+    tried = {
+        **rec(1, "discarded", 276.99, 385.06),
+        "hypothesis": "Use bisect",
+        "baseline_value": 385.06,
+        "verdict": why,
+        "best_value": 385.06,
+    }
+    text = report([base, tried], "ns", "b", None)
+    assert f"- Exp 1: Use bisect -- ns 385.06 -> 276.99 (discarded: {why})" in text

@@ -174,3 +174,18 @@ def test_the_tool_environment_follows_changes_to_ours(monkeypatch):
     assert "LC_PAPER" not in child_env.for_tool()
     env["PATH"] = "/changed/by/a/caller"
     assert child_env.for_tool()["PATH"] == os.environ["PATH"]  # a copy each call
+
+
+def test_ignored_paths_passes_over_a_submodules_folder(tmp_path):
+    # wcwidth has a submodule (ucs-detect): Python looks for ucs-detect/pyvenv.cfg, and
+    # check-ignore failed on the whole batch for it, which stopped the experiment's setup.
+    from conftest import git
+
+    target = make_repo(tmp_path / "t", {"lib.py": "x = 1\n", ".gitignore": "build/\n"})
+    sha = ar_git.head(target)
+    git(target, "update-index", "--add", "--cacheinfo", f"160000,{sha},ucs-detect")
+    git(target, "commit", "-qm", "a submodule")
+    place = tmp_path / "wt"
+    ar_git.open_worktree(target, place, "autoresearch/s", ar_git.head(target))
+    asked = ["ucs-detect/pyvenv.cfg", "ucs-detect", "build/x.py", "lib.py", "ucs-detectx.py"]
+    assert ar_git.ignored_paths(place, asked) == {"build/x.py"}

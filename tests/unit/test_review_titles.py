@@ -102,3 +102,39 @@ def test_rules_whose_fixes_read_alike_are_told_once():
     assert (
         got == "Remove unnecessary `else` or `elif` (RET505, RET506, RET508: 4 changes in 4 files)"
     )
+
+
+def test_a_change_a_later_commit_wrote_over_whole_is_neither_titled_nor_hidden(tmp_path):
+    # isodate's experiment kept a speed-up, then a "comment only" change written over a
+    # stale copy of the file, which put the old code back: the pull request was titled after
+    # both, for a diff of one comment line.
+    from conftest import git, make_repo
+
+    old = "def parse(s):\n    return slow(s)\n"
+    repo = make_repo(tmp_path / "r", {"iso.py": old})
+    shas = []
+    for text in ("def parse(s):\n    return fast(s)\n", "# entry point\n" + old):
+        (repo / "iso.py").write_text(text)
+        git(repo, "commit", "-qam", "exp")
+        shas.append(git(repo, "rev-parse", "HEAD").strip())
+    faster = Commit(shas[0], "exp 1", "", ("iso.py",), ChangeNote("Faster parse", ("m: 10 → 6",)))
+    comment = Commit(shas[1], "exp 2", "", ("iso.py",), ChangeNote("A comment", ("m: 6 → 4",)))
+    landed = {c.sha: c.sha for c in (faster, comment)}  # already replayed: the repo's HEAD
+    undone = finalize.undone_in(repo, landed, [faster, comment])
+    assert undone == {faster.sha}
+    loop = ReviewLoop("", "b", "0" * 40)
+    assert set_title(ReviewSet(loop, [faster, comment], undone=undone)) == "A comment"
+    assert set_title(ReviewSet(loop, [faster, comment])) == "Faster parse; A comment"
+
+
+def test_a_change_a_later_commit_built_on_keeps_its_title(tmp_path):
+    from conftest import git, make_repo
+
+    repo = make_repo(tmp_path / "r", {"iso.py": "a = 1\nb = 2\n"})
+    shas = []
+    for text in ("a = 10\nb = 2\n", "a = 10\nb = 20\n"):
+        (repo / "iso.py").write_text(text)
+        git(repo, "commit", "-qam", "exp")
+        shas.append(git(repo, "rev-parse", "HEAD").strip())
+    commits = [Commit(s, "x", "", ("iso.py",), ChangeNote(f"c{i}", ())) for i, s in enumerate(shas)]
+    assert finalize.undone_in(repo, {s: s for s in shas}, commits) == set()

@@ -755,3 +755,116 @@ def test_refactor_that_may_format_a_file_already_formatted_looked_and_changed_no
     repo_with(tmp_path, {"app.py": b"X = 1\n"})  # Green's fix, still as ruff format writes it
     run = refactor_run(tmp_path, changed_files=["app.py"], base_commit=base)
     assert (run.stop_reason, run.turns) == ("finished", 0)
+
+
+# --- a fix that moves its own error ---------------------------------------------------------
+
+RET505_ONLY = b'[tool.ruff.lint]\nselect = ["RET505"]\n'
+CHAIN = b"""def pick(x):
+    if x == 1:
+        return "a"
+    elif x == 2:
+        return "b"
+    else:
+        return "c"
+"""
+FLAT = b"""def pick(x):
+    if x == 1:
+        return "a"
+    if x == 2:
+        return "b"
+    return "c"
+"""
+
+
+def test_an_if_chain_is_flattened_whole_as_ruff_fix_would(tmp_path):
+    # isodate: `elif` after a return made `if` leaves the `else` below it superfluous, so
+    # the count stayed and the fix was reverted (4 of 7 RET505 blocked so).
+    repo = repo_with(tmp_path, {"app.py": CHAIN, "pyproject.toml": RET505_ONLY})
+    calls = fix_all(repo)
+    assert [name for name, _ in calls] == ["finish_fix"]
+    assert (repo / "app.py").read_bytes() == FLAT
+
+
+def test_the_follow_up_fixes_leave_the_files_other_findings_alone(tmp_path):
+    # Another chain's `else` was there before: it is its own finding, not this fix's work.
+    other = b"\n\ndef other(y):\n    if y:\n        return 1\n    else:\n        return 2\n"
+    repo = repo_with(tmp_path, {"app.py": CHAIN + other, "pyproject.toml": RET505_ONLY})
+    reports = red(repo)
+    first = next(r for r in reports if "elif" in r["title"])
+    assert [name for name, _ in green(repo, [finding("F-001", first)])] == ["finish_fix"]
+    assert (repo / "app.py").read_bytes() == FLAT + other
+
+
+def test_a_noqa_a_narrow_count_calls_unused_but_the_target_needs_says_so(tmp_path):
+    # isodate's fix session counted RUF100 with `--select RUF100,SIM103,RET505`: its
+    # suppression of E402 was "non-enabled" there, but E402 is among ruff's defaults, which the
+    # backend reads; the skip said "ruff no longer reports it", as though it were gone.
+    source = b"import sys\n\nsys.path.insert(0, 'src')\nimport os  # noqa: E402\n\nprint(os)\n"
+    repo = repo_with(tmp_path, {"app.py": source})
+    counted = {
+        "title": "RUF100 Unused `noqa` directive (non-enabled: `E402`) in `import os  "
+        + "# noqa: E402`",
+        "location": "app.py:4",
+    }
+    [(name, args)] = green(repo, [finding("E-001", counted)])
+    assert name == "skip_finding"
+    assert args["reason"].startswith("the `noqa` is for E402, which the target's own ruff enables")
+    assert (repo / "app.py").read_bytes() == source
+
+
+# --- the security auditor ---------------------------------------------------------------
+
+
+def audited(repo: Path, vector: dict) -> dict[str, dict]:
+    """The auditor's reports on `vector`, by location."""
+    calls: list[dict] = []
+
+    def hook(**args):
+        calls.append(args)
+        return "recorded"
+
+    toolbox = Toolbox("auditor", repo, hooks={"report_vulnerability": hook})
+    brief = StageBrief("auditor", "", "", data={"worktree": str(repo), "vector": vector})
+    RuffBackend().run(brief, toolbox, lambda _: None)
+    return {c["location"]: c for c in calls}
+
+
+PICKLING = b"import pickle\n\n\ndef load(data):\n    return pickle.loads(data)\n"
+
+
+def test_a_pattern_in_test_code_is_low_and_the_same_in_shipped_code_stays_high(tmp_path):
+    # isodate's tests/test_pickle.py round-trips its own objects: three S301 at high failed a
+    # `fail_on: high` audit with nothing shipped at fault.
+    test = b"import pickle\n\n\ndef test_rt():\n    assert pickle.loads(pickle.dumps(1)) == 1\n"
+    repo = repo_with(tmp_path, {"lib/store.py": PICKLING, "tests/test_store.py": test})
+    found = audited(repo, {"kind": "owasp", "name": "A08"})
+    assert found["lib/store.py:5"]["severity"] == "high"
+    shown = found["tests/test_store.py:5"]
+    assert shown["severity"] == "low" and "in test code" in shown["scenario"]
+    assert "in test code" not in found["lib/store.py:5"]["scenario"]
+
+
+def test_a_secret_in_test_code_keeps_its_severity(tmp_path):
+    test = b'API_PASSWORD = "hunter2-prod"\n\n\ndef test_x():\n    assert API_PASSWORD\n'
+    repo = repo_with(tmp_path, {"tests/test_login.py": test})
+    found = audited(repo, {"kind": "owasp", "name": "A07"})
+    assert found["tests/test_login.py:1"]["severity"] == "high"
+
+
+def test_a_shipped_module_whose_name_only_contains_test_is_shipped_code(tmp_path):
+    # `contest.py`, `latest/`: only pytest's file names and a tests/ or test/ folder count.
+    repo = repo_with(tmp_path, {"latest/contest.py": PICKLING})
+    found = audited(repo, {"kind": "owasp", "name": "A08"})
+    assert found["latest/contest.py:5"]["severity"] == "high"
+
+
+def test_a_secret_rule_on_a_one_character_literal_is_low(tmp_path):
+    # wcwidth's tests compare a `token` with Unicode's break markers; S105 goes by the name.
+    code = "def parts(data):\n    for token in data:\n        if token == '÷':\n            pass\n"
+    secret = 'def login(token):\n    return token == "s3cr3t-Pr0d-key"\n'
+    repo = repo_with(tmp_path, {"lib/grapheme.py": code.encode(), "lib/auth.py": secret.encode()})
+    found = audited(repo, {"kind": "owasp", "name": "A07"})
+    marker = found["lib/grapheme.py:3"]
+    assert marker["severity"] == "low" and "1 character(s) long" in marker["scenario"]
+    assert found["lib/auth.py:2"]["severity"] == "high"

@@ -137,7 +137,9 @@ def test_resolve_returns_the_relative_posix_path(world):
 def test_a_refused_write_names_the_protected_pattern_that_covers_it(world):
     # narrow adds `tests` and the measurement's files: the user's spec never names them
     box = Sandbox(world["wt"], ["./count.sh", "tests"])
-    with pytest.raises(Refused, match=r"'src/tests/a.py' is protected \(by `tests` in spec"):
+    # wcwidth: "in spec key `protected`" sent the user to a spec that never named the file.
+    said = r"'src/tests/a.py' is protected \(by `tests` in session.yaml's `protected`: the spec's"
+    with pytest.raises(Refused, match=said):
         box.resolve("src/tests/a.py", write=True)
     box.resolve("src/count.sh", write=True)  # `./count.sh` is the top one only
 

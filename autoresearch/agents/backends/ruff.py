@@ -41,6 +41,7 @@ LINE_BREAK = re.compile(r"\r\n|\r|\n")
 NOQA_GROUP = re.compile(r"(unused|non-enabled|unknown|duplicated): ((?:`[^`]+`(?:, )?)+)")
 NOQA_CODE = re.compile(r"[A-Z]+[0-9]+")
 TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test)\.py$")  # pytest's default files
+MOVED_STEPS = 5  # further fixes of one rule its first fix may set off (an if-chain's branches)
 SNIPPET = 60  # characters of the flagged line a finding's title quotes
 CRITICAL = re.compile(r"^(E9|F63|F7|F82)")
 # B009/B010 (`getattr(x, "a")`) only spell an attribute access the long way: medium.
@@ -668,6 +669,24 @@ def noqa_edits(
     return [{"content": content, "location": start, "end_location": end}], ""
 
 
+def used_noqa(title: str) -> str:
+    """Why a RUF100 finding about codes "non-enabled" where it was counted is not reported
+    under the target's own ruff, or "": a count command's narrow `--select` calls a `noqa`
+    unused that the target's ruff needs (isodate's `# noqa: E402`, a rule among ruff's
+    defaults). "ruff no longer reports it" read as though the error had gone."""
+    if not title.startswith("RUF100 "):
+        return ""
+    listed = dict(NOQA_GROUP.findall(title))
+    codes = NOQA_CODE.findall(listed.get("non-enabled", ""))
+    if not codes:
+        return ""
+    return (
+        f"the `noqa` is for {', '.join(codes)}, which the target's own ruff enables and "
+        "needs there; only the error command's narrower rule selection calls it unused: it "
+        "stays"
+    )
+
+
 # What `read_source` raises for a file the backend leaves alone.
 UNREADABLE = (UnicodeDecodeError, worktree_files.Refused)
 
@@ -825,7 +844,13 @@ class RuffBackend:
 
     def _security(self, worktree, brief, toolbox, progress) -> int:
         """ruff's `S` rules as the security auditor: the diagnostics of this iteration's vector."""
-        from autoresearch.agents.backends.ruff_security import IGNORED, matches, rule_for
+        from autoresearch.agents.backends.ruff_security import (
+            IGNORED,
+            in_test_code,
+            matches,
+            rule_for,
+            short_literal,
+        )
 
         vector = brief.data.get("vector") or {}
         files = brief.data.get("files")  # diff_base: only the changed files
@@ -845,6 +870,7 @@ class RuffBackend:
             if not matches(rule, vector):
                 continue
             path = Path(diag["filename"]).resolve().relative_to(worktree.resolve()).as_posix()
+            rule = in_test_code(rule, path)
             row = diag["location"]["row"]
             title = f"{code} {diag['message']}"
             if f"{title} ({path}:{row})" in reported:
@@ -854,6 +880,10 @@ class RuffBackend:
             except UNREADABLE:
                 lines = []
             evidence = lines[row - 1].strip() if 0 < row <= len(lines) else diag["message"]
+            end = diag.get("end_location") or {}
+            if 0 < row <= len(lines) and end.get("row") == row:
+                start_col = diag["location"]["column"]
+                rule = short_literal(rule, lines[row - 1][start_col - 1 : end["column"] - 1])
             turns += 1
             result = toolbox.call(
                 "report_vulnerability",
@@ -952,7 +982,7 @@ class RuffBackend:
             )
         ]
         if not candidates:
-            return "skip_finding", {"finding_id": fid, "reason": GONE}
+            return "skip_finding", {"finding_id": fid, "reason": used_noqa(title) or GONE}
         diag = min(candidates, key=lambda d: abs(d["location"]["row"] - line))
         edits, why_not = fix_edits(diag, original, path, tests_editable, importers)
         if not edits:
@@ -964,9 +994,40 @@ class RuffBackend:
         if written.is_error:
             return "skip_finding", {"finding_id": fid, "reason": written.content}
         summary = (diag.get("fix") or {}).get("message") or diag["message"]
+        self._settle_moved(worktree, path, diag, titles, toolbox, tests_editable, importers)
         if tidy:
             self._drop_imports_left_unused(worktree, path, unused_before, toolbox, importers)
         return "finish_fix", {"finding_id": fid, "summary": summary}
+
+    def _settle_moved(
+        self, worktree, path, fixed, before: list[str], toolbox, tests_editable, importers
+    ) -> None:
+        """Fix, as `ruff check --fix` does in its next passes, what the fix of `fixed` made
+        of its own rule in the same file: an `elif` after a return made an `if` leaves the
+        `else` below it superfluous, so the count stays and the error only moves (isodate:
+        4 of 7 RET505 blocked so). Each step fixes the new diagnostic nearest the fixed line,
+        under the same rules as the first; it stops once the rule's count has fallen, or at
+        a new diagnostic it may not fix (the decide then judges what is there)."""
+        code, row = fixed.get("code"), fixed["location"]["row"]
+        for _ in range(MOVED_STEPS):
+            try:
+                text = read_source(worktree, path)
+            except UNREADABLE:
+                return
+            now = [d for d in diagnostics(worktree, path, extend=[code]) if d.get("code") == code]
+            if len(now) < len(before):
+                return
+            fresh = Counter(titles_of(now, text)) - Counter(before)
+            moved = [d for d, t in zip(now, titles_of(now, text), strict=True) if t in fresh]
+            if not moved:
+                return
+            diag = min(moved, key=lambda d: abs(d["location"]["row"] - row))
+            edits, _ = fix_edits(diag, text, path, tests_editable, importers)
+            if not edits:
+                return
+            new = no_new_leading_blank(text, apply_edits(text, edits))
+            if write_source(toolbox, path, new).is_error:
+                return
 
     def _drop_imports_left_unused(
         self, worktree, path, before: set[str], toolbox, importers: Importers | None = None

@@ -7,7 +7,9 @@ not listed map to the fallback (A05 misconfiguration, Tampering, low).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import ast
+import re
+from dataclasses import dataclass, replace
 
 IGNORED = ("S101",)  # `assert`: every test file has them; not an attack surface
 
@@ -203,6 +205,48 @@ def reach() -> tuple[frozenset[str], frozenset[str]]:
 
 def rule_for(code: str) -> SecurityRule:
     return RULES.get(code, FALLBACK)
+
+
+SHORTEST_SECRET = 4  # characters: a shorter literal is a marker or a symbol, no credential
+
+
+def short_literal(rule: SecurityRule, literal: str) -> SecurityRule:
+    """`rule` as it reads for a hard-coded secret whose literal (`literal`, its source text)
+    is too short to be one: low, saying so. wcwidth's tests compare a `token` with '÷' and
+    '×' (Unicode's break markers); ruff's S105 goes by the name, and the audit failed on
+    them at high. Any other rule, or a literal that cannot be read, is left as it is."""
+    if rule is not _SECRET:
+        return rule
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return rule
+    if not isinstance(value, str | bytes) or len(value) >= SHORTEST_SECRET:
+        return rule
+    return replace(
+        rule,
+        severity="low",
+        scenario=f"The literal {literal} is {len(value)} character(s) long: a marker or a "
+        "symbol compared with a name that reads like a secret, not a credential.",
+    )
+
+
+# Test code: pytest's default files and what lies in a tests/ or test/ folder.
+TEST_CODE = re.compile(r"(?:^|/)(?:tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
+IN_TEST = (
+    " (in test code: it runs under the test runner on data the test makes, not on what a user "
+    "sends; low unless the same pattern is in shipped code)"
+)
+
+
+def in_test_code(rule: SecurityRule, path: str) -> SecurityRule:
+    """`rule` as it reads for a diagnostic in test code: low, the scenario saying why. A
+    test's `pickle.loads(pickle.dumps(x))` is no attack surface (isodate: three of them
+    failed a `fail_on: high` audit with nothing shipped at fault). A secret is the exception:
+    a credential in a test is as readable as one in the code."""
+    if rule is _SECRET or not TEST_CODE.search(path):
+        return rule
+    return replace(rule, severity="low", scenario=rule.scenario + IN_TEST)
 
 
 def matches(rule: SecurityRule, vector: dict) -> bool:

@@ -40,7 +40,7 @@ from . import guard as guards
 from . import holdout, preserve, report, runs, show
 from . import log as logs
 from .log import fmt
-from .policy import KEPT, should_stop
+from .policy import KEPT, noise_note, should_stop
 from .program import GUARD_OFF, ExperimentConfig, resolve, target_path
 from .stages import (
     _measure_record,
@@ -458,12 +458,14 @@ class ExperimentViews(Mode.views):
                 continue
             name = f"#{rec['iteration']}" + (f"/{rec['candidate']}" if rec.get("candidate") else "")
             hypothesis = " ".join(rec["hypothesis"].split())
+            noisy = noise_note(rec.get("verdict") or "")
             notes[rec["end_commit"]] = ChangeNote(
                 hypothesis,
                 (
                     f"Experiment {name}: {hypothesis}",
                     f"{key}: {fmt(rec.get('baseline_value'))} → {fmt(rec.get('metric_value'))} "
                     "(the session's measurement, against the best before it)",
+                    *([noisy] if noisy else []),
                 ),
             )
         return notes
@@ -564,6 +566,8 @@ def base_guard_problem(cfg: ExperimentConfig, guard: CommandResult | None) -> st
         )
     return (
         f"experiment.guard `{cfg.guard}` fails on the base commit (exit code "
-        f"{guard.exit_code}), so every change would be discarded; make it pass first."
+        f"{guard.exit_code}), so every change would be discarded; make it pass first, or "
+        "leave `guard` out: the default guard runs the target's test command judged by test "
+        "identity, where a test failing on the base may stay failing"
         f"\n{guard.tail(2000)}"
     )

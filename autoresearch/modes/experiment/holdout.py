@@ -44,13 +44,12 @@ from autoresearch.safety.patch import apply_patch
 from autoresearch.safety.sandbox import redact
 
 from .log import each_experiment, fmt
-from .policy import ref
+from .policy import NOISE_SDS, ref
 from .program import ExperimentConfig
 
 HOLDOUT_DISAGREES = Status.HOLDOUT_DISAGREES
 HOLDOUT_UNCONFIRMED = Status.HOLDOUT_UNCONFIRMED
 KEY = "experiment.holdout"
-NOISE_SDS = 2.0
 
 
 # --- setup ----------------------------------------------------------------------------

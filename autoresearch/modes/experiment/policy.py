@@ -10,6 +10,7 @@ import ast
 import difflib
 import re
 import shutil
+import statistics
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,7 +87,43 @@ def judge(candidate: Sample, incumbent: Sample, cfg: ExperimentConfig) -> Verdic
                 False, f"better median, but within noise (rank test p={p:.3f})", p_value=p
             )
         return Verdict(True, f"better (rank test p={p:.3f})", p_value=p)
-    return Verdict(True, f"{candidate.value:g} beats {incumbent.value:g}")
+    return Verdict(
+        True, f"{candidate.value:g} beats {incumbent.value:g}{within_noise(candidate, incumbent)}"
+    )
+
+
+NOISE_SDS = 2.0  # as the holdout's allowance: a gain under 2 sample SDs is not told from noise
+
+
+WITHIN_NOISE = "within noise:"
+NOISE_NOTE = re.compile(r"\(within noise: (.+?);")
+
+
+def noise_note(verdict: str) -> str:
+    """What a kept change's review description says of a keep decided within noise, or "":
+    a reader of the PR weighs the figure above it by this."""
+    found = NOISE_NOTE.search(verdict or "")
+    if not found:
+        return ""
+    return f"within noise: {found[1]}; kept on its median alone"
+
+
+def within_noise(candidate: Sample, incumbent: Sample) -> str:
+    """A note for a median kept though its gain is smaller than the runs' own spread (the
+    larger side's NOISE_SDS sample SDs), else "". The plain median keeps it (the spec asked
+    for no test); the note keeps the decision text from reading as a measured gain."""
+    spreads = [s for s in (candidate.samples, incumbent.samples) if len(s) >= 2]
+    if not spreads:
+        return ""
+    noise = NOISE_SDS * max(statistics.stdev(s) for s in spreads)
+    gain = abs(candidate.value - incumbent.value)
+    if gain >= noise:
+        return ""
+    return (
+        f" ({WITHIN_NOISE} the gain {gain:.3g} is under the runs' {noise:.3g} (2 SDs); "
+        "set `rank_test_alpha` with `repeats: 5` or more, or `min_effect`, to keep only "
+        "gains beyond it)"
+    )
 
 
 def ref(rec: dict[str, Any]) -> int | str:
