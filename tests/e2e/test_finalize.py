@@ -389,7 +389,8 @@ def test_finalize_on_an_experiment_session_describes_each_kept_hypothesis(tmp_pa
     # Both experiments rewrote the same line: one set, both commits, tested on its tip.
     record = json.loads((wf.session("e") / "review" / "branches.json").read_text())
     assert [len(e["commits"]) for e in record["sets"]] == [2]
-    assert record["sets"][0]["branch"] == "autoresearch/e/review/1-halve-the-inner-loop-memoize"
+    # The second rewrote the first's line whole: the set is named after what it changes.
+    assert record["sets"][0]["branch"] == "autoresearch/e/review/1-memoize"
     assert record["sets"][0]["tests_ok"] is True
     # The branch starts at the target's own commit: the session's empty baseline marker
     # is not a commit of the pull request.
@@ -399,7 +400,8 @@ def test_finalize_on_an_experiment_session_describes_each_kept_hypothesis(tmp_pa
     for sha in git(target, "rev-list", f"{main}..{tip}").split():
         assert git(target, "diff-tree", "-r", "--name-only", "--no-commit-id", sha)
     text = (wf.session("e") / "review" / "1.md").read_text()
-    assert text.startswith("# Halve the inner loop; Memoize\n")
+    assert text.startswith("# Memoize\n")
     assert "Experiment #1: Halve the inner loop" in text
     assert "ops: 1000 → 800" in text
+    assert "undone by a later commit of this set" in text  # the first's line is the second's
     assert "Experiment #2: Memoize" in text
